@@ -1,0 +1,185 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * nxquota - per-cgroup device-memory budgets, the kernel ABI.
+ *
+ * This is the only copy of the ABI: the module, libnxquota, nxquotactl and
+ * the tests all include this file.  Documentation/userspace-api/nxquota.rst
+ * describes every command, field, flag and errno.
+ *
+ * Conventions:
+ *  - Every argument struct starts with __u32 size, the size of the struct
+ *    the caller was built with.  The kernel accepts any size from the
+ *    first published version of the struct (NXQ_*_SIZE_VER0) up to a page:
+ *    a smaller caller gets zeros for fields it does not know, a larger
+ *    caller must zero the bytes the kernel does not know (else -E2BIG).
+ *    Output is written back for min(size, kernel size) bytes.
+ *  - The command is matched on type, number and direction; the size bits
+ *    of the ioctl number are ignored because the size field carries it.
+ *  - Padding and reserved fields must be zero (else -EINVAL); unknown
+ *    flags are refused (-EINVAL); unknown commands get -ENOTTY.
+ *  - Byte counts are __u64 and are never rounded by the kernel.
+ */
+#ifndef _UAPI_LINUX_NXQUOTA_H
+#define _UAPI_LINUX_NXQUOTA_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define NXQ_DEVICE_NAME		"nxquota"	/* /dev/nxquota */
+#define NXQ_ABI_VERSION		1
+
+/* Device keys: "GPU-<uuid>", "host0", ... NUL-terminated, [A-Za-z0-9._:-]. */
+#define NXQ_DEVICE_KEY_MAX	64
+
+/* Feature bits reported by NXQ_IOC_VERSION. */
+#define NXQ_FEAT_HOLDERS	(1ULL << 0)	/* register/unregister */
+#define NXQ_FEAT_CHARGE		(1ULL << 1)	/* charge/uncharge/reclaimable */
+#define NXQ_FEAT_STATUS		(1ULL << 2)	/* NXQ_IOC_STATUS */
+#define NXQ_FEAT_CHARGE_WAIT	(1ULL << 3)	/* NXQ_CHARGE_WAIT is honoured */
+
+/**
+ * struct nxq_version - NXQ_IOC_VERSION
+ * @size: in, sizeof(struct nxq_version)
+ * @abi_version: out, NXQ_ABI_VERSION of the running module
+ * @features: out, NXQ_FEAT_* supported by the running module
+ */
+struct nxq_version {
+	__u32 size;
+	__u32 abi_version;
+	__u64 features;
+};
+#define NXQ_VERSION_SIZE_VER0	16
+
+/* Holder registration flags: none defined yet. */
+#define NXQ_HOLDER_FLAGS_ALL	0U
+
+/* Priorities: 0 is the default; higher is more important. */
+#define NXQ_PRIORITY_MAX	1000U
+
+/**
+ * struct nxq_holder_reg - NXQ_IOC_HOLDER_REGISTER
+ * @size: in, sizeof(struct nxq_holder_reg)
+ * @flags: in, must be 0
+ * @device: in, NUL-terminated key of a registered device
+ * @eventfd: in, an eventfd the module signals for this holder, or -1
+ * @priority: in, 0..NXQ_PRIORITY_MAX
+ * @holder_id: out, non-zero id, valid on this open file only
+ *
+ * The holder is bound to the caller's cgroup (cgroup v2, as the kernel sees
+ * it at registration) and to @device.  It lives until NXQ_IOC_HOLDER_UNREGISTER
+ * or the release of the file, whichever comes first; both uncharge it.
+ */
+struct nxq_holder_reg {
+	__u32 size;
+	__u32 flags;
+	char device[NXQ_DEVICE_KEY_MAX];
+	__s32 eventfd;
+	__u32 priority;
+	__u64 holder_id;
+};
+#define NXQ_HOLDER_REG_SIZE_VER0	88
+
+/**
+ * struct nxq_holder_id - NXQ_IOC_HOLDER_UNREGISTER
+ * @size: in, sizeof(struct nxq_holder_id)
+ * @flags: in, must be 0
+ * @holder_id: in
+ */
+struct nxq_holder_id {
+	__u32 size;
+	__u32 flags;
+	__u64 holder_id;
+};
+#define NXQ_HOLDER_ID_SIZE_VER0		16
+
+/* Charge flags. */
+#define NXQ_CHARGE_NOWAIT	(1U << 0)	/* fail at once (the default) */
+#define NXQ_CHARGE_WAIT		(1U << 1)	/* wait up to timeout_ns */
+#define NXQ_CHARGE_FLAGS_ALL	(NXQ_CHARGE_NOWAIT | NXQ_CHARGE_WAIT)
+
+/**
+ * struct nxq_charge - NXQ_IOC_CHARGE and NXQ_IOC_UNCHARGE
+ * @size: in, sizeof(struct nxq_charge)
+ * @flags: in, NXQ_CHARGE_* for a charge, 0 for an uncharge
+ * @holder_id: in
+ * @bytes: in, bytes to add to (charge) or take from (uncharge) the holder
+ * @timeout_ns: in, with NXQ_CHARGE_WAIT the longest wait; else must be 0
+ * @charged: out, the holder's charge after the call
+ *
+ * A charge either charges @bytes on every budget node from the holder's
+ * cgroup to the root and on the device, or changes nothing.
+ */
+struct nxq_charge {
+	__u32 size;
+	__u32 flags;
+	__u64 holder_id;
+	__u64 bytes;
+	__u64 timeout_ns;
+	__u64 charged;
+};
+#define NXQ_CHARGE_SIZE_VER0		40
+
+/**
+ * struct nxq_reclaimable - NXQ_IOC_SET_RECLAIMABLE
+ * @size: in, sizeof(struct nxq_reclaimable)
+ * @flags: in, must be 0
+ * @holder_id: in
+ * @bytes: in, bytes of the holder's charge it can release quickly;
+ *	must not exceed its charge
+ */
+struct nxq_reclaimable {
+	__u32 size;
+	__u32 flags;
+	__u64 holder_id;
+	__u64 bytes;
+};
+#define NXQ_RECLAIMABLE_SIZE_VER0	24
+
+/* Sentinel for "no limit" in max fields. */
+#define NXQ_UNLIMITED		(~0ULL)
+
+/**
+ * struct nxq_status - NXQ_IOC_STATUS
+ * @size: in, sizeof(struct nxq_status)
+ * @flags: in, must be 0
+ * @holder_id: in, the holder whose budget is reported
+ * @holder_charge: out, the holder's charge
+ * @holder_reclaimable: out, the holder's reclaimable bytes
+ * @cgroup_id: out, kernfs id of the holder's cgroup
+ * @node_current: out, bytes charged in the holder's cgroup and below
+ * @node_max: out, its max (NXQ_UNLIMITED when unset)
+ * @node_min: out, its min (its guarantee, as set)
+ * @node_effective_min: out, the guarantee after the tree's limits
+ * @headroom: out, bytes a charge could take now: the least room left
+ *	under any max on the path and the device's capacity
+ * @device_capacity: out
+ * @device_used: out, bytes charged on the device by everyone
+ */
+struct nxq_status {
+	__u32 size;
+	__u32 flags;
+	__u64 holder_id;
+	__u64 holder_charge;
+	__u64 holder_reclaimable;
+	__u64 cgroup_id;
+	__u64 node_current;
+	__u64 node_max;
+	__u64 node_min;
+	__u64 node_effective_min;
+	__u64 headroom;
+	__u64 device_capacity;
+	__u64 device_used;
+};
+#define NXQ_STATUS_SIZE_VER0		96
+
+#define NXQ_IOC_MAGIC	0xB7
+
+#define NXQ_IOC_VERSION		_IOWR(NXQ_IOC_MAGIC, 0x00, struct nxq_version)
+#define NXQ_IOC_HOLDER_REGISTER	_IOWR(NXQ_IOC_MAGIC, 0x01, struct nxq_holder_reg)
+#define NXQ_IOC_HOLDER_UNREGISTER _IOW(NXQ_IOC_MAGIC, 0x02, struct nxq_holder_id)
+#define NXQ_IOC_CHARGE		_IOWR(NXQ_IOC_MAGIC, 0x03, struct nxq_charge)
+#define NXQ_IOC_UNCHARGE	_IOWR(NXQ_IOC_MAGIC, 0x04, struct nxq_charge)
+#define NXQ_IOC_SET_RECLAIMABLE	_IOW(NXQ_IOC_MAGIC, 0x05, struct nxq_reclaimable)
+#define NXQ_IOC_STATUS		_IOWR(NXQ_IOC_MAGIC, 0x06, struct nxq_status)
+
+#endif /* _UAPI_LINUX_NXQUOTA_H */
