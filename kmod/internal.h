@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nxquota module internals shared by the shells: the one ledger, the
+ * cgroup glue, the character device and sysfs.
+ */
+#ifndef _NXQ_INTERNAL_H
+#define _NXQ_INTERNAL_H
+
+#include "ledger.h"
+
+struct cgroup;
+
+/* Deepest cgroup level a holder may be registered from. */
+#define NXQ_MAX_DEPTH	64
+
+extern struct nxq_ledger nxq_ledger;
+
+struct nxq_node *nxq_node_for_cgroup(struct nxq_device *dev,
+				     struct cgroup *cgrp);
+struct cgroup *nxq_current_cgroup(void);
+void nxq_cgroup_put(struct cgroup *cgrp);
+
+int nxq_sysfs_init(void);
+void nxq_sysfs_exit(void);
+int nxq_sysfs_device_added(struct nxq_device *dev);
+void nxq_sysfs_device_removed(struct nxq_device *dev);
+int nxq_sysfs_node_added(struct nxq_node *node);
+void nxq_sysfs_node_removed(struct nxq_node *node);
+
+int nxq_cdev_init(void);
+void nxq_cdev_exit(void);
+
+#endif /* _NXQ_INTERNAL_H */

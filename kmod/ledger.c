@@ -1,0 +1,719 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquota ledger: devices, hierarchical budget nodes, holders, charges.
+ *
+ * See ledger.h for the objects, their lifetimes and the two locks.  The
+ * charge path takes only nxq_device.lock, walks the node chain twice
+ * (check, then commit) and allocates nothing: either every node on the
+ * path and the device are charged, or nothing is.
+ */
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/overflow.h>
+#include <linux/math64.h>
+#include <linux/lockdep.h>
+#include <linux/bug.h>
+#include <linux/errno.h>
+#include <linux/err.h>
+
+#include "ledger.h"
+
+/**
+ * nxq_ledger_init() - initialise an empty ledger
+ * @l: the ledger
+ * @ops: shell hooks, or NULL
+ */
+void nxq_ledger_init(struct nxq_ledger *l, const struct nxq_ledger_ops *ops)
+{
+	mutex_init(&l->lock);
+	INIT_LIST_HEAD(&l->devices);
+	l->ops = ops;
+}
+
+/**
+ * nxq_ledger_destroy() - remove every device of a ledger with no holders
+ * @l: the ledger
+ *
+ * Devices that still have holders are a caller bug and are leaked with a
+ * warning rather than freed under their holders.
+ */
+void nxq_ledger_destroy(struct nxq_ledger *l)
+{
+	struct nxq_device *dev;
+
+	mutex_lock(&l->lock);
+	l->closing = true;
+	mutex_unlock(&l->lock);
+	for (;;) {
+		char key[NXQ_DEVICE_KEY_MAX];
+
+		mutex_lock(&l->lock);
+		dev = list_first_entry_or_null(&l->devices, struct nxq_device,
+					       link);
+		if (dev)
+			strscpy(key, dev->key, sizeof(key));
+		mutex_unlock(&l->lock);
+		if (!dev)
+			break;
+		if (WARN_ON(nxq_device_remove(l, key)))
+			break;
+	}
+	mutex_destroy(&l->lock);
+}
+
+/**
+ * nxq_device_key_valid() - check a device key's syntax
+ * @key: NUL-terminated string
+ *
+ * Return: true if @key is 1..NXQ_DEVICE_KEY_MAX-1 characters of
+ * [A-Za-z0-9._:-].
+ */
+bool nxq_device_key_valid(const char *key)
+{
+	size_t i, n = strnlen(key, NXQ_DEVICE_KEY_MAX);
+
+	if (n == 0 || n == NXQ_DEVICE_KEY_MAX)
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = key[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+		      c == ':' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static struct nxq_device *__nxq_device_find(struct nxq_ledger *l,
+					    const char *key)
+{
+	struct nxq_device *dev;
+
+	lockdep_assert_held(&l->lock);
+	list_for_each_entry(dev, &l->devices, link)
+		if (!strcmp(dev->key, key))
+			return dev;
+	return NULL;
+}
+
+/**
+ * nxq_device_find() - look a device up by key
+ * @l: the ledger, whose lock the caller holds
+ * @key: the device key
+ *
+ * Return: the device, valid while the ledger lock is held, or NULL.
+ */
+struct nxq_device *nxq_device_find(struct nxq_ledger *l, const char *key)
+{
+	return __nxq_device_find(l, key);
+}
+
+/**
+ * nxq_device_add() - register a device
+ * @l: the ledger, whose lock the caller must NOT hold
+ * @key: its key, checked with nxq_device_key_valid()
+ * @capacity: bytes
+ *
+ * Return: the device, or ERR_PTR(-EINVAL) for a bad key, -EEXIST if the
+ * key is taken, -ENODEV while the ledger is being destroyed, -ENOMEM, or
+ * the shell's error.
+ */
+struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
+				  u64 capacity)
+{
+	struct nxq_device *dev;
+	int err;
+
+	if (!nxq_device_key_valid(key))
+		return ERR_PTR(-EINVAL);
+	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	if (!dev)
+		return ERR_PTR(-ENOMEM);
+	dev->ledger = l;
+	strscpy(dev->key, key, sizeof(dev->key));
+	spin_lock_init(&dev->lock);
+	xa_init(&dev->nodes);
+	dev->capacity = capacity;
+
+	mutex_lock(&l->lock);
+	if (l->closing) {
+		err = -ENODEV;
+		goto fail;
+	}
+	if (__nxq_device_find(l, key)) {
+		err = -EEXIST;
+		goto fail;
+	}
+	if (l->ops && l->ops->device_added) {
+		err = l->ops->device_added(dev);
+		if (err)
+			goto fail;
+	}
+	list_add_tail(&dev->link, &l->devices);
+	mutex_unlock(&l->lock);
+	return dev;
+fail:
+	mutex_unlock(&l->lock);
+	kfree(dev);
+	return ERR_PTR(err);
+}
+
+static void nxq_node_free(struct nxq_node *node)
+{
+	struct nxq_ledger *l = node->dev->ledger;
+
+	lockdep_assert_held(&l->lock);
+	if (l->ops && l->ops->node_removed)
+		l->ops->node_removed(node);
+	xa_erase(&node->dev->nodes, node->id);
+	if (l->ops && l->ops->key_put)
+		l->ops->key_put(node->key);
+	kfree(node);
+}
+
+/*
+ * A node is needed while something references it, or while it carries a
+ * budget for a key that is still alive.
+ */
+static bool nxq_node_needed(struct nxq_node *node)
+{
+	struct nxq_ledger *l = node->dev->ledger;
+	bool budget;
+
+	lockdep_assert_held(&l->lock);
+	if (node->refs)
+		return true;
+	if (l->ops && l->ops->key_dead && l->ops->key_dead(node->key))
+		return false;
+	spin_lock(&node->dev->lock);
+	budget = node->max != NXQ_UNLIMITED || node->min;
+	spin_unlock(&node->dev->lock);
+	return budget;
+}
+
+/* Free @node if it is not needed, then its parent likewise. */
+static void nxq_node_release(struct nxq_node *node)
+{
+	struct nxq_node *parent;
+
+	while (node && !nxq_node_needed(node)) {
+		parent = node->parent;
+		spin_lock(&node->dev->lock);
+		if (WARN_ON_ONCE(node->usage))
+			node->usage = 0;
+		if (parent)
+			parent->children_min -= node->min;
+		spin_unlock(&node->dev->lock);
+		nxq_node_free(node);
+		if (!parent)
+			break;
+		WARN_ON_ONCE(!parent->refs);
+		parent->refs--;
+		node = parent;
+	}
+}
+
+/**
+ * nxq_node_put() - drop a reference taken by nxq_node_get()
+ * @node: the node; the ledger lock is held
+ */
+void nxq_node_put(struct nxq_node *node)
+{
+	lockdep_assert_held(&node->dev->ledger->lock);
+	if (WARN_ON_ONCE(!node->refs))
+		return;
+	node->refs--;
+	nxq_node_release(node);
+}
+
+/**
+ * nxq_node_prune() - free a node that is no longer needed
+ * @node: the node; the ledger lock is held
+ *
+ * Called after its budget was cleared or its key died.
+ */
+void nxq_node_prune(struct nxq_node *node)
+{
+	lockdep_assert_held(&node->dev->ledger->lock);
+	nxq_node_release(node);
+}
+
+/**
+ * nxq_device_prune() - free every node of a device that is not needed
+ * @dev: the device; the ledger lock is held
+ *
+ * Removes budgets left on dead keys.  O(nodes); slow paths only.
+ */
+void nxq_device_prune(struct nxq_device *dev)
+{
+	struct nxq_node *node;
+	unsigned long id;
+	bool again;
+
+	lockdep_assert_held(&dev->ledger->lock);
+	do {
+		again = false;
+		xa_for_each(&dev->nodes, id, node) {
+			if (!nxq_node_needed(node)) {
+				nxq_node_release(node);
+				again = true;
+				break;
+			}
+		}
+	} while (again);
+}
+
+/**
+ * nxq_node_find() - look a node up by id
+ * @dev: the device; the ledger lock is held
+ * @id: the key's id
+ *
+ * Return: the node (no reference taken) or NULL.
+ */
+struct nxq_node *nxq_node_find(struct nxq_device *dev, u64 id)
+{
+	lockdep_assert_held(&dev->ledger->lock);
+	return xa_load(&dev->nodes, id);
+}
+
+/**
+ * nxq_node_get() - find or create the node for @id under @parent
+ * @dev: the device; the ledger lock is held and the device is not dead
+ * @parent: the parent node (the caller holds a reference), or NULL for
+ *	the root of the tree
+ * @id: the key's id
+ * @key: the key; on success the ledger owns one reference to it when it
+ *	created the node, else the caller keeps its own
+ *
+ * Return: the node with a reference taken, ERR_PTR(-EINVAL) if @id exists
+ * under another parent or a second root is asked for, -ENOMEM, or the
+ * shell's error.
+ */
+struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
+			      u64 id, void *key)
+{
+	struct nxq_ledger *l = dev->ledger;
+	struct nxq_node *node;
+	int err;
+
+	lockdep_assert_held(&l->lock);
+	node = xa_load(&dev->nodes, id);
+	if (node) {
+		if (node->parent != parent)
+			return ERR_PTR(-EINVAL);
+		node->refs++;
+		return node;
+	}
+
+	node = kzalloc(sizeof(*node), GFP_KERNEL);
+	if (!node)
+		return ERR_PTR(-ENOMEM);
+	node->dev = dev;
+	node->parent = parent;
+	node->id = id;
+	node->key = key;
+	node->max = NXQ_UNLIMITED;
+	node->refs = 1;
+	err = xa_insert(&dev->nodes, id, node, GFP_KERNEL);
+	if (err)
+		goto fail;
+	if (l->ops && l->ops->node_added) {
+		err = l->ops->node_added(node);
+		if (err) {
+			xa_erase(&dev->nodes, id);
+			goto fail;
+		}
+	}
+	if (parent)
+		parent->refs++;
+	return node;
+fail:
+	kfree(node);
+	return ERR_PTR(err);
+}
+
+/**
+ * nxq_node_set_max() - set a node's hard cap
+ * @node: the node
+ * @max: bytes, or NXQ_UNLIMITED
+ *
+ * Lowering max below the node's usage takes nothing back; it refuses
+ * further charges until usage falls under it.
+ */
+void nxq_node_set_max(struct nxq_node *node, u64 max)
+{
+	spin_lock(&node->dev->lock);
+	node->max = max;
+	spin_unlock(&node->dev->lock);
+}
+
+/**
+ * nxq_node_set_min() - set a node's guarantee
+ * @node: the node
+ * @min: bytes
+ */
+void nxq_node_set_min(struct nxq_node *node, u64 min)
+{
+	spin_lock(&node->dev->lock);
+	if (node->parent)
+		node->parent->children_min += min - node->min;
+	node->min = min;
+	spin_unlock(&node->dev->lock);
+}
+
+/*
+ * Effective min, top-down: the root's is the device capacity; a child's is
+ * its min, scaled by parent_emin / children_min when its siblings' mins
+ * together exceed what the parent can guarantee (as mm/page_counter.c
+ * shares protection among overcommitted siblings).
+ */
+static u64 nxq_node_emin(struct nxq_node *node)
+{
+	u64 pe;
+
+	lockdep_assert_held(&node->dev->lock);
+	if (!node->parent)
+		return node->dev->capacity;
+	pe = nxq_node_emin(node->parent);
+	if (node->parent->children_min > pe)
+		return mul_u64_u64_div_u64(node->min, pe,
+					   node->parent->children_min);
+	return min(node->min, pe);
+}
+
+static void __nxq_node_budget(struct nxq_node *node, struct nxq_budget *b)
+{
+	struct nxq_device *dev = node->dev;
+	struct nxq_node *n;
+	u64 room;
+
+	lockdep_assert_held(&dev->lock);
+	b->current_bytes = node->usage;
+	b->max = node->max;
+	b->min = node->min;
+	b->effective_min = nxq_node_emin(node);
+	b->borrowed = node->usage > b->effective_min ?
+		node->usage - b->effective_min : 0;
+	b->max_hits = node->max_hits;
+	b->denials = node->denials;
+	b->capacity = dev->capacity;
+	b->used = dev->used;
+	room = dev->capacity > dev->used ? dev->capacity - dev->used : 0;
+	for (n = node; n; n = n->parent)
+		room = min(room, n->max > n->usage ? n->max - n->usage : 0);
+	b->headroom = room;
+}
+
+/**
+ * nxq_node_budget() - read a node's budget and counters consistently
+ * @node: the node
+ * @b: filled in
+ */
+void nxq_node_budget(struct nxq_node *node, struct nxq_budget *b)
+{
+	spin_lock(&node->dev->lock);
+	__nxq_node_budget(node, b);
+	spin_unlock(&node->dev->lock);
+}
+
+/**
+ * nxq_holder_budget() - read a holder's charge and its node's budget
+ * consistently
+ * @h: the holder
+ * @b: filled in
+ * @charge: set to the holder's charge
+ * @reclaimable: set to the holder's reclaimable bytes
+ */
+void nxq_holder_budget(struct nxq_holder *h, struct nxq_budget *b,
+		       u64 *charge, u64 *reclaimable)
+{
+	spin_lock(&h->node->dev->lock);
+	__nxq_node_budget(h->node, b);
+	*charge = h->charge;
+	*reclaimable = h->reclaimable;
+	spin_unlock(&h->node->dev->lock);
+}
+
+/**
+ * nxq_device_set_capacity() - change a device's capacity
+ * @dev: the device
+ * @capacity: bytes; may be below what is charged
+ */
+void nxq_device_set_capacity(struct nxq_device *dev, u64 capacity)
+{
+	spin_lock(&dev->lock);
+	dev->capacity = capacity;
+	spin_unlock(&dev->lock);
+}
+
+/**
+ * nxq_device_remove() - unregister a device and every budget on it
+ * @l: the ledger, whose lock the caller must NOT hold
+ * @key: the device's key
+ *
+ * Return: 0, -ENOENT if no device has @key, or -EBUSY while holders (even
+ * detached ones not yet freed) exist on it.
+ */
+int nxq_device_remove(struct nxq_ledger *l, const char *key)
+{
+	struct nxq_device *dev;
+	struct nxq_node *node;
+	unsigned long id;
+
+	mutex_lock(&l->lock);
+	dev = __nxq_device_find(l, key);
+	if (!dev) {
+		mutex_unlock(&l->lock);
+		return -ENOENT;
+	}
+	if (dev->nr_holders) {
+		mutex_unlock(&l->lock);
+		return -EBUSY;
+	}
+	dev->dead = true;
+	list_del(&dev->link);
+	/* No holders: every reference left is a child's; free leaves first. */
+	while (!xa_empty(&dev->nodes)) {
+		bool progress = false;
+
+		xa_for_each(&dev->nodes, id, node) {
+			if (node->refs)
+				continue;
+			progress = true;
+			spin_lock(&dev->lock);
+			if (node->parent)
+				node->parent->children_min -= node->min;
+			spin_unlock(&dev->lock);
+			if (node->parent)
+				node->parent->refs--;
+			nxq_node_free(node);
+		}
+		if (WARN_ON_ONCE(!progress))
+			break;
+	}
+	mutex_unlock(&l->lock);
+
+	/* Shell handlers may wait for the ledger lock: delete unlocked. */
+	if (l->ops && l->ops->device_removed)
+		l->ops->device_removed(dev);
+	xa_destroy(&dev->nodes);
+	WARN_ON_ONCE(dev->used);
+	kfree(dev);
+	return 0;
+}
+
+/**
+ * nxq_holder_create() - create a holder charged to @node
+ * @node: its node; the caller's reference is transferred to the holder
+ * @priority: 0..NXQ_PRIORITY_MAX
+ * @priv: the caller's data, handed back to nxq_holder_put()'s free_priv
+ *
+ * The ledger lock is held.
+ *
+ * Return: the holder with one reference, or NULL if out of memory (the
+ * node reference then stays the caller's).
+ */
+struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
+				     void *priv)
+{
+	struct nxq_holder *h;
+
+	lockdep_assert_held(&node->dev->ledger->lock);
+	h = kzalloc(sizeof(*h), GFP_KERNEL);
+	if (!h)
+		return NULL;
+	kref_init(&h->ref);
+	h->node = node;
+	h->priority = priority;
+	h->priv = priv;
+	node->nr_holders++;
+	node->dev->nr_holders++;
+	return h;
+}
+
+/**
+ * nxq_holder_detach() - uncharge a holder completely and refuse it any
+ * further charge
+ * @h: the holder
+ *
+ * Idempotent.  The holder's memory and node reference go with its last
+ * nxq_holder_put().
+ */
+void nxq_holder_detach(struct nxq_holder *h)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *n;
+
+	spin_lock(&dev->lock);
+	if (!h->detached) {
+		h->detached = true;
+		for (n = h->node; n; n = n->parent) {
+			WARN_ON_ONCE(n->usage < h->charge);
+			n->usage -= h->charge;
+		}
+		WARN_ON_ONCE(dev->used < h->charge);
+		dev->used -= h->charge;
+		h->charge = 0;
+		h->reclaimable = 0;
+	}
+	spin_unlock(&dev->lock);
+}
+
+/**
+ * nxq_holder_put() - drop a holder reference
+ * @h: the holder
+ * @free_priv: called with the holder's priv when it is freed, or NULL
+ *
+ * The last reference detaches the holder if needed and frees it; it takes
+ * the ledger lock, so the caller must not hold it.
+ */
+void nxq_holder_put(struct nxq_holder *h, void (*free_priv)(void *priv))
+{
+	struct nxq_node *node = h->node;
+	struct nxq_ledger *l = node->dev->ledger;
+
+	if (!refcount_dec_and_mutex_lock(&h->ref.refcount, &l->lock))
+		return;
+	nxq_holder_detach(h);
+	node->nr_holders--;
+	node->dev->nr_holders--;
+	nxq_node_put(node);
+	mutex_unlock(&l->lock);
+	if (free_priv)
+		free_priv(h->priv);
+	kfree(h);
+}
+
+/**
+ * nxq_charge() - charge bytes to a holder, all or nothing
+ * @h: the holder
+ * @bytes: bytes to add, non-zero
+ * @charged: set to the holder's charge after the call, success or not
+ *
+ * Charges every node from the holder's to the root and the device if the
+ * charge fits every max and the capacity; otherwise charges nothing and
+ * counts the refusal.  O(depth), no allocation, no sleeping.
+ *
+ * Return: 0, -EINVAL for 0 bytes, -ENOENT if the holder was detached,
+ * -EOVERFLOW if a counter would wrap, -EDQUOT if a node's max would be
+ * exceeded, -ENOSPC if the device's capacity would be.
+ */
+int nxq_charge(struct nxq_holder *h, u64 bytes, u64 *charged)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *n, *hit = NULL;
+	u64 sum;
+	int err = 0;
+
+	if (!bytes)
+		return -EINVAL;
+
+	spin_lock(&dev->lock);
+	if (h->detached) {
+		err = -ENOENT;
+		goto out;
+	}
+	if (check_add_overflow(h->charge, bytes, &sum) ||
+	    check_add_overflow(dev->used, bytes, &sum)) {
+		err = -EOVERFLOW;
+		goto refused;
+	}
+	for (n = h->node; n; n = n->parent) {
+		if (check_add_overflow(n->usage, bytes, &sum)) {
+			err = -EOVERFLOW;
+			goto refused;
+		}
+		if (sum > n->max) {
+			hit = n;
+			err = -EDQUOT;
+			goto refused;
+		}
+	}
+	if (dev->used + bytes > dev->capacity) {
+		dev->capacity_hits++;
+		err = -ENOSPC;
+		goto refused;
+	}
+
+	for (n = h->node; n; n = n->parent)
+		n->usage += bytes;
+	dev->used += bytes;
+	h->charge += bytes;
+	goto out;
+
+refused:
+	if (hit)
+		hit->max_hits++;
+	dev->denials++;
+	for (n = h->node; n; n = n->parent)
+		n->denials++;
+out:
+	if (charged)
+		*charged = h->charge;
+	spin_unlock(&dev->lock);
+	return err;
+}
+
+/**
+ * nxq_uncharge() - take bytes back from a holder
+ * @h: the holder
+ * @bytes: bytes, non-zero and at most the holder's charge
+ * @charged: set to the holder's charge after the call, success or not
+ *
+ * Lowers the holder's reclaimable bytes to its new charge if needed.
+ *
+ * Return: 0, -EINVAL for 0 or more than the charge, -ENOENT if detached.
+ */
+int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *n;
+	int err = 0;
+
+	spin_lock(&dev->lock);
+	if (h->detached) {
+		err = -ENOENT;
+		goto out;
+	}
+	if (!bytes || bytes > h->charge) {
+		err = -EINVAL;
+		goto out;
+	}
+	for (n = h->node; n; n = n->parent) {
+		WARN_ON_ONCE(n->usage < bytes);
+		n->usage -= bytes;
+	}
+	WARN_ON_ONCE(dev->used < bytes);
+	dev->used -= bytes;
+	h->charge -= bytes;
+	h->reclaimable = min(h->reclaimable, h->charge);
+out:
+	if (charged)
+		*charged = h->charge;
+	spin_unlock(&dev->lock);
+	return err;
+}
+
+/**
+ * nxq_set_reclaimable() - record what a holder can release quickly
+ * @h: the holder
+ * @bytes: at most its charge
+ *
+ * Return: 0, -EINVAL if @bytes exceeds the charge, -ENOENT if detached.
+ */
+int nxq_set_reclaimable(struct nxq_holder *h, u64 bytes)
+{
+	struct nxq_device *dev = h->node->dev;
+	int err = 0;
+
+	spin_lock(&dev->lock);
+	if (h->detached)
+		err = -ENOENT;
+	else if (bytes > h->charge)
+		err = -EINVAL;
+	else
+		h->reclaimable = bytes;
+	spin_unlock(&dev->lock);
+	return err;
+}

@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nxquota ledger: devices, budget nodes and holders, and the charge path.
+ *
+ * The ledger knows nothing of files, ioctls, sysfs or cgroups: a budget
+ * node is keyed by an id and an opaque key pointer that the caller owns
+ * (the module passes struct cgroup *, KUnit passes fakes).  The shells
+ * (cdev.c, sysfs.c, cgroup.c) are thin layers over this API.
+ *
+ * Objects and lifetimes:
+ *  - struct nxq_ledger: one per module (KUnit makes its own).  Owns the
+ *    device list.
+ *  - struct nxq_device: created by nxq_device_add(), destroyed by
+ *    nxq_device_remove(), which is refused while holders exist.
+ *  - struct nxq_node: one per (key, device).  Counted references: one per
+ *    child node, one per holder; a node with no reference is kept while it
+ *    has a budget (max or min set) and its key is alive, else freed.
+ *  - struct nxq_holder: created by nxq_holder_create() with one kref; the
+ *    creator's reference is dropped after nxq_holder_detach().  A holder
+ *    holds a reference on its node, which keeps its device alive.
+ *
+ * Locking (outer to inner):
+ *  - nxq_ledger.lock (mutex): the device list, node creation and removal,
+ *    node reference counts, device removal.  Sleeps; never taken on the
+ *    charge path.
+ *  - nxq_device.lock (spinlock): every counter of the device and of its
+ *    nodes and holders (usage, max, min, charge, reclaimable, events).
+ *    Held for O(tree depth) at most; nothing allocates under it.
+ */
+#ifndef _NXQ_LEDGER_H
+#define _NXQ_LEDGER_H
+
+#include <linux/types.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/kref.h>
+#include <linux/xarray.h>
+#include <linux/nxquota.h>
+
+struct nxq_ledger;
+struct nxq_device;
+struct nxq_node;
+
+/**
+ * struct nxq_ledger_ops - hooks for the shells; every member optional
+ * @key_put: drop the caller's reference on a node key (called once, when
+ *	the node is freed)
+ * @key_dead: true if the key's object is gone (a removed cgroup)
+ * @device_added: a device was added (ledger lock held)
+ * @device_removed: a device was removed (ledger lock NOT held); after it
+ *	returns nothing may still use the device's shell objects
+ * @node_added: a node was created (ledger lock held)
+ * @node_removed: a node is about to be freed (ledger lock held); must not
+ *	take the ledger lock, nor wait for anything that does
+ */
+struct nxq_ledger_ops {
+	void (*key_put)(void *key);
+	bool (*key_dead)(void *key);
+	int (*device_added)(struct nxq_device *dev);
+	void (*device_removed)(struct nxq_device *dev);
+	int (*node_added)(struct nxq_node *node);
+	void (*node_removed)(struct nxq_node *node);
+};
+
+struct nxq_ledger {
+	struct mutex lock;
+	struct list_head devices;	/* lock */
+	bool closing;			/* lock: no more devices */
+	const struct nxq_ledger_ops *ops;
+};
+
+struct nxq_device {
+	struct nxq_ledger *ledger;
+	struct list_head link;		/* ledger->lock */
+	struct xarray nodes;		/* id -> node; ledger->lock */
+	bool dead;			/* ledger->lock */
+	unsigned int nr_holders;	/* ledger->lock: holders not yet freed */
+	char key[NXQ_DEVICE_KEY_MAX];
+	void *priv;			/* the sysfs shell's */
+
+	spinlock_t lock;
+	u64 capacity;			/* lock */
+	u64 used;			/* lock */
+	u64 denials;			/* lock */
+	u64 capacity_hits;		/* lock */
+};
+
+struct nxq_node {
+	struct nxq_device *dev;
+	struct nxq_node *parent;	/* holds a reference */
+	u64 id;
+	void *key;
+	unsigned int refs;		/* dev->ledger->lock */
+	unsigned int nr_holders;	/* dev->ledger->lock */
+	void *priv;			/* the sysfs shell's */
+
+	u64 usage;			/* dev->lock */
+	u64 max;			/* dev->lock */
+	u64 min;			/* dev->lock */
+	u64 children_min;		/* dev->lock: sum of children's min */
+	u64 max_hits;			/* dev->lock */
+	u64 denials;			/* dev->lock */
+};
+
+struct nxq_holder {
+	struct kref ref;
+	struct nxq_node *node;		/* holds a node reference */
+	u32 priority;
+	void *priv;			/* the caller's (an eventfd context) */
+	bool detached;			/* node->dev->lock */
+	u64 charge;			/* node->dev->lock */
+	u64 reclaimable;		/* node->dev->lock */
+};
+
+/**
+ * struct nxq_budget - a node's budget and counters, read under one lock
+ */
+struct nxq_budget {
+	u64 current_bytes;
+	u64 max;
+	u64 min;
+	u64 effective_min;
+	u64 borrowed;
+	u64 headroom;
+	u64 max_hits;
+	u64 denials;
+	u64 capacity;
+	u64 used;
+};
+
+void nxq_ledger_init(struct nxq_ledger *l, const struct nxq_ledger_ops *ops);
+void nxq_ledger_destroy(struct nxq_ledger *l);
+
+bool nxq_device_key_valid(const char *key);
+struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
+				  u64 capacity);
+struct nxq_device *nxq_device_find(struct nxq_ledger *l, const char *key);
+int nxq_device_remove(struct nxq_ledger *l, const char *key);
+void nxq_device_set_capacity(struct nxq_device *dev, u64 capacity);
+
+struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
+			      u64 id, void *key);
+struct nxq_node *nxq_node_find(struct nxq_device *dev, u64 id);
+void nxq_node_put(struct nxq_node *node);
+void nxq_node_set_max(struct nxq_node *node, u64 max);
+void nxq_node_set_min(struct nxq_node *node, u64 min);
+void nxq_node_budget(struct nxq_node *node, struct nxq_budget *b);
+void nxq_holder_budget(struct nxq_holder *h, struct nxq_budget *b,
+		       u64 *charge, u64 *reclaimable);
+void nxq_node_prune(struct nxq_node *node);
+void nxq_device_prune(struct nxq_device *dev);
+
+struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
+				     void *priv);
+void nxq_holder_detach(struct nxq_holder *h);
+void nxq_holder_put(struct nxq_holder *h, void (*free_priv)(void *priv));
+int nxq_charge(struct nxq_holder *h, u64 bytes, u64 *charged);
+int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged);
+int nxq_set_reclaimable(struct nxq_holder *h, u64 bytes);
+
+#endif /* _NXQ_LEDGER_H */

@@ -1,0 +1,47 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquota: per-cgroup device-memory budgets for GPU nodes.
+ *
+ * The module owns one ledger (ledger.c) and three thin shells over it:
+ * /dev/nxquota (cdev.c), /sys/kernel/nxquota (sysfs.c) and the cgroup
+ * glue (cgroup.c).  Init builds them inside out, exit tears them down
+ * outside in; exit runs only once no file is open (the files pin the
+ * module), so no holder exists when the ledger is destroyed.
+ */
+#include <linux/module.h>
+#include <linux/init.h>
+
+#include "internal.h"
+
+struct nxq_ledger nxq_ledger;
+extern const struct nxq_ledger_ops nxq_cgroup_ledger_ops;
+
+static int __init nxq_init(void)
+{
+	int err;
+
+	nxq_ledger_init(&nxq_ledger, &nxq_cgroup_ledger_ops);
+	err = nxq_sysfs_init();
+	if (err)
+		return err;
+	err = nxq_cdev_init();
+	if (err) {
+		nxq_sysfs_exit();
+		return err;
+	}
+	return 0;
+}
+
+static void __exit nxq_exit(void)
+{
+	nxq_cdev_exit();
+	nxq_ledger_destroy(&nxq_ledger);
+	nxq_sysfs_exit();
+}
+
+module_init(nxq_init);
+module_exit(nxq_exit);
+
+MODULE_DESCRIPTION("nxquota: per-cgroup device-memory budgets");
+MODULE_LICENSE("GPL");
+MODULE_VERSION(NXQ_VERSION);
