@@ -1,0 +1,167 @@
+#!/bin/sh
+# /init of the nxquota test VM (busybox ash, PID 1).  tests/vm/run.sh packs
+# it with busybox, the module (/lib/nxquota.ko), the scenario programs
+# (/scen/*), the tools (/tools/*), demo.sh and /etc/nxq.conf, which sets:
+#   NXQ_MODE      "test" (run the scenarios) or "demo" (run /demo.sh)
+#   NXQ_SCENARIOS the scenario names, in order
+#   NXQ_TIMEOUT   seconds each scenario may run
+#
+# Every line the host reads starts with "NXQ-":
+#   NXQ-BOOT <kernel release>
+#   NXQ-RESULT <name> pass|fail|skip <reason>    one per scenario, then
+#   NXQ-RESULT rmmod ...                          the final unload
+#   NXQ-DMESG-BEGIN / NXQ-DMESG-END               the whole kernel log
+#   NXQ-DEMO <line>                               demo mode: the narrative
+#   NXQ-DONE
+# A scenario's own output is echoed as "  [name] line".
+
+export PATH=/bin:/tools
+export NXQ_KO=/lib/nxquota.ko
+umask 022
+
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /tmp
+mount -t cgroup2 cgroup2 /sys/fs/cgroup
+. /etc/nxq.conf
+
+SPLAT='WARNING:|BUG:|Oops|Call Trace|lockdep|possible circular locking|KASAN|UBSAN|refcount_t|list_add corruption|general protection'
+
+splat_count() { dmesg | grep -cE "$SPLAT"; }
+
+# Centiseconds since boot.
+now_cs() {
+	read -r up _ < /proc/uptime
+	echo $(( ${up%.*} * 100 + 1${up#*.} - 100 ))
+}
+
+loaded() { grep -q '^nxquota ' /proc/modules; }
+
+load_module() {
+	insmod "$NXQ_KO" || return 1
+	[ -c /dev/nxquota ] && [ -d /sys/kernel/nxquota ]
+}
+
+finish() {
+	echo "NXQ-DMESG-BEGIN"
+	dmesg
+	echo "NXQ-DMESG-END"
+	echo "NXQ-DONE"
+	sync
+	poweroff -f
+	sleep 5
+}
+
+echo "NXQ-BOOT $(uname -r)"
+
+if [ "$NXQ_MODE" = demo ]; then
+	# demo.sh loads the module itself, to show it.
+	{ sh /demo.sh 2>&1; echo "rc=$?" > /tmp/demo.rc; } | sed 's/^/NXQ-DEMO /'
+	echo "NXQ-DEMO-EXIT $(cut -d= -f2 /tmp/demo.rc)"
+	finish
+fi
+
+# Kill every process left by a scenario (they were reparented to PID 1).
+# Must run in PID 1 itself, not in a $(subshell), which is also a child of
+# PID 1; builtins only, so it forks nothing it could kill.
+kill_leftovers() {
+	killed=""
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		[ "$pid" = 1 ] && continue
+		read -r stat < "$p/stat" 2>/dev/null || continue
+		rest=${stat##*) }
+		set -- $rest
+		[ "$2" = 1 ] || continue
+		kill -9 "$pid" 2>/dev/null && killed="$killed $pid"
+	done
+	[ -z "$killed" ] || sleep 1
+}
+
+# Put the module back into a clean state; $left says what had to be cleaned.
+sweep() {
+	left=""
+	kill_leftovers
+	[ -n "$killed" ] && left="$left processes:$killed"
+	if ! loaded; then
+		left="$left module-unloaded"
+		load_module || left="$left insmod-failed"
+	fi
+	for d in /sys/kernel/nxquota/devices/*/; do
+		[ -d "$d" ] || continue
+		key=$(basename "$d")
+		left="$left device:$key"
+		echo "$key" > /sys/kernel/nxquota/devices/unregister 2>/dev/null
+	done
+	for c in $(find /sys/fs/cgroup -mindepth 1 -depth -type d 2>/dev/null); do
+		for p in $(cat "$c/cgroup.procs" 2>/dev/null); do
+			echo "$p" > /sys/fs/cgroup/cgroup.procs 2>/dev/null
+		done
+		rmdir "$c" 2>/dev/null
+		left="$left cgroup:${c#/sys/fs/cgroup}"
+	done
+}
+
+result() {	# name status reason...
+	n=$1; s=$2; shift 2
+	echo "NXQ-RESULT $n $s $*"
+}
+
+if ! load_module; then
+	for name in $NXQ_SCENARIOS; do
+		result "$name" fail "insmod failed or /dev/nxquota, /sys/kernel/nxquota missing"
+	done
+	result rmmod fail "module never loaded"
+	finish
+fi
+echo "NXQ-LOADED $(cat /sys/kernel/nxquota/abi_version 2>/dev/null)"
+
+for name in $NXQ_SCENARIOS; do
+	echo "NXQ-START $name"
+	before=$(splat_count)
+	t0=$(now_cs)
+	{ timeout -s KILL "$NXQ_TIMEOUT" "/scen/$name" 2>&1; echo $? > /tmp/rc; } |
+		tee /tmp/out | sed "s/^/  [$name] /"
+	rc=$(cat /tmp/rc)
+	t1=$(now_cs)
+	secs=$(( (t1 - t0) / 100 )).$(( (t1 - t0) % 100 / 10 ))
+	why=$(grep -m1 -E '^(FAIL|SKIP): ' /tmp/out | cut -d' ' -f2-)
+	case "$rc" in
+	0)	status=pass; why="ok" ;;
+	77)	status=skip; [ -n "$why" ] || why="no reason given" ;;
+	137)	status=fail
+		if [ $(( t1 - t0 )) -ge $(( NXQ_TIMEOUT * 100 )) ]; then
+			why="timed out after ${NXQ_TIMEOUT}s"
+		else
+			why="killed by SIGKILL${why:+: $why}"
+		fi ;;
+	*)	status=fail
+		[ -n "$why" ] || why="exit status $rc, no FAIL line"
+		[ "$rc" -gt 128 ] && why="killed by signal $((rc - 128))${why:+; $why}" ;;
+	esac
+	sweep
+	if [ -n "$left" ] && [ "$status" = pass ]; then
+		status=fail; why="left behind:$left"
+	fi
+	after=$(splat_count)
+	if [ "$after" != "$before" ]; then
+		status=fail
+		why="kernel log splat: $(dmesg | grep -E "$SPLAT" | sed -n "$((before + 1))p")"
+	fi
+	result "$name" "$status" "$why (${secs}s)"
+done
+
+# The final unload: nothing may be open, and it must take everything away.
+before=$(splat_count)
+if ! rmmod nxquota; then
+	result rmmod fail "rmmod nxquota refused with no user left"
+elif loaded || [ -e /dev/nxquota ] || [ -e /sys/kernel/nxquota ]; then
+	result rmmod fail "module, /dev/nxquota or /sys/kernel/nxquota still there"
+elif [ "$(splat_count)" != "$before" ]; then
+	result rmmod fail "kernel log splat during rmmod"
+else
+	result rmmod pass "ok"
+fi
+
+finish

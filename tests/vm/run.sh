@@ -1,0 +1,312 @@
+#!/bin/bash
+# tests/vm/run.sh - run the scenario programs on real kernels.
+#
+#   tests/vm/run.sh [--kernel KVER]... [SCENARIO...]   the tests (make check-vm)
+#   tests/vm/run.sh --demo [--kernel KVER]              the demo (make demo)
+#
+# For each kernel that scripts/deps.sh --print lists (or each --kernel,
+# matched exactly or as a prefix: "6.1", "6.12"), it builds the module
+# (make -C kmod KDIR=... O_SUFFIX=KVER -> build/kmod/KVER/nxquota.ko), packs
+# a busybox initramfs with the module and the static scenario programs
+# (tests/vm/scenarios/*.c; lib_*.c also link lib/libnxquota.a), boots it in
+# QEMU with software emulation, and reads the results the VM's /init
+# (tests/vm/init.sh) prints.  Everything goes under build/vm/; the whole
+# console log of a run is build/vm/KVER/console.log.
+#
+# A kernel-log line with WARNING:, BUG:, Oops, Call Trace, lockdep, KASAN,
+# UBSAN, refcount_t, list_add corruption or general protection is a failure
+# of the run, as are a missing result, a timeout and a failed rmmod.
+#
+# Output: one line per scenario per kernel, then exactly
+#   vm: N passed, M failed, K skipped
+# Exit status: 0 when nothing failed, 1 otherwise, 2 for bad usage.
+#
+# Environment:
+#   NXQ_VM_TIMEOUT    seconds one boot may take in all (default 180)
+#   NXQ_SCEN_TIMEOUT  seconds one scenario may take inside it (default 60)
+# For work on the harness itself, --ko-dir DIR boots DIR/KVER/nxquota.ko
+# instead of building kmod/.
+set -u
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 2
+out=build/vm
+vm_timeout=${NXQ_VM_TIMEOUT:-180}
+scen_timeout=${NXQ_SCEN_TIMEOUT:-60}
+splat='WARNING:|BUG:|Oops|Call Trace|lockdep|possible circular locking|KASAN|UBSAN|refcount_t|list_add corruption|general protection'
+
+demo=0
+ko_dir=
+want_kernels=()
+want_scen=()
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--demo) demo=1 ;;
+	--kernel) [ $# -ge 2 ] || { echo "vm: --kernel needs a value" >&2; exit 2; }
+		want_kernels+=("$2"); shift ;;
+	--kernel=*) want_kernels+=("${1#*=}") ;;
+	--ko-dir) [ $# -ge 2 ] || { echo "vm: --ko-dir needs a value" >&2; exit 2; }
+		ko_dir=$(cd "$2" && pwd) || exit 2; shift ;;
+	-h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	-*) echo "vm: unknown option $1" >&2; exit 2 ;;
+	*) want_scen+=("${1%.c}") ;;
+	esac
+	shift
+done
+
+npass=0 nfail=0 nskip=0
+report() {	# kver name status reason
+	local st
+	case "$3" in
+	pass) st=PASS; npass=$((npass + 1)) ;;
+	skip) st=SKIP; nskip=$((nskip + 1)) ;;
+	*) st=FAIL; nfail=$((nfail + 1)) ;;
+	esac
+	printf 'vm: %-22s %-16s %s %s\n' "$1" "$2" "$st" "$4"
+}
+summary() {
+	echo "vm: $npass passed, $nfail failed, $nskip skipped"
+	[ "$nfail" -eq 0 ]
+	exit $?
+}
+setup_fail() {	# reason: the run cannot even start
+	report host setup fail "$*"
+	summary
+}
+
+# ---- what the host needs ------------------------------------------------
+
+for t in qemu-system-x86_64 gcc cpio gzip make; do
+	command -v "$t" >/dev/null || setup_fail "$t not installed (scripts/deps.sh installs it)"
+done
+busybox=/bin/busybox
+[ -x "$busybox" ] || setup_fail "no $busybox (package busybox-static)"
+if LC_ALL=C readelf -l "$busybox" 2>/dev/null | grep -q 'program interpreter'; then
+	setup_fail "$busybox is dynamically linked (install busybox-static)"
+fi
+
+kernels=()
+while read -r kver img kdir; do
+	[ -n "$kver" ] && kernels+=("$kver $img $kdir")
+done < <(scripts/deps.sh --print)
+[ ${#kernels[@]} -gt 0 ] || setup_fail "scripts/deps.sh --print listed no kernel"
+
+kmatch() {	# kver wanted
+	[ "$1" = "$2" ] || [[ "$1" == "$2".* ]] || [[ "$1" == "$2"-* ]] ||
+		[[ "$1" == "$2"+* ]]
+}
+[ $demo = 1 ] && [ ${#want_kernels[@]} -eq 0 ] && want_kernels=(6.12)
+if [ ${#want_kernels[@]} -gt 0 ]; then
+	sel=()
+	for k in "${kernels[@]}"; do
+		for w in "${want_kernels[@]}"; do
+			kmatch "${k%% *}" "$w" && { sel+=("$k"); break; }
+		done
+	done
+	[ ${#sel[@]} -gt 0 ] || setup_fail "no kernel matches ${want_kernels[*]}"
+	kernels=("${sel[@]}")
+fi
+
+# ---- userspace programs (kernel-independent, built once) ----------------
+
+cflags=(-static -O2 -Wall -Werror -Iinclude/uapi -Itests/vm)
+bin=$out/bin
+mkdir -p "$bin" "$bin/tools"
+
+scen=()		# scenarios to run
+declare -A pre	# name -> "skip reason" or "fail reason", decided on the host
+if [ ${#want_scen[@]} -gt 0 ]; then
+	for s in "${want_scen[@]}"; do
+		[ -f "tests/vm/scenarios/$s.c" ] || { echo "vm: no scenario $s" >&2; exit 2; }
+		scen+=("$s")
+	done
+elif [ $demo = 0 ]; then
+	for f in tests/vm/scenarios/*.c; do
+		[ -f "$f" ] && scen+=("$(basename "$f" .c)")
+	done
+fi
+
+build_prog() {	# src dst [extra args...]
+	local src=$1 dst=$2
+	shift 2
+	if ! gcc "${cflags[@]}" -o "$dst" "$src" "$@" > "$dst.log" 2>&1; then
+		sed 's/^/    /' "$dst.log" >&2
+		return 1
+	fi
+}
+
+for s in "${scen[@]}"; do
+	src=tests/vm/scenarios/$s.c
+	if [[ $s == lib_* ]]; then
+		if [ ! -f lib/libnxquota.a ]; then
+			pre[$s]="skip library not built (lib/libnxquota.a missing)"
+			continue
+		fi
+		build_prog "$src" "$bin/$s" -Iinclude lib/libnxquota.a -lpthread ||
+			pre[$s]="fail does not build: see $bin/$s.log"
+	else
+		build_prog "$src" "$bin/$s" || pre[$s]="fail does not build: see $bin/$s.log"
+	fi
+done
+tools=()
+for f in tests/vm/tools/*.c; do
+	[ -f "$f" ] || continue
+	t=$(basename "$f" .c)
+	build_prog "$f" "$bin/tools/$t" || setup_fail "tool $t does not build"
+	tools+=("$t")
+done
+
+# ---- one kernel -----------------------------------------------------------
+
+# Pack build/vm/KVER/initramfs.cpio.gz: busybox, /init, the module, the
+# programs that built, and /etc/nxq.conf.
+pack() {	# kver ko mode scenario...
+	local kver=$1 ko=$2 mode=$3 root a
+	shift 3
+	root=$out/$kver/root
+	rm -rf "$root"
+	mkdir -p "$root"/{bin,dev,proc,sys,tmp,etc,lib,scen,tools,root,usr}
+	cp "$busybox" "$root/bin/busybox"
+	for a in $("$busybox" --list); do
+		[ "$a" = busybox ] || ln -s busybox "$root/bin/$a"
+	done
+	ln -s bin "$root/sbin"
+	ln -s ../bin "$root/usr/bin"
+	ln -s ../bin "$root/usr/sbin"
+	install -m 755 tests/vm/init.sh "$root/init"
+	[ ! -f tests/vm/demo.sh ] || install -m 755 tests/vm/demo.sh "$root/demo.sh"
+	install -m 644 "$ko" "$root/lib/nxquota.ko"
+	for a in "$@"; do
+		install -m 755 "$bin/$a" "$root/scen/$a"
+	done
+	for a in "${tools[@]}"; do
+		install -m 755 "$bin/tools/$a" "$root/tools/$a"
+	done
+	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' > "$root/etc/passwd"
+	printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
+	cat > "$root/etc/nxq.conf" <<-EOF
+	NXQ_MODE=$mode
+	NXQ_SCENARIOS="$*"
+	NXQ_TIMEOUT=$scen_timeout
+	EOF
+	(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
+		gzip -1 > "$out/$kver/initramfs.cpio.gz"
+}
+
+# Boot it; the console goes to build/vm/KVER/console.log ($1's dir).  In
+# demo mode the demo's own lines are also shown live, without the kernel's.
+boot() {	# kver img
+	local kver=$1 img=$2 log=$out/$1/console.log rc
+	local qemu=(timeout -k 5 "$vm_timeout" qemu-system-x86_64 -accel tcg
+		-m 1024 -smp 2 -nographic -no-reboot -nic none
+		-kernel "$img" -initrd "$out/$kver/initramfs.cpio.gz"
+		-append "console=ttyS0 panic=-1 loglevel=5")
+	if [ $demo = 1 ]; then
+		"${qemu[@]}" < /dev/null 2>&1 | tr -d '\r' | tee "$log" |
+			sed -u -n 's/^.*NXQ-DEMO //p'
+		rc=${PIPESTATUS[0]}
+	else
+		"${qemu[@]}" < /dev/null 2>&1 | tr -d '\r' > "$log"
+		rc=${PIPESTATUS[0]}
+	fi
+	return "$rc"
+}
+
+# Kernel-log lines that are splats: printk lines ("[ 12.345678] ...") on
+# the console and in the dmesg dump that /init prints at the end.
+splats() {	# log
+	grep -a -E '\[ *[0-9]+\.[0-9]+\] ' "$1" | grep -a -v 'NXQ-' |
+		grep -a -E "$splat" | sort -u
+}
+
+run_kernel() {	# kver img kdir
+	local kver=$1 img=$2 kdir=$3 ko s t0 secs rc line st why=
+	local run=()
+	mkdir -p "$out/$kver"
+	rm -f "$out/$kver/console.log"
+
+	if [ -n "$ko_dir" ]; then
+		ko=$ko_dir/$kver/nxquota.ko
+	else
+		ko=build/kmod/$kver/nxquota.ko
+		if [ ! -f kmod/Makefile ]; then
+			why="kmod/Makefile missing"
+		elif ! make -C kmod KDIR="$kdir" O_SUFFIX="$kver" \
+				> "$out/$kver/kmod-build.log" 2>&1; then
+			tail -n 20 "$out/$kver/kmod-build.log" | sed 's/^/    /' >&2
+			why="does not build: see $out/$kver/kmod-build.log"
+		fi
+	fi
+	[ -z "$why" ] && [ ! -f "$ko" ] && why="no $ko"
+	if [ -n "$why" ]; then
+		report "$kver" module fail "$why"
+		for s in "${scen[@]}"; do
+			report "$kver" "$s" fail "not run: no module"
+		done
+		return
+	fi
+
+	for s in "${scen[@]}"; do
+		case "${pre[$s]:-}" in
+		"") run+=("$s") ;;
+		skip\ *) report "$kver" "$s" skip "${pre[$s]#skip }" ;;
+		*) report "$kver" "$s" fail "${pre[$s]#fail }" ;;
+		esac
+	done
+
+	pack "$kver" "$ko" "$([ $demo = 1 ] && echo demo || echo test)" "${run[@]}"
+	t0=$SECONDS
+	boot "$kver" "$img"
+	rc=$?
+	secs=$((SECONDS - t0))
+	local log=$out/$kver/console.log
+
+	if [ $demo = 1 ]; then
+		line=$(grep -a -o 'NXQ-DEMO-EXIT [0-9]*' "$log" | tail -n 1)
+		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+			report "$kver" demo fail "timed out after ${vm_timeout}s (see $log)"
+		elif [ "${line#NXQ-DEMO-EXIT }" = 0 ]; then
+			report "$kver" demo pass "ok (${secs}s)"
+		else
+			report "$kver" demo fail "demo.sh failed (${line:-no exit status}; see $log)"
+		fi
+	else
+		for s in "${run[@]}" rmmod; do
+			line=$(grep -a -o "NXQ-RESULT $s .*" "$log" | tail -n 1)
+			if [ -z "$line" ]; then
+				if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+					why="no result: the VM timed out after ${vm_timeout}s"
+				else
+					why="no result (VM exit status $rc)"
+				fi
+				report "$kver" "$s" fail "$why"
+				continue
+			fi
+			line=${line#NXQ-RESULT $s }
+			st=${line%% *}
+			report "$kver" "$s" "$st" "${line#"$st" }"
+		done
+	fi
+
+	line=$(grep -a -o 'NXQ-BOOT .*' "$log" | head -n 1)
+	if [ -z "$line" ]; then
+		report "$kver" boot fail "the VM never reached /init (see $log)"
+	elif [ "${line#NXQ-BOOT }" != "$kver" ]; then
+		report "$kver" boot fail "booted ${line#NXQ-BOOT }, expected $kver"
+	fi
+	if ! grep -a -q 'NXQ-DONE' "$log"; then
+		report "$kver" shutdown fail "/init did not finish (exit status $rc; see $log)"
+	fi
+	s=$(splats "$log")
+	if [ -n "$s" ]; then
+		report "$kver" kernel-log fail "$(echo "$s" | wc -l) splat line(s), first: $(echo "$s" | head -n 1)"
+		echo "$s" | head -n 20 | sed 's/^/    /'
+	fi
+	echo "vm: $kver: booted and ran in ${secs}s; console log: $log"
+}
+
+for k in "${kernels[@]}"; do
+	# shellcheck disable=SC2086
+	run_kernel $k
+done
+summary

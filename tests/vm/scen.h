@@ -1,0 +1,778 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * scen.h - helpers for the real-kernel scenario programs (tests/vm/).
+ *
+ * A scenario is one small static program run as root inside the test VM,
+ * with the module loaded and cgroup2 mounted at /sys/fs/cgroup.  It exits
+ * 0 (pass), 1 (fail) or 77 (skip); on fail or skip it first prints one line
+ * "FAIL: file:line: what" or "SKIP: why", which the VM's /init reports.
+ *
+ * Every helper that can fail returns 0 (or a length) or a negative errno;
+ * the CHECK_* macros turn an unexpected result into a FAIL line that names
+ * the expression, the expected and the observed value.
+ *
+ * Objects a scenario creates through the helpers (devices, cgroups, child
+ * processes, /dev/nxquota files) are tracked; if the scenario fails or
+ * skips half way, sc_exit() kills the children, closes the files,
+ * unregisters the devices and removes the cgroups, so that the next
+ * scenario starts from a clean module.  A passing scenario is expected to
+ * have torn everything down itself (and checked that it could); /init
+ * reports anything left behind as a failure.
+ *
+ * Header only, no dependency beyond libc and include/uapi/linux/nxquota.h.
+ * Names are prefixed sc_ so that lib_*.c scenarios can also include
+ * libnxquota's <nxquota.h>.
+ */
+#ifndef NXQ_TESTS_VM_SCEN_H
+#define NXQ_TESTS_VM_SCEN_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#include <linux/nxquota.h>
+
+#define SC_PASS	0
+#define SC_FAIL	1
+#define SC_SKIP	77
+
+#define SC_SYSFS	"/sys/kernel/nxquota"
+#define SC_DEVICES	SC_SYSFS "/devices"
+#define SC_CGROOT	"/sys/fs/cgroup"
+#define SC_DEVNODE	"/dev/" NXQ_DEVICE_NAME
+
+#define SC_KIB		1024ULL
+#define SC_MIB		(1024ULL * 1024)
+#define SC_GIB		(1024ULL * 1024 * 1024)
+
+#define SC_UNUSED	__attribute__((unused))
+#define SC_PRINTF(a, b)	__attribute__((format(printf, a, b)))
+
+/* ---- output and exit ------------------------------------------------- */
+
+static pid_t sc_main_pid;
+static const char *sc_name = "scenario";
+
+/* One write(2) per line, so that lines of concurrent processes never mix. */
+static SC_PRINTF(1, 2) SC_UNUSED void sc_log(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	if (n == 0 || buf[n - 1] != '\n')
+		buf[n++] = '\n';
+	if (write(STDOUT_FILENO, buf, n) < 0)
+		return;
+}
+
+/* "EDQUOT", "ENOSPC", ... for messages. */
+static SC_UNUSED const char *sc_errname(int err)
+{
+	static __thread char other[32];
+	const char *s = err > 0 ? strerrorname_np(err) : NULL;
+
+	if (s)
+		return s;
+	snprintf(other, sizeof(other), "errno %d", err);
+	return other;
+}
+
+/* Describe a helper's return value: "ok (3)" or "EDQUOT". */
+static SC_UNUSED const char *sc_rcname(long rc)
+{
+	static __thread char buf[48];
+
+	if (rc < 0)
+		return sc_errname((int)-rc);
+	snprintf(buf, sizeof(buf), "success (%ld)", rc);
+	return buf;
+}
+
+static void sc_cleanup(void);
+
+static __attribute__((noreturn)) void sc_exit(int code)
+{
+	if (getpid() == sc_main_pid) {
+		if (code != SC_PASS)
+			sc_cleanup();
+		exit(code);
+	}
+	_exit(code);
+}
+
+static SC_PRINTF(3, 4) __attribute__((noreturn)) SC_UNUSED void
+sc_fail_at(const char *file, int line, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	sc_log("FAIL: %s:%d: %s%s", file, line, msg,
+	       getpid() == sc_main_pid ? "" : " (in a child process)");
+	sc_exit(SC_FAIL);
+}
+
+#define FAIL(...)	sc_fail_at(__FILE__, __LINE__, __VA_ARGS__)
+
+#define SKIP(...) do {							\
+	char _m[512];							\
+	snprintf(_m, sizeof(_m), __VA_ARGS__);				\
+	sc_log("SKIP: %s", _m);						\
+	sc_exit(SC_SKIP);						\
+} while (0)
+
+#define PASS() do {							\
+	sc_log("PASS: %s", sc_name);					\
+	sc_exit(SC_PASS);						\
+} while (0)
+
+#define CHECK(e) do {							\
+	if (!(e))							\
+		FAIL("CHECK(%s) is false", #e);				\
+} while (0)
+
+#define CHECK_EQ(a, b) do {						\
+	unsigned long long _a = (a), _b = (b);				\
+	if (_a != _b)							\
+		FAIL("%s == %s: %llu != %llu", #a, #b, _a, _b);		\
+} while (0)
+
+/* e is a helper returning >= 0 or -errno: it must succeed. */
+#define CHECK_OK(e) do {						\
+	long _r = (e);							\
+	if (_r < 0)							\
+		FAIL("%s: %s", #e, sc_errname((int)-_r));		\
+} while (0)
+
+/* e must fail with exactly err. */
+#define CHECK_ERR(e, err) do {						\
+	long _r = (e);							\
+	if (_r != -(long)(err))						\
+		FAIL("%s: expected %s, got %s", #e, sc_errname(err),	\
+		     sc_rcname(_r));					\
+} while (0)
+
+/* e must fail with one of two errnos (where the docs allow either). */
+#define CHECK_ERR2(e, err1, err2) do {					\
+	long _r = (e);							\
+	if (_r != -(long)(err1) && _r != -(long)(err2))			\
+		FAIL("%s: expected %s or %s, got %s", #e,		\
+		     sc_errname(err1), sc_errname(err2), sc_rcname(_r));\
+} while (0)
+
+/* ---- tracking for sc_cleanup() --------------------------------------- */
+
+#define SC_TRACK_MAX 256
+
+static struct {
+	char keys[16][NXQ_DEVICE_KEY_MAX];
+	int nkeys;
+	char cgroups[64][128];
+	int ncgroups;
+	pid_t pids[SC_TRACK_MAX];
+	int npids;
+	int fds[SC_TRACK_MAX];
+	int nfds;
+} sc_track;
+
+static int sc_errno(void)
+{
+	return -errno;
+}
+
+/* ---- sysfs ----------------------------------------------------------- */
+
+/* Write s to path in one write(2): 0 or -errno (from open or write). */
+static SC_UNUSED int sc_write(const char *path, const char *s)
+{
+	size_t len = strlen(s);
+	ssize_t n;
+	int fd, rc = 0;
+
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sc_errno();
+	n = write(fd, s, len);
+	if (n < 0)
+		rc = sc_errno();
+	else if ((size_t)n != len)
+		rc = -EIO;
+	close(fd);
+	return rc;
+}
+
+static SC_PRINTF(2, 3) SC_UNUSED int sc_writef(const char *path,
+					       const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return sc_write(path, buf);
+}
+
+/* Read path into buf (NUL-terminated, trailing newline dropped): length or -errno. */
+static SC_UNUSED int sc_read(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sc_errno();
+	n = read(fd, buf, size - 1);
+	if (n < 0) {
+		n = sc_errno();
+		close(fd);
+		return n;
+	}
+	close(fd);
+	buf[n] = 0;
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = 0;
+	return n;
+}
+
+/* Parse a u64 file: a decimal number, or "max" for NXQ_UNLIMITED. */
+static SC_UNUSED int sc_read_u64(const char *path, uint64_t *v)
+{
+	char buf[64], *end;
+	unsigned long long x;
+	int n;
+
+	n = sc_read(path, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	if (!strcmp(buf, "max")) {
+		*v = NXQ_UNLIMITED;
+		return 0;
+	}
+	if (n == 0 || buf[0] < '0' || buf[0] > '9')
+		return -EILSEQ;
+	errno = 0;
+	x = strtoull(buf, &end, 10);
+	if (errno || *end)
+		return -EILSEQ;
+	*v = x;
+	return 0;
+}
+
+static SC_UNUSED uint64_t sc_get_u64_at(const char *file, int line,
+					const char *path)
+{
+	uint64_t v;
+	int rc = sc_read_u64(path, &v);
+
+	if (rc == -EILSEQ)
+		sc_fail_at(file, line, "%s does not hold a number", path);
+	if (rc < 0)
+		sc_fail_at(file, line, "read %s: %s", path, sc_errname(-rc));
+	return v;
+}
+
+static SC_UNUSED const char *sc_dev_path(const char *key, const char *attr)
+{
+	static __thread char buf[4][256];
+	static __thread int i;
+	char *p = buf[i++ & 3];
+
+	snprintf(p, 256, SC_DEVICES "/%s/%s", key, attr);
+	return p;
+}
+
+static SC_UNUSED const char *sc_node_path(const char *key, uint64_t cgid,
+					  const char *attr)
+{
+	static __thread char buf[4][256];
+	static __thread int i;
+	char *p = buf[i++ & 3];
+
+	snprintf(p, 256, SC_DEVICES "/%s/nodes/%" PRIu64 "/%s", key, cgid,
+		 attr);
+	return p;
+}
+
+/* A device attribute (used, holders, capacity, ...), or FAIL. */
+#define DEV_U64(key, attr) \
+	sc_get_u64_at(__FILE__, __LINE__, sc_dev_path(key, attr))
+/* A node attribute (current, max, ...), or FAIL. */
+#define NODE_U64(key, cgid, attr) \
+	sc_get_u64_at(__FILE__, __LINE__, sc_node_path(key, cgid, attr))
+
+static SC_UNUSED int sc_exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+#define sc_node_exists(key, cgid) sc_exists(sc_node_path(key, cgid, ""))
+#define sc_dev_exists(key) sc_exists(sc_dev_path(key, ""))
+
+/* ---- devices and budgets --------------------------------------------- */
+
+/* Register a device: "KEY CAPACITY" to devices/register; 0 or -errno. */
+static SC_UNUSED int sc_dev_register(const char *key, const char *capacity)
+{
+	int rc = sc_writef(SC_DEVICES "/register", "%s %s", key, capacity);
+
+	if (!rc && sc_track.nkeys < 16)
+		snprintf(sc_track.keys[sc_track.nkeys++], NXQ_DEVICE_KEY_MAX,
+			 "%s", key);
+	return rc;
+}
+
+static SC_UNUSED int sc_dev_unregister(const char *key)
+{
+	int rc = sc_write(SC_DEVICES "/unregister", key);
+	int i;
+
+	if (!rc)
+		for (i = 0; i < sc_track.nkeys; i++)
+			if (!strcmp(sc_track.keys[i], key))
+				sc_track.keys[i][0] = 0;
+	return rc;
+}
+
+/* "PATH [max=SIZE] [min=SIZE]" to devices/KEY/set_budget. */
+static SC_PRINTF(2, 3) SC_UNUSED int sc_set_budget(const char *key,
+						   const char *fmt, ...)
+{
+	char buf[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof(buf), fmt, ap);
+	va_end(ap);
+	return sc_write(sc_dev_path(key, "set_budget"), buf);
+}
+
+static SC_UNUSED int sc_clear_budget(const char *key, const char *cgpath)
+{
+	return sc_write(sc_dev_path(key, "clear_budget"), cgpath);
+}
+
+/* ---- cgroups (paths are relative to the cgroup2 root: "/a/b") --------- */
+
+static SC_UNUSED const char *sc_cg_path(const char *cg, const char *file)
+{
+	static __thread char buf[4][256];
+	static __thread int i;
+	char *p = buf[i++ & 3];
+
+	snprintf(p, 256, SC_CGROOT "%s%s%s", strcmp(cg, "/") ? cg : "",
+		 file ? "/" : "", file ? file : "");
+	return p;
+}
+
+static SC_UNUSED int sc_cg_create(const char *cg)
+{
+	if (mkdir(sc_cg_path(cg, NULL), 0755) < 0)
+		return sc_errno();
+	if (sc_track.ncgroups < 64)
+		snprintf(sc_track.cgroups[sc_track.ncgroups++], 128, "%s", cg);
+	return 0;
+}
+
+static SC_UNUSED int sc_cg_remove(const char *cg)
+{
+	int i;
+
+	if (rmdir(sc_cg_path(cg, NULL)) < 0)
+		return sc_errno();
+	for (i = 0; i < sc_track.ncgroups; i++)
+		if (!strcmp(sc_track.cgroups[i], cg))
+			sc_track.cgroups[i][0] = 0;
+	return 0;
+}
+
+static SC_UNUSED int sc_cg_move(const char *cg, pid_t pid)
+{
+	return sc_writef(sc_cg_path(cg, "cgroup.procs"), "%d", (int)pid);
+}
+
+/* Move the calling process into cg. */
+static SC_UNUSED int sc_cg_enter(const char *cg)
+{
+	return sc_cg_move(cg, getpid());
+}
+
+/* The cgroup's id: the inode number of its cgroup2 directory. */
+static SC_UNUSED uint64_t sc_cg_id_at(const char *file, int line,
+				      const char *cg)
+{
+	struct stat st;
+
+	if (stat(sc_cg_path(cg, NULL), &st) < 0)
+		sc_fail_at(file, line, "stat cgroup %s: %s", cg,
+			   sc_errname(errno));
+	return st.st_ino;
+}
+#define CG_ID(cg) sc_cg_id_at(__FILE__, __LINE__, cg)
+
+/* ---- /dev/nxquota ------------------------------------------------------ */
+
+static SC_UNUSED int sc_open(void)
+{
+	int fd = open(SC_DEVNODE, O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return sc_errno();
+	if (getpid() == sc_main_pid && sc_track.nfds < SC_TRACK_MAX)
+		sc_track.fds[sc_track.nfds++] = fd;
+	return fd;
+}
+
+static SC_UNUSED int sc_close(int fd)
+{
+	int i;
+
+	for (i = 0; i < sc_track.nfds; i++)
+		if (sc_track.fds[i] == fd)
+			sc_track.fds[i] = -1;
+	return close(fd) < 0 ? sc_errno() : 0;
+}
+
+/* Any ioctl: its return value or -errno. */
+static SC_UNUSED long sc_ioctl(int fd, unsigned long cmd, void *arg)
+{
+	long rc = ioctl(fd, cmd, arg);
+
+	return rc < 0 ? -errno : rc;
+}
+
+static SC_UNUSED long sc_version(int fd, struct nxq_version *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->size = sizeof(*v);
+	return sc_ioctl(fd, NXQ_IOC_VERSION, v);
+}
+
+static SC_UNUSED long sc_register(int fd, const char *key, int efd,
+				  unsigned int prio, uint64_t *id)
+{
+	struct nxq_holder_reg r;
+	long rc;
+
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	snprintf(r.device, sizeof(r.device), "%s", key);
+	r.eventfd = efd;
+	r.priority = prio;
+	rc = sc_ioctl(fd, NXQ_IOC_HOLDER_REGISTER, &r);
+	if (!rc) {
+		if (!r.holder_id)
+			return -ERANGE;	/* the ABI promises a non-zero id */
+		*id = r.holder_id;
+	}
+	return rc;
+}
+
+static SC_UNUSED long sc_unregister(int fd, uint64_t id)
+{
+	struct nxq_holder_id h;
+
+	memset(&h, 0, sizeof(h));
+	h.size = sizeof(h);
+	h.holder_id = id;
+	return sc_ioctl(fd, NXQ_IOC_HOLDER_UNREGISTER, &h);
+}
+
+static SC_UNUSED long sc_charge_ex(int fd, uint64_t id, uint64_t bytes,
+				   uint32_t flags, uint64_t timeout_ns,
+				   uint64_t *charged)
+{
+	struct nxq_charge c;
+	long rc;
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.flags = flags;
+	c.holder_id = id;
+	c.bytes = bytes;
+	c.timeout_ns = timeout_ns;
+	rc = sc_ioctl(fd, NXQ_IOC_CHARGE, &c);
+	if (!rc && charged)
+		*charged = c.charged;
+	return rc;
+}
+
+static SC_UNUSED long sc_charge(int fd, uint64_t id, uint64_t bytes,
+				uint64_t *charged)
+{
+	return sc_charge_ex(fd, id, bytes, 0, 0, charged);
+}
+
+static SC_UNUSED long sc_uncharge(int fd, uint64_t id, uint64_t bytes,
+				  uint64_t *charged)
+{
+	struct nxq_charge c;
+	long rc;
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.holder_id = id;
+	c.bytes = bytes;
+	rc = sc_ioctl(fd, NXQ_IOC_UNCHARGE, &c);
+	if (!rc && charged)
+		*charged = c.charged;
+	return rc;
+}
+
+static SC_UNUSED long sc_set_reclaimable(int fd, uint64_t id, uint64_t bytes)
+{
+	struct nxq_reclaimable r;
+
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	r.holder_id = id;
+	r.bytes = bytes;
+	return sc_ioctl(fd, NXQ_IOC_SET_RECLAIMABLE, &r);
+}
+
+static SC_UNUSED long sc_status(int fd, uint64_t id, struct nxq_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	st->holder_id = id;
+	return sc_ioctl(fd, NXQ_IOC_STATUS, st);
+}
+
+/* The holder's charge as NXQ_IOC_STATUS reports it, or FAIL. */
+static SC_UNUSED uint64_t sc_holder_charge_at(const char *file, int line,
+					      int fd, uint64_t id)
+{
+	struct nxq_status st;
+	long rc = sc_status(fd, id, &st);
+
+	if (rc < 0)
+		sc_fail_at(file, line, "NXQ_IOC_STATUS(holder %" PRIu64
+			   "): %s", id, sc_errname((int)-rc));
+	return st.holder_charge;
+}
+#define HOLDER_CHARGE(fd, id) sc_holder_charge_at(__FILE__, __LINE__, fd, id)
+
+/* ---- processes --------------------------------------------------------- */
+
+/*
+ * fork() with stdio flushed; the child dies with SIGKILL if the scenario's
+ * main process dies (so a timed-out scenario leaves nothing behind).
+ */
+static SC_UNUSED pid_t sc_fork(void)
+{
+	pid_t parent = getpid(), pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork: %s", sc_errname(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(SC_FAIL);
+		sc_track.nfds = 0;
+		sc_track.npids = 0;
+		return 0;
+	}
+	if (parent == sc_main_pid && sc_track.npids < SC_TRACK_MAX)
+		sc_track.pids[sc_track.npids++] = pid;
+	return pid;
+}
+
+/* Run fn(arg) in a child; the child exits with its return value. */
+static SC_UNUSED pid_t sc_spawn(int (*fn)(void *), void *arg)
+{
+	pid_t pid = sc_fork();
+
+	if (pid == 0)
+		_exit(fn(arg));
+	return pid;
+}
+
+/*
+ * Wait for a child: its exit status, 128 + the signal that killed it, or
+ * -errno.
+ */
+static SC_UNUSED int sc_wait(pid_t pid)
+{
+	int status, i;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return sc_errno();
+	for (i = 0; i < sc_track.npids; i++)
+		if (sc_track.pids[i] == pid)
+			sc_track.pids[i] = 0;
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+/* A child must exit with status 0. */
+#define CHECK_CHILD_OK(pid) do {					\
+	int _s = sc_wait(pid);						\
+	if (_s != 0)							\
+		FAIL("child %d (%s) exited with status %d", (int)(pid),	\
+		     #pid, _s);						\
+} while (0)
+
+/* Anonymous memory shared with the children forked after this call. */
+static SC_UNUSED void *sc_shared(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		FAIL("mmap shared %zu: %s", size, sc_errname(errno));
+	return p;
+}
+
+/* Pipes carrying u64 values between a parent and a child. */
+static SC_UNUSED int sc_send(int fd, uint64_t v)
+{
+	return write(fd, &v, sizeof(v)) == sizeof(v) ? 0 : -EPIPE;
+}
+
+/* 0, -ETIMEDOUT, or -EPIPE when the other end closed. */
+static SC_UNUSED int sc_recv(int fd, uint64_t *v, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int rc;
+
+	do
+		rc = poll(&p, 1, timeout_ms);
+	while (rc < 0 && errno == EINTR);
+	if (rc == 0)
+		return -ETIMEDOUT;
+	if (rc < 0)
+		return sc_errno();
+	return read(fd, v, sizeof(*v)) == sizeof(*v) ? 0 : -EPIPE;
+}
+
+#define RECV(fd) ({							\
+	uint64_t _v = 0;						\
+	int _r = sc_recv(fd, &_v, 20000);				\
+	if (_r < 0)							\
+		FAIL("receive on %s: %s", #fd, sc_errname(-_r));	\
+	_v;								\
+})
+
+/* Become uid/gid 65534 with no supplementary groups and no capabilities. */
+static SC_UNUSED void sc_drop_to_nobody(void)
+{
+	char buf[4096], *p;
+	int n;
+
+	if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
+	    setresuid(65534, 65534, 65534) < 0)
+		FAIL("drop privileges: %s", sc_errname(errno));
+	if (geteuid() != 65534 || getegid() != 65534)
+		FAIL("still euid %d egid %d", (int)geteuid(), (int)getegid());
+	n = sc_read("/proc/self/status", buf, sizeof(buf));
+	if (n < 0)
+		FAIL("read /proc/self/status: %s", sc_errname(-n));
+	p = strstr(buf, "CapEff:");
+	if (!p || strncmp(p + 7, "\t0000000000000000", 17))
+		FAIL("capabilities left after setuid: %.30s", p ? p : "?");
+}
+
+/* Small deterministic PRNG (xorshift64*), seeded per process. */
+static SC_UNUSED uint64_t sc_rand(uint64_t *s)
+{
+	uint64_t x = *s;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	*s = x;
+	return x * 0x2545F4914F6CDD1DULL;
+}
+
+static SC_UNUSED uint64_t sc_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- setup and teardown ------------------------------------------------ */
+
+/* Undo whatever the helpers created; used when a scenario stops early. */
+static void sc_cleanup(void)
+{
+	int i;
+
+	for (i = 0; i < sc_track.npids; i++)
+		if (sc_track.pids[i] > 0) {
+			kill(sc_track.pids[i], SIGKILL);
+			waitpid(sc_track.pids[i], NULL, 0);
+		}
+	for (i = 0; i < sc_track.nfds; i++)
+		if (sc_track.fds[i] >= 0)
+			close(sc_track.fds[i]);
+	sc_cg_enter("/");
+	for (i = 0; i < sc_track.nkeys; i++)
+		if (sc_track.keys[i][0])
+			sc_write(SC_DEVICES "/unregister", sc_track.keys[i]);
+	for (i = sc_track.ncgroups - 1; i >= 0; i--)
+		if (sc_track.cgroups[i][0])
+			rmdir(sc_cg_path(sc_track.cgroups[i], NULL));
+}
+
+/*
+ * Start a scenario: name it, check that it runs as root with the module
+ * loaded (else SKIP/FAIL), and make sure it starts in the root cgroup.
+ */
+static SC_UNUSED void sc_init(int argc, char **argv)
+{
+	const char *slash;
+
+	(void)argc;
+	sc_main_pid = getpid();
+	slash = strrchr(argv[0], '/');
+	sc_name = slash ? slash + 1 : argv[0];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0)
+		SKIP("needs root (runs inside the test VM)");
+	if (!sc_exists(SC_SYSFS) || !sc_exists(SC_DEVNODE))
+		FAIL("module not loaded: %s or %s missing", SC_SYSFS,
+		     SC_DEVNODE);
+	if (!sc_exists(SC_CGROOT "/cgroup.procs"))
+		SKIP("cgroup2 not mounted at %s", SC_CGROOT);
+	CHECK_OK(sc_cg_enter("/"));
+}
+
+#endif /* NXQ_TESTS_VM_SCEN_H */
