@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * libnxquota - device-memory arenas that ask the nxquota kernel module
+ * before they grow.
+ *
+ * Objects:
+ *  - struct nxq_ctx: one per process (or per runtime); holds the open
+ *    /dev/nxquota file, or, for an unmanaged context, a process-local cap.
+ *  - struct nxq_arena: one VA range on one device (a CUDA GPU or host
+ *    memory), grown by whole granules; registered as one holder with the
+ *    module.  Allocations are served best-fit from mapped granules.
+ *
+ * Conventions:
+ *  - Every function returns 0 (or a non-negative value where it says so)
+ *    on success and a negative errno on failure.  nxq_errmsg() gives a
+ *    human-readable reason for the last failure in the calling thread.
+ *  - Options structs start with their size (set it to sizeof the struct);
+ *    bytes past the fields this library knows must be zero (-E2BIG).  A
+ *    field left 0 takes its environment variable, else its default;
+ *    NXQ_OPT_ZERO asks for an explicit zero where zero is meaningful.
+ *  - All functions are thread-safe; one arena may be used from several
+ *    threads.  Byte counts are charge, not residency.
+ *
+ * See Documentation/libnxquota.rst and the nxq_*(3) man pages.
+ */
+#ifndef NXQUOTA_H
+#define NXQUOTA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(NXQ_BUILDING_LIB)
+#define NXQ_API __attribute__((visibility("default")))
+#else
+#define NXQ_API
+#endif
+
+struct nxq_ctx;
+struct nxq_arena;
+
+/* An explicit zero for option fields where 0 otherwise means "default". */
+#define NXQ_OPT_ZERO		UINT64_MAX
+/* A statistic the library cannot measure. */
+#define NXQ_UNKNOWN		UINT64_MAX
+
+/* nxq_ctx_opts.flags */
+#define NXQ_CTX_UNMANAGED	(1U << 0)  /* never open /dev/nxquota */
+#define NXQ_CTX_FLAGS_ALL	NXQ_CTX_UNMANAGED
+
+/**
+ * struct nxq_ctx_opts - options of nxq_ctx_open()
+ * @size: sizeof(struct nxq_ctx_opts)
+ * @flags: NXQ_CTX_*
+ * @dev_path: the module's device node; NULL: $NXQ_DEV, else "/dev/nxquota"
+ * @unmanaged_cap: with NXQ_CTX_UNMANAGED, the most bytes all arenas of the
+ *	context may map together (a process-local limit, like a runtime's own
+ *	memory limit); 0: $NXQ_UNMANAGED_CAP, else no limit
+ */
+struct nxq_ctx_opts {
+	uint32_t size;
+	uint32_t flags;
+	const char *dev_path;
+	uint64_t unmanaged_cap;
+};
+#define NXQ_CTX_OPTS_SIZE_VER0	24
+
+enum nxq_backend {
+	NXQ_BACKEND_AUTO = 0,	/* from the device key: "GPU-..." is CUDA */
+	NXQ_BACKEND_HOST = 1,	/* memfd + mmap */
+	NXQ_BACKEND_CUDA = 2,	/* CUDA VMM through libcuda.so.1 */
+};
+
+/**
+ * struct nxq_arena_opts - options of nxq_arena_create()
+ * @size: sizeof(struct nxq_arena_opts)
+ * @backend: enum nxq_backend
+ * @cuda_device: CUDA device ordinal (CUDA backend)
+ * @device_key: the module's device key; NULL: "host0" for the host
+ *	backend, "GPU-<uuid>" of @cuda_device for CUDA
+ * @priority: holder priority, 0..NXQ_PRIORITY_MAX (see the kernel ABI)
+ * @flags: none defined, must be 0
+ * @va_size: VA range reserved up front; $NXQ_VA_SIZE, default 64 GiB
+ * @granule: mapping unit; host: $NXQ_HOST_GRANULE, default 2 MiB (a
+ *	multiple of the page size); CUDA: a multiple of the driver's minimum
+ *	granularity, default that granularity
+ * @grow_batch: bytes mapped (and charged, in one request) when the arena
+ *	grows, at least what the allocation needs; $NXQ_GROW_BATCH, default
+ *	32 MiB
+ * @retain_idle: idle mapped bytes kept after frees; above it, whole idle
+ *	granules are unmapped; $NXQ_RETAIN_IDLE, default 64 MiB
+ * @handle_pool: bytes of unmapped physical handles kept (still charged) to
+ *	serve later growth without creating handles; $NXQ_HANDLE_POOL,
+ *	default 64 MiB
+ */
+struct nxq_arena_opts {
+	uint32_t size;
+	uint32_t backend;
+	int32_t cuda_device;
+	uint32_t priority;
+	const char *device_key;
+	uint32_t flags;
+	uint32_t pad;
+	uint64_t va_size;
+	uint64_t granule;
+	uint64_t grow_batch;
+	uint64_t retain_idle;
+	uint64_t handle_pool;
+};
+#define NXQ_ARENA_OPTS_SIZE_VER0	72
+
+/* nxq_stats.flags */
+#define NXQ_STATS_UNMANAGED	(1U << 0)  /* no module: nothing is charged */
+
+/**
+ * struct nxq_stats - nxq_arena_stats()
+ * @size: in, sizeof(struct nxq_stats)
+ * @flags: NXQ_STATS_*
+ * @granule: the arena's granule
+ * @va_size: the reserved VA range
+ * @mapped: bytes mapped
+ * @in_use: bytes handed out (rounded sizes) and not freed
+ * @pending: bytes freed on a stream whose work has not completed yet
+ * @free: mapped bytes neither in use nor pending
+ * @idle: the part of @free in whole granules (what trimming can unmap)
+ * @retained: bytes of unmapped physical handles kept in the pool
+ * @charged: bytes charged to the module (@mapped + @retained); for an
+ *	unmanaged context, charged to the process-local cap only
+ * @reclaimable: bytes last reported to the module as quickly releasable
+ * @unattributed: memory the process holds outside the library; the
+ *	library cannot measure it and says NXQ_UNKNOWN
+ * @charge_calls: charge requests made (one per growth batch)
+ * @uncharge_calls: uncharge requests made
+ * @charge_denied: charge requests refused
+ * @grows: growth events
+ * @allocs, @frees: counters
+ */
+struct nxq_stats {
+	uint32_t size;
+	uint32_t flags;
+	uint64_t granule;
+	uint64_t va_size;
+	uint64_t mapped;
+	uint64_t in_use;
+	uint64_t pending;
+	uint64_t free;
+	uint64_t idle;
+	uint64_t retained;
+	uint64_t charged;
+	uint64_t reclaimable;
+	uint64_t unattributed;
+	uint64_t charge_calls;
+	uint64_t uncharge_calls;
+	uint64_t charge_denied;
+	uint64_t grows;
+	uint64_t allocs;
+	uint64_t frees;
+};
+#define NXQ_STATS_SIZE_VER0	144
+
+/* nxq_arena_trim() flags */
+#define NXQ_TRIM_WAIT		(1U << 0)  /* wait for pending stream frees */
+
+NXQ_API int nxq_ctx_open(const struct nxq_ctx_opts *opts, struct nxq_ctx **ctxp);
+NXQ_API int nxq_ctx_close(struct nxq_ctx *ctx);
+NXQ_API int nxq_ctx_is_managed(const struct nxq_ctx *ctx);
+
+NXQ_API int nxq_arena_create(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
+			     struct nxq_arena **arenap);
+NXQ_API int nxq_arena_destroy(struct nxq_arena *arena);
+
+NXQ_API int nxq_alloc(struct nxq_arena *arena, size_t size, size_t align, void **ptrp);
+NXQ_API int nxq_free(struct nxq_arena *arena, void *ptr);
+NXQ_API int nxq_free_async(struct nxq_arena *arena, void *ptr, void *stream);
+
+NXQ_API int64_t nxq_arena_trim(struct nxq_arena *arena, uint64_t target, unsigned int flags);
+NXQ_API int nxq_arena_report(struct nxq_arena *arena);
+NXQ_API int nxq_arena_stats(struct nxq_arena *arena, struct nxq_stats *st);
+
+NXQ_API const char *nxq_errmsg(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NXQUOTA_H */

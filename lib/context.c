@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Contexts and the kernel calls.
+ *
+ * A context owns the open /dev/nxquota file (managed) or a process-local
+ * ledger with an optional cap (unmanaged).  Arenas hold a pointer to their
+ * context; nxq_ctx_close() refuses (-EBUSY) while arenas exist.  The
+ * kernel ops are the only code that issues ioctls; the unmanaged ledger is
+ * lock-free (atomics).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+static __thread char errbuf[256];
+
+int nxq__err(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+NXQ_API const char *nxq_errmsg(void)
+{
+	return errbuf[0] ? errbuf : "no error";
+}
+
+int nxq__parse_size(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned int shift = 0;
+	char *end;
+
+	if (!s || !*s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'T': case 't': shift = 40; end++; break;
+	case '\0': break;
+	default: return -EINVAL;
+	}
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int nxq__env_size(const char *name, uint64_t *out)
+{
+	const char *s = getenv(name);
+	int r;
+
+	if (!s)
+		return 0;
+	r = nxq__parse_size(s, out);
+	if (r < 0)
+		return nxq__err(-EINVAL, "nxquota: environment %s=\"%s\" is not a size "
+				"(bytes, optional K/M/G/T suffix)", name, s);
+	return 1;
+}
+
+/* ---- the module, through ioctls ---- */
+
+static int dev_ioctl(struct nxq_ctx *ctx, unsigned long cmd, void *arg)
+{
+	if (ioctl(ctx->fd, cmd, arg) < 0)
+		return -errno;
+	return 0;
+}
+
+static int dev_version(struct nxq_ctx *ctx, struct nxq_version *v)
+{
+	return dev_ioctl(ctx, NXQ_IOC_VERSION, v);
+}
+
+static int dev_register(struct nxq_ctx *ctx, struct nxq_holder_reg *reg)
+{
+	return dev_ioctl(ctx, NXQ_IOC_HOLDER_REGISTER, reg);
+}
+
+static int dev_unregister(struct nxq_ctx *ctx, uint64_t holder)
+{
+	struct nxq_holder_id h = { .size = sizeof(h), .holder_id = holder };
+
+	return dev_ioctl(ctx, NXQ_IOC_HOLDER_UNREGISTER, &h);
+}
+
+static int dev_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT,
+				.holder_id = holder, .bytes = bytes };
+
+	return dev_ioctl(ctx, NXQ_IOC_CHARGE, &c);
+}
+
+static int dev_uncharge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	struct nxq_charge c = { .size = sizeof(c), .holder_id = holder, .bytes = bytes };
+
+	return dev_ioctl(ctx, NXQ_IOC_UNCHARGE, &c);
+}
+
+static int dev_set_reclaimable(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	struct nxq_reclaimable r = { .size = sizeof(r), .holder_id = holder, .bytes = bytes };
+
+	return dev_ioctl(ctx, NXQ_IOC_SET_RECLAIMABLE, &r);
+}
+
+static void dev_close(struct nxq_ctx *ctx)
+{
+	if (ctx->fd >= 0)
+		close(ctx->fd);
+	ctx->fd = -1;
+}
+
+const struct nxq_kops nxq__dev_kops = {
+	.name = "nxquota",
+	.version = dev_version,
+	.holder_register = dev_register,
+	.holder_unregister = dev_unregister,
+	.charge = dev_charge,
+	.uncharge = dev_uncharge,
+	.set_reclaimable = dev_set_reclaimable,
+	.close = dev_close,
+};
+
+/* ---- unmanaged: a process-local ledger ---- */
+
+static int local_version(struct nxq_ctx *ctx, struct nxq_version *v)
+{
+	(void)ctx;
+	v->abi_version = NXQ_ABI_VERSION;
+	v->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE;
+	return 0;
+}
+
+static int local_register(struct nxq_ctx *ctx, struct nxq_holder_reg *reg)
+{
+	reg->holder_id = __atomic_add_fetch(&ctx->next_local_id, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int local_unregister(struct nxq_ctx *ctx, uint64_t holder)
+{
+	(void)ctx; (void)holder;
+	return 0;
+}
+
+static int local_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	uint64_t cur = __atomic_load_n(&ctx->local_charged, __ATOMIC_RELAXED);
+
+	(void)holder;
+	do {
+		if (cur + bytes < cur)
+			return -EOVERFLOW;
+		if (ctx->cap && cur + bytes > ctx->cap)
+			return -EDQUOT;
+	} while (!__atomic_compare_exchange_n(&ctx->local_charged, &cur, cur + bytes, 0,
+					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+	return 0;
+}
+
+static int local_uncharge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	(void)holder;
+	__atomic_sub_fetch(&ctx->local_charged, bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static int local_set_reclaimable(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	(void)ctx; (void)holder; (void)bytes;
+	return 0;
+}
+
+static void local_close(struct nxq_ctx *ctx)
+{
+	(void)ctx;
+}
+
+const struct nxq_kops nxq__local_kops = {
+	.name = "unmanaged",
+	.version = local_version,
+	.holder_register = local_register,
+	.holder_unregister = local_unregister,
+	.charge = local_charge,
+	.uncharge = local_uncharge,
+	.set_reclaimable = local_set_reclaimable,
+	.close = local_close,
+};
+
+/* ---- contexts ---- */
+
+static int check_opts_tail(const void *opts, uint32_t size, uint32_t known, uint32_t ver0,
+			   const char *what)
+{
+	const unsigned char *p = opts;
+
+	if (size < ver0)
+		return nxq__err(-EINVAL, "nxquota: %s.size %u is below the first version (%u)",
+				what, size, ver0);
+	if (size > 4096)
+		return nxq__err(-E2BIG, "nxquota: %s.size %u is above 4096", what, size);
+	for (uint32_t i = known; i < size; i++)
+		if (p[i])
+			return nxq__err(-E2BIG, "nxquota: %s has non-zero bytes past the "
+					"fields this library knows (offset %u)", what, i);
+	return 0;
+}
+
+static int ctx_read_opts(const struct nxq_ctx_opts *in, struct nxq_ctx_opts *o)
+{
+	int r;
+
+	memset(o, 0, sizeof(*o));
+	if (in) {
+		r = check_opts_tail(in, in->size, sizeof(*o), NXQ_CTX_OPTS_SIZE_VER0,
+				    "nxq_ctx_opts");
+		if (r)
+			return r;
+		memcpy(o, in, in->size < sizeof(*o) ? in->size : sizeof(*o));
+	}
+	if (o->flags & ~NXQ_CTX_FLAGS_ALL)
+		return nxq__err(-EINVAL, "nxquota: unknown nxq_ctx_opts.flags 0x%x", o->flags);
+	if (o->unmanaged_cap && !(o->flags & NXQ_CTX_UNMANAGED))
+		return nxq__err(-EINVAL, "nxquota: unmanaged_cap needs NXQ_CTX_UNMANAGED");
+	if (o->unmanaged_cap == NXQ_OPT_ZERO)
+		return nxq__err(-EINVAL, "nxquota: unmanaged_cap of 0 would refuse every byte");
+	if ((o->flags & NXQ_CTX_UNMANAGED) && !o->unmanaged_cap) {
+		r = nxq__env_size("NXQ_UNMANAGED_CAP", &o->unmanaged_cap);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *kops,
+		       void *kpriv, struct nxq_ctx **ctxp)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	struct nxq_ctx_opts o;
+	struct nxq_ctx *ctx;
+	int r;
+
+	if (!ctxp)
+		return nxq__err(-EINVAL, "nxquota: ctxp is NULL");
+	*ctxp = NULL;
+	r = ctx_read_opts(opts, &o);
+	if (r)
+		return r;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return nxq__err(-ENOMEM, "nxquota: out of memory");
+	ctx->fd = -1;
+	ctx->kpriv = kpriv;
+	if (o.flags & NXQ_CTX_UNMANAGED) {
+		ctx->kops = &nxq__local_kops;
+		ctx->cap = o.unmanaged_cap;
+	} else if (kops) {
+		ctx->kops = kops;
+		ctx->managed = 1;
+	} else {
+		const char *path = o.dev_path ? o.dev_path : getenv("NXQ_DEV");
+
+		if (!path)
+			path = "/dev/" NXQ_DEVICE_NAME;
+		ctx->fd = open(path, O_RDWR | O_CLOEXEC);
+		if (ctx->fd < 0) {
+			r = -errno;
+			free(ctx);
+			return nxq__err(r, "nxquota: cannot open %s: %s%s", path, strerror(-r),
+					r == -ENOENT ? " (is the nxquota module loaded?); "
+					"NXQ_CTX_UNMANAGED runs without it, unaccounted" : "");
+		}
+		ctx->kops = &nxq__dev_kops;
+		ctx->managed = 1;
+	}
+	r = ctx->kops->version(ctx, &v);
+	if (!r && v.abi_version != NXQ_ABI_VERSION)
+		r = nxq__err(-EPROTO, "nxquota: module ABI version %u, library wants %u",
+			     v.abi_version, NXQ_ABI_VERSION);
+	else if (!r && (v.features & (NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE)) !=
+		 (NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE))
+		r = nxq__err(-EOPNOTSUPP, "nxquota: module lacks holders/charge (features 0x%llx)",
+			     (unsigned long long)v.features);
+	else if (r)
+		nxq__err(r, "nxquota: NXQ_IOC_VERSION failed: %s", strerror(-r));
+	if (r) {
+		ctx->kops->close(ctx);
+		free(ctx);
+		return r;
+	}
+	ctx->features = v.features;
+	*ctxp = ctx;
+	return 0;
+}
+
+NXQ_API int nxq_ctx_open(const struct nxq_ctx_opts *opts, struct nxq_ctx **ctxp)
+{
+	return nxq__ctx_open_kops(opts, NULL, NULL, ctxp);
+}
+
+NXQ_API int nxq_ctx_is_managed(const struct nxq_ctx *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	return ctx->managed;
+}
+
+NXQ_API int nxq_ctx_close(struct nxq_ctx *ctx)
+{
+	if (!ctx)
+		return 0;
+	if (__atomic_load_n(&ctx->narenas, __ATOMIC_ACQUIRE))
+		return nxq__err(-EBUSY, "nxquota: context still has %d arenas", ctx->narenas);
+	ctx->kops->close(ctx);
+	free(ctx);
+	return 0;
+}

@@ -1,0 +1,204 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * The host backend: the CUDA VMM shape over one memfd per arena.
+ *
+ *  reserve     mmap(PROT_NONE, MAP_NORESERVE) of the whole VA range
+ *  create      a granule-sized extent of the memfd, fallocate()d so the
+ *              pages exist (and are charged to the memory cgroup) now
+ *  map         mmap(MAP_SHARED|MAP_FIXED) of that extent, still PROT_NONE
+ *  set_access  mprotect(PROT_READ|PROT_WRITE)
+ *  unmap       mmap(PROT_NONE, MAP_FIXED|MAP_NORESERVE) back over it
+ *  release     fallocate(PUNCH_HOLE) and the extent goes to a free list
+ *
+ * Handles are memfd offsets.  Host work is synchronous, so every stream
+ * fence is complete when recorded.  The backend object is used under its
+ * arena's lock only.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define HOST_DEFAULT_GRANULE	(2ULL << 20)
+
+struct host_be {
+	int fd;
+	uint64_t granule;
+	uint64_t next_off;	/* end of the extents handed out so far */
+	uint64_t *free_offs;
+	uint64_t nfree, free_alloc;
+};
+
+static int host_open(const struct nxq_be_cfg *cfg, void **bep, uint64_t *granule,
+		     char key[NXQ_DEVICE_KEY_MAX])
+{
+	long page = sysconf(_SC_PAGESIZE);
+	uint64_t g = cfg->granule ? cfg->granule : HOST_DEFAULT_GRANULE;
+	struct host_be *h;
+
+	if (g % (uint64_t)page)
+		return nxq__err(-EINVAL, "nxquota: host granule %llu is not a multiple of the "
+				"page size %ld", (unsigned long long)g, page);
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return nxq__err(-ENOMEM, "nxquota: out of memory");
+	h->fd = memfd_create("nxquota-arena", MFD_CLOEXEC);
+	if (h->fd < 0) {
+		int r = -errno;
+
+		free(h);
+		return nxq__err(r, "nxquota: memfd_create: %s", strerror(-r));
+	}
+	h->granule = g;
+	*bep = h;
+	*granule = g;
+	strcpy(key, "host0");
+	return 0;
+}
+
+static void host_close(void *be)
+{
+	struct host_be *h = be;
+
+	close(h->fd);
+	free(h->free_offs);
+	free(h);
+}
+
+static int host_reserve(void *be, uint64_t size, uint64_t align, uint64_t *base)
+{
+	uint64_t over = size + align;
+	char *p, *a;
+
+	(void)be;
+	p = mmap(NULL, over, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	a = (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+	if (a > p)
+		munmap(p, a - p);
+	if (a + size < p + over)
+		munmap(a + size, p + over - (a + size));
+	*base = (uintptr_t)a;
+	return 0;
+}
+
+static int host_unreserve(void *be, uint64_t base, uint64_t size)
+{
+	(void)be;
+	return munmap((void *)(uintptr_t)base, size) ? -errno : 0;
+}
+
+static int host_create(void *be, uint64_t size, uint64_t *handle)
+{
+	struct host_be *h = be;
+	uint64_t off;
+
+	if (size != h->granule)
+		return -EINVAL;
+	if (h->nfree) {
+		off = h->free_offs[h->nfree - 1];
+	} else {
+		off = h->next_off;
+		if (ftruncate(h->fd, (off_t)(off + size)))
+			return -errno;
+	}
+	if (fallocate(h->fd, 0, (off_t)off, (off_t)size))
+		return -errno;
+	if (h->nfree)
+		h->nfree--;
+	else
+		h->next_off += size;
+	*handle = off;
+	return 0;
+}
+
+static int host_release(void *be, uint64_t handle)
+{
+	struct host_be *h = be;
+
+	if (h->nfree == h->free_alloc) {
+		uint64_t n = h->free_alloc ? h->free_alloc * 2 : 64;
+		uint64_t *p = realloc(h->free_offs, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		h->free_offs = p;
+		h->free_alloc = n;
+	}
+	if (fallocate(h->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)handle,
+		      (off_t)h->granule))
+		return -errno;
+	h->free_offs[h->nfree++] = handle;
+	return 0;
+}
+
+static int host_map(void *be, uint64_t va, uint64_t size, uint64_t handle)
+{
+	struct host_be *h = be;
+	void *p = mmap((void *)(uintptr_t)va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
+		       (off_t)handle);
+
+	return p == MAP_FAILED ? -errno : 0;
+}
+
+static int host_set_access(void *be, uint64_t va, uint64_t size)
+{
+	(void)be;
+	return mprotect((void *)(uintptr_t)va, size, PROT_READ | PROT_WRITE) ? -errno : 0;
+}
+
+static int host_unmap(void *be, uint64_t va, uint64_t size)
+{
+	void *p;
+
+	(void)be;
+	p = mmap((void *)(uintptr_t)va, size, PROT_NONE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+	return p == MAP_FAILED ? -errno : 0;
+}
+
+static int host_fence_record(void *be, void *stream, void **fence)
+{
+	(void)be; (void)stream;
+	*fence = NULL;
+	return 0;
+}
+
+static int host_fence_query(void *be, void *fence)
+{
+	(void)be; (void)fence;
+	return 1;
+}
+
+static int host_fence_wait(void *be, void *fence)
+{
+	(void)be; (void)fence;
+	return 0;
+}
+
+static void host_fence_free(void *be, void *fence)
+{
+	(void)be; (void)fence;
+}
+
+const struct nxq_be_ops nxq__host_be_ops = {
+	.name = "host",
+	.open = host_open,
+	.close = host_close,
+	.reserve = host_reserve,
+	.unreserve = host_unreserve,
+	.create = host_create,
+	.release = host_release,
+	.map = host_map,
+	.set_access = host_set_access,
+	.unmap = host_unmap,
+	.fence_record = host_fence_record,
+	.fence_query = host_fence_query,
+	.fence_wait = host_fence_wait,
+	.fence_free = host_fence_free,
+};

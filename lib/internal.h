@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * libnxquota internals: the two ops tables that the cmocka tests replace.
+ *
+ *  - struct nxq_kops: the kernel calls (ioctls on /dev/nxquota), or the
+ *    process-local ledger of an unmanaged context, or a test's fake kernel.
+ *  - struct nxq_be_ops: a backend's reserve/create/map/access/unmap/release
+ *    and stream fences (host memfd+mmap, CUDA VMM, or a test's wrapper).
+ *
+ * Nothing here is exported from the shared library; the static library
+ * carries these symbols for the tests.
+ */
+#ifndef NXQ_INTERNAL_H
+#define NXQ_INTERNAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+#include <stddef.h>
+#include <linux/nxquota.h>
+#include "nxquota.h"
+
+struct nxq_ctx;
+
+/* Kernel calls; every one returns 0 or a negative errno. */
+struct nxq_kops {
+	const char *name;
+	int (*version)(struct nxq_ctx *ctx, struct nxq_version *v);
+	int (*holder_register)(struct nxq_ctx *ctx, struct nxq_holder_reg *reg);
+	int (*holder_unregister)(struct nxq_ctx *ctx, uint64_t holder);
+	int (*charge)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
+	int (*uncharge)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
+	int (*set_reclaimable)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
+	void (*close)(struct nxq_ctx *ctx);
+};
+
+struct nxq_ctx {
+	const struct nxq_kops *kops;
+	void *kpriv;		/* fake kernel's state (tests) */
+	int fd;			/* /dev/nxquota, or -1 */
+	int managed;
+	uint64_t features;
+	uint64_t cap;		/* unmanaged: process-local cap, 0 = none */
+	uint64_t local_charged;	/* unmanaged: bytes charged, atomic */
+	uint64_t next_local_id;	/* unmanaged: holder ids, atomic */
+	int narenas;		/* atomic */
+};
+
+/* What a backend is asked to open. */
+struct nxq_be_cfg {
+	int cuda_device;
+	uint64_t granule;	/* requested, 0 = backend default */
+};
+
+/* A backend.  Handles and addresses are opaque 64-bit values. */
+struct nxq_be_ops {
+	const char *name;
+	/* Fills *granule (never 0) and key (default device key). */
+	int (*open)(const struct nxq_be_cfg *cfg, void **bep, uint64_t *granule,
+		    char key[NXQ_DEVICE_KEY_MAX]);
+	void (*close)(void *be);
+	int (*reserve)(void *be, uint64_t size, uint64_t align, uint64_t *base);
+	int (*unreserve)(void *be, uint64_t base, uint64_t size);
+	int (*create)(void *be, uint64_t size, uint64_t *handle);
+	int (*release)(void *be, uint64_t handle);
+	int (*map)(void *be, uint64_t va, uint64_t size, uint64_t handle);
+	int (*set_access)(void *be, uint64_t va, uint64_t size);
+	int (*unmap)(void *be, uint64_t va, uint64_t size);
+	/* Stream fences: record after the stream's current work. */
+	int (*fence_record)(void *be, void *stream, void **fence);
+	int (*fence_query)(void *be, void *fence);	/* 1 done, 0 not yet, <0 */
+	int (*fence_wait)(void *be, void *fence);
+	void (*fence_free)(void *be, void *fence);
+};
+
+extern const struct nxq_be_ops nxq__host_be_ops;
+extern const struct nxq_be_ops nxq__cuda_be_ops;
+extern const struct nxq_kops nxq__dev_kops;
+extern const struct nxq_kops nxq__local_kops;
+
+/* Test entry points: a context on given kernel ops, an arena on given backend ops. */
+int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *kops,
+		       void *kpriv, struct nxq_ctx **ctxp);
+int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
+			 const struct nxq_be_ops *be, struct nxq_arena **arenap);
+
+/* Error message of the calling thread. */
+__attribute__((format(printf, 2, 3)))
+int nxq__err(int err, const char *fmt, ...);
+
+/* "123", "4K", "2M", "1G", "1T" (powers of 1024): 0 or -EINVAL/-ERANGE. */
+int nxq__parse_size(const char *s, uint64_t *out);
+/* Environment size: 0 if unset (*out untouched), 1 if set, -EINVAL malformed. */
+int nxq__env_size(const char *name, uint64_t *out);
+
+#endif /* NXQ_INTERNAL_H */
