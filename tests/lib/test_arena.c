@@ -1,0 +1,620 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * cmocka tests of the allocator against a fake kernel and a counting
+ * backend over real host memory: invariants under random sequences,
+ * batching, failure injection with rollback checks, stream-ordered frees,
+ * trim, retention, unmanaged contexts, threads.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <pthread.h>
+#include <cmocka.h>
+
+#include "fake.h"
+
+#define G (2 * MiB)
+
+static struct nxq_ctx *ctx;
+
+static struct nxq_arena *mk(uint64_t batch, uint64_t retain, uint64_t pool, uint64_t va)
+{
+	struct nxq_ctx_opts co = { .size = sizeof(co) };
+	struct nxq_arena_opts o = {
+		.size = sizeof(o), .backend = NXQ_BACKEND_HOST, .device_key = "host0",
+		.granule = G, .grow_batch = batch,
+		.retain_idle = retain ? retain : NXQ_OPT_ZERO,
+		.handle_pool = pool ? pool : NXQ_OPT_ZERO, .va_size = va ? va : 4 * GiB,
+	};
+	struct nxq_arena *a = NULL;
+
+	fakes_reset();
+	assert_int_equal(nxq__ctx_open_kops(&co, &fake_kops, NULL, &ctx), 0);
+	assert_int_equal(nxq__arena_create_be(ctx, &o, &fake_be, &a), 0);
+	assert_non_null(a);
+	return a;
+}
+
+static void st(struct nxq_arena *a, struct nxq_stats *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->size = sizeof(*s);
+	assert_int_equal(nxq_arena_stats(a, s), 0);
+}
+
+/* Accounting invariants that must hold after every public call. */
+static void check_acct(struct nxq_arena *a)
+{
+	struct nxq_stats s;
+
+	st(a, &s);
+	assert_int_equal(s.mapped, s.in_use + s.pending + s.free);
+	assert_int_equal(s.charged, s.mapped + s.retained);
+	assert_int_equal(fk.charged, s.charged);
+	assert_true(s.idle <= s.free);
+	assert_int_equal(s.mapped % s.granule, 0);
+	assert_int_equal((long)s.mapped / (long)s.granule, fb.live_maps);
+	assert_int_equal((long)(s.mapped + s.retained) / (long)s.granule, fb.live_handles);
+	assert_true(fk.reclaimable <= fk.charged);
+	assert_int_equal(fk.errors, 0);
+}
+
+static void teardown_checks(struct nxq_arena *a)
+{
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(fk.charged, 0);
+	assert_int_equal(fk.holders, 0);
+	assert_int_equal(fb.live_handles, 0);
+	assert_int_equal(fb.live_maps, 0);
+	assert_int_equal(fb.nfences, 0);
+	assert_int_equal(fk.errors, 0);
+	assert_int_equal(nxq_ctx_close(ctx), 0);
+}
+
+static void test_basic(void **state)
+{
+	struct nxq_arena *a = mk(8 * MiB, 64 * MiB, 64 * MiB, 0);
+	struct nxq_stats s;
+	void *p = NULL;
+
+	assert_int_equal(nxq_ctx_is_managed(ctx), 1);
+	assert_int_equal(nxq_alloc(a, 1000, 0, &p), 0);
+	assert_non_null(p);
+	assert_int_equal((uintptr_t)p % 256, 0);
+	memset(p, 0xab, 1000);
+	st(a, &s);
+	assert_int_equal(s.in_use, 1024);
+	assert_int_equal(s.mapped, 8 * MiB);
+	assert_int_equal(s.charged, 8 * MiB);
+	assert_int_equal(s.flags & NXQ_STATS_UNMANAGED, 0);
+	assert_int_equal(s.unattributed, NXQ_UNKNOWN);
+	assert_int_equal(fk.charge_calls, 1);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, p), 0);
+	st(a, &s);
+	assert_int_equal(s.in_use, 0);
+	assert_int_equal(s.idle, 8 * MiB);
+	check_acct(a);
+	teardown_checks(a);
+}
+
+/* Warm path: no kernel call and no backend call. */
+static void test_warm_path_no_calls(void **state)
+{
+	static const size_t sizes[] = { 256, 4096, 100000, 1 << 20, 3 << 20, 777 };
+	struct nxq_arena *a = mk(32 * MiB, 64 * MiB, 64 * MiB, 0);
+	struct fake_kernel k0;
+	struct fake_backend b0;
+	void *p[64];
+
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(nxq_alloc(a, sizes[i % 6], 0, &p[i]), 0);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(nxq_free(a, p[i]), 0);
+	k0 = fk;
+	b0 = fb;
+	for (int round = 0; round < 1000; round++) {
+		for (int i = 0; i < 64; i++)
+			assert_int_equal(nxq_alloc(a, sizes[(i + round) % 6], 0, &p[i]), 0);
+		for (int i = 0; i < 64; i++)
+			assert_int_equal(nxq_free(a, p[i]), 0);
+	}
+	assert_int_equal(fk.charge_calls, k0.charge_calls);
+	assert_int_equal(fk.uncharge_calls, k0.uncharge_calls);
+	assert_int_equal(fk.reclaim_calls, k0.reclaim_calls);
+	assert_memory_equal(fb.calls, b0.calls, sizeof(fb.calls));
+	check_acct(a);
+	teardown_checks(a);
+}
+
+/* One charge per growth batch, never one per granule. */
+static void test_batching(void **state)
+{
+	struct nxq_arena *a = mk(32 * MiB, 2 * GiB, 0, 0);
+	struct nxq_stats s;
+	void *p;
+
+	for (int i = 0; i < 1024; i++)		/* 1 GiB in 1 MiB pieces */
+		assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);
+	st(a, &s);
+	assert_int_equal(s.mapped, GiB);
+	assert_int_equal(fk.charge_calls, 32);	/* 1 GiB / 32 MiB, not 512 granules */
+	assert_int_equal(s.charge_calls, 32);
+	assert_int_equal(fb.calls[OP_CREATE], 512);
+	assert_int_equal(fb.calls[OP_ACCESS], 32);	/* one set_access per batch */
+	check_acct(a);
+	/* A single large allocation is one charge of what it needs. */
+	assert_int_equal(nxq_alloc(a, 100 * MiB, 0, &p), 0);
+	assert_int_equal(fk.charge_calls, 33);
+	st(a, &s);
+	assert_int_equal(s.mapped, GiB + 100 * MiB);
+	check_acct(a);
+	teardown_checks(a);
+}
+
+/* A refused batch falls back to exactly what the allocation needs. */
+static void test_batch_fallback_and_refusal(void **state)
+{
+	struct nxq_arena *a = mk(32 * MiB, 64 * MiB, 64 * MiB, 0);
+	struct nxq_stats s0, s;
+	void *p, *q;
+
+	fk.cap = 10 * MiB;
+	assert_int_equal(nxq_alloc(a, 3 * MiB, 0, &p), 0);	/* batch refused, 4 MiB granted */
+	assert_int_equal(fk.charge_calls, 2);
+	st(a, &s);
+	assert_int_equal(s.mapped, 4 * MiB);
+	assert_int_equal(s.charge_denied, 1);
+	check_acct(a);
+	st(a, &s0);
+	assert_int_equal(nxq_alloc(a, 7 * MiB, 0, &q), -EDQUOT);
+	assert_non_null(strstr(nxq_errmsg(), "refused"));
+	st(a, &s);
+	assert_int_equal(s.mapped, s0.mapped);
+	assert_int_equal(s.charged, s0.charged);
+	assert_int_equal(s.in_use, s0.in_use);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, p), 0);
+	teardown_checks(a);
+}
+
+/* Every step of a growth fails once: nothing leaks, counters restored. */
+static void test_failure_injection(void **state)
+{
+	static const int ops[] = { OP_CREATE, OP_MAP, OP_ACCESS };
+	const int n = 4;	/* granules in the growth */
+
+	for (int k = 1; k <= 2; k++) {	/* charge refused with EDQUOT, ENOSPC */
+		struct nxq_arena *a = mk(n * G, 64 * MiB, 64 * MiB, 0);
+		struct nxq_stats s;
+		void *p;
+
+		fk.fail_charge_at = 1;
+		fk.fail_err = k == 1 ? -EDQUOT : -ENOSPC;
+		assert_int_equal(nxq_alloc(a, n * G, 0, &p), fk.fail_err);
+		st(a, &s);
+		assert_int_equal(s.mapped, 0);
+		assert_int_equal(s.charge_denied, 1);
+		check_acct(a);
+		assert_int_equal(fb.calls[OP_CREATE], 0);	/* asked before creating */
+		assert_int_equal(nxq_alloc(a, n * G, 0, &p), 0);
+		check_acct(a);
+		teardown_checks(a);
+	}
+	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
+		/* pool 0 and pool > 0 (handles taken from the pool must go back) */
+		for (int pooled = 0; pooled < 2; pooled++) {
+			int steps = ops[o] == OP_ACCESS ? 1 : ops[o] == OP_CREATE && pooled ? n - 2 : n;
+
+			for (int at = 1; at <= steps; at++) {
+				struct nxq_arena *a = mk(n * G, 0, pooled ? 64 * MiB : 0, 0);
+				struct nxq_stats s0, s;
+				void *p, *q;
+				int base_calls;
+
+				if (pooled) {	/* put 2 handles in the pool */
+					assert_int_equal(nxq_alloc(a, 2 * G, 0, &p), 0);
+					assert_int_equal(nxq_free(a, p), 0);
+					assert_int_equal(nxq_arena_trim(a, 2 * G, 0), 2 * G);
+				}
+				st(a, &s0);
+				if (pooled)
+					assert_int_equal(s0.retained, 2 * G);
+				base_calls = fb.calls[ops[o]];
+				fb.fail_op = ops[o];
+				fb.fail_at = base_calls + at;
+				fb.fail_err = -ENOMEM;
+				fk.charge_calls = 0;
+				assert_int_equal(nxq_alloc(a, n * G, 0, &q), -ENOMEM);
+				st(a, &s);
+				assert_int_equal(s.mapped, s0.mapped);
+				assert_int_equal(s.charged, s0.charged);
+				assert_int_equal(s.retained, s0.retained);
+				assert_int_equal(s.in_use, s0.in_use);
+				check_acct(a);
+				fb.fail_at = 0;
+				assert_int_equal(nxq_alloc(a, n * G, 0, &q), 0);
+				memset(q, 1, n * G);
+				check_acct(a);
+				teardown_checks(a);
+			}
+		}
+	}
+}
+
+/* Fence recording fails: the block stays allocated, the caller keeps it. */
+static void test_fence_failure(void **state)
+{
+	struct nxq_arena *a = mk(8 * MiB, 64 * MiB, 0, 0);
+	struct nxq_stats s;
+	void *p;
+
+	assert_int_equal(nxq_alloc(a, 4096, 0, &p), 0);
+	fb.fail_op = OP_FENCE;
+	fb.fail_at = 1;
+	assert_int_equal(nxq_free_async(a, p, (void *)1), -ENOMEM);
+	st(a, &s);
+	assert_int_equal(s.in_use, 4096);
+	assert_int_equal(s.pending, 0);
+	assert_int_equal(nxq_free(a, p), 0);
+	check_acct(a);
+	teardown_checks(a);
+}
+
+/* Stream-ordered free: not reused until the stream's work is done. */
+static void test_free_async(void **state)
+{
+	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 64 * MiB, 0);
+	struct nxq_stats s;
+	void *p, *q, *r;
+
+	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_free_async(a, p, (void *)0x1234), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 2 * MiB);
+	assert_int_equal(s.in_use, 0);
+	check_acct(a);
+	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &q), 0);
+	assert_ptr_not_equal(p, q);		/* pending memory was not reused */
+	assert_int_equal(fb.waits, 0);		/* nor waited for */
+	fb_complete_all();
+	assert_int_equal(nxq_free(a, q), 0);
+	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &r), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 0);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, r), 0);
+	/* Destroy waits for what is still pending. */
+	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_free_async(a, p, (void *)0x1234), 0);
+	teardown_checks(a);
+	assert_int_equal(fb.waits, 1);
+}
+
+/* Refused growth waits for pending stream frees instead of failing. */
+static void test_async_refusal_waits(void **state)
+{
+	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
+	void *p, *q;
+
+	fk.cap = 4 * MiB;
+	assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_free_async(a, p, (void *)1), 0);
+	assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &q), 0);
+	assert_ptr_equal(p, q);
+	assert_int_equal(fb.waits, 1);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, q), 0);
+	teardown_checks(a);
+}
+
+/* Idle retention and the handle pool are bounded. */
+static void test_retention_and_pool(void **state)
+{
+	struct nxq_arena *a = mk(2 * MiB, 8 * MiB, 4 * MiB, 0);
+	struct nxq_stats s;
+	void *p[16];
+	int creates;
+
+	for (int i = 0; i < 16; i++)
+		assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &p[i]), 0);
+	for (int i = 0; i < 16; i++) {
+		assert_int_equal(nxq_free(a, p[i]), 0);
+		st(a, &s);
+		assert_true(s.idle <= 8 * MiB);
+		assert_true(s.retained <= 4 * MiB);
+		check_acct(a);
+	}
+	st(a, &s);
+	assert_int_equal(s.idle, 8 * MiB);
+	assert_int_equal(s.retained, 4 * MiB);
+	assert_int_equal(s.charged, 12 * MiB);
+	assert_true(fk.uncharge_calls >= 1);
+	assert_int_equal(fk.reclaimable, 12 * MiB);	/* idle + pool reported */
+	/* growth takes pooled handles first: no create, no charge */
+	creates = fb.calls[OP_CREATE];
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &p[i]), 0);
+	assert_int_equal(fb.calls[OP_CREATE], creates);
+	check_acct(a);
+	teardown_checks(a);
+}
+
+static void test_trim(void **state)
+{
+	struct nxq_arena *a = mk(16 * MiB, 64 * MiB, 64 * MiB, 0);
+	struct nxq_stats s;
+	void *p, *q;
+	int64_t r;
+
+	assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);
+	assert_int_equal(nxq_alloc(a, 20 * MiB, 0, &q), 0);
+	assert_int_equal(nxq_free(a, q), 0);
+	st(a, &s);
+	assert_int_equal(s.charged, 36 * MiB);
+	r = nxq_arena_trim(a, 10 * MiB, 0);
+	st(a, &s);
+	assert_int_equal(r, 26 * MiB);
+	assert_int_equal(s.charged, 10 * MiB);
+	check_acct(a);
+	memset(p, 7, MiB);			/* the live allocation survived */
+	r = nxq_arena_trim(a, 0, 0);
+	st(a, &s);
+	assert_int_equal(s.mapped, 2 * MiB);	/* only the granule in use remains */
+	assert_int_equal(s.charged, 2 * MiB);
+	assert_int_equal(r, 8 * MiB);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_arena_trim(a, 0, 0), 2 * MiB);
+	st(a, &s);
+	assert_int_equal(s.charged, 0);
+	assert_int_equal(fk.charged, 0);
+	assert_int_equal(nxq_arena_trim(a, 0, 0x80), -EINVAL);
+	teardown_checks(a);
+}
+
+static void test_bad_free(void **state)
+{
+	struct nxq_arena *a = mk(8 * MiB, 64 * MiB, 0, 0);
+	void *p;
+	int x;
+
+	assert_int_equal(nxq_alloc(a, 4096, 0, &p), 0);
+	assert_int_equal(nxq_free(a, &x), -EINVAL);
+	assert_int_equal(nxq_free(a, (char *)p + 256), -EINVAL);
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_free(a, p), -EINVAL);
+	assert_non_null(strstr(nxq_errmsg(), "already freed"));
+	assert_int_equal(nxq_free_async(a, p, NULL), -EINVAL);
+	assert_int_equal(nxq_alloc(a, 0, 0, &p), -EINVAL);
+	assert_int_equal(nxq_alloc(a, 10, 3, &p), -EINVAL);
+	assert_int_equal(nxq_alloc(a, 8 * GiB, 0, &p), -ENOMEM);
+	/* ctx cannot close under a live arena */
+	assert_int_equal(nxq_ctx_close(ctx), -EBUSY);
+	teardown_checks(a);
+}
+
+/* Random sequences checked against a reference model. */
+struct ref { char *p; uint64_t size, align; unsigned char pat; };
+
+static int cmp_ref(const void *x, const void *y)
+{
+	const struct ref *a = x, *b = y;
+
+	return a->p < b->p ? -1 : a->p > b->p;
+}
+
+static void model_check(struct nxq_arena *a, struct ref *live, int n)
+{
+	struct ref sorted[512];
+	struct nxq_stats s;
+	uint64_t sum = 0;
+
+	memcpy(sorted, live, n * sizeof(*live));
+	qsort(sorted, n, sizeof(*sorted), cmp_ref);
+	for (int i = 0; i < n; i++) {
+		sum += (sorted[i].size + 255) & ~255ULL;
+		assert_int_equal((uintptr_t)sorted[i].p % sorted[i].align, 0);
+		if (i)
+			assert_true(sorted[i - 1].p + sorted[i - 1].size <= sorted[i].p);
+	}
+	st(a, &s);
+	assert_int_equal(s.in_use, sum);
+	check_acct(a);
+}
+
+static void random_run(unsigned int seed, uint64_t batch, uint64_t retain, uint64_t pool)
+{
+	static const uint64_t sizes[] = { 1, 200, 256, 4096, 5000, 65536, 1 << 20,
+					  (1 << 20) + 7, 3 << 20, 9 << 20 };
+	static const uint64_t aligns[] = { 0, 256, 512, 4096, 1 << 16, 2 << 20, 4 << 20 };
+	struct nxq_arena *a = mk(batch, retain, pool, 2 * GiB);
+	struct ref live[512];
+	int n = 0;
+
+	srand(seed);
+	for (int step = 0; step < 3000; step++) {
+		int op = rand() % 100;
+
+		if (op < 50 && n < 512) {
+			struct ref r;
+			void *p;
+
+			r.size = sizes[rand() % 10] + (uint64_t)(rand() % 3000);
+			r.align = aligns[rand() % 7];
+			assert_int_equal(nxq_alloc(a, r.size, r.align, &p), 0);
+			r.p = p;
+			if (!r.align)
+				r.align = 256;
+			r.pat = (unsigned char)rand();
+			memset(r.p, r.pat, r.size);
+			live[n++] = r;
+		} else if (op < 90 && n) {
+			int i = rand() % n;
+			struct ref r = live[i];
+
+			/* contents intact: no other allocation overlapped it */
+			for (uint64_t k = 0; k < r.size; k += 61)
+				assert_int_equal((unsigned char)r.p[k], r.pat);
+			assert_int_equal((unsigned char)r.p[r.size - 1], r.pat);
+			if (op < 75)
+				assert_int_equal(nxq_free(a, r.p), 0);
+			else
+				assert_int_equal(nxq_free_async(a, r.p, (void *)(uintptr_t)(1 + op % 3)), 0);
+			live[i] = live[--n];
+		} else if (op < 95) {
+			fb_complete_all();
+		} else {
+			uint64_t target = (uint64_t)(rand() % 64) * MiB;
+
+			assert_true(nxq_arena_trim(a, target, op & 1 ? NXQ_TRIM_WAIT : 0) >= 0);
+		}
+		model_check(a, live, n);
+	}
+	teardown_checks(a);
+}
+
+static void test_random_model(void **state)
+{
+	random_run(1, 2 * MiB, 0, 0);
+	random_run(2, 32 * MiB, 64 * MiB, 64 * MiB);
+	random_run(3, 8 * MiB, 8 * MiB, 4 * MiB);
+	random_run(4, 4 * MiB, NXQ_OPT_ZERO, 16 * MiB);
+}
+
+static void test_unmanaged(void **state)
+{
+	struct nxq_ctx_opts co = { .size = sizeof(co), .dev_path = "/nonexistent/nxquota" };
+	struct nxq_arena_opts o = { .size = sizeof(o), .backend = NXQ_BACKEND_HOST,
+				    .grow_batch = 2 * MiB };
+	struct nxq_ctx *c = NULL;
+	struct nxq_arena *a;
+	struct nxq_stats s;
+	void *p, *q;
+
+	assert_int_equal(nxq_ctx_open(&co, &c), -ENOENT);
+	assert_null(c);
+	assert_non_null(strstr(nxq_errmsg(), "module loaded"));
+	assert_non_null(strstr(nxq_errmsg(), "NXQ_CTX_UNMANAGED"));
+	co.flags = NXQ_CTX_UNMANAGED;
+	co.unmanaged_cap = 8 * MiB;
+	assert_int_equal(nxq_ctx_open(&co, &c), 0);
+	assert_int_equal(nxq_ctx_is_managed(c), 0);
+	assert_int_equal(nxq_arena_create(c, &o, &a), 0);
+	assert_int_equal(nxq_alloc(a, 6 * MiB, 0, &p), 0);
+	memset(p, 1, 6 * MiB);
+	assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &q), -EDQUOT);
+	memset(&s, 0, sizeof(s));
+	s.size = sizeof(s);
+	assert_int_equal(nxq_arena_stats(a, &s), 0);
+	assert_true(s.flags & NXQ_STATS_UNMANAGED);
+	assert_int_equal(s.charged, 6 * MiB);
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
+struct thr { struct nxq_arena *a; unsigned int seed, tag; };
+
+static void *thr_fn(void *arg)
+{
+	struct thr *t = arg;
+	void *p[32] = { 0 };
+
+	for (int i = 0; i < 20000; i++) {
+		int k = rand_r(&t->seed) % 32;
+
+		if (p[k]) {
+			if (*(unsigned int *)p[k] != t->tag + (unsigned int)k)
+				return (void *)1;
+			if (nxq_free(t->a, p[k]))
+				return (void *)1;
+			p[k] = NULL;
+		} else {
+			if (nxq_alloc(t->a, 256 + (size_t)(rand_r(&t->seed) % 200000), 0, &p[k]))
+				return (void *)1;
+			*(unsigned int *)p[k] = t->tag + (unsigned int)k;
+		}
+	}
+	for (int k = 0; k < 32; k++)
+		if (p[k] && nxq_free(t->a, p[k]))
+			return (void *)1;
+	return NULL;
+}
+
+static void test_threads(void **state)
+{
+	struct nxq_arena *a = mk(8 * MiB, 16 * MiB, 8 * MiB, 0);
+	pthread_t th[4];
+	struct thr t[4];
+	struct nxq_stats s;
+	void *ret;
+
+	for (int i = 0; i < 4; i++) {
+		t[i].a = a;
+		t[i].seed = 17 + (unsigned int)i * 1000;
+		t[i].tag = (unsigned int)i << 16;
+		assert_int_equal(pthread_create(&th[i], NULL, thr_fn, &t[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pthread_join(th[i], &ret), 0);
+		assert_null(ret);
+	}
+	st(a, &s);
+	assert_int_equal(s.in_use, 0);
+	assert_int_equal(s.allocs, s.frees);
+	check_acct(a);
+	teardown_checks(a);
+}
+
+static void test_cuda_absent(void **state)
+{
+	struct nxq_ctx_opts co = { .size = sizeof(co), .flags = NXQ_CTX_UNMANAGED };
+	struct nxq_arena_opts o = { .size = sizeof(o), .backend = NXQ_BACKEND_CUDA };
+	struct nxq_ctx *c;
+	struct nxq_arena *a = NULL;
+	int r;
+
+	assert_int_equal(nxq_ctx_open(&co, &c), 0);
+	r = nxq_arena_create(c, &o, &a);
+	if (r == 0) {
+		nxq_arena_destroy(a);
+		nxq_ctx_close(c);
+		skip();		/* a real GPU: covered by make check-gpu */
+	}
+	assert_null(a);
+	assert_true(r == -ENOENT || r == -ENODEV || r == -EOPNOTSUPP || r == -EIO);
+	assert_true(strstr(nxq_errmsg(), "libcuda.so.1") || strstr(nxq_errmsg(), "cuda"));
+	/* AUTO picks CUDA for a GPU key */
+	o.backend = NXQ_BACKEND_AUTO;
+	o.device_key = "GPU-00000000-0000-0000-0000-000000000000";
+	assert_int_equal(nxq_arena_create(c, &o, &a), r);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_basic),
+		cmocka_unit_test(test_warm_path_no_calls),
+		cmocka_unit_test(test_batching),
+		cmocka_unit_test(test_batch_fallback_and_refusal),
+		cmocka_unit_test(test_failure_injection),
+		cmocka_unit_test(test_fence_failure),
+		cmocka_unit_test(test_free_async),
+		cmocka_unit_test(test_async_refusal_waits),
+		cmocka_unit_test(test_retention_and_pool),
+		cmocka_unit_test(test_trim),
+		cmocka_unit_test(test_bad_free),
+		cmocka_unit_test(test_random_model),
+		cmocka_unit_test(test_unmanaged),
+		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_cuda_absent),
+	};
+
+	return cmocka_run_group_tests_name("libnxquota_arena", tests, NULL, NULL);
+}
