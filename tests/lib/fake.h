@@ -233,7 +233,7 @@ static void fb_fence_free(void *be, void *fence)
 }
 
 /* Complete every outstanding fence (the stream's work has finished). */
-static void fb_complete_all(void)
+static inline void fb_complete_all(void)
 {
 	for (struct fake_fence *f = fb.fences; f; f = f->next)
 		f->done = 1;

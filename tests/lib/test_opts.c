@@ -1,0 +1,250 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * cmocka tests of options, environment variables, the version handshake
+ * and the statistics struct's size rules.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "fake.h"
+
+static const char *envs[] = { "NXQ_VA_SIZE", "NXQ_GROW_BATCH", "NXQ_RETAIN_IDLE",
+			      "NXQ_HANDLE_POOL", "NXQ_GRANULE", "NXQ_UNMANAGED_CAP", "NXQ_DEV" };
+
+static int clear_env(void **state)
+{
+	for (size_t i = 0; i < sizeof(envs) / sizeof(envs[0]); i++)
+		unsetenv(envs[i]);
+	fakes_reset();
+	return 0;
+}
+
+static struct nxq_ctx *fctx(void)
+{
+	struct nxq_ctx *c = NULL;
+
+	assert_int_equal(nxq__ctx_open_kops(NULL, &fake_kops, NULL, &c), 0);
+	return c;
+}
+
+static void test_parse_size(void **state)
+{
+	uint64_t v = 0;
+
+	assert_int_equal(nxq__parse_size("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(nxq__parse_size("4096", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(nxq__parse_size("4K", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(nxq__parse_size("3M", &v), 0);
+	assert_int_equal(v, 3 * MiB);
+	assert_int_equal(nxq__parse_size("2g", &v), 0);
+	assert_int_equal(v, 2 * GiB);
+	assert_int_equal(nxq__parse_size("1T", &v), 0);
+	assert_int_equal(v, 1ULL << 40);
+	assert_int_equal(nxq__parse_size("", &v), -EINVAL);
+	assert_int_equal(nxq__parse_size("-1", &v), -EINVAL);
+	assert_int_equal(nxq__parse_size(" 1", &v), -EINVAL);
+	assert_int_equal(nxq__parse_size("1MB", &v), -EINVAL);
+	assert_int_equal(nxq__parse_size("1.5G", &v), -EINVAL);
+	assert_int_equal(nxq__parse_size("12Q", &v), -EINVAL);
+	assert_int_equal(nxq__parse_size("99999999999999999999", &v), -ERANGE);
+	assert_int_equal(nxq__parse_size("16777216T", &v), -ERANGE);
+}
+
+static void test_env_applied(void **state)
+{
+	struct nxq_ctx *c = fctx();
+	struct nxq_arena *a;
+	struct nxq_stats s = { .size = sizeof(s) };
+	void *p;
+
+	setenv("NXQ_GRANULE", "4M", 1);
+	setenv("NXQ_VA_SIZE", "1G", 1);
+	setenv("NXQ_GROW_BATCH", "8M", 1);
+	assert_int_equal(nxq__arena_create_be(c, NULL, &fake_be, &a), 0);
+	assert_int_equal(nxq_alloc(a, 1, 0, &p), 0);
+	assert_int_equal(nxq_arena_stats(a, &s), 0);
+	assert_int_equal(s.granule, 4 * MiB);
+	assert_int_equal(s.va_size, GiB);
+	assert_int_equal(s.mapped, 8 * MiB);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	/* an option overrides the environment */
+	{
+		struct nxq_arena_opts o = { .size = sizeof(o), .grow_batch = 16 * MiB };
+
+		assert_int_equal(nxq__arena_create_be(c, &o, &fake_be, &a), 0);
+		assert_int_equal(nxq_alloc(a, 1, 0, &p), 0);
+		assert_int_equal(nxq_arena_stats(a, &s), 0);
+		assert_int_equal(s.mapped, 16 * MiB);
+		assert_int_equal(nxq_arena_destroy(a), 0);
+	}
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
+static void test_env_malformed(void **state)
+{
+	static const char *bad[][2] = {
+		{ "NXQ_VA_SIZE", "lots" }, { "NXQ_GROW_BATCH", "12Q" },
+		{ "NXQ_RETAIN_IDLE", "-1" }, { "NXQ_HANDLE_POOL", "1.5M" },
+		{ "NXQ_GRANULE", "" }, { "NXQ_VA_SIZE", "0" }, { "NXQ_GROW_BATCH", "0" },
+	};
+	struct nxq_ctx *c = fctx();
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct nxq_arena *a = (void *)1;
+
+		setenv(bad[i][0], bad[i][1], 1);
+		assert_int_equal(nxq__arena_create_be(c, NULL, &fake_be, &a), -EINVAL);
+		assert_null(a);
+		assert_non_null(strstr(nxq_errmsg(), bad[i][0]));
+		unsetenv(bad[i][0]);
+	}
+	assert_int_equal(fk.register_calls, 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	{
+		struct nxq_ctx_opts co = { .size = sizeof(co), .flags = NXQ_CTX_UNMANAGED };
+		struct nxq_ctx *u = (void *)1;
+
+		setenv("NXQ_UNMANAGED_CAP", "8X", 1);
+		assert_int_equal(nxq_ctx_open(&co, &u), -EINVAL);
+		assert_null(u);
+		assert_non_null(strstr(nxq_errmsg(), "NXQ_UNMANAGED_CAP"));
+	}
+}
+
+static void test_env_zero_retention(void **state)
+{
+	struct nxq_ctx *c = fctx();
+	struct nxq_arena *a;
+	struct nxq_stats s = { .size = sizeof(s) };
+	void *p;
+
+	setenv("NXQ_RETAIN_IDLE", "0", 1);
+	setenv("NXQ_HANDLE_POOL", "0", 1);
+	assert_int_equal(nxq__arena_create_be(c, NULL, &fake_be, &a), 0);
+	assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_arena_stats(a, &s), 0);
+	assert_int_equal(s.charged, 0);		/* nothing idle kept, nothing pooled */
+	assert_int_equal(fk.charged, 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
+static void test_opts_size_rules(void **state)
+{
+	struct nxq_ctx *c = fctx();
+	struct nxq_arena *a = NULL;
+	struct {
+		struct nxq_arena_opts o;
+		uint64_t future[4];
+	} big;
+
+	memset(&big, 0, sizeof(big));
+	big.o.size = sizeof(big);
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), 0);	/* zero tail ok */
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	big.future[2] = 1;
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), -E2BIG);
+	big.future[2] = 0;
+	big.o.size = NXQ_ARENA_OPTS_SIZE_VER0 - 8;
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), -EINVAL);
+	big.o.size = 8192;
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), -E2BIG);
+	big.o.size = sizeof(big.o);
+	big.o.flags = 1;
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), -EINVAL);
+	big.o.flags = 0;
+	big.o.backend = 7;
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), -EINVAL);
+	big.o.backend = 0;
+	big.o.priority = NXQ_PRIORITY_MAX + 1;
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), -EINVAL);
+	big.o.priority = 0;
+	big.o.granule = 4097;			/* not a page multiple */
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), -EINVAL);
+	big.o.granule = 0;
+	big.o.va_size = NXQ_OPT_ZERO;
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), -EINVAL);
+	big.o.va_size = 0;
+	big.o.device_key = "nodev";		/* the module does not know it */
+	assert_int_equal(nxq__arena_create_be(c, &big.o, &fake_be, &a), -ENODEV);
+	assert_non_null(strstr(nxq_errmsg(), "nodev"));
+	assert_int_equal(fb.live_handles, 0);
+	assert_int_equal(fk.holders, 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	/* ctx opts */
+	{
+		struct nxq_ctx_opts co = { .size = 8 };
+		struct nxq_ctx *u;
+
+		assert_int_equal(nxq_ctx_open(&co, &u), -EINVAL);
+		co.size = sizeof(co);
+		co.flags = 0x10;
+		assert_int_equal(nxq_ctx_open(&co, &u), -EINVAL);
+		co.flags = 0;
+		co.unmanaged_cap = MiB;		/* a cap only makes sense unmanaged */
+		assert_int_equal(nxq_ctx_open(&co, &u), -EINVAL);
+	}
+}
+
+static void test_version_handshake(void **state)
+{
+	struct nxq_ctx *c = (void *)1;
+
+	fk.abi_version = 2;
+	assert_int_equal(nxq__ctx_open_kops(NULL, &fake_kops, NULL, &c), -EPROTO);
+	assert_null(c);
+	fk.abi_version = 0;
+	fk.features = NXQ_FEAT_STATUS;
+	assert_int_equal(nxq__ctx_open_kops(NULL, &fake_kops, NULL, &c), -EOPNOTSUPP);
+	fk.features = 0;
+	assert_int_equal(nxq__ctx_open_kops(NULL, &fake_kops, NULL, &c), 0);
+	assert_int_equal(fk.version_calls, 3);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
+static void test_stats_size(void **state)
+{
+	struct nxq_ctx *c = fctx();
+	struct nxq_arena *a;
+	struct {
+		struct nxq_stats s;
+		uint64_t future[2];
+	} big;
+
+	assert_int_equal(nxq__arena_create_be(c, NULL, &fake_be, &a), 0);
+	memset(&big, 0xff, sizeof(big));
+	big.s.size = NXQ_STATS_SIZE_VER0 - 8;
+	assert_int_equal(nxq_arena_stats(a, &big.s), -EINVAL);
+	big.s.size = sizeof(big);
+	assert_int_equal(nxq_arena_stats(a, &big.s), 0);
+	assert_int_equal(big.future[0], 0);	/* unknown tail zeroed */
+	assert_int_equal(big.s.size, sizeof(big));
+	assert_int_equal(big.s.mapped, 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_parse_size, clear_env),
+		cmocka_unit_test_setup(test_env_applied, clear_env),
+		cmocka_unit_test_setup(test_env_malformed, clear_env),
+		cmocka_unit_test_setup(test_env_zero_retention, clear_env),
+		cmocka_unit_test_setup(test_opts_size_rules, clear_env),
+		cmocka_unit_test_setup(test_version_handshake, clear_env),
+		cmocka_unit_test_setup(test_stats_size, clear_env),
+	};
+
+	return cmocka_run_group_tests_name("libnxquota_opts", tests, NULL, NULL);
+}
