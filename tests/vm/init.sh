@@ -71,10 +71,15 @@ kill_leftovers() {
 		pid=${p#/proc/}
 		[ "$pid" = 1 ] && continue
 		read -r stat < "$p/stat" 2>/dev/null || continue
+		comm=${stat#*(}
+		comm=${comm%)*}
 		rest=${stat##*) }
 		set -- $rest
-		[ "$2" = 1 ] || continue
-		kill -9 "$pid" 2>/dev/null && killed="$killed $pid"
+		# $1 state, $2 parent; zombies are already gone (files released)
+		[ "$2" = 1 ] && [ "$1" != Z ] || continue
+		kill -9 "$pid" 2>/dev/null || continue
+		# busybox timeout's watcher outlives the program by up to 1s
+		[ "$comm" = timeout ] || killed="$killed $pid($comm)"
 	done
 	[ -z "$killed" ] || sleep 1
 }

@@ -29,6 +29,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -117,10 +118,13 @@ static SC_UNUSED const char *sc_rcname(long rc)
 }
 
 static void sc_cleanup(void);
+static void sc_dump_state(void);
 
 static __attribute__((noreturn)) void sc_exit(int code)
 {
 	if (getpid() == sc_main_pid) {
+		if (code == SC_FAIL)
+			sc_dump_state();
 		if (code != SC_PASS)
 			sc_cleanup();
 		exit(code);
@@ -729,6 +733,46 @@ static SC_UNUSED uint64_t sc_now_ms(void)
 }
 
 /* ---- setup and teardown ------------------------------------------------ */
+
+static void sc_dump_dir(const char *dir, int depth, int *budget)
+{
+	char path[512], val[128];
+	struct dirent *e;
+	struct stat st;
+	DIR *d;
+	int n;
+
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((e = readdir(d)) && *budget > 0) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			if (depth < 6)
+				sc_dump_dir(path, depth + 1, budget);
+			continue;
+		}
+		if (!(st.st_mode & 0444))
+			continue;	/* command files */
+		n = sc_read(path, val, sizeof(val));
+		sc_log("  state: %s = %s", path + strlen(SC_SYSFS) + 1,
+		       n >= 0 ? val : sc_errname(-n));
+		(*budget)--;
+	}
+	closedir(d);
+}
+
+/* On failure, show what the module's sysfs tree holds (bounded). */
+static void sc_dump_state(void)
+{
+	int budget = 150;
+
+	sc_dump_dir(SC_DEVICES, 0, &budget);
+}
 
 /* Undo whatever the helpers created; used when a scenario stops early. */
 static void sc_cleanup(void)

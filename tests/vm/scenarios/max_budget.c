@@ -127,10 +127,15 @@ int main(int argc, char **argv)
 	/* Capacity: no max, a device just big enough -> ENOSPC past it. */
 	CHECK_OK(sc_write(sc_node_path(KEY, cgid, "max"), "max"));
 	CHECK_EQ(NODE_U64(KEY, cgid, "max"), NXQ_UNLIMITED);
+	CHECK_OK(sc_status(fd, h, &st));
+	CHECK_EQ(st.node_max, NXQ_UNLIMITED);
+	CHECK_EQ(st.headroom, SC_GIB - SC_MIB);
+	/* A max above the capacity keeps the node, and the capacity rules. */
+	CHECK_OK(sc_write(sc_node_path(KEY, cgid, "max"), "1T"));
 	CHECK_OK(sc_write(sc_dev_path(KEY, "capacity"), "3M"));
 	CHECK_EQ(DEV_U64(KEY, "capacity"), 3 * SC_MIB);
 	CHECK_OK(sc_status(fd, h, &st));
-	CHECK_EQ(st.node_max, NXQ_UNLIMITED);
+	CHECK_EQ(st.node_max, 1024 * SC_GIB);
 	CHECK_EQ(st.headroom, 2 * SC_MIB);
 	CHECK_OK(sc_charge(fd, h, 2 * SC_MIB, &charged));
 	CHECK_EQ(charged, 3 * SC_MIB);
@@ -163,8 +168,10 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, cgid, "current"), 0);
 	CHECK_EQ(NODE_U64(KEY, cgid, "holders"), 0);
 
+	/* Cleared and unused, the node goes away; the device can go. */
 	CHECK_OK(sc_cg_enter("/"));
 	CHECK_OK(sc_clear_budget(KEY, CG));
+	CHECK(!sc_node_exists(KEY, cgid));
 	CHECK_OK(sc_dev_unregister(KEY));
 	CHECK(!sc_dev_exists(KEY));
 	CHECK_OK(sc_cg_remove(CG));
