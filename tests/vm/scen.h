@@ -171,6 +171,12 @@ sc_fail_at(const char *file, int line, const char *fmt, ...)
 		FAIL("%s == %s: %llu != %llu", #a, #b, _a, _b);		\
 } while (0)
 
+#define CHECK_STREQ(a, b) do {						\
+	const char *_a = (a), *_b = (b);				\
+	if (strcmp(_a, _b))						\
+		FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b, _a, _b);	\
+} while (0)
+
 /* e is a helper returning >= 0 or -errno: it must succeed. */
 #define CHECK_OK(e) do {						\
 	long _r = (e);							\

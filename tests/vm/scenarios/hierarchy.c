@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * hierarchy: a parent's max binds all its descendants, a child's own max
+ * binds it below the parent's, and the device's capacity binds everyone,
+ * budgeted or not.  Refusals are counted at the node whose max was hit
+ * (max_hits) and on every node from the holder up (denials).  current sums
+ * up the tree; effective_min splits a parent's guarantee among children
+ * whose mins overcommit it; borrowed is current above effective_min.
+ * Budgets are per device.
+ *
+ *   /nxq-hier            P  max=1M
+ *   /nxq-hier/a          A
+ *   /nxq-hier/a/deep     D
+ *   /nxq-hier/b          B  max=768K
+ *   /nxq-other           O  (no budget)
+ */
+#include "scen.h"
+
+#define KEY	"t-hier"
+#define KEY2	"t-hier2"
+#define P	"/nxq-hier"
+#define A	"/nxq-hier/a"
+#define D	"/nxq-hier/a/deep"
+#define B	"/nxq-hier/b"
+#define O	"/nxq-other"
+#define K	SC_KIB
+
+static int fd;
+
+/* A node's path file holds exactly the cgroup's path and a newline. */
+static void check_path(uint64_t id, const char *want)
+{
+	char buf[256], shown[512];
+	size_t i, j = 0;
+	ssize_t n;
+	int f;
+
+	f = open(sc_node_path(KEY, id, "path"), O_RDONLY);
+	CHECK(f >= 0);
+	n = read(f, buf, sizeof(buf));
+	close(f);
+	CHECK(n >= 0);
+	if ((size_t)n == strlen(want) + 1 && !memcmp(buf, want, n - 1) &&
+	    buf[n - 1] == '\n')
+		return;
+	for (i = 0; i < (size_t)n && j < sizeof(shown) - 5; i++)
+		j += snprintf(shown + j, sizeof(shown) - j,
+			      buf[i] >= 32 && buf[i] < 127 ? "%c" : "\\x%02x",
+			      (unsigned char)buf[i]);
+	shown[j] = 0;
+	FAIL("node %" PRIu64 " path holds %zd bytes \"%s\", expected \"%s\\n\"",
+	     id, n, shown, want);
+}
+
+static uint64_t holder_in(const char *cg, const char *key)
+{
+	uint64_t h = 0;
+
+	CHECK_OK(sc_cg_enter(cg));
+	CHECK_OK(sc_register(fd, key, -1, 0, &h));
+	CHECK_OK(sc_cg_enter("/"));
+	return h;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t ha, hb, hd, ho, hd2, c;
+	uint64_t p, a, d, b, o;
+	struct nxq_status st;
+
+	sc_init(argc, argv);
+	CHECK_OK(sc_dev_register(KEY, "2M"));
+	CHECK_OK(sc_dev_register(KEY2, "1G"));
+	CHECK_OK(sc_cg_create(P));
+	CHECK_OK(sc_cg_create(A));
+	CHECK_OK(sc_cg_create(D));
+	CHECK_OK(sc_cg_create(B));
+	CHECK_OK(sc_cg_create(O));
+	p = CG_ID(P), a = CG_ID(A), d = CG_ID(D), b = CG_ID(B), o = CG_ID(O);
+	CHECK_OK(sc_set_budget(KEY, P " max=1M"));
+	CHECK_OK(sc_set_budget(KEY, B " max=768K"));
+
+	fd = sc_open();
+	CHECK_OK(fd);
+	ha = holder_in(A, KEY);
+	hb = holder_in(B, KEY);
+	hd = holder_in(D, KEY);
+	ho = holder_in(O, KEY);
+
+	/* Registering created every node up to the root, with its path. */
+	check_path(d, D);
+	check_path(a, A);
+	check_path(b, B);
+	check_path(1, "/");
+	CHECK_EQ(NODE_U64(KEY, a, "holders"), 1);
+	CHECK_EQ(NODE_U64(KEY, p, "holders"), 0);
+	CHECK_EQ(DEV_U64(KEY, "holders"), 4);
+	CHECK_EQ(NODE_U64(KEY, a, "max"), NXQ_UNLIMITED);
+
+	/* The parent's max binds a child without a budget of its own. */
+	CHECK_OK(sc_charge(fd, ha, 600 * K, &c));
+	CHECK_ERR(sc_charge(fd, hb, 500 * K, &c), EDQUOT);
+	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 1);
+	CHECK_EQ(NODE_U64(KEY, b, "max_hits"), 0);
+	CHECK_EQ(NODE_U64(KEY, b, "denials"), 1);
+	CHECK_EQ(NODE_U64(KEY, p, "denials"), 1);
+	CHECK_EQ(NODE_U64(KEY, 1, "denials"), 1);
+	CHECK_EQ(NODE_U64(KEY, a, "denials"), 0);
+	CHECK_EQ(HOLDER_CHARGE(fd, hb), 0);
+	CHECK_OK(sc_charge(fd, hb, 424 * K, &c));
+	CHECK_EQ(NODE_U64(KEY, p, "current"), SC_MIB);
+
+	/* ... and a grandchild. */
+	CHECK_ERR(sc_charge(fd, hd, 1, &c), EDQUOT);
+	CHECK_EQ(NODE_U64(KEY, d, "denials"), 1);
+	CHECK_EQ(NODE_U64(KEY, a, "denials"), 1);
+	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 2);
+	CHECK_EQ(NODE_U64(KEY, a, "current"), 600 * K);
+	CHECK_EQ(NODE_U64(KEY, d, "current"), 0);
+	CHECK_OK(sc_status(fd, hd, &st));
+	CHECK_EQ(st.headroom, 0);
+	CHECK_EQ(st.node_max, NXQ_UNLIMITED);
+
+	/* The child's own max fits, the parent's does not: the parent's hit. */
+	CHECK_OK(sc_uncharge(fd, hb, 424 * K, &c));
+	CHECK_ERR(sc_charge(fd, hb, 768 * K, &c), EDQUOT);
+	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 3);
+	CHECK_EQ(NODE_U64(KEY, b, "max_hits"), 0);
+	/* The parent has room, the child's max is what binds. */
+	CHECK_OK(sc_uncharge(fd, ha, 600 * K, &c));
+	CHECK_OK(sc_status(fd, hb, &st));
+	CHECK_EQ(st.headroom, 768 * K);
+	CHECK_OK(sc_charge(fd, hb, 768 * K, &c));
+	CHECK_ERR(sc_charge(fd, hb, 1, &c), EDQUOT);
+	CHECK_EQ(NODE_U64(KEY, b, "max_hits"), 1);
+	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 3);
+	CHECK_OK(sc_status(fd, ha, &st));
+	CHECK_EQ(st.headroom, 256 * K);
+
+	/* The capacity binds a group with no budget ... */
+	CHECK_OK(sc_charge(fd, ho, 1280 * K, &c));
+	CHECK_EQ(DEV_U64(KEY, "used"), 2 * SC_MIB);
+	CHECK_ERR(sc_charge(fd, ho, 1, &c), ENOSPC);
+	/* ... and one with room left under its max. */
+	CHECK_ERR(sc_charge(fd, ha, 1, &c), ENOSPC);
+	CHECK_EQ(HOLDER_CHARGE(fd, ha), 0);
+	CHECK_EQ(DEV_U64(KEY, "capacity_hits"), 2);
+	CHECK_EQ(NODE_U64(KEY, o, "max_hits"), 0);
+	CHECK_EQ(NODE_U64(KEY, o, "denials"), 1);
+	CHECK_EQ(DEV_U64(KEY, "denials"), 6);
+	CHECK_EQ(NODE_U64(KEY, 1, "denials"), 6);
+	CHECK_OK(sc_status(fd, ha, &st));
+	CHECK_EQ(st.headroom, 0);
+	CHECK_EQ(st.device_used, 2 * SC_MIB);
+
+	/* current sums up the tree. */
+	CHECK_EQ(NODE_U64(KEY, 1, "current"), 2 * SC_MIB);
+	CHECK_EQ(NODE_U64(KEY, p, "current"), 768 * K);
+	CHECK_EQ(NODE_U64(KEY, b, "current"), 768 * K);
+	CHECK_EQ(NODE_U64(KEY, a, "current"), 0);
+	CHECK_EQ(NODE_U64(KEY, o, "current"), 1280 * K);
+
+	/*
+	 * Guarantees: P min=1M under the root (whose effective min is the
+	 * capacity, 2M); A and B ask 1M each under P's 1M: 512K each.
+	 */
+	CHECK_OK(sc_set_budget(KEY, P " min=1M"));
+	CHECK_OK(sc_set_budget(KEY, A " min=1M"));
+	CHECK_OK(sc_set_budget(KEY, B " min=1M"));
+	CHECK_EQ(NODE_U64(KEY, 1, "effective_min"), 2 * SC_MIB);
+	CHECK_EQ(NODE_U64(KEY, p, "min"), SC_MIB);
+	CHECK_EQ(NODE_U64(KEY, p, "max"), SC_MIB);	/* min= kept max */
+	CHECK_EQ(NODE_U64(KEY, p, "effective_min"), SC_MIB);
+	CHECK_EQ(NODE_U64(KEY, a, "effective_min"), 512 * K);
+	CHECK_EQ(NODE_U64(KEY, b, "effective_min"), 512 * K);
+	CHECK_EQ(NODE_U64(KEY, o, "effective_min"), 0);
+	CHECK_EQ(NODE_U64(KEY, b, "borrowed"), 256 * K);
+	CHECK_EQ(NODE_U64(KEY, a, "borrowed"), 0);
+	CHECK_EQ(NODE_U64(KEY, o, "borrowed"), 1280 * K);
+	CHECK_OK(sc_status(fd, hb, &st));
+	CHECK_EQ(st.node_min, SC_MIB);
+	CHECK_EQ(st.node_effective_min, 512 * K);
+
+	/* Budgets are per device: P's max on KEY does not bind KEY2. */
+	hd2 = holder_in(D, KEY2);
+	CHECK_OK(sc_charge(fd, hd2, 5 * SC_MIB, &c));
+	CHECK_EQ(NODE_U64(KEY2, p, "current"), 5 * SC_MIB);
+	CHECK_EQ(NODE_U64(KEY2, p, "max"), NXQ_UNLIMITED);
+	CHECK_EQ(DEV_U64(KEY, "used"), 2 * SC_MIB);
+	CHECK_EQ(NODE_U64(KEY, p, "current"), 768 * K);
+	CHECK_OK(sc_set_budget(KEY2, P " max=5M"));
+	CHECK_ERR(sc_charge(fd, hd2, 1, &c), EDQUOT);
+	CHECK_EQ(NODE_U64(KEY2, p, "max_hits"), 1);
+	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 3);
+
+	/* close() empties every node of both devices. */
+	CHECK_OK(sc_close(fd));
+	CHECK_EQ(DEV_U64(KEY, "used"), 0);
+	CHECK_EQ(DEV_U64(KEY2, "used"), 0);
+	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
+	CHECK_EQ(NODE_U64(KEY, 1, "current"), 0);
+	CHECK_EQ(NODE_U64(KEY, p, "current"), 0);
+	CHECK_EQ(NODE_U64(KEY, b, "current"), 0);
+	CHECK_EQ(NODE_U64(KEY2, p, "current"), 0);
+
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_dev_unregister(KEY2));
+	CHECK(!sc_dev_exists(KEY));
+	CHECK_OK(sc_cg_remove(D));
+	CHECK_OK(sc_cg_remove(A));
+	CHECK_OK(sc_cg_remove(B));
+	CHECK_OK(sc_cg_remove(P));
+	CHECK_OK(sc_cg_remove(O));
+	PASS();
+}
