@@ -554,6 +554,13 @@ static uint64_t release_granules(struct nxq_arena *a, uint64_t want, int to_pool
 	uint64_t g = a->granule, freed = 0;
 	struct blk *b, *prev;
 
+	if (!want || !a->idle)
+		return 0;
+	/* Synchronously freed memory may still be read by queued device work. */
+	if (a->be->quiesce(a->bep)) {
+		a->kernel_errors++;
+		return 0;
+	}
 	for (b = a->atail; b && want; b = prev) {
 		uint64_t gs, ge, lo, end, s;
 
@@ -1083,6 +1090,7 @@ NXQ_API int nxq_arena_destroy(struct nxq_arena *a)
 	pthread_mutex_lock(&a->lock);
 	g = a->granule;
 	poll_pending(a, 2);
+	a->be->quiesce(a->bep);
 	for (uint64_t s = 0; s < a->nslots; s++) {
 		if (!a->slots[s].mapped)
 			continue;

@@ -359,6 +359,21 @@ static int cuda_unmap(void *be, uint64_t va, uint64_t size)
 	return cr ? CU_FAIL("cuMemUnmap", cr) : 0;
 }
 
+/*
+ * Like cudaFree: memory freed with nxq_free() may still be used by queued
+ * device work, so wait for the context's work before unmapping it.
+ */
+static int cuda_quiesce(void *be)
+{
+	struct cuda_be *c = be;
+	CUresult cr;
+
+	push(c);
+	cr = c->cu->cuCtxSynchronize();
+	pop(c);
+	return cr ? CU_FAIL("cuCtxSynchronize", cr) : 0;
+}
+
 static int cuda_fence_record(void *be, void *stream, void **fence)
 {
 	struct cuda_be *c = be;
@@ -432,6 +447,7 @@ const struct nxq_be_ops nxq__cuda_be_ops = {
 	.map = cuda_map,
 	.set_access = cuda_set_access,
 	.unmap = cuda_unmap,
+	.quiesce = cuda_quiesce,
 	.fence_record = cuda_fence_record,
 	.fence_query = cuda_fence_query,
 	.fence_wait = cuda_fence_wait,

@@ -162,6 +162,12 @@ static int host_unmap(void *be, uint64_t va, uint64_t size)
 	return p == MAP_FAILED ? -errno : 0;
 }
 
+static int host_quiesce(void *be)
+{
+	(void)be;
+	return 0;	/* host work is synchronous */
+}
+
 static int host_fence_record(void *be, void *stream, void **fence)
 {
 	(void)be; (void)stream;
@@ -197,6 +203,7 @@ const struct nxq_be_ops nxq__host_be_ops = {
 	.map = host_map,
 	.set_access = host_set_access,
 	.unmap = host_unmap,
+	.quiesce = host_quiesce,
 	.fence_record = host_fence_record,
 	.fence_query = host_fence_query,
 	.fence_wait = host_fence_wait,

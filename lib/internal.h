@@ -65,6 +65,8 @@ struct nxq_be_ops {
 	int (*map)(void *be, uint64_t va, uint64_t size, uint64_t handle);
 	int (*set_access)(void *be, uint64_t va, uint64_t size);
 	int (*unmap)(void *be, uint64_t va, uint64_t size);
+	/* Wait for all device work (before unmapping synchronously freed memory). */
+	int (*quiesce)(void *be);
 	/* Stream fences: record after the stream's current work. */
 	int (*fence_record)(void *be, void *stream, void **fence);
 	int (*fence_query)(void *be, void *fence);	/* 1 done, 0 not yet, <0 */

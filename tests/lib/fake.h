@@ -112,7 +112,7 @@ static const struct nxq_kops fake_kops = {
 /* ---- fake backend over the host backend ---- */
 
 enum fb_op { OP_CREATE, OP_MAP, OP_ACCESS, OP_UNMAP, OP_RELEASE, OP_FENCE, OP_RESERVE,
-	     OP_OPEN, OP_N };
+	     OP_OPEN, OP_QUIESCE, OP_N };
 
 struct fake_fence {
 	int done;
@@ -193,6 +193,10 @@ static int fb_unmap(void *be, uint64_t va, uint64_t s)
 		fb.live_maps--;
 	return r;
 }
+static int fb_quiesce(void *be)
+{
+	return fb_fail(OP_QUIESCE);
+}
 static int fb_fence_record(void *be, void *stream, void **fence)
 {
 	struct fake_fence *f;
@@ -250,6 +254,7 @@ static const struct nxq_be_ops fake_be = {
 	.map = fb_map,
 	.set_access = fb_access,
 	.unmap = fb_unmap,
+	.quiesce = fb_quiesce,
 	.fence_record = fb_fence_record,
 	.fence_query = fb_fence_query,
 	.fence_wait = fb_fence_wait,

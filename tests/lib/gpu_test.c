@@ -158,14 +158,14 @@ static void run(struct nxq_ctx *ctx, const char *what)
 		size_t before, after;
 
 		CU(nxq_alloc(a, 1ULL << 30, 0, &q) ? 1 : 0);
-		CU(cu->cuMemsetD8((CUdeviceptr)q, 1, 1ULL << 30));
-		nxq_free(a, q);
+		CU(cu->cuMemsetD8Async((CUdeviceptr)q, 1, 1ULL << 30, st));
 		before = dev_free();
+		nxq_free(a, q);	/* retention unmaps: must wait for the memset */
 		r = (int)nxq_arena_trim(a, 0, 0);
 		after = dev_free();
 		stats(a, &s);
 		CHECK(s.charged == 0 && after >= before + (900u << 20),
-		      "trim released %d MiB; device free memory +%lld MiB", r >> 20,
+		      "free + trim: trim released %d MiB, device free memory +%lld MiB", r >> 20,
 		      ((long long)after - (long long)before) >> 20);
 	}
 	/* 4. teardown with a live allocation and a pending free */
@@ -177,7 +177,11 @@ static void run(struct nxq_ctx *ctx, const char *what)
 		CU(cu->cuMemsetD8Async((CUdeviceptr)q2, 3, 64 << 20, st));
 		CU(nxq_free_async(a, q2, st) ? 1 : 0);
 		CHECK(nxq_arena_destroy(a) == 0, "destroy with a live allocation and a pending free");
-		CU(cu->cuStreamSynchronize(st));
+		{
+			CUresult sr = cu->cuStreamSynchronize(st);
+
+			CHECK(sr == CUDA_SUCCESS, "stream after destroy: %s", nxq__cuda_errname(sr));
+		}
 		free1 = dev_free();
 		CHECK(free1 + (64u << 20) >= free0, "device free memory back to start (%zd MiB diff)",
 		      ((ssize_t)free1 - (ssize_t)free0) >> 20);
