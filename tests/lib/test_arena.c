@@ -102,6 +102,32 @@ static void test_basic(void **state)
 	teardown_checks(a);
 }
 
+/* Free neighbours merge both ways: two halves of a granule become one idle granule. */
+static void test_coalescing(void **state)
+{
+	struct nxq_arena *a = mk(G, 64 * MiB, 0, 0);
+	struct nxq_stats s;
+	void *x, *y, *z;
+
+	for (int order = 0; order < 2; order++) {
+		assert_int_equal(nxq_alloc(a, MiB, 0, &x), 0);
+		assert_int_equal(nxq_alloc(a, MiB, 0, &y), 0);
+		assert_ptr_equal((char *)x + MiB, y);
+		assert_int_equal(nxq_free(a, order ? y : x), 0);
+		st(a, &s);
+		assert_int_equal(s.idle, 0);
+		assert_int_equal(nxq_free(a, order ? x : y), 0);
+		st(a, &s);
+		assert_int_equal(s.idle, G);		/* one block, one whole granule */
+		assert_int_equal(nxq_alloc(a, G, 0, &z), 0);
+		assert_ptr_equal(z, x);
+		assert_int_equal(s.grows, 1);		/* reused, no growth */
+		assert_int_equal(nxq_free(a, z), 0);
+		check_acct(a);
+	}
+	teardown_checks(a);
+}
+
 /* Warm path: no kernel call and no backend call. */
 static void test_warm_path_no_calls(void **state)
 {
@@ -330,6 +356,7 @@ static void test_retention_and_pool(void **state)
 		check_acct(a);
 	}
 	st(a, &s);
+	assert_true(fb.calls[OP_QUIESCE] >= 1);	/* device work waited for before unmaps */
 	assert_int_equal(s.idle, 8 * MiB);
 	assert_int_equal(s.retained, 4 * MiB);
 	assert_int_equal(s.charged, 12 * MiB);
@@ -356,7 +383,9 @@ static void test_trim(void **state)
 	assert_int_equal(nxq_free(a, q), 0);
 	st(a, &s);
 	assert_int_equal(s.charged, 36 * MiB);
+	fb.calls[OP_QUIESCE] = 0;
 	r = nxq_arena_trim(a, 10 * MiB, 0);
+	assert_int_equal(fb.calls[OP_QUIESCE], 1);	/* once per unmap pass */
 	st(a, &s);
 	assert_int_equal(r, 26 * MiB);
 	assert_int_equal(s.charged, 10 * MiB);
@@ -600,6 +629,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_basic),
+		cmocka_unit_test(test_coalescing),
 		cmocka_unit_test(test_warm_path_no_calls),
 		cmocka_unit_test(test_batching),
 		cmocka_unit_test(test_batch_fallback_and_refusal),

@@ -194,6 +194,16 @@ static void test_opts_size_rules(void **state)
 		co.unmanaged_cap = MiB;		/* a cap only makes sense unmanaged */
 		assert_int_equal(nxq_ctx_open(&co, &u), -EINVAL);
 	}
+	{
+		struct { struct nxq_ctx_opts o; uint64_t tail; } b = {
+			.o = { .size = sizeof(b), .flags = NXQ_CTX_UNMANAGED }, .tail = 1 };
+		struct nxq_ctx *u;
+
+		assert_int_equal(nxq_ctx_open(&b.o, &u), -E2BIG);
+		b.tail = 0;
+		assert_int_equal(nxq_ctx_open(&b.o, &u), 0);
+		assert_int_equal(nxq_ctx_close(u), 0);
+	}
 }
 
 static void test_version_handshake(void **state)
