@@ -84,7 +84,7 @@ enum nxq_backend {
  * @priority: holder priority, 0..NXQ_PRIORITY_MAX (see the kernel ABI)
  * @flags: none defined, must be 0
  * @va_size: VA range reserved up front; $NXQ_VA_SIZE, default 64 GiB
- * @granule: mapping unit; host: $NXQ_GRANULE, default 2 MiB (a
+ * @granule: mapping unit, $NXQ_GRANULE; host default 2 MiB (a
  *	multiple of the page size); CUDA: a multiple of the driver's minimum
  *	granularity, default that granularity
  * @grow_batch: bytes mapped (and charged, in one request) when the arena
