@@ -19,7 +19,8 @@
  * have torn everything down itself (and checked that it could); /init
  * reports anything left behind as a failure.
  *
- * Header only, no dependency beyond libc and include/uapi/linux/nxquota.h.
+ * Header only, no dependency beyond libc and include/uapi/linux/nxquota.h;
+ * include it first (it defines _GNU_SOURCE).
  * Names are prefixed sc_ so that lib_*.c scenarios can also include
  * libnxquota's <nxquota.h>.
  */
@@ -34,6 +35,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>

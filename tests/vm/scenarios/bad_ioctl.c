@@ -1,0 +1,647 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bad_ioctl: every command of /dev/nxquota against bad input, each answer
+ * checked against Documentation/userspace-api/nxquota.rst: sizes below the
+ * first version (EINVAL), above 4096 or with a non-zero unknown tail
+ * (E2BIG), unknown flags (EINVAL), unknown commands and wrong directions
+ * (ENOTTY), bad holder ids (ENOENT), byte counts near 2^64, bad eventfds
+ * (EBADF, EINVAL), bad device keys (ENODEV, EINVAL), bad pointers and
+ * read-only output (EFAULT), too many holders (EMFILE).  After every
+ * refusal the holder's charge and reclaimable bytes, the device's used and
+ * its holders are what they were.  Each refusal has a positive control:
+ * the same call, made valid, succeeds.
+ */
+#include "scen.h"
+
+#define KEY	"t-bad"
+#define HUGE	"t-bad-huge"
+#define BASE	SC_MIB		/* what holder h keeps charged */
+#define PAGE	4096
+#define U64MAX	UINT64_MAX
+
+enum { C_VERSION, C_REGISTER, C_UNREGISTER, C_CHARGE, C_UNCHARGE,
+       C_RECLAIMABLE, C_STATUS, NCMD };
+
+static const struct {
+	const char *name;
+	unsigned long nr;
+	uint32_t ver0;
+	int has_flags, has_holder;
+} cmds[NCMD] = {
+	{ "VERSION", NXQ_IOC_VERSION, NXQ_VERSION_SIZE_VER0, 0, 0 },
+	{ "HOLDER_REGISTER", NXQ_IOC_HOLDER_REGISTER,
+	  NXQ_HOLDER_REG_SIZE_VER0, 1, 0 },
+	{ "HOLDER_UNREGISTER", NXQ_IOC_HOLDER_UNREGISTER,
+	  NXQ_HOLDER_ID_SIZE_VER0, 1, 1 },
+	{ "CHARGE", NXQ_IOC_CHARGE, NXQ_CHARGE_SIZE_VER0, 1, 1 },
+	{ "UNCHARGE", NXQ_IOC_UNCHARGE, NXQ_CHARGE_SIZE_VER0, 1, 1 },
+	{ "SET_RECLAIMABLE", NXQ_IOC_SET_RECLAIMABLE,
+	  NXQ_RECLAIMABLE_SIZE_VER0, 1, 1 },
+	{ "STATUS", NXQ_IOC_STATUS, NXQ_STATUS_SIZE_VER0, 1, 1 },
+};
+
+static int fd, fd2;
+static uint64_t h;	/* BASE charged, reclaimable 0 */
+static uint64_t spare;	/* what UNREGISTER's valid argument removes */
+static unsigned char *mem;	/* three pages: RW, RW, PROT_NONE */
+
+/* ---- what must not change ---- */
+
+struct fp {
+	uint64_t charge, recl, used, holders;
+};
+
+static struct fp fingerprint(void)
+{
+	struct nxq_status st;
+	struct fp f;
+	long rc = sc_status(fd, h, &st);
+
+	if (rc < 0)
+		FAIL("STATUS of the reference holder: %s", sc_errname(-rc));
+	f.charge = st.holder_charge;
+	f.recl = st.holder_reclaimable;
+	f.used = DEV_U64(KEY, "used");
+	f.holders = DEV_U64(KEY, "holders");
+	CHECK_EQ(st.device_used, f.used);
+	return f;
+}
+
+static void same_at(const char *file, int line, const char *what,
+		    struct fp a)
+{
+	struct fp b = fingerprint();
+
+	if (memcmp(&a, &b, sizeof(a)))
+		sc_fail_at(file, line, "%s changed state: charge %" PRIu64
+			   "->%" PRIu64 " reclaimable %" PRIu64 "->%" PRIu64
+			   " used %" PRIu64 "->%" PRIu64 " holders %" PRIu64
+			   "->%" PRIu64, what, a.charge, b.charge, a.recl,
+			   b.recl, a.used, b.used, a.holders, b.holders);
+}
+
+/* ---- valid arguments, and undoing their effect ---- */
+
+static void fill(int c, void *p)
+{
+	memset(p, 0, 2 * PAGE);
+	switch (c) {
+	case C_VERSION: {
+		struct nxq_version *v = p;
+
+		v->size = sizeof(*v);
+		break;
+	}
+	case C_REGISTER: {
+		struct nxq_holder_reg *r = p;
+
+		r->size = sizeof(*r);
+		strcpy(r->device, KEY);
+		r->eventfd = -1;
+		break;
+	}
+	case C_UNREGISTER: {
+		struct nxq_holder_id *i = p;
+
+		i->size = sizeof(*i);
+		i->holder_id = spare;
+		break;
+	}
+	case C_CHARGE:
+	case C_UNCHARGE: {
+		struct nxq_charge *ch = p;
+
+		ch->size = sizeof(*ch);
+		ch->holder_id = h;
+		ch->bytes = 1;
+		break;
+	}
+	case C_RECLAIMABLE: {
+		struct nxq_reclaimable *r = p;
+
+		r->size = sizeof(*r);
+		r->holder_id = h;
+		break;
+	}
+	case C_STATUS: {
+		struct nxq_status *st = p;
+
+		st->size = sizeof(*st);
+		st->holder_id = h;
+		break;
+	}
+	}
+}
+
+static void undo(int c, void *p)
+{
+	uint64_t x;
+
+	switch (c) {
+	case C_REGISTER:
+		CHECK_OK(sc_unregister(fd, ((struct nxq_holder_reg *)p)->holder_id));
+		break;
+	case C_UNREGISTER:
+		CHECK_OK(sc_register(fd, KEY, -1, 0, &spare));
+		break;
+	case C_CHARGE:
+		CHECK_OK(sc_uncharge(fd, h, 1, &x));
+		break;
+	case C_UNCHARGE:
+		CHECK_OK(sc_charge(fd, h, 1, &x));
+		break;
+	case C_RECLAIMABLE:
+		CHECK_EQ(fingerprint().recl,
+			 ((struct nxq_reclaimable *)p)->bytes);
+		CHECK_OK(sc_set_reclaimable(fd, h, 0));
+		break;
+	}
+}
+
+static void set_size(void *p, uint32_t size)
+{
+	*(uint32_t *)p = size;
+}
+
+static void set_flags(void *p, uint32_t flags)
+{
+	((uint32_t *)p)[1] = flags;
+}
+
+/* Holder ids sit at offset 8 in every struct that has one. */
+static void set_holder(void *p, uint64_t id)
+{
+	memcpy((char *)p + 8, &id, sizeof(id));
+}
+
+/*
+ * Issue command c with argument p: err 0 means it must succeed (then its
+ * effect is undone), else it must fail with err and change nothing.
+ */
+#define TRY(what, c, p, err) try_at(__FILE__, __LINE__, what, c, p, err)
+
+static void try_at(const char *file, int line, const char *what, int c,
+		   void *p, int err)
+{
+	struct fp before = fingerprint();
+	char label[160];
+	long rc;
+
+	snprintf(label, sizeof(label), "%s (%s)", cmds[c].name, what);
+	rc = sc_ioctl(fd, cmds[c].nr, p);
+	if (!err && rc < 0)
+		sc_fail_at(file, line, "%s: %s, expected success", label,
+			   sc_errname(-rc));
+	if (err && rc != -err)
+		sc_fail_at(file, line, "%s: expected %s, got %s", label,
+			   sc_errname(err), sc_rcname(rc));
+	if (!err)
+		undo(c, p);
+	same_at(file, line, label, before);
+}
+
+/* ---- the cases ---- */
+
+static void sizes(void)
+{
+	unsigned char *p = mem;
+	int c;
+
+	for (c = 0; c < NCMD; c++) {
+		uint32_t v0 = cmds[c].ver0;
+
+		fill(c, p);
+		TRY("valid", c, p, 0);
+		fill(c, p);
+		set_size(p, 0);
+		TRY("size 0", c, p, EINVAL);
+		fill(c, p);
+		set_size(p, 4);
+		TRY("size 4", c, p, EINVAL);
+		fill(c, p);
+		set_size(p, v0 - 1);
+		TRY("size VER0-1", c, p, EINVAL);
+		fill(c, p);
+		set_size(p, v0 - 8);
+		TRY("size VER0-8", c, p, EINVAL);
+
+		fill(c, p);
+		set_size(p, v0 + 8);
+		TRY("size VER0+8, zero tail", c, p, 0);
+		fill(c, p);
+		set_size(p, v0 + 8);
+		p[v0 + 7] = 1;
+		TRY("size VER0+8, non-zero tail", c, p, E2BIG);
+		fill(c, p);
+		set_size(p, PAGE);
+		TRY("size 4096, zero tail", c, p, 0);
+		fill(c, p);
+		set_size(p, PAGE);
+		p[PAGE - 1] = 0x80;
+		TRY("size 4096, last byte set", c, p, E2BIG);
+		fill(c, p);
+		set_size(p, PAGE + 1);
+		TRY("size 4097", c, p, E2BIG);
+		fill(c, p);
+		set_size(p, UINT32_MAX);
+		TRY("size 2^32-1", c, p, E2BIG);
+	}
+}
+
+static void flags(void)
+{
+	static const uint32_t bad[] = { 1U << 2, 1U << 4, 1U << 16, 1U << 31,
+					~0U };
+	unsigned char *p = mem;
+	struct nxq_version v;
+	struct nxq_charge *ch = (void *)p;
+	int c;
+	size_t i;
+
+	for (c = 0; c < NCMD; c++) {
+		if (!cmds[c].has_flags)
+			continue;
+		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			char what[32];
+
+			snprintf(what, sizeof(what), "flags %#x", bad[i]);
+			fill(c, p);
+			set_flags(p, bad[i]);
+			TRY(what, c, p, EINVAL);
+		}
+		if (c != C_CHARGE) {
+			/* The charge flags mean nothing to the others. */
+			fill(c, p);
+			set_flags(p, NXQ_CHARGE_NOWAIT);
+			TRY("flags NOWAIT", c, p, EINVAL);
+		}
+	}
+	fill(C_CHARGE, p);
+	ch->flags = NXQ_CHARGE_NOWAIT;
+	TRY("NOWAIT", C_CHARGE, p, 0);
+	fill(C_CHARGE, p);
+	ch->flags = NXQ_CHARGE_NOWAIT | NXQ_CHARGE_WAIT;
+	TRY("NOWAIT|WAIT", C_CHARGE, p, EINVAL);
+	fill(C_CHARGE, p);
+	ch->timeout_ns = 1000;
+	TRY("timeout without WAIT", C_CHARGE, p, EINVAL);
+	fill(C_CHARGE, p);
+	ch->flags = NXQ_CHARGE_NOWAIT;
+	ch->timeout_ns = U64MAX;
+	TRY("NOWAIT, timeout 2^64-1", C_CHARGE, p, EINVAL);
+	CHECK_OK(sc_version(fd, &v));
+	if (!(v.features & NXQ_FEAT_CHARGE_WAIT)) {
+		fill(C_CHARGE, p);
+		ch->flags = NXQ_CHARGE_WAIT;
+		ch->timeout_ns = 1000;
+		TRY("WAIT without NXQ_FEAT_CHARGE_WAIT", C_CHARGE, p,
+		    EOPNOTSUPP);
+	}
+	fill(C_UNCHARGE, p);
+	ch->timeout_ns = 1;
+	TRY("timeout on uncharge", C_UNCHARGE, p, EINVAL);
+}
+
+static void unknown_commands(void)
+{
+	static const struct {
+		const char *what;
+		unsigned long nr;
+	} bad[] = {
+		{ "nr 0x07", _IOWR(NXQ_IOC_MAGIC, 0x07, struct nxq_status) },
+		{ "nr 0xff", _IOWR(NXQ_IOC_MAGIC, 0xff, struct nxq_status) },
+		{ "nr 0x80", _IOW(NXQ_IOC_MAGIC, 0x80, struct nxq_charge) },
+		{ "VERSION as _IO", _IO(NXQ_IOC_MAGIC, 0x00) },
+		{ "VERSION as _IOR", _IOR(NXQ_IOC_MAGIC, 0x00, struct nxq_version) },
+		{ "VERSION as _IOW", _IOW(NXQ_IOC_MAGIC, 0x00, struct nxq_version) },
+		{ "CHARGE as _IOW", _IOW(NXQ_IOC_MAGIC, 0x03, struct nxq_charge) },
+		{ "UNREGISTER as _IOWR",
+		  _IOWR(NXQ_IOC_MAGIC, 0x02, struct nxq_holder_id) },
+		{ "other magic", _IOWR(NXQ_IOC_MAGIC + 1, 0x00, struct nxq_version) },
+		{ "TCGETS", 0x5401 },
+		{ "zero", 0 },
+	};
+	struct fp before;
+	size_t i;
+	long rc;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		fill(C_STATUS, mem);
+		before = fingerprint();
+		rc = sc_ioctl(fd, bad[i].nr, mem);
+		if (rc != -ENOTTY)
+			FAIL("ioctl %s (%#lx): expected ENOTTY, got %s",
+			     bad[i].what, bad[i].nr, sc_rcname(rc));
+		same_at(__FILE__, __LINE__, bad[i].what, before);
+	}
+}
+
+static void holder_ids(void)
+{
+	uint64_t gone = 0, other = 0;
+	unsigned char *p = mem;
+	int c;
+	size_t i;
+
+	CHECK_OK(sc_register(fd, KEY, -1, 0, &gone));
+	CHECK_OK(sc_unregister(fd, gone));
+	CHECK_ERR(sc_unregister(fd, gone), ENOENT);
+	/* Ids may be per file: find one of fd2's that fd does not use. */
+	for (i = 0; i < 8 && (!other || other == h || other == spare ||
+			      other == gone); i++)
+		CHECK_OK(sc_register(fd2, KEY, -1, 0, &other));
+	CHECK(other != h && other != spare && other != gone);
+	{
+		const uint64_t ids[] = { 0, gone, other, h + 100000, U64MAX,
+					 1ULL << 63 };
+		const char *names[] = { "id 0", "unregistered id",
+					"another file's id", "unused id",
+					"id 2^64-1", "id 2^63" };
+
+		for (c = 0; c < NCMD; c++) {
+			if (!cmds[c].has_holder)
+				continue;
+			for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+				if (ids[i] == h || ids[i] == spare)
+					continue;
+				fill(c, p);
+				set_holder(p, ids[i]);
+				TRY(names[i], c, p, ENOENT);
+			}
+		}
+	}
+	/* The other file's holder is fine on its own file. */
+	CHECK_OK(sc_charge(fd2, other, 1, NULL));
+	CHECK_OK(sc_close(fd2));
+	fd2 = -1;
+}
+
+static void byte_counts(void)
+{
+	struct nxq_charge *ch = (void *)mem;
+	struct nxq_reclaimable *r = (void *)mem;
+	struct nxq_status st;
+	uint64_t hh = 0, hh2 = 0, c = 0;
+	int fdh;
+
+	fill(C_CHARGE, mem);
+	ch->bytes = 0;
+	TRY("0 bytes", C_CHARGE, mem, EINVAL);
+	fill(C_UNCHARGE, mem);
+	ch->bytes = 0;
+	TRY("0 bytes", C_UNCHARGE, mem, EINVAL);
+	fill(C_UNCHARGE, mem);
+	ch->bytes = BASE + 1;
+	TRY("more than charged", C_UNCHARGE, mem, EINVAL);
+	fill(C_UNCHARGE, mem);
+	ch->bytes = U64MAX;
+	TRY("2^64-1 bytes", C_UNCHARGE, mem, EINVAL);
+	fill(C_CHARGE, mem);
+	ch->bytes = 1ULL << 63;
+	TRY("2^63 bytes", C_CHARGE, mem, ENOSPC);
+	/* Charged + bytes overflows 64 bits: refused, whichever errno. */
+	fill(C_CHARGE, mem);
+	ch->bytes = U64MAX;
+	{
+		struct fp before = fingerprint();
+		long rc = sc_ioctl(fd, NXQ_IOC_CHARGE, mem);
+
+		if (rc != -ENOSPC && rc != -EOVERFLOW)
+			FAIL("CHARGE 2^64-1 bytes on top of %llu: expected "
+			     "ENOSPC or EOVERFLOW, got %s",
+			     (unsigned long long)BASE, sc_rcname(rc));
+		same_at(__FILE__, __LINE__, "CHARGE 2^64-1 bytes", before);
+	}
+	fill(C_RECLAIMABLE, mem);
+	r->bytes = BASE + 1;
+	TRY("more than charged", C_RECLAIMABLE, mem, EINVAL);
+	fill(C_RECLAIMABLE, mem);
+	r->bytes = U64MAX;
+	TRY("2^64-1", C_RECLAIMABLE, mem, EINVAL);
+	fill(C_RECLAIMABLE, mem);
+	r->bytes = BASE;
+	TRY("all of it", C_RECLAIMABLE, mem, 0);
+
+	/* A device of 2^64-1 bytes: fill it to the last byte, exactly. */
+	CHECK_OK(sc_dev_register(HUGE, "18446744073709551615"));
+	CHECK_EQ(DEV_U64(HUGE, "capacity"), U64MAX);
+	fdh = sc_open();
+	CHECK_OK(fdh);
+	CHECK_OK(sc_register(fdh, HUGE, -1, 0, &hh));
+	CHECK_OK(sc_register(fdh, HUGE, -1, 0, &hh2));
+	CHECK_OK(sc_charge(fdh, hh, U64MAX - 10, &c));
+	CHECK_EQ(c, U64MAX - 10);
+	CHECK_ERR2(sc_charge(fdh, hh, 11, &c), ENOSPC, EOVERFLOW);
+	CHECK_ERR2(sc_charge(fdh, hh2, 11, &c), ENOSPC, EOVERFLOW);
+	CHECK_ERR2(sc_charge(fdh, hh2, U64MAX, &c), ENOSPC, EOVERFLOW);
+	CHECK_OK(sc_charge(fdh, hh2, 10, &c));
+	CHECK_EQ(c, 10);
+	CHECK_EQ(DEV_U64(HUGE, "used"), U64MAX);
+	CHECK_EQ(NODE_U64(HUGE, 1, "current"), U64MAX);
+	CHECK_ERR2(sc_charge(fdh, hh2, 1, &c), ENOSPC, EOVERFLOW);
+	CHECK_OK(sc_status(fdh, hh, &st));
+	CHECK_EQ(st.holder_charge, U64MAX - 10);
+	CHECK_EQ(st.device_used, U64MAX);
+	CHECK_EQ(st.node_current, U64MAX);
+	CHECK_EQ(st.headroom, 0);
+	CHECK_OK(sc_set_reclaimable(fdh, hh, U64MAX - 10));
+	CHECK_OK(sc_uncharge(fdh, hh, U64MAX - 10, &c));
+	CHECK_EQ(c, 0);
+	CHECK_OK(sc_status(fdh, hh, &st));
+	CHECK_EQ(st.holder_reclaimable, 0);	/* lowered with the charge */
+	CHECK_EQ(st.headroom, U64MAX - 10);
+	CHECK_EQ(DEV_U64(HUGE, "used"), 10);
+	CHECK_OK(sc_close(fdh));
+	CHECK_EQ(DEV_U64(HUGE, "used"), 0);
+	CHECK_OK(sc_dev_unregister(HUGE));
+}
+
+static void eventfds(void)
+{
+	struct nxq_holder_reg *r = (void *)mem;
+	int efd, pfd[2], closed;
+
+	efd = eventfd(0, EFD_CLOEXEC);
+	CHECK(efd >= 0);
+	CHECK(pipe(pfd) == 0);
+	closed = dup(efd);
+	CHECK(closed >= 0);
+	close(closed);
+
+	fill(C_REGISTER, mem);
+	r->eventfd = efd;
+	TRY("eventfd", C_REGISTER, mem, 0);
+	fill(C_REGISTER, mem);
+	r->eventfd = closed;
+	TRY("closed fd as eventfd", C_REGISTER, mem, EBADF);
+	fill(C_REGISTER, mem);
+	r->eventfd = -2;
+	TRY("fd -2", C_REGISTER, mem, EBADF);
+	fill(C_REGISTER, mem);
+	r->eventfd = INT_MAX;
+	TRY("fd INT_MAX", C_REGISTER, mem, EBADF);
+	fill(C_REGISTER, mem);
+	r->eventfd = pfd[0];
+	TRY("pipe as eventfd", C_REGISTER, mem, EINVAL);
+	fill(C_REGISTER, mem);
+	r->eventfd = fd;
+	TRY("/dev/nxquota as eventfd", C_REGISTER, mem, EINVAL);
+	close(efd);
+	close(pfd[0]);
+	close(pfd[1]);
+}
+
+static void keys_and_priorities(void)
+{
+	struct nxq_holder_reg *r = (void *)mem;
+
+	fill(C_REGISTER, mem);
+	strcpy(r->device, "t-no-such-device");
+	TRY("unknown device", C_REGISTER, mem, ENODEV);
+	fill(C_REGISTER, mem);
+	strcpy(r->device, KEY "x");
+	TRY("key with a suffix", C_REGISTER, mem, ENODEV);
+	fill(C_REGISTER, mem);
+	r->device[0] = 0;
+	TRY("empty key", C_REGISTER, mem, EINVAL);
+	fill(C_REGISTER, mem);
+	memset(r->device, 'a', sizeof(r->device));
+	TRY("key without NUL", C_REGISTER, mem, EINVAL);
+	fill(C_REGISTER, mem);
+	memcpy(r->device, KEY, strlen(KEY));	/* NUL-less tail after KEY */
+	memset(r->device + strlen(KEY), 'x', sizeof(r->device) - strlen(KEY));
+	TRY("KEY and no NUL", C_REGISTER, mem, EINVAL);
+	fill(C_REGISTER, mem);
+	r->priority = NXQ_PRIORITY_MAX;
+	TRY("priority max", C_REGISTER, mem, 0);
+	fill(C_REGISTER, mem);
+	r->priority = NXQ_PRIORITY_MAX + 1;
+	TRY("priority max+1", C_REGISTER, mem, EINVAL);
+	fill(C_REGISTER, mem);
+	r->priority = UINT32_MAX;
+	TRY("priority 2^32-1", C_REGISTER, mem, EINVAL);
+}
+
+static void pointers(void)
+{
+	unsigned char *edge = mem + 2 * PAGE - 8;	/* 8 bytes before PROT_NONE */
+	struct fp before;
+	int c;
+	long rc;
+
+	for (c = 0; c < NCMD; c++) {
+		before = fingerprint();
+		rc = sc_ioctl(fd, cmds[c].nr, NULL);
+		if (rc != -EFAULT)
+			FAIL("%s (NULL): expected EFAULT, got %s", cmds[c].name,
+			     sc_rcname(rc));
+		rc = sc_ioctl(fd, cmds[c].nr, (void *)1);
+		if (rc != -EFAULT)
+			FAIL("%s (address 1): expected EFAULT, got %s",
+			     cmds[c].name, sc_rcname(rc));
+		/* size readable, the rest of the struct is not */
+		memset(edge, 0, 8);
+		set_size(edge, cmds[c].ver0);
+		rc = sc_ioctl(fd, cmds[c].nr, edge);
+		if (rc != -EFAULT)
+			FAIL("%s (struct across a PROT_NONE page): expected "
+			     "EFAULT, got %s", cmds[c].name, sc_rcname(rc));
+		same_at(__FILE__, __LINE__, cmds[c].name, before);
+	}
+}
+
+static void readonly_args(void)
+{
+	struct fp before;
+	char what[96];
+	int c;
+	long rc;
+
+	/*
+	 * Read-only memory: the commands that write results back must fail
+	 * with EFAULT, and change nothing ("every failing call changes
+	 * nothing"); the two that write nothing back must work.
+	 */
+	for (c = 0; c < NCMD; c++) {
+		int writes_back = c != C_UNREGISTER && c != C_RECLAIMABLE;
+
+		fill(c, mem);
+		before = fingerprint();
+		CHECK(mprotect(mem, PAGE, PROT_READ) == 0);
+		rc = sc_ioctl(fd, cmds[c].nr, mem);
+		CHECK(mprotect(mem, PAGE, PROT_READ | PROT_WRITE) == 0);
+		if (writes_back && rc != -EFAULT)
+			FAIL("%s (read-only argument): expected EFAULT, got %s",
+			     cmds[c].name, sc_rcname(rc));
+		if (!writes_back && rc < 0)
+			FAIL("%s (read-only argument): %s, expected success",
+			     cmds[c].name, sc_errname(-rc));
+		if (!writes_back)
+			undo(c, mem);
+		snprintf(what, sizeof(what), "%s (read-only argument, %s)",
+			 cmds[c].name, sc_rcname(rc));
+		same_at(__FILE__, __LINE__, what, before);
+	}
+}
+
+static void too_many_holders(void)
+{
+	uint64_t before = DEV_U64(KEY, "holders"), id = 0;
+	int f = sc_open(), i;
+	long rc;
+
+	CHECK_OK(f);
+	for (i = 0; i < 4096; i++) {
+		rc = sc_register(f, KEY, -1, 0, &id);
+		if (rc < 0)
+			FAIL("holder %d of 4096 on one file: %s", i + 1,
+			     sc_errname(-rc));
+	}
+	CHECK_EQ(DEV_U64(KEY, "holders"), before + 4096);
+	CHECK_ERR(sc_register(f, KEY, -1, 0, &id), EMFILE);
+	CHECK_EQ(DEV_U64(KEY, "holders"), before + 4096);
+	CHECK_OK(sc_charge(f, id, 1, NULL));
+	CHECK_OK(sc_unregister(f, id));
+	CHECK_OK(sc_register(f, KEY, -1, 0, &id));
+	CHECK_OK(sc_close(f));
+	CHECK_EQ(DEV_U64(KEY, "holders"), before);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t c = 0;
+
+	sc_init(argc, argv);
+	mem = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(mem != MAP_FAILED);
+	CHECK(mprotect(mem + 2 * PAGE, PAGE, PROT_NONE) == 0);
+
+	CHECK_OK(sc_dev_register(KEY, "1G"));
+	fd = sc_open();
+	CHECK_OK(fd);
+	fd2 = sc_open();
+	CHECK_OK(fd2);
+	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, -1, 0, &spare));
+	CHECK_OK(sc_charge(fd, h, BASE, &c));
+
+	sizes();
+	flags();
+	unknown_commands();
+	holder_ids();
+	byte_counts();
+	eventfds();
+	keys_and_priorities();
+	pointers();
+	too_many_holders();
+	readonly_args();
+
+	CHECK_EQ(HOLDER_CHARGE(fd, h), BASE);
+	CHECK_EQ(DEV_U64(KEY, "used"), BASE);
+	CHECK_OK(sc_close(fd));
+	CHECK_EQ(DEV_U64(KEY, "used"), 0);
+	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
+	CHECK_OK(sc_dev_unregister(KEY));
+	PASS();
+}
