@@ -14,6 +14,7 @@ struct cgroup;
 #define NXQ_MAX_DEPTH	64
 
 extern struct nxq_ledger nxq_ledger;
+extern const struct nxq_ledger_ops nxq_cgroup_ledger_ops;
 
 struct nxq_node *nxq_node_for_cgroup(struct nxq_device *dev,
 				     struct cgroup *cgrp);

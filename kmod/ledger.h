@@ -64,7 +64,7 @@ struct nxq_ledger_ops {
 };
 
 struct nxq_ledger {
-	struct mutex lock;
+	struct mutex lock;		/* see the top of this file */
 	struct list_head devices;	/* lock */
 	bool closing;			/* lock: no more devices */
 	const struct nxq_ledger_ops *ops;
@@ -79,7 +79,7 @@ struct nxq_device {
 	char key[NXQ_DEVICE_KEY_MAX];
 	void *priv;			/* the sysfs shell's */
 
-	spinlock_t lock;
+	spinlock_t lock;		/* the counters, see above */
 	u64 capacity;			/* lock */
 	u64 used;			/* lock */
 	u64 denials;			/* lock */

@@ -14,7 +14,6 @@
 #include "internal.h"
 
 struct nxq_ledger nxq_ledger;
-extern const struct nxq_ledger_ops nxq_cgroup_ledger_ops;
 
 static int __init nxq_init(void)
 {

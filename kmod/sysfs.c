@@ -64,10 +64,22 @@ static int nxq_parse_size(const char *s, bool allow_max, u64 *out)
 		return -EINVAL;
 	memcpy(buf, s, n + 1);
 	switch (buf[n - 1]) {
-	case 'K': case 'k': shift = 10; break;
-	case 'M': case 'm': shift = 20; break;
-	case 'G': case 'g': shift = 30; break;
-	case 'T': case 't': shift = 40; break;
+	case 'K':
+	case 'k':
+		shift = 10;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30;
+		break;
+	case 'T':
+	case 't':
+		shift = 40;
+		break;
 	}
 	if (shift)
 		buf[--n] = '\0';
@@ -110,6 +122,7 @@ static ssize_t abi_version_show(struct kobject *kobj,
 {
 	return sysfs_emit(buf, "%d\n", NXQ_ABI_VERSION);
 }
+
 static struct kobj_attribute nxq_abi_version_attr = __ATTR_RO(abi_version);
 
 /* ---- devices/register, devices/unregister ---- */
@@ -139,6 +152,7 @@ static ssize_t register_store(struct kobject *kobj, struct kobj_attribute *attr,
 	kfree(line);
 	return err ? err : count;
 }
+
 static struct kobj_attribute nxq_register_attr = __ATTR_WO(register);
 
 static ssize_t unregister_store(struct kobject *kobj,
@@ -163,6 +177,7 @@ out:
 	kfree(line);
 	return err ? err : count;
 }
+
 static struct kobj_attribute nxq_unregister_attr = __ATTR_WO(unregister);
 
 static struct attribute *nxq_devices_attrs[] = {
@@ -209,6 +224,7 @@ static ssize_t capacity_store(struct kobject *kobj, struct kobj_attribute *attr,
 	nxq_device_set_capacity(to_dev(kobj), v);
 	return count;
 }
+
 static struct kobj_attribute nxq_capacity_attr = __ATTR_RW(capacity);
 
 #define NXQ_DEV_COUNTER(name)						\
@@ -235,6 +251,7 @@ static ssize_t dev_holders_show(struct kobject *kobj,
 	/* Informational; the ledger lock guards it, a stale read is fine. */
 	return sysfs_emit(buf, "%u\n", data_race(to_dev(kobj)->nr_holders));
 }
+
 static struct kobj_attribute nxq_dev_holders_attr =
 	__ATTR(holders, 0444, dev_holders_show, NULL);
 
@@ -319,6 +336,7 @@ static ssize_t set_budget_store(struct kobject *kobj,
 	kfree(line);
 	return err ? err : count;
 }
+
 static struct kobj_attribute nxq_set_budget_attr = __ATTR_WO(set_budget);
 
 static ssize_t clear_budget_store(struct kobject *kobj,
@@ -342,6 +360,7 @@ static ssize_t clear_budget_store(struct kobject *kobj,
 	kfree(line);
 	return err ? err : count;
 }
+
 static struct kobj_attribute nxq_clear_budget_attr = __ATTR_WO(clear_budget);
 
 static struct attribute *nxq_dev_attrs[] = {
@@ -382,6 +401,7 @@ static ssize_t path_show(struct kobject *kobj, struct kobj_attribute *attr,
 		return -ENAMETOOLONG;
 	return sysfs_emit_at(buf, strlen(buf), "\n") + strlen(buf);
 }
+
 static struct kobj_attribute nxq_path_attr = __ATTR_RO(path);
 
 #define NXQ_NODE_BUDGET(name, field, is_max)				\
@@ -397,7 +417,7 @@ static ssize_t name##_show(struct kobject *kobj,			\
 NXQ_NODE_BUDGET(max, max, true)
 NXQ_NODE_BUDGET(min, min, false)
 NXQ_NODE_BUDGET(effective_min, effective_min, false)
-NXQ_NODE_BUDGET(current, current_bytes, false)
+NXQ_NODE_BUDGET(node_current, current_bytes, false)
 NXQ_NODE_BUDGET(borrowed, borrowed, false)
 NXQ_NODE_BUDGET(max_hits, max_hits, false)
 NXQ_NODE_BUDGET(node_denials, denials, false)
@@ -448,7 +468,11 @@ static ssize_t node_holders_show(struct kobject *kobj,
 static struct kobj_attribute nxq_max_attr = __ATTR_RW(max);
 static struct kobj_attribute nxq_min_attr = __ATTR_RW(min);
 static struct kobj_attribute nxq_effective_min_attr = __ATTR_RO(effective_min);
-static struct kobj_attribute nxq_current_attr = __ATTR_RO(current);
+/* Not __ATTR_RO(current): the name would expand as the current macro. */
+static struct kobj_attribute nxq_current_attr = {
+	.attr = { .name = "current", .mode = 0444 },
+	.show = node_current_show,
+};
 static struct kobj_attribute nxq_borrowed_attr = __ATTR_RO(borrowed);
 static struct kobj_attribute nxq_max_hits_attr = __ATTR_RO(max_hits);
 static struct kobj_attribute nxq_node_denials_attr =

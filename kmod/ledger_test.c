@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit tests for the nxquota ledger (ledger.c), driven directly: each
+ * test builds its own ledger with fake keys standing in for cgroups, so
+ * nothing here touches the module's global ledger, files or sysfs.
+ */
+#include <kunit/test.h>
+#include <linux/kthread.h>
+#include <linux/completion.h>
+#include <linux/delay.h>
+#include <linux/err.h>
+
+#include "ledger.h"
+
+#define MiB BIT_ULL(20)
+#define GiB BIT_ULL(30)
+
+struct fake_key {
+	bool dead;
+	int puts;
+};
+
+static void fake_key_put(void *key)
+{
+	((struct fake_key *)key)->puts++;
+}
+
+static bool fake_key_dead(void *key)
+{
+	return ((struct fake_key *)key)->dead;
+}
+
+static const struct nxq_ledger_ops fake_ops = {
+	.key_put = fake_key_put,
+	.key_dead = fake_key_dead,
+};
+
+/* A root with children a and b, and a/c below a: ids 1, 2, 3, 4. */
+struct tree {
+	struct nxq_ledger l;
+	struct nxq_device *dev;
+	struct fake_key k[5];
+	struct nxq_node *root, *a, *b, *c;
+};
+
+static struct nxq_node *tree_get(struct kunit *test, struct tree *t,
+				 struct nxq_node *parent, u64 id)
+{
+	struct nxq_node *n;
+
+	mutex_lock(&t->l.lock);
+	n = nxq_node_get(t->dev, parent, id, &t->k[id]);
+	mutex_unlock(&t->l.lock);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(n));
+	return n;
+}
+
+static void tree_put(struct tree *t, struct nxq_node *n)
+{
+	mutex_lock(&t->l.lock);
+	nxq_node_put(n);
+	mutex_unlock(&t->l.lock);
+}
+
+/* Build the tree; the test keeps one reference on every node. */
+static struct tree *tree_new(struct kunit *test, u64 capacity)
+{
+	struct tree *t = kunit_kzalloc(test, sizeof(*t), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, t);
+	nxq_ledger_init(&t->l, &fake_ops);
+	t->dev = nxq_device_add(&t->l, "gpu0", capacity);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t->dev));
+	t->root = tree_get(test, t, NULL, 1);
+	t->a = tree_get(test, t, t->root, 2);
+	t->b = tree_get(test, t, t->root, 3);
+	t->c = tree_get(test, t, t->a, 4);
+	return t;
+}
+
+static struct nxq_holder *holder_new(struct kunit *test, struct tree *t,
+				     struct nxq_node *n)
+{
+	struct nxq_holder *h;
+
+	mutex_lock(&t->l.lock);
+	n->refs++;	/* the holder's own node reference */
+	h = nxq_holder_create(n, 0, NULL);
+	mutex_unlock(&t->l.lock);
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	return h;
+}
+
+static void holder_free(struct nxq_holder *h)
+{
+	nxq_holder_detach(h);
+	nxq_holder_put(h, NULL);
+}
+
+static void tree_free(struct tree *t)
+{
+	tree_put(t, t->c);
+	tree_put(t, t->b);
+	tree_put(t, t->a);
+	tree_put(t, t->root);
+	nxq_ledger_destroy(&t->l);
+}
+
+static u64 usage(struct nxq_node *n)
+{
+	struct nxq_budget b;
+
+	nxq_node_budget(n, &b);
+	return b.current_bytes;
+}
+
+static u64 used(struct nxq_device *dev)
+{
+	u64 v;
+
+	spin_lock(&dev->lock);
+	v = dev->used;
+	spin_unlock(&dev->lock);
+	return v;
+}
+
+static void nxq_test_device_keys(struct kunit *test)
+{
+	struct nxq_ledger l;
+	struct nxq_device *d;
+	char longkey[NXQ_DEVICE_KEY_MAX + 1];
+
+	KUNIT_EXPECT_TRUE(test, nxq_device_key_valid("GPU-8f1c2e4a-0d9b-4c1e-9a57-2b6d3f0e1a42"));
+	KUNIT_EXPECT_TRUE(test, nxq_device_key_valid("host0"));
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid(""));
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid("a b"));
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid("a/b"));
+	memset(longkey, 'x', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid(longkey));
+	longkey[NXQ_DEVICE_KEY_MAX - 1] = '\0';
+	KUNIT_EXPECT_TRUE(test, nxq_device_key_valid(longkey));
+
+	nxq_ledger_init(&l, &fake_ops);
+	d = nxq_device_add(&l, "gpu0", GiB);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(d));
+	KUNIT_EXPECT_PTR_EQ(test, nxq_device_add(&l, "gpu0", GiB),
+			    ERR_PTR(-EEXIST));
+	KUNIT_EXPECT_PTR_EQ(test, nxq_device_add(&l, "bad key", GiB),
+			    ERR_PTR(-EINVAL));
+	mutex_lock(&l.lock);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_device_find(&l, "gpu0"), d);
+	KUNIT_EXPECT_NULL(test, nxq_device_find(&l, "gpu1"));
+	mutex_unlock(&l.lock);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&l, "gpu1"), -ENOENT);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&l, "gpu0"), 0);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&l, "gpu0"), -ENOENT);
+	nxq_ledger_destroy(&l);
+}
+
+/* Up to max and no further; a refusal changes no counter. */
+static void nxq_test_max(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 10 * GiB);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+	struct nxq_budget b;
+	u64 charged;
+
+	nxq_node_set_max(t->c, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 60 * MiB, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 60 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 40 * MiB, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, &charged), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, charged, 100 * MiB);
+
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.current_bytes, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, b.max_hits, 1ULL);
+	KUNIT_EXPECT_EQ(test, b.denials, 1ULL);
+	KUNIT_EXPECT_EQ(test, b.headroom, 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 100 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 100 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 0ULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 100 * MiB);
+	/* The ancestors saw the denial, the sibling did not. */
+	nxq_node_budget(t->a, &b);
+	KUNIT_EXPECT_EQ(test, b.denials, 1ULL);
+	KUNIT_EXPECT_EQ(test, b.max_hits, 0ULL);
+	nxq_node_budget(t->b, &b);
+	KUNIT_EXPECT_EQ(test, b.denials, 0ULL);
+
+	/* Lowering max below usage takes nothing back but refuses more. */
+	nxq_node_set_max(t->c, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 100 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 10 * MiB, &charged), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 41 * MiB, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 49 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, NULL), -EDQUOT);
+
+	holder_free(h);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	tree_free(t);
+}
+
+/* A parent's max binds every child; the capacity binds everyone. */
+static void nxq_test_hierarchy(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_holder *ha = holder_new(test, t, t->a);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_budget bd;
+
+	nxq_node_set_max(t->a, 300 * MiB);
+	nxq_node_set_max(t->c, 500 * MiB);	/* looser than its parent */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 200 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 100 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 1, NULL), -EDQUOT);
+	nxq_node_budget(t->a, &bd);
+	KUNIT_EXPECT_EQ(test, bd.max_hits, 2ULL);
+	nxq_node_budget(t->c, &bd);
+	KUNIT_EXPECT_EQ(test, bd.max_hits, 0ULL);
+	KUNIT_EXPECT_EQ(test, bd.headroom, 0ULL);
+
+	/* b has no max: the device's capacity stops it. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 724 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 1, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, usage(t->root), GiB);
+	KUNIT_EXPECT_EQ(test, t->dev->capacity_hits, 1ULL);
+	KUNIT_EXPECT_EQ(test, t->dev->denials, 3ULL);
+
+	/* Capacity lowered below use: nothing taken, nothing more given. */
+	nxq_device_set_capacity(t->dev, 512 * MiB);
+	KUNIT_EXPECT_EQ(test, used(t->dev), GiB);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hb, 100 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 1, NULL), -ENOSPC);
+
+	holder_free(hc);
+	holder_free(ha);
+	holder_free(hb);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 0ULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	tree_free(t);
+}
+
+/* Counters never wrap; bad sizes change nothing. */
+static void nxq_test_overflow(struct kunit *test)
+{
+	struct tree *t = tree_new(test, U64_MAX);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+	struct nxq_holder *h2 = holder_new(test, t, t->b);
+	u64 charged;
+
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 10, &charged), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 11, &charged), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, charged, U64_MAX - 10);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 11, NULL), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, U64_MAX, NULL), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 10, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, U64_MAX);
+	KUNIT_EXPECT_EQ(test, used(t->dev), U64_MAX);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 0ULL);
+
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h2, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, U64_MAX, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 0ULL);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+
+	/* With a finite capacity, a huge charge is refused as ENOSPC. */
+	nxq_device_set_capacity(t->dev, GiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 1, NULL), -ENOSPC);
+	nxq_node_set_max(t->c, GiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 1, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+
+	holder_free(h);
+	holder_free(h2);
+	tree_free(t);
+}
+
+static void nxq_test_reclaimable(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+
+	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 100 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h, 100 * MiB + 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h, 80 * MiB), 0);
+	KUNIT_EXPECT_EQ(test, h->reclaimable, 80 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 50 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, h->reclaimable, 50 * MiB);
+	holder_free(h);
+	tree_free(t);
+}
+
+/* Detach uncharges everything, once; a detached holder is refused. */
+static void nxq_test_detach(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h1 = holder_new(test, t, t->c);
+	struct nxq_holder *h2 = holder_new(test, t, t->c);
+	u64 charged;
+
+	KUNIT_EXPECT_EQ(test, nxq_charge(h1, 10 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 20 * MiB, NULL), 0);
+	kref_get(&h1->ref);	/* an ioctl still in flight */
+	nxq_holder_detach(h1);
+	nxq_holder_detach(h1);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 20 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 20 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h1, 1, &charged), -ENOENT);
+	KUNIT_EXPECT_EQ(test, charged, 0ULL);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h1, 1, NULL), -ENOENT);
+	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h1, 0), -ENOENT);
+	/* The device stays busy until the in-flight reference is gone. */
+	nxq_holder_put(h1, NULL);
+	KUNIT_EXPECT_EQ(test, t->dev->nr_holders, 2U);
+	nxq_holder_put(h1, NULL);
+	KUNIT_EXPECT_EQ(test, t->dev->nr_holders, 1U);
+	holder_free(h2);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	tree_free(t);
+}
+
+/* Effective min: proportional when siblings overcommit their parent. */
+static void nxq_test_effective_min(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 1000 * MiB);
+	struct nxq_holder *h = holder_new(test, t, t->b);
+	struct nxq_budget bd;
+
+	nxq_node_set_min(t->a, 300 * MiB);
+	nxq_node_set_min(t->b, 200 * MiB);
+	nxq_node_budget(t->a, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 300 * MiB);
+	nxq_node_budget(t->root, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 1000 * MiB);
+
+	/* 600 + 900 > 1000: shares scaled to 400 and 600. */
+	nxq_node_set_min(t->a, 600 * MiB);
+	nxq_node_set_min(t->b, 900 * MiB);
+	nxq_node_budget(t->a, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 400 * MiB);
+	nxq_node_budget(t->b, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 600 * MiB);
+
+	/* c asks for more than a can give: capped by a's share. */
+	nxq_node_set_min(t->c, 800 * MiB);
+	nxq_node_budget(t->c, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 400 * MiB);
+
+	/* Borrowed: usage above the effective min. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 700 * MiB, NULL), 0);
+	nxq_node_budget(t->b, &bd);
+	KUNIT_EXPECT_EQ(test, bd.borrowed, 100 * MiB);
+	nxq_node_set_min(t->b, 0);
+	nxq_node_budget(t->b, &bd);
+	KUNIT_EXPECT_EQ(test, bd.borrowed, 700 * MiB);
+	nxq_node_budget(t->a, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 600 * MiB);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 600 * MiB);
+	holder_free(h);
+	tree_free(t);
+}
+
+/* Nodes live while referenced or budgeted; dead keys lose budgets. */
+static void nxq_test_node_lifetime(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_node *d;
+	struct fake_key *kd = kunit_kzalloc(test, sizeof(*kd), GFP_KERNEL);
+	struct nxq_holder *h;
+
+	KUNIT_ASSERT_NOT_NULL(test, kd);
+	mutex_lock(&t->l.lock);
+	d = nxq_node_get(t->dev, t->c, 50, kd);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(d));
+	/* The same id under another parent is refused. */
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_get(t->dev, t->b, 50, kd),
+			    ERR_PTR(-EINVAL));
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, t->c->refs, 2U);
+
+	/* A budget keeps the node after its last reference. */
+	nxq_node_set_min(d, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, t->c->children_min, 10 * MiB);
+	tree_put(t, d);
+	mutex_lock(&t->l.lock);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_find(t->dev, 50), d);
+	mutex_unlock(&t->l.lock);
+
+	/* A holder on it, then its key dies: kept until the holder goes. */
+	h = holder_new(test, t, d);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, MiB, NULL), 0);
+	kd->dead = true;
+	mutex_lock(&t->l.lock);
+	nxq_device_prune(t->dev);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_find(t->dev, 50), d);
+	mutex_unlock(&t->l.lock);
+	holder_free(h);
+	mutex_lock(&t->l.lock);
+	KUNIT_EXPECT_NULL(test, nxq_node_find(t->dev, 50));
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, kd->puts, 1);
+	KUNIT_EXPECT_EQ(test, t->c->refs, 1U);
+	KUNIT_EXPECT_EQ(test, t->c->children_min, 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+
+	/* Clearing a budget and pruning frees an unreferenced node. */
+	mutex_lock(&t->l.lock);
+	d = nxq_node_get(t->dev, t->b, 51, kd);
+	mutex_unlock(&t->l.lock);
+	kd->dead = false;
+	nxq_node_set_max(d, MiB);
+	tree_put(t, d);
+	mutex_lock(&t->l.lock);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_find(t->dev, 51), d);
+	nxq_node_set_max(d, NXQ_UNLIMITED);
+	nxq_node_prune(d);
+	KUNIT_EXPECT_NULL(test, nxq_node_find(t->dev, 51));
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, kd->puts, 2);
+	tree_free(t);
+	/* Every key was put exactly once when the tree went. */
+	KUNIT_EXPECT_EQ(test, t->k[1].puts, 1);
+	KUNIT_EXPECT_EQ(test, t->k[4].puts, 1);
+}
+
+/* A device with holders cannot go; budgets go with the device. */
+static void nxq_test_device_remove(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+
+	nxq_node_set_max(t->a, MiB);
+	nxq_node_set_min(t->b, MiB);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&t->l, "gpu0"), -EBUSY);
+	holder_free(h);
+	tree_put(t, t->c);
+	tree_put(t, t->b);
+	tree_put(t, t->a);
+	tree_put(t, t->root);
+	/* a and b are still budgeted, so nodes remain until the device goes. */
+	mutex_lock(&t->l.lock);
+	KUNIT_EXPECT_NOT_NULL(test, nxq_node_find(t->dev, 2));
+	KUNIT_EXPECT_NOT_NULL(test, nxq_node_find(t->dev, 3));
+	KUNIT_EXPECT_NULL(test, nxq_node_find(t->dev, 4));
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&t->l, "gpu0"), 0);
+	KUNIT_EXPECT_EQ(test, t->k[1].puts, 1);
+	KUNIT_EXPECT_EQ(test, t->k[2].puts, 1);
+	KUNIT_EXPECT_EQ(test, t->k[3].puts, 1);
+	KUNIT_EXPECT_EQ(test, t->k[4].puts, 1);
+	nxq_ledger_destroy(&t->l);
+}
+
+/* Two threads charge and uncharge against one max: never above it. */
+struct race {
+	struct nxq_holder *h;
+	struct nxq_node *cap;
+	struct completion done;
+	int refusals;
+	bool over;
+};
+
+static int race_fn(void *arg)
+{
+	struct race *r = arg;
+	int i;
+
+	for (i = 0; i < 20000; i++) {
+		if (nxq_charge(r->h, 3 * MiB, NULL)) {
+			r->refusals++;
+			continue;
+		}
+		if (usage(r->cap) > 10 * MiB)
+			r->over = true;
+		nxq_uncharge(r->h, 3 * MiB, NULL);
+		if (!(i % 256))
+			cond_resched();
+	}
+	complete(&r->done);
+	return 0;
+}
+
+static void nxq_test_race(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct race r[3];
+	int i, refusals = 0;
+
+	nxq_node_set_max(t->a, 10 * MiB);	/* room for three of four */
+	for (i = 0; i < 3; i++) {
+		r[i].h = holder_new(test, t, i == 2 ? t->a : t->c);
+		r[i].cap = t->a;
+		r[i].refusals = 0;
+		r[i].over = false;
+		init_completion(&r[i].done);
+	}
+	for (i = 0; i < 3; i++)
+		KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(race_fn, &r[i],
+							    "nxq-race%d", i)));
+	for (i = 0; i < 3; i++) {
+		wait_for_completion(&r[i].done);
+		KUNIT_EXPECT_FALSE(test, r[i].over);
+		refusals += r[i].refusals;
+	}
+	KUNIT_EXPECT_EQ(test, usage(t->a), 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	KUNIT_EXPECT_EQ(test, t->a->max_hits, (u64)refusals);
+	for (i = 0; i < 3; i++)
+		holder_free(r[i].h);
+	tree_free(t);
+}
+
+static struct kunit_case nxq_ledger_cases[] = {
+	KUNIT_CASE(nxq_test_device_keys),
+	KUNIT_CASE(nxq_test_max),
+	KUNIT_CASE(nxq_test_hierarchy),
+	KUNIT_CASE(nxq_test_overflow),
+	KUNIT_CASE(nxq_test_reclaimable),
+	KUNIT_CASE(nxq_test_detach),
+	KUNIT_CASE(nxq_test_effective_min),
+	KUNIT_CASE(nxq_test_node_lifetime),
+	KUNIT_CASE(nxq_test_device_remove),
+	KUNIT_CASE(nxq_test_race),
+	{}
+};
+
+static struct kunit_suite nxq_ledger_suite = {
+	.name = "nxquota",
+	.test_cases = nxq_ledger_cases,
+};
+
+kunit_test_suite(nxq_ledger_suite);

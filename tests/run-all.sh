@@ -1,0 +1,40 @@
+#!/bin/sh
+# make check: every test that can run on this machine, in order, each
+# stage timed.  A stage that cannot run says why; any failure fails the
+# whole run, but later stages still run so one report shows everything.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+
+passed=0
+failed=0
+failures=""
+t0=$(date +%s)
+
+stage() {
+	name=$1
+	shift
+	echo "=== $name"
+	s=$(date +%s)
+	if "$@"; then
+		passed=$((passed + 1))
+		echo "--- $name: ok ($(($(date +%s) - s))s)"
+	else
+		failed=$((failed + 1))
+		failures="$failures $name"
+		echo "--- $name: FAILED ($(($(date +%s) - s))s)"
+	fi
+}
+
+stage kmod-build make -s kmod
+stage kmod-style tests/kmod-style.sh
+stage kunit tests/kunit/run.sh
+if [ -f lib/Makefile ]; then
+	stage lib make -s -C lib check
+fi
+stage vm tests/vm/run.sh
+
+echo "=== make check: $(($(date +%s) - t0))s"
+[ -z "$failures" ] || echo "failed stages:$failures"
+echo "stages: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
