@@ -36,11 +36,43 @@
 #include <linux/spinlock.h>
 #include <linux/kref.h>
 #include <linux/xarray.h>
+#include <linux/wait.h>
 #include <linux/nxquota.h>
 
 struct nxq_ledger;
 struct nxq_device;
 struct nxq_node;
+struct nxq_holder;
+
+enum nxq_event_type {
+	NXQ_EV_DEVICE_ADDED = 1,
+	NXQ_EV_DEVICE_REMOVED,
+	NXQ_EV_BUDGET_CHANGED,	/* bytes: max, value: min */
+	NXQ_EV_DENIED,		/* bytes: the charge, reason: errno */
+	NXQ_EV_TICKET_ISSUED,	/* bytes: asked, value: generation */
+	NXQ_EV_TICKET_ANSWERED,	/* bytes: released, value: generation */
+	NXQ_EV_KILLED,		/* bytes: the holder's charge */
+};
+
+/**
+ * struct nxq_event - what the ledger reports to the event hook
+ * @type: enum nxq_event_type
+ * @device: the device's key
+ * @cgroup_id: the node concerned, 0 if none
+ * @tgid: the holder's process, 0 if none
+ * @bytes: see enum nxq_event_type
+ * @value: see enum nxq_event_type
+ * @reason: a ticket's NXQ_TICKET_REASON_*, or a denial's positive errno
+ */
+struct nxq_event {
+	enum nxq_event_type type;
+	const char *device;
+	u64 cgroup_id;
+	u32 tgid;
+	u64 bytes;
+	u64 value;
+	u32 reason;
+};
 
 /**
  * struct nxq_ledger_ops - hooks for the shells; every member optional
@@ -53,6 +85,10 @@ struct nxq_node;
  * @node_added: a node was created (ledger lock held)
  * @node_removed: a node is about to be freed (ledger lock held); must not
  *	take the ledger lock, nor wait for anything that does
+ * @holder_kill: kill the process owning a holder (device lock held: must
+ *	not sleep)
+ * @event: report an event; called with the device lock or the ledger
+ *	lock held: must not sleep (allocate with GFP_ATOMIC)
  */
 struct nxq_ledger_ops {
 	void (*key_put)(void *key);
@@ -61,6 +97,8 @@ struct nxq_ledger_ops {
 	void (*device_removed)(struct nxq_device *dev);
 	int (*node_added)(struct nxq_node *node);
 	void (*node_removed)(struct nxq_node *node);
+	void (*holder_kill)(struct nxq_holder *h);
+	void (*event)(const struct nxq_event *ev);
 };
 
 struct nxq_ledger {
@@ -84,6 +122,17 @@ struct nxq_device {
 	u64 used;			/* lock */
 	u64 denials;			/* lock */
 	u64 capacity_hits;		/* lock */
+	struct list_head holders;	/* lock: attached holders */
+	struct list_head waiters;	/* lock: struct nxq_waiter */
+	wait_queue_head_t wq;		/* waiters sleep here */
+	u64 ticket_gen;			/* lock */
+	u32 ticket_timeout_ms;		/* lock: deadline of unwaited asks */
+	u64 tickets;			/* lock: tickets opened or raised */
+	u64 bytes_asked;		/* lock */
+	u64 bytes_released;		/* lock: released in answers */
+	u64 kills;			/* lock */
+	u64 waits;			/* lock: charges that had to wait */
+	u64 timeouts;			/* lock: waits that ran out */
 };
 
 struct nxq_node {
@@ -101,16 +150,45 @@ struct nxq_node {
 	u64 children_min;		/* dev->lock: sum of children's min */
 	u64 max_hits;			/* dev->lock */
 	u64 denials;			/* dev->lock */
+	bool kill_on_ignore;		/* dev->lock: escalation policy */
+	u64 tickets;			/* dev->lock: for holders at or below */
+	u64 bytes_asked;		/* dev->lock */
+	u64 bytes_released;		/* dev->lock */
+	u64 kills;			/* dev->lock */
+};
+
+/**
+ * struct nxq_ticket_state - a holder's ticket, under the device lock
+ * @generation: current generation, 0 before the first ticket
+ * @open: a ticket is open (asked, not yet answered)
+ * @bytes: bytes asked by the open ticket
+ * @deadline_ns: ktime_get_ns() time after which the asker escalates
+ * @opened_ns: when the ticket was opened
+ * @reason: NXQ_TICKET_REASON_*
+ * @level: NXQ_TICKET_LEVEL_*
+ */
+struct nxq_ticket_state {
+	u64 generation;
+	bool open;
+	u64 bytes;
+	u64 deadline_ns;
+	u64 opened_ns;
+	u32 reason;
+	u32 level;
 };
 
 struct nxq_holder {
 	struct kref ref;
 	struct nxq_node *node;		/* holds a node reference */
 	u32 priority;
+	u32 tgid;			/* the registering process */
 	void *priv;			/* the caller's (an eventfd context) */
+	void *owner;			/* the caller's (the process to kill) */
+	struct list_head link;		/* node->dev->holders, dev->lock */
 	bool detached;			/* node->dev->lock */
 	u64 charge;			/* node->dev->lock */
 	u64 reclaimable;		/* node->dev->lock */
+	struct nxq_ticket_state ticket;	/* node->dev->lock */
 };
 
 /**

@@ -36,6 +36,7 @@
 #define NXQ_FEAT_CHARGE		(1ULL << 1)	/* charge/uncharge/reclaimable */
 #define NXQ_FEAT_STATUS		(1ULL << 2)	/* NXQ_IOC_STATUS */
 #define NXQ_FEAT_CHARGE_WAIT	(1ULL << 3)	/* NXQ_CHARGE_WAIT is honoured */
+#define NXQ_FEAT_TICKETS	(1ULL << 4)	/* pressure tickets */
 
 /**
  * struct nxq_version - NXQ_IOC_VERSION
@@ -172,6 +173,65 @@ struct nxq_status {
 };
 #define NXQ_STATUS_SIZE_VER0		96
 
+/*
+ * Pressure tickets.  When a charge does not fit, the module asks holders
+ * that can give memory back: it opens a ticket on each chosen holder and
+ * adds 1 to the holder's eventfd.  The holder reads the eventfd, reads its
+ * ticket (NXQ_IOC_TICKET_READ), releases what it chooses -- possibly
+ * nothing -- and answers (NXQ_IOC_TICKET_ANSWER), which uncharges what it
+ * released and closes the ticket.  A holder has at most one open ticket;
+ * a later ask on an open ticket raises its bytes and its generation.
+ */
+#define NXQ_TICKET_REASON_MAX		1	/* a charge under a max waits */
+#define NXQ_TICKET_REASON_DEVICE	2	/* the device is full; you borrow */
+#define NXQ_TICKET_REASON_BUDGET	3	/* your max was lowered below use */
+
+#define NXQ_TICKET_LEVEL_ASK		0	/* give what you can spare */
+#define NXQ_TICKET_LEVEL_RECALL		1	/* a guarantee is called back */
+
+/**
+ * struct nxq_ticket - NXQ_IOC_TICKET_READ
+ * @size: in, sizeof(struct nxq_ticket)
+ * @flags: in, must be 0
+ * @holder_id: in
+ * @generation: out, non-zero; changes whenever the ticket is raised
+ * @bytes: out, bytes asked
+ * @deadline_ns: out, CLOCK_MONOTONIC time after which the asker gives up
+ *	or, where the cgroup's kill policy is on, escalates
+ * @reason: out, NXQ_TICKET_REASON_*
+ * @level: out, NXQ_TICKET_LEVEL_*
+ */
+struct nxq_ticket {
+	__u32 size;
+	__u32 flags;
+	__u64 holder_id;
+	__u64 generation;
+	__u64 bytes;
+	__u64 deadline_ns;
+	__u32 reason;
+	__u32 level;
+};
+#define NXQ_TICKET_SIZE_VER0		48
+
+/**
+ * struct nxq_ticket_answer - NXQ_IOC_TICKET_ANSWER
+ * @size: in, sizeof(struct nxq_ticket_answer)
+ * @flags: in, must be 0
+ * @holder_id: in
+ * @generation: in, the generation read; a stale one is refused
+ * @released: in, bytes released, uncharged by this call; may be 0
+ * @charged: out, the holder's charge after the call
+ */
+struct nxq_ticket_answer {
+	__u32 size;
+	__u32 flags;
+	__u64 holder_id;
+	__u64 generation;
+	__u64 released;
+	__u64 charged;
+};
+#define NXQ_TICKET_ANSWER_SIZE_VER0	40
+
 #define NXQ_IOC_MAGIC	0xB7
 
 #define NXQ_IOC_VERSION		_IOWR(NXQ_IOC_MAGIC, 0x00, struct nxq_version)
@@ -181,5 +241,7 @@ struct nxq_status {
 #define NXQ_IOC_UNCHARGE	_IOWR(NXQ_IOC_MAGIC, 0x04, struct nxq_charge)
 #define NXQ_IOC_SET_RECLAIMABLE	_IOW(NXQ_IOC_MAGIC, 0x05, struct nxq_reclaimable)
 #define NXQ_IOC_STATUS		_IOWR(NXQ_IOC_MAGIC, 0x06, struct nxq_status)
+#define NXQ_IOC_TICKET_READ	_IOWR(NXQ_IOC_MAGIC, 0x07, struct nxq_ticket)
+#define NXQ_IOC_TICKET_ANSWER	_IOWR(NXQ_IOC_MAGIC, 0x08, struct nxq_ticket_answer)
 
 #endif /* _UAPI_LINUX_NXQUOTA_H */
