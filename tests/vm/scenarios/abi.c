@@ -8,8 +8,9 @@
  */
 #include "scen.h"
 
+/* Every feature bit the header defines; a new one must be added here. */
 #define FEAT_KNOWN (NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS | \
-		    NXQ_FEAT_CHARGE_WAIT)
+		    NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS)
 
 int main(int argc, char **argv)
 {

@@ -1,0 +1,123 @@
+#!/bin/sh
+# tests/vm/demo.sh - the scripted session `make demo` shows.  Runs as root
+# inside the test VM (busybox sh), started by /init in demo mode; the host
+# shows only this script's output.  It checks what it shows: an outcome
+# other than the expected one is printed as UNEXPECTED and makes the demo
+# (and make demo) fail.
+#
+# Story: one 1 GiB device, two containers whose budgets add up to more than
+# the device; charges granted and refused with the kernel's errno; a
+# process SIGKILLed and its charge gone with it.
+
+S=/sys/kernel/nxquota
+KEY=GPU-demo0
+D=$S/devices/$KEY
+rc=0
+
+say() { echo; echo "== $*"; }
+run() { echo "\$ $*"; sh -c "$*" || { echo "UNEXPECTED: failed"; rc=1; }; }
+mib() { echo "$(( $1 / 1048576 )) MiB"; }
+cgid() { stat -c %i "/sys/fs/cgroup$1"; }
+
+# Show a sysfs number (bytes also in MiB); check it when a value is given.
+show() {	# file [expected]
+	v=$(cat "$1")
+	case "$1" in
+	*/current|*/used|*/capacity|*/max)
+		printf '   %-52s %12s  (%s)\n' "${1#$S/}" "$v" "$(mib "$v")" ;;
+	*)	printf '   %-52s %12s\n' "${1#$S/}" "$v" ;;
+	esac
+	if [ -n "${2:-}" ] && [ "$v" != "$2" ]; then
+		echo "UNEXPECTED: expected $2"
+		rc=1
+	fi
+}
+
+# Holders are nxq-hold processes fed through FIFOs: A on fds 3/4, B on 5/6.
+start() {	# name cgroup fd-in fd-out
+	mkfifo "/tmp/$1.in" "/tmp/$1.out"
+	nxq-hold "$1" "$KEY" "$2" < "/tmp/$1.in" > "/tmp/$1.out" &
+	eval "pid_$1=$!"
+	eval "exec $3>/tmp/$1.in $4</tmp/$1.out"
+}
+
+ask() {		# name fd-in fd-out command expected-word
+	echo "$4" >&"$2"
+	read -r line <&"$3"
+	echo "   $line"
+	case "$line" in
+	*"$5"*) ;;
+	*) echo "UNEXPECTED: expected \"$5\""; rc=1 ;;
+	esac
+}
+inference() { ask inference 3 4 "$@"; }
+training() { ask training 5 6 "$@"; }
+
+echo "nxquota demo on Linux $(uname -r): per-cgroup device-memory budgets"
+echo "(bytes are charge, not residency: what holders asked the kernel for)"
+
+say "Load the module"
+run "insmod /lib/nxquota.ko"
+run "ls -l /dev/nxquota"
+show $S/abi_version 1
+
+say "Register a device of 1 GiB (root only)"
+run "echo '$KEY 1G' > $S/devices/register"
+show "$D/capacity" 1073741824
+show "$D/used" 0
+
+say "Two containers (cgroups) with budgets: 600 MiB + 700 MiB > 1 GiB"
+run "mkdir /sys/fs/cgroup/inference /sys/fs/cgroup/training"
+run "echo '/inference max=600M' > $D/set_budget"
+run "echo '/training max=700M' > $D/set_budget"
+I=$D/nodes/$(cgid /inference)
+T=$D/nodes/$(cgid /training)
+show "$I/max" 629145600
+show "$T/max" 734003200
+
+say "A process in /inference registers a holder and grows its pool"
+start inference /inference 3 4
+inference "charge 400M" "granted, holds 400 MiB"
+inference "charge 150M" "granted, holds 550 MiB"
+echo "   ... 550 MiB charged; 100 MiB more would pass its max of 600 MiB:"
+inference "charge 100M" "refused, EDQUOT"
+show "$I/current" 576716800
+show "$I/max_hits" 1
+show "$D/used" 576716800
+
+say "A process in /training grows too, until the device is full"
+start training /training 5 6
+training "charge 400M" "granted, holds 400 MiB"
+echo "   ... 950 MiB used on the device; training is at 400 of its 700 MiB,"
+echo "       but 100 MiB more does not fit the device's 1024 MiB:"
+training "charge 100M" "refused, ENOSPC"
+show "$D/used" 996147200
+show "$D/capacity_hits" 1
+training "status" "holds 400 MiB; its cgroup: 400 MiB of max 700 MiB; device: 950 MiB used of 1 GiB"
+
+say "The inference process is killed (SIGKILL): the kernel drops its charge"
+run "kill -9 $pid_inference"
+wait "$pid_inference" 2>/dev/null
+show "$I/current" 0
+show "$D/used" 419430400
+show "$D/holders" 1
+echo "   ... and the memory is there for training now:"
+training "charge 300M" "granted, holds 700 MiB"
+show "$T/current" 734003200
+show "$D/used" 734003200
+
+say "Training stops; everything returns to 0"
+echo quit >&5
+wait "$pid_training" 2>/dev/null
+show "$D/used" 0
+run "echo $KEY > $S/devices/unregister"
+run "rmdir /sys/fs/cgroup/inference /sys/fs/cgroup/training"
+run "rmmod nxquota"
+
+echo
+if [ $rc = 0 ]; then
+	echo "demo: every step behaved as shown"
+else
+	echo "demo: UNEXPECTED results above"
+fi
+exit $rc
