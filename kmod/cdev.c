@@ -19,8 +19,11 @@
 #include <linux/xarray.h>
 #include <linux/cgroup.h>
 #include <linux/err.h>
+#include <linux/pid.h>
+#include <linux/sched/signal.h>
 
 #include "internal.h"
+#include "compat.h"
 
 /* Holders one open file may have. */
 #define NXQ_MAX_HOLDERS_PER_FILE	4096
@@ -54,10 +57,31 @@ static int nxq_copy_out(void __user *uarg, const void *karg, size_t ksize,
 		-EFAULT : 0;
 }
 
-static void nxq_free_eventfd(void *priv)
+static void nxq_free_holder_priv(struct nxq_holder *h)
 {
-	if (priv)
-		eventfd_ctx_put(priv);
+	if (h->priv)
+		eventfd_ctx_put(h->priv);
+	put_pid(h->owner);
+}
+
+/**
+ * nxq_holder_signal() - the ledger's holder_signal hook: add 1 to the
+ * holder's eventfd
+ * @h: a holder with an eventfd; the device lock is held
+ */
+void nxq_holder_signal(struct nxq_holder *h)
+{
+	nxq_eventfd_signal(h->priv);
+}
+
+/**
+ * nxq_holder_kill() - the ledger's holder_kill hook: SIGKILL the process
+ * that registered the holder
+ * @h: the holder; the device lock is held
+ */
+void nxq_holder_kill(struct nxq_holder *h)
+{
+	kill_pid(h->owner, SIGKILL, 1);
 }
 
 static struct nxq_holder *nxq_file_holder(struct nxq_file *f, u64 id)
@@ -76,7 +100,7 @@ static struct nxq_holder *nxq_file_holder(struct nxq_file *f, u64 id)
 
 static void nxq_file_holder_put(struct nxq_holder *h)
 {
-	nxq_holder_put(h, nxq_free_eventfd);
+	nxq_holder_put(h, nxq_free_holder_priv);
 }
 
 static long nxq_ioc_version(void __user *uarg)
@@ -89,7 +113,8 @@ static long nxq_ioc_version(void __user *uarg)
 	if (err)
 		return err;
 	a.abi_version = NXQ_ABI_VERSION;
-	a.features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS;
+	a.features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
+		     NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS;
 	return nxq_copy_out(uarg, &a, sizeof(a), usize);
 }
 
@@ -101,6 +126,7 @@ static long nxq_ioc_register(struct nxq_file *f, void __user *uarg)
 	struct nxq_device *dev;
 	struct nxq_node *node;
 	struct cgroup *cgrp;
+	struct pid *owner;
 	u32 usize, id;
 	int err;
 
@@ -138,8 +164,11 @@ static long nxq_ioc_register(struct nxq_file *f, void __user *uarg)
 		if (IS_ERR(node)) {
 			err = PTR_ERR(node);
 		} else {
-			h = nxq_holder_create(node, a.priority, efd);
+			owner = get_task_pid(current, PIDTYPE_TGID);
+			h = nxq_holder_create(node, a.priority, efd, owner,
+					      task_tgid_vnr(current));
 			if (!h) {
+				put_pid(owner);
 				nxq_node_put(node);
 				err = -ENOMEM;
 			}
@@ -169,7 +198,8 @@ out_put:
 	nxq_file_holder_put(h);
 out_unlock:
 	mutex_unlock(&f->lock);
-	nxq_free_eventfd(efd);
+	if (efd)
+		eventfd_ctx_put(efd);
 	return err;
 }
 
@@ -219,9 +249,7 @@ static long nxq_ioc_charge(struct nxq_file *f, void __user *uarg,
 		if ((a.flags & NXQ_CHARGE_NOWAIT) &&
 		    (a.flags & NXQ_CHARGE_WAIT))
 			return -EINVAL;
-		if (a.flags & NXQ_CHARGE_WAIT)
-			return -EOPNOTSUPP;
-		if (a.timeout_ns)
+		if (!!(a.flags & NXQ_CHARGE_WAIT) != !!a.timeout_ns)
 			return -EINVAL;
 	}
 	h = nxq_file_holder(f, a.holder_id);
@@ -230,7 +258,7 @@ static long nxq_ioc_charge(struct nxq_file *f, void __user *uarg,
 	if (uncharge)
 		err = nxq_uncharge(h, a.bytes, &a.charged);
 	else
-		err = nxq_charge(h, a.bytes, &a.charged);
+		err = nxq_charge(h, a.bytes, a.timeout_ns, &a.charged);
 	nxq_file_holder_put(h);
 	if (err)
 		return err;
@@ -287,6 +315,57 @@ static long nxq_ioc_status(struct nxq_file *f, void __user *uarg)
 	return nxq_copy_out(uarg, &a, sizeof(a), usize);
 }
 
+static long nxq_ioc_ticket_read(struct nxq_file *f, void __user *uarg)
+{
+	struct nxq_ticket_state t;
+	struct nxq_ticket a;
+	struct nxq_holder *h;
+	u32 usize;
+	int err;
+
+	err = nxq_copy_in(&a, sizeof(a), NXQ_TICKET_SIZE_VER0, uarg, &usize);
+	if (err)
+		return err;
+	if (a.flags)
+		return -EINVAL;
+	h = nxq_file_holder(f, a.holder_id);
+	if (!h)
+		return -ENOENT;
+	err = nxq_ticket_read(h, &t);
+	nxq_file_holder_put(h);
+	if (err)
+		return err;
+	a.generation = t.generation;
+	a.bytes = t.bytes;
+	a.deadline_ns = t.deadline_ns;
+	a.reason = t.reason;
+	a.level = t.level;
+	return nxq_copy_out(uarg, &a, sizeof(a), usize);
+}
+
+static long nxq_ioc_ticket_answer(struct nxq_file *f, void __user *uarg)
+{
+	struct nxq_ticket_answer a;
+	struct nxq_holder *h;
+	u32 usize;
+	int err;
+
+	err = nxq_copy_in(&a, sizeof(a), NXQ_TICKET_ANSWER_SIZE_VER0, uarg,
+			  &usize);
+	if (err)
+		return err;
+	if (a.flags)
+		return -EINVAL;
+	h = nxq_file_holder(f, a.holder_id);
+	if (!h)
+		return -ENOENT;
+	err = nxq_ticket_answer(h, a.generation, a.released, &a.charged);
+	nxq_file_holder_put(h);
+	if (err)
+		return err;
+	return nxq_copy_out(uarg, &a, sizeof(a), usize);
+}
+
 #define NXQ_CMD(cmd)	((cmd) & ~IOCSIZE_MASK)
 
 static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -309,6 +388,10 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return nxq_ioc_reclaimable(f, uarg);
 	case NXQ_CMD(NXQ_IOC_STATUS):
 		return nxq_ioc_status(f, uarg);
+	case NXQ_CMD(NXQ_IOC_TICKET_READ):
+		return nxq_ioc_ticket_read(f, uarg);
+	case NXQ_CMD(NXQ_IOC_TICKET_ANSWER):
+		return nxq_ioc_ticket_answer(f, uarg);
 	default:
 		return -ENOTTY;
 	}

@@ -100,4 +100,6 @@ const struct nxq_ledger_ops nxq_cgroup_ledger_ops = {
 	.device_removed	= nxq_sysfs_device_removed,
 	.node_added	= nxq_sysfs_node_added,
 	.node_removed	= nxq_sysfs_node_removed,
+	.holder_kill	= nxq_holder_kill,
+	.holder_signal	= nxq_holder_signal,
 };

@@ -28,6 +28,8 @@ void nxq_sysfs_device_removed(struct nxq_device *dev);
 int nxq_sysfs_node_added(struct nxq_node *node);
 void nxq_sysfs_node_removed(struct nxq_node *node);
 
+void nxq_holder_signal(struct nxq_holder *h);
+void nxq_holder_kill(struct nxq_holder *h);
 int nxq_cdev_init(void);
 void nxq_cdev_exit(void);
 

@@ -134,7 +134,11 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	strscpy(dev->key, key, sizeof(dev->key));
 	spin_lock_init(&dev->lock);
 	xa_init(&dev->nodes);
+	INIT_LIST_HEAD(&dev->holders);
+	INIT_LIST_HEAD(&dev->waiters);
+	init_waitqueue_head(&dev->wq);
 	dev->capacity = capacity;
+	dev->ticket_timeout_ms = NXQ_TICKET_TIMEOUT_MS;
 
 	mutex_lock(&l->lock);
 	if (l->closing) {
@@ -151,6 +155,7 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 			goto fail;
 	}
 	list_add_tail(&dev->link, &l->devices);
+	nxq_event(dev, NXQ_EV_DEVICE_ADDED, NULL, NULL, capacity, 0, 0);
 	mutex_unlock(&l->lock);
 	return dev;
 fail:
@@ -338,14 +343,21 @@ fail:
  * @node: the node
  * @max: bytes, or NXQ_UNLIMITED
  *
- * Lowering max below the node's usage takes nothing back; it refuses
- * further charges until usage falls under it.
+ * Lowering max below the node's usage takes nothing back: it refuses
+ * further charges and opens NXQ_TICKET_REASON_BUDGET tickets on the
+ * subtree's holders for the excess.  Raising it serves waiters.
  */
 void nxq_node_set_max(struct nxq_node *node, u64 max)
 {
-	spin_lock(&node->dev->lock);
+	struct nxq_device *dev = node->dev;
+
+	spin_lock(&dev->lock);
 	node->max = max;
-	spin_unlock(&node->dev->lock);
+	nxq_event(dev, NXQ_EV_BUDGET_CHANGED, node, NULL, max, node->min, 0);
+	if (node->usage > max)
+		nxq_ask_budget(node, node->usage - max);
+	nxq_dispatch(dev);
+	spin_unlock(&dev->lock);
 }
 
 /**
@@ -359,16 +371,35 @@ void nxq_node_set_min(struct nxq_node *node, u64 min)
 	if (node->parent)
 		node->parent->children_min += min - node->min;
 	node->min = min;
+	nxq_event(node->dev, NXQ_EV_BUDGET_CHANGED, node, NULL, node->max,
+		  min, 0);
 	spin_unlock(&node->dev->lock);
 }
 
-/*
+/**
+ * nxq_node_set_kill_on_ignore() - set a node's escalation policy
+ * @node: the node
+ * @on: kill holders at or below it that ignore tickets past a deadline
+ */
+void nxq_node_set_kill_on_ignore(struct nxq_node *node, bool on)
+{
+	spin_lock(&node->dev->lock);
+	node->kill_on_ignore = on;
+	spin_unlock(&node->dev->lock);
+}
+
+/**
+ * nxq_node_emin() - a node's effective min; the device lock is held
+ * @node: the node
+ *
  * Effective min, top-down: the root's is the device capacity; a child's is
  * its min, scaled by parent_emin / children_min when its siblings' mins
  * together exceed what the parent can guarantee (as mm/page_counter.c
- * shares protection among overcommitted siblings).
+ * shares protection among overcommitted siblings).  O(depth).
+ *
+ * Return: bytes.
  */
-static u64 nxq_node_emin(struct nxq_node *node)
+u64 nxq_node_emin(struct nxq_node *node)
 {
 	u64 pe;
 
@@ -444,6 +475,7 @@ void nxq_device_set_capacity(struct nxq_device *dev, u64 capacity)
 {
 	spin_lock(&dev->lock);
 	dev->capacity = capacity;
+	nxq_dispatch(dev);
 	spin_unlock(&dev->lock);
 }
 
@@ -473,6 +505,7 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 	}
 	dev->dead = true;
 	list_del(&dev->link);
+	nxq_event(dev, NXQ_EV_DEVICE_REMOVED, NULL, NULL, 0, 0, 0);
 	/* No holders: every reference left is a child's; free leaves first. */
 	while (!xa_empty(&dev->nodes)) {
 		bool progress = false;
@@ -507,7 +540,10 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
  * nxq_holder_create() - create a holder charged to @node
  * @node: its node; the caller's reference is transferred to the holder
  * @priority: 0..NXQ_PRIORITY_MAX
- * @priv: the caller's data, handed back to nxq_holder_put()'s free_priv
+ * @priv: the caller's data, handed back to nxq_holder_put()'s free_priv;
+ *	NULL for a holder that cannot be asked (no eventfd)
+ * @owner: the caller's handle on the owning process, for holder_kill
+ * @tgid: the owning process's id, for reports
  *
  * The ledger lock is held.
  *
@@ -515,7 +551,7 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
  * node reference then stays the caller's).
  */
 struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
-				     void *priv)
+				     void *priv, void *owner, u32 tgid)
 {
 	struct nxq_holder *h;
 
@@ -527,48 +563,27 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 	h->node = node;
 	h->priority = priority;
 	h->priv = priv;
+	h->owner = owner;
+	h->tgid = tgid;
 	node->nr_holders++;
 	node->dev->nr_holders++;
+	spin_lock(&node->dev->lock);
+	list_add_tail(&h->link, &node->dev->holders);
+	spin_unlock(&node->dev->lock);
 	return h;
-}
-
-/**
- * nxq_holder_detach() - uncharge a holder completely and refuse it any
- * further charge
- * @h: the holder
- *
- * Idempotent.  The holder's memory and node reference go with its last
- * nxq_holder_put().
- */
-void nxq_holder_detach(struct nxq_holder *h)
-{
-	struct nxq_device *dev = h->node->dev;
-	struct nxq_node *n;
-
-	spin_lock(&dev->lock);
-	if (!h->detached) {
-		h->detached = true;
-		for (n = h->node; n; n = n->parent) {
-			WARN_ON_ONCE(n->usage < h->charge);
-			n->usage -= h->charge;
-		}
-		WARN_ON_ONCE(dev->used < h->charge);
-		dev->used -= h->charge;
-		h->charge = 0;
-		h->reclaimable = 0;
-	}
-	spin_unlock(&dev->lock);
 }
 
 /**
  * nxq_holder_put() - drop a holder reference
  * @h: the holder
- * @free_priv: called with the holder's priv when it is freed, or NULL
+ * @free_priv: called with the holder when it is freed, to release its
+ *	priv and owner, or NULL
  *
  * The last reference detaches the holder if needed and frees it; it takes
  * the ledger lock, so the caller must not hold it.
  */
-void nxq_holder_put(struct nxq_holder *h, void (*free_priv)(void *priv))
+void nxq_holder_put(struct nxq_holder *h,
+		    void (*free_priv)(struct nxq_holder *h))
 {
 	struct nxq_node *node = h->node;
 	struct nxq_ledger *l = node->dev->ledger;
@@ -581,139 +596,7 @@ void nxq_holder_put(struct nxq_holder *h, void (*free_priv)(void *priv))
 	nxq_node_put(node);
 	mutex_unlock(&l->lock);
 	if (free_priv)
-		free_priv(h->priv);
+		free_priv(h);
 	kfree(h);
 }
 
-/**
- * nxq_charge() - charge bytes to a holder, all or nothing
- * @h: the holder
- * @bytes: bytes to add, non-zero
- * @charged: set to the holder's charge after the call, success or not
- *
- * Charges every node from the holder's to the root and the device if the
- * charge fits every max and the capacity; otherwise charges nothing and
- * counts the refusal.  O(depth), no allocation, no sleeping.
- *
- * Return: 0, -EINVAL for 0 bytes, -ENOENT if the holder was detached,
- * -EOVERFLOW if a counter would wrap, -EDQUOT if a node's max would be
- * exceeded, -ENOSPC if the device's capacity would be.
- */
-int nxq_charge(struct nxq_holder *h, u64 bytes, u64 *charged)
-{
-	struct nxq_device *dev = h->node->dev;
-	struct nxq_node *n, *hit = NULL;
-	u64 sum;
-	int err = 0;
-
-	if (!bytes)
-		return -EINVAL;
-
-	spin_lock(&dev->lock);
-	if (h->detached) {
-		err = -ENOENT;
-		goto out;
-	}
-	if (check_add_overflow(h->charge, bytes, &sum) ||
-	    check_add_overflow(dev->used, bytes, &sum)) {
-		err = -EOVERFLOW;
-		goto refused;
-	}
-	for (n = h->node; n; n = n->parent) {
-		if (check_add_overflow(n->usage, bytes, &sum)) {
-			err = -EOVERFLOW;
-			goto refused;
-		}
-		if (sum > n->max) {
-			hit = n;
-			err = -EDQUOT;
-			goto refused;
-		}
-	}
-	if (dev->used + bytes > dev->capacity) {
-		dev->capacity_hits++;
-		err = -ENOSPC;
-		goto refused;
-	}
-
-	for (n = h->node; n; n = n->parent)
-		n->usage += bytes;
-	dev->used += bytes;
-	h->charge += bytes;
-	goto out;
-
-refused:
-	if (hit)
-		hit->max_hits++;
-	dev->denials++;
-	for (n = h->node; n; n = n->parent)
-		n->denials++;
-out:
-	if (charged)
-		*charged = h->charge;
-	spin_unlock(&dev->lock);
-	return err;
-}
-
-/**
- * nxq_uncharge() - take bytes back from a holder
- * @h: the holder
- * @bytes: bytes, non-zero and at most the holder's charge
- * @charged: set to the holder's charge after the call, success or not
- *
- * Lowers the holder's reclaimable bytes to its new charge if needed.
- *
- * Return: 0, -EINVAL for 0 or more than the charge, -ENOENT if detached.
- */
-int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged)
-{
-	struct nxq_device *dev = h->node->dev;
-	struct nxq_node *n;
-	int err = 0;
-
-	spin_lock(&dev->lock);
-	if (h->detached) {
-		err = -ENOENT;
-		goto out;
-	}
-	if (!bytes || bytes > h->charge) {
-		err = -EINVAL;
-		goto out;
-	}
-	for (n = h->node; n; n = n->parent) {
-		WARN_ON_ONCE(n->usage < bytes);
-		n->usage -= bytes;
-	}
-	WARN_ON_ONCE(dev->used < bytes);
-	dev->used -= bytes;
-	h->charge -= bytes;
-	h->reclaimable = min(h->reclaimable, h->charge);
-out:
-	if (charged)
-		*charged = h->charge;
-	spin_unlock(&dev->lock);
-	return err;
-}
-
-/**
- * nxq_set_reclaimable() - record what a holder can release quickly
- * @h: the holder
- * @bytes: at most its charge
- *
- * Return: 0, -EINVAL if @bytes exceeds the charge, -ENOENT if detached.
- */
-int nxq_set_reclaimable(struct nxq_holder *h, u64 bytes)
-{
-	struct nxq_device *dev = h->node->dev;
-	int err = 0;
-
-	spin_lock(&dev->lock);
-	if (h->detached)
-		err = -ENOENT;
-	else if (bytes > h->charge)
-		err = -EINVAL;
-	else
-		h->reclaimable = bytes;
-	spin_unlock(&dev->lock);
-	return err;
-}

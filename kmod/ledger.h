@@ -37,6 +37,7 @@
 #include <linux/kref.h>
 #include <linux/xarray.h>
 #include <linux/wait.h>
+#include <linux/time64.h>
 #include <linux/nxquota.h>
 
 struct nxq_ledger;
@@ -74,6 +75,21 @@ struct nxq_event {
 	u32 reason;
 };
 
+/*
+ * Deadline of tickets no waiter bounds (a refused no-wait charge, a budget
+ * lowered below use), until changed through sysfs.
+ */
+#define NXQ_TICKET_TIMEOUT_MS	1000
+
+/*
+ * Waiters gain one priority point per this long queued, at most
+ * NXQ_PRIORITY_MAX points: the bounded aging of the fair queue.
+ */
+#define NXQ_AGING_NS		(10 * NSEC_PER_MSEC)
+
+/* The most holders one shortfall opens tickets on. */
+#define NXQ_MAX_VICTIMS		64
+
 /**
  * struct nxq_ledger_ops - hooks for the shells; every member optional
  * @key_put: drop the caller's reference on a node key (called once, when
@@ -87,6 +103,8 @@ struct nxq_event {
  *	take the ledger lock, nor wait for anything that does
  * @holder_kill: kill the process owning a holder (device lock held: must
  *	not sleep)
+ * @holder_signal: tell a holder a ticket was opened or raised (device
+ *	lock held: must not sleep)
  * @event: report an event; called with the device lock or the ledger
  *	lock held: must not sleep (allocate with GFP_ATOMIC)
  */
@@ -98,6 +116,7 @@ struct nxq_ledger_ops {
 	int (*node_added)(struct nxq_node *node);
 	void (*node_removed)(struct nxq_node *node);
 	void (*holder_kill)(struct nxq_holder *h);
+	void (*holder_signal)(struct nxq_holder *h);
 	void (*event)(const struct nxq_event *ev);
 };
 
@@ -133,6 +152,8 @@ struct nxq_device {
 	u64 kills;			/* lock */
 	u64 waits;			/* lock: charges that had to wait */
 	u64 timeouts;			/* lock: waits that ran out */
+	u64 dispatch_pass;		/* lock */
+	u64 victim_pass;		/* lock */
 };
 
 struct nxq_node {
@@ -155,6 +176,7 @@ struct nxq_node {
 	u64 bytes_asked;		/* dev->lock */
 	u64 bytes_released;		/* dev->lock */
 	u64 kills;			/* dev->lock */
+	u64 blocked_pass;		/* dev->lock: dispatch scratch */
 };
 
 /**
@@ -189,6 +211,8 @@ struct nxq_holder {
 	u64 charge;			/* node->dev->lock */
 	u64 reclaimable;		/* node->dev->lock */
 	struct nxq_ticket_state ticket;	/* node->dev->lock */
+	bool killed;			/* node->dev->lock */
+	u64 victim_pass;		/* node->dev->lock: victim scratch */
 };
 
 /**
@@ -229,12 +253,29 @@ void nxq_holder_budget(struct nxq_holder *h, struct nxq_budget *b,
 void nxq_node_prune(struct nxq_node *node);
 void nxq_device_prune(struct nxq_device *dev);
 
+void nxq_node_set_kill_on_ignore(struct nxq_node *node, bool on);
+
 struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
-				     void *priv);
+				     void *priv, void *owner, u32 tgid);
 void nxq_holder_detach(struct nxq_holder *h);
-void nxq_holder_put(struct nxq_holder *h, void (*free_priv)(void *priv));
-int nxq_charge(struct nxq_holder *h, u64 bytes, u64 *charged);
+void nxq_holder_put(struct nxq_holder *h,
+		    void (*free_priv)(struct nxq_holder *h));
+
+/* charge.c */
+int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
+	       u64 *charged);
 int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged);
 int nxq_set_reclaimable(struct nxq_holder *h, u64 bytes);
+int nxq_ticket_read(struct nxq_holder *h, struct nxq_ticket_state *t);
+int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
+		      u64 *charged);
+
+/* Internal to the ledger (ledger.c, charge.c); the device lock is held. */
+u64 nxq_node_emin(struct nxq_node *node);
+void nxq_dispatch(struct nxq_device *dev);
+void nxq_ask_budget(struct nxq_node *node, u64 excess);
+void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
+	       struct nxq_node *node, struct nxq_holder *h, u64 bytes,
+	       u64 value, u32 reason);
 
 #endif /* _NXQ_LEDGER_H */

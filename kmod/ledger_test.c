@@ -30,9 +30,27 @@ static bool fake_key_dead(void *key)
 	return ((struct fake_key *)key)->dead;
 }
 
+/* A holder's priv is its signal counter; kills are recorded here. */
+static struct nxq_holder *fake_killed[4];
+static int fake_nr_killed;
+
+static void fake_signal(struct nxq_holder *h)
+{
+	(*(int *)h->priv)++;
+}
+
+static void fake_kill(struct nxq_holder *h)
+{
+	if (fake_nr_killed < ARRAY_SIZE(fake_killed))
+		fake_killed[fake_nr_killed] = h;
+	fake_nr_killed++;
+}
+
 static const struct nxq_ledger_ops fake_ops = {
 	.key_put = fake_key_put,
 	.key_dead = fake_key_dead,
+	.holder_signal = fake_signal,
+	.holder_kill = fake_kill,
 };
 
 /* A root with children a and b, and a/c below a: ids 1, 2, 3, 4. */
@@ -78,17 +96,30 @@ static struct tree *tree_new(struct kunit *test, u64 capacity)
 	return t;
 }
 
-static struct nxq_holder *holder_new(struct kunit *test, struct tree *t,
-				     struct nxq_node *n)
+static struct nxq_holder *holder_prio(struct kunit *test, struct tree *t,
+				      struct nxq_node *n, u32 prio)
 {
+	int *signals = kunit_kzalloc(test, sizeof(*signals), GFP_KERNEL);
 	struct nxq_holder *h;
 
+	KUNIT_ASSERT_NOT_NULL(test, signals);
 	mutex_lock(&t->l.lock);
 	n->refs++;	/* the holder's own node reference */
-	h = nxq_holder_create(n, 0, NULL);
+	h = nxq_holder_create(n, prio, signals, NULL, 0);
 	mutex_unlock(&t->l.lock);
 	KUNIT_ASSERT_NOT_NULL(test, h);
 	return h;
+}
+
+static struct nxq_holder *holder_new(struct kunit *test, struct tree *t,
+				     struct nxq_node *n)
+{
+	return holder_prio(test, t, n, 0);
+}
+
+static int signals(struct nxq_holder *h)
+{
+	return *(int *)h->priv;
 }
 
 static void holder_free(struct nxq_holder *h)
@@ -167,11 +198,11 @@ static void nxq_test_max(struct kunit *test)
 	u64 charged;
 
 	nxq_node_set_max(t->c, 100 * MiB);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 60 * MiB, &charged), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 60 * MiB, 0, &charged), 0);
 	KUNIT_EXPECT_EQ(test, charged, 60 * MiB);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 40 * MiB, &charged), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 40 * MiB, 0, &charged), 0);
 	KUNIT_EXPECT_EQ(test, charged, 100 * MiB);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, &charged), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, 0, &charged), -EDQUOT);
 	KUNIT_EXPECT_EQ(test, charged, 100 * MiB);
 
 	nxq_node_budget(t->c, &b);
@@ -194,11 +225,11 @@ static void nxq_test_max(struct kunit *test)
 	nxq_node_set_max(t->c, 50 * MiB);
 	KUNIT_EXPECT_EQ(test, usage(t->c), 100 * MiB);
 	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 10 * MiB, &charged), 0);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, 0, NULL), -EDQUOT);
 	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 41 * MiB, &charged), 0);
 	KUNIT_EXPECT_EQ(test, charged, 49 * MiB);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, MiB, NULL), 0);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, 0, NULL), -EDQUOT);
 
 	holder_free(h);
 	KUNIT_EXPECT_EQ(test, usage(t->c), 0ULL);
@@ -218,10 +249,10 @@ static void nxq_test_hierarchy(struct kunit *test)
 
 	nxq_node_set_max(t->a, 300 * MiB);
 	nxq_node_set_max(t->c, 500 * MiB);	/* looser than its parent */
-	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 200 * MiB, NULL), 0);
-	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 100 * MiB, NULL), 0);
-	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, NULL), -EDQUOT);
-	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 1, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 200 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 100 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 1, 0, NULL), -EDQUOT);
 	nxq_node_budget(t->a, &bd);
 	KUNIT_EXPECT_EQ(test, bd.max_hits, 2ULL);
 	nxq_node_budget(t->c, &bd);
@@ -229,8 +260,8 @@ static void nxq_test_hierarchy(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, bd.headroom, 0ULL);
 
 	/* b has no max: the device's capacity stops it. */
-	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 724 * MiB, NULL), 0);
-	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 1, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 724 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 1, 0, NULL), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, usage(t->root), GiB);
 	KUNIT_EXPECT_EQ(test, t->dev->capacity_hits, 1ULL);
 	KUNIT_EXPECT_EQ(test, t->dev->denials, 3ULL);
@@ -239,7 +270,7 @@ static void nxq_test_hierarchy(struct kunit *test)
 	nxq_device_set_capacity(t->dev, 512 * MiB);
 	KUNIT_EXPECT_EQ(test, used(t->dev), GiB);
 	KUNIT_EXPECT_EQ(test, nxq_uncharge(hb, 100 * MiB, NULL), 0);
-	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 1, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 1, 0, NULL), -ENOSPC);
 
 	holder_free(hc);
 	holder_free(ha);
@@ -258,13 +289,13 @@ static void nxq_test_overflow(struct kunit *test)
 	struct nxq_holder *h2 = holder_new(test, t, t->b);
 	u64 charged;
 
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 0, NULL), -EINVAL);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 10, &charged), 0);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 11, &charged), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 0, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 10, 0, &charged), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 11, 0, &charged), -EOVERFLOW);
 	KUNIT_EXPECT_EQ(test, charged, U64_MAX - 10);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 11, NULL), -EOVERFLOW);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h2, U64_MAX, NULL), -EOVERFLOW);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 10, &charged), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 11, 0, NULL), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, U64_MAX, 0, NULL), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 10, 0, &charged), 0);
 	KUNIT_EXPECT_EQ(test, charged, U64_MAX);
 	KUNIT_EXPECT_EQ(test, used(t->dev), U64_MAX);
 	KUNIT_EXPECT_EQ(test, usage(t->b), 0ULL);
@@ -278,9 +309,9 @@ static void nxq_test_overflow(struct kunit *test)
 
 	/* With a finite capacity, a huge charge is refused as ENOSPC. */
 	nxq_device_set_capacity(t->dev, GiB);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 1, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 1, 0, NULL), -ENOSPC);
 	nxq_node_set_max(t->c, GiB);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 1, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 1, 0, NULL), -EDQUOT);
 	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
 
 	holder_free(h);
@@ -294,7 +325,7 @@ static void nxq_test_reclaimable(struct kunit *test)
 	struct nxq_holder *h = holder_new(test, t, t->c);
 
 	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h, 1), -EINVAL);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 100 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 100 * MiB, 0, NULL), 0);
 	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h, 100 * MiB + 1), -EINVAL);
 	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h, 80 * MiB), 0);
 	KUNIT_EXPECT_EQ(test, h->reclaimable, 80 * MiB);
@@ -312,14 +343,14 @@ static void nxq_test_detach(struct kunit *test)
 	struct nxq_holder *h2 = holder_new(test, t, t->c);
 	u64 charged;
 
-	KUNIT_EXPECT_EQ(test, nxq_charge(h1, 10 * MiB, NULL), 0);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 20 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h1, 10 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 20 * MiB, 0, NULL), 0);
 	kref_get(&h1->ref);	/* an ioctl still in flight */
 	nxq_holder_detach(h1);
 	nxq_holder_detach(h1);
 	KUNIT_EXPECT_EQ(test, usage(t->c), 20 * MiB);
 	KUNIT_EXPECT_EQ(test, usage(t->root), 20 * MiB);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h1, 1, &charged), -ENOENT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h1, 1, 0, &charged), -ENOENT);
 	KUNIT_EXPECT_EQ(test, charged, 0ULL);
 	KUNIT_EXPECT_EQ(test, nxq_uncharge(h1, 1, NULL), -ENOENT);
 	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h1, 0), -ENOENT);
@@ -361,7 +392,7 @@ static void nxq_test_effective_min(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, bd.effective_min, 400 * MiB);
 
 	/* Borrowed: usage above the effective min. */
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, 700 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 700 * MiB, 0, NULL), 0);
 	nxq_node_budget(t->b, &bd);
 	KUNIT_EXPECT_EQ(test, bd.borrowed, 100 * MiB);
 	nxq_node_set_min(t->b, 0);
@@ -402,7 +433,7 @@ static void nxq_test_node_lifetime(struct kunit *test)
 
 	/* A holder on it, then its key dies: kept until the holder goes. */
 	h = holder_new(test, t, d);
-	KUNIT_EXPECT_EQ(test, nxq_charge(h, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, MiB, 0, NULL), 0);
 	kd->dead = true;
 	mutex_lock(&t->l.lock);
 	nxq_device_prune(t->dev);
@@ -480,7 +511,7 @@ static int race_fn(void *arg)
 	int i;
 
 	for (i = 0; i < 20000; i++) {
-		if (nxq_charge(r->h, 3 * MiB, NULL)) {
+		if (nxq_charge(r->h, 3 * MiB, 0, NULL)) {
 			r->refusals++;
 			continue;
 		}
@@ -525,6 +556,319 @@ static void nxq_test_race(struct kunit *test)
 	tree_free(t);
 }
 
+
+static struct nxq_ticket_state ticket(struct kunit *test, struct nxq_holder *h,
+				      int expect)
+{
+	struct nxq_ticket_state t = {};
+
+	KUNIT_EXPECT_EQ(test, nxq_ticket_read(h, &t), expect);
+	return t;
+}
+
+/* Under a max: reclaimable holders first, most first; asks accumulate. */
+static void nxq_test_victims_max(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 10 * GiB);
+	struct nxq_holder *h1 = holder_new(test, t, t->c);
+	struct nxq_holder *h2 = holder_new(test, t, t->c);
+	struct nxq_holder *h3 = holder_new(test, t, t->c);
+	struct nxq_holder *hr = holder_new(test, t, t->c);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_ticket_state ts;
+	u64 charged;
+
+	nxq_node_set_max(t->c, 100 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h1, 30 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h2, 40 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h3, 20 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 20 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(h1, 10 * MiB), 0);
+	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(h2, 30 * MiB), 0);
+	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hb, 20 * MiB), 0);
+
+	/* 25 wanted, 10 free: 15 asked of h2, who has most reclaimable. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hr, 25 * MiB, 0, NULL), -EDQUOT);
+	ts = ticket(test, h2, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 15 * MiB);
+	KUNIT_EXPECT_EQ(test, ts.reason, (u32)NXQ_TICKET_REASON_MAX);
+	KUNIT_EXPECT_EQ(test, signals(h2), 1);
+	ticket(test, h1, -EAGAIN);
+	ticket(test, h3, -EAGAIN);
+	ticket(test, hb, -EAGAIN);	/* outside c: never asked */
+	ticket(test, hr, -EAGAIN);	/* the asker is never asked */
+
+	/* 40 wanted: 30 short, 15 already asked; h2 raised by 15. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hr, 40 * MiB, 0, NULL), -EDQUOT);
+	ts = ticket(test, h2, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 30 * MiB);
+	KUNIT_EXPECT_EQ(test, signals(h2), 2);
+	ticket(test, h1, -EAGAIN);
+
+	/* 60 wanted: 50 short, 30 asked; h1's 10 reclaimable, then h3. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hr, 60 * MiB, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, ticket(test, h1, 0).bytes, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, ticket(test, h3, 0).bytes, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, ticket(test, h2, 0).bytes, 30 * MiB);
+	KUNIT_EXPECT_EQ(test, t->c->tickets, 4ULL);
+	KUNIT_EXPECT_EQ(test, t->c->bytes_asked, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, t->c->denials, 3ULL);
+
+	/* Answers: a stale generation changes nothing; a good one closes. */
+	ts = ticket(test, h2, 0);
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(h2, ts.generation - 1,
+						30 * MiB, &charged), -ESTALE);
+	KUNIT_EXPECT_EQ(test, charged, 40 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(h2, ts.generation,
+						41 * MiB, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(h2, ts.generation,
+						30 * MiB, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(h2, ts.generation, 0, NULL),
+			-ESTALE);
+	ticket(test, h2, -EAGAIN);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 60 * MiB);
+	KUNIT_EXPECT_EQ(test, t->c->bytes_released, 30 * MiB);
+	/* An answer of nothing is an answer. */
+	ts = ticket(test, h3, 0);
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(h3, ts.generation, 0, NULL), 0);
+	ticket(test, h3, -EAGAIN);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hr, 40 * MiB, 0, NULL), 0);
+
+	holder_free(h1);
+	holder_free(h2);
+	holder_free(h3);
+	holder_free(hr);
+	holder_free(hb);
+	tree_free(t);
+}
+
+/* Device full: borrowers are asked, most borrowed first; a group under
+ * its guarantee recalls. */
+static void nxq_test_victims_device(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 1000 * MiB);
+	struct nxq_holder *ha = holder_new(test, t, t->a);
+	struct nxq_holder *ha2 = holder_new(test, t, t->a);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_ticket_state ts;
+
+	nxq_node_set_min(t->a, 600 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(ha2, 100 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 700 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hc, 100 * MiB, 0, NULL), 0);
+	/* a: 200 of 600 guaranteed; b borrows 700, c (min 0) borrows 100. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 250 * MiB, 0, NULL), -ENOSPC);
+	ts = ticket(test, hb, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 150 * MiB);
+	KUNIT_EXPECT_EQ(test, ts.reason, (u32)NXQ_TICKET_REASON_DEVICE);
+	KUNIT_EXPECT_EQ(test, ts.level, (u32)NXQ_TICKET_LEVEL_RECALL);
+	ticket(test, hc, -EAGAIN);
+	ticket(test, ha2, -EAGAIN);	/* a is within its guarantee */
+	KUNIT_EXPECT_EQ(test, t->dev->capacity_hits, 1ULL);
+
+	/* Reclaimable beats excess: c now offers some. */
+	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hc, 50 * MiB), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 300 * MiB, 0, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, ticket(test, hc, 0).bytes, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, ticket(test, hb, 0).bytes, 150 * MiB);
+
+	holder_free(ha);
+	holder_free(ha2);
+	holder_free(hb);
+	holder_free(hc);
+	tree_free(t);
+}
+
+struct waiter_thread {
+	struct nxq_holder *h;
+	u64 bytes, timeout_ns;
+	int result;
+	struct completion done;
+};
+
+static int waiter_fn(void *arg)
+{
+	struct waiter_thread *w = arg;
+
+	w->result = nxq_charge(w->h, w->bytes, w->timeout_ns, NULL);
+	complete(&w->done);
+	return 0;
+}
+
+static void waiter_start(struct kunit *test, struct tree *t,
+			 struct waiter_thread *w, struct nxq_holder *h,
+			 u64 bytes, u64 timeout_ms)
+{
+	unsigned int before, n, i;
+	struct list_head *p;
+
+	spin_lock(&t->dev->lock);
+	before = 0;
+	list_for_each(p, &t->dev->waiters)
+		before++;
+	spin_unlock(&t->dev->lock);
+	w->h = h;
+	w->bytes = bytes;
+	w->timeout_ns = timeout_ms * NSEC_PER_MSEC;
+	w->result = 1;
+	init_completion(&w->done);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(waiter_fn, w, "nxq-wait")));
+	/* Wait until it is queued (or already done). */
+	for (i = 0; i < 2000; i++) {
+		spin_lock(&t->dev->lock);
+		n = 0;
+		list_for_each(p, &t->dev->waiters)
+			n++;
+		spin_unlock(&t->dev->lock);
+		if (n > before || completion_done(&w->done))
+			return;
+		msleep(1);
+	}
+	KUNIT_FAIL(test, "waiter never queued");
+}
+
+static int waiter_end(struct waiter_thread *w)
+{
+	if (!wait_for_completion_timeout(&w->done, 10 * HZ))
+		return 1;
+	return w->result;
+}
+
+/* A waiter is granted when its victim answers; or times out cleanly. */
+static void nxq_test_wait(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *hw = holder_new(test, t, t->c);
+	struct nxq_ticket_state ts;
+	struct waiter_thread w;
+
+	nxq_node_set_max(t->a, 100 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 90 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hv, 90 * MiB), 0);
+
+	waiter_start(test, t, &w, hw, 50 * MiB, 5000);
+	ts = ticket(test, hv, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 40 * MiB);
+	KUNIT_EXPECT_EQ(test, t->dev->waits, 1ULL);
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(hv, ts.generation, 40 * MiB,
+						NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	KUNIT_EXPECT_EQ(test, hw->charge, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 100 * MiB);
+
+	/* The victim ignores: the waiter fails at its deadline, unchanged. */
+	waiter_start(test, t, &w, hw, 10 * MiB, 30);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, hw->charge, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 100 * MiB);
+	KUNIT_EXPECT_EQ(test, t->dev->timeouts, 1ULL);
+	KUNIT_EXPECT_EQ(test, fake_nr_killed, 0);	/* no policy */
+	KUNIT_EXPECT_TRUE(test, list_empty(&t->dev->waiters));
+
+	/* Unregistered while waiting: cancelled. */
+	waiter_start(test, t, &w, hw, 10 * MiB, 5000);
+	nxq_holder_detach(hw);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -ENOENT);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 50 * MiB);
+
+	nxq_holder_put(hw, NULL);
+	holder_free(hv);
+	tree_free(t);
+}
+
+/* Priority first, bounded aging, and no newcomer takes the head's room. */
+static void nxq_test_fair_queue(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *hl = holder_prio(test, t, t->c, 0);
+	struct nxq_holder *hu = holder_prio(test, t, t->c, NXQ_PRIORITY_MAX);
+	struct nxq_holder *hn = holder_prio(test, t, t->c, 5);
+	struct waiter_thread wl, wu;
+
+	nxq_node_set_max(t->c, 100 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 95 * MiB, 0, NULL), 0);
+
+	waiter_start(test, t, &wl, hl, 80 * MiB, 5000);	/* large, first */
+	msleep(100);	/* ten aging points */
+	/* A newcomer of lower effective priority cannot take freed room. */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, 10 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hn, 10 * MiB, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 85 * MiB);
+	/* A small urgent request goes before the large one. */
+	waiter_start(test, t, &wu, hu, 15 * MiB, 5000);
+	KUNIT_EXPECT_EQ(test, waiter_end(&wu), 0);
+	KUNIT_EXPECT_FALSE(test, completion_done(&wl.done));
+	/* The large one gets its room when it is there. */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, 85 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&wl), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 95 * MiB);
+
+	holder_free(hv);
+	holder_free(hl);
+	holder_free(hu);
+	holder_free(hn);
+	tree_free(t);
+}
+
+/* Kill policy: an ignoring borrower is killed, the waiter granted. */
+static void nxq_test_escalation(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 1000 * MiB);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_holder *ha = holder_new(test, t, t->a);
+	struct waiter_thread w;
+	int i;
+
+	fake_nr_killed = 0;
+	nxq_node_set_min(t->a, 600 * MiB);
+	nxq_node_set_kill_on_ignore(t->b, true);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 900 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w, ha, 500 * MiB, 50);
+	for (i = 0; i < 500 && !fake_nr_killed; i++)
+		msleep(1);
+	KUNIT_ASSERT_EQ(test, fake_nr_killed, 1);
+	KUNIT_EXPECT_PTR_EQ(test, fake_killed[0], hb);
+	KUNIT_EXPECT_EQ(test, t->b->kills, 1ULL);
+	nxq_holder_detach(hb);		/* the process dies */
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 500 * MiB);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 500 * MiB);
+	fake_nr_killed = 0;
+
+	nxq_holder_put(hb, NULL);
+	holder_free(ha);
+	tree_free(t);
+}
+
+/* A max lowered below use asks the subtree for the excess. */
+static void nxq_test_budget_lowered(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h1 = holder_new(test, t, t->c);
+	struct nxq_holder *h2 = holder_new(test, t, t->a);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_ticket_state ts;
+
+	KUNIT_ASSERT_EQ(test, nxq_charge(h1, 60 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h2, 40 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 40 * MiB, 0, NULL), 0);
+	nxq_node_set_max(t->a, 30 * MiB);
+	ts = ticket(test, h1, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 60 * MiB);
+	KUNIT_EXPECT_EQ(test, ts.reason, (u32)NXQ_TICKET_REASON_BUDGET);
+	KUNIT_EXPECT_EQ(test, ticket(test, h2, 0).bytes, 10 * MiB);
+	ticket(test, hb, -EAGAIN);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 100 * MiB);	/* nothing taken */
+	holder_free(h1);
+	holder_free(h2);
+	holder_free(hb);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_device_keys),
 	KUNIT_CASE(nxq_test_max),
@@ -536,6 +880,12 @@ static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_node_lifetime),
 	KUNIT_CASE(nxq_test_device_remove),
 	KUNIT_CASE(nxq_test_race),
+	KUNIT_CASE(nxq_test_victims_max),
+	KUNIT_CASE(nxq_test_victims_device),
+	KUNIT_CASE(nxq_test_wait),
+	KUNIT_CASE(nxq_test_fair_queue),
+	KUNIT_CASE(nxq_test_escalation),
+	KUNIT_CASE(nxq_test_budget_lowered),
 	{}
 };
 

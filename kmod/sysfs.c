@@ -244,6 +244,62 @@ static struct kobj_attribute nxq_dev_##name##_attr = __ATTR_RO(name)
 NXQ_DEV_COUNTER(used);
 NXQ_DEV_COUNTER(denials);
 NXQ_DEV_COUNTER(capacity_hits);
+NXQ_DEV_COUNTER(tickets);
+NXQ_DEV_COUNTER(bytes_asked);
+NXQ_DEV_COUNTER(bytes_released);
+NXQ_DEV_COUNTER(kills);
+NXQ_DEV_COUNTER(waits);
+NXQ_DEV_COUNTER(timeouts);
+
+static ssize_t waiters_show(struct kobject *kobj, struct kobj_attribute *attr,
+			    char *buf)
+{
+	struct nxq_device *dev = to_dev(kobj);
+	struct list_head *p;
+	unsigned int n = 0;
+
+	spin_lock(&dev->lock);
+	list_for_each(p, &dev->waiters)
+		n++;
+	spin_unlock(&dev->lock);
+	return sysfs_emit(buf, "%u\n", n);
+}
+
+static struct kobj_attribute nxq_dev_waiters_attr = __ATTR_RO(waiters);
+
+static ssize_t ticket_timeout_ms_show(struct kobject *kobj,
+				      struct kobj_attribute *attr, char *buf)
+{
+	struct nxq_device *dev = to_dev(kobj);
+	u32 v;
+
+	spin_lock(&dev->lock);
+	v = dev->ticket_timeout_ms;
+	spin_unlock(&dev->lock);
+	return sysfs_emit(buf, "%u\n", v);
+}
+
+static ssize_t ticket_timeout_ms_store(struct kobject *kobj,
+				       struct kobj_attribute *attr,
+				       const char *buf, size_t count)
+{
+	struct nxq_device *dev = to_dev(kobj);
+	u32 v;
+	int err;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	err = kstrtou32(buf, 10, &v);
+	if (err || !v || v > 3600 * 1000)
+		return -EINVAL;
+	spin_lock(&dev->lock);
+	dev->ticket_timeout_ms = v;
+	spin_unlock(&dev->lock);
+	return count;
+}
+
+static struct kobj_attribute nxq_ticket_timeout_ms_attr =
+	__ATTR_RW(ticket_timeout_ms);
 
 static ssize_t dev_holders_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
@@ -369,6 +425,14 @@ static struct attribute *nxq_dev_attrs[] = {
 	&nxq_dev_denials_attr.attr,
 	&nxq_dev_capacity_hits_attr.attr,
 	&nxq_dev_holders_attr.attr,
+	&nxq_dev_tickets_attr.attr,
+	&nxq_dev_bytes_asked_attr.attr,
+	&nxq_dev_bytes_released_attr.attr,
+	&nxq_dev_kills_attr.attr,
+	&nxq_dev_waits_attr.attr,
+	&nxq_dev_timeouts_attr.attr,
+	&nxq_dev_waiters_attr.attr,
+	&nxq_ticket_timeout_ms_attr.attr,
 	&nxq_set_budget_attr.attr,
 	&nxq_clear_budget_attr.attr,
 	NULL,
@@ -421,6 +485,55 @@ NXQ_NODE_BUDGET(node_current, current_bytes, false)
 NXQ_NODE_BUDGET(borrowed, borrowed, false)
 NXQ_NODE_BUDGET(max_hits, max_hits, false)
 NXQ_NODE_BUDGET(node_denials, denials, false)
+
+#define NXQ_NODE_COUNTER(name)						\
+static ssize_t node_##name##_show(struct kobject *kobj,			\
+				  struct kobj_attribute *attr, char *buf) \
+{									\
+	struct nxq_node *node = to_node(kobj);				\
+	u64 v;								\
+									\
+	spin_lock(&node->dev->lock);					\
+	v = node->name;							\
+	spin_unlock(&node->dev->lock);					\
+	return nxq_emit_u64(buf, v, false);				\
+}									\
+static struct kobj_attribute nxq_node_##name##_attr =			\
+	__ATTR(name, 0444, node_##name##_show, NULL)
+
+NXQ_NODE_COUNTER(tickets);
+NXQ_NODE_COUNTER(bytes_asked);
+NXQ_NODE_COUNTER(bytes_released);
+NXQ_NODE_COUNTER(kills);
+
+static ssize_t kill_on_ignore_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	struct nxq_node *node = to_node(kobj);
+	bool on;
+
+	spin_lock(&node->dev->lock);
+	on = node->kill_on_ignore;
+	spin_unlock(&node->dev->lock);
+	return sysfs_emit(buf, "%d\n", on);
+}
+
+static ssize_t kill_on_ignore_store(struct kobject *kobj,
+				    struct kobj_attribute *attr,
+				    const char *buf, size_t count)
+{
+	bool on;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	if (kstrtobool(buf, &on))
+		return -EINVAL;
+	nxq_node_set_kill_on_ignore(to_node(kobj), on);
+	return count;
+}
+
+static struct kobj_attribute nxq_kill_on_ignore_attr =
+	__ATTR_RW(kill_on_ignore);
 
 static ssize_t nxq_node_store(struct kobject *kobj, const char *buf,
 			      size_t count, bool is_max)
@@ -490,6 +603,11 @@ static struct attribute *nxq_node_attrs[] = {
 	&nxq_max_hits_attr.attr,
 	&nxq_node_denials_attr.attr,
 	&nxq_node_holders_attr.attr,
+	&nxq_node_tickets_attr.attr,
+	&nxq_node_bytes_asked_attr.attr,
+	&nxq_node_bytes_released_attr.attr,
+	&nxq_node_kills_attr.attr,
+	&nxq_kill_on_ignore_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(nxq_node);
