@@ -252,6 +252,10 @@ static long nxq_ioc_charge(struct nxq_file *f, void __user *uarg,
 		if (!!(a.flags & NXQ_CHARGE_WAIT) != !!a.timeout_ns)
 			return -EINVAL;
 	}
+	/* Fail on an unwritable argument before anything changes. */
+	err = nxq_copy_out(uarg, &a, sizeof(a), usize);
+	if (err)
+		return err;
 	h = nxq_file_holder(f, a.holder_id);
 	if (!h)
 		return -ENOENT;
@@ -259,10 +263,14 @@ static long nxq_ioc_charge(struct nxq_file *f, void __user *uarg,
 		err = nxq_uncharge(h, a.bytes, &a.charged);
 	else
 		err = nxq_charge(h, a.bytes, a.timeout_ns, &a.charged);
+	if (!err) {
+		err = nxq_copy_out(uarg, &a, sizeof(a), usize);
+		/* Unmapped meanwhile: a charge is undone, nothing is lost. */
+		if (err && !uncharge)
+			nxq_uncharge(h, a.bytes, NULL);
+	}
 	nxq_file_holder_put(h);
-	if (err)
-		return err;
-	return nxq_copy_out(uarg, &a, sizeof(a), usize);
+	return err;
 }
 
 static long nxq_ioc_reclaimable(struct nxq_file *f, void __user *uarg)
@@ -356,6 +364,9 @@ static long nxq_ioc_ticket_answer(struct nxq_file *f, void __user *uarg)
 		return err;
 	if (a.flags)
 		return -EINVAL;
+	err = nxq_copy_out(uarg, &a, sizeof(a), usize);	/* writable? */
+	if (err)
+		return err;
 	h = nxq_file_holder(f, a.holder_id);
 	if (!h)
 		return -ENOENT;

@@ -90,7 +90,14 @@ static bool nxq_cgroup_key_dead(void *key)
 {
 	struct cgroup *cgrp = key;
 
-	return css_is_dying(&cgrp->self);
+	/*
+	 * Not css_is_dying(): on some kernels it tests CSS_DYING, which only
+	 * subsystem states get.  A cgroup's own state loses CSS_ONLINE in
+	 * cgroup_destroy_locked() on every kernel we support.  A racy read:
+	 * the flag only ever goes from set to clear, and a stale "alive"
+	 * keeps a budget until the next prune.
+	 */
+	return !(data_race(cgrp->self.flags) & CSS_ONLINE);
 }
 
 const struct nxq_ledger_ops nxq_cgroup_ledger_ops = {

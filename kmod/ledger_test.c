@@ -643,8 +643,10 @@ static void nxq_test_victims_max(struct kunit *test)
 	tree_free(t);
 }
 
-/* Device full: borrowers are asked, most borrowed first; a group under
- * its guarantee recalls. */
+/*
+ * Device full: borrowers are asked, most borrowed first; a group under
+ * its guarantee recalls.
+ */
 static void nxq_test_victims_device(struct kunit *test)
 {
 	struct tree *t = tree_new(test, 1000 * MiB);
@@ -724,7 +726,7 @@ static void waiter_start(struct kunit *test, struct tree *t,
 		spin_unlock(&t->dev->lock);
 		if (n > before || completion_done(&w->done))
 			return;
-		msleep(1);
+		usleep_range(1000, 2000);
 	}
 	KUNIT_FAIL(test, "waiter never queued");
 }
@@ -829,7 +831,7 @@ static void nxq_test_escalation(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 900 * MiB, 0, NULL), 0);
 	waiter_start(test, t, &w, ha, 500 * MiB, 50);
 	for (i = 0; i < 500 && !fake_nr_killed; i++)
-		msleep(1);
+		usleep_range(1000, 2000);
 	KUNIT_ASSERT_EQ(test, fake_nr_killed, 1);
 	KUNIT_EXPECT_PTR_EQ(test, fake_killed[0], hb);
 	KUNIT_EXPECT_EQ(test, t->b->kills, 1ULL);

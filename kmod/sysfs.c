@@ -324,8 +324,8 @@ static int nxq_with_node(struct nxq_device *dev, const char *path,
 	int err = 0;
 
 	cgrp = cgroup_get_from_path(path);
-	if (IS_ERR(cgrp))
-		return PTR_ERR(cgrp) == -ENOENT ? -ENOENT : PTR_ERR(cgrp);
+	if (IS_ERR(cgrp))	/* a file (ENOTDIR) is no cgroup either */
+		return PTR_ERR(cgrp) == -ENOMEM ? -ENOMEM : -ENOENT;
 
 	mutex_lock(&nxq_ledger.lock);
 	if (dev->dead) {
@@ -463,7 +463,8 @@ static ssize_t path_show(struct kobject *kobj, struct kobj_attribute *attr,
 		return len;
 	if (len >= PAGE_SIZE - 1)
 		return -ENAMETOOLONG;
-	return sysfs_emit_at(buf, strlen(buf), "\n") + strlen(buf);
+	len = strlen(buf);
+	return len + sysfs_emit_at(buf, len, "\n");
 }
 
 static struct kobj_attribute nxq_path_attr = __ATTR_RO(path);
