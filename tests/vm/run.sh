@@ -259,27 +259,29 @@ run_kernel() {	# kver img kdir
 	boot "$kver" "$img"
 	rc=$?
 	secs=$((SECONDS - t0))
-	local log=$out/$kver/console.log
+	local log=$out/$kver/console.log stopped
+	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
+		stopped="the VM timed out after ${vm_timeout}s"
+	elif grep -a -q 'Kernel panic' "$log"; then
+		stopped="the kernel panicked"
+	else
+		stopped="the VM stopped early (exit status $rc)"
+	fi
 
 	if [ $demo = 1 ]; then
 		line=$(grep -a -o 'NXQ-DEMO-EXIT [0-9]*' "$log" | tail -n 1)
-		if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-			report "$kver" demo fail "timed out after ${vm_timeout}s (see $log)"
+		if [ -z "$line" ]; then
+			report "$kver" demo fail "no exit status: $stopped (see $log)"
 		elif [ "${line#NXQ-DEMO-EXIT }" = 0 ]; then
 			report "$kver" demo pass "ok (${secs}s)"
 		else
-			report "$kver" demo fail "demo.sh failed (${line:-no exit status}; see $log)"
+			report "$kver" demo fail "demo.sh failed ($line; see $log)"
 		fi
 	else
 		for s in "${run[@]}" rmmod; do
 			line=$(grep -a -o "NXQ-RESULT $s .*" "$log" | tail -n 1)
 			if [ -z "$line" ]; then
-				if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
-					why="no result: the VM timed out after ${vm_timeout}s"
-				else
-					why="no result (VM exit status $rc)"
-				fi
-				report "$kver" "$s" fail "$why"
+				report "$kver" "$s" fail "no result: $stopped"
 				continue
 			fi
 			line=${line#NXQ-RESULT $s }
@@ -295,7 +297,7 @@ run_kernel() {	# kver img kdir
 		report "$kver" boot fail "booted ${line#NXQ-BOOT }, expected $kver"
 	fi
 	if ! grep -a -q 'NXQ-DONE' "$log"; then
-		report "$kver" shutdown fail "/init did not finish (exit status $rc; see $log)"
+		report "$kver" shutdown fail "/init did not finish: $stopped (see $log)"
 	fi
 	s=$(splats "$log")
 	if [ -n "$s" ]; then

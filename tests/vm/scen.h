@@ -826,6 +826,7 @@ static SC_UNUSED void sc_init(int argc, char **argv)
 	slash = strrchr(argv[0], '/');
 	sc_name = slash ? slash + 1 : argv[0];
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);	/* a dead peer is EPIPE, reported */
 	if (geteuid() != 0)
 		SKIP("needs root (runs inside the test VM)");
 	if (!sc_exists(SC_SYSFS) || !sc_exists(SC_DEVNODE))

@@ -30,6 +30,8 @@ static int child(void *arg)
 	uint64_t ha = 0, hb = 0, c = 0, cmd;
 	int fd;
 
+	close(p2c[1]);
+	close(c2p[0]);
 	(void)arg;
 	CHECK_OK(sc_cg_enter(A));
 	fd = sc_open();
@@ -85,6 +87,8 @@ int main(int argc, char **argv)
 	CHECK(pipe(p2c) == 0 && pipe(c2p) == 0);
 
 	pid = sc_spawn(child, NULL);
+	close(p2c[0]);	/* a dead child is then EOF, not a timeout */
+	close(c2p[1]);
 	CHECK_EQ(RECV(c2p[0]), 100 * K);
 
 	/* A is empty now (its only process moved to B): remove it. */

@@ -140,6 +140,8 @@ static int child(void *arg)
 	struct nxq_status st;
 	int fd, tried;
 
+	close(p2c[1]);
+	close(c2p[0]);
 	CHECK_OK(sc_cg_enter(CG));
 	sc_drop_to_nobody();
 
@@ -187,6 +189,8 @@ int main(int argc, char **argv)
 	CHECK(pipe(p2c) == 0 && pipe(c2p) == 0);
 
 	pid = sc_spawn(child, (void *)(uintptr_t)cgid);
+	close(p2c[0]);	/* a dead child is then EOF, not a timeout */
+	close(c2p[1]);
 	RECV(c2p[0]);
 	snapshot(SC_SYSFS, before, sizeof(before), &lb);
 	CHECK_OK(sc_send(p2c[1], 1));

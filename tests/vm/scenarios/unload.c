@@ -64,6 +64,8 @@ static int holder(void *arg)
 	uint64_t h = 0, c = 0;
 	int fd;
 
+	close(p2c[1]);
+	close(c2p[0]);
 	(void)arg;
 	CHECK_OK(sc_cg_enter(CG));
 	fd = sc_open();
@@ -102,6 +104,8 @@ int main(int argc, char **argv)
 
 	/* A process with a charged holder pins the module. */
 	pid = sc_spawn(holder, NULL);
+	close(p2c[0]);	/* a dead child is then EOF, not a timeout */
+	close(c2p[1]);
 	CHECK_EQ(RECV(c2p[0]), 100 * SC_KIB);
 	refused("with a charged holder open");
 	CHECK_OK(sc_send(p2c[1], 1));
