@@ -9,7 +9,8 @@
  * read-only output (EFAULT), too many holders (EMFILE).  After every
  * refusal the holder's charge and reclaimable bytes, the device's used and
  * its holders are what they were.  Each refusal has a positive control:
- * the same call, made valid, succeeds.
+ * the same call, made valid, succeeds -- or, for the ticket commands on a
+ * holder with no open ticket, gets as far as EAGAIN / ESTALE.
  */
 #include "scen.h"
 
@@ -20,13 +21,14 @@
 #define U64MAX	UINT64_MAX
 
 enum { C_VERSION, C_REGISTER, C_UNREGISTER, C_CHARGE, C_UNCHARGE,
-       C_RECLAIMABLE, C_STATUS, NCMD };
+       C_RECLAIMABLE, C_STATUS, C_TICKET_READ, C_TICKET_ANSWER, NCMD };
 
 static const struct {
 	const char *name;
 	unsigned long nr;
 	uint32_t ver0;
 	int has_flags, has_holder;
+	int valid_err;	/* what a valid argument gets: 0, or how far it got */
 } cmds[NCMD] = {
 	{ "VERSION", NXQ_IOC_VERSION, NXQ_VERSION_SIZE_VER0, 0, 0 },
 	{ "HOLDER_REGISTER", NXQ_IOC_HOLDER_REGISTER,
@@ -38,7 +40,13 @@ static const struct {
 	{ "SET_RECLAIMABLE", NXQ_IOC_SET_RECLAIMABLE,
 	  NXQ_RECLAIMABLE_SIZE_VER0, 1, 1 },
 	{ "STATUS", NXQ_IOC_STATUS, NXQ_STATUS_SIZE_VER0, 1, 1 },
+	/* no ticket is open on the reference holder */
+	{ "TICKET_READ", NXQ_IOC_TICKET_READ, NXQ_TICKET_SIZE_VER0, 1, 1,
+	  EAGAIN },
+	{ "TICKET_ANSWER", NXQ_IOC_TICKET_ANSWER, NXQ_TICKET_ANSWER_SIZE_VER0,
+	  1, 1, ESTALE },
 };
+static int ncmd = C_TICKET_READ;	/* NCMD when NXQ_FEAT_TICKETS */
 
 static int fd, fd2;
 static uint64_t h;	/* BASE charged, reclaimable 0 */
@@ -130,6 +138,21 @@ static void fill(int c, void *p)
 		st->holder_id = h;
 		break;
 	}
+	case C_TICKET_READ: {
+		struct nxq_ticket *t = p;
+
+		t->size = sizeof(*t);
+		t->holder_id = h;
+		break;
+	}
+	case C_TICKET_ANSWER: {
+		struct nxq_ticket_answer *a = p;
+
+		a->size = sizeof(*a);
+		a->holder_id = h;
+		a->generation = 1;
+		break;
+	}
 	}
 }
 
@@ -207,11 +230,12 @@ static void sizes(void)
 	unsigned char *p = mem;
 	int c;
 
-	for (c = 0; c < NCMD; c++) {
+	for (c = 0; c < ncmd; c++) {
 		uint32_t v0 = cmds[c].ver0;
+		int ok = cmds[c].valid_err;
 
 		fill(c, p);
-		TRY("valid", c, p, 0);
+		TRY("valid", c, p, ok);
 		fill(c, p);
 		set_size(p, 0);
 		TRY("size 0", c, p, EINVAL);
@@ -227,14 +251,14 @@ static void sizes(void)
 
 		fill(c, p);
 		set_size(p, v0 + 8);
-		TRY("size VER0+8, zero tail", c, p, 0);
+		TRY("size VER0+8, zero tail", c, p, ok);
 		fill(c, p);
 		set_size(p, v0 + 8);
 		p[v0 + 7] = 1;
 		TRY("size VER0+8, non-zero tail", c, p, E2BIG);
 		fill(c, p);
 		set_size(p, PAGE);
-		TRY("size 4096, zero tail", c, p, 0);
+		TRY("size 4096, zero tail", c, p, ok);
 		fill(c, p);
 		set_size(p, PAGE);
 		p[PAGE - 1] = 0x80;
@@ -258,7 +282,7 @@ static void flags(void)
 	int c;
 	size_t i;
 
-	for (c = 0; c < NCMD; c++) {
+	for (c = 0; c < ncmd; c++) {
 		if (!cmds[c].has_flags)
 			continue;
 		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -356,7 +380,7 @@ static void holder_ids(void)
 					"another file's id", "unused id",
 					"id 2^64-1", "id 2^63" };
 
-		for (c = 0; c < NCMD; c++) {
+		for (c = 0; c < ncmd; c++) {
 			if (!cmds[c].has_holder)
 				continue;
 			for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
@@ -527,7 +551,7 @@ static void pointers(void)
 	int c;
 	long rc;
 
-	for (c = 0; c < NCMD; c++) {
+	for (c = 0; c < ncmd; c++) {
 		before = fingerprint();
 		rc = sc_ioctl(fd, cmds[c].nr, NULL);
 		if (rc != -EFAULT)
@@ -560,9 +584,11 @@ static void readonly_args(void)
 	 * with EFAULT, and change nothing ("every failing call changes
 	 * nothing"); the two that write nothing back must work.
 	 */
-	for (c = 0; c < NCMD; c++) {
+	for (c = 0; c < ncmd; c++) {
 		int writes_back = c != C_UNREGISTER && c != C_RECLAIMABLE;
 
+		if (c == C_TICKET_READ)
+			continue;	/* no ticket: EAGAIN before any write */
 		fill(c, mem);
 		before = fingerprint();
 		CHECK(mprotect(mem, PAGE, PROT_READ) == 0);
@@ -623,6 +649,15 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
 	CHECK_OK(sc_register(fd, KEY, -1, 0, &spare));
 	CHECK_OK(sc_charge(fd, h, BASE, &c));
+	{
+		struct nxq_version v;
+
+		CHECK_OK(sc_version(fd, &v));
+		if (v.features & NXQ_FEAT_TICKETS)
+			ncmd = NCMD;
+		else
+			sc_log("no NXQ_FEAT_TICKETS: ticket commands not tried");
+	}
 
 	sizes();
 	flags();
