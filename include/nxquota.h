@@ -8,7 +8,18 @@
  *    /dev/nxquota file, or, for an unmanaged context, a process-local cap.
  *  - struct nxq_arena: one VA range on one device (a CUDA GPU or host
  *    memory), grown by whole granules; registered as one holder with the
- *    module.  Allocations are served best-fit from mapped granules.
+ *    module, with an eventfd the module signals when it asks the holder to
+ *    give memory back (a pressure ticket).  Allocations are served
+ *    best-fit from mapped granules.
+ *
+ * Pressure: by default a library thread per managed context answers the
+ * module's tickets; with NXQ_CTX_NO_THREAD the runtime polls
+ * nxq_ctx_pressure_fd() in its own loop and calls nxq_ctx_handle_pressure().
+ * Either way the library releases retained handles, then idle granules,
+ * then calls the arena's reclaim callbacks (nxq_arena_add_reclaim()), and
+ * answers the ticket with what was released.  It never touches memory in
+ * use.  See "Pressure" in Documentation/libnxquota.rst for the callback
+ * contract.
  *
  * Conventions:
  *  - Every function returns 0 (or a non-negative value where it says so)
@@ -49,7 +60,42 @@ struct nxq_arena;
 
 /* nxq_ctx_opts.flags */
 #define NXQ_CTX_UNMANAGED	(1U << 0)  /* never open /dev/nxquota */
-#define NXQ_CTX_FLAGS_ALL	NXQ_CTX_UNMANAGED
+#define NXQ_CTX_NO_THREAD	(1U << 1)  /* no pressure thread: the caller polls */
+#define NXQ_CTX_FLAGS_ALL	(NXQ_CTX_UNMANAGED | NXQ_CTX_NO_THREAD)
+
+/* struct nxq_event.type */
+#define NXQ_EVENT_TICKET	1	/* a ticket was read */
+#define NXQ_EVENT_ANSWER	2	/* a ticket was answered (or the answer failed) */
+
+/**
+ * struct nxq_event - one pressure event, passed to nxq_ctx_opts.on_event
+ * @size: sizeof(struct nxq_event) of the library; fields past it are absent
+ * @type: NXQ_EVENT_*
+ * @arena: the arena whose holder got the ticket
+ * @generation: the ticket's generation
+ * @bytes_wanted: TICKET: bytes asked
+ * @deadline_ns: TICKET: CLOCK_MONOTONIC deadline of the asker
+ * @reason: TICKET: NXQ_TICKET_REASON_* (see the kernel ABI)
+ * @level: TICKET: NXQ_TICKET_LEVEL_*
+ * @released: ANSWER: bytes released and uncharged
+ * @charged: ANSWER: the arena's charge after the answer
+ * @error: ANSWER: 0, or the negative errno of a failed answer (the bytes
+ *	were then uncharged with a plain uncharge)
+ */
+struct nxq_event {
+	uint32_t size;
+	uint32_t type;
+	struct nxq_arena *arena;
+	uint64_t generation;
+	uint64_t bytes_wanted;
+	uint64_t deadline_ns;
+	uint32_t reason;
+	uint32_t level;
+	uint64_t released;
+	uint64_t charged;
+	int32_t error;
+	uint32_t pad;
+};
 
 /**
  * struct nxq_ctx_opts - options of nxq_ctx_open()
@@ -59,12 +105,23 @@ struct nxq_arena;
  * @unmanaged_cap: with NXQ_CTX_UNMANAGED, the most bytes all arenas of the
  *	context may map together (a process-local limit, like a runtime's own
  *	memory limit); 0: $NXQ_UNMANAGED_CAP, else no limit
+ * @on_event: called on the pressure-handling thread for each ticket read
+ *	and each answer (same rules as reclaim callbacks); NULL: none
+ * @event_user: passed to @on_event
+ * @report_interval_ms: how often the pressure thread (or
+ *	nxq_ctx_handle_pressure()) may tell the module an arena's changed
+ *	reclaimable bytes; 0: $NXQ_REPORT_INTERVAL_MS, else 100;
+ *	NXQ_OPT_ZERO: only on growth, release, trim, tickets and
+ *	nxq_arena_report()
  */
 struct nxq_ctx_opts {
 	uint32_t size;
 	uint32_t flags;
 	const char *dev_path;
 	uint64_t unmanaged_cap;
+	void (*on_event)(const struct nxq_event *ev, void *user);
+	void *event_user;
+	uint64_t report_interval_ms;
 };
 #define NXQ_CTX_OPTS_SIZE_VER0	24
 
@@ -95,6 +152,9 @@ enum nxq_backend {
  * @handle_pool: bytes of unmapped physical handles kept (still charged) to
  *	serve later growth without creating handles; $NXQ_HANDLE_POOL,
  *	default 64 MiB
+ * @grow_timeout_ms: how long a growth the module refuses waits for a
+ *	grant (NXQ_CHARGE_WAIT) before the allocation fails with -ETIMEDOUT;
+ *	$NXQ_GROW_TIMEOUT_MS, default 0 (fail at once with -EDQUOT/-ENOSPC)
  */
 struct nxq_arena_opts {
 	uint32_t size;
@@ -109,6 +169,7 @@ struct nxq_arena_opts {
 	uint64_t grow_batch;
 	uint64_t retain_idle;
 	uint64_t handle_pool;
+	uint64_t grow_timeout_ms;
 };
 #define NXQ_ARENA_OPTS_SIZE_VER0	72
 
@@ -137,6 +198,13 @@ struct nxq_arena_opts {
  * @charge_denied: charge requests refused
  * @grows: growth events
  * @allocs, @frees: counters
+ * @grow_waits: growths that waited for a grant (NXQ_CHARGE_WAIT)
+ * @tickets: pressure tickets read (a raised ticket counts again)
+ * @answers: tickets answered
+ * @answered_bytes: bytes released and uncharged through answers
+ * @reclaim_calls: reclaim callback invocations
+ * @stale_answers: answers refused as stale (the ticket was raised)
+ * @reclaimable_reports: NXQ_IOC_SET_RECLAIMABLE calls made
  */
 struct nxq_stats {
 	uint32_t size;
@@ -158,6 +226,13 @@ struct nxq_stats {
 	uint64_t grows;
 	uint64_t allocs;
 	uint64_t frees;
+	uint64_t grow_waits;
+	uint64_t tickets;
+	uint64_t answers;
+	uint64_t answered_bytes;
+	uint64_t reclaim_calls;
+	uint64_t stale_answers;
+	uint64_t reclaimable_reports;
 };
 #define NXQ_STATS_SIZE_VER0	144
 
@@ -167,6 +242,8 @@ struct nxq_stats {
 NXQ_API int nxq_ctx_open(const struct nxq_ctx_opts *opts, struct nxq_ctx **ctxp);
 NXQ_API int nxq_ctx_close(struct nxq_ctx *ctx);
 NXQ_API int nxq_ctx_is_managed(const struct nxq_ctx *ctx);
+NXQ_API int nxq_ctx_pressure_fd(struct nxq_ctx *ctx);
+NXQ_API int nxq_ctx_handle_pressure(struct nxq_ctx *ctx);
 
 NXQ_API int nxq_arena_create(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 			     struct nxq_arena **arenap);
@@ -179,6 +256,17 @@ NXQ_API int nxq_free_async(struct nxq_arena *arena, void *ptr, void *stream);
 NXQ_API int64_t nxq_arena_trim(struct nxq_arena *arena, uint64_t target, unsigned int flags);
 NXQ_API int nxq_arena_report(struct nxq_arena *arena);
 NXQ_API int nxq_arena_stats(struct nxq_arena *arena, struct nxq_stats *st);
+
+/*
+ * A reclaim callback: free what the application can spare (through
+ * nxq_free(), towards bytes_wanted) and return 0, or a negative errno
+ * (counted, otherwise ignored).  Runs on the pressure-handling thread; see
+ * nxq_arena_add_reclaim(3) for what it may and may not call.
+ */
+typedef int (*nxq_reclaim_fn)(struct nxq_arena *arena, uint64_t bytes_wanted, void *user);
+
+NXQ_API int nxq_arena_add_reclaim(struct nxq_arena *arena, nxq_reclaim_fn cb, void *user);
+NXQ_API int nxq_arena_remove_reclaim(struct nxq_arena *arena, nxq_reclaim_fn cb, void *user);
 
 NXQ_API const char *nxq_errmsg(void);
 

@@ -10,18 +10,35 @@
  *    (freed on a stream, in the FIFO, with a fence).  Adjacent FREE blocks
  *    are always merged; blocks on either side of an unmapped hole never are.
  *  - pool[]: unmapped physical handles, still charged, reused by growth.
+ *  - cbs: reclaim callbacks, appended under the lock; removed under the
+ *    context's plock too (or only marked dead when the remover is the
+ *    pressure handler itself), so the handler may walk them while it
+ *    drops the arena lock to call them.
+ *  - evfd: the holder's eventfd (managed contexts with tickets), owned
+ *    by the arena, watched through the context's epoll fd (pressure.c).
  *
  * Invariants: mapped = in_use + pending + free;
- *             charged = mapped + granule * npool (what the module was told).
+ *             charged = mapped + granule * npool + owed (what the module
+ *             has charged; owed is what a ticket handler released and has
+ *             not answered yet, 0 outside handling).
  *
  * Warm path: nxq_alloc()/nxq_free() touch only these structures (no system
  * call, no backend call).  Growth charges the module once per batch before
- * creating anything, and undoes everything if any step fails.
+ * creating anything, and undoes everything if any step fails.  A growth
+ * that waits for a grant (grow_timeout) drops the lock while it waits.
+ *
+ * Pressure: a ticket is handled by the context's handler (pressure.c,
+ * holding ctx->plock): retained handles, then idle granules, then the
+ * callbacks (lock dropped around each), then trimming what they made idle;
+ * in_pressure defers retention meanwhile so that everything released is
+ * counted in the one answer.  Only FREE blocks are ever unmapped.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 
 #include "internal.h"
 
@@ -39,6 +56,13 @@ struct blk {
 	struct blk *hnext;		/* pointer hash (USED) */
 	void *fence;			/* PENDING */
 	uint32_t state, bin;
+};
+
+struct reclaim_node {
+	nxq_reclaim_fn fn;
+	void *user;
+	int dead;
+	struct reclaim_node *next;
 };
 
 struct slot {
@@ -79,6 +103,15 @@ struct nxq_arena {
 	uint64_t mapped, in_use, pending, free_bytes, idle, charged, reported;
 	uint64_t charge_calls, uncharge_calls, charge_denied, grows, allocs, frees;
 	uint64_t kernel_errors;
+
+	int evfd;			/* -1 without tickets */
+	uint64_t grow_timeout_ns;
+	int in_pressure;		/* handler releasing: defer retention */
+	uint64_t owed;			/* released, not yet answered */
+	uint64_t last_gen;
+	struct reclaim_node *cbs;
+	uint64_t grow_waits, tickets, answers, answered_bytes, reclaim_calls;
+	uint64_t stale_answers, reports, reclaim_errors;
 };
 
 /* ---- small helpers ---- */
@@ -332,7 +365,7 @@ static int k_charge(struct nxq_arena *a, uint64_t bytes)
 	int r;
 
 	a->charge_calls++;
-	r = a->ctx->kops->charge(a->ctx, a->holder, bytes);
+	r = a->ctx->kops->charge(a->ctx, a->holder, bytes, 0);
 	if (r) {
 		a->charge_denied++;
 		return r;
@@ -362,6 +395,7 @@ static void report_reclaimable(struct nxq_arena *a)
 		v = a->charged;
 	if (v == a->reported)
 		return;
+	a->reports++;
 	if (a->ctx->kops->set_reclaimable(a->ctx, a->holder, v) == 0)
 		a->reported = v;
 	else
@@ -431,20 +465,27 @@ static int insert_mapped(struct nxq_arena *a, uint64_t off, uint64_t size)
 
 /*
  * Map n granules at slot s: handles from the pool first, then one charge
- * for the rest, then create, map, set access.  All or nothing.
+ * for the rest, then create, map, set access.  All or nothing.  pre bytes
+ * were charged already (a waiting growth): they count against the charge,
+ * and what the pool made unnecessary is uncharged; on failure they are
+ * uncharged too.
  */
-static int map_run(struct nxq_arena *a, uint64_t s, uint64_t n)
+static int map_run(struct nxq_arena *a, uint64_t s, uint64_t n, uint64_t pre)
 {
 	uint64_t g = a->granule, from_pool = n < a->npool ? n : a->npool;
 	uint64_t need = n - from_pool, got = 0, mapped = 0, i;
 	int r = 0;
 
-	if (need) {
-		r = k_charge(a, need * g);
-		if (r)
-			return nxq__err(r, "nxquota: %s: the module refused %llu bytes for %s: %s",
-					a->key, (unsigned long long)(need * g), a->key,
+	if (need * g > pre) {
+		r = k_charge(a, need * g - pre);
+		if (r) {
+			k_uncharge(a, pre);
+			return nxq__err(r, "nxquota: %s: the module refused %llu bytes: %s",
+					a->key, (unsigned long long)(need * g - pre),
 					strerror(-r));
+		}
+	} else if (pre > need * g) {
+		k_uncharge(a, pre - need * g);
 	}
 	/* A spare block for insert_mapped, taken now so it cannot fail later. */
 	{
@@ -529,7 +570,7 @@ static int grow(struct nxq_arena *a, uint64_t size, uint64_t align)
 				     (unsigned long long)a->va_size);
 			continue;
 		}
-		r = map_run(a, (uint64_t)s, tries[t]);
+		r = map_run(a, (uint64_t)s, tries[t], 0);
 		if (!r) {
 			report_reclaimable(a);
 			return 0;
@@ -538,6 +579,69 @@ static int grow(struct nxq_arena *a, uint64_t size, uint64_t align)
 		if (r != -EDQUOT && r != -ENOSPC && r != -ENOMEM)
 			break;
 	}
+	return r;
+}
+
+static int refused(int r)
+{
+	return r == -EDQUOT || r == -ENOSPC;
+}
+
+/*
+ * A refused growth waits for a grant: the charge of what the allocation
+ * needs (beyond pooled handles) with NXQ_CHARGE_WAIT, the arena lock
+ * dropped meanwhile (the handler, other threads' frees and this process's
+ * other arenas must go on); then maps with that charge.  Called and
+ * returns with the lock held.
+ */
+static int grow_wait(struct nxq_arena *a, uint64_t size, uint64_t align)
+{
+	uint64_t g = a->granule, n = rdup(size, g) / g, pooled = n < a->npool ? n : a->npool;
+	uint64_t bytes = (n - pooled) * g, start, left, waited;
+	int64_t s;
+	int r;
+
+	if (!bytes)
+		return -ENOMEM;		/* the pool covers it: not a refusal to wait on */
+	a->grow_waits++;
+	a->charge_calls++;
+	pthread_mutex_unlock(&a->lock);
+	start = nxq__now_ns();
+	left = a->grow_timeout_ns;
+	for (;;) {
+		r = a->ctx->kops->charge(a->ctx, a->holder, bytes, left);
+		waited = nxq__now_ns() - start;
+		if (r != -EINTR || waited >= a->grow_timeout_ns)
+			break;
+		left = a->grow_timeout_ns - waited;	/* a signal: wait the rest */
+	}
+	pthread_mutex_lock(&a->lock);
+	if (r) {
+		a->charge_denied++;
+		if (r == -EINTR)
+			r = -ETIMEDOUT;
+		if (r == -ETIMEDOUT)
+			return nxq__err(r, "nxquota: %s: waited %llu ms for %llu bytes and the module "
+					"did not grant them (timed out: the holders asked released "
+					"too little)", a->key,
+					(unsigned long long)(waited / 1000000),
+					(unsigned long long)bytes);
+		return nxq__err(r, "nxquota: %s: the module refused %llu bytes (waiting up to "
+				"%llu ms): %s", a->key, (unsigned long long)bytes,
+				(unsigned long long)(a->grow_timeout_ns / 1000000), strerror(-r));
+	}
+	a->charged += bytes;
+	if (align < g)
+		align = g;
+	s = find_run(a, n, align);
+	if (s < 0) {
+		k_uncharge(a, bytes);
+		return nxq__err(-ENOMEM, "nxquota: %s: no free VA run of %llu bytes (raise "
+				"va_size / NXQ_VA_SIZE)", a->key, (unsigned long long)(n * g));
+	}
+	r = map_run(a, (uint64_t)s, n, bytes);
+	if (!r)
+		report_reclaimable(a);
 	return r;
 }
 
@@ -696,7 +800,7 @@ static int opt_size(uint64_t opt, const char *env, uint64_t def, int zero_ok,
 
 static int read_arena_opts(const struct nxq_arena_opts *in, struct nxq_arena_opts *o,
 			   uint64_t *va, uint64_t *batch, uint64_t *retain, uint64_t *pool,
-			   uint64_t *gran)
+			   uint64_t *gran, uint64_t *wait_ms)
 {
 	const unsigned char *p = (const void *)in;
 	int r;
@@ -713,7 +817,7 @@ static int read_arena_opts(const struct nxq_arena_opts *in, struct nxq_arena_opt
 			if (p[i])
 				return nxq__err(-E2BIG, "nxquota: nxq_arena_opts has non-zero bytes "
 						"past the fields this library knows (offset %u)", i);
-		memcpy(o, in, sizeof(*o));
+		memcpy(o, in, in->size < sizeof(*o) ? in->size : sizeof(*o));
 	}
 	if (o->flags || o->pad)
 		return nxq__err(-EINVAL, "nxquota: nxq_arena_opts.flags/pad must be 0");
@@ -732,6 +836,18 @@ static int read_arena_opts(const struct nxq_arena_opts *in, struct nxq_arena_opt
 	    (r = opt_size(o->handle_pool, "NXQ_HANDLE_POOL", 64 * MiB, 1, "handle_pool", pool)) ||
 	    (r = opt_size(o->granule, "NXQ_GRANULE", 0, 0, "granule", gran)))
 		return r;
+	if (o->grow_timeout_ms == NXQ_OPT_ZERO) {
+		*wait_ms = 0;
+	} else if (o->grow_timeout_ms) {
+		if (o->grow_timeout_ms > 86400000ULL)
+			return nxq__err(-EINVAL, "nxquota: grow_timeout_ms above a day");
+		*wait_ms = o->grow_timeout_ms;
+	} else {
+		*wait_ms = 0;
+		r = nxq__env_ms("NXQ_GROW_TIMEOUT_MS", wait_ms);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 
@@ -744,16 +860,23 @@ int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 	struct nxq_arena_opts o;
 	struct nxq_be_cfg cfg = { 0 };
 	struct nxq_arena *a;
-	uint64_t va, batch, retain, pool, gran;
+	uint64_t va, batch, retain, pool, gran, wait_ms;
 	char key[NXQ_DEVICE_KEY_MAX] = "";
 	int r;
 
 	if (!arenap || !ctx)
 		return nxq__err(-EINVAL, "nxquota: NULL context or arenap");
 	*arenap = NULL;
-	r = read_arena_opts(opts, &o, &va, &batch, &retain, &pool, &gran);
+	r = read_arena_opts(opts, &o, &va, &batch, &retain, &pool, &gran, &wait_ms);
 	if (r)
 		return r;
+	if (wait_ms && ctx->managed && !(ctx->features & NXQ_FEAT_CHARGE_WAIT))
+		return nxq__err(-EOPNOTSUPP, "nxquota: a grow timeout of %llu ms needs a module "
+				"with NXQ_FEAT_CHARGE_WAIT (features 0x%llx); set it to 0",
+				(unsigned long long)wait_ms, (unsigned long long)ctx->features);
+	if (nxq__in_handler(ctx))
+		return nxq__err(-EDEADLK, "nxquota: nxq_arena_create() from a reclaim callback "
+				"or event hook");
 	if (!be) {
 		int backend = o.backend;
 
@@ -768,6 +891,8 @@ int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 	pthread_mutex_init(&a->lock, NULL);
 	a->ctx = ctx;
 	a->be = be;
+	a->evfd = -1;
+	a->grow_timeout_ns = ctx->managed ? wait_ms * 1000000ULL : 0;
 	cfg.cuda_device = o.cuda_device;
 	cfg.granule = gran;
 	r = be->open(&cfg, &a->bep, &a->granule, key);	/* sets the message */
@@ -796,8 +921,16 @@ int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 			 (unsigned long long)a->va_size);
 		goto fail_close;
 	}
+	if (ctx->pressure) {
+		a->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (a->evfd < 0) {
+			r = nxq__err(-errno, "nxquota: eventfd: %s", strerror(errno));
+			goto fail_unreserve;
+		}
+	}
 	memcpy(reg.device, a->key, sizeof(reg.device));
 	reg.priority = o.priority;
+	reg.eventfd = a->evfd;
 	r = ctx->kops->holder_register(ctx, &reg);
 	if (r) {
 		nxq__err(r, "nxquota: cannot register a holder on device \"%s\": %s%s", a->key,
@@ -806,11 +939,20 @@ int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 		goto fail_unreserve;
 	}
 	a->holder = reg.holder_id;
+	if (ctx->pressure) {
+		r = nxq__pressure_attach(ctx, a, a->evfd);	/* sets the message */
+		if (r) {
+			ctx->kops->holder_unregister(ctx, a->holder);
+			goto fail_unreserve;
+		}
+	}
 	__atomic_add_fetch(&ctx->narenas, 1, __ATOMIC_ACQ_REL);
 	*arenap = a;
 	return 0;
 
 fail_unreserve:
+	if (a->evfd >= 0)
+		close(a->evfd);
 	be->unreserve(a->bep, a->base, a->va_size);
 fail_close:
 	be->close(a->bep);
@@ -873,6 +1015,13 @@ NXQ_API int nxq_alloc(struct nxq_arena *a, size_t size_, size_t align_, void **p
 			b = find_fit(a, size, align);
 			if (!b)
 				r = grow(a, size, align);
+		}
+		if (r && !b && refused(r) && a->grow_timeout_ns && !nxq__in_handler(a->ctx)) {
+			/* Still refused: wait for the module's grant (never on the
+			 * pressure handler: it would stall every other ticket). */
+			r = grow_wait(a, size, align);
+			if (r && (b = find_fit(a, size, align)) != NULL)
+				r = 0;	/* freed by another thread meanwhile */
 		}
 		if (r && !b)
 			goto out;
@@ -954,7 +1103,7 @@ NXQ_API int nxq_free(struct nxq_arena *a, void *ptr)
 	a->in_use -= b->size;
 	a->frees++;
 	free_coalesce(a, b);
-	if (a->idle > a->retain_idle)
+	if (a->idle > a->retain_idle && !a->in_pressure)
 		enforce_retention(a);
 	pthread_mutex_unlock(&a->lock);
 	return 0;
@@ -1010,11 +1159,11 @@ NXQ_API int64_t nxq_arena_trim(struct nxq_arena *a, uint64_t target, unsigned in
 		return nxq__err(-EINVAL, "nxquota: unknown trim flags 0x%x", flags);
 	pthread_mutex_lock(&a->lock);
 	g = a->granule;
-	before = a->charged;
+	before = a->charged - a->owed;
 	if (a->pend_head)
 		poll_pending(a, (flags & NXQ_TRIM_WAIT) ? 2 : 1);
 	/* Retained handles first: they cost nothing to drop. */
-	while (a->npool && a->charged - freed > target) {
+	while (a->npool && before - freed > target) {
 		uint64_t h = a->pool[a->npool - 1];
 
 		if (a->be->release(a->bep, h))
@@ -1022,12 +1171,12 @@ NXQ_API int64_t nxq_arena_trim(struct nxq_arena *a, uint64_t target, unsigned in
 		a->npool--;
 		freed += g;
 	}
-	if (a->charged - freed > target)
-		freed += release_granules(a, rdup(a->charged - freed - target, g) / g, 0);
+	if (before - freed > target)
+		freed += release_granules(a, rdup(before - freed - target, g) / g, 0);
 	k_uncharge(a, freed);
 	report_reclaimable(a);
 	pthread_mutex_unlock(&a->lock);
-	return (int64_t)(before - a->charged);
+	return (int64_t)freed;
 }
 
 NXQ_API int nxq_arena_report(struct nxq_arena *a)
@@ -1073,6 +1222,13 @@ NXQ_API int nxq_arena_stats(struct nxq_arena *a, struct nxq_stats *st)
 	s.grows = a->grows;
 	s.allocs = a->allocs;
 	s.frees = a->frees;
+	s.grow_waits = a->grow_waits;
+	s.tickets = a->tickets;
+	s.answers = a->answers;
+	s.answered_bytes = a->answered_bytes;
+	s.reclaim_calls = a->reclaim_calls;
+	s.stale_answers = a->stale_answers;
+	s.reclaimable_reports = a->reports;
 	pthread_mutex_unlock(&a->lock);
 	memcpy(st, &s, s.size);
 	st->size = size;
@@ -1087,6 +1243,8 @@ NXQ_API int nxq_arena_destroy(struct nxq_arena *a)
 
 	if (!a)
 		return 0;
+	if (a->ctx->pressure && nxq__pressure_detach(a->ctx, a))
+		return -EDEADLK;	/* from a callback: message set */
 	pthread_mutex_lock(&a->lock);
 	g = a->granule;
 	poll_pending(a, 2);
@@ -1115,10 +1273,244 @@ NXQ_API int nxq_arena_destroy(struct nxq_arena *a)
 		}
 	}
 	__atomic_sub_fetch(&a->ctx->narenas, 1, __ATOMIC_ACQ_REL);
+	while (a->cbs) {
+		struct reclaim_node *c = a->cbs;
+
+		a->cbs = c->next;
+		free(c);
+	}
+	if (a->evfd >= 0)
+		close(a->evfd);
 	free(a->slots);
 	free(a->htab);
 	free(a->pool);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 	return 0;
+}
+
+/* ---- pressure: reclaim callbacks and tickets ---- */
+
+NXQ_API int nxq_arena_add_reclaim(struct nxq_arena *a, nxq_reclaim_fn cb, void *user)
+{
+	struct reclaim_node *n, **pp;
+
+	if (!a || !cb)
+		return nxq__err(-EINVAL, "nxquota: NULL arena or callback");
+	n = calloc(1, sizeof(*n));
+	if (!n)
+		return nxq__err(-ENOMEM, "nxquota: out of memory");
+	n->fn = cb;
+	n->user = user;
+	pthread_mutex_lock(&a->lock);
+	for (pp = &a->cbs; *pp; pp = &(*pp)->next)
+		if ((*pp)->fn == cb && (*pp)->user == user && !(*pp)->dead) {
+			pthread_mutex_unlock(&a->lock);
+			free(n);
+			return nxq__err(-EEXIST, "nxquota: this callback and user pointer are "
+					"already registered");
+		}
+	*pp = n;		/* appended: callbacks run in registration order */
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}
+
+/* Unlink and free dead nodes; the caller holds plock (or there is no handler). */
+static void reap_dead(struct nxq_arena *a)
+{
+	struct reclaim_node **pp = &a->cbs;
+
+	while (*pp) {
+		struct reclaim_node *n = *pp;
+
+		if (n->dead) {
+			*pp = n->next;
+			free(n);
+		} else {
+			pp = &n->next;
+		}
+	}
+}
+
+NXQ_API int nxq_arena_remove_reclaim(struct nxq_arena *a, nxq_reclaim_fn cb, void *user)
+{
+	struct nxq_ctx *ctx;
+	int found = 0, inside;
+
+	if (!a || !cb)
+		return nxq__err(-EINVAL, "nxquota: NULL arena or callback");
+	ctx = a->ctx;
+	inside = nxq__in_handler(ctx);
+	/* Wait for a handling pass in progress, unless this is it. */
+	if (ctx->pressure && !inside)
+		pthread_mutex_lock(&ctx->plock);
+	pthread_mutex_lock(&a->lock);
+	for (struct reclaim_node *n = a->cbs; n; n = n->next)
+		if (n->fn == cb && n->user == user && !n->dead) {
+			n->dead = 1;
+			found = 1;
+			break;
+		}
+	if (!inside)
+		reap_dead(a);	/* else the handler reaps after its walk */
+	pthread_mutex_unlock(&a->lock);
+	if (ctx->pressure && !inside)
+		pthread_mutex_unlock(&ctx->plock);
+	return found ? 0 : nxq__err(-ENOENT, "nxquota: no such reclaim callback");
+}
+
+static struct reclaim_node *next_live(struct reclaim_node *n)
+{
+	while (n && n->dead)
+		n = n->next;
+	return n;
+}
+
+static uint64_t granules_for(const struct nxq_arena *a, uint64_t bytes)
+{
+	return rdup(bytes, a->granule) / a->granule;
+}
+
+/*
+ * Release towards want (bytes, counting what is already owed): retained
+ * handles, idle granules, then each callback followed by a trim of what it
+ * made idle.  Everything released is added to a->owed; the module is told
+ * by the answer.  Called with plock held and the arena lock not held.
+ */
+static void release_for(struct nxq_arena *a, uint64_t want)
+{
+	struct reclaim_node *n;
+
+	pthread_mutex_lock(&a->lock);
+	if (a->owed >= want)
+		goto out;
+	a->in_pressure = 1;
+	if (a->pend_head)
+		poll_pending(a, 1);	/* completed stream frees become idle */
+	/* 1. retained physical handles: nothing mapped, nothing to wait for */
+	while (a->npool && a->owed < want) {
+		if (a->be->release(a->bep, a->pool[a->npool - 1])) {
+			a->kernel_errors++;
+			break;
+		}
+		a->npool--;
+		a->owed += a->granule;
+	}
+	/* 2. idle granules (FREE blocks only) */
+	if (a->owed < want)
+		a->owed += release_granules(a, granules_for(a, want - a->owed), 0);
+	/* 3. the application's callbacks, in registration order */
+	for (n = next_live(a->cbs); n && a->owed < want; n = next_live(n->next)) {
+		nxq_reclaim_fn fn = n->fn;
+		void *user = n->user;
+		uint64_t ask = want - a->owed;
+		int r;
+
+		a->reclaim_calls++;
+		pthread_mutex_unlock(&a->lock);
+		r = fn(a, ask, user);
+		pthread_mutex_lock(&a->lock);
+		if (r < 0)
+			a->reclaim_errors++;
+		if (a->pend_head)
+			poll_pending(a, 1);
+		a->owed += release_granules(a, granules_for(a, want - a->owed), 0);
+	}
+	a->in_pressure = 0;
+	reap_dead(a);
+out:
+	pthread_mutex_unlock(&a->lock);
+}
+
+static void emit_answer(struct nxq_arena *a, const struct nxq_ticket *t, uint64_t released,
+			uint64_t charged, int err)
+{
+	struct nxq_event ev = { .size = sizeof(ev), .type = NXQ_EVENT_ANSWER, .arena = a,
+				.generation = t->generation, .released = released,
+				.charged = charged, .error = err };
+
+	nxq__emit(a->ctx, &ev);
+}
+
+int nxq__arena_handle_tickets(struct nxq_arena *a)
+{
+	const struct nxq_kops *k = a->ctx->kops;
+	int handled = 0, stale = 0;
+
+	for (;;) {
+		struct nxq_ticket t;
+		struct nxq_event ev = { .size = sizeof(ev), .type = NXQ_EVENT_TICKET, .arena = a };
+		uint64_t released, charged = 0;
+		int r;
+
+		r = k->ticket_read(a->ctx, a->holder, &t);
+		if (r) {
+			pthread_mutex_lock(&a->lock);
+			if (r != -EAGAIN)
+				a->kernel_errors++;
+			if (a->owed) {
+				/* The ticket went away (its asker gave up) after we
+				 * released: give the bytes back with a plain uncharge. */
+				k_uncharge(a, a->owed);
+				a->owed = 0;
+			}
+			enforce_retention(a);
+			report_reclaimable(a);
+			pthread_mutex_unlock(&a->lock);
+			break;
+		}
+		handled++;
+		pthread_mutex_lock(&a->lock);
+		a->tickets++;
+		a->last_gen = t.generation;
+		pthread_mutex_unlock(&a->lock);
+		ev.generation = t.generation;
+		ev.bytes_wanted = t.bytes;
+		ev.deadline_ns = t.deadline_ns;
+		ev.reason = t.reason;
+		ev.level = t.level;
+		nxq__emit(a->ctx, &ev);
+
+		release_for(a, t.bytes);
+		pthread_mutex_lock(&a->lock);
+		released = a->owed;
+		pthread_mutex_unlock(&a->lock);
+		r = k->ticket_answer(a->ctx, a->holder, t.generation, released, &charged);
+		pthread_mutex_lock(&a->lock);
+		if (r == -ESTALE && ++stale <= 64) {
+			/* Raised (or closed) since we read it: nothing was uncharged;
+			 * read it again and answer the new generation with all of it. */
+			a->stale_answers++;
+			pthread_mutex_unlock(&a->lock);
+			continue;
+		}
+		if (r) {
+			a->kernel_errors++;
+			k_uncharge(a, a->owed);
+		} else {
+			a->charged -= released;
+			a->answers++;
+			a->answered_bytes += released;
+		}
+		a->owed = 0;
+		charged = a->charged;
+		report_reclaimable(a);
+		pthread_mutex_unlock(&a->lock);
+		emit_answer(a, &t, released, charged, r);
+	}
+	return handled;
+}
+
+void nxq__arena_report_changed(struct nxq_arena *a)
+{
+	pthread_mutex_lock(&a->lock);
+	if (a->pend_head)
+		poll_pending(a, 1);
+	report_reclaimable(a);
+	pthread_mutex_unlock(&a->lock);
+}
+
+int nxq__arena_evfd(const struct nxq_arena *a)
+{
+	return a->evfd;
 }

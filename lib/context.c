@@ -6,7 +6,8 @@
  * ledger with an optional cap (unmanaged).  Arenas hold a pointer to their
  * context; nxq_ctx_close() refuses (-EBUSY) while arenas exist.  The
  * kernel ops are the only code that issues ioctls; the unmanaged ledger is
- * lock-free (atomics).
+ * lock-free (atomics).  A managed context whose module has tickets also
+ * owns the pressure state (pressure.c): started here, stopped on close.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -78,6 +79,23 @@ int nxq__env_size(const char *name, uint64_t *out)
 	return 1;
 }
 
+int nxq__env_ms(const char *name, uint64_t *out)
+{
+	const char *s = getenv(name);
+	unsigned long long v;
+	char *end;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end || errno || v > 86400000ULL)
+		return nxq__err(-EINVAL, "nxquota: environment %s=\"%s\" is not a number of "
+				"milliseconds (digits, at most 86400000)", name, s);
+	*out = v;
+	return 1;
+}
+
 /* ---- the module, through ioctls ---- */
 
 static int dev_ioctl(struct nxq_ctx *ctx, unsigned long cmd, void *arg)
@@ -104,11 +122,16 @@ static int dev_unregister(struct nxq_ctx *ctx, uint64_t holder)
 	return dev_ioctl(ctx, NXQ_IOC_HOLDER_UNREGISTER, &h);
 }
 
-static int dev_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+static int dev_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
+		      uint64_t timeout_ns)
 {
 	struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT,
 				.holder_id = holder, .bytes = bytes };
 
+	if (timeout_ns) {
+		c.flags = NXQ_CHARGE_WAIT;
+		c.timeout_ns = timeout_ns;
+	}
 	return dev_ioctl(ctx, NXQ_IOC_CHARGE, &c);
 }
 
@@ -126,6 +149,26 @@ static int dev_set_reclaimable(struct nxq_ctx *ctx, uint64_t holder, uint64_t by
 	return dev_ioctl(ctx, NXQ_IOC_SET_RECLAIMABLE, &r);
 }
 
+static int dev_ticket_read(struct nxq_ctx *ctx, uint64_t holder, struct nxq_ticket *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->size = sizeof(*t);
+	t->holder_id = holder;
+	return dev_ioctl(ctx, NXQ_IOC_TICKET_READ, t);
+}
+
+static int dev_ticket_answer(struct nxq_ctx *ctx, uint64_t holder, uint64_t generation,
+			     uint64_t released, uint64_t *charged)
+{
+	struct nxq_ticket_answer a = { .size = sizeof(a), .holder_id = holder,
+				       .generation = generation, .released = released };
+	int r = dev_ioctl(ctx, NXQ_IOC_TICKET_ANSWER, &a);
+
+	if (!r && charged)
+		*charged = a.charged;
+	return r;
+}
+
 static void dev_close(struct nxq_ctx *ctx)
 {
 	if (ctx->fd >= 0)
@@ -141,6 +184,8 @@ const struct nxq_kops nxq__dev_kops = {
 	.charge = dev_charge,
 	.uncharge = dev_uncharge,
 	.set_reclaimable = dev_set_reclaimable,
+	.ticket_read = dev_ticket_read,
+	.ticket_answer = dev_ticket_answer,
 	.close = dev_close,
 };
 
@@ -166,7 +211,9 @@ static int local_unregister(struct nxq_ctx *ctx, uint64_t holder)
 	return 0;
 }
 
-static int local_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+/* Nothing to wait for in a process-local ledger: timeout_ns is ignored. */
+static int local_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
+			uint64_t timeout_ns)
 {
 	uint64_t cur = __atomic_load_n(&ctx->local_charged, __ATOMIC_RELAXED);
 
@@ -194,6 +241,19 @@ static int local_set_reclaimable(struct nxq_ctx *ctx, uint64_t holder, uint64_t 
 	return 0;
 }
 
+static int local_ticket_read(struct nxq_ctx *ctx, uint64_t holder, struct nxq_ticket *t)
+{
+	(void)ctx; (void)holder; (void)t;
+	return -EAGAIN;
+}
+
+static int local_ticket_answer(struct nxq_ctx *ctx, uint64_t holder, uint64_t generation,
+			       uint64_t released, uint64_t *charged)
+{
+	(void)ctx; (void)holder; (void)generation; (void)released; (void)charged;
+	return -ESTALE;
+}
+
 static void local_close(struct nxq_ctx *ctx)
 {
 	(void)ctx;
@@ -207,6 +267,8 @@ const struct nxq_kops nxq__local_kops = {
 	.charge = local_charge,
 	.uncharge = local_uncharge,
 	.set_reclaimable = local_set_reclaimable,
+	.ticket_read = local_ticket_read,
+	.ticket_answer = local_ticket_answer,
 	.close = local_close,
 };
 
@@ -252,6 +314,16 @@ static int ctx_read_opts(const struct nxq_ctx_opts *in, struct nxq_ctx_opts *o)
 		if (r < 0)
 			return r;
 	}
+	if (o->report_interval_ms == NXQ_OPT_ZERO) {
+		o->report_interval_ms = 0;
+	} else if (!o->report_interval_ms) {
+		o->report_interval_ms = 100;
+		r = nxq__env_ms("NXQ_REPORT_INTERVAL_MS", &o->report_interval_ms);
+		if (r < 0)
+			return r;
+	} else if (o->report_interval_ms > 86400000ULL) {
+		return nxq__err(-EINVAL, "nxquota: report_interval_ms above a day");
+	}
 	return 0;
 }
 
@@ -273,7 +345,13 @@ int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *k
 	if (!ctx)
 		return nxq__err(-ENOMEM, "nxquota: out of memory");
 	ctx->fd = -1;
+	ctx->epfd = -1;
+	ctx->stopfd = -1;
 	ctx->kpriv = kpriv;
+	ctx->flags = o.flags;
+	ctx->report_ns = o.report_interval_ms * 1000000ULL;
+	ctx->on_event = o.on_event;
+	ctx->event_user = o.event_user;
 	if (o.flags & NXQ_CTX_UNMANAGED) {
 		ctx->kops = &nxq__local_kops;
 		ctx->cap = o.unmanaged_cap;
@@ -312,6 +390,14 @@ int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *k
 		return r;
 	}
 	ctx->features = v.features;
+	if (ctx->managed && (v.features & NXQ_FEAT_TICKETS)) {
+		r = nxq__pressure_init(ctx);	/* sets the message */
+		if (r) {
+			ctx->kops->close(ctx);
+			free(ctx);
+			return r;
+		}
+	}
 	*ctxp = ctx;
 	return 0;
 }
@@ -332,8 +418,12 @@ NXQ_API int nxq_ctx_close(struct nxq_ctx *ctx)
 {
 	if (!ctx)
 		return 0;
+	if (nxq__in_handler(ctx))
+		return nxq__err(-EDEADLK, "nxquota: nxq_ctx_close() from a reclaim callback "
+				"or event hook");
 	if (__atomic_load_n(&ctx->narenas, __ATOMIC_ACQUIRE))
 		return nxq__err(-EBUSY, "nxquota: context still has %d arenas", ctx->narenas);
+	nxq__pressure_fini(ctx);
 	ctx->kops->close(ctx);
 	free(ctx);
 	return 0;

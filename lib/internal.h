@@ -6,6 +6,12 @@
  *    process-local ledger of an unmanaged context, or a test's fake kernel.
  *  - struct nxq_be_ops: a backend's reserve/create/map/access/unmap/release
  *    and stream fences (host memfd+mmap, CUDA VMM, or a test's wrapper).
+ *  - the context's pressure state (pressure.c): the arenas attached to it,
+ *    an epoll fd over their eventfds, the optional thread.
+ *
+ * Lock order: ctx->plock (pressure handling, the arena list) before
+ * arena->lock.  No lock is held across a waiting charge, a reclaim
+ * callback or an event hook (plock excepted: the handler holds it).
  *
  * Nothing here is exported from the shared library; the static library
  * carries these symbols for the tests.
@@ -27,9 +33,15 @@ struct nxq_kops {
 	int (*version)(struct nxq_ctx *ctx, struct nxq_version *v);
 	int (*holder_register)(struct nxq_ctx *ctx, struct nxq_holder_reg *reg);
 	int (*holder_unregister)(struct nxq_ctx *ctx, uint64_t holder);
-	int (*charge)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
+	/* timeout_ns 0: NXQ_CHARGE_NOWAIT; else NXQ_CHARGE_WAIT up to it */
+	int (*charge)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint64_t timeout_ns);
 	int (*uncharge)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
 	int (*set_reclaimable)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
+	/* -EAGAIN: no open ticket */
+	int (*ticket_read)(struct nxq_ctx *ctx, uint64_t holder, struct nxq_ticket *t);
+	/* -ESTALE: not the open ticket's generation; nothing uncharged */
+	int (*ticket_answer)(struct nxq_ctx *ctx, uint64_t holder, uint64_t generation,
+			     uint64_t released, uint64_t *charged);
 	void (*close)(struct nxq_ctx *ctx);
 };
 
@@ -43,6 +55,21 @@ struct nxq_ctx {
 	uint64_t local_charged;	/* unmanaged: bytes charged, atomic */
 	uint64_t next_local_id;	/* unmanaged: holder ids, atomic */
 	int narenas;		/* atomic */
+
+	/* Pressure (pressure.c); only when managed and the module has tickets. */
+	int pressure;		/* tickets handled on this context */
+	unsigned int flags;	/* NXQ_CTX_* */
+	pthread_mutex_t plock;	/* held while handling; protects alist */
+	struct nxq_arena **alist;
+	int nalist, alist_cap;
+	int epfd;		/* epoll over the arenas' eventfds, or -1 */
+	int stopfd;		/* eventfd: stop the thread, or -1 */
+	int thread_started;
+	pthread_t thread;
+	uint64_t report_ns;	/* 0: no periodic report */
+	uint64_t last_report_ns;	/* under plock */
+	void (*on_event)(const struct nxq_event *ev, void *user);
+	void *event_user;
 };
 
 /* What a backend is asked to open. */
@@ -85,6 +112,20 @@ int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *k
 int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 			 const struct nxq_be_ops *be, struct nxq_arena **arenap);
 
+/* pressure.c */
+int nxq__pressure_init(struct nxq_ctx *ctx);
+void nxq__pressure_fini(struct nxq_ctx *ctx);
+int nxq__pressure_attach(struct nxq_ctx *ctx, struct nxq_arena *a, int evfd);
+int nxq__pressure_detach(struct nxq_ctx *ctx, struct nxq_arena *a);
+int nxq__in_handler(const struct nxq_ctx *ctx);	/* on the handling thread now */
+void nxq__emit(struct nxq_ctx *ctx, const struct nxq_event *ev);
+uint64_t nxq__now_ns(void);
+
+/* arena.c, for pressure.c: called with ctx->plock held, arena lock not held. */
+int nxq__arena_handle_tickets(struct nxq_arena *a);	/* tickets handled */
+void nxq__arena_report_changed(struct nxq_arena *a);
+int nxq__arena_evfd(const struct nxq_arena *a);
+
 /* Error message of the calling thread. */
 __attribute__((format(printf, 2, 3)))
 int nxq__err(int err, const char *fmt, ...);
@@ -93,5 +134,8 @@ int nxq__err(int err, const char *fmt, ...);
 int nxq__parse_size(const char *s, uint64_t *out);
 /* Environment size: 0 if unset (*out untouched), 1 if set, -EINVAL malformed. */
 int nxq__env_size(const char *name, uint64_t *out);
+
+/* Environment milliseconds (digits only, at most a day): 0 unset, 1 set, -EINVAL. */
+int nxq__env_ms(const char *name, uint64_t *out);
 
 #endif /* NXQ_INTERNAL_H */
