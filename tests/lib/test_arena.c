@@ -23,7 +23,8 @@ static struct nxq_ctx *ctx;
 
 static struct nxq_arena *mk(uint64_t batch, uint64_t retain, uint64_t pool, uint64_t va)
 {
-	struct nxq_ctx_opts co = { .size = sizeof(co) };
+	/* The caller drives everything: no pressure thread touching the fakes. */
+	struct nxq_ctx_opts co = { .size = sizeof(co), .flags = NXQ_CTX_NO_THREAD };
 	struct nxq_arena_opts o = {
 		.size = sizeof(o), .backend = NXQ_BACKEND_HOST, .device_key = "host0",
 		.granule = G, .grow_batch = batch,

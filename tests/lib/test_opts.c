@@ -15,7 +15,8 @@
 #include "fake.h"
 
 static const char *envs[] = { "NXQ_VA_SIZE", "NXQ_GROW_BATCH", "NXQ_RETAIN_IDLE",
-			      "NXQ_HANDLE_POOL", "NXQ_GRANULE", "NXQ_UNMANAGED_CAP", "NXQ_DEV" };
+			      "NXQ_HANDLE_POOL", "NXQ_GRANULE", "NXQ_UNMANAGED_CAP", "NXQ_DEV",
+			      "NXQ_GROW_TIMEOUT_MS", "NXQ_REPORT_INTERVAL_MS" };
 
 static int clear_env(void **state)
 {
@@ -206,6 +207,40 @@ static void test_opts_size_rules(void **state)
 	}
 }
 
+/*
+ * A caller built against the first version of nxq_arena_opts: nothing
+ * past its size is read (here: a grow timeout that is not its own).
+ */
+static void test_opts_old_size(void **state)
+{
+	struct nxq_ctx_opts co = { .size = sizeof(co), .flags = NXQ_CTX_NO_THREAD };
+	struct nxq_ctx *c;
+	struct nxq_arena *a;
+	struct nxq_arena_opts o = { .size = NXQ_ARENA_OPTS_SIZE_VER0, .backend = NXQ_BACKEND_HOST,
+				    .grow_batch = 2 * MiB, .grow_timeout_ms = 500 };
+	void *p;
+
+	assert_int_equal(nxq__ctx_open_kops(&co, &fake_kops, NULL, &c), 0);
+	assert_int_equal(nxq__arena_create_be(c, &o, &fake_be, &a), 0);
+	fk.cap = 2 * MiB;
+	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &p), -EDQUOT);	/* no wait */
+	assert_int_equal(fk.wait_charges, 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	/* the ctx opts' first version is 24 bytes: the hook past it is not read */
+	co.size = NXQ_CTX_OPTS_SIZE_VER0;
+	co.report_interval_ms = 12345678901ULL;		/* invalid if it were read */
+	assert_int_equal(nxq__ctx_open_kops(&co, &fake_kops, NULL, &c), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	co.size = sizeof(co);
+	assert_int_equal(nxq__ctx_open_kops(&co, &fake_kops, NULL, &c), -EINVAL);
+	setenv("NXQ_REPORT_INTERVAL_MS", "10ms", 1);
+	co.report_interval_ms = 0;
+	assert_int_equal(nxq__ctx_open_kops(&co, &fake_kops, NULL, &c), -EINVAL);
+	assert_non_null(strstr(nxq_errmsg(), "NXQ_REPORT_INTERVAL_MS"));
+	unsetenv("NXQ_REPORT_INTERVAL_MS");
+}
+
 static void test_version_handshake(void **state)
 {
 	struct nxq_ctx *c = (void *)1;
@@ -252,6 +287,7 @@ int main(void)
 		cmocka_unit_test_setup(test_env_malformed, clear_env),
 		cmocka_unit_test_setup(test_env_zero_retention, clear_env),
 		cmocka_unit_test_setup(test_opts_size_rules, clear_env),
+		cmocka_unit_test_setup(test_opts_old_size, clear_env),
 		cmocka_unit_test_setup(test_version_handshake, clear_env),
 		cmocka_unit_test_setup(test_stats_size, clear_env),
 	};
