@@ -448,6 +448,9 @@ static bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
 		    v->killed || !nxq_victim_ok(&vs, v) ||
 		    !nxq_kill_policy(v->node))
 			continue;
+		/* Never the waiter's own process, whatever the policy. */
+		if (v->owner && v->owner == w->h->owner)
+			continue;
 		v->killed = true;
 		dev->kills++;
 		for (n = v->node; n; n = n->parent)
