@@ -2,16 +2,18 @@
 /*
  * nxquota: per-cgroup device-memory budgets for GPU nodes.
  *
- * The module owns one ledger (ledger.c) and three thin shells over it:
- * /dev/nxquota (cdev.c), /sys/kernel/nxquota (sysfs.c) and the cgroup
- * glue (cgroup.c).  Init builds them inside out, exit tears them down
- * outside in; exit runs only once no file is open (the files pin the
- * module), so no holder exists when the ledger is destroyed.
+ * The module owns one ledger (ledger.c) and thin shells over it:
+ * /dev/nxquota (cdev.c), /sys/kernel/nxquota (sysfs.c), the generic
+ * netlink family "nxquota" (netlink.c) and the cgroup glue (cgroup.c).
+ * Init builds them inside out, exit tears them down outside in; exit runs
+ * only once no file is open (the files pin the module), so no holder
+ * exists when the ledger is destroyed.
  */
 #include <linux/module.h>
 #include <linux/init.h>
 
 #include "internal.h"
+#include "netlink.h"
 
 struct nxq_ledger nxq_ledger;
 
@@ -23,8 +25,14 @@ static int __init nxq_init(void)
 	err = nxq_sysfs_init();
 	if (err)
 		return err;
+	err = nxq_nl_init();
+	if (err) {
+		nxq_sysfs_exit();
+		return err;
+	}
 	err = nxq_cdev_init();
 	if (err) {
+		nxq_nl_exit();
 		nxq_sysfs_exit();
 		return err;
 	}
@@ -34,6 +42,7 @@ static int __init nxq_init(void)
 static void __exit nxq_exit(void)
 {
 	nxq_cdev_exit();
+	nxq_nl_exit();
 	nxq_ledger_destroy(&nxq_ledger);
 	nxq_sysfs_exit();
 }

@@ -244,4 +244,146 @@ struct nxq_ticket_answer {
 #define NXQ_IOC_TICKET_READ	_IOWR(NXQ_IOC_MAGIC, 0x07, struct nxq_ticket)
 #define NXQ_IOC_TICKET_ANSWER	_IOWR(NXQ_IOC_MAGIC, 0x08, struct nxq_ticket_answer)
 
+/*
+ * ---- Generic netlink family "nxquota" ----------------------------------
+ *
+ * Dumps of devices, budget nodes and holders; device and budget
+ * administration (CAP_NET_ADMIN in the initial user namespace); a
+ * multicast group of ledger events (same capability to join).  A caller
+ * without the capability sees every device but only the budget nodes and
+ * holders of its own cgroup subtree.  Byte counts are u64 attributes
+ * (padded with the set's PAD attribute); max is NXQ_UNLIMITED when unset.
+ * Documentation/userspace-api/nxquota-netlink.rst describes every
+ * command; the text between the markers below is generated from
+ * Documentation/netlink/specs/nxquota.yaml by the kernel's
+ * tools/net/ynl/ynl-gen-c.py --mode uapi (tests/tools/check-spec.sh
+ * checks it).
+ */
+/* BEGIN YNL-GEN nxquota */
+#define NXQUOTA_FAMILY_NAME	"nxquota"
+#define NXQUOTA_FAMILY_VERSION	1
+
+/**
+ * enum nxquota_event_type - What an event reports.
+ * @NXQUOTA_EVENT_TYPE_DEVICE_ADDED: A device was registered; bytes is its
+ *   capacity.
+ * @NXQUOTA_EVENT_TYPE_DEVICE_REMOVED: A device was unregistered.
+ * @NXQUOTA_EVENT_TYPE_BUDGET_CHANGED: A budget node's max or min was set;
+ *   bytes is max, value is min.
+ * @NXQUOTA_EVENT_TYPE_DENIED: A charge was refused; bytes is the charge,
+ *   reason its errno.
+ * @NXQUOTA_EVENT_TYPE_TICKET_ISSUED: A pressure ticket was opened or raised;
+ *   bytes is what is asked, value the generation, reason the ticket reason.
+ * @NXQUOTA_EVENT_TYPE_TICKET_ANSWERED: A ticket was answered; bytes is what
+ *   was released, value the generation.
+ * @NXQUOTA_EVENT_TYPE_KILLED: A holder that ignored its ticket was killed;
+ *   bytes is its charge.
+ */
+enum nxquota_event_type {
+	NXQUOTA_EVENT_TYPE_DEVICE_ADDED = 1,
+	NXQUOTA_EVENT_TYPE_DEVICE_REMOVED,
+	NXQUOTA_EVENT_TYPE_BUDGET_CHANGED,
+	NXQUOTA_EVENT_TYPE_DENIED,
+	NXQUOTA_EVENT_TYPE_TICKET_ISSUED,
+	NXQUOTA_EVENT_TYPE_TICKET_ANSWERED,
+	NXQUOTA_EVENT_TYPE_KILLED,
+};
+
+enum {
+	NXQUOTA_A_DEVICE_PAD = 1,
+	NXQUOTA_A_DEVICE_KEY,
+	NXQUOTA_A_DEVICE_CAPACITY,
+	NXQUOTA_A_DEVICE_USED,
+	NXQUOTA_A_DEVICE_HOLDERS,
+	NXQUOTA_A_DEVICE_DENIALS,
+	NXQUOTA_A_DEVICE_CAPACITY_HITS,
+	NXQUOTA_A_DEVICE_TICKETS,
+	NXQUOTA_A_DEVICE_BYTES_ASKED,
+	NXQUOTA_A_DEVICE_BYTES_RELEASED,
+	NXQUOTA_A_DEVICE_KILLS,
+	NXQUOTA_A_DEVICE_WAITS,
+	NXQUOTA_A_DEVICE_TIMEOUTS,
+	NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS,
+
+	__NXQUOTA_A_DEVICE_MAX,
+	NXQUOTA_A_DEVICE_MAX = (__NXQUOTA_A_DEVICE_MAX - 1)
+};
+
+enum {
+	NXQUOTA_A_BUDGET_PAD = 1,
+	NXQUOTA_A_BUDGET_DEVICE,
+	NXQUOTA_A_BUDGET_CGROUP_ID,
+	NXQUOTA_A_BUDGET_CGROUP_PATH,
+	NXQUOTA_A_BUDGET_PARENT_ID,
+	NXQUOTA_A_BUDGET_MAX,
+	NXQUOTA_A_BUDGET_MIN,
+	NXQUOTA_A_BUDGET_EFFECTIVE_MIN,
+	NXQUOTA_A_BUDGET_CURRENT,
+	NXQUOTA_A_BUDGET_BORROWED,
+	NXQUOTA_A_BUDGET_HEADROOM,
+	NXQUOTA_A_BUDGET_MAX_HITS,
+	NXQUOTA_A_BUDGET_DENIALS,
+	NXQUOTA_A_BUDGET_HOLDERS,
+	NXQUOTA_A_BUDGET_TICKETS,
+	NXQUOTA_A_BUDGET_BYTES_ASKED,
+	NXQUOTA_A_BUDGET_BYTES_RELEASED,
+	NXQUOTA_A_BUDGET_KILLS,
+	NXQUOTA_A_BUDGET_KILL_ON_IGNORE,
+
+	__NXQUOTA_A_BUDGET_CNT,
+	NXQUOTA_A_BUDGET_LAST = (__NXQUOTA_A_BUDGET_CNT - 1)
+};
+
+enum {
+	NXQUOTA_A_HOLDER_PAD = 1,
+	NXQUOTA_A_HOLDER_DEVICE,
+	NXQUOTA_A_HOLDER_CGROUP_ID,
+	NXQUOTA_A_HOLDER_PID,
+	NXQUOTA_A_HOLDER_PRIORITY,
+	NXQUOTA_A_HOLDER_CHARGE,
+	NXQUOTA_A_HOLDER_RECLAIMABLE,
+	NXQUOTA_A_HOLDER_TICKET_OPEN,
+	NXQUOTA_A_HOLDER_TICKET_GENERATION,
+	NXQUOTA_A_HOLDER_TICKET_BYTES,
+	NXQUOTA_A_HOLDER_TICKET_REASON,
+	NXQUOTA_A_HOLDER_TICKET_LEVEL,
+	NXQUOTA_A_HOLDER_TICKET_DEADLINE_NS,
+
+	__NXQUOTA_A_HOLDER_MAX,
+	NXQUOTA_A_HOLDER_MAX = (__NXQUOTA_A_HOLDER_MAX - 1)
+};
+
+enum {
+	NXQUOTA_A_EVENT_PAD = 1,
+	NXQUOTA_A_EVENT_TYPE,
+	NXQUOTA_A_EVENT_DEVICE,
+	NXQUOTA_A_EVENT_CGROUP_ID,
+	NXQUOTA_A_EVENT_PID,
+	NXQUOTA_A_EVENT_BYTES,
+	NXQUOTA_A_EVENT_VALUE,
+	NXQUOTA_A_EVENT_REASON,
+	NXQUOTA_A_EVENT_TIMESTAMP_NS,
+
+	__NXQUOTA_A_EVENT_MAX,
+	NXQUOTA_A_EVENT_MAX = (__NXQUOTA_A_EVENT_MAX - 1)
+};
+
+enum {
+	NXQUOTA_CMD_DEVICE_GET = 1,
+	NXQUOTA_CMD_DEVICE_ADD,
+	NXQUOTA_CMD_DEVICE_DEL,
+	NXQUOTA_CMD_DEVICE_SET,
+	NXQUOTA_CMD_BUDGET_GET,
+	NXQUOTA_CMD_BUDGET_SET,
+	NXQUOTA_CMD_BUDGET_CLEAR,
+	NXQUOTA_CMD_HOLDER_GET,
+	NXQUOTA_CMD_EVENT,
+
+	__NXQUOTA_CMD_MAX,
+	NXQUOTA_CMD_MAX = (__NXQUOTA_CMD_MAX - 1)
+};
+
+#define NXQUOTA_MCGRP_EVENTS	"events"
+/* END YNL-GEN nxquota */
+
 #endif /* _UAPI_LINUX_NXQUOTA_H */
