@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nl_events: a listener on the "events" multicast group sees, in order,
+ * the device being registered, a budget changed through netlink and one
+ * changed through sysfs (each with the device, the cgroup id, max and
+ * min), and a charge refused over its max (the charge, EDQUOT, the
+ * cgroup and the holder's pid), each with a timestamp that does not go
+ * back; and, after unregistering, the device's removal.
+ */
+#include "scen.h"
+#include "nl_genl.h"
+
+#define KEY	"t-nle"
+#define CG	"/nle"
+
+struct ev {
+	uint32_t type, pid, reason;
+	uint64_t cgroup, bytes, value, ts;
+	char device[NXQ_DEVICE_KEY_MAX];
+};
+
+static uint64_t last_ts;
+
+/* The next event on the listener, or FAIL after 5 s. */
+static void next_event(int fd, struct ev *e)
+{
+	static char buf[8192];
+	struct nlattr *tb[NL_MAXATTR + 1];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct nlmsghdr *h;
+	ssize_t len;
+
+	for (;;) {
+		if (poll(&p, 1, 5000) != 1)
+			FAIL("no event within 5 s (is the ledger's event hook "
+			     "wired to nxq_nl_event?)");
+		len = recv(fd, buf, sizeof(buf), 0);
+		if (len < 0)
+			FAIL("recv on the listener: %s", sc_errname(errno));
+		h = (struct nlmsghdr *)buf;
+		if (!NLMSG_OK(h, (size_t)len) || h->nlmsg_type != nl_family_id)
+			continue;
+		nl_parse(h, tb);
+		break;
+	}
+	memset(e, 0, sizeof(*e));
+	CHECK(((struct genlmsghdr *)NLMSG_DATA(h))->cmd == NXQUOTA_CMD_EVENT);
+	CHECK(tb[NXQUOTA_A_EVENT_TYPE] && tb[NXQUOTA_A_EVENT_TIMESTAMP_NS]);
+	e->type = nl_u32(tb[NXQUOTA_A_EVENT_TYPE]);
+	e->ts = nl_u64(tb[NXQUOTA_A_EVENT_TIMESTAMP_NS]);
+	if (tb[NXQUOTA_A_EVENT_DEVICE])
+		snprintf(e->device, sizeof(e->device), "%s",
+			 nl_str(tb[NXQUOTA_A_EVENT_DEVICE]));
+	if (tb[NXQUOTA_A_EVENT_CGROUP_ID])
+		e->cgroup = nl_u64(tb[NXQUOTA_A_EVENT_CGROUP_ID]);
+	if (tb[NXQUOTA_A_EVENT_PID])
+		e->pid = nl_u32(tb[NXQUOTA_A_EVENT_PID]);
+	if (tb[NXQUOTA_A_EVENT_BYTES])
+		e->bytes = nl_u64(tb[NXQUOTA_A_EVENT_BYTES]);
+	if (tb[NXQUOTA_A_EVENT_VALUE])
+		e->value = nl_u64(tb[NXQUOTA_A_EVENT_VALUE]);
+	if (tb[NXQUOTA_A_EVENT_REASON])
+		e->reason = nl_u32(tb[NXQUOTA_A_EVENT_REASON]);
+	CHECK(e->ts >= last_ts);
+	last_ts = e->ts;
+	sc_log("event type %u device %s cgroup %" PRIu64 " pid %u bytes %"
+	       PRIu64 " value %" PRIu64 " reason %u", e->type, e->device,
+	       e->cgroup, e->pid, e->bytes, e->value, e->reason);
+}
+
+/* Skip events of other types (a budget set may also report min). */
+static void expect(int fd, uint32_t type, struct ev *e)
+{
+	int i;
+
+	for (i = 0; i < 8; i++) {
+		next_event(fd, e);
+		if (e->type == type)
+			return;
+	}
+	FAIL("no event of type %u among the next 8", type);
+}
+
+static int c2p[2];
+
+static int charger(void *arg)
+{
+	uint64_t h = 0, c = 0;
+	int fd;
+
+	(void)arg;
+	CHECK_OK(sc_cg_enter(CG));
+	fd = sc_open();
+	CHECK(fd >= 0);
+	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_ERR(sc_charge(fd, h, 600 * SC_KIB, &c), EDQUOT);
+	CHECK_OK(sc_send(c2p[1], 1));
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct nl_msg m;
+	uint64_t cg;
+	struct ev e;
+	int fd, lis;
+	pid_t pid;
+
+	sc_init(argc, argv);
+	fd = NL_OPEN();
+	lis = NL_OPEN();
+	CHECK(nl_events_grp != 0);
+	if (setsockopt(lis, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP,
+		       &nl_events_grp, sizeof(nl_events_grp)) < 0)
+		FAIL("join the events group: %s", sc_errname(errno));
+
+	CHECK_OK(sc_dev_register(KEY, "1M"));
+	expect(lis, NXQUOTA_EVENT_TYPE_DEVICE_ADDED, &e);
+	CHECK_STREQ(e.device, KEY);
+	CHECK_EQ(e.bytes, SC_MIB);
+
+	CHECK_OK(sc_cg_create(CG));
+	cg = CG_ID(CG);
+	nl_init(&m, nl_family_id, 0, NXQUOTA_CMD_BUDGET_SET);
+	nl_put_str(&m, NXQUOTA_A_BUDGET_DEVICE, KEY);
+	nl_put_str(&m, NXQUOTA_A_BUDGET_CGROUP_PATH, CG);
+	nl_put_u64(&m, NXQUOTA_A_BUDGET_MAX, 512 * SC_KIB);
+	CHECK_OK(nl_talk(fd, &m, NULL, NULL, NULL));
+	expect(lis, NXQUOTA_EVENT_TYPE_BUDGET_CHANGED, &e);
+	while (e.cgroup != cg)	/* the root's node may be created first */
+		expect(lis, NXQUOTA_EVENT_TYPE_BUDGET_CHANGED, &e);
+	CHECK_STREQ(e.device, KEY);
+	CHECK_EQ(e.bytes, 512 * SC_KIB);
+	CHECK_EQ(e.value, 0);
+
+	CHECK_OK(sc_set_budget(KEY, CG " min=128K"));
+	expect(lis, NXQUOTA_EVENT_TYPE_BUDGET_CHANGED, &e);
+	CHECK_EQ(e.cgroup, cg);
+	CHECK_EQ(e.bytes, 512 * SC_KIB);
+	CHECK_EQ(e.value, 128 * SC_KIB);
+
+	CHECK(pipe(c2p) == 0);
+	pid = sc_spawn(charger, NULL);
+	RECV(c2p[0]);
+	expect(lis, NXQUOTA_EVENT_TYPE_DENIED, &e);
+	CHECK_STREQ(e.device, KEY);
+	CHECK_EQ(e.cgroup, cg);
+	CHECK_EQ(e.bytes, 600 * SC_KIB);
+	CHECK_EQ(e.reason, EDQUOT);
+	CHECK_EQ(e.pid, pid);
+	CHECK_CHILD_OK(pid);
+
+	CHECK_OK(sc_dev_unregister(KEY));
+	expect(lis, NXQUOTA_EVENT_TYPE_DEVICE_REMOVED, &e);
+	CHECK_STREQ(e.device, KEY);
+	close(lis);
+	close(fd);
+	CHECK_OK(sc_cg_remove(CG));
+	PASS();
+}
