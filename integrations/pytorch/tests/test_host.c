@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libnxq_torch without a GPU: the allocator entry points PyTorch calls,
+ * on host arenas (NXQ_TORCH_BACKEND=host), an unmanaged context and a
+ * process-local cap.  Checks the bookkeeping the GPU tests rely on
+ * (live_rounded == the arena's in_use, mallocs == the arena's allocs),
+ * size-0 allocations, failure under the cap and recovery after it,
+ * release, foreign frees, malformed configuration, and threads
+ * allocating while another releases.  Prints one line per check and
+ * "N passed, N failed".
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "nxq_torch.h"
+
+#define MiB (1ULL << 20)
+
+static int passed, failed;
+
+#define CHECK(cond, ...) do { \
+	if (cond) { passed++; printf("ok   "); } else { failed++; printf("FAIL "); } \
+	printf(__VA_ARGS__); printf("\n"); fflush(stdout); \
+} while (0)
+
+static uint64_t st[NXQ_TORCH_NSTATS];
+
+static int stats(int dev)
+{
+	return nxq_torch_stats(dev, st, NXQ_TORCH_NSTATS);
+}
+
+static int consistent(void)
+{
+	return st[NXQ_TS_MAPPED] == st[NXQ_TS_IN_USE] + st[NXQ_TS_PENDING] + st[NXQ_TS_FREE] &&
+	       st[NXQ_TS_CHARGED] == st[NXQ_TS_MAPPED] + st[NXQ_TS_RETAINED] &&
+	       st[NXQ_TS_LIVE_ROUNDED] == st[NXQ_TS_IN_USE] &&
+	       st[NXQ_TS_MALLOCS] == st[NXQ_TS_ARENA_ALLOCS] &&
+	       st[NXQ_TS_FREES] == st[NXQ_TS_ARENA_FREES];
+}
+
+/* A child with a malformed variable: configuration fails, malloc is NULL. */
+static void bad_env(const char *var, const char *val)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		setenv(var, val, 1);
+		int r = nxq_torch_configure();
+		void *p = nxq_torch_malloc(4096, 0, NULL);
+
+		_exit(r == -EINVAL && !p && strstr(nxq_torch_last_error(), var) ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "%s=%s: configuration refused, message names the variable", var, val);
+}
+
+static volatile int stop;
+
+static void *worker(void *arg)
+{
+	unsigned int seed = (unsigned int)(uintptr_t)arg;
+	void *p[64] = { 0 };
+	size_t sz[64] = { 0 };
+
+	for (int it = 0; it < 20000; it++) {
+		int i = rand_r(&seed) % 64;
+
+		if (p[i]) {
+			nxq_torch_free(p[i], sz[i], 0, NULL);
+			p[i] = NULL;
+		} else {
+			sz[i] = 1 + (size_t)(rand_r(&seed) % (256 * 1024));
+			p[i] = nxq_torch_malloc(sz[i], 0, NULL);
+			if (p[i])
+				memset(p[i], 0x5a, sz[i] < 64 ? sz[i] : 64);
+		}
+	}
+	for (int i = 0; i < 64; i++)
+		if (p[i])
+			nxq_torch_free(p[i], sz[i], 0, NULL);
+	return NULL;
+}
+
+static void *releaser(void *arg)
+{
+	(void)arg;
+	while (!stop) {
+		nxq_torch_release(-1, UINT64_MAX);
+		usleep(200);
+	}
+	return NULL;
+}
+
+int main(void)
+{
+	void *a, *b, *c, *big;
+	int64_t rel;
+	int r;
+
+	setenv("NXQ_TORCH_BACKEND", "host", 1);
+	setenv("NXQ_TORCH_CONTEXT", "unmanaged", 1);
+	setenv("NXQ_TORCH_CAP", "64M", 1);
+	unsetenv("NXQ_RETAIN_IDLE");
+
+	bad_env("NXQ_TORCH_CAP", "12Q");
+	bad_env("NXQ_TORCH_FREE", "later");
+	bad_env("NXQ_TORCH_GRANULE", "0");
+
+	r = nxq_torch_configure();
+	CHECK(r == 0, "configure: %s", r ? nxq_torch_last_error() : nxq_torch_config());
+	CHECK(strstr(nxq_torch_config(), "context=unmanaged cap=67108864"),
+	      "unmanaged context with the 64 MiB cap");
+	CHECK(nxq_torch_stats(0, st, NXQ_TORCH_NSTATS) == -ENOENT, "no arena before the first allocation");
+
+	CHECK(nxq_torch_malloc(0, 0, NULL) == NULL, "size 0: NULL");
+	stats(0);
+	CHECK(st[NXQ_TS_ZERO_MALLOCS] == 1 && st[NXQ_TS_FAILED_MALLOCS] == 0 &&
+	      st[NXQ_TS_MALLOCS] == 0 && st[NXQ_TS_IN_USE] == 0,
+	      "size 0 counted apart, not a failure, nothing in use");
+
+	a = nxq_torch_malloc(1000, 0, NULL);
+	b = nxq_torch_malloc(3 * MiB + 1, 0, NULL);
+	c = nxq_torch_malloc(512, 1, NULL);
+	CHECK(a && b && c, "allocations on devices 0 and 1");
+	memset(a, 1, 1000);
+	memset(b, 2, 3 * MiB + 1);
+	stats(0);
+	CHECK(st[NXQ_TS_LIVE_COUNT] == 2 && st[NXQ_TS_LIVE_REQUESTED] == 1000 + 3 * MiB + 1 &&
+	      st[NXQ_TS_LIVE_ROUNDED] == 1024 + 3 * MiB + 256 && consistent(),
+	      "device 0: live 2, requested %llu, rounded %llu == in_use %llu",
+	      (unsigned long long)st[NXQ_TS_LIVE_REQUESTED],
+	      (unsigned long long)st[NXQ_TS_LIVE_ROUNDED], (unsigned long long)st[NXQ_TS_IN_USE]);
+	CHECK(st[NXQ_TS_LO_PTR] <= (uintptr_t)a && (uintptr_t)b + 3 * MiB + 1 <= st[NXQ_TS_HI_PTR],
+	      "pointer range covers what was handed out");
+	stats(1);
+	CHECK(st[NXQ_TS_LIVE_COUNT] == 1 && st[NXQ_TS_IN_USE] == 512 && consistent(),
+	      "device 1 has its own arena");
+
+	/* The cap: 64 MiB for the process (both arenas). */
+	big = nxq_torch_malloc(80 * MiB, 0, NULL);
+	stats(0);
+	CHECK(!big && st[NXQ_TS_FAILED_MALLOCS] == 1 && consistent() &&
+	      st[NXQ_TS_CHARGED] <= 64 * MiB,
+	      "80 MiB over the 64 MiB cap: NULL, arena consistent (charged %llu)",
+	      (unsigned long long)st[NXQ_TS_CHARGED]);
+	CHECK(strstr(nxq_torch_last_error(), "cannot allocate") &&
+	      strstr(nxq_torch_thread_error(), "cannot allocate"),
+	      "reason kept: %s", nxq_torch_last_error());
+	big = nxq_torch_malloc(16 * MiB, 0, NULL);
+	CHECK(big != NULL, "a smaller allocation after the failure works");
+	nxq_torch_free(big, 16 * MiB, 0, NULL);
+
+	nxq_torch_free(b, 3 * MiB + 1, 0, NULL);
+	nxq_torch_free((char *)a + 4096 * 1024 * 16ULL, 16, 0, NULL);	/* not ours */
+	stats(0);
+	CHECK(st[NXQ_TS_FREE_ERRORS] == 1 && st[NXQ_TS_LIVE_COUNT] == 1 && consistent(),
+	      "a foreign free is refused and counted, bookkeeping intact");
+	CHECK(st[NXQ_TS_PENDING] + st[NXQ_TS_FREE] >= 16 * MiB && st[NXQ_TS_OOM_RETRIES] == 1,
+	      "freed memory kept mapped (%llu pending, %llu free; retain_idle=all); "
+	      "the refusal was retried once after a trim",
+	      (unsigned long long)st[NXQ_TS_PENDING], (unsigned long long)st[NXQ_TS_FREE]);
+
+	rel = nxq_torch_release(-1, UINT64_MAX);
+	stats(0);
+	CHECK(rel > 0 && st[NXQ_TS_IDLE] == 0 && st[NXQ_TS_RETAINED] == 0 && consistent() &&
+	      st[NXQ_TS_RELEASED_BYTES] > 0 && st[NXQ_TS_IN_USE] == 1024,
+	      "release: %lld bytes back, nothing idle or retained, a still in use",
+	      (long long)rel);
+	CHECK(((unsigned char *)a)[999] == 1, "memory in use untouched by release");
+	rel = nxq_torch_release(0, UINT64_MAX);
+	CHECK(rel == 0, "a second release finds nothing");
+
+	nxq_torch_free(a, 1000, 0, NULL);
+	nxq_torch_free(c, 512, 1, NULL);
+
+	{
+		pthread_t t[4], rt;
+
+		pthread_create(&rt, NULL, releaser, NULL);
+		for (int i = 0; i < 4; i++)
+			pthread_create(&t[i], NULL, worker, (void *)(uintptr_t)(i + 1));
+		for (int i = 0; i < 4; i++)
+			pthread_join(t[i], NULL);
+		stop = 1;
+		pthread_join(rt, NULL);
+		stats(0);
+		CHECK(st[NXQ_TS_LIVE_COUNT] == 0 && st[NXQ_TS_LIVE_REQUESTED] == 0 &&
+		      st[NXQ_TS_IN_USE] == 0 && consistent() && st[NXQ_TS_RELEASES] > 2,
+		      "4 threads x 20000 malloc/free with a releaser thread: %llu mallocs, "
+		      "%llu releases, all freed, consistent",
+		      (unsigned long long)st[NXQ_TS_MALLOCS], (unsigned long long)st[NXQ_TS_RELEASES]);
+	}
+	printf("%d passed, %d failed\n", passed, failed);
+	return failed ? 1 : 0;
+}

@@ -1,0 +1,342 @@
+# SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+"""One PyTorch process of the GPU tests and the benchmark.
+
+An allocator can only be chosen before CUDA is initialised, so every run
+(native caching allocator or libnxquota) is its own process; the parent
+(run_gpu_tests.py, bench_torch.py) compares their JSON reports.
+
+    torch_worker.py MODE --alloc native|nxq --out FILE [options]
+
+MODE train    N training steps of a small transformer (random weights, fixed
+              seed, no downloads), then inference; per-step losses, the
+              inference logits (saved to --logits) and allocator bookkeeping
+              at fixed checkpoints (after the model is on the GPU, after
+              every step, after inference)
+MODE oom      train under a process-local cap (NXQ_TORCH_CAP) until an
+              allocation is refused; what was raised, the arena afterwards,
+              then a smaller allocation and a smaller training run
+MODE release  train while a thread keeps asking the arena to release idle
+              memory, and once from the training thread at --release-at
+MODE bench    steps/s over timed windows and peak device memory
+"""
+import argparse
+import gc
+import json
+import math
+import os
+import sys
+import threading
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+MODELS = {
+    # vocab, d_model, heads, layers, ff, batch, seq
+    "small": dict(vocab=1000, d=512, heads=8, layers=4, ff=2048, batch=32, seq=128),
+    "tiny": dict(vocab=512, d=256, heads=4, layers=2, ff=1024, batch=8, seq=64),
+    "large": dict(vocab=4096, d=1024, heads=16, layers=8, ff=4096, batch=32, seq=256),
+}
+
+
+class Net(nn.Module):
+    def __init__(self, vocab, d, heads, layers, ff, seq, dropout=0.1):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, d)
+        self.pos = nn.Parameter(torch.randn(1, seq, d) * 0.02)
+        layer = nn.TransformerEncoderLayer(d, heads, ff, dropout, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d, vocab)
+
+    def forward(self, x):
+        return self.head(self.enc(self.emb(x) + self.pos[:, :x.shape[1]]))
+
+
+def setup(alloc):
+    if alloc == "nxq":
+        import nxquota_torch
+        nxquota_torch.install(oom=os.environ.get("NXQ_TORCH_TEST_PLAIN") != "1")
+        return nxquota_torch
+    return None
+
+
+def make(cfg, seed, steps):
+    """Model and optimizer on the GPU, data on the CPU: all from the seed."""
+    torch.manual_seed(seed)
+    model = Net(cfg["vocab"], cfg["d"], cfg["heads"], cfg["layers"], cfg["ff"], cfg["seq"])
+    g = torch.Generator().manual_seed(seed + 1)
+    xs = torch.randint(cfg["vocab"], (steps, cfg["batch"], cfg["seq"]), generator=g)
+    xt = torch.randint(cfg["vocab"], (cfg["batch"], cfg["seq"]), generator=g)
+    model = model.cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return model, opt, xs, xt
+
+
+def step(model, opt, x, vocab):
+    x = x.cuda()
+    y = (x * 7 + 3) % vocab            # a learnable mapping: the loss goes down
+    out = model(x)
+    loss = F.cross_entropy(out.reshape(-1, vocab), y.reshape(-1))
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    return loss.detach()
+
+
+def bookkeeping(nxq):
+    """What the allocator says is live, at a checkpoint (no GPU sync needed:
+    both are host-side counters of allocations made and freed so far)."""
+    if nxq is None:
+        s = torch.cuda.memory_stats()
+        return {"requested": s["requested_bytes.all.current"],
+                "count": s["allocation.all.current"],
+                "allocs": s["allocation.all.allocated"],
+                "allocated": s["allocated_bytes.all.current"]}
+    s = nxq.stats()
+    return {"requested": s["live_requested"], "count": s["live_count"],
+            "allocs": s["mallocs"], "rounded": s["live_rounded"],
+            "in_use": s["in_use"], "arena_allocs": s["arena_allocs"],
+            "frees": s["frees"], "arena_frees": s["arena_frees"]}
+
+
+def tensors_of(model, opt):
+    ts = [p for p in model.parameters()] + [p.grad for p in model.parameters() if p.grad is not None]
+    for st in opt.state.values():
+        ts += [v for v in st.values() if torch.is_tensor(v) and v.is_cuda]
+    return ts
+
+
+def consistent(s):
+    return (s["mapped"] == s["in_use"] + s["pending"] + s["free"]
+            and s["charged"] == s["mapped"] + s["retained"]
+            and s["live_rounded"] == s["in_use"]
+            and s["mallocs"] == s["arena_allocs"] and s["frees"] == s["arena_frees"])
+
+
+def deterministic():
+    os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
+def mode_train(a, nxq, rep):
+    cfg = MODELS[a.model]
+    deterministic()
+    model, opt, xs, xt = make(cfg, a.seed, a.steps)
+    rep["checkpoints"] = [["model", bookkeeping(nxq)]]
+    losses = []
+    bg = None
+    if a.release_thread:
+        bg = Releaser(nxq)
+        bg.start()
+    for i in range(a.steps):
+        measure = nxq is not None and a.release_at == i
+        if measure and bg is not None:
+            bg.lock.acquire()          # this step's idle memory is for the measured release
+        losses.append(step(model, opt, xs[i], cfg["vocab"]).item())
+        rep["checkpoints"].append(["step%d" % i, bookkeeping(nxq)])
+        if measure:
+            torch.cuda.synchronize()
+            s0 = nxq.stats()
+            free0 = torch.cuda.mem_get_info()[0]
+            got = nxq.release()
+            free1 = torch.cuda.mem_get_info()[0]
+            s1 = nxq.stats()
+            rep["release"] = {"returned": got, "before": s0, "after": s1,
+                              "device_free_gain": free1 - free0}
+            if bg is not None:
+                bg.lock.release()
+    if bg is not None:
+        bg.stop()
+        rep["release_thread"] = {"calls": bg.calls, "bytes": bg.bytes, "errors": bg.errors}
+    model.eval()
+    with torch.no_grad():
+        logits = model(xt.cuda()).float().cpu()
+    rep["checkpoints"].append(["inference", bookkeeping(nxq)])
+    if a.logits:
+        torch.save(logits, a.logits)
+    rep["losses"] = losses
+    rep["logits_sum"] = float(logits.double().sum())
+    if nxq is not None:
+        s = nxq.stats()
+        rep["stats"] = s
+        rep["consistent"] = consistent(s)
+        lo, hi = s["lo_ptr"], s["hi_ptr"]
+        ts = tensors_of(model, opt)
+        rep["tensors_checked"] = len(ts)
+        rep["tensors_outside_arena"] = sum(1 for t in ts
+                                           if not (lo <= t.data_ptr() < hi))
+        try:
+            torch.cuda.memory_allocated()
+            rep["memory_allocated"] = "returned"
+        except Exception as e:  # the pluggable allocator keeps no statistics
+            rep["memory_allocated"] = "%s: %s" % (type(e).__name__, str(e).splitlines()[0])
+        live = sum(t.untyped_storage().nbytes() for t in ts)
+        rep["live_tensor_bytes"] = live
+
+
+class Releaser(threading.Thread):
+    """Keeps asking for everything idle, as pressure tickets would."""
+
+    def __init__(self, nxq, period=0.005):
+        super().__init__(daemon=True)
+        self.nxq, self.period = nxq, period
+        self.calls = self.bytes = self.errors = 0
+        self.halt = threading.Event()
+        self.lock = threading.Lock()     # held by the trainer to pause it
+
+    def run(self):
+        while not self.halt.is_set():
+            with self.lock:
+                try:
+                    self.bytes += self.nxq.release()
+                    self.calls += 1
+                except OSError:
+                    self.errors += 1
+            self.halt.wait(self.period)
+
+    def stop(self):
+        self.halt.set()
+        self.join()
+
+
+def mode_oom(a, nxq, rep):
+    cfg = MODELS[a.model]
+    deterministic()
+    model, opt, xs, xt = make(cfg, a.seed, a.steps)
+    rep["after_model"] = nxq.stats()
+    err = None
+    steps_done = 0
+    try:
+        for i in range(a.steps):
+            step(model, opt, xs[i], cfg["vocab"]).item()
+            steps_done += 1
+    except Exception as e:  # what PyTorch raised is the point of the test
+        err = e
+    rep["steps_done"] = steps_done
+    rep["raised"] = None if err is None else type(err).__module__ + "." + type(err).__name__
+    rep["is_oom"] = isinstance(err, torch.cuda.OutOfMemoryError)
+    rep["message"] = "" if err is None else str(err)[:600]
+    rep["last_error"] = nxq.last_error()
+    err = None
+    rep["after_oom"] = nxq.stats()
+    rep["after_oom_consistent"] = consistent(rep["after_oom"])
+    # Drop everything: what is left live is PyTorch's own (cuBLAS workspaces).
+    del model, opt
+    gc.collect()
+    torch.cuda.synchronize()
+    rep["after_cleanup"] = nxq.stats()
+    rep["after_cleanup_consistent"] = consistent(rep["after_cleanup"])
+    # A smaller allocation, then a smaller training run, under the same cap.
+    t = torch.arange(1 << 20, device="cuda", dtype=torch.float64)
+    rep["small_alloc_ok"] = float(t.sum()) == float((1 << 20) * ((1 << 20) - 1) / 2)
+    del t
+    small = MODELS["tiny"]
+    model, opt, xs, _ = make(small, a.seed, 3)
+    rep["small_losses"] = [step(model, opt, xs[i], small["vocab"]).item() for i in range(3)]
+    torch.cuda.synchronize()
+    rep["after_small"] = nxq.stats()
+    rep["after_small_consistent"] = consistent(rep["after_small"])
+
+
+def used_bytes():
+    free, total = torch.cuda.mem_get_info()
+    return total - free
+
+
+def mode_bench(a, nxq, rep):
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.cuda.init()
+    base = used_bytes()          # CUDA context, before any allocation
+    rep["used_base"] = base
+    rep["models"] = {}
+    for name in a.models.split(","):
+        cfg = MODELS[name]
+        total = a.warmup + a.windows * a.steps
+        model, opt, xs, _ = make(cfg, a.seed, total)
+        if nxq is None:
+            torch.cuda.reset_peak_memory_stats()
+        else:
+            nxq.reset_peaks()
+        losses = []
+        for i in range(a.warmup):
+            losses.append(step(model, opt, xs[i], cfg["vocab"]))
+        torch.cuda.synchronize()
+        rates = []
+        for w in range(a.windows):
+            t0 = time.perf_counter()
+            for i in range(a.steps):
+                losses.append(step(model, opt, xs[a.warmup + w * a.steps + i], cfg["vocab"]))
+            torch.cuda.synchronize()
+            rates.append(a.steps / (time.perf_counter() - t0))
+        r = {"steps_per_s": rates, "final_loss": float(losses[-1]),
+             "used_delta_end": used_bytes() - base}
+        if nxq is None:
+            r["peak_reserved"] = torch.cuda.max_memory_reserved()
+            r["peak_allocated"] = torch.cuda.max_memory_allocated()
+        else:
+            s = nxq.stats()
+            r.update(peak_mapped=s["peak_mapped"], peak_charged=s["peak_charged"],
+                     peak_rounded=s["peak_rounded"], peak_requested=s["peak_requested"],
+                     grows=s["grows"], mapped_end=s["mapped"])
+        rep["models"][name] = r
+        del model, opt, xs, losses
+        gc.collect()
+        if nxq is None:
+            torch.cuda.empty_cache()
+        else:
+            nxq.release()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("mode", choices=["train", "oom", "release", "bench"])
+    ap.add_argument("--alloc", choices=["native", "nxq"], required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--model", default="small", choices=sorted(MODELS))
+    ap.add_argument("--models", default="small")
+    ap.add_argument("--steps", type=int, default=8)
+    ap.add_argument("--seed", type=int, default=1234)
+    ap.add_argument("--logits")
+    ap.add_argument("--release-at", type=int, default=-1)
+    ap.add_argument("--release-thread", action="store_true")
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--windows", type=int, default=5)
+    a = ap.parse_args()
+    if a.mode == "release":
+        a.release_thread = True
+    rep = {"mode": a.mode, "alloc": a.alloc, "torch": torch.__version__,
+           "env": {k: v for k, v in os.environ.items() if k.startswith("NXQ_")}}
+    t0 = time.time()
+    nxq = setup(a.alloc)
+    if nxq is not None:
+        rep["entry"] = nxq.installed()
+        rep["config"] = nxq.config()
+    try:
+        if a.mode in ("train", "release"):
+            mode_train(a, nxq, rep)
+        elif a.mode == "oom":
+            mode_oom(a, nxq, rep)
+        else:
+            mode_bench(a, nxq, rep)
+        rep["ok"] = True
+    except Exception as e:
+        import traceback
+        rep["ok"] = False
+        rep["error"] = traceback.format_exc()[-3000:]
+    rep["seconds"] = time.time() - t0
+    with open(a.out, "w") as f:
+        json.dump(rep, f, indent=1, default=str)
+    print(json.dumps({k: rep[k] for k in ("mode", "alloc", "ok", "seconds")}))
+    sys.stdout.flush()
+    # A normal exit: PyTorch frees its last tensors during teardown, through us.
+    sys.exit(0 if rep["ok"] else 1)
+
+
+if __name__ == "__main__":
+    main()
