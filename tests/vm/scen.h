@@ -837,4 +837,442 @@ static SC_UNUSED void sc_init(int argc, char **argv)
 	CHECK_OK(sc_cg_enter("/"));
 }
 
+/* ---- pressure: tickets, eventfds, peer holder processes ---------------- */
+
+static SC_UNUSED uint64_t sc_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* A waiting charge (NXQ_CHARGE_WAIT, timeout_ns > 0). */
+static SC_UNUSED long sc_charge_wait(int fd, uint64_t id, uint64_t bytes,
+				     uint64_t timeout_ns, uint64_t *charged)
+{
+	return sc_charge_ex(fd, id, bytes, NXQ_CHARGE_WAIT, timeout_ns,
+			    charged);
+}
+
+static SC_UNUSED long sc_ticket_read(int fd, uint64_t id, struct nxq_ticket *t)
+{
+	memset(t, 0, sizeof(*t));
+	t->size = sizeof(*t);
+	t->holder_id = id;
+	return sc_ioctl(fd, NXQ_IOC_TICKET_READ, t);
+}
+
+static SC_UNUSED long sc_ticket_answer(int fd, uint64_t id, uint64_t gen,
+				       uint64_t released, uint64_t *charged)
+{
+	struct nxq_ticket_answer a;
+	long rc;
+
+	memset(&a, 0, sizeof(a));
+	a.size = sizeof(a);
+	a.holder_id = id;
+	a.generation = gen;
+	a.released = released;
+	rc = sc_ioctl(fd, NXQ_IOC_TICKET_ANSWER, &a);
+	if (!rc && charged)
+		*charged = a.charged;
+	return rc;
+}
+
+/* An eventfd for a holder: non-blocking, close-on-exec; or FAIL. */
+static SC_UNUSED int sc_eventfd(void)
+{
+	int efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	if (efd < 0)
+		FAIL("eventfd: %s", sc_errname(errno));
+	return efd;
+}
+
+/*
+ * Wait up to timeout_ms for a (non-blocking) eventfd to be signalled and
+ * read it: the count read (> 0), -ETIMEDOUT, or -errno.  timeout_ms 0
+ * only looks.
+ */
+static SC_UNUSED int64_t sc_efd_wait(int efd, int timeout_ms)
+{
+	struct pollfd p = { .fd = efd, .events = POLLIN };
+	uint64_t v;
+	int rc;
+
+	do
+		rc = poll(&p, 1, timeout_ms);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return sc_errno();
+	if (rc == 0)
+		return -ETIMEDOUT;
+	if (read(efd, &v, sizeof(v)) != sizeof(v))
+		return errno == EAGAIN ? -ETIMEDOUT : sc_errno();
+	return (int64_t)v;
+}
+
+/*
+ * Poll a sysfs number until it equals want (every 2 ms, up to timeout_ms):
+ * 0, or -ETIMEDOUT with the last value read in *last.
+ */
+static SC_UNUSED int sc_wait_u64(const char *path, uint64_t want,
+				 int timeout_ms, uint64_t *last)
+{
+	uint64_t end = sc_now_ms() + timeout_ms, v = 0;
+	int rc;
+
+	for (;;) {
+		rc = sc_read_u64(path, &v);
+		if (last)
+			*last = v;
+		if (rc < 0)
+			return rc;
+		if (v == want)
+			return 0;
+		if (sc_now_ms() >= end)
+			return -ETIMEDOUT;
+		usleep(2000);
+	}
+}
+
+/* A sysfs number must reach want within 10 s. */
+#define WAIT_U64(path, want) do {					\
+	uint64_t _l = 0;						\
+	const char *_p = (path);					\
+	int _r = sc_wait_u64(_p, (want), 10000, &_l);			\
+	if (_r < 0)							\
+		FAIL("%s never became %llu (last %llu: %s)", _p,	\
+		     (unsigned long long)(want), (unsigned long long)_l,\
+		     sc_errname(-_r));					\
+} while (0)
+
+/*
+ * Peers: holder processes driven over pipes, for the pressure scenarios.
+ * sc_peer_start() forks a child that enters a cgroup, opens /dev/nxquota
+ * and registers one holder (with an eventfd, optionally) and a priority.
+ * The parent then sends it commands (struct sc_msg) and reads one reply
+ * (struct sc_rep) per command.  A command that blocks in the kernel (a
+ * waiting charge) can be sent and its reply read later, so the parent can
+ * look at the ledger meanwhile.  In serve mode the peer also answers every
+ * ticket by itself as it comes (release what is asked, or release
+ * nothing), between commands.
+ */
+enum {
+	SC_PEER_CHARGE = 1,	/* a: bytes, b: timeout_ns (0: no wait) ->
+				 * v0 charged, v1 ns in the ioctl,
+				 * v2 CLOCK_MONOTONIC ns when it returned */
+	SC_PEER_UNCHARGE,	/* a: bytes -> v0 charged */
+	SC_PEER_RECLAIMABLE,	/* a: bytes */
+	SC_PEER_STATUS,		/* -> v0 charge, v1 reclaimable, v2 cgroup id */
+	SC_PEER_EFD,		/* a: timeout_ms -> rc: count read, or
+				 * -ETIMEDOUT */
+	SC_PEER_TICKET,		/* -> v0 generation, v1 bytes, v2 deadline_ns,
+				 * v3 reason, v4 level */
+	SC_PEER_ANSWER,		/* a: generation, b: released -> v0 charged */
+	SC_PEER_SERVE,		/* a: SC_SERVE_* from now on */
+	SC_PEER_STATS,		/* -> v0 answers, v1 bytes released,
+				 * v2 last generation, v3 last bytes asked,
+				 * v4 last reason << 8 | level,
+				 * v5 eventfd counts read */
+	SC_PEER_EXIT,		/* reply, then exit 0 (closing the file) */
+};
+
+enum { SC_SERVE_OFF, SC_SERVE_RELEASE, SC_SERVE_ZERO };
+
+struct sc_msg {
+	uint64_t op, a, b;
+};
+
+struct sc_rep {
+	int64_t rc;
+	uint64_t v[6];
+};
+
+struct sc_peer {
+	pid_t pid;
+	int cmd, rep;		/* parent's ends */
+	uint64_t id;		/* the holder's id, on the peer's file */
+	const char *name;
+};
+
+struct sc_peer_state {
+	int fd, efd, cmd, rep, serve;
+	uint64_t id;
+	struct sc_rep stats;
+};
+
+static SC_UNUSED void sc_peer_reply(struct sc_peer_state *s, struct sc_rep *r)
+{
+	if (write(s->rep, r, sizeof(*r)) != sizeof(*r))
+		_exit(SC_FAIL);
+}
+
+/* Serve mode: answer the open ticket, if any. */
+static SC_UNUSED void sc_peer_serve(struct sc_peer_state *s)
+{
+	struct nxq_ticket t;
+	int64_t n;
+	uint64_t rel;
+	long rc;
+	int i;
+
+	n = sc_efd_wait(s->efd, 0);
+	if (n <= 0)
+		return;
+	s->stats.v[5] += n;
+	for (i = 0; i < 100; i++) {
+		rc = sc_ticket_read(s->fd, s->id, &t);
+		if (rc == -EAGAIN)
+			return;
+		if (rc < 0)
+			FAIL("peer: TICKET_READ: %s", sc_errname((int)-rc));
+		rel = s->serve == SC_SERVE_RELEASE ? t.bytes : 0;
+		rc = sc_ticket_answer(s->fd, s->id, t.generation, rel, NULL);
+		if (rc == -ESTALE)
+			continue;	/* raised meanwhile: read it again */
+		if (rc < 0)
+			FAIL("peer: TICKET_ANSWER: %s", sc_errname((int)-rc));
+		s->stats.v[0]++;
+		s->stats.v[1] += rel;
+		s->stats.v[2] = t.generation;
+		s->stats.v[3] = t.bytes;
+		s->stats.v[4] = t.reason << 8 | t.level;
+		return;
+	}
+	FAIL("peer: ticket kept changing under 100 answers");
+}
+
+static SC_UNUSED void sc_peer_run(struct sc_peer_state *s)
+{
+	struct pollfd p[2];
+	struct nxq_ticket t;
+	struct sc_msg m;
+	struct sc_rep r;
+	uint64_t t0;
+	int n;
+
+	for (;;) {
+		p[0].fd = s->cmd;
+		p[0].events = POLLIN;
+		p[1].fd = s->efd;
+		p[1].events = POLLIN;
+		n = poll(p, s->serve && s->efd >= 0 ? 2 : 1, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			FAIL("peer: poll: %s", sc_errname(errno));
+		if (s->serve && s->efd >= 0 && (p[1].revents & POLLIN))
+			sc_peer_serve(s);
+		if (!(p[0].revents & (POLLIN | POLLHUP)))
+			continue;
+		if (read(s->cmd, &m, sizeof(m)) != sizeof(m))
+			_exit(0);	/* the parent went away */
+		memset(&r, 0, sizeof(r));
+		switch (m.op) {
+		case SC_PEER_CHARGE:
+			t0 = sc_now_ns();
+			r.rc = sc_charge_ex(s->fd, s->id, m.a,
+					    m.b ? NXQ_CHARGE_WAIT : 0, m.b,
+					    &r.v[0]);
+			r.v[2] = sc_now_ns();
+			r.v[1] = r.v[2] - t0;
+			if (r.rc)
+				r.v[0] = sc_holder_charge_at(__FILE__,
+							     __LINE__, s->fd,
+							     s->id);
+			break;
+		case SC_PEER_UNCHARGE:
+			r.rc = sc_uncharge(s->fd, s->id, m.a, &r.v[0]);
+			break;
+		case SC_PEER_RECLAIMABLE:
+			r.rc = sc_set_reclaimable(s->fd, s->id, m.a);
+			break;
+		case SC_PEER_STATUS: {
+			struct nxq_status st;
+
+			r.rc = sc_status(s->fd, s->id, &st);
+			r.v[0] = st.holder_charge;
+			r.v[1] = st.holder_reclaimable;
+			r.v[2] = st.cgroup_id;
+			break;
+		}
+		case SC_PEER_EFD:
+			r.rc = s->efd < 0 ? -EBADF :
+				sc_efd_wait(s->efd, (int)m.a);
+			if (r.rc > 0)
+				s->stats.v[5] += r.rc;
+			break;
+		case SC_PEER_TICKET:
+			r.rc = sc_ticket_read(s->fd, s->id, &t);
+			r.v[0] = t.generation;
+			r.v[1] = t.bytes;
+			r.v[2] = t.deadline_ns;
+			r.v[3] = t.reason;
+			r.v[4] = t.level;
+			break;
+		case SC_PEER_ANSWER:
+			r.rc = sc_ticket_answer(s->fd, s->id, m.a, m.b,
+						&r.v[0]);
+			if (!r.rc) {
+				s->stats.v[0]++;
+				s->stats.v[1] += m.b;
+				s->stats.v[2] = m.a;
+			}
+			break;
+		case SC_PEER_SERVE:
+			s->serve = (int)m.a;
+			if (s->serve)
+				sc_peer_serve(s);	/* one already waiting */
+			break;
+		case SC_PEER_STATS:
+			r = s->stats;
+			break;
+		case SC_PEER_EXIT:
+			sc_peer_reply(s, &r);
+			_exit(0);
+		default:
+			r.rc = -ENOSYS;
+		}
+		sc_peer_reply(s, &r);
+	}
+}
+
+static SC_UNUSED void sc_peer_send_at(const char *file, int line,
+				      struct sc_peer *p, uint64_t op,
+				      uint64_t a, uint64_t b)
+{
+	struct sc_msg m = { op, a, b };
+
+	if (write(p->cmd, &m, sizeof(m)) != sizeof(m))
+		sc_fail_at(file, line, "send to peer %s: %s", p->name,
+			   sc_errname(errno));
+}
+
+/*
+ * Read a peer's reply within timeout_ms: 0, -ETIMEDOUT (none yet), -EPIPE
+ * (the peer is gone).
+ */
+static SC_UNUSED int sc_peer_recv(struct sc_peer *p, struct sc_rep *r,
+				  int timeout_ms)
+{
+	struct pollfd pf = { .fd = p->rep, .events = POLLIN };
+	int rc;
+
+	do
+		rc = poll(&pf, 1, timeout_ms);
+	while (rc < 0 && errno == EINTR);
+	if (rc < 0)
+		return sc_errno();
+	if (rc == 0)
+		return -ETIMEDOUT;
+	return read(p->rep, r, sizeof(*r)) == sizeof(*r) ? 0 : -EPIPE;
+}
+
+/*
+ * Start a peer: a child in cgroup cg with one holder on key (priority
+ * prio; an eventfd if with_efd).  FAILs if the peer cannot register.
+ */
+static SC_UNUSED void sc_peer_start(struct sc_peer *p, const char *name,
+				    const char *cg, const char *key,
+				    unsigned int prio, int with_efd)
+{
+	int c[2], r[2];
+	struct sc_rep rep;
+	int rc;
+
+	if (pipe2(c, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0)
+		FAIL("pipe: %s", sc_errname(errno));
+	p->name = name;
+	p->pid = sc_fork();
+	if (p->pid == 0) {
+		struct sc_peer_state s = { .cmd = c[0], .rep = r[1] };
+
+		close(c[1]);
+		close(r[0]);
+		if (cg)
+			CHECK_OK(sc_cg_enter(cg));
+		s.fd = sc_open();
+		CHECK_OK(s.fd);
+		s.efd = with_efd ? sc_eventfd() : -1;
+		CHECK_OK(sc_register(s.fd, key, s.efd, prio, &s.id));
+		memset(&rep, 0, sizeof(rep));
+		rep.v[0] = s.id;
+		sc_peer_reply(&s, &rep);
+		sc_peer_run(&s);
+		_exit(0);
+	}
+	close(c[0]);
+	close(r[1]);
+	p->cmd = c[1];
+	p->rep = r[0];
+	rc = sc_peer_recv(p, &rep, 20000);
+	if (rc < 0)
+		FAIL("peer %s did not start: %s (see its FAIL line)", name,
+		     sc_errname(-rc));
+	p->id = rep.v[0];
+}
+
+static SC_UNUSED struct sc_rep sc_peer_reply_at(const char *file, int line,
+						struct sc_peer *p,
+						int timeout_ms)
+{
+	struct sc_rep r;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	rc = sc_peer_recv(p, &r, timeout_ms);
+	if (rc < 0)
+		sc_fail_at(file, line, "no reply from peer %s: %s%s", p->name,
+			   sc_errname(-rc), rc == -EPIPE ?
+			   " (it died: see its FAIL line)" : "");
+	return r;
+}
+
+/* Send a command without waiting for its reply. */
+#define PEER_SEND(p, op, a, b) sc_peer_send_at(__FILE__, __LINE__, p, op, a, b)
+/* The reply to the oldest command sent, within 20 s, or FAIL. */
+#define PEER_REPLY(p) sc_peer_reply_at(__FILE__, __LINE__, p, 20000)
+/* Send a command and return its reply. */
+#define PEER_CALL(p, op, a, b) ({					\
+	sc_peer_send_at(__FILE__, __LINE__, p, op, a, b);		\
+	sc_peer_reply_at(__FILE__, __LINE__, p, 20000);			\
+})
+/* A command that must succeed: its reply. */
+#define PEER_OK(p, op, a, b) ({						\
+	struct sc_rep _r = PEER_CALL(p, op, a, b);			\
+	if (_r.rc < 0)							\
+		FAIL("peer %s: %s(%llu, %llu): %s", (p)->name, #op,	\
+		     (unsigned long long)(a), (unsigned long long)(b),	\
+		     sc_errname((int)-_r.rc));				\
+	_r;								\
+})
+/* No reply may be pending from the peer now (it is still blocked). */
+#define PEER_BLOCKED(p, ms) do {					\
+	struct sc_rep _r;						\
+	int _rc = sc_peer_recv(p, &_r, ms);				\
+	if (_rc != -ETIMEDOUT)						\
+		FAIL("peer %s is no longer blocked: %s (rc %lld)",	\
+		     (p)->name, _rc ? sc_errname(-_rc) : "replied",	\
+		     (long long)_r.rc);					\
+} while (0)
+
+/* Ask a peer to exit (closing its file); it must exit with status 0. */
+#define PEER_STOP(p) do {						\
+	PEER_CALL(p, SC_PEER_EXIT, 0, 0);				\
+	close((p)->cmd);						\
+	close((p)->rep);						\
+	CHECK_CHILD_OK((p)->pid);					\
+} while (0)
+
+/* SIGKILL a peer and reap it: 128 + 9 is expected. */
+static SC_UNUSED int sc_peer_kill(struct sc_peer *p)
+{
+	kill(p->pid, SIGKILL);
+	close(p->cmd);
+	close(p->rep);
+	return sc_wait(p->pid);
+}
+
 #endif /* NXQ_TESTS_VM_SCEN_H */
