@@ -3,6 +3,9 @@
 #
 #   tests/vm/run.sh [--kernel KVER]... [SCENARIO...]   the tests (make check-vm)
 #   tests/vm/run.sh --demo [--kernel KVER]              the demo (make demo)
+#   tests/vm/run.sh --bench [--kernel KVER] [NAME...]   the figures: programs
+#       in tests/vm/bench/ run like scenarios; their "BENCH ..." lines are
+#       printed after the results
 #
 # For each kernel that scripts/deps.sh --print lists (or each --kernel,
 # matched exactly or as a prefix: "6.1", "6.12"), it builds the module
@@ -36,12 +39,15 @@ scen_timeout=${NXQ_SCEN_TIMEOUT:-60}
 splat='WARNING:|BUG:|Oops|Call Trace|lockdep|possible circular locking|KASAN|UBSAN|refcount_t|list_add corruption|general protection'
 
 demo=0
+bench=0
+sdir=tests/vm/scenarios
 ko_dir=
 want_kernels=()
 want_scen=()
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--demo) demo=1 ;;
+	--bench) bench=1; sdir=tests/vm/bench ;;
 	--kernel) [ $# -ge 2 ] || { echo "vm: --kernel needs a value" >&2; exit 2; }
 		want_kernels+=("$2"); shift ;;
 	--kernel=*) want_kernels+=("${1#*=}") ;;
@@ -117,11 +123,11 @@ scen=()		# scenarios to run
 declare -A pre	# name -> "skip reason" or "fail reason", decided on the host
 if [ ${#want_scen[@]} -gt 0 ]; then
 	for s in "${want_scen[@]}"; do
-		[ -f "tests/vm/scenarios/$s.c" ] || { echo "vm: no scenario $s" >&2; exit 2; }
+		[ -f "$sdir/$s.c" ] || { echo "vm: no scenario $s in $sdir" >&2; exit 2; }
 		scen+=("$s")
 	done
 elif [ $demo = 0 ]; then
-	for f in tests/vm/scenarios/*.c; do
+	for f in "$sdir"/*.c; do
 		[ -f "$f" ] && scen+=("$(basename "$f" .c)")
 	done
 fi
@@ -136,7 +142,7 @@ build_prog() {	# src dst [extra args...]
 }
 
 for s in "${scen[@]}"; do
-	src=tests/vm/scenarios/$s.c
+	src=$sdir/$s.c
 	if [[ $s == lib_* ]]; then
 		if [ ! -f lib/libnxquota.a ]; then
 			pre[$s]="skip library not built (lib/libnxquota.a missing)"
@@ -182,6 +188,9 @@ pack() {	# kver ko mode scenario...
 	for a in "${tools[@]}"; do
 		install -m 755 "$bin/tools/$a" "$root/tools/$a"
 	done
+	# nxquotactl, when built static (make -C tools static): nl_tool uses it.
+	[ ! -x tools/nxquotactl-static ] ||
+		install -m 755 tools/nxquotactl-static "$root/tools/nxquotactl"
 	printf 'root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/false\n' > "$root/etc/passwd"
 	printf 'root:x:0:\nnogroup:x:65534:\n' > "$root/etc/group"
 	cat > "$root/etc/nxq.conf" <<-EOF
@@ -289,6 +298,8 @@ run_kernel() {	# kver img kdir
 			report "$kver" "$s" "$st" "${line#"$st" }"
 		done
 	fi
+
+	[ $bench = 0 ] || grep -a -o 'BENCH .*' "$log" | sed "s/^/vm: $kver /"
 
 	line=$(grep -a -o 'NXQ-BOOT .*' "$log" | head -n 1)
 	if [ -z "$line" ]; then
