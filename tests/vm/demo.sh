@@ -7,7 +7,11 @@
 #
 # Story: one 1 GiB device, two containers whose budgets add up to more than
 # the device; charges granted and refused with the kernel's errno; a
-# process SIGKILLed and its charge gone with it.
+# process SIGKILLed and its charge gone with it.  Then lending: an idle
+# container's guarantee (min) is lent to the other, called back through a
+# pressure ticket when it grows (timeline of the ticket, the release and
+# the grant), and, as the last resort, a borrower that ignores its ticket
+# killed at the waiter's deadline.
 
 S=/sys/kernel/nxquota
 KEY=GPU-demo0
@@ -52,6 +56,37 @@ ask() {		# name fd-in fd-out command expected-word
 }
 inference() { ask inference 3 4 "$@"; }
 training() { ask training 5 6 "$@"; }
+
+# The same, for holders that take more options (--eventfd) and whose FIFOs
+# are named apart from the holder's name.
+start_as() {	# fifo-id name cgroup fd-in fd-out [option]
+	mkfifo "/tmp/$1.in" "/tmp/$1.out"
+	nxq-hold "$2" "$KEY" "$3" ${6:-} < "/tmp/$1.in" > "/tmp/$1.out" &
+	eval "pid_$1=$!"
+	eval "exec $4>/tmp/$1.in $5</tmp/$1.out"
+}
+
+# Timeline lines ("@USEC [name] ..."): kept in /tmp/timeline, shown sorted
+# by time, relative to the first, by timeline().
+tl_read() {	# fd-out expected-word
+	read -r line <&"$1"
+	echo "$line" >> /tmp/timeline
+	case "$line" in
+	*"$2"*) ;;
+	*) echo "   ${line#@* }"; echo "UNEXPECTED: expected \"$2\""; rc=1 ;;
+	esac
+}
+tl_ask() {	# fd-in fd-out command expected-word
+	echo "$3" >&"$1"
+	tl_read "$2" "$4"
+}
+timeline() {
+	sed 's/^@//' /tmp/timeline | sort -n | awk '
+		NR == 1 { t0 = $1 }
+		{ t = $1; $1 = ""; printf "   %+10.3f ms %s\n", (t - t0) / 1000, $0 }'
+	: > /tmp/timeline
+}
+lender() { ask lend 7 8 "$@"; }
 
 echo "nxquota demo on Linux $(uname -r): per-cgroup device-memory budgets"
 echo "(bytes are charge, not residency: what holders asked the kernel for)"
@@ -110,6 +145,65 @@ say "Training stops; everything returns to 0"
 echo quit >&5
 wait "$pid_training" 2>/dev/null
 show "$D/used" 0
+say "Lending: /inference is guaranteed 600 MiB (min) but idle; /training borrows"
+run "echo '/inference min=600M' > $D/set_budget"
+run "echo '/training max=1G' > $D/set_budget"
+show "$I/min" 629145600
+show "$I/effective_min" 629145600
+start_as lend training /training 7 8 --eventfd
+lender "charge 900M" "granted, holds 900 MiB"
+show "$T/current" 943718400
+show "$T/borrowed" 943718400
+show "$D/used" 943718400
+echo "   ... 600 of training's 900 MiB are inference's unused guarantee, lent."
+echo "   training has an eventfd and answers pressure tickets:"
+lender "serve" "serving tickets: releasing what is asked"
+
+say "/inference wakes up and grows by 400 MiB (124 MiB are free): it waits"
+start_as need inference /inference 9 10 --eventfd
+: > /tmp/timeline
+tl_ask 9 10 "wait 400M 5000" "waiting up to 5000 ms"
+tl_read 10 "granted after"
+tl_read 8 "asked 276 MiB (reason DEVICE, level RECALL)"
+tl_read 8 "releasing 276 MiB"
+tl_read 8 "answered ticket 1: released 276 MiB, holds 624 MiB"
+echo "   timeline (the kernel asks training for the 276 MiB missing; training"
+echo "   releases them; the kernel grants inference's waiting charge):"
+timeline
+show "$D/tickets" 1
+show "$D/bytes_asked" 289406976
+show "$D/bytes_released" 289406976
+show "$D/waits" 1
+show "$D/timeouts" 0
+show "$I/current" 419430400
+show "$I/borrowed" 0
+show "$T/current" 654311424
+show "$T/borrowed" 654311424
+show "$D/used" 1073741824
+
+say "The last resort: a borrower that ignores its tickets, with kill_on_ignore"
+lender "stop" "stopped serving after 1 ticket(s)"
+run "echo 1 > $T/kill_on_ignore"
+echo "   ... the device is full; inference grows to its guarantee (200 MiB more)"
+echo "   and waits up to 1 s; training is asked and does not answer:"
+tl_ask 9 10 "wait 200M 1000" "waiting up to 1000 ms"
+tl_read 10 "granted after"
+wait "$pid_lend"
+st=$?
+timeline
+echo "   [training] exit status $st: killed by signal $((st - 128)) at inference's deadline"
+[ "$st" = 137 ] || { echo "UNEXPECTED: expected 137 (SIGKILL)"; rc=1; }
+exec 7>&- 8<&-
+show "$D/kills" 1
+show "$T/kills" 1
+show "$T/current" 0
+show "$I/current" 629145600
+show "$D/used" 629145600
+echo quit >&9
+wait "$pid_need" 2>/dev/null
+show "$D/used" 0
+
+say "Done"
 run "echo $KEY > $S/devices/unregister"
 run "rmdir /sys/fs/cgroup/inference /sys/fs/cgroup/training"
 run "rmmod nxquota"
