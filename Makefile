@@ -7,12 +7,38 @@
 #                   test that can run here: KUnit, cmocka, real kernels
 #   make demo       boot a real kernel with the module and show the main job
 #   make check-gpu  the GPU tests (say "skipped" without a GPU)
+#   make install    library, headers, pkg-config file, man pages, the tool
+#                   (if built), the module source for DKMS and the udev
+#                   rule; DESTDIR=, PREFIX= (default /usr/local)
+#   make install-dkms  make install, then register, build and install the
+#                   module through DKMS for the running kernel, load it at
+#                   boot and now (root, no DESTDIR)
+#   make uninstall  undo both
 
 VERSION := $(shell cat $(CURDIR)/VERSION)
 export VERSION
 
+# Where `make install` puts things.  The udev rule and the modules-load
+# snippet go where udev and systemd read them: the distribution's
+# directories for PREFIX=/usr (packagers), /etc for a local install.
+PREFIX     ?= /usr/local
+LIBDIR     ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+SBINDIR    ?= $(PREFIX)/sbin
+MANDIR     ?= $(PREFIX)/share/man
+DKMSSRCDIR ?= $(PREFIX)/src/nxquota-$(VERSION)
+ifeq ($(PREFIX),/usr)
+UDEVRULESDIR  ?= /usr/lib/udev/rules.d
+MODULESLOADDIR ?= /usr/lib/modules-load.d
+else
+UDEVRULESDIR  ?= /etc/udev/rules.d
+MODULESLOADDIR ?= /etc/modules-load.d
+endif
+# The module source DKMS builds: what kmod/Kbuild needs, nothing else.
+KMOD_SRC := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild kmod/Kconfig
+
 .PHONY: all deps kmod lib tools check check-kmod check-kunit check-lib \
-	check-vm check-gpu demo clean
+	check-vm check-gpu demo install install-dkms uninstall clean
 
 all: lib tools kmod
 
@@ -53,6 +79,59 @@ check-gpu:
 
 demo: deps
 	@tests/vm/run.sh --demo
+
+install: lib tools
+	$(MAKE) -C lib install PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) \
+		INCLUDEDIR=$(INCLUDEDIR) DESTDIR=$(DESTDIR)
+	install -d $(DESTDIR)$(INCLUDEDIR)/linux
+	install -m 644 include/uapi/linux/nxquota.h $(DESTDIR)$(INCLUDEDIR)/linux/
+	install -d $(DESTDIR)$(MANDIR)/man3
+	install -m 644 man/man3/*.3 $(DESTDIR)$(MANDIR)/man3/
+	@if [ -f tools/nxquotactl ]; then set -x; \
+		install -D -m 755 tools/nxquotactl $(DESTDIR)$(SBINDIR)/nxquotactl; fi
+	@if [ -f tools/nxquotactl.8 ]; then set -x; \
+		install -D -m 644 tools/nxquotactl.8 $(DESTDIR)$(MANDIR)/man8/nxquotactl.8; fi
+	rm -rf $(DESTDIR)$(DKMSSRCDIR)
+	install -d $(DESTDIR)$(DKMSSRCDIR)/kmod $(DESTDIR)$(DKMSSRCDIR)/include/uapi/linux
+	install -m 644 $(KMOD_SRC) $(DESTDIR)$(DKMSSRCDIR)/kmod/
+	install -m 644 include/uapi/linux/nxquota.h $(DESTDIR)$(DKMSSRCDIR)/include/uapi/linux/
+	install -m 644 VERSION $(DESTDIR)$(DKMSSRCDIR)/
+	sed 's|@VERSION@|$(VERSION)|' packaging/dkms.conf.in > $(DESTDIR)$(DKMSSRCDIR)/dkms.conf
+	chmod 644 $(DESTDIR)$(DKMSSRCDIR)/dkms.conf
+	install -D -m 644 packaging/60-nxquota.rules $(DESTDIR)$(UDEVRULESDIR)/60-nxquota.rules
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then set -x; ldconfig; fi
+
+# DKMS registers on this machine: no DESTDIR.  KVER picks another kernel
+# whose headers are installed.
+KVER ?= $(shell uname -r)
+install-dkms: install
+	@if [ -n "$(DESTDIR)" ]; then \
+		echo "install-dkms: DKMS works on this machine; unset DESTDIR" >&2; exit 1; fi
+	@command -v dkms >/dev/null || { \
+		echo "install-dkms: dkms is not installed (apt-get install dkms)" >&2; exit 1; }
+	-dkms remove -m nxquota -v $(VERSION) --all >/dev/null 2>&1
+	dkms add $(DKMSSRCDIR)
+	dkms install -m nxquota -v $(VERSION) -k $(KVER)
+	install -D -m 644 packaging/nxquota-modules-load.conf $(MODULESLOADDIR)/nxquota.conf
+	-udevadm control --reload
+	@if [ "$(KVER)" = "$$(uname -r)" ]; then set -x; modprobe nxquota; fi
+
+uninstall:
+	@if [ -z "$(DESTDIR)" ] && command -v dkms >/dev/null && \
+	    dkms status -m nxquota -v $(VERSION) | grep -q .; then set -x; \
+		dkms remove -m nxquota -v $(VERSION) --all; \
+		if [ "$(DKMSSRCDIR)" != /usr/src/nxquota-$(VERSION) ]; then \
+			rm -rf /usr/src/nxquota-$(VERSION); fi; fi
+	rm -f $(DESTDIR)$(LIBDIR)/libnxquota.so.$(VERSION) \
+		$(DESTDIR)$(LIBDIR)/libnxquota.so.0 $(DESTDIR)$(LIBDIR)/libnxquota.so \
+		$(DESTDIR)$(LIBDIR)/libnxquota.a $(DESTDIR)$(LIBDIR)/pkgconfig/nxquota.pc \
+		$(DESTDIR)$(INCLUDEDIR)/nxquota.h $(DESTDIR)$(INCLUDEDIR)/linux/nxquota.h \
+		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/man3/*.3))) \
+		$(DESTDIR)$(MANDIR)/man8/nxquotactl.8 $(DESTDIR)$(SBINDIR)/nxquotactl \
+		$(DESTDIR)$(UDEVRULESDIR)/60-nxquota.rules \
+		$(DESTDIR)$(MODULESLOADDIR)/nxquota.conf
+	rm -rf $(DESTDIR)$(DKMSSRCDIR)
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then set -x; ldconfig; fi
 
 clean:
 	rm -rf build
