@@ -32,6 +32,8 @@ stage kunit tests/kunit/run.sh
 if [ -f lib/Makefile ]; then
 	stage lib make -s -C lib check
 fi
+stage install tests/install.sh
+stage docs tests/docs.sh
 stage vm tests/vm/run.sh
 
 echo "=== make check: $(($(date +%s) - t0))s"
