@@ -69,13 +69,15 @@ check-kunit: deps
 	@tests/kunit/run.sh
 
 check-lib: deps
-	@if [ -f lib/Makefile ]; then $(MAKE) -C lib check; fi
+	$(MAKE) -C lib check
+	$(MAKE) -C integrations/pytorch check-host
 
 check-vm: deps
 	@tests/vm/run.sh
 
 check-gpu:
-	@if [ -f lib/Makefile ]; then $(MAKE) -C lib check-gpu; fi
+	$(MAKE) -C lib check-gpu
+	$(MAKE) -C integrations/pytorch check-gpu
 
 demo: deps
 	@tests/vm/run.sh --demo
@@ -138,3 +140,4 @@ clean:
 	-$(MAKE) -C kmod clean >/dev/null 2>&1
 	-@if [ -f lib/Makefile ]; then $(MAKE) -C lib clean; fi
 	-@if [ -f tools/Makefile ]; then $(MAKE) -C tools clean; fi
+	-$(MAKE) -C integrations/pytorch clean

@@ -29,9 +29,8 @@ stage() {
 stage kmod-build make -s kmod
 stage kmod-style tests/kmod-style.sh
 stage kunit tests/kunit/run.sh
-if [ -f lib/Makefile ]; then
-	stage lib make -s -C lib check
-fi
+stage lib make -s -C lib check
+stage pytorch-host make -s -C integrations/pytorch check-host
 stage install tests/install.sh
 stage docs tests/docs.sh
 stage vm tests/vm/run.sh

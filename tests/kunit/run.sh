@@ -16,8 +16,12 @@ grep -q 'nxquota/' "$src/drivers/misc/Makefile" ||
 
 cd "$src"
 log="$base/kunit.log"
+# ccache, when present, makes a rebuild of the same tree on the same
+# machine cheap; a fresh machine pays the whole build once either way.
+cc_opt=
+command -v ccache >/dev/null 2>&1 && cc_opt="--make_options=CC=ccache gcc"
 set +e
-python3 tools/testing/kunit/kunit.py run --arch=um \
+python3 tools/testing/kunit/kunit.py run --arch=um ${cc_opt:+"$cc_opt"} \
 	--kunitconfig="$top/kmod/.kunitconfig" \
 	--build_dir="$base/out" --jobs="$(nproc)" --timeout=300 \
 	"$@" >"$log" 2>&1
