@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cmocka tests of nxquotactl's pure helpers (tools/fmt.c): size parsing
+ * and formatting, JSON strings and Prometheus label values.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <linux/nxquota.h>
+
+#include "fmt.h"
+
+static void parse_ok(const char *s, bool allow_max, uint64_t want)
+{
+	uint64_t v = 12345;
+
+	if (nxq_parse_size(s, allow_max, &v) != 0)
+		fail_msg("\"%s\" refused", s);
+	if (v != want)
+		fail_msg("\"%s\" -> %llu, want %llu", s,
+			 (unsigned long long)v, (unsigned long long)want);
+}
+
+static void parse_err(const char *s, bool allow_max, int err)
+{
+	uint64_t v = 12345;
+	int rc = nxq_parse_size(s, allow_max, &v);
+
+	if (rc != -err)
+		fail_msg("\"%s\" -> %d, want %d", s, rc, -err);
+	assert_int_equal(v, 12345);	/* untouched on error */
+}
+
+static void test_parse_plain(void **state)
+{
+	(void)state;
+	parse_ok("0", false, 0);
+	parse_ok("1", false, 1);
+	parse_ok("4096", false, 4096);
+	parse_ok("18446744073709551615", false, UINT64_MAX);
+	parse_err("18446744073709551616", false, ERANGE);
+	parse_err("99999999999999999999999", false, ERANGE);
+}
+
+static void test_parse_suffixes(void **state)
+{
+	(void)state;
+	parse_ok("512K", false, 512ULL << 10);
+	parse_ok("512k", false, 512ULL << 10);
+	parse_ok("512M", false, 512ULL << 20);
+	parse_ok("8G", false, 8ULL << 30);
+	parse_ok("8g", false, 8ULL << 30);
+	parse_ok("8Gi", false, 8ULL << 30);
+	parse_ok("8GiB", false, 8ULL << 30);
+	parse_ok("8GB", false, 8ULL << 30);
+	parse_ok("2T", false, 2ULL << 40);
+	parse_ok("3P", false, 3ULL << 50);
+	parse_ok("0G", false, 0);
+	parse_ok("16383P", false, 16383ULL << 50);
+	parse_err("16384P", false, ERANGE);
+	parse_ok("17179869183G", false, 17179869183ULL << 30);
+	parse_err("17179869184G", false, ERANGE);
+}
+
+static void test_parse_max(void **state)
+{
+	(void)state;
+	parse_ok("max", true, NXQ_UNLIMITED);
+	parse_err("max", false, EINVAL);
+	parse_err("MAX", true, EINVAL);
+	parse_err("max ", true, EINVAL);
+}
+
+static void test_parse_garbage(void **state)
+{
+	static const char *const bad[] = {
+		"", " 1", "1 ", "-1", "+1", "1.5G", "0x10", "G", "1Q", "1GG",
+		"1Gx", "1iB", "1E", "1Z", "1\n", "1G\n", "max=1", "1,000",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		parse_err(bad[i], true, EINVAL);
+}
+
+static void fmt_is(uint64_t v, bool is_max, const char *want)
+{
+	char buf[NXQ_FMT_SIZE_LEN];
+
+	assert_string_equal(nxq_format_size(v, is_max, buf), want);
+}
+
+static void test_format(void **state)
+{
+	(void)state;
+	fmt_is(0, false, "0");
+	fmt_is(1023, false, "1023");
+	fmt_is(1024, false, "1K");
+	fmt_is(1536, false, "1.5K");
+	fmt_is(1024 * 1024 - 1, false, "1023.9K");
+	fmt_is(8ULL << 30, false, "8G");
+	fmt_is((8ULL << 30) + (1ULL << 29), false, "8.5G");
+	fmt_is((80ULL << 30) + 1, false, "80.0G");	/* not exact: a decimal */
+	fmt_is(141ULL * 1000 * 1000 * 1000, false, "131.3G");
+	fmt_is(3ULL << 50, false, "3P");
+	fmt_is(UINT64_MAX, false, "16383.9P");
+	fmt_is(NXQ_UNLIMITED, true, "max");
+	fmt_is(2048, true, "2K");
+}
+
+/* What format prints, parse reads back when it is exact. */
+static void test_roundtrip(void **state)
+{
+	static const uint64_t vals[] = { 0, 1, 1023, 1024, 4096, 1ULL << 20,
+		8ULL << 30, 5ULL << 40, 7ULL << 50 };
+	char buf[NXQ_FMT_SIZE_LEN];
+	uint64_t v;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		nxq_format_size(vals[i], false, buf);
+		assert_int_equal(nxq_parse_size(buf, false, &v), 0);
+		assert_int_equal(v, vals[i]);
+	}
+	nxq_format_size(NXQ_UNLIMITED, true, buf);
+	assert_int_equal(nxq_parse_size(buf, true, &v), 0);
+	assert_true(v == NXQ_UNLIMITED);
+}
+
+static char *capture(void (*fn)(FILE *, const char *), const char *s)
+{
+	static char out[512];
+	FILE *f = fmemopen(out, sizeof(out), "w");
+
+	assert_non_null(f);
+	fn(f, s);
+	fclose(f);
+	return out;
+}
+
+static void test_json_string(void **state)
+{
+	(void)state;
+	assert_string_equal(capture(nxq_json_string, "GPU-1"), "\"GPU-1\"");
+	assert_string_equal(capture(nxq_json_string, "a\"b\\c"),
+			    "\"a\\\"b\\\\c\"");
+	assert_string_equal(capture(nxq_json_string, "x\ny\tz\r"),
+			    "\"x\\ny\\tz\\r\"");
+	assert_string_equal(capture(nxq_json_string, "\x01\x1f"),
+			    "\"\\u0001\\u001f\"");
+	assert_string_equal(capture(nxq_json_string, "/caf\xc3\xa9"),
+			    "\"/caf\xc3\xa9\"");
+	assert_string_equal(capture(nxq_json_string, ""), "\"\"");
+}
+
+static void test_prom_label(void **state)
+{
+	(void)state;
+	assert_string_equal(capture(nxq_prom_label, "/kubepods/pod1"),
+			    "\"/kubepods/pod1\"");
+	assert_string_equal(capture(nxq_prom_label, "a\"b\\c\nd"),
+			    "\"a\\\"b\\\\c\\nd\"");
+	assert_string_equal(capture(nxq_prom_label, "tab\there"),
+			    "\"tab\there\"");
+}
+
+static void test_errno_name(void **state)
+{
+	(void)state;
+	assert_string_equal(nxq_errno_name(EDQUOT), "EDQUOT");
+	assert_string_equal(nxq_errno_name(ENOSPC), "ENOSPC");
+	assert_string_equal(nxq_errno_name(0), "errno 0");
+	assert_string_equal(nxq_errno_name(9999), "errno 9999");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_plain),
+		cmocka_unit_test(test_parse_suffixes),
+		cmocka_unit_test(test_parse_max),
+		cmocka_unit_test(test_parse_garbage),
+		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_json_string),
+		cmocka_unit_test(test_prom_label),
+		cmocka_unit_test(test_errno_name),
+	};
+
+	return cmocka_run_group_tests_name("nxquotactl-fmt", tests, NULL, NULL);
+}

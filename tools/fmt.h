@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nxquotactl's pure helpers: sizes, JSON strings, Prometheus label
+ * values.  No I/O beyond the FILE given, no libnl: tests/tools/ tests them
+ * with cmocka.
+ */
+#ifndef NXQ_TOOLS_FMT_H
+#define NXQ_TOOLS_FMT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define NXQ_FMT_SIZE_LEN	32
+
+/*
+ * Parse a size: decimal digits with an optional K, M, G, T or P suffix
+ * (powers of 1024; "Ki", "KiB" and "KB" mean the same as "K"; case does
+ * not matter), or "max" (NXQ_UNLIMITED) when allow_max.  Returns 0, or
+ * -EINVAL for anything else (empty, signs, spaces, fractions, unknown
+ * suffixes) and -ERANGE when the value does not fit 64 bits.
+ */
+int nxq_parse_size(const char *s, bool allow_max, uint64_t *out);
+
+/*
+ * Format bytes for people into buf (NXQ_FMT_SIZE_LEN bytes): "max" for
+ * NXQ_UNLIMITED when is_max, plain bytes below 1 KiB, an exact "8G" when
+ * the value is a multiple of its unit, else one decimal, rounded down
+ * ("1.5G").  Returns buf.
+ */
+const char *nxq_format_size(uint64_t v, bool is_max, char *buf);
+
+/* Write s as a JSON string, quotes included. */
+void nxq_json_string(FILE *f, const char *s);
+
+/* Write s as a Prometheus label value, quotes included. */
+void nxq_prom_label(FILE *f, const char *s);
+
+/* "EDQUOT" for 122 and so on; "errno N" when unknown (static buffer). */
+const char *nxq_errno_name(int err);
+
+#endif /* NXQ_TOOLS_FMT_H */

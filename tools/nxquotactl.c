@@ -1,0 +1,1228 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotactl - the operator's tool for nxquota, over the generic netlink
+ * family "nxquota" (libnl-genl-3).  See nxquotactl.8.
+ *
+ *   nxquotactl [--json] status [DEVICE]
+ *   nxquotactl set CGROUP DEVICE [max=SIZE] [min=SIZE] [kill-on-ignore=0|1]
+ *   nxquotactl clear CGROUP DEVICE
+ *   nxquotactl [--json] devices
+ *   nxquotactl devices register KEY SIZE | unregister KEY | capacity KEY SIZE
+ *   nxquotactl devices sync [--dry-run]
+ *   nxquotactl [--json] events
+ *   nxquotactl metrics
+ *
+ * Exit status: 0 success, 1 the request failed, 2 usage, 3 the module is
+ * not loaded, 4 permission denied.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <netlink/netlink.h>
+#include <netlink/genl/genl.h>
+#include <netlink/genl/ctrl.h>
+#include <linux/netlink.h>
+
+#include <linux/nxquota.h>
+
+#include "fmt.h"
+
+#ifndef NXQ_VERSION
+#define NXQ_VERSION "unknown"
+#endif
+
+enum { EX_OK, EX_FAIL, EX_USAGE, EX_NOMOD, EX_PERM };
+
+static const char *prog = "nxquotactl";
+static bool json;
+
+static void __attribute__((format(printf, 1, 2))) warnx_(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ---- the family ---------------------------------------------------------- */
+
+struct ctl {
+	struct nl_sock *sk;
+	int family;
+	int events_grp;
+};
+
+static int ctl_connect(struct ctl *n)
+{
+	int one = 1;
+
+	n->sk = nl_socket_alloc();
+	if (!n->sk) {
+		warnx_("out of memory");
+		return EX_FAIL;
+	}
+	if (genl_connect(n->sk) < 0) {
+		warnx_("cannot open a generic netlink socket: %s",
+		       strerror(errno));
+		return EX_FAIL;
+	}
+	setsockopt(nl_socket_get_fd(n->sk), SOL_NETLINK, NETLINK_EXT_ACK,
+		   &one, sizeof(one));
+	n->family = genl_ctrl_resolve(n->sk, NXQUOTA_FAMILY_NAME);
+	if (n->family < 0) {
+		warnx_("the nxquota module is not loaded (no generic netlink "
+		       "family \"%s\"; try: modprobe nxquota)",
+		       NXQUOTA_FAMILY_NAME);
+		return EX_NOMOD;
+	}
+	return EX_OK;
+}
+
+/* What one request got back. */
+struct reply {
+	int error;		/* the kernel's negative errno, 0 */
+	char msg[256];		/* its extended-ack message */
+	bool done;
+	bool intr;		/* a dump part was flagged NLM_F_DUMP_INTR */
+	int (*data)(struct nlattr **tb, void *arg);
+	void *arg;
+	int maxattr;
+};
+
+static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
+{
+	struct nlmsghdr *h = (struct nlmsghdr *)((char *)e - NLMSG_HDRLEN);
+	struct reply *r = arg;
+	size_t off;
+
+	(void)nla;
+	r->error = e->error;
+	r->done = true;
+	r->msg[0] = 0;
+	if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
+		return NL_STOP;
+	off = NLMSG_HDRLEN + sizeof(*e);
+	if (!(h->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - NLMSG_HDRLEN;
+	while (off + NLA_HDRLEN <= h->nlmsg_len) {
+		struct nlattr *a = (struct nlattr *)((char *)h + off);
+
+		if (a->nla_len < NLA_HDRLEN)
+			break;
+		if (a->nla_type == NLMSGERR_ATTR_MSG)
+			snprintf(r->msg, sizeof(r->msg), "%.*s",
+				 (int)(a->nla_len - NLA_HDRLEN),
+				 (char *)a + NLA_HDRLEN);
+		off += NLA_ALIGN(a->nla_len);
+	}
+	return NL_STOP;
+}
+
+static int on_ack(struct nl_msg *msg, void *arg)
+{
+	struct reply *r = arg;
+
+	(void)msg;
+	r->done = true;
+	return NL_STOP;
+}
+
+static int on_intr(struct nl_msg *msg, void *arg)
+{
+	struct reply *r = arg;
+
+	(void)msg;
+	r->intr = true;
+	return NL_OK;
+}
+
+static int on_valid(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *tb[NXQUOTA_A_BUDGET_LAST + 8];
+	struct reply *r = arg;
+	int err;
+
+	err = genlmsg_parse(nlmsg_hdr(msg), 0, tb, r->maxattr, NULL);
+	if (err < 0 || !r->data)
+		return NL_OK;
+	return r->data(tb, r->arg) < 0 ? NL_STOP : NL_OK;
+}
+
+/* Send msg and read until the ack or the end of the dump. */
+static int ctl_request(struct ctl *n, struct nl_msg *msg, struct reply *r)
+{
+	struct nl_cb *cb = nl_cb_alloc(NL_CB_DEFAULT);
+	int err;
+
+	if (!cb)
+		return -ENOMEM;
+	nl_cb_err(cb, NL_CB_CUSTOM, on_error, r);
+	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, on_ack, r);
+	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_ack, r);
+	nl_cb_set(cb, NL_CB_DUMP_INTR, NL_CB_CUSTOM, on_intr, r);
+	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_valid, r);
+	err = nl_send_auto(n->sk, msg);
+	while (err >= 0 && !r->done)
+		err = nl_recvmsgs(n->sk, cb);
+	nl_cb_put(cb);
+	nlmsg_free(msg);
+	if (err < 0 && !r->error)
+		r->error = -EIO;
+	return r->error;
+}
+
+static struct nl_msg *ctl_new(struct ctl *n, uint8_t cmd, int flags)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	if (!msg || !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, n->family, 0,
+				 flags, cmd, NXQUOTA_FAMILY_VERSION)) {
+		warnx_("out of memory");
+		exit(EX_FAIL);
+	}
+	return msg;
+}
+
+/* Report a failed request; returns the exit status. */
+static int report(const char *what, struct reply *r)
+{
+	int err = -r->error;
+
+	if (err == EPERM) {
+		warnx_("%s: permission denied (needs CAP_NET_ADMIN)", what);
+		return EX_PERM;
+	}
+	warnx_("%s: %s (%s)%s%s", what, strerror(err), nxq_errno_name(err),
+	       r->msg[0] ? ": " : "", r->msg);
+	return EX_FAIL;
+}
+
+/* ---- what the dumps give ------------------------------------------------ */
+
+struct dev {
+	char key[NXQ_DEVICE_KEY_MAX];
+	uint64_t capacity, used, denials, capacity_hits, tickets, bytes_asked;
+	uint64_t bytes_released, kills, waits, timeouts;
+	uint32_t holders, ticket_timeout_ms;
+};
+
+struct node {
+	char device[NXQ_DEVICE_KEY_MAX];
+	char path[4096];
+	uint64_t id, parent, max, min, emin, current, borrowed, headroom;
+	uint64_t max_hits, denials, tickets, bytes_asked, bytes_released, kills;
+	uint32_t holders;
+	bool has_parent, kill_on_ignore;
+	int depth;
+};
+
+struct holder {
+	char device[NXQ_DEVICE_KEY_MAX];
+	uint64_t cgroup, charge, reclaimable, tgen, tbytes, tdeadline;
+	uint32_t pid, priority, treason, tlevel;
+	bool topen;
+};
+
+struct vec {
+	void *v;
+	size_t n, cap, size;
+};
+
+static void *vec_add(struct vec *v)
+{
+	if (v->n == v->cap) {
+		v->cap = v->cap ? 2 * v->cap : 16;
+		v->v = realloc(v->v, v->cap * v->size);
+		if (!v->v) {
+			warnx_("out of memory");
+			exit(EX_FAIL);
+		}
+	}
+	return memset((char *)v->v + v->n++ * v->size, 0, v->size);
+}
+
+static uint64_t u64_or(struct nlattr *a, uint64_t def)
+{
+	return a ? nla_get_u64(a) : def;
+}
+
+static uint32_t u32_or(struct nlattr *a, uint32_t def)
+{
+	return a ? nla_get_u32(a) : def;
+}
+
+static void str_to(char *dst, size_t size, struct nlattr *a)
+{
+	snprintf(dst, size, "%s", a ? nla_get_string(a) : "");
+}
+
+static int dev_cb(struct nlattr **tb, void *arg)
+{
+	struct dev *d = vec_add(arg);
+
+	str_to(d->key, sizeof(d->key), tb[NXQUOTA_A_DEVICE_KEY]);
+	d->capacity = u64_or(tb[NXQUOTA_A_DEVICE_CAPACITY], 0);
+	d->used = u64_or(tb[NXQUOTA_A_DEVICE_USED], 0);
+	d->holders = u32_or(tb[NXQUOTA_A_DEVICE_HOLDERS], 0);
+	d->denials = u64_or(tb[NXQUOTA_A_DEVICE_DENIALS], 0);
+	d->capacity_hits = u64_or(tb[NXQUOTA_A_DEVICE_CAPACITY_HITS], 0);
+	d->tickets = u64_or(tb[NXQUOTA_A_DEVICE_TICKETS], 0);
+	d->bytes_asked = u64_or(tb[NXQUOTA_A_DEVICE_BYTES_ASKED], 0);
+	d->bytes_released = u64_or(tb[NXQUOTA_A_DEVICE_BYTES_RELEASED], 0);
+	d->kills = u64_or(tb[NXQUOTA_A_DEVICE_KILLS], 0);
+	d->waits = u64_or(tb[NXQUOTA_A_DEVICE_WAITS], 0);
+	d->timeouts = u64_or(tb[NXQUOTA_A_DEVICE_TIMEOUTS], 0);
+	d->ticket_timeout_ms = u32_or(tb[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS], 0);
+	return 0;
+}
+
+static int node_cb(struct nlattr **tb, void *arg)
+{
+	struct node *n = vec_add(arg);
+
+	str_to(n->device, sizeof(n->device), tb[NXQUOTA_A_BUDGET_DEVICE]);
+	str_to(n->path, sizeof(n->path), tb[NXQUOTA_A_BUDGET_CGROUP_PATH]);
+	n->id = u64_or(tb[NXQUOTA_A_BUDGET_CGROUP_ID], 0);
+	n->has_parent = tb[NXQUOTA_A_BUDGET_PARENT_ID] != NULL;
+	n->parent = u64_or(tb[NXQUOTA_A_BUDGET_PARENT_ID], 0);
+	n->max = u64_or(tb[NXQUOTA_A_BUDGET_MAX], NXQ_UNLIMITED);
+	n->min = u64_or(tb[NXQUOTA_A_BUDGET_MIN], 0);
+	n->emin = u64_or(tb[NXQUOTA_A_BUDGET_EFFECTIVE_MIN], 0);
+	n->current = u64_or(tb[NXQUOTA_A_BUDGET_CURRENT], 0);
+	n->borrowed = u64_or(tb[NXQUOTA_A_BUDGET_BORROWED], 0);
+	n->headroom = u64_or(tb[NXQUOTA_A_BUDGET_HEADROOM], 0);
+	n->max_hits = u64_or(tb[NXQUOTA_A_BUDGET_MAX_HITS], 0);
+	n->denials = u64_or(tb[NXQUOTA_A_BUDGET_DENIALS], 0);
+	n->holders = u32_or(tb[NXQUOTA_A_BUDGET_HOLDERS], 0);
+	n->tickets = u64_or(tb[NXQUOTA_A_BUDGET_TICKETS], 0);
+	n->bytes_asked = u64_or(tb[NXQUOTA_A_BUDGET_BYTES_ASKED], 0);
+	n->bytes_released = u64_or(tb[NXQUOTA_A_BUDGET_BYTES_RELEASED], 0);
+	n->kills = u64_or(tb[NXQUOTA_A_BUDGET_KILLS], 0);
+	n->kill_on_ignore = tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE] &&
+			    nla_get_u8(tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
+	return 0;
+}
+
+static int holder_cb(struct nlattr **tb, void *arg)
+{
+	struct holder *h = vec_add(arg);
+
+	str_to(h->device, sizeof(h->device), tb[NXQUOTA_A_HOLDER_DEVICE]);
+	h->cgroup = u64_or(tb[NXQUOTA_A_HOLDER_CGROUP_ID], 0);
+	h->pid = u32_or(tb[NXQUOTA_A_HOLDER_PID], 0);
+	h->priority = u32_or(tb[NXQUOTA_A_HOLDER_PRIORITY], 0);
+	h->charge = u64_or(tb[NXQUOTA_A_HOLDER_CHARGE], 0);
+	h->reclaimable = u64_or(tb[NXQUOTA_A_HOLDER_RECLAIMABLE], 0);
+	h->topen = tb[NXQUOTA_A_HOLDER_TICKET_OPEN] &&
+		   nla_get_u8(tb[NXQUOTA_A_HOLDER_TICKET_OPEN]);
+	h->tgen = u64_or(tb[NXQUOTA_A_HOLDER_TICKET_GENERATION], 0);
+	h->tbytes = u64_or(tb[NXQUOTA_A_HOLDER_TICKET_BYTES], 0);
+	h->treason = u32_or(tb[NXQUOTA_A_HOLDER_TICKET_REASON], 0);
+	h->tlevel = u32_or(tb[NXQUOTA_A_HOLDER_TICKET_LEVEL], 0);
+	h->tdeadline = u64_or(tb[NXQUOTA_A_HOLDER_TICKET_DEADLINE_NS], 0);
+	return 0;
+}
+
+struct ledger {
+	struct vec devs, nodes, holders;
+};
+
+static int dump(struct ctl *n, uint8_t cmd, int maxattr, int filter_attr,
+		const char *device, int (*fn)(struct nlattr **, void *),
+		struct vec *v, bool *intr)
+{
+	struct reply r = { .data = fn, .arg = v, .maxattr = maxattr };
+	struct nl_msg *msg = ctl_new(n, cmd, NLM_F_DUMP);
+
+	if (device && filter_attr)
+		nla_put_string(msg, filter_attr, device);
+	ctl_request(n, msg, &r);
+	*intr |= r.intr;
+	if (r.error)
+		return report("dump", &r);
+	return EX_OK;
+}
+
+/* Dump everything; start again (three times at most) if interrupted. */
+static int read_ledger(struct ctl *n, const char *device, struct ledger *l)
+{
+	int tries, rc;
+	bool intr;
+
+	for (tries = 0; tries < 3; tries++) {
+		intr = false;
+		l->devs = (struct vec){ .size = sizeof(struct dev) };
+		l->nodes = (struct vec){ .size = sizeof(struct node) };
+		l->holders = (struct vec){ .size = sizeof(struct holder) };
+		rc = dump(n, NXQUOTA_CMD_DEVICE_GET, NXQUOTA_A_DEVICE_MAX, 0,
+			  NULL, dev_cb, &l->devs, &intr);
+		if (!rc)
+			rc = dump(n, NXQUOTA_CMD_BUDGET_GET, NXQUOTA_A_BUDGET_LAST,
+				  NXQUOTA_A_BUDGET_DEVICE, device, node_cb,
+				  &l->nodes, &intr);
+		if (!rc)
+			rc = dump(n, NXQUOTA_CMD_HOLDER_GET, NXQUOTA_A_HOLDER_MAX,
+				  NXQUOTA_A_HOLDER_DEVICE, device, holder_cb,
+				  &l->holders, &intr);
+		if (rc || !intr)
+			return rc;
+		free(l->devs.v);
+		free(l->nodes.v);
+		free(l->holders.v);
+	}
+	warnx_("the ledger kept changing during the dump; try again");
+	return EX_FAIL;
+}
+
+/* Order nodes as a tree (depth-first, by cgroup id) and set their depth. */
+static int cmp_node(const void *a, const void *b)
+{
+	const struct node *x = a, *y = b;
+	int c = strcmp(x->device, y->device);
+
+	if (c)
+		return c;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void tree_visit(struct node *in, size_t n, size_t i, int depth,
+		       struct node *out, size_t *k, char *placed)
+{
+	size_t j;
+
+	placed[i] = 1;
+	in[i].depth = depth;
+	out[(*k)++] = in[i];
+	for (j = 0; j < n; j++)
+		if (!placed[j] && in[j].has_parent &&
+		    in[j].parent == in[i].id &&
+		    !strcmp(in[j].device, in[i].device))
+			tree_visit(in, n, j, depth + 1, out, k, placed);
+}
+
+static void tree_order(struct vec *v)
+{
+	struct node *in = v->v, *out;
+	size_t i, j, k = 0;
+	char *placed;
+
+	if (!v->n)
+		return;
+	qsort(in, v->n, sizeof(*in), cmp_node);
+	out = calloc(v->n, sizeof(*out));
+	placed = calloc(v->n, 1);
+	if (!out || !placed) {
+		warnx_("out of memory");
+		exit(EX_FAIL);
+	}
+	/* Roots: no parent, or a parent the caller may not see. */
+	for (i = 0; i < v->n; i++) {
+		bool parent_seen = false;
+
+		for (j = 0; j < v->n && in[i].has_parent; j++)
+			if (in[j].id == in[i].parent &&
+			    !strcmp(in[j].device, in[i].device))
+				parent_seen = true;
+		if (!placed[i] && !parent_seen)
+			tree_visit(in, v->n, i, 0, out, &k, placed);
+	}
+	for (i = 0; i < v->n; i++)	/* cycles cannot happen; be safe */
+		if (!placed[i])
+			tree_visit(in, v->n, i, 0, out, &k, placed);
+	memcpy(in, out, v->n * sizeof(*in));
+	free(out);
+	free(placed);
+}
+
+static const char *node_path(struct ledger *l, const char *device,
+			     uint64_t id)
+{
+	struct node *n = l->nodes.v;
+	size_t i;
+
+	for (i = 0; i < l->nodes.n; i++)
+		if (n[i].id == id && !strcmp(n[i].device, device))
+			return n[i].path;
+	return NULL;
+}
+
+/* ---- status ------------------------------------------------------------- */
+
+static void json_u64(FILE *f, const char *name, uint64_t v, bool comma)
+{
+	fprintf(f, "\"%s\":%" PRIu64 "%s", name, v, comma ? "," : "");
+}
+
+static void json_max(FILE *f, const char *name, uint64_t v)
+{
+	if (v == NXQ_UNLIMITED)
+		fprintf(f, "\"%s\":null,", name);
+	else
+		json_u64(f, name, v, true);
+}
+
+static void status_json(struct ledger *l)
+{
+	struct dev *d = l->devs.v;
+	struct node *n = l->nodes.v;
+	struct holder *h = l->holders.v;
+	size_t i;
+
+	printf("{\"devices\":[");
+	for (i = 0; i < l->devs.n; i++, d++) {
+		printf("%s{\"key\":", i ? "," : "");
+		nxq_json_string(stdout, d->key);
+		printf(",");
+		json_u64(stdout, "capacity", d->capacity, true);
+		json_u64(stdout, "used", d->used, true);
+		json_u64(stdout, "holders", d->holders, true);
+		json_u64(stdout, "denials", d->denials, true);
+		json_u64(stdout, "capacity_hits", d->capacity_hits, true);
+		json_u64(stdout, "tickets", d->tickets, true);
+		json_u64(stdout, "bytes_asked", d->bytes_asked, true);
+		json_u64(stdout, "bytes_released", d->bytes_released, true);
+		json_u64(stdout, "kills", d->kills, true);
+		json_u64(stdout, "waits", d->waits, true);
+		json_u64(stdout, "timeouts", d->timeouts, true);
+		json_u64(stdout, "ticket_timeout_ms", d->ticket_timeout_ms,
+			 false);
+		printf("}");
+	}
+	printf("],\"budgets\":[");
+	for (i = 0; i < l->nodes.n; i++, n++) {
+		printf("%s{\"device\":", i ? "," : "");
+		nxq_json_string(stdout, n->device);
+		printf(",\"path\":");
+		nxq_json_string(stdout, n->path);
+		printf(",");
+		json_u64(stdout, "cgroup_id", n->id, true);
+		if (n->has_parent)
+			json_u64(stdout, "parent_id", n->parent, true);
+		else
+			printf("\"parent_id\":null,");
+		json_max(stdout, "max", n->max);
+		json_u64(stdout, "min", n->min, true);
+		json_u64(stdout, "effective_min", n->emin, true);
+		json_u64(stdout, "current", n->current, true);
+		json_u64(stdout, "borrowed", n->borrowed, true);
+		json_u64(stdout, "headroom", n->headroom, true);
+		json_u64(stdout, "max_hits", n->max_hits, true);
+		json_u64(stdout, "denials", n->denials, true);
+		json_u64(stdout, "holders", n->holders, true);
+		json_u64(stdout, "tickets", n->tickets, true);
+		json_u64(stdout, "bytes_asked", n->bytes_asked, true);
+		json_u64(stdout, "bytes_released", n->bytes_released, true);
+		json_u64(stdout, "kills", n->kills, true);
+		printf("\"kill_on_ignore\":%s}",
+		       n->kill_on_ignore ? "true" : "false");
+	}
+	printf("],\"holders\":[");
+	for (i = 0; i < l->holders.n; i++, h++) {
+		const char *p = node_path(l, h->device, h->cgroup);
+
+		printf("%s{\"device\":", i ? "," : "");
+		nxq_json_string(stdout, h->device);
+		printf(",");
+		json_u64(stdout, "cgroup_id", h->cgroup, true);
+		printf("\"path\":");
+		if (p)
+			nxq_json_string(stdout, p);
+		else
+			printf("null");
+		printf(",");
+		json_u64(stdout, "pid", h->pid, true);
+		json_u64(stdout, "priority", h->priority, true);
+		json_u64(stdout, "charge", h->charge, true);
+		json_u64(stdout, "reclaimable", h->reclaimable, true);
+		printf("\"ticket\":{\"open\":%s,", h->topen ? "true" : "false");
+		json_u64(stdout, "generation", h->tgen, h->topen);
+		if (h->topen) {
+			json_u64(stdout, "bytes", h->tbytes, true);
+			json_u64(stdout, "reason", h->treason, true);
+			json_u64(stdout, "level", h->tlevel, true);
+			json_u64(stdout, "deadline_ns", h->tdeadline, false);
+		}
+		printf("}}");
+	}
+	printf("]}\n");
+}
+
+static void status_table(struct ledger *l)
+{
+	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN], c[NXQ_FMT_SIZE_LEN];
+	char d2[NXQ_FMT_SIZE_LEN], e[NXQ_FMT_SIZE_LEN];
+	struct dev *d = l->devs.v;
+	struct node *n = l->nodes.v;
+	struct holder *h = l->holders.v;
+	char indented[4200];
+	size_t i;
+
+	printf("%-40s %9s %9s %7s %8s %8s\n", "DEVICE", "CAPACITY", "USED",
+	       "HOLDERS", "DENIALS", "TICKETS");
+	for (i = 0; i < l->devs.n; i++, d++)
+		printf("%-40s %9s %9s %7u %8" PRIu64 " %8" PRIu64 "\n", d->key,
+		       nxq_format_size(d->capacity, false, a),
+		       nxq_format_size(d->used, false, b), d->holders,
+		       d->denials, d->tickets);
+	if (!l->devs.n)
+		printf("(no device registered)\n");
+
+	printf("\nBUDGETS (bytes are charge, not residency)\n");
+	printf("%-16s %-28s %8s %8s %8s %8s %8s %7s %7s\n", "DEVICE", "CGROUP",
+	       "MAX", "MIN", "EFF.MIN", "CURRENT", "BORROWED", "HOLDERS",
+	       "DENIALS");
+	tree_order(&l->nodes);
+	n = l->nodes.v;
+	for (i = 0; i < l->nodes.n; i++, n++) {
+		const char *base = strrchr(n->path, '/');
+
+		snprintf(indented, sizeof(indented), "%*s%s", 2 * n->depth, "",
+			 n->depth && base && base[1] ? base + 1 : n->path);
+		printf("%-16s %-28s %8s %8s %8s %8s %8s %7u %7" PRIu64 "%s\n",
+		       n->device, indented, nxq_format_size(n->max, true, a),
+		       nxq_format_size(n->min, false, b),
+		       nxq_format_size(n->emin, false, c),
+		       nxq_format_size(n->current, false, d2),
+		       nxq_format_size(n->borrowed, false, e), n->holders,
+		       n->denials, n->kill_on_ignore ? "  kill-on-ignore" : "");
+	}
+
+	printf("\nHOLDERS\n");
+	printf("%-16s %-28s %8s %5s %8s %11s %s\n", "DEVICE", "CGROUP", "PID",
+	       "PRIO", "CHARGE", "RECLAIMABLE", "TICKET");
+	for (i = 0; i < l->holders.n; i++, h++) {
+		const char *p = node_path(l, h->device, h->cgroup);
+		char cg[32], t[64];
+
+		snprintf(cg, sizeof(cg), "#%" PRIu64, h->cgroup);
+		if (h->topen)
+			snprintf(t, sizeof(t), "open: %s asked (gen %" PRIu64 ")",
+				 nxq_format_size(h->tbytes, false, c), h->tgen);
+		else
+			snprintf(t, sizeof(t), "-");
+		printf("%-16s %-28s %8u %5u %8s %11s %s\n", h->device,
+		       p ? p : cg, h->pid, h->priority,
+		       nxq_format_size(h->charge, false, a),
+		       nxq_format_size(h->reclaimable, false, b), t);
+	}
+}
+
+static int cmd_status(struct ctl *n, int argc, char **argv)
+{
+	struct ledger l;
+	int rc;
+
+	if (argc > 1) {
+		warnx_("usage: status [DEVICE]");
+		return EX_USAGE;
+	}
+	rc = read_ledger(n, argc ? argv[0] : NULL, &l);
+	if (rc)
+		return rc;
+	if (json)
+		status_json(&l);
+	else
+		status_table(&l);
+	return EX_OK;
+}
+
+/* ---- set, clear ----------------------------------------------------------- */
+
+static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
+{
+	struct reply r = { 0 };
+	struct nl_msg *msg;
+	uint64_t v;
+	int i, err;
+
+	if (argc < 2 || (set && argc < 3) || (!set && argc != 2)) {
+		warnx_(set ? "usage: set CGROUP DEVICE [max=SIZE] [min=SIZE] "
+			     "[kill-on-ignore=0|1]" : "usage: clear CGROUP DEVICE");
+		return EX_USAGE;
+	}
+	if (argv[0][0] != '/') {
+		warnx_("%s: a cgroup is a path from the cgroup2 root, such as "
+		       "/kubepods/pod1", argv[0]);
+		return EX_USAGE;
+	}
+	msg = ctl_new(n, set ? NXQUOTA_CMD_BUDGET_SET : NXQUOTA_CMD_BUDGET_CLEAR,
+		     0);
+	nla_put_string(msg, NXQUOTA_A_BUDGET_CGROUP_PATH, argv[0]);
+	nla_put_string(msg, NXQUOTA_A_BUDGET_DEVICE, argv[1]);
+	for (i = 2; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		bool is_max = !strncmp(argv[i], "max=", 4);
+		bool is_kill = !strncmp(argv[i], "kill-on-ignore=", 15);
+
+		if (!eq || (!is_max && !is_kill && strncmp(argv[i], "min=", 4))) {
+			warnx_("%s: expected max=SIZE, min=SIZE or "
+			       "kill-on-ignore=0|1", argv[i]);
+			nlmsg_free(msg);
+			return EX_USAGE;
+		}
+		if (is_kill) {
+			if (strcmp(eq + 1, "0") && strcmp(eq + 1, "1")) {
+				warnx_("%s: kill-on-ignore is 0 or 1", argv[i]);
+				nlmsg_free(msg);
+				return EX_USAGE;
+			}
+			nla_put_u8(msg, NXQUOTA_A_BUDGET_KILL_ON_IGNORE,
+				   eq[1] == '1');
+			continue;
+		}
+		err = nxq_parse_size(eq + 1, is_max, &v);
+		if (err) {
+			warnx_("%s: not a size (bytes, or with K, M, G, T, P "
+			       "suffix%s)", argv[i], is_max ? "; or max" : "");
+			nlmsg_free(msg);
+			return EX_USAGE;
+		}
+		nla_put_u64(msg, is_max ? NXQUOTA_A_BUDGET_MAX :
+			    NXQUOTA_A_BUDGET_MIN, v);
+	}
+	if (ctl_request(n, msg, &r))
+		return report(set ? "set" : "clear", &r);
+	return EX_OK;
+}
+
+/* ---- devices ---------------------------------------------------------------- */
+
+static int device_cmd(struct ctl *n, uint8_t cmd, const char *key,
+		      const uint64_t *capacity, struct reply *r)
+{
+	struct nl_msg *msg = ctl_new(n, cmd, 0);
+
+	memset(r, 0, sizeof(*r));
+	nla_put_string(msg, NXQUOTA_A_DEVICE_KEY, key);
+	if (capacity)
+		nla_put_u64(msg, NXQUOTA_A_DEVICE_CAPACITY, *capacity);
+	return ctl_request(n, msg, r);
+}
+
+/* The CUDA driver API, loaded at run time: no toolkit needed to build. */
+typedef int (*cu_init_t)(unsigned int);
+typedef int (*cu_count_t)(int *);
+typedef int (*cu_get_t)(int *, int);
+typedef int (*cu_uuid_t)(unsigned char *, int);
+typedef int (*cu_mem_t)(size_t *, int);
+
+static int devices_sync(struct ctl *n, bool dry_run)
+{
+	cu_init_t cu_init;
+	cu_count_t cu_count;
+	cu_get_t cu_get;
+	cu_uuid_t cu_uuid;
+	cu_mem_t cu_mem;
+	int i, count = 0, rc = EX_OK, err;
+	void *lib;
+
+	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		warnx_("devices sync: cannot load the CUDA driver "
+		       "(libcuda.so.1): %s; is the NVIDIA driver installed?",
+		       dlerror());
+		return EX_FAIL;
+	}
+	cu_init = (cu_init_t)dlsym(lib, "cuInit");
+	cu_count = (cu_count_t)dlsym(lib, "cuDeviceGetCount");
+	cu_get = (cu_get_t)dlsym(lib, "cuDeviceGet");
+	cu_uuid = (cu_uuid_t)dlsym(lib, "cuDeviceGetUuid_v2");
+	if (!cu_uuid)
+		cu_uuid = (cu_uuid_t)dlsym(lib, "cuDeviceGetUuid");
+	cu_mem = (cu_mem_t)dlsym(lib, "cuDeviceTotalMem_v2");
+	if (!cu_init || !cu_count || !cu_get || !cu_uuid || !cu_mem) {
+		warnx_("devices sync: libcuda.so.1 lacks cuInit, "
+		       "cuDeviceGetCount, cuDeviceGet, cuDeviceGetUuid or "
+		       "cuDeviceTotalMem_v2 (driver too old?)");
+		dlclose(lib);
+		return EX_FAIL;
+	}
+	err = cu_init(0);
+	if (!err)
+		err = cu_count(&count);
+	if (err) {
+		warnx_("devices sync: cuInit/cuDeviceGetCount failed: CUDA "
+		       "error %d%s", err, err == 100 ? " (no CUDA device)" : "");
+		dlclose(lib);
+		return EX_FAIL;
+	}
+	for (i = 0; i < count; i++) {
+		unsigned char u[16];
+		char key[NXQ_DEVICE_KEY_MAX], size[NXQ_FMT_SIZE_LEN];
+		struct reply r;
+		size_t total = 0;
+		uint64_t cap;
+		int dev;
+
+		if (cu_get(&dev, i) || cu_uuid(u, dev) || cu_mem(&total, dev)) {
+			warnx_("devices sync: cannot read device %d", i);
+			rc = EX_FAIL;
+			continue;
+		}
+		snprintf(key, sizeof(key),
+			 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+			 "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3],
+			 u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+			 u[12], u[13], u[14], u[15]);
+		cap = total;
+		nxq_format_size(cap, false, size);
+		if (dry_run) {
+			printf("%s %" PRIu64 " (%s) would be registered\n", key,
+			       cap, size);
+			continue;
+		}
+		if (!device_cmd(n, NXQUOTA_CMD_DEVICE_ADD, key, &cap, &r)) {
+			printf("%s %s registered\n", key, size);
+		} else if (r.error == -EEXIST &&
+			   !device_cmd(n, NXQUOTA_CMD_DEVICE_SET, key, &cap, &r)) {
+			printf("%s %s capacity updated\n", key, size);
+		} else {
+			rc = report(key, &r);
+		}
+	}
+	if (!count)
+		printf("no CUDA device\n");
+	dlclose(lib);
+	return rc;
+}
+
+static int cmd_devices(struct ctl *n, int argc, char **argv)
+{
+	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN];
+	struct reply r;
+	struct ledger l;
+	struct dev *d;
+	uint64_t cap;
+	size_t i;
+	int rc;
+
+	if (argc == 0) {
+		bool intr = false;
+
+		l.devs = (struct vec){ .size = sizeof(struct dev) };
+		rc = dump(n, NXQUOTA_CMD_DEVICE_GET, NXQUOTA_A_DEVICE_MAX, 0,
+			  NULL, dev_cb, &l.devs, &intr);
+		if (rc)
+			return rc;
+		d = l.devs.v;
+		if (json)
+			printf("[");
+		else
+			printf("%-40s %9s %9s %7s\n", "DEVICE", "CAPACITY",
+			       "USED", "HOLDERS");
+		for (i = 0; i < l.devs.n; i++, d++) {
+			if (json) {
+				printf("%s{\"key\":", i ? "," : "");
+				nxq_json_string(stdout, d->key);
+				printf(",\"capacity\":%" PRIu64 ",\"used\":%"
+				       PRIu64 ",\"holders\":%u}", d->capacity,
+				       d->used, d->holders);
+			} else {
+				printf("%-40s %9s %9s %7u\n", d->key,
+				       nxq_format_size(d->capacity, false, a),
+				       nxq_format_size(d->used, false, b),
+				       d->holders);
+			}
+		}
+		if (json)
+			printf("]\n");
+		return EX_OK;
+	}
+	if (!strcmp(argv[0], "sync")) {
+		if (argc > 2 || (argc == 2 && strcmp(argv[1], "--dry-run")))
+			goto usage;
+		return devices_sync(n, argc == 2);
+	}
+	if ((!strcmp(argv[0], "register") || !strcmp(argv[0], "capacity")) &&
+	    argc == 3) {
+		bool reg = argv[0][0] == 'r';
+
+		if (nxq_parse_size(argv[2], false, &cap)) {
+			warnx_("%s: not a size", argv[2]);
+			return EX_USAGE;
+		}
+		if (device_cmd(n, reg ? NXQUOTA_CMD_DEVICE_ADD :
+			       NXQUOTA_CMD_DEVICE_SET, argv[1], &cap, &r))
+			return report(argv[0], &r);
+		return EX_OK;
+	}
+	if (!strcmp(argv[0], "unregister") && argc == 2) {
+		if (device_cmd(n, NXQUOTA_CMD_DEVICE_DEL, argv[1], NULL, &r))
+			return report("unregister", &r);
+		return EX_OK;
+	}
+usage:
+	warnx_("usage: devices [register KEY SIZE | unregister KEY | "
+	       "capacity KEY SIZE | sync [--dry-run]]");
+	return EX_USAGE;
+}
+
+/* ---- events ----------------------------------------------------------------- */
+
+static const char *const event_names[] = {
+	[NXQUOTA_EVENT_TYPE_DEVICE_ADDED] = "device-added",
+	[NXQUOTA_EVENT_TYPE_DEVICE_REMOVED] = "device-removed",
+	[NXQUOTA_EVENT_TYPE_BUDGET_CHANGED] = "budget-changed",
+	[NXQUOTA_EVENT_TYPE_DENIED] = "denied",
+	[NXQUOTA_EVENT_TYPE_TICKET_ISSUED] = "ticket-issued",
+	[NXQUOTA_EVENT_TYPE_TICKET_ANSWERED] = "ticket-answered",
+	[NXQUOTA_EVENT_TYPE_KILLED] = "killed",
+};
+
+static int on_event(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *tb[NXQUOTA_A_EVENT_MAX + 1];
+	char when[64], a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN];
+	const char *name = "unknown", *dev = "";
+	uint64_t cg, bytes, value;
+	uint32_t type, pid, reason;
+	struct timespec ts;
+	struct tm tm;
+
+	(void)arg;
+	if (genlmsg_parse(nlmsg_hdr(msg), 0, tb, NXQUOTA_A_EVENT_MAX, NULL) ||
+	    !tb[NXQUOTA_A_EVENT_TYPE])
+		return NL_OK;
+	type = nla_get_u32(tb[NXQUOTA_A_EVENT_TYPE]);
+	if (type < sizeof(event_names) / sizeof(event_names[0]) &&
+	    event_names[type])
+		name = event_names[type];
+	if (tb[NXQUOTA_A_EVENT_DEVICE])
+		dev = nla_get_string(tb[NXQUOTA_A_EVENT_DEVICE]);
+	cg = u64_or(tb[NXQUOTA_A_EVENT_CGROUP_ID], 0);
+	pid = u32_or(tb[NXQUOTA_A_EVENT_PID], 0);
+	bytes = u64_or(tb[NXQUOTA_A_EVENT_BYTES], 0);
+	value = u64_or(tb[NXQUOTA_A_EVENT_VALUE], 0);
+	reason = u32_or(tb[NXQUOTA_A_EVENT_REASON], 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	localtime_r(&ts.tv_sec, &tm);
+	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
+
+	if (json) {
+		printf("{\"time\":\"%s.%03ld\",\"type\":\"%s\",\"device\":",
+		       when, ts.tv_nsec / 1000000, name);
+		nxq_json_string(stdout, dev);
+		printf(",\"cgroup_id\":%" PRIu64 ",\"pid\":%u,\"bytes\":%"
+		       PRIu64 ",\"value\":%" PRIu64 ",\"reason\":%u,"
+		       "\"timestamp_ns\":%" PRIu64 "}\n", cg, pid, bytes, value,
+		       reason, u64_or(tb[NXQUOTA_A_EVENT_TIMESTAMP_NS], 0));
+		fflush(stdout);
+		return NL_OK;
+	}
+	printf("%s.%03ld %-15s device=%s", when, ts.tv_nsec / 1000000, name,
+	       dev);
+	if (cg)
+		printf(" cgroup=%" PRIu64, cg);
+	if (pid)
+		printf(" pid=%u", pid);
+	switch (type) {
+	case NXQUOTA_EVENT_TYPE_DEVICE_ADDED:
+		printf(" capacity=%s", nxq_format_size(bytes, false, a));
+		break;
+	case NXQUOTA_EVENT_TYPE_BUDGET_CHANGED:
+		printf(" max=%s min=%s", nxq_format_size(bytes, true, a),
+		       nxq_format_size(value, false, b));
+		break;
+	case NXQUOTA_EVENT_TYPE_DENIED:
+		printf(" bytes=%s error=%s", nxq_format_size(bytes, false, a),
+		       nxq_errno_name((int)reason));
+		break;
+	case NXQUOTA_EVENT_TYPE_TICKET_ISSUED:
+		printf(" asked=%s generation=%" PRIu64 " reason=%u",
+		       nxq_format_size(bytes, false, a), value, reason);
+		break;
+	case NXQUOTA_EVENT_TYPE_TICKET_ANSWERED:
+		printf(" released=%s generation=%" PRIu64,
+		       nxq_format_size(bytes, false, a), value);
+		break;
+	case NXQUOTA_EVENT_TYPE_KILLED:
+		printf(" charge=%s", nxq_format_size(bytes, false, a));
+		break;
+	}
+	printf("\n");
+	fflush(stdout);
+	return NL_OK;
+}
+
+static int cmd_events(struct ctl *n, int argc)
+{
+	int grp, err;
+
+	if (argc) {
+		warnx_("usage: events");
+		return EX_USAGE;
+	}
+	grp = genl_ctrl_resolve_grp(n->sk, NXQUOTA_FAMILY_NAME,
+				    NXQUOTA_MCGRP_EVENTS);
+	if (grp < 0) {
+		warnx_("events: the module has no \"%s\" group: %s",
+		       NXQUOTA_MCGRP_EVENTS, nl_geterror(grp));
+		return EX_FAIL;
+	}
+	nl_socket_disable_seq_check(n->sk);
+	nl_socket_modify_cb(n->sk, NL_CB_VALID, NL_CB_CUSTOM, on_event, NULL);
+	err = nl_socket_add_membership(n->sk, grp);
+	if (err < 0) {
+		if (err == -NLE_PERM) {
+			warnx_("events: permission denied (joining the events "
+			       "group needs CAP_NET_ADMIN)");
+			return EX_PERM;
+		}
+		warnx_("events: cannot join the group: %s", nl_geterror(err));
+		return EX_FAIL;
+	}
+	nl_socket_set_buffer_size(n->sk, 4 << 20, 0);
+	for (;;) {
+		err = nl_recvmsgs_default(n->sk);
+		if (err == -NLE_NOMEM) {	/* ENOBUFS: the kernel dropped */
+			warnx_("events lost (receive buffer overrun); "
+			       "continuing");
+			continue;
+		}
+		if (err < 0 && err != -NLE_INTR && err != -NLE_AGAIN) {
+			warnx_("events: %s", nl_geterror(err));
+			return EX_FAIL;
+		}
+	}
+}
+
+/* ---- metrics ---------------------------------------------------------------- */
+
+struct metric {
+	const char *name, *type, *help;
+	size_t off;		/* in struct dev or struct node */
+	bool is32, is_max;
+};
+
+#define DM(n, t, f, h) { "nxquota_device_" n, t, h, offsetof(struct dev, f), \
+			 sizeof(((struct dev *)0)->f) == 4, false }
+#define NM(n, t, f, h, m) { "nxquota_budget_" n, t, h, \
+			    offsetof(struct node, f), \
+			    sizeof(((struct node *)0)->f) == 4, m }
+
+static const struct metric dev_metrics[] = {
+	DM("capacity_bytes", "gauge", capacity, "Bytes the device offers."),
+	DM("used_bytes", "gauge", used,
+	   "Bytes charged on the device (charge, not residency)."),
+	DM("holders", "gauge", holders, "Holders registered on the device."),
+	DM("denials_total", "counter", denials, "Charges refused."),
+	DM("capacity_hits_total", "counter", capacity_hits,
+	   "Charges refused because the device was full."),
+	DM("tickets_total", "counter", tickets,
+	   "Pressure tickets opened or raised."),
+	DM("asked_bytes_total", "counter", bytes_asked,
+	   "Bytes asked back by pressure tickets."),
+	DM("released_bytes_total", "counter", bytes_released,
+	   "Bytes released in answers to tickets."),
+	DM("kills_total", "counter", kills,
+	   "Holders killed for ignoring tickets."),
+	DM("waits_total", "counter", waits, "Charges that had to wait."),
+	DM("timeouts_total", "counter", timeouts, "Waits that ran out."),
+};
+
+static const struct metric node_metrics[] = {
+	NM("max_bytes", "gauge", max, "Hard cap of the cgroup (+Inf: none).",
+	   true),
+	NM("min_bytes", "gauge", min, "Guarantee of the cgroup, as set.",
+	   false),
+	NM("effective_min_bytes", "gauge", emin,
+	   "Guarantee after the tree's limits.", false),
+	NM("current_bytes", "gauge", current,
+	   "Bytes charged in the cgroup and below.", false),
+	NM("borrowed_bytes", "gauge", borrowed,
+	   "Current above the effective guarantee.", false),
+	NM("holders", "gauge", holders, "Holders in the cgroup.", false),
+	NM("max_hits_total", "counter", max_hits,
+	   "Charges refused at this cgroup's max.", false),
+	NM("denials_total", "counter", denials,
+	   "Charges refused at or below this cgroup.", false),
+	NM("tickets_total", "counter", tickets,
+	   "Tickets opened for holders at or below.", false),
+	NM("asked_bytes_total", "counter", bytes_asked,
+	   "Bytes asked of holders at or below.", false),
+	NM("released_bytes_total", "counter", bytes_released,
+	   "Bytes released by holders at or below.", false),
+	NM("kills_total", "counter", kills,
+	   "Holders at or below killed for ignoring tickets.", false),
+};
+
+static uint64_t field(const void *obj, const struct metric *m)
+{
+	const char *p = (const char *)obj + m->off;
+	uint32_t v32;
+	uint64_t v;
+
+	if (m->is32) {
+		memcpy(&v32, p, sizeof(v32));
+		return v32;
+	}
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static void head(const struct metric *m)
+{
+	printf("# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
+	       m->type);
+}
+
+static int cmd_metrics(struct ctl *n, int argc)
+{
+	struct ledger l;
+	struct holder *h;
+	struct node *nd;
+	struct dev *d;
+	size_t i, j;
+	int rc;
+
+	if (argc) {
+		warnx_("usage: metrics");
+		return EX_USAGE;
+	}
+	rc = read_ledger(n, NULL, &l);
+	if (rc)
+		return rc;
+	for (j = 0; j < sizeof(dev_metrics) / sizeof(dev_metrics[0]); j++) {
+		head(&dev_metrics[j]);
+		for (i = 0, d = l.devs.v; i < l.devs.n; i++, d++) {
+			printf("%s{device=", dev_metrics[j].name);
+			nxq_prom_label(stdout, d->key);
+			printf("} %" PRIu64 "\n", field(d, &dev_metrics[j]));
+		}
+	}
+	for (j = 0; j < sizeof(node_metrics) / sizeof(node_metrics[0]); j++) {
+		head(&node_metrics[j]);
+		for (i = 0, nd = l.nodes.v; i < l.nodes.n; i++, nd++) {
+			uint64_t v = field(nd, &node_metrics[j]);
+
+			printf("%s{device=", node_metrics[j].name);
+			nxq_prom_label(stdout, nd->device);
+			printf(",cgroup=");
+			nxq_prom_label(stdout, nd->path);
+			if (node_metrics[j].is_max && v == NXQ_UNLIMITED)
+				printf("} +Inf\n");
+			else
+				printf("} %" PRIu64 "\n", v);
+		}
+	}
+	printf("# HELP nxquota_holder_charge_bytes Bytes charged to a holder "
+	       "(charge, not residency).\n"
+	       "# TYPE nxquota_holder_charge_bytes gauge\n");
+	for (i = 0, h = l.holders.v; i < l.holders.n; i++, h++) {
+		const char *p = node_path(&l, h->device, h->cgroup);
+		char cg[32];
+
+		snprintf(cg, sizeof(cg), "#%" PRIu64, h->cgroup);
+		printf("nxquota_holder_charge_bytes{device=");
+		nxq_prom_label(stdout, h->device);
+		printf(",cgroup=");
+		nxq_prom_label(stdout, p ? p : cg);
+		printf(",pid=\"%u\",holder=\"%zu\"} %" PRIu64 "\n", h->pid, i,
+		       h->charge);
+	}
+	printf("# HELP nxquota_holder_reclaimable_bytes Bytes a holder "
+	       "reports it can release quickly.\n"
+	       "# TYPE nxquota_holder_reclaimable_bytes gauge\n");
+	for (i = 0, h = l.holders.v; i < l.holders.n; i++, h++) {
+		const char *p = node_path(&l, h->device, h->cgroup);
+		char cg[32];
+
+		snprintf(cg, sizeof(cg), "#%" PRIu64, h->cgroup);
+		printf("nxquota_holder_reclaimable_bytes{device=");
+		nxq_prom_label(stdout, h->device);
+		printf(",cgroup=");
+		nxq_prom_label(stdout, p ? p : cg);
+		printf(",pid=\"%u\",holder=\"%zu\"} %" PRIu64 "\n", h->pid, i,
+		       h->reclaimable);
+	}
+	return EX_OK;
+}
+
+/* ---- main ------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: %s [--json] COMMAND [ARGS]\n"
+		"  status [DEVICE]                   devices, budget tree, holders\n"
+		"  set CGROUP DEVICE [max=SIZE] [min=SIZE] [kill-on-ignore=0|1]\n"
+		"  clear CGROUP DEVICE               drop a cgroup's budget\n"
+		"  devices                           list devices\n"
+		"  devices register KEY SIZE         register a device\n"
+		"  devices unregister KEY            unregister a device\n"
+		"  devices capacity KEY SIZE         change its capacity\n"
+		"  devices sync [--dry-run]          register every CUDA GPU\n"
+		"  events                            follow ledger events\n"
+		"  metrics                           Prometheus text exposition\n"
+		"SIZE: bytes, or with a K, M, G, T or P suffix (powers of 1024);\n"
+		"max= also takes \"max\".  Bytes are charge, not residency.\n",
+		prog);
+}
+
+int main(int argc, char **argv)
+{
+	struct ctl n = { 0 };
+	const char *cmd;
+	int rc;
+
+	while (argc > 1 && argv[1][0] == '-') {
+		if (!strcmp(argv[1], "--json") || !strcmp(argv[1], "-j")) {
+			json = true;
+		} else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+			usage(stdout);
+			return EX_OK;
+		} else if (!strcmp(argv[1], "--version")) {
+			printf("nxquotactl %s\n", NXQ_VERSION);
+			return EX_OK;
+		} else {
+			usage(stderr);
+			return EX_USAGE;
+		}
+		argc--;
+		argv++;
+	}
+	if (argc < 2) {
+		usage(stderr);
+		return EX_USAGE;
+	}
+	cmd = argv[1];
+	argc -= 2;
+	argv += 2;
+	if (strcmp(cmd, "status") && strcmp(cmd, "set") && strcmp(cmd, "clear") &&
+	    strcmp(cmd, "devices") && strcmp(cmd, "events") &&
+	    strcmp(cmd, "metrics")) {
+		warnx_("unknown command \"%s\"", cmd);
+		usage(stderr);
+		return EX_USAGE;
+	}
+	rc = ctl_connect(&n);
+	if (rc)
+		return rc;
+	if (!strcmp(cmd, "status"))
+		rc = cmd_status(&n, argc, argv);
+	else if (!strcmp(cmd, "set"))
+		rc = cmd_budget(&n, true, argc, argv);
+	else if (!strcmp(cmd, "clear"))
+		rc = cmd_budget(&n, false, argc, argv);
+	else if (!strcmp(cmd, "devices"))
+		rc = cmd_devices(&n, argc, argv);
+	else if (!strcmp(cmd, "events"))
+		rc = cmd_events(&n, argc);
+	else
+		rc = cmd_metrics(&n, argc);
+	nl_socket_free(n.sk);
+	return rc;
+}
