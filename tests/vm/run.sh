@@ -161,6 +161,13 @@ for f in tests/vm/tools/*.c; do
 	build_prog "$f" "$bin/tools/$t" || setup_fail "tool $t does not build"
 	tools+=("$t")
 done
+# libnxquota's test holder (press_lib_callback skips without it).
+rm -f "$bin/tools/nxq-libholder"
+if [ -f lib/libnxquota.a ] && [ -f lib/tests-vm/nxq-libholder.c ] &&
+	build_prog lib/tests-vm/nxq-libholder.c "$bin/tools/nxq-libholder" \
+		-Iinclude lib/libnxquota.a -lpthread; then
+	tools+=(nxq-libholder)
+fi
 
 # ---- one kernel -----------------------------------------------------------
 
