@@ -31,9 +31,11 @@ stage kmod-style tests/kmod-style.sh
 stage kunit tests/kunit/run.sh
 stage lib make -s -C lib check
 stage pytorch-host make -s -C integrations/pytorch check-host
+stage tools sh -c 'make -s -C tools check && make -s -C tools static'
 stage install tests/install.sh
 stage docs tests/docs.sh
 stage vm tests/vm/run.sh
+stage demo tests/demo-check.sh
 
 echo "=== make check: $(($(date +%s) - t0))s"
 [ -z "$failures" ] || echo "failed stages:$failures"

@@ -12,6 +12,17 @@
 # pressure ticket when it grows (timeline of the ticket, the release and
 # the grant), and, as the last resort, a borrower that ignores its ticket
 # killed at the waiter's deadline.
+#
+# Data for the chart: nxq-sample records each group's sysfs current (about
+# every millisecond, a line when it changes and every 100 ms) and this
+# script adds events (wait, ticket, release, grant, kill) on the same
+# clock; at the end both are merged into /tmp/charge.csv, which /init
+# prints between NXQ-CSV-BEGIN and NXQ-CSV-END for the host (run.sh) to
+# keep as build/demo/charge.csv.  Columns, in its header line:
+#   t_ms,event,group,current_bytes,detail
+# t_ms: milliseconds since the first sample; event: "sample" (current_bytes
+# is the group's node's current) or an event (current_bytes empty, detail
+# the holder's own line or what happened).
 
 S=/sys/kernel/nxquota
 KEY=GPU-demo0
@@ -66,11 +77,28 @@ start_as() {	# fifo-id name cgroup fd-in fd-out [option]
 	eval "exec $4>/tmp/$1.in $5</tmp/$1.out"
 }
 
+# Events for the CSV: "USEC,event,group,,detail" in /tmp/events.
+mark() {	# usec event group detail
+	echo "$1,$2,$3,,$(echo "$4" | tr -d ',')" >> /tmp/events
+}
+# The event a holder's timeline line is, if any.
+mark_line() {	# "@USEC [name] ..."
+	us=${1%% *}; us=${us#@}
+	g=${1#*\[}; g=${g%%]*}
+	case "$1" in
+	*"waiting up to"*) mark "$us" wait "$g" "${1#@* }" ;;
+	*"ticket "*": asked"*) mark "$us" ticket "$g" "${1#@* }" ;;
+	*"releasing "*) mark "$us" release "$g" "${1#@* }" ;;
+	*"granted after"*) mark "$us" grant "$g" "${1#@* }" ;;
+	esac
+}
+
 # Timeline lines ("@USEC [name] ..."): kept in /tmp/timeline, shown sorted
 # by time, relative to the first, by timeline().
 tl_read() {	# fd-out expected-word
 	read -r line <&"$1"
 	echo "$line" >> /tmp/timeline
+	mark_line "$line"
 	case "$line" in
 	*"$2"*) ;;
 	*) echo "   ${line#@* }"; echo "UNEXPECTED: expected \"$2\""; rc=1 ;;
@@ -109,6 +137,10 @@ I=$D/nodes/$(cgid /inference)
 T=$D/nodes/$(cgid /training)
 show "$I/max" 629145600
 show "$T/max" 734003200
+: > /tmp/samples
+: > /tmp/events
+nxq-sample /tmp/samples 100 "inference=$I/current" "training=$T/current" &
+pid_sample=$!
 
 say "A process in /inference registers a holder and grows its pool"
 start inference /inference 3 4
@@ -131,6 +163,7 @@ show "$D/capacity_hits" 1
 training "status" "holds 400 MiB; its cgroup: 400 MiB of max 700 MiB; device: 950 MiB used of 1 GiB"
 
 say "The inference process is killed (SIGKILL): the kernel drops its charge"
+mark "$(nxq-sample now)" kill inference "kill -9 $pid_inference (SIGKILL)"
 run "kill -9 $pid_inference"
 wait "$pid_inference" 2>/dev/null
 show "$I/current" 0
@@ -187,9 +220,13 @@ run "echo 1 > $T/kill_on_ignore"
 echo "   ... the device is full; inference grows to its guarantee (200 MiB more)"
 echo "   and waits up to 1 s; training is asked and does not answer:"
 tl_ask 9 10 "wait 200M 1000" "waiting up to 1000 ms"
+t_wait=$us
 tl_read 10 "granted after"
 wait "$pid_lend"
 st=$?
+# The kernel kills at inference's deadline, 1000 ms after it began to wait
+# (a little after the "waiting" line's time).
+mark $((t_wait + 1000000)) kill training "SIGKILL by kill_on_ignore at inference's deadline"
 timeline
 echo "   [training] exit status $st: killed by signal $((st - 128)) at inference's deadline"
 [ "$st" = 137 ] || { echo "UNEXPECTED: expected 137 (SIGKILL)"; rc=1; }
@@ -202,6 +239,18 @@ show "$D/used" 629145600
 echo quit >&9
 wait "$pid_need" 2>/dev/null
 show "$D/used" 0
+
+kill "$pid_sample"
+wait "$pid_sample"
+{
+	echo "t_ms,event,group,current_bytes,detail"
+	cat /tmp/samples /tmp/events | sort -t, -k1,1n -s | awk -F, '
+		NR == 1 { t0 = $1 }
+		{ printf "%.3f,%s,%s,%s,%s\n", ($1 - t0) / 1000, $2, $3, $4, $5 }'
+} > /tmp/charge.csv
+echo
+echo "   charge of each group over time: $(grep -c ,sample, /tmp/charge.csv) samples,"
+echo "   $(grep -vc -e ,sample, -e ^t_ms /tmp/charge.csv) events (kept as build/demo/charge.csv)"
 
 say "Done"
 run "echo $KEY > $S/devices/unregister"

@@ -12,6 +12,7 @@
 #   NXQ-RESULT rmmod ...                          the final unload
 #   NXQ-DMESG-BEGIN / NXQ-DMESG-END               the whole kernel log
 #   NXQ-DEMO <line>                               demo mode: the narrative
+#   NXQ-CSV-BEGIN / NXQ-CSV <line> / NXQ-CSV-END  demo mode: its charge.csv
 #   NXQ-DONE
 # A scenario's own output is echoed as "  [name] line".
 
@@ -59,6 +60,11 @@ if [ "$NXQ_MODE" = demo ]; then
 	# demo.sh loads the module itself, to show it.
 	{ sh /demo.sh 2>&1; echo "rc=$?" > /tmp/demo.rc; } | sed 's/^/NXQ-DEMO /'
 	echo "NXQ-DEMO-EXIT $(cut -d= -f2 /tmp/demo.rc)"
+	if [ -f /tmp/charge.csv ]; then
+		echo "NXQ-CSV-BEGIN"
+		sed 's/^/NXQ-CSV /' /tmp/charge.csv
+		echo "NXQ-CSV-END"
+	fi
 	finish
 fi
 

@@ -235,6 +235,28 @@ splats() {	# log
 		grep -a -E "$splat" | sort -u
 }
 
+# The demo's charge data: the CSV /init prints between NXQ-CSV-BEGIN and
+# NXQ-CSV-END -> build/demo/charge.csv, and its chart drawn by gnuplot
+# (tests/vm/demo-chart.gp) -> build/demo/charge.png.
+demo_data() {	# kver log
+	local d=build/demo csv=build/demo/charge.csv png=build/demo/charge.png
+	mkdir -p "$d"
+	rm -f "$csv" "$png"
+	if ! grep -a -q '^NXQ-CSV-END' "$2"; then
+		report "$1" demo-data fail "no NXQ-CSV-BEGIN..END block in $2"
+		return
+	fi
+	sed -n '/^NXQ-CSV-BEGIN/,/^NXQ-CSV-END/p' "$2" |
+		grep -a -o '^NXQ-CSV .*' | sed 's/^NXQ-CSV //' > "$csv"
+	if ! command -v gnuplot > /dev/null; then
+		report "$1" demo-chart fail "gnuplot not installed (scripts/deps.sh installs gnuplot-nox)"
+	elif ! gnuplot -e "csv='$csv'; png='$png'" tests/vm/demo-chart.gp \
+			> "$d/gnuplot.log" 2>&1 || [ ! -s "$png" ]; then
+		report "$1" demo-chart fail "gnuplot failed: see $d/gnuplot.log"
+	fi
+	echo "data: $csv, chart: $png"
+}
+
 run_kernel() {	# kver img kdir
 	local kver=$1 img=$2 kdir=$3 ko s t0 secs rc line st why=
 	local run=()
@@ -293,6 +315,7 @@ run_kernel() {	# kver img kdir
 		else
 			report "$kver" demo fail "demo.sh failed ($line; see $log)"
 		fi
+		demo_data "$kver" "$log"
 	else
 		for s in "${run[@]}" rmmod; do
 			line=$(grep -a -o "NXQ-RESULT $s .*" "$log" | tail -n 1)
