@@ -35,6 +35,8 @@ stage tools sh -c 'make -s -C tools check && make -s -C tools static'
 stage install tests/install.sh
 stage docs tests/docs.sh
 stage vm tests/vm/run.sh
+# reads the vm stage's console logs: before demo, which boots 6.12 again
+stage sysfs-doc tests/sysfs-doc.sh
 stage demo tests/demo-check.sh
 
 echo "=== make check: $(($(date +%s) - t0))s"
