@@ -166,7 +166,7 @@ static long nxq_ioc_register(struct nxq_file *f, void __user *uarg)
 		} else {
 			owner = get_task_pid(current, PIDTYPE_TGID);
 			h = nxq_holder_create(node, a.priority, efd, owner,
-					      task_tgid_vnr(current));
+					      task_tgid_nr(current));
 			if (!h) {
 				put_pid(owner);
 				nxq_node_put(node);

@@ -12,6 +12,7 @@
 #include <linux/err.h>
 
 #include "internal.h"
+#include "netlink.h"
 
 /**
  * nxq_current_cgroup() - the caller's cgroup on the default hierarchy
@@ -109,4 +110,5 @@ const struct nxq_ledger_ops nxq_cgroup_ledger_ops = {
 	.node_removed	= nxq_sysfs_node_removed,
 	.holder_kill	= nxq_holder_kill,
 	.holder_signal	= nxq_holder_signal,
+	.event		= nxq_nl_event,
 };

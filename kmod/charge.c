@@ -287,18 +287,18 @@ static bool nxq_victim_ok(struct nxq_victims *vs, struct nxq_holder *v)
 }
 
 /*
- * The order victims are asked in: holders reporting reclaimable bytes
- * first, most first; then, for borrowers, the most borrowed node first;
- * then the largest charge.  Returns true if @a goes before @b.
+ * The order victims are asked in.  Round 0 asks holders for what they
+ * report reclaimable, most first; round 1 asks the holders round 0 did
+ * not reach for their charge; round 2 asks anyone for the rest of its
+ * charge.  In rounds 1 and 2 the most borrowed node goes first among
+ * borrowers, then the largest charge.  True if @a goes before @b.
  */
-static bool nxq_victim_before(struct nxq_victims *vs, struct nxq_holder *a,
-			      struct nxq_holder *b)
+static bool nxq_victim_before(struct nxq_victims *vs, int round,
+			      struct nxq_holder *a, struct nxq_holder *b)
 {
 	u64 ea, eb;
 
-	if (!!a->reclaimable != !!b->reclaimable)
-		return a->reclaimable;
-	if (a->reclaimable != b->reclaimable)
+	if (!round && a->reclaimable != b->reclaimable)
 		return a->reclaimable > b->reclaimable;
 	if (vs->borrowers && a->node != b->node) {
 		ea = a->node->usage - nxq_node_emin(a->node);
@@ -311,14 +311,17 @@ static bool nxq_victim_before(struct nxq_victims *vs, struct nxq_holder *a,
 
 /*
  * Ask victims for @shortfall bytes, counting what open tickets already
- * ask of them.  O(NXQ_MAX_VICTIMS * holders).
+ * ask of them: first what they report reclaimable, then the charge of
+ * holders not asked yet, then the rest of anyone's charge, until the asks
+ * cover it.  At most NXQ_MAX_VICTIMS holders a round, each at most once;
+ * O(NXQ_MAX_VICTIMS * holders).
  */
 static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 		    u64 shortfall)
 {
 	struct nxq_holder *v, *best;
-	u64 pass, want, can, asked = 0;
-	int i;
+	u64 pass, first = 0, want, can, asked = 0;
+	int i, round;
 
 	lockdep_assert_held(&dev->lock);
 	list_for_each_entry(v, &dev->holders, link)
@@ -328,27 +331,34 @@ static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 		return;
 	shortfall -= asked;
 
-	pass = ++dev->victim_pass;
-	for (i = 0; i < NXQ_MAX_VICTIMS && shortfall; i++) {
-		best = NULL;
-		list_for_each_entry(v, &dev->holders, link) {
-			if (v->victim_pass == pass || !nxq_victim_ok(vs, v))
+	for (round = 0; round < 3 && shortfall; round++) {
+		pass = ++dev->victim_pass;
+		if (!round)
+			first = pass;
+		for (i = 0; i < NXQ_MAX_VICTIMS && shortfall; i++) {
+			best = NULL;
+			list_for_each_entry(v, &dev->holders, link) {
+				if (v->victim_pass == pass ||
+				    (round == 0 && !v->reclaimable) ||
+				    (round == 1 && v->victim_pass == first) ||
+				    !nxq_victim_ok(vs, v))
+					continue;
+				if (!best || nxq_victim_before(vs, round, v, best))
+					best = v;
+			}
+			if (!best)
+				break;
+			best->victim_pass = pass;
+			can = round ? best->charge : best->reclaimable;
+			if (best->ticket.open)
+				can -= min(can, best->ticket.bytes);
+			want = min(can, shortfall);
+			if (!want)
 				continue;
-			if (!best || nxq_victim_before(vs, v, best))
-				best = v;
+			nxq_ticket_ask(best, want, vs->reason, vs->level,
+				       vs->deadline, vs->now);
+			shortfall -= want;
 		}
-		if (!best)
-			break;
-		best->victim_pass = pass;
-		can = best->reclaimable ?: best->charge;
-		if (best->ticket.open)
-			can = can > best->ticket.bytes ? can - best->ticket.bytes : 0;
-		want = min(can, shortfall);
-		if (!want)
-			continue;
-		nxq_ticket_ask(best, want, vs->reason, vs->level, vs->deadline,
-			       vs->now);
-		shortfall -= want;
 	}
 }
 
@@ -740,6 +750,7 @@ void nxq_holder_detach(struct nxq_holder *h)
 	if (!h->detached) {
 		h->detached = true;
 		list_del_init(&h->link);
+		nxq_event(dev, NXQ_EV_HOLDER_REMOVED, NULL, h, h->charge, 0, 0);
 		list_for_each_entry_safe(w, tmp, &dev->waiters, link) {
 			if (w->h != h)
 				continue;

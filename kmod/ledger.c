@@ -192,7 +192,8 @@ static bool nxq_node_needed(struct nxq_node *node)
 	if (l->ops && l->ops->key_dead && l->ops->key_dead(node->key))
 		return false;
 	spin_lock(&node->dev->lock);
-	budget = node->max != NXQ_UNLIMITED || node->min;
+	budget = node->max != NXQ_UNLIMITED || node->min ||
+		 node->kill_on_ignore;
 	spin_unlock(&node->dev->lock);
 	return budget;
 }
@@ -377,6 +378,20 @@ void nxq_node_set_min(struct nxq_node *node, u64 min)
 }
 
 /**
+ * nxq_node_clear_budget() - forget a node's max, min and kill policy, and
+ * free it if nothing else needs it
+ * @node: the node; the ledger lock is held; @node may be freed
+ */
+void nxq_node_clear_budget(struct nxq_node *node)
+{
+	lockdep_assert_held(&node->dev->ledger->lock);
+	nxq_node_set_max(node, NXQ_UNLIMITED);
+	nxq_node_set_min(node, 0);
+	nxq_node_set_kill_on_ignore(node, false);
+	nxq_node_prune(node);
+}
+
+/**
  * nxq_node_set_kill_on_ignore() - set a node's escalation policy
  * @node: the node
  * @on: kill holders at or below it that ignore tickets past a deadline
@@ -542,8 +557,9 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
  * @priority: 0..NXQ_PRIORITY_MAX
  * @priv: the caller's data, handed back to nxq_holder_put()'s free_priv;
  *	NULL for a holder that cannot be asked (no eventfd)
- * @owner: the caller's handle on the owning process, for holder_kill
- * @tgid: the owning process's id, for reports
+ * @owner: a reference on the owning process, for holder_kill; the
+ *	holder's now, dropped by the caller's free_priv
+ * @tgid: the owning process's id in the initial pid namespace, for reports
  *
  * The ledger lock is held.
  *
@@ -551,7 +567,7 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
  * node reference then stays the caller's).
  */
 struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
-				     void *priv, void *owner, u32 tgid)
+				     void *priv, struct pid *owner, u32 tgid)
 {
 	struct nxq_holder *h;
 
@@ -569,6 +585,7 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 	node->dev->nr_holders++;
 	spin_lock(&node->dev->lock);
 	list_add_tail(&h->link, &node->dev->holders);
+	nxq_event(node->dev, NXQ_EV_HOLDER_ADDED, NULL, h, 0, priority, 0);
 	spin_unlock(&node->dev->lock);
 	return h;
 }

@@ -44,6 +44,7 @@ struct nxq_ledger;
 struct nxq_device;
 struct nxq_node;
 struct nxq_holder;
+struct pid;
 
 enum nxq_event_type {
 	NXQ_EV_DEVICE_ADDED = 1,
@@ -53,6 +54,8 @@ enum nxq_event_type {
 	NXQ_EV_TICKET_ISSUED,	/* bytes: asked, value: generation */
 	NXQ_EV_TICKET_ANSWERED,	/* bytes: released, value: generation */
 	NXQ_EV_KILLED,		/* bytes: the holder's charge */
+	NXQ_EV_HOLDER_ADDED,	/* value: priority (not multicast) */
+	NXQ_EV_HOLDER_REMOVED,	/* bytes: its charge (not multicast) */
 };
 
 /**
@@ -203,9 +206,9 @@ struct nxq_holder {
 	struct kref ref;
 	struct nxq_node *node;		/* holds a node reference */
 	u32 priority;
-	u32 tgid;			/* the registering process */
+	u32 tgid;			/* its tgid, initial pid namespace */
 	void *priv;			/* the caller's (an eventfd context) */
-	void *owner;			/* the caller's (the process to kill) */
+	struct pid *owner;		/* registering process, a ref */
 	struct list_head link;		/* node->dev->holders, dev->lock */
 	bool detached;			/* node->dev->lock */
 	u64 charge;			/* node->dev->lock */
@@ -254,9 +257,10 @@ void nxq_node_prune(struct nxq_node *node);
 void nxq_device_prune(struct nxq_device *dev);
 
 void nxq_node_set_kill_on_ignore(struct nxq_node *node, bool on);
+void nxq_node_clear_budget(struct nxq_node *node);
 
 struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
-				     void *priv, void *owner, u32 tgid);
+				     void *priv, struct pid *owner, u32 tgid);
 void nxq_holder_detach(struct nxq_holder *h);
 void nxq_holder_put(struct nxq_holder *h,
 		    void (*free_priv)(struct nxq_holder *h));

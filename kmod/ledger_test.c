@@ -605,17 +605,29 @@ static void nxq_test_victims_max(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, signals(h2), 2);
 	ticket(test, h1, -EAGAIN);
 
-	/* 60 wanted: 50 short, 30 asked; h1's 10 reclaimable, then h3. */
+	/*
+	 * 60 wanted: 50 short, 30 asked.  Round 0: h1's 10 reclaimable.
+	 * Round 1: h3, whom round 0 did not reach, for 10 of its charge.
+	 */
 	KUNIT_EXPECT_EQ(test, nxq_charge(hr, 60 * MiB, 0, NULL), -EDQUOT);
 	KUNIT_EXPECT_EQ(test, ticket(test, h1, 0).bytes, 10 * MiB);
 	KUNIT_EXPECT_EQ(test, ticket(test, h3, 0).bytes, 10 * MiB);
 	KUNIT_EXPECT_EQ(test, ticket(test, h2, 0).bytes, 30 * MiB);
-	KUNIT_EXPECT_EQ(test, t->c->tickets, 4ULL);
-	KUNIT_EXPECT_EQ(test, t->c->bytes_asked, 50 * MiB);
-	KUNIT_EXPECT_EQ(test, t->c->denials, 3ULL);
+	/*
+	 * 80 wanted: 70 short, 50 asked.  Round 1: h3's other 10; round 2,
+	 * beyond what it reported: the largest charge, h2, for 10.
+	 */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hr, 80 * MiB, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, ticket(test, h3, 0).bytes, 20 * MiB);
+	KUNIT_EXPECT_EQ(test, ticket(test, h2, 0).bytes, 40 * MiB);
+	KUNIT_EXPECT_EQ(test, ticket(test, h1, 0).bytes, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, t->c->tickets, 6ULL);
+	KUNIT_EXPECT_EQ(test, t->c->bytes_asked, 70 * MiB);
+	KUNIT_EXPECT_EQ(test, t->c->denials, 4ULL);
 
 	/* Answers: a stale generation changes nothing; a good one closes. */
 	ts = ticket(test, h2, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 40 * MiB);
 	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(h2, ts.generation - 1,
 						30 * MiB, &charged), -ESTALE);
 	KUNIT_EXPECT_EQ(test, charged, 40 * MiB);
@@ -633,6 +645,7 @@ static void nxq_test_victims_max(struct kunit *test)
 	ts = ticket(test, h3, 0);
 	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(h3, ts.generation, 0, NULL), 0);
 	ticket(test, h3, -EAGAIN);
+	KUNIT_EXPECT_EQ(test, h3->charge, 20 * MiB);
 	KUNIT_EXPECT_EQ(test, nxq_charge(hr, 40 * MiB, 0, NULL), 0);
 
 	holder_free(h1);
@@ -671,10 +684,27 @@ static void nxq_test_victims_device(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, t->dev->capacity_hits, 1ULL);
 
 	/* Reclaimable beats excess: c now offers some. */
+	KUNIT_ASSERT_EQ(test, nxq_ticket_answer(hb, ticket(test, hb, 0).generation,
+						0, NULL), 0);
 	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hc, 50 * MiB), 0);
 	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 300 * MiB, 0, NULL), -ENOSPC);
 	KUNIT_EXPECT_EQ(test, ticket(test, hc, 0).bytes, 50 * MiB);
 	KUNIT_EXPECT_EQ(test, ticket(test, hb, 0).bytes, 150 * MiB);
+
+	/*
+	 * Reported reclaimable bytes do not cap the asks: 200 short, hb
+	 * offers 10 (round 0), hc is asked its 100 (round 1), hb the other
+	 * 90 (round 2).
+	 */
+	ts = ticket(test, hc, 0);
+	KUNIT_ASSERT_EQ(test, nxq_ticket_answer(hc, ts.generation, 0, NULL), 0);
+	ts = ticket(test, hb, 0);
+	KUNIT_ASSERT_EQ(test, nxq_ticket_answer(hb, ts.generation, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hc, 0), 0);
+	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hb, 10 * MiB), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 300 * MiB, 0, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, ticket(test, hb, 0).bytes, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, ticket(test, hc, 0).bytes, 100 * MiB);
 
 	holder_free(ha);
 	holder_free(ha2);

@@ -544,11 +544,8 @@ static int nxq_nl_budget_clear(struct genl_info *info, struct nxq_device *dev,
 {
 	struct nxq_node *node = nxq_node_find(dev, cgroup_id(cgrp));
 
-	if (node) {
-		nxq_node_set_max(node, NXQ_UNLIMITED);
-		nxq_node_set_min(node, 0);
-		nxq_node_prune(node);
-	}
+	if (node)
+		nxq_node_clear_budget(node);
 	return 0;
 }
 
@@ -676,6 +673,10 @@ static u32 nxq_nl_event_type(enum nxq_event_type type)
 		return NXQUOTA_EVENT_TYPE_TICKET_ANSWERED;
 	case NXQ_EV_KILLED:
 		return NXQUOTA_EVENT_TYPE_KILLED;
+	case NXQ_EV_HOLDER_ADDED:
+	case NXQ_EV_HOLDER_REMOVED:
+		/* Not multicast; they only mark dumps spanning them. */
+		return 0;
 	}
 	return 0;
 }

@@ -346,11 +346,8 @@ static int nxq_with_node(struct nxq_device *dev, const char *path,
 		nxq_node_put(node);
 	} else {
 		node = nxq_node_find(dev, cgroup_id(cgrp));
-		if (node) {
-			nxq_node_set_max(node, NXQ_UNLIMITED);
-			nxq_node_set_min(node, 0);
-			nxq_node_prune(node);
-		}
+		if (node)
+			nxq_node_clear_budget(node);
 	}
 out:
 	mutex_unlock(&nxq_ledger.lock);
