@@ -18,8 +18,12 @@ cd "$src"
 log="$base/kunit.log"
 # ccache, when present, makes a rebuild of the same tree on the same
 # machine cheap; a fresh machine pays the whole build once either way.
+# BASEDIR and NOHASHDIR let a clone in another folder hit the same cache.
 cc_opt=
-command -v ccache >/dev/null 2>&1 && cc_opt="--make_options=CC=ccache gcc"
+if command -v ccache >/dev/null 2>&1; then
+	cc_opt="--make_options=CC=ccache gcc"
+	export CCACHE_BASEDIR="$top" CCACHE_NOHASHDIR=1
+fi
 set +e
 python3 tools/testing/kunit/kunit.py run --arch=um ${cc_opt:+"$cc_opt"} \
 	--kunitconfig="$top/kmod/.kunitconfig" \
