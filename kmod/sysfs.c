@@ -108,6 +108,22 @@ static int nxq_split(char *line, char **words, int max)
 	return n;
 }
 
+/*
+ * Copy a written line and split it into at most @max words.  Returns the
+ * copy, which holds the words and which the caller kfree()s, with *@n set
+ * to the number of words or to -EINVAL for too many; or ERR_PTR(-ENOMEM).
+ */
+static char *nxq_words(const char *buf, size_t count, char **words, int max,
+		       int *n)
+{
+	char *line = kstrndup(buf, count, GFP_KERNEL);
+
+	if (!line)
+		return ERR_PTR(-ENOMEM);
+	*n = nxq_split(line, words, max);
+	return line;
+}
+
 static ssize_t nxq_emit_u64(char *buf, u64 v, bool is_max)
 {
 	if (is_max && v == NXQ_UNLIMITED)
@@ -137,10 +153,9 @@ static ssize_t register_store(struct kobject *kobj, struct kobj_attribute *attr,
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	line = kstrndup(buf, count, GFP_KERNEL);
-	if (!line)
-		return -ENOMEM;
-	err = nxq_split(line, w, 2);
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
 	if (err != 2)
 		err = -EINVAL;
 	else
@@ -164,10 +179,9 @@ static ssize_t unregister_store(struct kobject *kobj,
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	line = kstrndup(buf, count, GFP_KERNEL);
-	if (!line)
-		return -ENOMEM;
-	err = nxq_split(line, w, 1);
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
 	if (err != 1) {
 		err = -EINVAL;
 		goto out;
@@ -213,10 +227,9 @@ static ssize_t capacity_store(struct kobject *kobj, struct kobj_attribute *attr,
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	line = kstrndup(buf, count, GFP_KERNEL);
-	if (!line)
-		return -ENOMEM;
-	err = nxq_split(line, w, 1);
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
 	err = err == 1 ? nxq_parse_size(w[0], false, &v) : -EINVAL;
 	kfree(line);
 	if (err)
@@ -366,10 +379,9 @@ static ssize_t set_budget_store(struct kobject *kobj,
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	line = kstrndup(buf, count, GFP_KERNEL);
-	if (!line)
-		return -ENOMEM;
-	n = nxq_split(line, w, 3);
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &n);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
 	if (n < 2 || w[0][0] != '/')
 		err = -EINVAL;
 	for (i = 1; !err && i < n; i++) {
@@ -401,10 +413,9 @@ static ssize_t clear_budget_store(struct kobject *kobj,
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	line = kstrndup(buf, count, GFP_KERNEL);
-	if (!line)
-		return -ENOMEM;
-	err = nxq_split(line, w, 1);
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
 	if (err != 1 || w[0][0] != '/')
 		err = -EINVAL;
 	else
@@ -542,10 +553,9 @@ static ssize_t nxq_node_store(struct kobject *kobj, const char *buf,
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	line = kstrndup(buf, count, GFP_KERNEL);
-	if (!line)
-		return -ENOMEM;
-	err = nxq_split(line, w, 1);
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
 	err = err == 1 ? nxq_parse_size(w[0], is_max, &v) : -EINVAL;
 	kfree(line);
 	if (err)
