@@ -38,6 +38,7 @@ struct nxq_waiter {
 	struct nxq_holder *h;
 	u64 bytes;
 	u64 enqueued_ns;
+	u64 deadline_ns;		/* of its tickets and its wait */
 	bool seen;			/* dispatch scratch */
 	int result;			/* 1 waiting, 0 granted, <0 cancelled */
 	int err;			/* why not granted: -EDQUOT, -ENOSPC */
@@ -443,7 +444,11 @@ static bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
 {
 	const struct nxq_ledger_ops *ops = dev->ledger->ops;
 	struct nxq_victims vs = { .asker = w->h };
-	u64 now = ktime_get_ns();
+	/*
+	 * A jiffies timeout can end up to a tick before the deadline in ns:
+	 * a ticket due by the waiter's own deadline counts as ignored.
+	 */
+	u64 limit = max(ktime_get_ns(), w->deadline_ns);
 	struct nxq_holder *v;
 	bool killed = false;
 	struct nxq_node *n;
@@ -454,7 +459,7 @@ static bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
 	else
 		vs.borrowers = true;
 	list_for_each_entry(v, &dev->holders, link) {
-		if (!v->ticket.open || v->ticket.deadline_ns > now ||
+		if (!v->ticket.open || v->ticket.deadline_ns > limit ||
 		    v->killed || !nxq_victim_ok(&vs, v) ||
 		    !nxq_kill_policy(v->node))
 			continue;
@@ -546,6 +551,7 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 			       (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC,
 			       &deadline))
 		deadline = U64_MAX;
+	w.deadline_ns = deadline;
 	nxq_ask_for(dev, &w, deadline, now);
 	if (!timeout_ns) {
 		list_del(&w.link);
