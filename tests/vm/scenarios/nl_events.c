@@ -13,63 +13,16 @@
 #define KEY	"t-nle"
 #define CG	"/nle"
 
-struct ev {
-	uint32_t type, pid, reason;
-	uint64_t cgroup, bytes, value, ts;
-	char device[NXQ_DEVICE_KEY_MAX];
-};
-
-static uint64_t last_ts;
-
 /* The next event on the listener, or FAIL after 5 s. */
-static void next_event(int fd, struct ev *e)
+static void next_event(int fd, struct nl_event *e)
 {
-	static char buf[8192];
-	struct nlattr *tb[NL_MAXATTR + 1];
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	struct nlmsghdr *h;
-	ssize_t len;
-
-	for (;;) {
-		if (poll(&p, 1, 5000) != 1)
-			FAIL("no event within 5 s (is the ledger's event hook "
-			     "wired to nxq_nl_event?)");
-		len = recv(fd, buf, sizeof(buf), 0);
-		if (len < 0)
-			FAIL("recv on the listener: %s", sc_errname(errno));
-		h = (struct nlmsghdr *)buf;
-		if (!NLMSG_OK(h, (size_t)len) || h->nlmsg_type != nl_family_id)
-			continue;
-		nl_parse(h, tb);
-		break;
-	}
-	memset(e, 0, sizeof(*e));
-	CHECK(((struct genlmsghdr *)NLMSG_DATA(h))->cmd == NXQUOTA_CMD_EVENT);
-	CHECK(tb[NXQUOTA_A_EVENT_TYPE] && tb[NXQUOTA_A_EVENT_TIMESTAMP_NS]);
-	e->type = nl_u32(tb[NXQUOTA_A_EVENT_TYPE]);
-	e->ts = nl_u64(tb[NXQUOTA_A_EVENT_TIMESTAMP_NS]);
-	if (tb[NXQUOTA_A_EVENT_DEVICE])
-		snprintf(e->device, sizeof(e->device), "%s",
-			 nl_str(tb[NXQUOTA_A_EVENT_DEVICE]));
-	if (tb[NXQUOTA_A_EVENT_CGROUP_ID])
-		e->cgroup = nl_u64(tb[NXQUOTA_A_EVENT_CGROUP_ID]);
-	if (tb[NXQUOTA_A_EVENT_PID])
-		e->pid = nl_u32(tb[NXQUOTA_A_EVENT_PID]);
-	if (tb[NXQUOTA_A_EVENT_BYTES])
-		e->bytes = nl_u64(tb[NXQUOTA_A_EVENT_BYTES]);
-	if (tb[NXQUOTA_A_EVENT_VALUE])
-		e->value = nl_u64(tb[NXQUOTA_A_EVENT_VALUE]);
-	if (tb[NXQUOTA_A_EVENT_REASON])
-		e->reason = nl_u32(tb[NXQUOTA_A_EVENT_REASON]);
-	CHECK(e->ts >= last_ts);
-	last_ts = e->ts;
-	sc_log("event type %u device %s cgroup %" PRIu64 " pid %u bytes %"
-	       PRIu64 " value %" PRIu64 " reason %u", e->type, e->device,
-	       e->cgroup, e->pid, e->bytes, e->value, e->reason);
+	if (!nl_event_recv(fd, e, 5000))
+		FAIL("no event within 5 s (is the ledger's event hook "
+		     "wired to nxq_nl_event?)");
 }
 
 /* Skip events of other types (a budget set may also report min). */
-static void expect(int fd, uint32_t type, struct ev *e)
+static void expect(int fd, uint32_t type, struct nl_event *e)
 {
 	int i;
 
@@ -102,7 +55,7 @@ int main(int argc, char **argv)
 {
 	struct nl_msg m;
 	uint64_t cg;
-	struct ev e;
+	struct nl_event e;
 	int fd, lis;
 	pid_t pid;
 

@@ -306,4 +306,81 @@ static SC_UNUSED void nl_untrack_key(const char *key)
 	_fd;								\
 })
 
+/* One event from the "events" multicast group. */
+struct nl_event {
+	uint32_t type, pid, reason;
+	uint64_t cgroup, bytes, value, ts;
+	char device[NXQ_DEVICE_KEY_MAX];
+};
+
+static SC_UNUSED const char *nl_event_name(uint32_t t)
+{
+	switch (t) {
+	case NXQUOTA_EVENT_TYPE_DEVICE_ADDED: return "device-added";
+	case NXQUOTA_EVENT_TYPE_DEVICE_REMOVED: return "device-removed";
+	case NXQUOTA_EVENT_TYPE_BUDGET_CHANGED: return "budget-changed";
+	case NXQUOTA_EVENT_TYPE_DENIED: return "denied";
+	case NXQUOTA_EVENT_TYPE_TICKET_ISSUED: return "ticket-issued";
+	case NXQUOTA_EVENT_TYPE_TICKET_ANSWERED: return "ticket-answered";
+	case NXQUOTA_EVENT_TYPE_KILLED: return "killed";
+	}
+	return "?";
+}
+
+/*
+ * The next event on a listener within timeout_ms: 1, or 0 if none came.
+ * FAILs on a malformed event or one whose timestamp goes back.
+ */
+static SC_UNUSED int nl_event_recv(int fd, struct nl_event *e,
+				   int timeout_ms)
+{
+	static uint64_t last_ts;
+	static char buf[8192];
+	struct nlattr *tb[NL_MAXATTR + 1];
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	struct nlmsghdr *h;
+	ssize_t len;
+
+	for (;;) {
+		if (poll(&p, 1, timeout_ms) != 1)
+			return 0;
+		len = recv(fd, buf, sizeof(buf), 0);
+		if (len < 0)
+			FAIL("recv on the listener: %s", sc_errname(errno));
+		h = (struct nlmsghdr *)buf;
+		if (!NLMSG_OK(h, (size_t)len) || h->nlmsg_type != nl_family_id)
+			continue;
+		nl_parse(h, tb);
+		break;
+	}
+	memset(e, 0, sizeof(*e));
+	CHECK(((struct genlmsghdr *)NLMSG_DATA(h))->cmd == NXQUOTA_CMD_EVENT);
+	CHECK(tb[NXQUOTA_A_EVENT_TYPE] && tb[NXQUOTA_A_EVENT_TIMESTAMP_NS]);
+	e->type = nl_u32(tb[NXQUOTA_A_EVENT_TYPE]);
+	e->ts = nl_u64(tb[NXQUOTA_A_EVENT_TIMESTAMP_NS]);
+	if (tb[NXQUOTA_A_EVENT_DEVICE])
+		snprintf(e->device, sizeof(e->device), "%s",
+			 nl_str(tb[NXQUOTA_A_EVENT_DEVICE]));
+	if (tb[NXQUOTA_A_EVENT_CGROUP_ID])
+		e->cgroup = nl_u64(tb[NXQUOTA_A_EVENT_CGROUP_ID]);
+	if (tb[NXQUOTA_A_EVENT_PID])
+		e->pid = nl_u32(tb[NXQUOTA_A_EVENT_PID]);
+	if (tb[NXQUOTA_A_EVENT_BYTES])
+		e->bytes = nl_u64(tb[NXQUOTA_A_EVENT_BYTES]);
+	if (tb[NXQUOTA_A_EVENT_VALUE])
+		e->value = nl_u64(tb[NXQUOTA_A_EVENT_VALUE]);
+	if (tb[NXQUOTA_A_EVENT_REASON])
+		e->reason = nl_u32(tb[NXQUOTA_A_EVENT_REASON]);
+	sc_log("event %s device %s cgroup %" PRIu64 " pid %u bytes %" PRIu64
+	       " value %" PRIu64 " reason %u ts %" PRIu64, nl_event_name(e->type),
+	       e->device, e->cgroup, e->pid, e->bytes, e->value, e->reason,
+	       e->ts);
+	if (e->ts < last_ts)
+		FAIL("%s event's timestamp went back %" PRIu64 " ns",
+		     nl_event_name(e->type), last_ts - e->ts);
+	last_ts = e->ts;
+	return 1;
+}
+
+
 #endif /* NXQ_TESTS_VM_NL_GENL_H */

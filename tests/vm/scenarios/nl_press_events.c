@@ -29,80 +29,8 @@
 #define EARLY_NS (10ULL * 1000000)
 #define LATE_NS	(1500ULL * 1000000)
 
-struct ev {
-	uint32_t type, pid, reason;
-	uint64_t cgroup, bytes, value, ts;
-	char device[NXQ_DEVICE_KEY_MAX];
-};
-
-static uint64_t last_ts;
-
-static const char *tname(uint32_t t)
-{
-	switch (t) {
-	case NXQUOTA_EVENT_TYPE_DEVICE_ADDED: return "device-added";
-	case NXQUOTA_EVENT_TYPE_DEVICE_REMOVED: return "device-removed";
-	case NXQUOTA_EVENT_TYPE_BUDGET_CHANGED: return "budget-changed";
-	case NXQUOTA_EVENT_TYPE_DENIED: return "denied";
-	case NXQUOTA_EVENT_TYPE_TICKET_ISSUED: return "ticket-issued";
-	case NXQUOTA_EVENT_TYPE_TICKET_ANSWERED: return "ticket-answered";
-	case NXQUOTA_EVENT_TYPE_KILLED: return "killed";
-	}
-	return "?";
-}
-
-/* The next event within timeout_ms: 1, or 0 if none came. */
-static int next_event(int fd, struct ev *e, int timeout_ms)
-{
-	static char buf[8192];
-	struct nlattr *tb[NL_MAXATTR + 1];
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-	struct nlmsghdr *h;
-	ssize_t len;
-
-	for (;;) {
-		if (poll(&p, 1, timeout_ms) != 1)
-			return 0;
-		len = recv(fd, buf, sizeof(buf), 0);
-		if (len < 0)
-			FAIL("recv on the listener: %s", sc_errname(errno));
-		h = (struct nlmsghdr *)buf;
-		if (!NLMSG_OK(h, (size_t)len) || h->nlmsg_type != nl_family_id)
-			continue;
-		nl_parse(h, tb);
-		break;
-	}
-	memset(e, 0, sizeof(*e));
-	CHECK(((struct genlmsghdr *)NLMSG_DATA(h))->cmd == NXQUOTA_CMD_EVENT);
-	CHECK(tb[NXQUOTA_A_EVENT_TYPE] && tb[NXQUOTA_A_EVENT_TIMESTAMP_NS]);
-	e->type = nl_u32(tb[NXQUOTA_A_EVENT_TYPE]);
-	e->ts = nl_u64(tb[NXQUOTA_A_EVENT_TIMESTAMP_NS]);
-	if (tb[NXQUOTA_A_EVENT_DEVICE])
-		snprintf(e->device, sizeof(e->device), "%s",
-			 nl_str(tb[NXQUOTA_A_EVENT_DEVICE]));
-	if (tb[NXQUOTA_A_EVENT_CGROUP_ID])
-		e->cgroup = nl_u64(tb[NXQUOTA_A_EVENT_CGROUP_ID]);
-	if (tb[NXQUOTA_A_EVENT_PID])
-		e->pid = nl_u32(tb[NXQUOTA_A_EVENT_PID]);
-	if (tb[NXQUOTA_A_EVENT_BYTES])
-		e->bytes = nl_u64(tb[NXQUOTA_A_EVENT_BYTES]);
-	if (tb[NXQUOTA_A_EVENT_VALUE])
-		e->value = nl_u64(tb[NXQUOTA_A_EVENT_VALUE]);
-	if (tb[NXQUOTA_A_EVENT_REASON])
-		e->reason = nl_u32(tb[NXQUOTA_A_EVENT_REASON]);
-	sc_log("event %s device %s cgroup %" PRIu64 " pid %u bytes %" PRIu64
-	       " value %" PRIu64 " reason %u ts %" PRIu64, tname(e->type),
-	       e->device, e->cgroup, e->pid, e->bytes, e->value, e->reason,
-	       e->ts);
-	if (e->ts < last_ts)
-		FAIL("%s event's timestamp went back %" PRIu64 " ns",
-		     tname(e->type), last_ts - e->ts);
-	last_ts = e->ts;
-	return 1;
-}
-
 /* A ticket, kill or denial on our device: what this scenario watches. */
-static int watched(const struct ev *e)
+static int watched(const struct nl_event *e)
 {
 	return !strcmp(e->device, KEY) &&
 	       (e->type == NXQUOTA_EVENT_TYPE_TICKET_ISSUED ||
@@ -112,28 +40,28 @@ static int watched(const struct ev *e)
 }
 
 /* The next watched event must be of this type (others are skipped). */
-static void expect_at(int line, int fd, uint32_t type, struct ev *e)
+static void expect_at(int line, int fd, uint32_t type, struct nl_event *e)
 {
 	do
-		if (!next_event(fd, e, 5000))
+		if (!nl_event_recv(fd, e, 5000))
 			FAIL("(line %d) no %s event within 5 s", line,
-			     tname(type));
+			     nl_event_name(type));
 	while (!watched(e));
 	if (e->type != type)
 		FAIL("(line %d) expected a %s event, got %s (bytes %" PRIu64
-		     " pid %u)", line, tname(type), tname(e->type), e->bytes,
+		     " pid %u)", line, nl_event_name(type), nl_event_name(e->type), e->bytes,
 		     e->pid);
 }
 #define EXPECT(fd, type, e) expect_at(__LINE__, fd, type, e)
 
 /* The fields naming the holder: device, cgroup, pid. */
-static void check_holder_at(int line, const struct ev *e, uint64_t cg,
+static void check_holder_at(int line, const struct nl_event *e, uint64_t cg,
 			    pid_t pid)
 {
 	if (strcmp(e->device, KEY) || e->cgroup != cg || e->pid != (uint32_t)pid)
 		FAIL("(line %d) %s event names device %s cgroup %" PRIu64
 		     " pid %u, expected %s %" PRIu64 " %d", line,
-		     tname(e->type), e->device, e->cgroup, e->pid, KEY, cg,
+		     nl_event_name(e->type), e->device, e->cgroup, e->pid, KEY, cg,
 		     (int)pid);
 }
 #define CHECK_HOLDER(e, cg, pid) check_holder_at(__LINE__, e, cg, pid)
@@ -141,7 +69,7 @@ static void check_holder_at(int line, const struct ev *e, uint64_t cg,
 int main(int argc, char **argv)
 {
 	struct sc_peer pa, pb;
-	struct ev iss, ans, kil, e;
+	struct nl_event iss, ans, kil, e;
 	struct sc_rep r, s;
 	uint64_t a, b, t0;
 	struct nl_msg m;
@@ -230,10 +158,10 @@ int main(int argc, char **argv)
 	CHECK_EQ(DEV_U64(KEY, "kills"), 1);
 
 	/* Nothing more on the device: no second kill, no answer, no denial. */
-	while (next_event(lis, &e, 500))
+	while (nl_event_recv(lis, &e, 500))
 		if (watched(&e))
 			FAIL("unexpected %s event after the kill (pid %u bytes "
-			     "%" PRIu64 ")", tname(e.type), e.pid, e.bytes);
+			     "%" PRIu64 ")", nl_event_name(e.type), e.pid, e.bytes);
 
 	close(lis);
 	PEER_STOP(&pa);
