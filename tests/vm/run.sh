@@ -27,6 +27,8 @@
 # Environment:
 #   NXQ_VM_TIMEOUT    seconds one boot may take in all (default 180)
 #   NXQ_SCEN_TIMEOUT  seconds one scenario may take inside it (default 60)
+#   NXQ_RACE_*, NXQ_FUZZ_*, NXQ_BENCH_*  numeric knobs passed into the VM
+#                     (e.g. NXQ_RACE_SECS, NXQ_FUZZ_IOCTLS; see the programs)
 # For work on the harness itself, --ko-dir DIR boots DIR/KVER/nxquota.ko
 # instead of building kmod/.
 set -u
@@ -205,6 +207,9 @@ pack() {	# kver ko mode scenario...
 	NXQ_SCENARIOS="$*"
 	NXQ_TIMEOUT=$scen_timeout
 	EOF
+	# Knobs of the race, fuzz and bench programs (numbers only) go along.
+	env | grep -E '^NXQ_(RACE|FUZZ|BENCH)_[A-Z0-9_]*=[0-9]+$' |
+		sed 's/^/export /' >> "$root/etc/nxq.conf"
 	(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
 		gzip -1 > "$out/$kver/initramfs.cpio.gz"
 }
