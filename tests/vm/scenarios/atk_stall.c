@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * atk_stall: 1000 waiters of an attacker do not slow a neighbour.
+ *
+ * Device of 1G.  The attacker (uid 65534, /atk-st-a, max 10M, already at
+ * its max; root raised its waiters_max to 1000) queues 1000 waiting
+ * charges of 1M, one thread and one holder each; the neighbour N (uid
+ * 65534, /atk-st-n) times 300 charge+uncharge pairs of 1M: its median
+ * pair with the 1000 waiters queued is at most 3x its median with none
+ * (same boot).  Killing the attacker leaves no waiter and nothing charged.
+ */
+#include "scen.h"
+#include "tenant.h"
+
+#define KEY	"t-ast"
+#define CA	"/atk-st-a"
+#define CN	"/atk-st-n"
+#define M	SC_MIB
+#define PAIRS	300
+
+/* ---- the attacker's waiters --------------------------------------------- */
+
+struct waiter {
+	int fd;
+	uint64_t id;
+	long rc;
+};
+
+static int *n_eagain, *n_other, *n_started;
+
+static void *wait_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	__atomic_add_fetch(n_started, 1, __ATOMIC_SEQ_CST);
+	w->rc = sc_charge_wait(w->fd, w->id, M, 120ULL * 1000000000, NULL);
+	if (w->rc == -EAGAIN)
+		__atomic_add_fetch(n_eagain, 1, __ATOMIC_SEQ_CST);
+	else
+		__atomic_add_fetch(n_other, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* The attacker: fills its max, then n threads wait; then sleeps. */
+static int attacker(void *arg)
+{
+	int n = (int)(uintptr_t)arg, fd, efd, i;
+	struct waiter *w = calloc(n, sizeof(*w));
+	pthread_attr_t at;
+	pthread_t th;
+	uint64_t fill;
+
+	tn_tenant(CA);
+	fd = sc_open();
+	if (fd < 0)
+		FAIL("attacker: open: %s", sc_errname(-fd));
+	efd = sc_eventfd();
+	CHECK_OK(sc_register(fd, KEY, efd, 0, &fill));
+	CHECK_OK(sc_charge(fd, fill, 10 * M, NULL));
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 64 * 1024);
+	for (i = 0; i < n; i++) {
+		w[i].fd = fd;
+		CHECK_OK(sc_register(fd, KEY, efd, 0, &w[i].id));
+		if (pthread_create(&th, &at, wait_thread, &w[i]))
+			FAIL("pthread_create %d: %s", i, sc_errname(errno));
+	}
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* ---- the neighbour's pairs ------------------------------------------- */
+
+static int pipe_med[2];
+
+static int neighbour(void *arg)
+{
+	uint64_t id, t[PAIRS], t0, end;
+	int fd, efd, i;
+
+	(void)arg;
+	tn_tenant(CN);
+	fd = sc_open();
+	if (fd < 0)
+		FAIL("neighbour: open: %s", sc_errname(-fd));
+	efd = sc_eventfd();
+	CHECK_OK(sc_register(fd, KEY, efd, 0, &id));
+	end = sc_now_ns() + 10000000000ULL;	/* 10 s at most */
+	for (i = 0; i < PAIRS && (i < 5 || sc_now_ns() < end); i++) {
+		t0 = sc_now_ns();
+		CHECK_OK(sc_charge(fd, id, M, NULL));
+		CHECK_OK(sc_uncharge(fd, id, M, NULL));
+		t[i] = sc_now_ns() - t0;
+	}
+	if (i < PAIRS)
+		sc_log("neighbour: only %d pairs in 10 s", i);
+	CHECK_OK(sc_send(pipe_med[1], tn_median(t, i)));
+	return 0;
+}
+
+static uint64_t neighbour_median(void)
+{
+	pid_t pid = sc_spawn(neighbour, NULL);
+	uint64_t v;
+	int rc = sc_recv(pipe_med[0], &v, 50000);
+
+	if (rc < 0)
+		FAIL("no median from the neighbour: %s", sc_errname(-rc));
+	CHECK_CHILD_OK(pid);
+	return v;
+}
+
+static void stop(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	CHECK_EQ(sc_wait(pid), 128 + SIGKILL);
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t base, loaded, *shm;
+	pid_t pa;
+	double ratio;
+
+	sc_init(argc, argv);
+	tn_devnode_admin();
+	shm = sc_shared(4096);
+	n_eagain = (int *)shm;
+	n_other = (int *)shm + 1;
+	n_started = (int *)shm + 2;
+	CHECK(pipe(pipe_med) == 0);
+	CHECK_OK(sc_dev_register(KEY, "1G"));
+	TN_DEV_OPEN(KEY);
+	CHECK_OK(sc_cg_create(CA));
+	CHECK_OK(sc_cg_create(CN));
+	CHECK_OK(sc_set_budget(KEY, CA " max=10M"));
+	CHECK_OK(sc_set_budget(KEY, CN " max=100M"));
+
+	/* 2. 1000 waiters vs the neighbour's pair */
+	base = neighbour_median();
+	TN_LIMITS(KEY, CA " waiters_max=1000 holders_max=2000");
+	*n_eagain = *n_other = *n_started = 0;
+	pa = sc_spawn(attacker, (void *)(uintptr_t)1000);
+	{
+		uint64_t last = 0;
+		int r = sc_wait_u64(sc_dev_path(KEY, "waiters"), 1000, 60000,
+				    &last);
+
+		if (r < 0)
+			FAIL("1000 waiters never queued: waiters %llu, %d "
+			     "EAGAIN, %d other", (unsigned long long)last,
+			     *n_eagain, *n_other);
+	}
+	loaded = neighbour_median();
+	ratio = (double)loaded / base;
+	sc_log("neighbour's pair: median %.1f us alone, %.1f us with 1000 "
+	       "waiters queued: x%.2f", base / 1e3, loaded / 1e3, ratio);
+	if (ratio > 3.0)
+		FAIL("a neighbour's charge+uncharge pair with 1000 waiters of "
+		     "an attacker queued: median %.1f us, x%.2f its %.1f us "
+		     "alone (at most x3)", loaded / 1e3, ratio, base / 1e3);
+	CHECK_EQ(DEV_U64(KEY, "waiters"), 1000);
+	CHECK_EQ(DEV_U64(KEY, "used"), 10 * M);
+	stop(pa);
+	WAIT_U64(sc_dev_path(KEY, "waiters"), 0);
+	WAIT_U64(sc_dev_path(KEY, "used"), 0);
+	WAIT_U64(sc_dev_path(KEY, "holders"), 0);
+
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CA));
+	CHECK_OK(sc_cg_remove(CN));
+	PASS();
+}

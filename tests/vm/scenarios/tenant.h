@@ -1,0 +1,520 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * tenant.h - helpers for the issue-10 scenarios (atk_*, race_*, fuzz_*)
+ * and benches: a node's admin setup (the /dev/nxquota group, a device's
+ * default_max and limits), unprivileged tenants (uid 65534 in their own
+ * cgroup, optionally in the nxquota group), registration with a device
+ * node fd, and tenant peers with more answering modes than scen.h's
+ * (answer after a delay, answer part, ignore).
+ *
+ * Include after scen.h.  The names of the trust rules (NXQ_HOLDER_DEVFD,
+ * devfd, default_max, holders_max=, ...) are the ones fixed in the
+ * issue-10 contract; where the ABI header does not have them yet the
+ * helpers say so (-ENOSYS) and the scenario fails on it.
+ */
+#ifndef NXQ_TESTS_VM_TENANT_H
+#define NXQ_TESTS_VM_TENANT_H
+
+#include <pthread.h>
+#include <stddef.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <linux/capability.h>
+
+/* The group /dev/nxquota is given to, as the udev rule does ("nxquota"). */
+#define TN_GID		990
+#define TN_UID		65534
+
+/* An env knob (passed into the VM through /etc/nxq.conf): a number. */
+static SC_UNUSED uint64_t tn_knob(const char *name, uint64_t dflt)
+{
+	const char *s = getenv(name);
+	char *end;
+	unsigned long long v;
+
+	if (!s || !*s)
+		return dflt;
+	v = strtoull(s, &end, 10);
+	return *end ? dflt : v;
+}
+
+/* ---- the admin side ---------------------------------------------------- */
+
+static struct stat tn_devnode_saved;
+static int tn_devnode_changed;
+
+static void tn_devnode_restore(void)
+{
+	if (!tn_devnode_changed || getpid() != sc_main_pid)
+		return;
+	if (chown(SC_DEVNODE, tn_devnode_saved.st_uid,
+		  tn_devnode_saved.st_gid) < 0 ||
+	    chmod(SC_DEVNODE, tn_devnode_saved.st_mode & 07777) < 0)
+		sc_log("NOTE: could not restore %s: %s", SC_DEVNODE,
+		       sc_errname(errno));
+	tn_devnode_changed = 0;
+}
+
+/*
+ * What a node's admin (the udev rule) does: /dev/nxquota root:nxquota
+ * 0660.  Restored when the scenario exits.
+ */
+static SC_UNUSED void tn_devnode_admin(void)
+{
+	if (stat(SC_DEVNODE, &tn_devnode_saved) < 0)
+		FAIL("stat %s: %s", SC_DEVNODE, sc_errname(errno));
+	tn_devnode_changed = 1;
+	atexit(tn_devnode_restore);
+	if (chown(SC_DEVNODE, 0, TN_GID) < 0 || chmod(SC_DEVNODE, 0660) < 0)
+		FAIL("chown/chmod %s: %s", SC_DEVNODE, sc_errname(errno));
+}
+
+/* "KEY CAPACITY [MAJOR:MINOR]" to devices/register, tracked. */
+static SC_UNUSED int tn_dev_register(const char *key, const char *cap,
+				     const char *devt)
+{
+	int rc;
+
+	if (!devt)
+		return sc_dev_register(key, cap);
+	rc = sc_writef(SC_DEVICES "/register", "%s %s %s", key, cap, devt);
+	if (!rc && sc_track.nkeys < 16)
+		snprintf(sc_track.keys[sc_track.nkeys++], NXQ_DEVICE_KEY_MAX,
+			 "%s", key);
+	return rc;
+}
+
+/*
+ * A device whose cgroups without a budget may charge up to its capacity
+ * (default_max "max": the operator's choice).  A module without
+ * default_max (ABI 1) is unlimited by default: nothing to write.
+ */
+static SC_UNUSED void tn_dev_open_default_at(const char *file, int line,
+					     const char *key)
+{
+	int rc = sc_write(sc_dev_path(key, "default_max"), "max");
+
+	if (rc && rc != -ENOENT)
+		sc_fail_at(file, line, "write max to %s: %s",
+			   sc_dev_path(key, "default_max"), sc_errname(-rc));
+}
+#define TN_DEV_OPEN(key) tn_dev_open_default_at(__FILE__, __LINE__, key)
+
+/*
+ * Set limits (holders_max=, waiters_max=, priority_max=, wait_max_ms=) on
+ * a cgroup: "PATH k=v ...".  A module of ABI 1 has none: noted, not
+ * fatal, so that the attack behind can still be shown on it.
+ */
+static SC_UNUSED void tn_limits_at(const char *file, int line,
+				   const char *key, const char *spec)
+{
+	uint64_t abi = 0;
+	int rc = sc_write(sc_dev_path(key, "set_budget"), spec);
+
+	if (!rc)
+		return;
+	sc_read_u64(SC_SYSFS "/abi_version", &abi);
+	if (rc == -EINVAL && abi < 2) {
+		sc_log("NOTE: module ABI %llu has no per-cgroup limits "
+		       "(\"%s\" refused); going on without",
+		       (unsigned long long)abi, spec);
+		return;
+	}
+	sc_fail_at(file, line, "set_budget \"%s\": %s", spec,
+		   sc_errname(-rc));
+}
+#define TN_LIMITS(key, spec) tn_limits_at(__FILE__, __LINE__, key, spec)
+
+/* Set a device's ticket_timeout_ms (the floor of every ticket deadline). */
+#define TN_FLOOR_MS(key, ms) \
+	CHECK_OK(sc_writef(sc_dev_path(key, "ticket_timeout_ms"), "%u", \
+			   (unsigned int)(ms)))
+
+/* ---- tenants ------------------------------------------------------------ */
+
+/*
+ * Become a tenant: uid/gid 65534, no capabilities; supplementary group
+ * TN_GID (may open /dev/nxquota) when in_group, and extra_gid if > 0.
+ */
+static SC_UNUSED void tn_drop(int in_group, gid_t extra_gid)
+{
+	gid_t g[2];
+	int n = 0;
+	char buf[4096], *p;
+
+	if (in_group)
+		g[n++] = TN_GID;
+	if (extra_gid > 0)
+		g[n++] = extra_gid;
+	if (setgroups(n, g) < 0 || setresgid(TN_UID, TN_UID, TN_UID) < 0 ||
+	    setresuid(TN_UID, TN_UID, TN_UID) < 0)
+		FAIL("drop privileges: %s", sc_errname(errno));
+	prctl(PR_SET_PDEATHSIG, SIGKILL);	/* cleared by setuid */
+	if (sc_read("/proc/self/status", buf, sizeof(buf)) < 0)
+		FAIL("read /proc/self/status: %s", sc_errname(errno));
+	p = strstr(buf, "CapEff:");
+	if (!p || strncmp(p + 7, "\t0000000000000000", 17))
+		FAIL("capabilities left after setuid: %.30s", p ? p : "?");
+}
+
+/* Enter cg (as root), then become a tenant in the nxquota group. */
+static SC_UNUSED void tn_tenant(const char *cg)
+{
+	if (cg)
+		CHECK_OK(sc_cg_enter(cg));
+	tn_drop(1, 0);
+}
+
+/* Does the ABI header have the devfd registration of ABI 2? */
+#ifdef NXQ_HOLDER_DEVFD
+#define TN_HAVE_DEVFD 1
+#else
+#define TN_HAVE_DEVFD 0
+#endif
+
+/*
+ * Register a holder; devfd >= 0 (or TN_DEVFD_RAW with raw_devfd) passes it
+ * with NXQ_HOLDER_DEVFD.  -ENOSYS when the ABI header has no devfd.
+ */
+#define TN_NO_DEVFD	(-1000)
+static SC_UNUSED long tn_register_raw(int fd, const char *key, int efd,
+				      unsigned int prio, uint32_t flags,
+				      int devfd, uint64_t *id)
+{
+	struct nxq_holder_reg r;
+	long rc;
+
+	memset(&r, 0, sizeof(r));
+	r.size = sizeof(r);
+	r.flags = flags;
+	snprintf(r.device, sizeof(r.device), "%s", key);
+	r.eventfd = efd;
+	r.priority = prio;
+#if TN_HAVE_DEVFD
+	if (devfd != TN_NO_DEVFD)
+		r.devfd = devfd;
+#else
+	if (devfd != TN_NO_DEVFD || flags)
+		return -ENOSYS;
+#endif
+	rc = sc_ioctl(fd, NXQ_IOC_HOLDER_REGISTER, &r);
+	if (!rc) {
+		if (!r.holder_id)
+			return -ERANGE;
+		*id = r.holder_id;
+	}
+	return rc;
+}
+
+static SC_UNUSED long tn_register_devfd(int fd, const char *key, int efd,
+					unsigned int prio, int devfd,
+					uint64_t *id)
+{
+#if TN_HAVE_DEVFD
+	return tn_register_raw(fd, key, efd, prio, NXQ_HOLDER_DEVFD, devfd,
+			       id);
+#else
+	(void)fd; (void)key; (void)efd; (void)prio; (void)devfd; (void)id;
+	return -ENOSYS;
+#endif
+}
+
+/* The devfd registration must exist in the ABI (else FAIL: ABI 1). */
+#define TN_NEED_DEVFD() do {						\
+	if (!TN_HAVE_DEVFD)						\
+		FAIL("the ABI has no device-node proof of access "	\
+		     "(NXQ_HOLDER_DEVFD, nxq_holder_reg.devfd): "	\
+		     "NXQ_ABI_VERSION %d", NXQ_ABI_VERSION);		\
+} while (0)
+
+/* ---- tenant peers --------------------------------------------------------- */
+
+/*
+ * Like scen.h's peers (same commands, SC_PEER_*), started as a tenant
+ * when tenant is set, with more ways to answer tickets:
+ *   TN_SERVE_DELAY    after a.b ms, release what is asked
+ *   TN_SERVE_PARTIAL  release at most b bytes of what is asked
+ *   TN_SERVE_IGNORE   read the eventfd (count it), never answer
+ * (SC_SERVE_RELEASE / SC_SERVE_ZERO / SC_SERVE_OFF as in scen.h.)
+ * Set with TN_PEER_SERVE (a: mode, b: parameter).
+ */
+enum { TN_SERVE_DELAY = 10, TN_SERVE_PARTIAL, TN_SERVE_IGNORE };
+#define TN_PEER_SERVE	100
+
+struct tn_peer_state {
+	struct sc_peer_state s;
+	uint64_t param;
+};
+
+static SC_UNUSED void tn_peer_serve(struct tn_peer_state *ts)
+{
+	struct sc_peer_state *s = &ts->s;
+	struct nxq_ticket t;
+	uint64_t rel;
+	int64_t n;
+	long rc;
+	int i;
+
+	n = sc_efd_wait(s->efd, 0);
+	if (n <= 0)
+		return;
+	s->stats.v[5] += n;
+	if (s->serve == TN_SERVE_IGNORE)
+		return;
+	if (s->serve == TN_SERVE_DELAY)
+		usleep(ts->param * 1000);
+	for (i = 0; i < 100; i++) {
+		rc = sc_ticket_read(s->fd, s->id, &t);
+		if (rc == -EAGAIN)
+			return;
+		if (rc < 0)
+			FAIL("peer: TICKET_READ: %s", sc_errname((int)-rc));
+		switch (s->serve) {
+		case SC_SERVE_ZERO:
+			rel = 0;
+			break;
+		case TN_SERVE_PARTIAL:
+			rel = t.bytes < ts->param ? t.bytes : ts->param;
+			break;
+		default:
+			rel = t.bytes;
+		}
+		rc = sc_ticket_answer(s->fd, s->id, t.generation, rel, NULL);
+		if (rc == -ESTALE)
+			continue;
+		if (rc < 0)
+			FAIL("peer: TICKET_ANSWER: %s", sc_errname((int)-rc));
+		s->stats.v[0]++;
+		s->stats.v[1] += rel;
+		s->stats.v[2] = t.generation;
+		s->stats.v[3] = t.bytes;
+		s->stats.v[4] = t.reason << 8 | t.level;
+		return;
+	}
+	FAIL("peer: ticket kept changing under 100 answers");
+}
+
+static SC_UNUSED void tn_peer_run(struct tn_peer_state *ts)
+{
+	struct sc_peer_state *s = &ts->s;
+	struct pollfd p[2];
+	struct nxq_ticket t;
+	struct sc_msg m;
+	struct sc_rep r;
+	uint64_t t0;
+	int n;
+
+	for (;;) {
+		p[0].fd = s->cmd;
+		p[0].events = POLLIN;
+		p[1].fd = s->efd;
+		p[1].events = POLLIN;
+		n = poll(p, s->serve && s->efd >= 0 ? 2 : 1, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			FAIL("peer: poll: %s", sc_errname(errno));
+		if (s->serve && s->efd >= 0 && (p[1].revents & POLLIN))
+			tn_peer_serve(ts);
+		if (!(p[0].revents & (POLLIN | POLLHUP)))
+			continue;
+		if (read(s->cmd, &m, sizeof(m)) != sizeof(m))
+			_exit(0);
+		memset(&r, 0, sizeof(r));
+		switch (m.op) {
+		case SC_PEER_CHARGE:
+			t0 = sc_now_ns();
+			r.rc = sc_charge_ex(s->fd, s->id, m.a,
+					    m.b ? NXQ_CHARGE_WAIT : 0, m.b,
+					    &r.v[0]);
+			r.v[2] = sc_now_ns();
+			r.v[1] = r.v[2] - t0;
+			if (r.rc) {
+				struct nxq_status st;
+
+				r.v[0] = sc_status(s->fd, s->id, &st) ? ~0ULL
+					 : st.holder_charge;
+			}
+			break;
+		case SC_PEER_UNCHARGE:
+			r.rc = sc_uncharge(s->fd, s->id, m.a, &r.v[0]);
+			break;
+		case SC_PEER_RECLAIMABLE:
+			r.rc = sc_set_reclaimable(s->fd, s->id, m.a);
+			break;
+		case SC_PEER_STATUS: {
+			struct nxq_status st;
+
+			r.rc = sc_status(s->fd, s->id, &st);
+			r.v[0] = st.holder_charge;
+			r.v[1] = st.holder_reclaimable;
+			r.v[2] = st.cgroup_id;
+			break;
+		}
+		case SC_PEER_EFD:
+			r.rc = s->efd < 0 ? -EBADF :
+				sc_efd_wait(s->efd, (int)m.a);
+			if (r.rc > 0)
+				s->stats.v[5] += r.rc;
+			break;
+		case SC_PEER_TICKET:
+			r.rc = sc_ticket_read(s->fd, s->id, &t);
+			r.v[0] = t.generation;
+			r.v[1] = t.bytes;
+			r.v[2] = t.deadline_ns;
+			r.v[3] = t.reason;
+			r.v[4] = t.level;
+			break;
+		case SC_PEER_ANSWER:
+			r.rc = sc_ticket_answer(s->fd, s->id, m.a, m.b,
+						&r.v[0]);
+			if (!r.rc) {
+				s->stats.v[0]++;
+				s->stats.v[1] += m.b;
+				s->stats.v[2] = m.a;
+			}
+			break;
+		case SC_PEER_SERVE:
+		case TN_PEER_SERVE:
+			s->serve = (int)m.a;
+			ts->param = m.b;
+			if (s->serve)
+				tn_peer_serve(ts);
+			break;
+		case SC_PEER_STATS:
+			r = s->stats;
+			break;
+		case SC_PEER_EXIT:
+			sc_peer_reply(s, &r);
+			_exit(0);
+		default:
+			r.rc = -ENOSYS;
+		}
+		sc_peer_reply(s, &r);
+	}
+}
+
+/*
+ * Start a peer in cgroup cg with one holder on key (priority prio, an
+ * eventfd if with_efd); as a tenant (uid 65534, nxquota group) if tenant.
+ * FAILs if it cannot register.
+ */
+static SC_UNUSED void tn_peer_start(struct sc_peer *p, const char *name,
+				    const char *cg, const char *key,
+				    unsigned int prio, int with_efd,
+				    int tenant)
+{
+	int c[2], r[2];
+	struct sc_rep rep;
+	int rc;
+
+	if (pipe2(c, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0)
+		FAIL("pipe: %s", sc_errname(errno));
+	p->name = name;
+	p->pid = sc_fork();
+	if (p->pid == 0) {
+		struct tn_peer_state ts;
+		struct sc_peer_state *s = &ts.s;
+		long rr;
+
+		memset(&ts, 0, sizeof(ts));
+		s->cmd = c[0];
+		s->rep = r[1];
+		close(c[1]);
+		close(r[0]);
+		if (cg)
+			CHECK_OK(sc_cg_enter(cg));
+		if (tenant)
+			tn_drop(1, 0);
+		s->fd = sc_open();
+		if (s->fd < 0)
+			FAIL("peer %s: open %s: %s", name, SC_DEVNODE,
+			     sc_errname(-s->fd));
+		s->efd = with_efd ? sc_eventfd() : -1;
+		rr = sc_register(s->fd, key, s->efd, prio, &s->id);
+		if (rr < 0)
+			FAIL("peer %s: register on %s: %s", name, key,
+			     sc_errname((int)-rr));
+		memset(&rep, 0, sizeof(rep));
+		rep.v[0] = s->id;
+		rep.v[1] = getpid();
+		sc_peer_reply(s, &rep);
+		tn_peer_run(&ts);
+		_exit(0);
+	}
+	close(c[0]);
+	close(r[1]);
+	p->cmd = c[1];
+	p->rep = r[0];
+	rc = sc_peer_recv(p, &rep, 20000);
+	if (rc < 0)
+		FAIL("peer %s did not start: %s (see its FAIL line)", name,
+		     sc_errname(-rc));
+	p->id = rep.v[0];
+}
+
+/* Run fn(arg) in a child; it must exit 0. */
+#define TN_RUN(fn, arg) do {						\
+	pid_t _p = sc_spawn(fn, arg);					\
+	CHECK_CHILD_OK(_p);						\
+} while (0)
+
+/* The peer's process must still be alive (not killed by the module). */
+#define TN_ALIVE(p) do {						\
+	int _st;							\
+	pid_t _w = waitpid((p)->pid, &_st, WNOHANG);			\
+	if (_w == (p)->pid)						\
+		FAIL("peer %s died: %s %d", (p)->name,			\
+		     WIFSIGNALED(_st) ? "signal" : "exit status",	\
+		     WIFSIGNALED(_st) ? WTERMSIG(_st) :			\
+		     WEXITSTATUS(_st));					\
+	if (kill((p)->pid, 0) < 0)					\
+		FAIL("peer %s is gone: %s", (p)->name,			\
+		     sc_errname(errno));				\
+} while (0)
+
+/* The charge a peer's holder has, by STATUS; FAIL if it cannot tell. */
+#define TN_PEER_CHARGE(p) (PEER_OK(p, SC_PEER_STATUS, 0, 0).v[0])
+
+/* A node's number, or 0 when the node is gone. */
+#define TN_NODE_U64(key, cgid, attr) \
+	(sc_node_exists(key, cgid) ? NODE_U64(key, cgid, attr) : 0)
+
+/* ---- capabilities without libcap ------------------------------------- */
+
+/* Keep only the capabilities in mask (bits CAP_*), as uid 65534. */
+static SC_UNUSED void tn_drop_keep_caps(uint64_t mask)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+
+	if (prctl(PR_SET_KEEPCAPS, 1) < 0)
+		FAIL("PR_SET_KEEPCAPS: %s", sc_errname(errno));
+	if (setgroups(0, NULL) < 0 || setresgid(TN_UID, TN_UID, TN_UID) < 0 ||
+	    setresuid(TN_UID, TN_UID, TN_UID) < 0)
+		FAIL("setuid: %s", sc_errname(errno));
+	memset(d, 0, sizeof(d));
+	d[0].effective = d[0].permitted = (uint32_t)mask;
+	d[1].effective = d[1].permitted = (uint32_t)(mask >> 32);
+	if (syscall(SYS_capset, &h, d) < 0)
+		FAIL("capset: %s", sc_errname(errno));
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
+
+/* Median of n u64 (sorts v). */
+static int tn_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static SC_UNUSED uint64_t tn_median(uint64_t *v, int n)
+{
+	qsort(v, n, sizeof(*v), tn_cmp_u64);
+	return v[n / 2];
+}
+
+#endif /* NXQ_TESTS_VM_TENANT_H */
