@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cost.h - shared by the cost_* figures (tests/vm/bench/): the charge +
+ * uncharge pair and the null ioctl, timed one by one in the calling
+ * process, medians over many samples.  Each cost_* program prints
+ *   BENCH cost_NAME what=... n=... median_ns=... p10_ns=... p90_ns=...
+ *   BENCH cost_NAME ratio ...=X (target <= T)
+ * Figures, not tests: a program fails only if what it measures does not
+ * work at all; the ratios are read by a person (issue 10's targets are
+ * printed next to them).
+ */
+#ifndef NXQ_TESTS_VM_BENCH_COST_H
+#define NXQ_TESTS_VM_BENCH_COST_H
+
+#include "scen.h"
+#include "scenarios/tenant.h"
+
+#define CB_M	SC_MIB
+
+static SC_UNUSED void cb_pin(int cpu)
+{
+	cpu_set_t s;
+
+	CPU_ZERO(&s);
+	CPU_SET(cpu, &s);
+	if (sched_setaffinity(0, sizeof(s), &s) < 0)
+		FAIL("sched_setaffinity(%d): %s", cpu, sc_errname(errno));
+}
+
+struct cb_stat {
+	uint64_t median, p10, p90;
+	int n;
+};
+
+static SC_UNUSED struct cb_stat cb_stats(uint64_t *v, int n)
+{
+	struct cb_stat s;
+
+	qsort(v, n, sizeof(*v), tn_cmp_u64);
+	s.n = n;
+	s.median = v[n / 2];
+	s.p10 = v[(n - 1) / 10];
+	s.p90 = v[(n - 1) * 9 / 10];
+	return s;
+}
+
+static SC_UNUSED void cb_print(const char *prog, const char *what,
+			       struct cb_stat s)
+{
+	sc_log("BENCH %s what=%s n=%d median_ns=%llu p10_ns=%llu p90_ns=%llu",
+	       prog, what, s.n, (unsigned long long)s.median,
+	       (unsigned long long)s.p10, (unsigned long long)s.p90);
+}
+
+/* n null ioctls (NXQ_IOC_VERSION), or fewer if max_ms runs out. */
+static SC_UNUSED struct cb_stat cb_null(int fd, int n, int max_ms)
+{
+	uint64_t *v = calloc(n, sizeof(*v)), t0, end = sc_now_ms() + max_ms;
+	struct nxq_version ver;
+	int i;
+
+	CHECK(v);
+	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++) {
+		memset(&ver, 0, sizeof(ver));
+		ver.size = sizeof(ver);
+		t0 = sc_now_ns();
+		if (ioctl(fd, NXQ_IOC_VERSION, &ver) < 0)
+			FAIL("NXQ_IOC_VERSION: %s", sc_errname(errno));
+		v[i] = sc_now_ns() - t0;
+	}
+	{
+		struct cb_stat s = cb_stats(v, i);
+
+		free(v);
+		return s;
+	}
+}
+
+/* n charge+uncharge pairs of bytes on holder id, or fewer in max_ms. */
+static SC_UNUSED struct cb_stat cb_pairs(int fd, uint64_t id, uint64_t bytes,
+					 int n, int max_ms)
+{
+	uint64_t *v = calloc(n, sizeof(*v)), t0, end = sc_now_ms() + max_ms;
+	int i;
+	long rc;
+
+	CHECK(v);
+	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++) {
+		t0 = sc_now_ns();
+		rc = sc_charge(fd, id, bytes, NULL);
+		if (rc)
+			FAIL("pair %d: charge: %s", i, sc_errname((int)-rc));
+		rc = sc_uncharge(fd, id, bytes, NULL);
+		if (rc)
+			FAIL("pair %d: uncharge: %s", i, sc_errname((int)-rc));
+		v[i] = sc_now_ns() - t0;
+	}
+	{
+		struct cb_stat s = cb_stats(v, i);
+
+		free(v);
+		return s;
+	}
+}
+
+static SC_UNUSED void cb_ratio(const char *prog, const char *what,
+			       struct cb_stat a, struct cb_stat b,
+			       const char *target)
+{
+	sc_log("BENCH %s ratio %s=%.2f (medians %llu/%llu ns; target %s)",
+	       prog, what, (double)a.median / (b.median ? b.median : 1),
+	       (unsigned long long)a.median, (unsigned long long)b.median,
+	       target);
+}
+
+/* Try a limit line; on refusal only say so (figures go on). */
+static SC_UNUSED void cb_limits(const char *key, const char *spec)
+{
+	int rc = sc_write(sc_dev_path(key, "set_budget"), spec);
+
+	if (rc)
+		sc_log("NOTE: set_budget \"%s\": %s", spec, sc_errname(-rc));
+}
+
+/* The neighbour: a process of its own in cg, pinned to cpu, with a
+ * holder (and an eventfd); it times the null ioctl and the pair when
+ * asked over a pipe and sends the stats back. */
+struct cb_nb {
+	pid_t pid;
+	int cmd, rep;
+};
+
+static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
+				  const char *key, int cpu)
+{
+	int c[2], r[2];
+
+	CHECK(pipe(c) == 0 && pipe(r) == 0);
+	nb->pid = sc_fork();
+	if (nb->pid == 0) {
+		uint64_t id = 0, op;
+		int fd, efd;
+
+		close(c[1]);
+		close(r[0]);
+		CHECK_OK(sc_cg_enter(cg));
+		tn_drop(1, 0);
+		cb_pin(cpu);
+		fd = sc_open();
+		CHECK_OK(fd);
+		efd = sc_eventfd();
+		CHECK_OK(sc_register(fd, key, efd, 0, &id));
+		for (;;) {
+			struct cb_stat s;
+
+			if (sc_recv(c[0], &op, -1) < 0)
+				_exit(0);
+			if (op == 0)
+				_exit(0);
+			if (op == 1)
+				s = cb_null(fd, 3000, 20000);
+			else
+				s = cb_pairs(fd, id, CB_M, 3000, 20000);
+			if (write(r[1], &s, sizeof(s)) != sizeof(s))
+				_exit(1);
+		}
+	}
+	close(c[0]);
+	close(r[1]);
+	nb->cmd = c[1];
+	nb->rep = r[0];
+}
+
+/* op 1: null ioctls, 2: pairs. */
+static SC_UNUSED struct cb_stat cb_nb_measure(struct cb_nb *nb, int op)
+{
+	struct cb_stat s;
+	struct pollfd p = { .fd = nb->rep, .events = POLLIN };
+
+	CHECK_OK(sc_send(nb->cmd, op));
+	if (poll(&p, 1, 60000) != 1 || read(nb->rep, &s, sizeof(s)) !=
+	    sizeof(s))
+		FAIL("no figures from the neighbour");
+	return s;
+}
+
+static SC_UNUSED void cb_nb_stop(struct cb_nb *nb)
+{
+	CHECK_OK(sc_send(nb->cmd, 0));
+	CHECK_CHILD_OK(nb->pid);
+	close(nb->cmd);
+	close(nb->rep);
+}
+
+#endif /* NXQ_TESTS_VM_BENCH_COST_H */
