@@ -73,8 +73,8 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_cg_create(CW));
 	CHECK_OK(sc_set_budget(KEY, CN " max=1G"));
 	CHECK_OK(sc_set_budget(KEY, CW " max=10M"));
-	snprintf(lim, sizeof(lim), CW " waiters_max=%d holders_max=%d",
-		 n + 10, n + 10);
+	snprintf(lim, sizeof(lim), CW " waiters_max=%d holders_max=%d "
+		 "wait_max_ms=900000", n + 10, n + 10);
 	cb_limits(KEY, lim);
 	cb_nb_start(&nb, CN, KEY, 0);
 	cb_nb_measure(&nb, 2);

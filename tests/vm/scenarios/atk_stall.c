@@ -139,7 +139,8 @@ int main(int argc, char **argv)
 
 	/* 2. 1000 waiters vs the neighbour's pair */
 	base = neighbour_median();
-	TN_LIMITS(KEY, CA " waiters_max=1000 holders_max=2000");
+	TN_LIMITS(KEY, CA " waiters_max=1000 holders_max=2000 "
+		  "wait_max_ms=600000");
 	*n_eagain = *n_other = *n_started = 0;
 	pa = sc_spawn(attacker, (void *)(uintptr_t)1000);
 	{

@@ -93,9 +93,12 @@ int main(int argc, char **argv)
 	{
 		uint64_t end = sc_now_ms() + 20000;
 
-		while (*n_started < 100 && sc_now_ms() < end)
+		/* until every charge waits or has returned */
+		while (sc_now_ms() < end &&
+		       (*n_started < 100 || DEV_U64(KEY, "waiters") +
+			*n_eagain + *n_other < 100))
 			usleep(10000);
-		usleep(300 * 1000);
+		usleep(100 * 1000);
 	}
 	sc_log("100 waiting charges, default limits: %d EAGAIN, %d "
 	       "other returns, waiters %llu", *n_eagain, *n_other,

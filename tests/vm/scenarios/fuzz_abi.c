@@ -103,6 +103,7 @@ static void ioctl_fuzzer(int who, uint64_t n, uint64_t seed)
 	struct result *r = &res[who];
 	uint64_t s = seed, ids[NFD][NIDS], t0;
 	int fds[NFD], nid[NFD], efds[2], i, k;
+	uint64_t maxid[NFD] = { 0 };
 
 	memset(nid, 0, sizeof(nid));
 	page = mmap(NULL, 3 * psz, PROT_READ | PROT_WRITE,
@@ -136,6 +137,7 @@ static void ioctl_fuzzer(int who, uint64_t n, uint64_t seed)
 			fds[k] = sc_open();
 			CHECK_OK(fds[k]);
 			nid[k] = 0;
+			maxid[k] = 0;
 			continue;
 		}
 		nr = sc_rand(&s) % 10;
@@ -226,6 +228,8 @@ static void ioctl_fuzzer(int who, uint64_t n, uint64_t seed)
 		if (!rc && cmd == NXQ_IOC_HOLDER_REGISTER && buf == page) {
 			uint64_t id = ((struct nxq_holder_reg *)page)->holder_id;
 
+			if (id > maxid[k])
+				maxid[k] = id;
 			if (nid[k] < NIDS)
 				ids[k][nid[k]++] = id;
 			else
@@ -241,7 +245,7 @@ static void ioctl_fuzzer(int who, uint64_t n, uint64_t seed)
 	for (k = 0; k < NFD; k++) {
 		uint64_t id;
 
-		for (id = 1; id < 1 + 8192; id++) {
+		for (id = 1; id < maxid[k] + 8192; id++) {
 			struct nxq_status st;
 
 			if (sc_status(fds[k], id, &st) == 0) {
