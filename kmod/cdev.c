@@ -4,15 +4,31 @@
  *
  * Each open file owns a struct nxq_file, freed at release.  Holders live
  * in the file's xarray (one reference each) from NXQ_IOC_HOLDER_REGISTER
- * to NXQ_IOC_HOLDER_UNREGISTER or release, which detach (uncharge) them.
- * An ioctl working on a holder takes its own reference under the xarray
- * lock, so a holder unregistered by another thread stays valid, detached,
- * until that ioctl is done.  The file pins the module (fops.owner), so the
- * module cannot be unloaded while any process has /dev/nxquota open.
+ * to NXQ_IOC_HOLDER_UNREGISTER, the exit of the process that registered
+ * them, or release, each of which detaches (uncharges) them.  An ioctl
+ * working on a holder takes its own reference under the xarray lock, so a
+ * holder unregistered by another thread stays valid, detached, until that
+ * ioctl is done.  The file pins the module (fops.owner), so the module
+ * cannot be unloaded while any process has /dev/nxquota open.
+ *
+ * Holders belong to a process.  A holder is found only by the thread
+ * group that registered it: another process sharing the file (a forked
+ * child, a process the fd was passed to) gets -ENOENT for its id.  For
+ * each process that registers on a file, a struct nxq_owner waits on that
+ * process's struct pid (wait_pidfd, the queue pidfd_poll() sleeps on and
+ * the exit path wakes once the whole thread group is gone); its work item
+ * then detaches that process's holders, whoever else still has the file
+ * open.  See Documentation/design.rst for why this and not an
+ * mmu_notifier or a file per holder.
+ *
+ * Dispatch is table-driven: one head copies the argument in, checks its
+ * size, its reserved flags and the writability of what is copied out,
+ * and looks the holder up, before the command's handler runs.
  */
 #include <linux/module.h>
 #include <linux/miscdevice.h>
 #include <linux/fs.h>
+#include <linux/file.h>
 #include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/eventfd.h>
@@ -20,6 +36,8 @@
 #include <linux/cgroup.h>
 #include <linux/err.h>
 #include <linux/pid.h>
+#include <linux/wait.h>
+#include <linux/workqueue.h>
 #include <linux/sched/signal.h>
 
 #include "internal.h"
@@ -29,26 +47,28 @@
 #define NXQ_MAX_HOLDERS_PER_FILE	4096
 
 struct nxq_file {
-	struct mutex lock;		/* serialises register/unregister */
+	struct mutex lock;		/* register/unregister, owners */
 	struct xarray holders;		/* id -> holder; own xa_lock */
 	unsigned int nr_holders;	/* lock */
 	u32 next_id;			/* lock */
+	struct list_head owners;	/* lock: struct nxq_owner */
 };
 
-static int nxq_copy_in(void *karg, size_t ksize, size_t ver0,
-		       void __user *uarg, u32 *usize)
-{
-	int err;
-
-	if (get_user(*usize, (u32 __user *)uarg))
-		return -EFAULT;
-	if (*usize < ver0)
-		return -EINVAL;
-	if (*usize > PAGE_SIZE)
-		return -E2BIG;
-	err = copy_struct_from_user(karg, ksize, uarg, *usize);
-	return err;
-}
+/**
+ * struct nxq_owner - a process with holders on a file, watched for exit
+ * @link: in nxq_file.owners
+ * @pid: the process (its thread group's pid), a reference
+ * @wqe: on @pid's wait_pidfd queue
+ * @work: detaches the process's holders once it is gone
+ * @f: the file
+ */
+struct nxq_owner {
+	struct list_head link;
+	struct pid *pid;
+	struct wait_queue_entry wqe;
+	struct work_struct work;
+	struct nxq_file *f;
+};
 
 static int nxq_copy_out(void __user *uarg, const void *karg, size_t ksize,
 			u32 usize)
@@ -67,7 +87,9 @@ static void nxq_free_holder_priv(struct nxq_holder *h)
 /**
  * nxq_holder_signal() - the ledger's holder_signal hook: add 1 to the
  * holder's eventfd
- * @h: a holder with an eventfd; the device lock is held
+ * @h: a holder with an eventfd
+ *
+ * Context: the device lock is held.
  */
 void nxq_holder_signal(struct nxq_holder *h)
 {
@@ -77,13 +99,26 @@ void nxq_holder_signal(struct nxq_holder *h)
 /**
  * nxq_holder_kill() - the ledger's holder_kill hook: SIGKILL the process
  * that registered the holder
- * @h: the holder; the device lock is held
+ * @h: the holder
+ *
+ * Its holders are detached when the process is gone (struct nxq_owner).
+ *
+ * Context: the device lock is held.
  */
 void nxq_holder_kill(struct nxq_holder *h)
 {
 	kill_pid(h->owner, SIGKILL, 1);
 }
 
+static void nxq_file_holder_put(struct nxq_holder *h)
+{
+	nxq_holder_put(h, nxq_free_holder_priv);
+}
+
+/*
+ * The holder @id of @f, if the calling process registered it, with a
+ * reference; else NULL.
+ */
 static struct nxq_holder *nxq_file_holder(struct nxq_file *f, u64 id)
 {
 	struct nxq_holder *h;
@@ -92,60 +127,183 @@ static struct nxq_holder *nxq_file_holder(struct nxq_file *f, u64 id)
 		return NULL;
 	xa_lock(&f->holders);
 	h = xa_load(&f->holders, id);
+	if (h && h->owner != task_tgid(current))
+		h = NULL;
 	if (h)
 		kref_get(&h->ref);
 	xa_unlock(&f->holders);
 	return h;
 }
 
-static void nxq_file_holder_put(struct nxq_holder *h)
+/* ---- process exit ---- */
+
+/* Has the thread group of @pid exited (as pidfd_poll() decides)? */
+static bool nxq_pid_gone(struct pid *pid)
 {
-	nxq_holder_put(h, nxq_free_holder_priv);
+	struct task_struct *task;
+	bool gone;
+
+	rcu_read_lock();
+	task = pid_task(pid, PIDTYPE_PID);
+	gone = !task || (READ_ONCE(task->exit_state) &&
+			 thread_group_empty(task));
+	rcu_read_unlock();
+	return gone;
 }
 
-static long nxq_ioc_version(void __user *uarg)
+static void nxq_owner_work(struct work_struct *work)
 {
-	struct nxq_version a;
-	u32 usize;
-	int err;
+	struct nxq_owner *o = container_of(work, struct nxq_owner, work);
+	struct nxq_file *f = o->f;
+	struct nxq_holder *h;
+	unsigned long id;
 
-	err = nxq_copy_in(&a, sizeof(a), NXQ_VERSION_SIZE_VER0, uarg, &usize);
-	if (err)
-		return err;
-	a.abi_version = NXQ_ABI_VERSION;
-	a.features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
-		     NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS;
-	return nxq_copy_out(uarg, &a, sizeof(a), usize);
+	if (!nxq_pid_gone(o->pid))
+		return;		/* another wake on the queue */
+	mutex_lock(&f->lock);
+	xa_for_each(&f->holders, id, h) {
+		if (h->owner != o->pid)
+			continue;
+		xa_erase(&f->holders, id);
+		f->nr_holders--;
+		nxq_holder_detach(h);
+		nxq_file_holder_put(h);
+	}
+	mutex_unlock(&f->lock);
 }
 
-static long nxq_ioc_register(struct nxq_file *f, void __user *uarg)
+/* Wait-queue callback, in the exiting task with the queue's lock held. */
+static int nxq_owner_wake(struct wait_queue_entry *wqe, unsigned int mode,
+			  int sync, void *key)
 {
+	struct nxq_owner *o = container_of(wqe, struct nxq_owner, wqe);
+
+	schedule_work(&o->work);
+	return 0;
+}
+
+/* Watch the calling process on @f, once.  f->lock is held. */
+static int nxq_owner_watch(struct nxq_file *f)
+{
+	struct pid *pid = task_tgid(current);
+	struct nxq_owner *o;
+
+	lockdep_assert_held(&f->lock);
+	list_for_each_entry(o, &f->owners, link)
+		if (o->pid == pid)
+			return 0;
+	o = kzalloc(sizeof(*o), GFP_KERNEL_ACCOUNT);
+	if (!o)
+		return -ENOMEM;
+	o->pid = get_pid(pid);
+	o->f = f;
+	INIT_WORK(&o->work, nxq_owner_work);
+	init_waitqueue_func_entry(&o->wqe, nxq_owner_wake);
+	add_wait_queue(&pid->wait_pidfd, &o->wqe);
+	list_add_tail(&o->link, &f->owners);
+	return 0;
+}
+
+/* ---- commands ---- */
+
+/**
+ * struct nxq_ioc - one ioctl command
+ * @cmd: NXQ_IOC_*
+ * @ksize: the kernel's size of the argument
+ * @ver0: the smallest size accepted
+ * @flags: the flags the command accepts (the field after size), or
+ *	NXQ_IOC_NO_FLAGS when it has none
+ * @holder: the argument names a holder (holder_id after flags)
+ * @out: the argument is copied back; checked writable first
+ * @check: checks of the argument that come before the holder lookup, or
+ *	NULL
+ * @fn: the handler; @h is the caller's holder or NULL
+ * @undo: called if copying the result out failed after @fn succeeded
+ */
+struct nxq_ioc {
+	unsigned int cmd;
+	u16 ksize, ver0;
+	u32 flags;
+	bool holder, out;
+	int (*check)(const void *karg);
+	long (*fn)(struct nxq_file *f, struct nxq_holder *h, void *karg);
+	void (*undo)(struct nxq_file *f, struct nxq_holder *h, void *karg);
+};
+
+#define NXQ_IOC_NO_FLAGS	U32_MAX
+
+struct nxq_ioc_head {
+	__u32 size;
+	__u32 flags;
+	__u64 holder_id;
+};
+
+static long nxq_ioc_version(struct nxq_file *f, struct nxq_holder *h,
+			    void *karg)
+{
+	struct nxq_version *a = karg;
+
+	a->abi_version = NXQ_ABI_VERSION;
+	a->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
+		      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS;
+	return 0;
+}
+
+/*
+ * The device's access check: with a dev_t, @devfd must be an open
+ * character device node of it.  Returns 0, -EBADF or -EACCES.
+ */
+static int nxq_check_devfd(struct nxq_device *dev, struct file *devf,
+			   bool given)
+{
+	struct inode *inode;
+
+	if (!dev->devt)
+		return 0;
+	if (!given)
+		return -EACCES;
+	inode = file_inode(devf);
+	if (!S_ISCHR(inode->i_mode) || inode->i_rdev != dev->devt)
+		return -EACCES;
+	return 0;
+}
+
+static long nxq_ioc_register(struct nxq_file *f, struct nxq_holder *unused,
+			     void *karg)
+{
+	struct nxq_holder_reg *a = karg;
 	struct eventfd_ctx *efd = NULL;
-	struct nxq_holder_reg a;
+	struct file *devf = NULL;
 	struct nxq_holder *h = NULL;
 	struct nxq_device *dev;
 	struct nxq_node *node;
 	struct cgroup *cgrp;
 	struct pid *owner;
-	u32 usize, id;
+	u32 id;
 	int err;
 
-	err = nxq_copy_in(&a, sizeof(a), NXQ_HOLDER_REG_SIZE_VER0, uarg,
-			  &usize);
-	if (err)
-		return err;
-	if (a.flags & ~NXQ_HOLDER_FLAGS_ALL ||
-	    a.priority > NXQ_PRIORITY_MAX)
+	if (a->priority > NXQ_PRIORITY_MAX || a->reserved)
 		return -EINVAL;
-	if (strnlen(a.device, sizeof(a.device)) == sizeof(a.device) ||
-	    !a.device[0])
+	if (!(a->flags & NXQ_HOLDER_DEVFD) && a->devfd)
 		return -EINVAL;
-	if (a.eventfd >= 0) {
-		efd = eventfd_ctx_fdget(a.eventfd);
-		if (IS_ERR(efd))
-			return PTR_ERR(efd);
-	} else if (a.eventfd != -1) {
-		return -EBADF;
+	if (strnlen(a->device, sizeof(a->device)) == sizeof(a->device) ||
+	    !a->device[0])
+		return -EINVAL;
+	if (a->flags & NXQ_HOLDER_DEVFD) {
+		devf = fget(a->devfd);
+		if (!devf)
+			return -EBADF;
+	}
+	if (a->eventfd >= 0) {
+		efd = eventfd_ctx_fdget(a->eventfd);
+		if (IS_ERR(efd)) {
+			err = PTR_ERR(efd);
+			efd = NULL;
+			goto out_files;
+		}
+	} else if (a->eventfd != -1) {
+		err = -EBADF;
+		goto out_files;
 	}
 
 	mutex_lock(&f->lock);
@@ -153,24 +311,28 @@ static long nxq_ioc_register(struct nxq_file *f, void __user *uarg)
 		err = -EMFILE;
 		goto out_unlock;
 	}
+	err = nxq_owner_watch(f);
+	if (err)
+		goto out_unlock;
 
 	cgrp = nxq_current_cgroup();
 	mutex_lock(&nxq_ledger.lock);
-	dev = nxq_device_find(&nxq_ledger, a.device);
-	if (!dev) {
+	dev = nxq_device_find(&nxq_ledger, a->device);
+	if (!dev)
 		err = -ENODEV;
-	} else {
+	else
+		err = nxq_check_devfd(dev, devf, devf);
+	if (!err) {
 		node = nxq_node_for_cgroup(dev, cgrp);
 		if (IS_ERR(node)) {
 			err = PTR_ERR(node);
 		} else {
 			owner = get_task_pid(current, PIDTYPE_TGID);
-			h = nxq_holder_create(node, a.priority, efd, owner,
-					      task_tgid_nr(current));
+			h = nxq_holder_create(node, a->priority, efd, owner,
+					      task_tgid_nr(current), &err);
 			if (!h) {
 				put_pid(owner);
 				nxq_node_put(node);
-				err = -ENOMEM;
 			}
 		}
 	}
@@ -181,201 +343,226 @@ static long nxq_ioc_register(struct nxq_file *f, void __user *uarg)
 	efd = NULL;	/* the holder's now */
 
 	err = xa_alloc_cyclic(&f->holders, &id, h, XA_LIMIT(1, INT_MAX),
-			      &f->next_id, GFP_KERNEL);
+			      &f->next_id, GFP_KERNEL_ACCOUNT);
 	if (err < 0)
 		goto out_put;
-	a.holder_id = id;
-	err = nxq_copy_out(uarg, &a, sizeof(a), usize);
-	if (err) {
-		xa_erase(&f->holders, id);
-		goto out_put;
-	}
+	a->holder_id = id;
 	f->nr_holders++;
 	mutex_unlock(&f->lock);
+	if (devf)
+		fput(devf);
 	return 0;
 
 out_put:
 	nxq_file_holder_put(h);
 out_unlock:
 	mutex_unlock(&f->lock);
+out_files:
 	if (efd)
 		eventfd_ctx_put(efd);
+	if (devf)
+		fput(devf);
 	return err;
 }
 
-static long nxq_ioc_unregister(struct nxq_file *f, void __user *uarg)
+static long nxq_ioc_unregister(struct nxq_file *f, struct nxq_holder *h,
+			       void *karg)
 {
-	struct nxq_holder_id a;
-	struct nxq_holder *h = NULL;
-	u32 usize;
-	int err;
+	struct nxq_holder_id *a = karg;
+	struct nxq_holder *cur;
 
-	err = nxq_copy_in(&a, sizeof(a), NXQ_HOLDER_ID_SIZE_VER0, uarg,
-			  &usize);
-	if (err)
-		return err;
-	if (a.flags)
-		return -EINVAL;
 	mutex_lock(&f->lock);
-	if (a.holder_id && a.holder_id <= U32_MAX)
-		h = xa_erase(&f->holders, a.holder_id);
-	if (h)
+	cur = xa_cmpxchg(&f->holders, a->holder_id, h, NULL, 0);
+	if (cur == h)
 		f->nr_holders--;
 	mutex_unlock(&f->lock);
-	if (!h)
+	if (cur != h)
 		return -ENOENT;
 	nxq_holder_detach(h);
-	nxq_file_holder_put(h);
+	nxq_file_holder_put(h);	/* the file's reference */
 	return 0;
 }
 
-static long nxq_ioc_charge(struct nxq_file *f, void __user *uarg,
-			   bool uncharge)
+/* The new id could not be copied out: take the holder back. */
+static void nxq_ioc_register_undo(struct nxq_file *f, struct nxq_holder *unused,
+				  void *karg)
 {
-	struct nxq_holder *h;
-	struct nxq_charge a;
-	u32 usize;
-	int err;
+	struct nxq_holder_reg *a = karg;
+	struct nxq_holder_id un = { .holder_id = a->holder_id };
+	struct nxq_holder *h = nxq_file_holder(f, a->holder_id);
 
-	err = nxq_copy_in(&a, sizeof(a), NXQ_CHARGE_SIZE_VER0, uarg, &usize);
-	if (err)
-		return err;
-	if (uncharge) {
-		if (a.flags || a.timeout_ns)
-			return -EINVAL;
+	if (!h)
+		return;
+	nxq_ioc_unregister(f, h, &un);
+	nxq_file_holder_put(h);
+}
+
+/*
+ * A process moved to another cgroup charges its new cgroup from its next
+ * charge on; what it charged before stays where it was (a residue).
+ */
+static int nxq_follow_cgroup(struct nxq_holder *h)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *node;
+	struct cgroup *cgrp;
+	u64 id;
+	int err = 0;
+
+	rcu_read_lock();
+	id = cgroup_id(task_dfl_cgroup(current));
+	rcu_read_unlock();
+	if (id == READ_ONCE(h->node)->id)
+		return 0;
+	cgrp = nxq_current_cgroup();
+	mutex_lock(&nxq_ledger.lock);
+	node = nxq_node_for_cgroup(dev, cgrp);
+	if (IS_ERR(node)) {
+		err = PTR_ERR(node);
 	} else {
-		if (a.flags & ~NXQ_CHARGE_FLAGS_ALL)
-			return -EINVAL;
-		if ((a.flags & NXQ_CHARGE_NOWAIT) &&
-		    (a.flags & NXQ_CHARGE_WAIT))
-			return -EINVAL;
-		if (!!(a.flags & NXQ_CHARGE_WAIT) != !!a.timeout_ns)
-			return -EINVAL;
+		err = nxq_holder_rehome(h, node);
+		if (err)
+			nxq_node_put(node);
+		if (err == -ENOENT)	/* detached, or moved already */
+			err = 0;
 	}
-	/* Fail on an unwritable argument before anything changes. */
-	err = nxq_copy_out(uarg, &a, sizeof(a), usize);
-	if (err)
-		return err;
-	h = nxq_file_holder(f, a.holder_id);
-	if (!h)
-		return -ENOENT;
-	if (uncharge)
-		err = nxq_uncharge(h, a.bytes, &a.charged);
-	else
-		err = nxq_charge(h, a.bytes, a.timeout_ns, &a.charged);
-	if (!err) {
-		err = nxq_copy_out(uarg, &a, sizeof(a), usize);
-		/* Unmapped meanwhile: a charge is undone, nothing is lost. */
-		if (err && !uncharge)
-			nxq_uncharge(h, a.bytes, NULL);
-	}
-	nxq_file_holder_put(h);
+	mutex_unlock(&nxq_ledger.lock);
+	nxq_cgroup_put(cgrp);
 	return err;
 }
 
-static long nxq_ioc_reclaimable(struct nxq_file *f, void __user *uarg)
+static int nxq_ioc_charge_check(const void *karg)
 {
-	struct nxq_reclaimable a;
-	struct nxq_holder *h;
-	u32 usize;
+	const struct nxq_charge *a = karg;
+
+	if ((a->flags & NXQ_CHARGE_NOWAIT) && (a->flags & NXQ_CHARGE_WAIT))
+		return -EINVAL;
+	if (!!(a->flags & NXQ_CHARGE_WAIT) != !!a->timeout_ns)
+		return -EINVAL;
+	return 0;
+}
+
+static long nxq_ioc_charge(struct nxq_file *f, struct nxq_holder *h,
+			   void *karg)
+{
+	struct nxq_charge *a = karg;
 	int err;
 
-	err = nxq_copy_in(&a, sizeof(a), NXQ_RECLAIMABLE_SIZE_VER0, uarg,
-			  &usize);
+	err = nxq_follow_cgroup(h);
 	if (err)
 		return err;
-	if (a.flags)
-		return -EINVAL;
-	h = nxq_file_holder(f, a.holder_id);
-	if (!h)
-		return -ENOENT;
-	err = nxq_set_reclaimable(h, a.bytes);
-	nxq_file_holder_put(h);
-	return err;
+	return nxq_charge(h, a->bytes, a->timeout_ns, &a->charged);
 }
 
-static long nxq_ioc_status(struct nxq_file *f, void __user *uarg)
+/* Unmapped meanwhile: a charge is undone, nothing is lost. */
+static void nxq_ioc_charge_undo(struct nxq_file *f, struct nxq_holder *h,
+				void *karg)
 {
+	struct nxq_charge *a = karg;
+
+	nxq_uncharge(h, a->bytes, NULL);
+}
+
+static int nxq_ioc_uncharge_check(const void *karg)
+{
+	const struct nxq_charge *a = karg;
+
+	return a->timeout_ns ? -EINVAL : 0;
+}
+
+static long nxq_ioc_uncharge(struct nxq_file *f, struct nxq_holder *h,
+			     void *karg)
+{
+	struct nxq_charge *a = karg;
+
+	return nxq_uncharge(h, a->bytes, &a->charged);
+}
+
+static long nxq_ioc_reclaimable(struct nxq_file *f, struct nxq_holder *h,
+				void *karg)
+{
+	struct nxq_reclaimable *a = karg;
+
+	return nxq_set_reclaimable(h, a->bytes);
+}
+
+static long nxq_ioc_status(struct nxq_file *f, struct nxq_holder *h,
+			   void *karg)
+{
+	struct nxq_status *a = karg;
 	struct nxq_budget b;
-	struct nxq_status a;
-	struct nxq_holder *h;
-	u32 usize;
-	int err;
 
-	err = nxq_copy_in(&a, sizeof(a), NXQ_STATUS_SIZE_VER0, uarg, &usize);
-	if (err)
-		return err;
-	if (a.flags)
-		return -EINVAL;
-	h = nxq_file_holder(f, a.holder_id);
-	if (!h)
-		return -ENOENT;
-	nxq_holder_budget(h, &b, &a.holder_charge, &a.holder_reclaimable);
-	a.cgroup_id = h->node->id;
-	nxq_file_holder_put(h);
-	a.node_current = b.current_bytes;
-	a.node_max = b.max;
-	a.node_min = b.min;
-	a.node_effective_min = b.effective_min;
-	a.headroom = b.headroom;
-	a.device_capacity = b.capacity;
-	a.device_used = b.used;
-	return nxq_copy_out(uarg, &a, sizeof(a), usize);
+	nxq_holder_budget(h, &b, &a->holder_charge, &a->holder_reclaimable);
+	a->cgroup_id = READ_ONCE(h->node)->id;
+	a->node_current = b.current_bytes;
+	a->node_max = b.max;
+	a->node_min = b.min;
+	a->node_effective_min = b.effective_min;
+	a->headroom = b.headroom;
+	a->device_capacity = b.capacity;
+	a->device_used = b.used;
+	return 0;
 }
 
-static long nxq_ioc_ticket_read(struct nxq_file *f, void __user *uarg)
+static long nxq_ioc_ticket_read(struct nxq_file *f, struct nxq_holder *h,
+				void *karg)
 {
+	struct nxq_ticket *a = karg;
 	struct nxq_ticket_state t;
-	struct nxq_ticket a;
-	struct nxq_holder *h;
-	u32 usize;
 	int err;
 
-	err = nxq_copy_in(&a, sizeof(a), NXQ_TICKET_SIZE_VER0, uarg, &usize);
-	if (err)
-		return err;
-	if (a.flags)
-		return -EINVAL;
-	h = nxq_file_holder(f, a.holder_id);
-	if (!h)
-		return -ENOENT;
 	err = nxq_ticket_read(h, &t);
-	nxq_file_holder_put(h);
 	if (err)
 		return err;
-	a.generation = t.generation;
-	a.bytes = t.bytes;
-	a.deadline_ns = t.deadline_ns;
-	a.reason = t.reason;
-	a.level = t.level;
-	return nxq_copy_out(uarg, &a, sizeof(a), usize);
+	a->generation = t.generation;
+	a->bytes = t.bytes;
+	a->deadline_ns = t.deadline_ns;
+	a->reason = t.reason;
+	a->level = t.level;
+	return 0;
 }
 
-static long nxq_ioc_ticket_answer(struct nxq_file *f, void __user *uarg)
+static long nxq_ioc_ticket_answer(struct nxq_file *f, struct nxq_holder *h,
+				  void *karg)
 {
-	struct nxq_ticket_answer a;
-	struct nxq_holder *h;
-	u32 usize;
-	int err;
+	struct nxq_ticket_answer *a = karg;
 
-	err = nxq_copy_in(&a, sizeof(a), NXQ_TICKET_ANSWER_SIZE_VER0, uarg,
-			  &usize);
-	if (err)
-		return err;
-	if (a.flags)
-		return -EINVAL;
-	err = nxq_copy_out(uarg, &a, sizeof(a), usize);	/* writable? */
-	if (err)
-		return err;
-	h = nxq_file_holder(f, a.holder_id);
-	if (!h)
-		return -ENOENT;
-	err = nxq_ticket_answer(h, a.generation, a.released, &a.charged);
-	nxq_file_holder_put(h);
-	if (err)
-		return err;
-	return nxq_copy_out(uarg, &a, sizeof(a), usize);
+	return nxq_ticket_answer(h, a->generation, a->released, &a->charged);
 }
+
+#define NXQ_IOC(c, type, v0, fl, hold, o, chk, handler, und)		\
+	{ .cmd = (c), .ksize = sizeof(type), .ver0 = (v0), .flags = (fl),	\
+	  .holder = (hold), .out = (o), .check = (chk), .fn = (handler),	\
+	  .undo = (und) }
+
+static const struct nxq_ioc nxq_iocs[] = {
+	NXQ_IOC(NXQ_IOC_VERSION, struct nxq_version, NXQ_VERSION_SIZE_VER0,
+		NXQ_IOC_NO_FLAGS, false, true, NULL, nxq_ioc_version, NULL),
+	NXQ_IOC(NXQ_IOC_HOLDER_REGISTER, struct nxq_holder_reg,
+		NXQ_HOLDER_REG_SIZE_VER0, NXQ_HOLDER_FLAGS_ALL, false, true,
+		NULL, nxq_ioc_register, nxq_ioc_register_undo),
+	NXQ_IOC(NXQ_IOC_HOLDER_UNREGISTER, struct nxq_holder_id,
+		NXQ_HOLDER_ID_SIZE_VER0, 0, true, false, NULL,
+		nxq_ioc_unregister, NULL),
+	NXQ_IOC(NXQ_IOC_CHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
+		NXQ_CHARGE_FLAGS_ALL, true, true, nxq_ioc_charge_check,
+		nxq_ioc_charge, nxq_ioc_charge_undo),
+	NXQ_IOC(NXQ_IOC_UNCHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
+		0, true, true, nxq_ioc_uncharge_check, nxq_ioc_uncharge, NULL),
+	NXQ_IOC(NXQ_IOC_SET_RECLAIMABLE, struct nxq_reclaimable,
+		NXQ_RECLAIMABLE_SIZE_VER0, 0, true, false, NULL,
+		nxq_ioc_reclaimable, NULL),
+	NXQ_IOC(NXQ_IOC_STATUS, struct nxq_status, NXQ_STATUS_SIZE_VER0, 0,
+		true, true, NULL, nxq_ioc_status, NULL),
+	NXQ_IOC(NXQ_IOC_TICKET_READ, struct nxq_ticket, NXQ_TICKET_SIZE_VER0,
+		0, true, true, NULL, nxq_ioc_ticket_read, NULL),
+	NXQ_IOC(NXQ_IOC_TICKET_ANSWER, struct nxq_ticket_answer,
+		NXQ_TICKET_ANSWER_SIZE_VER0, 0, true, true, NULL,
+		nxq_ioc_ticket_answer, NULL),
+};
+
+/* The largest argument any command takes. */
+#define NXQ_IOC_ARG_MAX		sizeof(struct nxq_holder_reg)
 
 #define NXQ_CMD(cmd)	((cmd) & ~IOCSIZE_MASK)
 
@@ -383,40 +570,77 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct nxq_file *f = file->private_data;
 	void __user *uarg = (void __user *)arg;
+	union {
+		struct nxq_ioc_head head;
+		u8 bytes[NXQ_IOC_ARG_MAX];
+	} karg;
+	const struct nxq_ioc *op = NULL;
+	struct nxq_holder *h = NULL;
+	unsigned int i;
+	u32 usize;
+	long err;
 
-	switch (NXQ_CMD(cmd)) {
-	case NXQ_CMD(NXQ_IOC_VERSION):
-		return nxq_ioc_version(uarg);
-	case NXQ_CMD(NXQ_IOC_HOLDER_REGISTER):
-		return nxq_ioc_register(f, uarg);
-	case NXQ_CMD(NXQ_IOC_HOLDER_UNREGISTER):
-		return nxq_ioc_unregister(f, uarg);
-	case NXQ_CMD(NXQ_IOC_CHARGE):
-		return nxq_ioc_charge(f, uarg, false);
-	case NXQ_CMD(NXQ_IOC_UNCHARGE):
-		return nxq_ioc_charge(f, uarg, true);
-	case NXQ_CMD(NXQ_IOC_SET_RECLAIMABLE):
-		return nxq_ioc_reclaimable(f, uarg);
-	case NXQ_CMD(NXQ_IOC_STATUS):
-		return nxq_ioc_status(f, uarg);
-	case NXQ_CMD(NXQ_IOC_TICKET_READ):
-		return nxq_ioc_ticket_read(f, uarg);
-	case NXQ_CMD(NXQ_IOC_TICKET_ANSWER):
-		return nxq_ioc_ticket_answer(f, uarg);
-	default:
-		return -ENOTTY;
+	BUILD_BUG_ON(sizeof(struct nxq_status) > NXQ_IOC_ARG_MAX);
+	BUILD_BUG_ON(sizeof(struct nxq_ticket) > NXQ_IOC_ARG_MAX);
+	for (i = 0; i < ARRAY_SIZE(nxq_iocs); i++) {
+		if (NXQ_CMD(cmd) == NXQ_CMD(nxq_iocs[i].cmd)) {
+			op = &nxq_iocs[i];
+			break;
+		}
 	}
+	if (!op)
+		return -ENOTTY;
+
+	/* One head: size, copy-in, flags, writability, holder. */
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	if (usize < op->ver0)
+		return -EINVAL;
+	if (usize > PAGE_SIZE)
+		return -E2BIG;
+	memset(&karg, 0, sizeof(karg));
+	err = copy_struct_from_user(&karg, op->ksize, uarg, usize);
+	if (err)
+		return err;
+	if (op->flags != NXQ_IOC_NO_FLAGS && (karg.head.flags & ~op->flags))
+		return -EINVAL;
+	if (op->check) {
+		err = op->check(&karg);
+		if (err)
+			return err;
+	}
+	if (op->out) {
+		err = nxq_copy_out(uarg, &karg, op->ksize, usize);
+		if (err)
+			return err;
+	}
+	if (op->holder) {
+		h = nxq_file_holder(f, karg.head.holder_id);
+		if (!h)
+			return -ENOENT;
+	}
+
+	err = op->fn(f, h, &karg);
+	if (!err && op->out) {
+		err = nxq_copy_out(uarg, &karg, op->ksize, usize);
+		if (err && op->undo)
+			op->undo(f, h, &karg);
+	}
+	if (h)
+		nxq_file_holder_put(h);
+	return err;
 }
 
 static int nxq_open(struct inode *inode, struct file *file)
 {
 	struct nxq_file *f;
 
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kzalloc(sizeof(*f), GFP_KERNEL_ACCOUNT);
 	if (!f)
 		return -ENOMEM;
 	mutex_init(&f->lock);
-	xa_init_flags(&f->holders, XA_FLAGS_ALLOC1);
+	xa_init_flags(&f->holders, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
+	INIT_LIST_HEAD(&f->owners);
 	file->private_data = f;
 	return nonseekable_open(inode, file);
 }
@@ -424,9 +648,18 @@ static int nxq_open(struct inode *inode, struct file *file)
 static int nxq_release(struct inode *inode, struct file *file)
 {
 	struct nxq_file *f = file->private_data;
+	struct nxq_owner *o, *tmp;
 	struct nxq_holder *h;
 	unsigned long id;
 
+	/* No exit work runs after this: it would use @f. */
+	list_for_each_entry_safe(o, tmp, &f->owners, link) {
+		remove_wait_queue(&o->pid->wait_pidfd, &o->wqe);
+		cancel_work_sync(&o->work);
+		list_del(&o->link);
+		put_pid(o->pid);
+		kfree(o);
+	}
 	xa_for_each(&f->holders, id, h) {
 		xa_erase(&f->holders, id);
 		nxq_holder_detach(h);
@@ -446,11 +679,15 @@ static const struct file_operations nxq_fops = {
 	.compat_ioctl	= compat_ptr_ioctl,
 };
 
+/*
+ * Root only until the udev rule (packaging/60-nxquota.rules) gives the
+ * node its group: who may charge a device is the operator's choice.
+ */
 static struct miscdevice nxq_misc = {
 	.minor	= MISC_DYNAMIC_MINOR,
 	.name	= NXQ_DEVICE_NAME,
 	.fops	= &nxq_fops,
-	.mode	= 0666,
+	.mode	= 0600,
 };
 
 /**

@@ -6,10 +6,18 @@
  * to nxq_cgroup_key_put(); a removed cgroup therefore stays allocated, as
  * an offline cgroup, until its node goes.  The ledger asks
  * nxq_cgroup_key_dead() to drop budgets left on removed cgroups.
+ *
+ * Budget paths come from root through sysfs or netlink and are resolved
+ * by the kernel's cgroup_get_from_path(), relative to the writer's cgroup
+ * namespace root.  A cgroup found by path may still be being created:
+ * its directory is linked before its level and ancestors are filled in.
+ * nxq_cgroup_from_path() therefore looks it up again by id, which finds
+ * only cgroups whose kernfs node was activated, the last step of mkdir.
  */
 #include <linux/cgroup.h>
 #include <linux/sched.h>
 #include <linux/err.h>
+#include <linux/kernfs.h>
 
 #include "internal.h"
 #include "netlink.h"
@@ -42,14 +50,100 @@ void nxq_cgroup_put(struct cgroup *cgrp)
 }
 
 /**
+ * nxq_cgroup_from_path() - a fully created cgroup by path
+ * @path: absolute, relative to the caller's cgroup namespace root
+ *
+ * Context: process context; sleeps.
+ * Return: the cgroup with a reference, ERR_PTR(-ENOENT) if there is none
+ * (or it is not yet, or no longer, online), -ENOMEM.
+ */
+struct cgroup *nxq_cgroup_from_path(const char *path)
+{
+	struct kernfs_node *kn;
+	struct cgroup *cgrp;
+	u64 id;
+
+	cgrp = cgroup_get_from_path(path);
+	if (IS_ERR(cgrp))	/* a file (ENOTDIR) is no cgroup either */
+		return ERR_PTR(PTR_ERR(cgrp) == -ENOMEM ? -ENOMEM : -ENOENT);
+	/* Set once, after the directory is linked: it may not be yet. */
+	kn = READ_ONCE(cgrp->kn);
+	id = kn ? kn->id : 0;
+	cgroup_put(cgrp);
+	if (!id)
+		return ERR_PTR(-ENOENT);
+	cgrp = cgroup_get_from_id(id);
+	if (IS_ERR(cgrp))
+		return ERR_PTR(PTR_ERR(cgrp) == -ENOMEM ? -ENOMEM : -ENOENT);
+	/* Racy, as in nxq_cgroup_key_dead(): online only ever goes away. */
+	if (!(data_race(cgrp->self.flags) & CSS_ONLINE)) {
+		cgroup_put(cgrp);
+		return ERR_PTR(-ENOENT);
+	}
+	return cgrp;
+}
+
+/**
+ * nxq_budget_set() - the one budget-setting function (sysfs, netlink)
+ * @key: the device's key
+ * @path: the cgroup's path, as nxq_cgroup_from_path() takes it
+ * @r: what to set, or NULL to clear the cgroup's budget
+ *
+ * Context: process context; takes the ledger lock.
+ * Return: 0, -ENODEV (no device), -ENOENT (no such cgroup), -E2BIG (too
+ * deep), -ENOMEM.
+ */
+int nxq_budget_set(const char *key, const char *path,
+		   const struct nxq_budget_req *r)
+{
+	struct nxq_device *dev;
+	struct nxq_node *node;
+	struct cgroup *cgrp;
+	int err = 0;
+
+	cgrp = nxq_cgroup_from_path(path);
+	if (IS_ERR(cgrp))
+		return PTR_ERR(cgrp);
+	mutex_lock(&nxq_ledger.lock);
+	dev = nxq_device_find(&nxq_ledger, key);
+	if (!dev) {
+		err = -ENODEV;
+		goto out;
+	}
+	nxq_device_prune(dev);
+	if (r) {
+		node = nxq_node_for_cgroup(dev, cgrp);
+		if (IS_ERR(node)) {
+			err = PTR_ERR(node);
+			goto out;
+		}
+		nxq_node_apply(node, r);
+		nxq_node_put(node);
+	} else {
+		node = nxq_node_find(dev, cgroup_id(cgrp));
+		if (node)
+			nxq_node_clear_budget(node);
+	}
+out:
+	mutex_unlock(&nxq_ledger.lock);
+	cgroup_put(cgrp);
+	return err;
+}
+
+/**
  * nxq_node_for_cgroup() - find or create the node chain for a cgroup
  * @dev: the device; the ledger lock is held
  * @cgrp: the cgroup; the caller keeps its reference
  *
  * Creates a node for @cgrp and each of its ancestors that lacks one.
  *
+ * @cgrp must be fully created (a task's cgroup, or one from
+ * nxq_cgroup_from_path()); an ancestor found missing all the same gives
+ * -ENOENT rather than a NULL dereference.
+ *
+ * Context: the ledger lock is held.
  * Return: @cgrp's node with a reference taken, ERR_PTR(-E2BIG) if @cgrp
- * is nested deeper than NXQ_MAX_DEPTH, or -ENOMEM.
+ * is nested deeper than NXQ_MAX_DEPTH, -ENOENT, or -ENOMEM.
  */
 struct nxq_node *nxq_node_for_cgroup(struct nxq_device *dev,
 				     struct cgroup *cgrp)
@@ -62,7 +156,13 @@ struct nxq_node *nxq_node_for_cgroup(struct nxq_device *dev,
 		return ERR_PTR(-E2BIG);
 	for (level = 0; level <= cgrp->level; level++) {
 		struct cgroup *c = cgroup_ancestor(cgrp, level);
-		bool exists = nxq_node_find(dev, cgroup_id(c));
+		bool exists;
+
+		if (!c || !c->kn) {
+			node = ERR_PTR(-ENOENT);
+			break;
+		}
+		exists = nxq_node_find(dev, cgroup_id(c));
 
 		/* A node created here owns a reference on its cgroup. */
 		if (!exists)

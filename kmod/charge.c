@@ -4,28 +4,39 @@
  * escalation.  Objects and locks are described in ledger.h; everything
  * here runs under nxq_device.lock except the sleep of a waiting charge.
  *
- * A charge that fits and finds no queue is O(depth): check every node on
- * the path and the device, then commit.  Otherwise the charge is queued
- * as a struct nxq_waiter (on the charger's stack) and nxq_dispatch()
- * serves the queue in order of effective priority: the holder's priority
- * plus one point per NXQ_AGING_NS queued, capped, ties by arrival.  A
- * waiter that does not fit marks its constraint (the node whose max it
- * hits, or the device) blocked for the rest of the pass, so a later
- * waiter needing the same room cannot overtake it: bytes released go to
- * the queue's head first, and a newcomer -- queued like everyone else --
- * cannot take them.  Waiters under other constraints are not held up.
+ * A charge that can never fit (above a max on its path, above the
+ * capacity, beyond its node's effective min for a holder that cannot be
+ * asked, or overflowing) is refused at once with the errno it would get
+ * on an empty queue, and asks nobody.  A charge that fits and finds no
+ * queue is O(depth): check every node on the path and the device, then
+ * commit.  Otherwise the charge is queued as a struct nxq_waiter (on the
+ * charger's stack), kept in order of its key: enqueue time minus
+ * priority x NXQ_AGING_NS, so priority is worth a bounded head start and
+ * everyone ages at the same rate; the order never changes once queued,
+ * so nxq_dispatch() is one pass, O(waiters x depth).  A waiter that does
+ * not fit its own path marks the constraint it hit (the node at max, or
+ * the device) blocked for the rest of the pass, so a later waiter needing
+ * the same room cannot overtake it; a waiter blocked only by another's
+ * constraint is not granted, and its asks go to that constraint.
  *
  * When a charge is not granted at once, tickets are opened on victims for
  * the shortfall (see Documentation/userspace-api/nxquota.rst), each
- * signalled through the holder_signal hook (an eventfd).  A waiter sleeps
- * on dev->wq without the lock; whoever grants or cancels it sets
- * w->result under the lock and wakes the queue.  The waiter is on the
- * charger's stack and leaves the list before nxq_charge() returns.
+ * signalled through the holder_signal hook (an eventfd).  No ticket is
+ * due sooner than the device's ticket_timeout_ms after it was opened or
+ * raised.  A holder that answers short or lets its ticket expire is
+ * passed by (declined_ns) for charges queued before that -- and, for
+ * charges that will not wait a floor, queued up to ticket_timeout_ms
+ * after -- and the shortfall moves on to the next victim at once.  Only a RECALL ticket
+ * whose deadline passed can lead to a kill.  A waiter sleeps on dev->wq
+ * without the lock, until an absolute hrtimer deadline; whoever grants or
+ * cancels it sets w->result under the lock and wakes the queue.  The
+ * waiter leaves the list before nxq_charge() returns.
  */
 #include <linux/slab.h>
 #include <linux/overflow.h>
 #include <linux/ktime.h>
-#include <linux/jiffies.h>
+#include <linux/hrtimer.h>
+#include <linux/wait.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/lockdep.h>
@@ -33,17 +44,9 @@
 
 #include "ledger.h"
 
-struct nxq_waiter {
-	struct list_head link;		/* dev->waiters */
-	struct nxq_holder *h;
-	u64 bytes;
-	u64 enqueued_ns;
-	u64 deadline_ns;		/* of its tickets and its wait */
-	bool seen;			/* dispatch scratch */
-	int result;			/* 1 waiting, 0 granted, <0 cancelled */
-	int err;			/* why not granted: -EDQUOT, -ENOSPC */
-	struct nxq_node *hit;		/* with -EDQUOT: the node at max */
-};
+
+/* The most waiters one declined ticket re-asks for. */
+#define NXQ_REASK_MAX	16
 
 /**
  * nxq_event() - report an event to the shell's hook, if any
@@ -63,6 +66,7 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 	struct nxq_event ev = {
 		.type = type,
 		.device = dev->key,
+		.dropped = &dev->events_dropped,
 		.bytes = bytes,
 		.value = value,
 		.reason = reason,
@@ -77,9 +81,16 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 	ops->event(&ev);
 }
 
+/* The part of a holder's charge on its current node's path. */
+static u64 nxq_own(struct nxq_holder *h)
+{
+	return h->charge - h->residue_bytes;
+}
+
 /*
  * Would @bytes fit on @h's path and the device?  0, -EOVERFLOW, -EDQUOT
- * (*hit is the deepest node at max) or -ENOSPC.
+ * (*hit is the deepest node at max; a holder without an eventfd hits its
+ * own node at its effective min) or -ENOSPC.
  */
 static int nxq_fits(struct nxq_holder *h, u64 bytes, struct nxq_node **hit)
 {
@@ -95,12 +106,54 @@ static int nxq_fits(struct nxq_holder *h, u64 bytes, struct nxq_node **hit)
 	for (n = h->node; n; n = n->parent) {
 		if (check_add_overflow(n->usage, bytes, &sum))
 			return -EOVERFLOW;
-		if (sum > n->max) {
+		if (sum > nxq_node_eff_max(n)) {
 			*hit = n;
 			return -EDQUOT;
 		}
 	}
+	/* Nobody can ask it for memory back: it cannot borrow. */
+	if (!h->priv && h->node->usage + bytes > nxq_node_emin(h->node)) {
+		*hit = h->node;
+		return -EDQUOT;
+	}
 	if (dev->used + bytes > dev->capacity)
+		return -ENOSPC;
+	return 0;
+}
+
+/*
+ * Could @bytes never fit, whatever everyone else released?  Its own
+ * charge on the path stays (nobody asks the asker).  The errno an empty
+ * queue would give, or 0.
+ */
+static int nxq_never_fits(struct nxq_holder *h, u64 bytes,
+			  struct nxq_node **hit)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *n;
+	u64 sum;
+
+	lockdep_assert_held(&dev->lock);
+	*hit = NULL;
+	/* Overflow first, as nxq_fits() on an empty queue would say. */
+	if (check_add_overflow(h->charge, bytes, &sum) ||
+	    check_add_overflow(dev->used, bytes, &sum))
+		return -EOVERFLOW;
+	for (n = h->node; n; n = n->parent)
+		if (check_add_overflow(n->usage, bytes, &sum))
+			return -EOVERFLOW;
+	sum = nxq_own(h) + bytes;	/* <= h->charge + bytes */
+	for (n = h->node; n; n = n->parent) {
+		if (sum > nxq_node_eff_max(n)) {
+			*hit = n;
+			return -EDQUOT;
+		}
+	}
+	if (!h->priv && sum > nxq_node_emin(h->node)) {
+		*hit = h->node;
+		return -EDQUOT;
+	}
+	if (sum > dev->capacity)
 		return -ENOSPC;
 	return 0;
 }
@@ -109,6 +162,7 @@ static void nxq_commit(struct nxq_holder *h, u64 bytes)
 {
 	struct nxq_node *n;
 
+	lockdep_assert_held(&h->node->dev->lock);
 	for (n = h->node; n; n = n->parent)
 		n->usage += bytes;
 	h->node->dev->used += bytes;
@@ -121,6 +175,7 @@ static void nxq_count_denial(struct nxq_holder *h, u64 bytes, int err,
 	struct nxq_device *dev = h->node->dev;
 	struct nxq_node *n;
 
+	lockdep_assert_held(&dev->lock);
 	if (hit)
 		hit->max_hits++;
 	if (err == -ENOSPC)
@@ -139,27 +194,26 @@ static bool nxq_is_below(struct nxq_node *n, struct nxq_node *top)
 	return false;
 }
 
-static u64 nxq_waiter_prio(struct nxq_waiter *w, u64 now)
+/* Queue @w in key order; equal keys keep arrival order.  O(waiters). */
+static void nxq_enqueue(struct nxq_device *dev, struct nxq_waiter *w)
 {
-	u64 bonus = (now - w->enqueued_ns) / NXQ_AGING_NS;
+	struct nxq_waiter *pos;
 
-	return w->h->priority + min_t(u64, bonus, NXQ_PRIORITY_MAX);
-}
-
-/* Is @a served before @b? */
-static bool nxq_waiter_before(struct nxq_waiter *a, struct nxq_waiter *b,
-			      u64 now)
-{
-	u64 pa = nxq_waiter_prio(a, now), pb = nxq_waiter_prio(b, now);
-
-	if (pa != pb)
-		return pa > pb;
-	return a->enqueued_ns < b->enqueued_ns;
+	lockdep_assert_held(&dev->lock);
+	w->key = (s64)w->enqueued_ns -
+		 (s64)w->h->priority * (s64)NXQ_AGING_NS;
+	list_for_each_entry_reverse(pos, &dev->waiters, link) {
+		if (pos->key <= w->key) {
+			list_add(&w->link, &pos->link);
+			return;
+		}
+	}
+	list_add(&w->link, &dev->waiters);
 }
 
 /*
  * Is @w's room promised to a waiter served before it in this pass?  Then
- * say why in w->err and w->hit, as if it had not fit.
+ * say why in w->err and w->hit.
  */
 static bool nxq_waiter_blocked(struct nxq_waiter *w, u64 pass, bool dev_full)
 {
@@ -182,45 +236,39 @@ static bool nxq_waiter_blocked(struct nxq_waiter *w, u64 pass, bool dev_full)
 
 /**
  * nxq_dispatch() - grant queued charges that fit, in queue order
- * @dev: the device; its lock is held
+ * @dev: the device
  *
- * O(waiters^2 * depth); nothing when the queue is empty.
+ * One pass over the queue, O(waiters x depth); nothing when it is empty.
+ * A waiter is checked against its own path first (so it is told about its
+ * own constraint), then against the constraints of those before it.
+ *
+ * Context: the device lock is held.
  */
 void nxq_dispatch(struct nxq_device *dev)
 {
-	struct nxq_waiter *w, *best;
+	struct nxq_waiter *w, *tmp;
 	bool dev_full = false, woke = false;
 	struct nxq_node *hit;
-	u64 now, pass;
+	u64 pass;
 	int err;
 
 	lockdep_assert_held(&dev->lock);
 	if (list_empty(&dev->waiters))
 		return;
-	now = ktime_get_ns();
 	pass = ++dev->dispatch_pass;
-	list_for_each_entry(w, &dev->waiters, link)
-		w->seen = false;
-	for (;;) {
-		best = NULL;
-		list_for_each_entry(w, &dev->waiters, link)
-			if (!w->seen && (!best || nxq_waiter_before(w, best, now)))
-				best = w;
-		if (!best)
-			break;
-		best->seen = true;
-		if (nxq_waiter_blocked(best, pass, dev_full))
-			continue;
-		err = nxq_fits(best->h, best->bytes, &hit);
+	list_for_each_entry_safe(w, tmp, &dev->waiters, link) {
+		err = nxq_fits(w->h, w->bytes, &hit);
 		if (!err) {
-			nxq_commit(best->h, best->bytes);
-			best->result = 0;
-			list_del_init(&best->link);
+			if (nxq_waiter_blocked(w, pass, dev_full))
+				continue;
+			nxq_commit(w->h, w->bytes);
+			w->result = 0;
+			list_del_init(&w->link);
 			woke = true;
 			continue;
 		}
-		best->err = err;
-		best->hit = hit;
+		w->err = err;
+		w->hit = hit;
 		if (err == -EDQUOT)
 			hit->blocked_pass = pass;
 		else if (err == -ENOSPC)
@@ -228,6 +276,14 @@ void nxq_dispatch(struct nxq_device *dev)
 	}
 	if (woke)
 		wake_up_all(&dev->wq);
+}
+
+/* The deadline of a ticket asked now by an asker due at @deadline. */
+static u64 nxq_ticket_deadline(struct nxq_device *dev, u64 deadline, u64 now)
+{
+	u64 floor = now + (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC;
+
+	return max(deadline, floor);
 }
 
 /* Open or raise @v's ticket by @bytes. */
@@ -240,6 +296,7 @@ static void nxq_ticket_ask(struct nxq_holder *v, u64 bytes, u32 reason,
 	struct nxq_node *n;
 
 	lockdep_assert_held(&dev->lock);
+	deadline = nxq_ticket_deadline(dev, deadline, now);
 	if (!t->open) {
 		t->open = true;
 		t->bytes = 0;
@@ -247,11 +304,12 @@ static void nxq_ticket_ask(struct nxq_holder *v, u64 bytes, u32 reason,
 		t->deadline_ns = deadline;
 		t->level = level;
 	} else {
-		t->deadline_ns = min(t->deadline_ns, deadline);
+		/* Never sooner than the floor after the last raise. */
+		t->deadline_ns = max(t->deadline_ns, deadline);
 		t->level = max(t->level, level);
 	}
 	t->reason = reason;
-	t->bytes = min(t->bytes + bytes, v->charge);
+	t->bytes = min(size_add(t->bytes, bytes), v->charge);
 	t->generation = ++dev->ticket_gen;
 	dev->tickets++;
 	dev->bytes_asked += bytes;
@@ -272,14 +330,28 @@ struct nxq_victims {
 	bool borrowers;			/* only holders whose node borrows */
 	u32 reason, level;
 	u64 deadline, now;
+	u64 since;			/* pass by who declined at or after */
 };
 
+/*
+ * May @v be asked (or its open ticket count as asked)?  Not the asker,
+ * not a holder that cannot be asked, has nothing, was killed, declined
+ * since the asker queued, or let an open ticket expire.
+ */
 static bool nxq_victim_ok(struct nxq_victims *vs, struct nxq_holder *v)
 {
 	struct nxq_node *n = v->node;
 
-	if (v == vs->asker || !v->priv || v->detached || !v->charge)
+	if (v == vs->asker || !v->priv || v->detached || !v->charge ||
+	    v->killed)
 		return false;
+	if (v->declined_ns && v->declined_ns >= vs->since)
+		return false;
+	if (v->ticket.open && v->ticket.deadline_ns <= vs->now) {
+		v->declined_ns = vs->now;	/* ignored: counts as declined */
+		if (v->declined_ns >= vs->since)
+			return false;
+	}
 	if (vs->top && !nxq_is_below(n, vs->top))
 		return false;
 	if (vs->borrowers && n->usage <= nxq_node_emin(n))
@@ -312,9 +384,10 @@ static bool nxq_victim_before(struct nxq_victims *vs, int round,
 
 /*
  * Ask victims for @shortfall bytes, counting what open tickets already
- * ask of them: first what they report reclaimable, then the charge of
- * holders not asked yet, then the rest of anyone's charge, until the asks
- * cover it.  At most NXQ_MAX_VICTIMS holders a round, each at most once;
+ * ask of them (asks for the same shortfall coalesce): first what they
+ * report reclaimable, then the charge of holders not asked yet, then the
+ * rest of anyone's charge, until the asks cover it.  At most
+ * NXQ_MAX_VICTIMS holders a round, each at most once;
  * O(NXQ_MAX_VICTIMS * holders).
  */
 static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
@@ -327,7 +400,7 @@ static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 	lockdep_assert_held(&dev->lock);
 	list_for_each_entry(v, &dev->holders, link)
 		if (v->ticket.open && nxq_victim_ok(vs, v))
-			asked += v->ticket.bytes;
+			asked = size_add(asked, v->ticket.bytes);
 	if (asked >= shortfall)
 		return;
 	shortfall -= asked;
@@ -363,7 +436,10 @@ static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 	}
 }
 
-/* Bytes of other queued charges that wait on the same constraint. */
+/*
+ * Bytes of the other queued charges that wait on the same constraint:
+ * together they are what the constraint lacks.  O(waiters).
+ */
 static u64 nxq_queued_ahead(struct nxq_device *dev, struct nxq_waiter *me)
 {
 	struct nxq_waiter *w;
@@ -379,40 +455,82 @@ static u64 nxq_queued_ahead(struct nxq_device *dev, struct nxq_waiter *me)
 	return sum;
 }
 
-/* Open tickets for a waiter that was not granted. */
-static void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w,
-			u64 deadline, u64 now)
+/*
+ * Open tickets for a waiter that was not granted, inside the constraint
+ * it hit: under a max, that subtree; the device, its borrowers.
+ */
+static void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
 {
 	struct nxq_victims vs = {
 		.asker = w->h,
-		.deadline = deadline,
+		.deadline = w->deadline_ns,
 		.now = now,
 	};
-	u64 need = size_add(w->bytes, nxq_queued_ahead(dev, w));
-	u64 room;
+	u64 floor = (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC;
+	u64 need, room, m;
 
+	lockdep_assert_held(&dev->lock);
+	/*
+	 * Pass by holders that declined since this charge was queued.  A
+	 * charge that will not wait a floor for the answer (no wait, or a
+	 * shorter timeout) also passes by those that declined less than a
+	 * floor before it: a loop of such charges asks a holder that
+	 * answered short at most once per ticket_timeout_ms.
+	 */
+	vs.since = w->enqueued_ns;
+	if (!w->deadline_ns || w->deadline_ns - w->enqueued_ns < floor)
+		vs.since = w->enqueued_ns > floor ? w->enqueued_ns - floor : 1;
 	if (w->err == -EDQUOT) {
-		room = w->hit->max > w->hit->usage ?
-			w->hit->max - w->hit->usage : 0;
+		m = nxq_node_eff_max(w->hit);
+		/* A holder without an eventfd hit its own emin: no ask. */
+		if (!w->h->priv && w->hit == w->h->node &&
+		    w->hit->usage + w->bytes <= m)
+			return;
+		room = m > w->hit->usage ? m - w->hit->usage : 0;
 		vs.top = w->hit;
 		vs.reason = NXQ_TICKET_REASON_MAX;
 		vs.level = NXQ_TICKET_LEVEL_ASK;
-	} else {
+	} else if (w->err == -ENOSPC) {
 		room = dev->capacity > dev->used ? dev->capacity - dev->used : 0;
 		vs.borrowers = true;
 		vs.reason = NXQ_TICKET_REASON_DEVICE;
 		vs.level = w->h->node->usage + w->bytes <=
 			nxq_node_emin(w->h->node) ?
 			NXQ_TICKET_LEVEL_RECALL : NXQ_TICKET_LEVEL_ASK;
+	} else {
+		return;
 	}
+	need = size_add(w->bytes, nxq_queued_ahead(dev, w));
 	if (need > room)
 		nxq_ask(dev, &vs, need - room);
 }
 
+/*
+ * Something asked was declined (a short or zero answer, a victim gone):
+ * let the first waiters ask again, past those who declined.
+ */
+static void nxq_reask(struct nxq_device *dev)
+{
+	struct nxq_waiter *w;
+	u64 now = ktime_get_ns();
+	int n = 0;
+
+	lockdep_assert_held(&dev->lock);
+	list_for_each_entry(w, &dev->waiters, link) {
+		if (w->result != 1 || !w->deadline_ns)
+			continue;
+		nxq_ask_for(dev, w, now);
+		if (++n == NXQ_REASK_MAX)
+			break;
+	}
+}
+
 /**
  * nxq_ask_budget() - ask a subtree to shrink after its max was lowered
- * @node: the node whose max is now below its usage; device lock held
+ * @node: the node whose max is now below its usage
  * @excess: usage minus max
+ *
+ * Context: the device lock is held.
  */
 void nxq_ask_budget(struct nxq_node *node, u64 excess)
 {
@@ -422,9 +540,11 @@ void nxq_ask_budget(struct nxq_node *node, u64 excess)
 		.reason = NXQ_TICKET_REASON_BUDGET,
 		.level = NXQ_TICKET_LEVEL_ASK,
 		.now = now,
-		.deadline = now + node->dev->ticket_timeout_ms * NSEC_PER_MSEC,
+		.deadline = now,	/* the floor */
+		.since = U64_MAX,
 	};
 
+	lockdep_assert_held(&node->dev->lock);
 	nxq_ask(node->dev, &vs, excess);
 }
 
@@ -437,31 +557,33 @@ static bool nxq_kill_policy(struct nxq_node *n)
 }
 
 /*
- * A waiter's deadline passed: kill the victims that ignored their tickets
- * where the policy says so.  True if any was killed.
+ * A waiter's deadline passed: kill the victims in its scope that let a
+ * RECALL ticket pass its deadline (never sooner than the floor after it
+ * was opened or raised) unanswered, where the policy says so.  True if any
+ * was killed.
  */
 static bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
 {
 	const struct nxq_ledger_ops *ops = dev->ledger->ops;
-	struct nxq_victims vs = { .asker = w->h };
-	/*
-	 * A jiffies timeout can end up to a tick before the deadline in ns:
-	 * a ticket due by the waiter's own deadline counts as ignored.
-	 */
-	u64 limit = max(ktime_get_ns(), w->deadline_ns);
+	u64 now = ktime_get_ns();
+	struct nxq_victims vs = {
+		.asker = w->h,
+		.now = 0,		/* expiry is checked below */
+		.since = U64_MAX,
+	};
 	struct nxq_holder *v;
 	bool killed = false;
 	struct nxq_node *n;
 
 	lockdep_assert_held(&dev->lock);
-	if (w->err == -EDQUOT)
-		vs.top = w->hit;
-	else
-		vs.borrowers = true;
+	if (w->err != -ENOSPC)
+		return false;		/* only a guarantee called back */
+	vs.borrowers = true;
 	list_for_each_entry(v, &dev->holders, link) {
-		if (!v->ticket.open || v->ticket.deadline_ns > limit ||
-		    v->killed || !nxq_victim_ok(&vs, v) ||
-		    !nxq_kill_policy(v->node))
+		if (!v->ticket.open ||
+		    v->ticket.level != NXQ_TICKET_LEVEL_RECALL ||
+		    v->ticket.deadline_ns > now ||
+		    !nxq_victim_ok(&vs, v) || !nxq_kill_policy(v->node))
 			continue;
 		/* Never the waiter's own process, whatever the policy. */
 		if (v->owner && v->owner == w->h->owner)
@@ -479,38 +601,93 @@ static bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
 	return killed;
 }
 
-static long nxq_timeout_jiffies(u64 timeout_ns)
+/* Count a waiting charge on its subtree, or -EAGAIN if one is full. */
+static int nxq_waiters_add(struct nxq_node *node)
 {
-	u64 j = nsecs_to_jiffies64(timeout_ns);
+	struct nxq_node *n;
 
-	return clamp_t(u64, j, 1, MAX_SCHEDULE_TIMEOUT - 1);
+	lockdep_assert_held(&node->dev->lock);
+	for (n = node; n; n = n->parent)
+		if (n->subtree_waiters >= nxq_node_limit(n, NXQ_LIM_WAITERS))
+			return -EAGAIN;
+	for (n = node; n; n = n->parent)
+		n->subtree_waiters++;
+	return 0;
+}
+
+static void nxq_waiters_del(struct nxq_node *node)
+{
+	struct nxq_node *n;
+
+	for (n = node; n; n = n->parent)
+		n->subtree_waiters--;
+}
+
+/*
+ * Sleep until @w is granted or cancelled, a signal, or the absolute
+ * CLOCK_MONOTONIC time @deadline.  Returns with the lock held: 0 when
+ * w->result settled, -EINTR, or -ETIMEDOUT.
+ */
+static int nxq_sleep(struct nxq_device *dev, struct nxq_waiter *w,
+		     u64 deadline)
+{
+	DEFINE_WAIT(wait);
+	ktime_t expires;
+	int ret = 0;
+
+	lockdep_assert_held(&dev->lock);
+	for (;;) {
+		prepare_to_wait(&dev->wq, &wait, TASK_INTERRUPTIBLE);
+		if (READ_ONCE(w->result) <= 0)
+			break;
+		if (signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		if (ktime_get_ns() >= deadline) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		spin_unlock(&dev->lock);
+		expires = ns_to_ktime(deadline);
+		schedule_hrtimeout_range(&expires, 0, HRTIMER_MODE_ABS);
+		spin_lock(&dev->lock);
+	}
+	finish_wait(&dev->wq, &wait);
+	return ret;
 }
 
 /**
  * nxq_charge() - charge bytes to a holder, all or nothing
  * @h: the holder
  * @bytes: bytes to add, non-zero
- * @timeout_ns: 0 not to wait; else the longest wait for a grant
+ * @timeout_ns: 0 not to wait; else the longest wait for a grant, clamped
+ *	to the node's wait_max_ms
  * @charged: set to the holder's charge after the call, success or not
  *
  * Charges every node from the holder's to the root and the device if the
  * charge fits every max and the capacity, and no queued charge waits for
  * the same room; otherwise charges nothing, opens tickets for the
- * shortfall and, with @timeout_ns, waits in the fair queue.  Sleeps only
- * when waiting; the ledger lock must not be held.
+ * shortfall and, with @timeout_ns, waits in the fair queue.  A charge
+ * that can never fit is refused at once and asks nobody; asks pass by
+ * holders that declined since the charge was queued (and, for a charge
+ * that will not wait ticket_timeout_ms, less than that before).
  *
+ * Context: process context; sleeps only when waiting; the ledger lock
+ * must not be held.
  * Return: 0, -EINVAL for 0 bytes, -ENOENT if the holder was (or gets)
  * detached, -EOVERFLOW if a counter would wrap, -EDQUOT if a node's max
- * would be exceeded, -ENOSPC if the device's capacity would be (no wait),
- * -ETIMEDOUT when the wait ran out, -EINTR on a signal.
+ * (or, without an eventfd, its effective min) would be exceeded, -ENOSPC
+ * if the device's capacity would be (no wait), -EAGAIN when the subtree's
+ * waiters_max is reached, -ETIMEDOUT when the wait ran out, -EINTR on a
+ * signal.
  */
 int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 {
 	struct nxq_device *dev = h->node->dev;
 	struct nxq_waiter w = { .h = h, .bytes = bytes, .result = 1 };
 	bool escalated = false;
-	u64 now, deadline;
-	long left, ret;
+	u64 now, deadline, cap;
 	int err = 0;
 
 	if (!bytes)
@@ -519,6 +696,11 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 	spin_lock(&dev->lock);
 	if (h->detached) {
 		err = -ENOENT;
+		goto out;
+	}
+	err = nxq_never_fits(h, bytes, &w.hit);
+	if (err) {
+		nxq_count_denial(h, bytes, err, w.hit);
 		goto out;
 	}
 	if (list_empty(&dev->waiters)) {
@@ -534,66 +716,61 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 	}
 
 	/* Contended: queue, let the queue decide, ask for the shortfall. */
+	w.node = h->node;
+	if (timeout_ns) {
+		cap = (u64)nxq_node_limit(w.node, NXQ_LIM_WAIT_MS) *
+		      NSEC_PER_MSEC;
+		timeout_ns = min(timeout_ns, cap ?: 1);
+		err = nxq_waiters_add(w.node);
+		if (err)
+			goto out;
+	}
 	now = ktime_get_ns();
 	w.enqueued_ns = now;
-	list_add_tail(&w.link, &dev->waiters);
+	nxq_enqueue(dev, &w);
 	nxq_dispatch(dev);
 	if (!w.result)
-		goto out;
-	if (w.err == -EOVERFLOW) {
+		goto out_waiting;
+	if (w.err == -EOVERFLOW || !timeout_ns) {
 		list_del(&w.link);
 		err = w.err;
-		nxq_count_denial(h, bytes, err, NULL);
-		nxq_dispatch(dev);
-		goto out;
-	}
-	if (check_add_overflow(now, timeout_ns ?:
-			       (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC,
-			       &deadline))
-		deadline = U64_MAX;
-	w.deadline_ns = deadline;
-	nxq_ask_for(dev, &w, deadline, now);
-	if (!timeout_ns) {
-		list_del(&w.link);
-		err = w.err;
+		if (err != -EOVERFLOW)
+			nxq_ask_for(dev, &w, now);
 		nxq_count_denial(h, bytes, err, w.hit);
 		nxq_dispatch(dev);
-		goto out;
+		goto out_waiting;
 	}
+	if (check_add_overflow(now, timeout_ns, &deadline))
+		deadline = U64_MAX;
+	w.deadline_ns = deadline;
+	nxq_ask_for(dev, &w, now);
 
 	dev->waits++;
-	left = nxq_timeout_jiffies(timeout_ns);
 	for (;;) {
-		spin_unlock(&dev->lock);
-		ret = wait_event_interruptible_timeout(dev->wq,
-						       READ_ONCE(w.result) <= 0,
-						       left);
-		spin_lock(&dev->lock);
-		if (w.result <= 0) {
+		err = nxq_sleep(dev, &w, deadline);
+		if (!err) {
 			err = w.result;
 			break;
 		}
-		if (ret > 0) {
-			left = ret;
-			continue;
-		}
-		if (ret == 0 && !escalated && nxq_escalate(dev, &w)) {
+		if (err == -ETIMEDOUT && !escalated && nxq_escalate(dev, &w)) {
 			/* Wait once more for the killed holders to go. */
 			escalated = true;
-			left = nxq_timeout_jiffies(timeout_ns);
+			now = ktime_get_ns();
+			if (check_add_overflow(now, timeout_ns, &deadline))
+				deadline = U64_MAX;
 			continue;
 		}
 		list_del(&w.link);
-		if (ret == 0) {
-			err = -ETIMEDOUT;
+		if (err == -ETIMEDOUT) {
 			dev->timeouts++;
 			nxq_count_denial(h, bytes, w.err, w.hit);
-		} else {
-			err = -EINTR;
 		}
 		nxq_dispatch(dev);
 		break;
 	}
+out_waiting:
+	if (timeout_ns)
+		nxq_waiters_del(w.node);
 out:
 	if (charged)
 		*charged = h->charge;
@@ -601,16 +778,33 @@ out:
 	return err;
 }
 
-static void nxq_uncharge_locked(struct nxq_holder *h, u64 bytes)
+/* Uncharge @bytes from @n and its ancestors. */
+static void nxq_uncharge_path(struct nxq_node *n, u64 bytes)
 {
-	struct nxq_device *dev = h->node->dev;
-	struct nxq_node *n;
-
-	lockdep_assert_held(&dev->lock);
-	for (n = h->node; n; n = n->parent) {
+	for (; n; n = n->parent) {
 		WARN_ON_ONCE(n->usage < bytes);
 		n->usage -= bytes;
 	}
+}
+
+static void nxq_uncharge_locked(struct nxq_holder *h, u64 bytes)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_residue *r;
+	u64 left = bytes, take;
+
+	lockdep_assert_held(&dev->lock);
+	/* What was charged on earlier nodes goes first. */
+	list_for_each_entry(r, &h->residue, link) {
+		if (!left)
+			break;
+		take = min(r->bytes, left);
+		nxq_uncharge_path(r->node, take);
+		r->bytes -= take;
+		h->residue_bytes -= take;
+		left -= take;
+	}
+	nxq_uncharge_path(h->node, left);
 	WARN_ON_ONCE(dev->used < bytes);
 	dev->used -= bytes;
 	h->charge -= bytes;
@@ -721,6 +915,8 @@ int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
 	} else if (released > h->charge) {
 		err = -EINVAL;
 	} else {
+		bool short_answer = released < h->ticket.bytes;
+
 		if (released)
 			nxq_uncharge_locked(h, released);
 		h->ticket.open = false;
@@ -730,6 +926,11 @@ int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
 		nxq_event(dev, NXQ_EV_TICKET_ANSWERED, NULL, h, released,
 			  generation, h->ticket.reason);
 		nxq_dispatch(dev);
+		if (short_answer) {
+			/* The rest moves on to the next victim at once. */
+			h->declined_ns = ktime_get_ns();
+			nxq_reask(dev);
+		}
 	}
 	if (charged)
 		*charged = h->charge;
@@ -743,17 +944,21 @@ int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
  * @h: the holder
  *
  * Idempotent.  Cancels the holder's own queued charges (-ENOENT), closes
- * its ticket and serves the queue with what it released.  The holder's
- * memory and node reference go with its last nxq_holder_put().
+ * its ticket (what it was asked moves on to other victims) and serves the
+ * queue with what it released.  The holder's memory and node reference go
+ * with its last nxq_holder_put().
+ *
+ * Context: takes the device lock.
  */
 void nxq_holder_detach(struct nxq_holder *h)
 {
 	struct nxq_device *dev = h->node->dev;
 	struct nxq_waiter *w, *tmp;
-	bool woke = false;
+	bool woke = false, asked;
 
 	spin_lock(&dev->lock);
 	if (!h->detached) {
+		asked = h->ticket.open;
 		h->detached = true;
 		list_del_init(&h->link);
 		nxq_event(dev, NXQ_EV_HOLDER_REMOVED, NULL, h, h->charge, 0, 0);
@@ -771,6 +976,8 @@ void nxq_holder_detach(struct nxq_holder *h)
 		if (woke)
 			wake_up_all(&dev->wq);
 		nxq_dispatch(dev);
+		if (asked)
+			nxq_reask(dev);
 	}
 	spin_unlock(&dev->lock);
 }

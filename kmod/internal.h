@@ -19,8 +19,13 @@ extern const struct nxq_ledger_ops nxq_cgroup_ledger_ops;
 struct nxq_node *nxq_node_for_cgroup(struct nxq_device *dev,
 				     struct cgroup *cgrp);
 struct cgroup *nxq_current_cgroup(void);
+struct cgroup *nxq_cgroup_from_path(const char *path);
+int nxq_budget_set(const char *key, const char *path,
+		   const struct nxq_budget_req *r);
 void nxq_cgroup_put(struct cgroup *cgrp);
 
+int nxq_parse_devt(const char *s, dev_t *devt);
+bool nxq_limit_valid(enum nxq_limit which, u32 v);
 int nxq_sysfs_init(void);
 void nxq_sysfs_exit(void);
 int nxq_sysfs_device_added(struct nxq_device *dev);

@@ -25,6 +25,7 @@
  */
 void nxq_ledger_init(struct nxq_ledger *l, const struct nxq_ledger_ops *ops)
 {
+	mutex_init(&l->reg_lock);
 	mutex_init(&l->lock);
 	INIT_LIST_HEAD(&l->devices);
 	l->ops = ops;
@@ -59,6 +60,7 @@ void nxq_ledger_destroy(struct nxq_ledger *l)
 			break;
 	}
 	mutex_destroy(&l->lock);
+	mutex_destroy(&l->reg_lock);
 }
 
 /**
@@ -111,16 +113,23 @@ struct nxq_device *nxq_device_find(struct nxq_ledger *l, const char *key)
 
 /**
  * nxq_device_add() - register a device
- * @l: the ledger, whose lock the caller must NOT hold
+ * @l: the ledger, whose locks the caller must NOT hold
  * @key: its key, checked with nxq_device_key_valid()
  * @capacity: bytes
+ * @devt: the character device whose open file proves access, or 0
  *
+ * Serialised with nxq_device_remove() by the ledger's reg_lock, so a key
+ * being removed is free only once its shell objects are gone.  The device
+ * starts with default_max 0: top-level cgroups without a budget can charge
+ * nothing on it until root says otherwise.
+ *
+ * Context: process context; sleeps.
  * Return: the device, or ERR_PTR(-EINVAL) for a bad key, -EEXIST if the
  * key is taken, -ENODEV while the ledger is being destroyed, -ENOMEM, or
  * the shell's error.
  */
 struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
-				  u64 capacity)
+				  u64 capacity, dev_t devt)
 {
 	struct nxq_device *dev;
 	int err;
@@ -138,8 +147,12 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	INIT_LIST_HEAD(&dev->waiters);
 	init_waitqueue_head(&dev->wq);
 	dev->capacity = capacity;
+	dev->devt = devt;
+	dev->default_max = 0;
+	atomic64_set(&dev->events_dropped, 0);
 	dev->ticket_timeout_ms = NXQ_TICKET_TIMEOUT_MS;
 
+	mutex_lock(&l->reg_lock);
 	mutex_lock(&l->lock);
 	if (l->closing) {
 		err = -ENODEV;
@@ -157,9 +170,11 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	list_add_tail(&dev->link, &l->devices);
 	nxq_event(dev, NXQ_EV_DEVICE_ADDED, NULL, NULL, capacity, 0, 0);
 	mutex_unlock(&l->lock);
+	mutex_unlock(&l->reg_lock);
 	return dev;
 fail:
 	mutex_unlock(&l->lock);
+	mutex_unlock(&l->reg_lock);
 	kfree(dev);
 	return ERR_PTR(err);
 }
@@ -185,6 +200,7 @@ static bool nxq_node_needed(struct nxq_node *node)
 {
 	struct nxq_ledger *l = node->dev->ledger;
 	bool budget;
+	int i;
 
 	lockdep_assert_held(&l->lock);
 	if (node->refs)
@@ -192,8 +208,9 @@ static bool nxq_node_needed(struct nxq_node *node)
 	if (l->ops && l->ops->key_dead && l->ops->key_dead(node->key))
 		return false;
 	spin_lock(&node->dev->lock);
-	budget = node->max != NXQ_UNLIMITED || node->min ||
-		 node->kill_on_ignore;
+	budget = node->max_set || node->min || node->kill_on_ignore;
+	for (i = 0; i < NXQ_NR_LIMITS; i++)
+		budget |= node->lim[i] != NXQ_LIMIT_UNSET;
 	spin_unlock(&node->dev->lock);
 	return budget;
 }
@@ -312,7 +329,8 @@ struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
 		return node;
 	}
 
-	node = kzalloc(sizeof(*node), GFP_KERNEL);
+	/* A tenant's registration makes nodes: its memory cgroup pays. */
+	node = kzalloc(sizeof(*node), GFP_KERNEL_ACCOUNT);
 	if (!node)
 		return ERR_PTR(-ENOMEM);
 	node->dev = dev;
@@ -320,8 +338,9 @@ struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
 	node->id = id;
 	node->key = key;
 	node->max = NXQ_UNLIMITED;
+	memset32(node->lim, NXQ_LIMIT_UNSET, NXQ_NR_LIMITS);
 	node->refs = 1;
-	err = xa_insert(&dev->nodes, id, node, GFP_KERNEL);
+	err = xa_insert(&dev->nodes, id, node, GFP_KERNEL_ACCOUNT);
 	if (err)
 		goto fail;
 	if (l->ops && l->ops->node_added) {
@@ -346,7 +365,11 @@ fail:
  *
  * Lowering max below the node's usage takes nothing back: it refuses
  * further charges and opens NXQ_TICKET_REASON_BUDGET tickets on the
- * subtree's holders for the excess.  Raising it serves waiters.
+ * subtree's holders for the excess.  Raising it serves waiters.  The max
+ * becomes the node's own: a top-level node no longer takes the device's
+ * default_max.
+ *
+ * Context: takes the device lock.
  */
 void nxq_node_set_max(struct nxq_node *node, u64 max)
 {
@@ -354,6 +377,7 @@ void nxq_node_set_max(struct nxq_node *node, u64 max)
 
 	spin_lock(&dev->lock);
 	node->max = max;
+	node->max_set = true;
 	nxq_event(dev, NXQ_EV_BUDGET_CHANGED, node, NULL, max, node->min, 0);
 	if (node->usage > max)
 		nxq_ask_budget(node, node->usage - max);
@@ -384,11 +408,101 @@ void nxq_node_set_min(struct nxq_node *node, u64 min)
  */
 void nxq_node_clear_budget(struct nxq_node *node)
 {
-	lockdep_assert_held(&node->dev->ledger->lock);
+	struct nxq_device *dev = node->dev;
+
+	lockdep_assert_held(&dev->ledger->lock);
 	nxq_node_set_max(node, NXQ_UNLIMITED);
 	nxq_node_set_min(node, 0);
-	nxq_node_set_kill_on_ignore(node, false);
+	spin_lock(&dev->lock);
+	node->max_set = false;
+	node->kill_on_ignore = false;
+	memset32(node->lim, NXQ_LIMIT_UNSET, NXQ_NR_LIMITS);
+	nxq_dispatch(dev);	/* a cleared max may free room, or bind */
+	spin_unlock(&dev->lock);
 	nxq_node_prune(node);
+}
+
+/**
+ * nxq_node_apply() - apply a budget request to a node
+ * @node: the node; the ledger lock is held
+ * @r: what to change
+ *
+ * The one budget-setting function behind sysfs and netlink.
+ *
+ * Context: ledger lock held; takes the device lock.
+ */
+void nxq_node_apply(struct nxq_node *node, const struct nxq_budget_req *r)
+{
+	int i;
+
+	lockdep_assert_held(&node->dev->ledger->lock);
+	if (r->set_max)
+		nxq_node_set_max(node, r->max);
+	if (r->set_min)
+		nxq_node_set_min(node, r->min);
+	if (r->set_kill)
+		nxq_node_set_kill_on_ignore(node, r->kill_on_ignore);
+	if (!r->set_lim)
+		return;
+	spin_lock(&node->dev->lock);
+	for (i = 0; i < NXQ_NR_LIMITS; i++)
+		if (r->set_lim & BIT(i))
+			node->lim[i] = r->lim[i];
+	spin_unlock(&node->dev->lock);
+}
+
+static const u32 nxq_limit_default[NXQ_NR_LIMITS] = {
+	[NXQ_LIM_HOLDERS]	= NXQ_DEFAULT_HOLDERS_MAX,
+	[NXQ_LIM_WAITERS]	= NXQ_DEFAULT_WAITERS_MAX,
+	[NXQ_LIM_PRIORITY]	= NXQ_DEFAULT_PRIORITY_MAX,
+	[NXQ_LIM_WAIT_MS]	= NXQ_DEFAULT_WAIT_MAX_MS,
+};
+
+/**
+ * nxq_node_limit() - a node's effective limit
+ * @node: the node
+ * @which: enum nxq_limit
+ *
+ * The node's own value, else its nearest ancestor's, else the module's
+ * default -- except that the subtree counts (holders, waiters) of the root
+ * node are unbounded unless set on the root itself.  O(depth).
+ *
+ * Context: the device lock is held.
+ * Return: the limit.
+ */
+u32 nxq_node_limit(struct nxq_node *node, enum nxq_limit which)
+{
+	struct nxq_node *n;
+
+	lockdep_assert_held(&node->dev->lock);
+	for (n = node; n; n = n->parent)
+		if (n->lim[which] != NXQ_LIMIT_UNSET)
+			return n->lim[which];
+	if (!node->parent &&
+	    (which == NXQ_LIM_HOLDERS || which == NXQ_LIM_WAITERS))
+		return U32_MAX;
+	return nxq_limit_default[which];
+}
+
+/**
+ * nxq_node_eff_max() - the max a charge meets at a node
+ * @node: the node
+ *
+ * Its own max if set; else the device's default_max for a top-level node
+ * (a child of the root); else unlimited (deeper nodes are covered by
+ * their top-level ancestor, the root by the capacity).
+ *
+ * Context: the device lock is held.
+ * Return: bytes, or NXQ_UNLIMITED.
+ */
+u64 nxq_node_eff_max(struct nxq_node *node)
+{
+	lockdep_assert_held(&node->dev->lock);
+	if (node->max_set)
+		return node->max;
+	if (node->parent && !node->parent->parent)
+		return node->dev->default_max;
+	return NXQ_UNLIMITED;
 }
 
 /**
@@ -446,8 +560,11 @@ static void __nxq_node_budget(struct nxq_node *node, struct nxq_budget *b)
 	b->capacity = dev->capacity;
 	b->used = dev->used;
 	room = dev->capacity > dev->used ? dev->capacity - dev->used : 0;
-	for (n = node; n; n = n->parent)
-		room = min(room, n->max > n->usage ? n->max - n->usage : 0);
+	for (n = node; n; n = n->parent) {
+		u64 m = nxq_node_eff_max(n);
+
+		room = min(room, m > n->usage ? m - n->usage : 0);
+	}
 	b->headroom = room;
 }
 
@@ -495,10 +612,45 @@ void nxq_device_set_capacity(struct nxq_device *dev, u64 capacity)
 }
 
 /**
+ * nxq_device_set_default_max() - change the max of unbudgeted top-level
+ * nodes
+ * @dev: the device
+ * @max: bytes, or NXQ_UNLIMITED
+ *
+ * Context: takes the device lock.
+ */
+void nxq_device_set_default_max(struct nxq_device *dev, u64 max)
+{
+	spin_lock(&dev->lock);
+	dev->default_max = max;
+	nxq_dispatch(dev);
+	spin_unlock(&dev->lock);
+}
+
+/**
+ * nxq_device_set_ticket_timeout() - change the floor of ticket deadlines
+ * @dev: the device
+ * @ms: 1..3600000
+ *
+ * Context: takes the device lock.
+ * Return: 0, or -EINVAL out of range.
+ */
+int nxq_device_set_ticket_timeout(struct nxq_device *dev, u32 ms)
+{
+	if (!ms || ms > 3600 * 1000)
+		return -EINVAL;
+	spin_lock(&dev->lock);
+	dev->ticket_timeout_ms = ms;
+	spin_unlock(&dev->lock);
+	return 0;
+}
+
+/**
  * nxq_device_remove() - unregister a device and every budget on it
- * @l: the ledger, whose lock the caller must NOT hold
+ * @l: the ledger, whose locks the caller must NOT hold
  * @key: the device's key
  *
+ * Context: process context; sleeps.
  * Return: 0, -ENOENT if no device has @key, or -EBUSY while holders (even
  * detached ones not yet freed) exist on it.
  */
@@ -508,14 +660,17 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 	struct nxq_node *node;
 	unsigned long id;
 
+	mutex_lock(&l->reg_lock);
 	mutex_lock(&l->lock);
 	dev = __nxq_device_find(l, key);
 	if (!dev) {
 		mutex_unlock(&l->lock);
+		mutex_unlock(&l->reg_lock);
 		return -ENOENT;
 	}
 	if (dev->nr_holders) {
 		mutex_unlock(&l->lock);
+		mutex_unlock(&l->reg_lock);
 		return -EBUSY;
 	}
 	dev->dead = true;
@@ -542,9 +697,14 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 	}
 	mutex_unlock(&l->lock);
 
-	/* Shell handlers may wait for the ledger lock: delete unlocked. */
+	/*
+	 * Shell handlers may wait for the ledger lock: delete without it,
+	 * but under reg_lock, so the key cannot be registered again until
+	 * its directory is gone.
+	 */
 	if (l->ops && l->ops->device_removed)
 		l->ops->device_removed(dev);
+	mutex_unlock(&l->reg_lock);
 	xa_destroy(&dev->nodes);
 	WARN_ON_ONCE(dev->used);
 	kfree(dev);
@@ -560,34 +720,120 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
  * @owner: a reference on the owning process, for holder_kill; the
  *	holder's now, dropped by the caller's free_priv
  * @tgid: the owning process's id in the initial pid namespace, for reports
+ * @err: set on failure
  *
- * The ledger lock is held.
+ * Checks the node's priority_max and, on every node of the path, its
+ * holders_max against the holders of its subtree.  The holder's memory is
+ * charged to the caller's memory cgroup.
  *
- * Return: the holder with one reference, or NULL if out of memory (the
- * node reference then stays the caller's).
+ * Context: the ledger lock is held; takes the device lock.
+ * Return: the holder with one reference, or NULL with *@err -EPERM
+ * (priority above priority_max), -EMFILE (a holders_max reached) or
+ * -ENOMEM; the node reference then stays the caller's.
  */
 struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
-				     void *priv, struct pid *owner, u32 tgid)
+				     void *priv, struct pid *owner, u32 tgid,
+				     int *err)
 {
+	struct nxq_device *dev = node->dev;
 	struct nxq_holder *h;
+	struct nxq_node *n;
 
-	lockdep_assert_held(&node->dev->ledger->lock);
-	h = kzalloc(sizeof(*h), GFP_KERNEL);
-	if (!h)
+	lockdep_assert_held(&dev->ledger->lock);
+	h = kzalloc(sizeof(*h), GFP_KERNEL_ACCOUNT);
+	if (!h) {
+		*err = -ENOMEM;
 		return NULL;
+	}
+	spin_lock(&dev->lock);
+	*err = 0;
+	if (priority > nxq_node_limit(node, NXQ_LIM_PRIORITY))
+		*err = -EPERM;
+	for (n = node; n && !*err; n = n->parent)
+		if (n->subtree_holders >= nxq_node_limit(n, NXQ_LIM_HOLDERS))
+			*err = -EMFILE;
+	if (*err) {
+		spin_unlock(&dev->lock);
+		kfree(h);
+		return NULL;
+	}
 	kref_init(&h->ref);
+	INIT_LIST_HEAD(&h->residue);
 	h->node = node;
 	h->priority = priority;
 	h->priv = priv;
 	h->owner = owner;
 	h->tgid = tgid;
 	node->nr_holders++;
-	node->dev->nr_holders++;
-	spin_lock(&node->dev->lock);
-	list_add_tail(&h->link, &node->dev->holders);
-	nxq_event(node->dev, NXQ_EV_HOLDER_ADDED, NULL, h, 0, priority, 0);
-	spin_unlock(&node->dev->lock);
+	for (n = node; n; n = n->parent)
+		n->subtree_holders++;
+	dev->nr_holders++;
+	list_add_tail(&h->link, &dev->holders);
+	nxq_event(dev, NXQ_EV_HOLDER_ADDED, NULL, h, 0, priority, 0);
+	spin_unlock(&dev->lock);
 	return h;
+}
+
+/**
+ * nxq_holder_rehome() - charge a holder's next charges to another node
+ * @h: the holder, attached
+ * @node: the node of the cgroup its process moved to; the caller's
+ *	reference is transferred to the holder on success
+ *
+ * What the holder charged so far stays on its old node (as a struct
+ * nxq_residue, released first by later uncharges), as memcg v2 leaves a
+ * moved task's pages charged where they were.  Subtree holder counts
+ * move; limits are not checked again.
+ *
+ * Context: the ledger lock is held; takes the device lock.
+ * Return: 0, -ENOENT if detached or already on @node (the reference then
+ * stays the caller's), or -ENOMEM.
+ */
+int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node)
+{
+	struct nxq_device *dev = node->dev;
+	struct nxq_residue *r, *cur;
+	struct nxq_node *old, *n, *drop = NULL;
+
+	lockdep_assert_held(&dev->ledger->lock);
+	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
+	if (!r)
+		return -ENOMEM;
+	spin_lock(&dev->lock);
+	old = h->node;
+	if (h->detached || old == node) {
+		spin_unlock(&dev->lock);
+		kfree(r);
+		return -ENOENT;
+	}
+	/* One residue per earlier node (it keeps the holder's reference). */
+	list_for_each_entry(cur, &h->residue, link) {
+		if (cur->node == old) {
+			drop = old;	/* cur holds one already */
+			break;
+		}
+	}
+	if (drop) {
+		cur->bytes += h->charge - h->residue_bytes;
+	} else {
+		r->node = old;
+		r->bytes = h->charge - h->residue_bytes;
+		list_add_tail(&r->link, &h->residue);
+		r = NULL;
+	}
+	h->residue_bytes = h->charge;
+	old->nr_holders--;
+	for (n = old; n; n = n->parent)
+		n->subtree_holders--;
+	node->nr_holders++;
+	for (n = node; n; n = n->parent)
+		n->subtree_holders++;
+	h->node = node;
+	spin_unlock(&dev->lock);
+	kfree(r);
+	if (drop)
+		nxq_node_put(drop);
+	return 0;
 }
 
 /**
@@ -598,22 +844,34 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
  *
  * The last reference detaches the holder if needed and frees it; it takes
  * the ledger lock, so the caller must not hold it.
+ *
+ * Context: process context; may sleep.
  */
 void nxq_holder_put(struct nxq_holder *h,
 		    void (*free_priv)(struct nxq_holder *h))
 {
-	struct nxq_node *node = h->node;
-	struct nxq_ledger *l = node->dev->ledger;
+	struct nxq_ledger *l = h->node->dev->ledger;
+	struct nxq_residue *r, *tmp;
+	struct nxq_node *node, *n;
 
 	if (!refcount_dec_and_mutex_lock(&h->ref.refcount, &l->lock))
 		return;
 	nxq_holder_detach(h);
+	node = h->node;
+	spin_lock(&node->dev->lock);
 	node->nr_holders--;
+	for (n = node; n; n = n->parent)
+		n->subtree_holders--;
+	spin_unlock(&node->dev->lock);
 	node->dev->nr_holders--;
+	list_for_each_entry_safe(r, tmp, &h->residue, link) {
+		list_del(&r->link);
+		nxq_node_put(r->node);
+		kfree(r);
+	}
 	nxq_node_put(node);
 	mutex_unlock(&l->lock);
 	if (free_priv)
 		free_priv(h);
 	kfree(h);
 }
-

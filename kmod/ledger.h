@@ -20,6 +20,8 @@
  *    holds a reference on its node, which keeps its device alive.
  *
  * Locking (outer to inner):
+ *  - nxq_ledger.reg_lock (mutex): device registration and removal, whole;
+ *    a key is free again only once its removal, sysfs included, is done.
  *  - nxq_ledger.lock (mutex): the device list, node creation and removal,
  *    node reference counts, device removal.  Sleeps; never taken on the
  *    charge path.
@@ -31,6 +33,7 @@
 #define _NXQ_LEDGER_H
 
 #include <linux/types.h>
+#include <linux/atomic.h>
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/spinlock.h>
@@ -67,10 +70,12 @@ enum nxq_event_type {
  * @bytes: see enum nxq_event_type
  * @value: see enum nxq_event_type
  * @reason: a ticket's NXQ_TICKET_REASON_*, or a denial's positive errno
+ * @dropped: the device's counter of events no listener got
  */
 struct nxq_event {
 	enum nxq_event_type type;
 	const char *device;
+	atomic64_t *dropped;
 	u64 cgroup_id;
 	u32 tgid;
 	u64 bytes;
@@ -92,6 +97,43 @@ struct nxq_event {
 
 /* The most holders one shortfall opens tickets on. */
 #define NXQ_MAX_VICTIMS		64
+
+/*
+ * Per-cgroup limits (struct nxq_limits): a node's own value, or
+ * NXQ_LIMIT_UNSET to inherit its nearest ancestor's; with none set, the
+ * module-wide defaults below.  holders_max and waiters_max bound a subtree
+ * (the root's only when set on the root itself); priority_max and
+ * wait_max_ms bind the holders of the node itself.
+ */
+#define NXQ_LIMIT_UNSET			U32_MAX
+#define NXQ_DEFAULT_HOLDERS_MAX		1024
+#define NXQ_DEFAULT_WAITERS_MAX		64
+#define NXQ_DEFAULT_PRIORITY_MAX	0
+#define NXQ_DEFAULT_WAIT_MAX_MS		30000
+
+enum nxq_limit {
+	NXQ_LIM_HOLDERS,
+	NXQ_LIM_WAITERS,
+	NXQ_LIM_PRIORITY,
+	NXQ_LIM_WAIT_MS,
+	NXQ_NR_LIMITS,
+};
+
+/**
+ * struct nxq_budget_req - what one budget-setting call changes
+ * @set_max: change @max; @max: bytes or NXQ_UNLIMITED ("max")
+ * @set_min: change @min; @min: bytes
+ * @set_kill: change @kill_on_ignore
+ * @kill_on_ignore: the escalation policy
+ * @set_lim: bit i set: change @lim[i] (enum nxq_limit)
+ * @lim: the limits' new values (NXQ_LIMIT_UNSET to inherit)
+ */
+struct nxq_budget_req {
+	bool set_max, set_min, set_kill, kill_on_ignore;
+	u64 max, min;
+	unsigned int set_lim;
+	u32 lim[NXQ_NR_LIMITS];
+};
 
 /**
  * struct nxq_ledger_ops - hooks for the shells; every member optional
@@ -124,6 +166,7 @@ struct nxq_ledger_ops {
 };
 
 struct nxq_ledger {
+	struct mutex reg_lock;		/* see the top of this file */
 	struct mutex lock;		/* see the top of this file */
 	struct list_head devices;	/* lock */
 	bool closing;			/* lock: no more devices */
@@ -138,9 +181,12 @@ struct nxq_device {
 	unsigned int nr_holders;	/* ledger->lock: holders not yet freed */
 	char key[NXQ_DEVICE_KEY_MAX];
 	void *priv;			/* the sysfs shell's */
+	dev_t devt;			/* node proving access, 0: none; const */
+	atomic64_t events_dropped;	/* events no listener got */
 
 	spinlock_t lock;		/* the counters, see above */
 	u64 capacity;			/* lock */
+	u64 default_max;		/* lock: max of unbudgeted top-level nodes */
 	u64 used;			/* lock */
 	u64 denials;			/* lock */
 	u64 capacity_hits;		/* lock */
@@ -166,10 +212,14 @@ struct nxq_node {
 	void *key;
 	unsigned int refs;		/* dev->ledger->lock */
 	unsigned int nr_holders;	/* dev->ledger->lock */
+	unsigned int subtree_holders;	/* dev->ledger->lock: here and below */
 	void *priv;			/* the sysfs shell's */
 
 	u64 usage;			/* dev->lock */
 	u64 max;			/* dev->lock */
+	bool max_set;			/* dev->lock: max is the node's own */
+	u32 lim[NXQ_NR_LIMITS];		/* dev->lock: own, or NXQ_LIMIT_UNSET */
+	unsigned int subtree_waiters;	/* dev->lock: waiting here and below */
 	u64 min;			/* dev->lock */
 	u64 children_min;		/* dev->lock: sum of children's min */
 	u64 max_hits;			/* dev->lock */
@@ -215,7 +265,48 @@ struct nxq_holder {
 	u64 reclaimable;		/* node->dev->lock */
 	struct nxq_ticket_state ticket;	/* node->dev->lock */
 	bool killed;			/* node->dev->lock */
+	u64 declined_ns;		/* node->dev->lock: last short answer or
+					 * ignored ticket; asks for waiters
+					 * queued before it pass it by
+					 */
 	u64 victim_pass;		/* node->dev->lock: victim scratch */
+	struct list_head residue;	/* node->dev->lock: struct nxq_residue,
+					 * charges left on earlier nodes
+					 */
+	u64 residue_bytes;		/* node->dev->lock: their sum; the
+					 * rest of charge is on node
+					 */
+};
+
+/**
+ * struct nxq_residue - a holder's charge left on a node it moved from
+ * @link: in nxq_holder.residue
+ * @node: the earlier node (a reference)
+ * @bytes: what stays charged there until released
+ */
+struct nxq_residue {
+	struct list_head link;
+	struct nxq_node *node;
+	u64 bytes;
+};
+
+/**
+ * struct nxq_waiter - a queued charge, on its charger's stack (charge.c)
+ *
+ * Fields are under the device lock, except that the charger reads
+ * @result without it while sleeping.
+ */
+struct nxq_waiter {
+	struct list_head link;		/* dev->waiters, in key order */
+	struct nxq_holder *h;
+	struct nxq_node *node;		/* h->node when queued */
+	u64 bytes;
+	u64 enqueued_ns;
+	s64 key;			/* enqueued_ns - priority x aging */
+	u64 deadline_ns;		/* of its wait; 0 for a no-wait */
+	int result;			/* 1 waiting, 0 granted, <0 cancelled */
+	int err;			/* why not granted: -EDQUOT, -ENOSPC */
+	struct nxq_node *hit;		/* with -EDQUOT: the node at max */
 };
 
 /**
@@ -239,10 +330,12 @@ void nxq_ledger_destroy(struct nxq_ledger *l);
 
 bool nxq_device_key_valid(const char *key);
 struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
-				  u64 capacity);
+				  u64 capacity, dev_t devt);
 struct nxq_device *nxq_device_find(struct nxq_ledger *l, const char *key);
 int nxq_device_remove(struct nxq_ledger *l, const char *key);
 void nxq_device_set_capacity(struct nxq_device *dev, u64 capacity);
+void nxq_device_set_default_max(struct nxq_device *dev, u64 max);
+int nxq_device_set_ticket_timeout(struct nxq_device *dev, u32 ms);
 
 struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
 			      u64 id, void *key);
@@ -258,9 +351,14 @@ void nxq_device_prune(struct nxq_device *dev);
 
 void nxq_node_set_kill_on_ignore(struct nxq_node *node, bool on);
 void nxq_node_clear_budget(struct nxq_node *node);
+void nxq_node_apply(struct nxq_node *node, const struct nxq_budget_req *r);
+u32 nxq_node_limit(struct nxq_node *node, enum nxq_limit which);
+u64 nxq_node_eff_max(struct nxq_node *node);
 
 struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
-				     void *priv, struct pid *owner, u32 tgid);
+				     void *priv, struct pid *owner, u32 tgid,
+				     int *err);
+int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node);
 void nxq_holder_detach(struct nxq_holder *h);
 void nxq_holder_put(struct nxq_holder *h,
 		    void (*free_priv)(struct nxq_holder *h));

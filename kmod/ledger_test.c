@@ -87,12 +87,17 @@ static struct tree *tree_new(struct kunit *test, u64 capacity)
 
 	KUNIT_ASSERT_NOT_NULL(test, t);
 	nxq_ledger_init(&t->l, &fake_ops);
-	t->dev = nxq_device_add(&t->l, "gpu0", capacity);
+	t->dev = nxq_device_add(&t->l, "gpu0", capacity, 0);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(t->dev));
 	t->root = tree_get(test, t, NULL, 1);
 	t->a = tree_get(test, t, t->root, 2);
 	t->b = tree_get(test, t, t->root, 3);
 	t->c = tree_get(test, t, t->a, 4);
+	/* As before default_max and priority_max: tests narrow them. */
+	nxq_device_set_default_max(t->dev, NXQ_UNLIMITED);
+	spin_lock(&t->dev->lock);
+	t->root->lim[NXQ_LIM_PRIORITY] = NXQ_PRIORITY_MAX;
+	spin_unlock(&t->dev->lock);
 	return t;
 }
 
@@ -101,11 +106,14 @@ static struct nxq_holder *holder_prio(struct kunit *test, struct tree *t,
 {
 	int *signals = kunit_kzalloc(test, sizeof(*signals), GFP_KERNEL);
 	struct nxq_holder *h;
+	int err;
 
 	KUNIT_ASSERT_NOT_NULL(test, signals);
 	mutex_lock(&t->l.lock);
 	n->refs++;	/* the holder's own node reference */
-	h = nxq_holder_create(n, prio, signals, NULL, 0);
+	h = nxq_holder_create(n, prio, signals, NULL, 0, &err);
+	if (!h)
+		n->refs--;
 	mutex_unlock(&t->l.lock);
 	KUNIT_ASSERT_NOT_NULL(test, h);
 	return h;
@@ -173,11 +181,11 @@ static void nxq_test_device_keys(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, nxq_device_key_valid(longkey));
 
 	nxq_ledger_init(&l, &fake_ops);
-	d = nxq_device_add(&l, "gpu0", GiB);
+	d = nxq_device_add(&l, "gpu0", GiB, 0);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(d));
-	KUNIT_EXPECT_PTR_EQ(test, nxq_device_add(&l, "gpu0", GiB),
+	KUNIT_EXPECT_PTR_EQ(test, nxq_device_add(&l, "gpu0", GiB, 0),
 			    ERR_PTR(-EEXIST));
-	KUNIT_EXPECT_PTR_EQ(test, nxq_device_add(&l, "bad key", GiB),
+	KUNIT_EXPECT_PTR_EQ(test, nxq_device_add(&l, "bad key", GiB, 0),
 			    ERR_PTR(-EINVAL));
 	mutex_lock(&l.lock);
 	KUNIT_EXPECT_PTR_EQ(test, nxq_device_find(&l, "gpu0"), d);
@@ -457,8 +465,11 @@ static void nxq_test_node_lifetime(struct kunit *test)
 	tree_put(t, d);
 	mutex_lock(&t->l.lock);
 	KUNIT_EXPECT_PTR_EQ(test, nxq_node_find(t->dev, 51), d);
+	/* "max" is a budget of its own now; clearing forgets it. */
 	nxq_node_set_max(d, NXQ_UNLIMITED);
 	nxq_node_prune(d);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_find(t->dev, 51), d);
+	nxq_node_clear_budget(d);
 	KUNIT_EXPECT_NULL(test, nxq_node_find(t->dev, 51));
 	mutex_unlock(&t->l.lock);
 	KUNIT_EXPECT_EQ(test, kd->puts, 2);
@@ -683,23 +694,29 @@ static void nxq_test_victims_device(struct kunit *test)
 	ticket(test, ha2, -EAGAIN);	/* a is within its guarantee */
 	KUNIT_EXPECT_EQ(test, t->dev->capacity_hits, 1ULL);
 
-	/* Reclaimable beats excess: c now offers some. */
+	/*
+	 * hb answers 0: declined, it is passed by for a floor
+	 * (ticket_timeout_ms) and the shortfall moves on.  c now offers 50
+	 * reclaimable (round 0), then the rest of its charge (round 2); hb
+	 * is not asked again.
+	 */
 	KUNIT_ASSERT_EQ(test, nxq_ticket_answer(hb, ticket(test, hb, 0).generation,
 						0, NULL), 0);
 	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hc, 50 * MiB), 0);
 	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 300 * MiB, 0, NULL), -ENOSPC);
-	KUNIT_EXPECT_EQ(test, ticket(test, hc, 0).bytes, 50 * MiB);
-	KUNIT_EXPECT_EQ(test, ticket(test, hb, 0).bytes, 150 * MiB);
+	KUNIT_EXPECT_EQ(test, ticket(test, hc, 0).bytes, 100 * MiB);
+	ticket(test, hb, -EAGAIN);
 
 	/*
-	 * Reported reclaimable bytes do not cap the asks: 200 short, hb
-	 * offers 10 (round 0), hc is asked its 100 (round 1), hb the other
-	 * 90 (round 2).
+	 * Once the floor passed, hb may be asked again.  Reported
+	 * reclaimable bytes do not cap the asks: 200 short, hb offers 10
+	 * (round 0), hc is asked its 100 (round 1), hb the other 90 (round
+	 * 2).
 	 */
 	ts = ticket(test, hc, 0);
 	KUNIT_ASSERT_EQ(test, nxq_ticket_answer(hc, ts.generation, 0, NULL), 0);
-	ts = ticket(test, hb, 0);
-	KUNIT_ASSERT_EQ(test, nxq_ticket_answer(hb, ts.generation, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_device_set_ticket_timeout(t->dev, 1), 0);
+	msleep(20);
 	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hc, 0), 0);
 	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hb, 10 * MiB), 0);
 	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 300 * MiB, 0, NULL), -ENOSPC);
@@ -859,6 +876,20 @@ static void nxq_test_escalation(struct kunit *test)
 	nxq_node_set_min(t->a, 600 * MiB);
 	nxq_node_set_kill_on_ignore(t->b, true);
 	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 900 * MiB, 0, NULL), 0);
+
+	/* The floor (1 s) has not passed at the waiter's 50 ms: no kill. */
+	waiter_start(test, t, &w, ha, 500 * MiB, 50);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, fake_nr_killed, 0);
+	KUNIT_EXPECT_EQ(test, ticket(test, hb, 0).level,
+			(u32)NXQ_TICKET_LEVEL_RECALL);
+	KUNIT_EXPECT_GE(test, ticket(test, hb, 0).deadline_ns,
+			ticket(test, hb, 0).opened_ns + NSEC_PER_SEC);
+	nxq_ticket_answer(hb, ticket(test, hb, 0).generation, 0, NULL);
+	hb->declined_ns = 0;	/* forget it declined */
+
+	/* A floor below the waiter's timeout: the ignored RECALL kills. */
+	KUNIT_ASSERT_EQ(test, nxq_device_set_ticket_timeout(t->dev, 20), 0);
 	waiter_start(test, t, &w, ha, 500 * MiB, 50);
 	for (i = 0; i < 500 && !fake_nr_killed; i++)
 		usleep_range(1000, 2000);
@@ -901,6 +932,275 @@ static void nxq_test_budget_lowered(struct kunit *test)
 	tree_free(t);
 }
 
+/* A charge that can never fit is refused at once and asks nobody. */
+static void nxq_test_never_fits(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *hw = holder_new(test, t, t->c);
+	struct nxq_holder *hx = holder_new(test, t, t->b);
+	struct waiter_thread w;
+
+	nxq_node_set_max(t->c, 20 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 20 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hx, 1000 * MiB, 0, NULL), 0);
+	/* A queue exists: hw waits for 10M under c's max. */
+	waiter_start(test, t, &w, hw, 10 * MiB, 5000);
+	KUNIT_EXPECT_EQ(test, ticket(test, hv, 0).bytes, 10 * MiB);
+	/* Above c's max: EDQUOT at once, no raise of hv, no ask of hx. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hw, GiB, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hw, GiB, NSEC_PER_SEC, NULL),
+			-EDQUOT);
+	KUNIT_EXPECT_EQ(test, ticket(test, hv, 0).bytes, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, ticket(test, hv, 0).level,
+			(u32)NXQ_TICKET_LEVEL_ASK);
+	ticket(test, hx, -EAGAIN);
+	/* Above the capacity; overflowing: their own errno. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hx, 2 * GiB, 0, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hx, U64_MAX, 0, NULL), -EOVERFLOW);
+	ticket(test, hv, 0);
+	KUNIT_EXPECT_EQ(test, t->dev->tickets, 1ULL);
+	nxq_uncharge(hv, 10 * MiB, NULL);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+
+	holder_free(hv);
+	holder_free(hw);
+	holder_free(hx);
+	tree_free(t);
+}
+
+/* Short and zero answers move the shortfall on to the next victim. */
+static void nxq_test_shortfall_moves_on(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_holder *h1 = holder_new(test, t, t->b);
+	struct nxq_holder *h2 = holder_new(test, t, t->b);
+	struct nxq_holder *ha = holder_new(test, t, t->a);
+	struct nxq_ticket_state ts;
+	struct waiter_thread w;
+
+	nxq_node_set_min(t->a, 50 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h1, 60 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h2, 40 * MiB, 0, NULL), 0);
+	/* a waits for 30M of its guarantee: h1, the larger, is asked. */
+	waiter_start(test, t, &w, ha, 30 * MiB, 5000);
+	ts = ticket(test, h1, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 30 * MiB);
+	ticket(test, h2, -EAGAIN);
+	/* h1 releases 10 of 30: the other 20 go to h2 at once. */
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(h1, ts.generation, 10 * MiB,
+						NULL), 0);
+	ts = ticket(test, h2, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 20 * MiB);
+	ticket(test, h1, -EAGAIN);	/* not asked again */
+	/* h2 answers 0: nobody else; then h2 gives all. */
+	KUNIT_EXPECT_FALSE(test, completion_done(&w.done));
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(h2, ts.generation, 20 * MiB,
+						NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 30 * MiB);
+
+	holder_free(h1);
+	holder_free(h2);
+	holder_free(ha);
+	tree_free(t);
+}
+
+/* A loop of refused charges: one ask, then the decliner is passed by. */
+static void nxq_test_coalesce(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_holder *hv = holder_new(test, t, t->b);
+	struct nxq_holder *hw = holder_new(test, t, t->a);
+	struct nxq_ticket_state ts;
+	int i;
+
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 100 * MiB, 0, NULL), 0);
+	for (i = 0; i < 100; i++)
+		KUNIT_EXPECT_EQ(test, nxq_charge(hw, 10 * MiB, 0, NULL),
+				-ENOSPC);
+	/* 100 refusals, one open ticket for the one shortfall. */
+	KUNIT_EXPECT_EQ(test, t->dev->tickets, 1ULL);
+	KUNIT_EXPECT_EQ(test, signals(hv), 1);
+	ts = ticket(test, hv, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(hv, ts.generation, 0, NULL), 0);
+	for (i = 0; i < 100; i++)
+		KUNIT_EXPECT_EQ(test, nxq_charge(hw, 10 * MiB, 0, NULL),
+				-ENOSPC);
+	/* It declined: not woken again within the floor. */
+	KUNIT_EXPECT_EQ(test, t->dev->tickets, 1ULL);
+	KUNIT_EXPECT_EQ(test, signals(hv), 1);
+	ticket(test, hv, -EAGAIN);
+
+	holder_free(hv);
+	holder_free(hw);
+	tree_free(t);
+}
+
+/* Per-cgroup limits: priority_max, holders_max, waiters_max, waits. */
+static void nxq_test_limits(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_holder *h[3], *hv, *hp;
+	struct waiter_thread w;
+	int err, i;
+
+	/* Defaults: a's priority_max is root's here (raised by tree_new). */
+	spin_lock(&t->dev->lock);
+	t->root->lim[NXQ_LIM_PRIORITY] = NXQ_LIMIT_UNSET;
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_PRIORITY), 0U);
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_HOLDERS),
+			(u32)NXQ_DEFAULT_HOLDERS_MAX);
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->root, NXQ_LIM_HOLDERS),
+			U32_MAX);
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_WAIT_MS),
+			(u32)NXQ_DEFAULT_WAIT_MAX_MS);
+	/* Inherited from the nearest ancestor that sets one. */
+	t->a->lim[NXQ_LIM_HOLDERS] = 2;
+	t->a->lim[NXQ_LIM_WAITERS] = 1;
+	t->a->lim[NXQ_LIM_WAIT_MS] = 30;
+	spin_unlock(&t->dev->lock);
+
+	mutex_lock(&t->l.lock);
+	t->c->refs++;
+	hp = nxq_holder_create(t->c, 1, &err, NULL, 0, &err);
+	KUNIT_EXPECT_NULL(test, hp);
+	KUNIT_EXPECT_EQ(test, err, -EPERM);
+	t->c->refs--;
+	mutex_unlock(&t->l.lock);
+
+	h[0] = holder_new(test, t, t->c);
+	h[1] = holder_new(test, t, t->a);
+	mutex_lock(&t->l.lock);
+	t->c->refs++;
+	hp = nxq_holder_create(t->c, 0, &err, NULL, 0, &err);
+	KUNIT_EXPECT_NULL(test, hp);
+	KUNIT_EXPECT_EQ(test, err, -EMFILE);
+	t->c->refs--;
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_holders, 2U);
+	h[2] = holder_new(test, t, t->b);	/* b's subtree is not a's */
+
+	/* One waiter in a's subtree; the second gets EAGAIN at once. */
+	hv = h[2];
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 100 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w, h[0], 10 * MiB, 5000);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h[1], MiB, NSEC_PER_SEC, NULL),
+			-EAGAIN);
+	/* The wait is clamped to a's wait_max_ms (30 ms, not 5 s). */
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_waiters, 0U);
+
+	for (i = 0; i < 3; i++)
+		holder_free(h[i]);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_holders, 0U);
+	tree_free(t);
+}
+
+/* default_max binds unbudgeted top-level nodes; no eventfd, no borrow. */
+static void nxq_test_default_max(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_holder *hn;
+	int err;
+
+	nxq_device_set_default_max(t->dev, 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->a->max_hits, 1ULL);
+	nxq_device_set_default_max(t->dev, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 10 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	/* a's own max covers its subtree: c, without one, is not bound. */
+	nxq_node_set_max(t->a, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 40 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hc, 50 * MiB, NULL), 0);
+
+	/* A holder that cannot be asked cannot go above its emin (0). */
+	mutex_lock(&t->l.lock);
+	t->b->refs++;
+	hn = nxq_holder_create(t->b, 0, NULL, NULL, 0, &err);
+	mutex_unlock(&t->l.lock);
+	KUNIT_ASSERT_NOT_NULL(test, hn);
+	nxq_device_set_default_max(t->dev, NXQ_UNLIMITED);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hn, 1, 0, NULL), -EDQUOT);
+	nxq_node_set_min(t->b, 5 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hn, 5 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hn, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->dev->tickets, 0ULL);
+
+	holder_free(hn);
+	holder_free(hc);
+	tree_free(t);
+}
+
+/* The queue is kept in key order: one pass serves it. */
+static void nxq_test_queue_order(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *h0 = holder_prio(test, t, t->c, 0);
+	struct nxq_holder *h1 = holder_prio(test, t, t->c, 100);
+	struct nxq_holder *h9 = holder_prio(test, t, t->c, 900);
+	struct waiter_thread w0, w1, w9;
+	u64 pass;
+
+	nxq_node_set_max(t->c, 100 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 100 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w0, h0, MiB, 5000);
+	waiter_start(test, t, &w1, h1, MiB, 5000);
+	waiter_start(test, t, &w9, h9, MiB, 5000);
+	/* Order: 900 first, then 100 (a second of head start), then 0. */
+	spin_lock(&t->dev->lock);
+	KUNIT_EXPECT_PTR_EQ(test, list_first_entry(&t->dev->waiters,
+				struct nxq_waiter, link)->h, h9);
+	KUNIT_EXPECT_PTR_EQ(test, list_last_entry(&t->dev->waiters,
+				struct nxq_waiter, link)->h, h0);
+	pass = t->dev->dispatch_pass;
+	spin_unlock(&t->dev->lock);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w9), 0);
+	/* One uncharge, one dispatch pass. */
+	KUNIT_EXPECT_EQ(test, t->dev->dispatch_pass, pass + 1);
+	KUNIT_EXPECT_FALSE(test, completion_done(&w1.done));
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w1), 0);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w0), 0);
+
+	holder_free(hv);
+	holder_free(h0);
+	holder_free(h1);
+	holder_free(h9);
+	tree_free(t);
+}
+
+/* Moved to another node: new charges there, old ones stay until freed. */
+static void nxq_test_rehome(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+
+	KUNIT_ASSERT_EQ(test, nxq_charge(h, 10 * MiB, 0, NULL), 0);
+	mutex_lock(&t->l.lock);
+	t->b->refs++;
+	KUNIT_EXPECT_EQ(test, nxq_holder_rehome(h, t->b), 0);
+	mutex_unlock(&t->l.lock);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h, 5 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 10 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 5 * MiB);
+	KUNIT_EXPECT_EQ(test, h->charge, 15 * MiB);
+	/* The old node's charge goes first. */
+	KUNIT_ASSERT_EQ(test, nxq_uncharge(h, 12 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 3 * MiB);
+	holder_free(h);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_device_keys),
 	KUNIT_CASE(nxq_test_max),
@@ -918,6 +1218,13 @@ static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_fair_queue),
 	KUNIT_CASE(nxq_test_escalation),
 	KUNIT_CASE(nxq_test_budget_lowered),
+	KUNIT_CASE(nxq_test_never_fits),
+	KUNIT_CASE(nxq_test_shortfall_moves_on),
+	KUNIT_CASE(nxq_test_coalesce),
+	KUNIT_CASE(nxq_test_limits),
+	KUNIT_CASE(nxq_test_default_max),
+	KUNIT_CASE(nxq_test_queue_order),
+	KUNIT_CASE(nxq_test_rehome),
 	{}
 };
 

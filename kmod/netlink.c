@@ -30,16 +30,22 @@
  * dump's sequence, so a dump that spans such a change is flagged
  * NLM_F_DUMP_INTR and the reader starts again.
  *
- * Permissions: administration needs CAP_NET_ADMIN in the initial user
- * namespace (GENL_ADMIN_PERM), as does joining the events group.  Without
- * it a dump shows every device but only the budget nodes and holders of
- * the caller's own cgroup subtree, with pids and paths as the caller's
- * namespaces see them.
+ * Permissions: administration needs CAP_SYS_ADMIN in the initial user
+ * namespace (nxq_nl_admin(), the same rule as sysfs), as does joining the
+ * events group.  Without it a dump shows every device but only the budget
+ * nodes and holders of the caller's own cgroup subtree, with pids and
+ * paths as the caller's namespaces see them.  Budget paths given to
+ * budget-set and budget-clear resolve relative to the caller's cgroup
+ * namespace root, as in sysfs.
+ *
+ * Events that cannot be allocated, or that a listener's full socket
+ * refuses, are counted in the device's events_dropped.
  */
 #include <linux/atomic.h>
 #include <linux/capability.h>
 #include <linux/cgroup.h>
 #include <linux/err.h>
+#include <linux/kdev_t.h>
 #include <linux/ktime.h>
 #include <linux/limits.h>
 #include <linux/netlink.h>
@@ -71,6 +77,15 @@ enum nxq_nl_mcgrp {
 static void nxq_nl_changed(void)
 {
 	atomic_inc(&nxq_nl_gen);
+}
+
+/* The administration rule, the same as sysfs's. */
+static int nxq_nl_admin(struct sk_buff *skb, struct genl_info *info)
+{
+	if (netlink_capable(skb, CAP_SYS_ADMIN))
+		return 0;
+	GENL_SET_ERR_MSG(info, "needs CAP_SYS_ADMIN");
+	return -EPERM;
 }
 
 /* ---- dump scope ---- */
@@ -152,7 +167,7 @@ static int nxq_nl_dump_start(struct netlink_callback *cb,
 			return err;
 		}
 	}
-	if (!netlink_capable(cb->skb, CAP_NET_ADMIN))
+	if (!netlink_capable(cb->skb, CAP_SYS_ADMIN))
 		s->cgrp = nxq_current_cgroup();
 	s->pid_ns = get_pid_ns(task_active_pid_ns(current));
 	s->cgroup_ns = current->nsproxy->cgroup_ns;
@@ -194,7 +209,7 @@ static void *nxq_nl_dump_hdr(struct sk_buff *skb, struct netlink_callback *cb,
 
 struct nxq_nl_dev_counters {
 	u64 capacity, used, denials, capacity_hits, tickets, bytes_asked;
-	u64 bytes_released, kills, waits, timeouts;
+	u64 bytes_released, kills, waits, timeouts, default_max, dropped;
 	u32 ticket_timeout_ms, holders;
 };
 
@@ -202,6 +217,7 @@ static int nxq_nl_put_device(struct sk_buff *skb, struct netlink_callback *cb,
 			     struct nxq_device *dev)
 {
 	struct nxq_nl_dev_counters c;
+	char devt[32];
 	void *hdr;
 
 	lockdep_assert_held(&nxq_ledger.lock);
@@ -217,8 +233,12 @@ static int nxq_nl_put_device(struct sk_buff *skb, struct netlink_callback *cb,
 	c.waits = dev->waits;
 	c.timeouts = dev->timeouts;
 	c.ticket_timeout_ms = dev->ticket_timeout_ms;
+	c.default_max = dev->default_max;
 	spin_unlock(&dev->lock);
 	c.holders = dev->nr_holders;
+	c.dropped = atomic64_read(&dev->events_dropped);
+	snprintf(devt, sizeof(devt), "%u:%u", MAJOR(dev->devt),
+		 MINOR(dev->devt));
 
 	hdr = nxq_nl_dump_hdr(skb, cb, NXQUOTA_CMD_DEVICE_GET);
 	if (!hdr)
@@ -246,7 +266,13 @@ static int nxq_nl_put_device(struct sk_buff *skb, struct netlink_callback *cb,
 	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_TIMEOUTS, c.timeouts,
 			      NXQUOTA_A_DEVICE_PAD) ||
 	    nla_put_u32(skb, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS,
-			c.ticket_timeout_ms)) {
+			c.ticket_timeout_ms) ||
+	    (dev->devt &&
+	     nla_put_string(skb, NXQUOTA_A_DEVICE_DEVT, devt)) ||
+	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_DEFAULT_MAX,
+			      c.default_max, NXQUOTA_A_DEVICE_PAD) ||
+	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_EVENTS_DROPPED,
+			      c.dropped, NXQUOTA_A_DEVICE_PAD)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -281,8 +307,14 @@ static int nxq_nl_device_dumpit(struct sk_buff *skb,
 static int nxq_nl_device_add_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr *key = info->attrs[NXQUOTA_A_DEVICE_KEY];
+	struct nlattr *devt_attr = info->attrs[NXQUOTA_A_DEVICE_DEVT];
 	struct nxq_device *dev;
+	dev_t devt = 0;
+	int err;
 
+	err = nxq_nl_admin(skb, info);
+	if (err)
+		return err;
 	if (GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_KEY) ||
 	    GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_CAPACITY))
 		return -EINVAL;
@@ -291,8 +323,14 @@ static int nxq_nl_device_add_doit(struct sk_buff *skb, struct genl_info *info)
 				    "a key is 1-63 characters of [A-Za-z0-9._:-]");
 		return -EINVAL;
 	}
+	if (devt_attr && nxq_parse_devt(nla_data(devt_attr), &devt)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, devt_attr,
+				    "a dev_t is MAJOR:MINOR, not 0:0");
+		return -EINVAL;
+	}
 	dev = nxq_device_add(&nxq_ledger, nla_data(key),
-			     nla_get_u64(info->attrs[NXQUOTA_A_DEVICE_CAPACITY]));
+			     nla_get_u64(info->attrs[NXQUOTA_A_DEVICE_CAPACITY]),
+			     devt);
 	if (IS_ERR(dev)) {
 		if (PTR_ERR(dev) == -EEXIST)
 			NL_SET_ERR_MSG_ATTR(info->extack, key,
@@ -308,6 +346,9 @@ static int nxq_nl_device_del_doit(struct sk_buff *skb, struct genl_info *info)
 	struct nlattr *key = info->attrs[NXQUOTA_A_DEVICE_KEY];
 	int err;
 
+	err = nxq_nl_admin(skb, info);
+	if (err)
+		return err;
 	if (GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_KEY))
 		return -EINVAL;
 	err = nxq_device_remove(&nxq_ledger, nla_data(key));
@@ -326,19 +367,45 @@ static int nxq_nl_device_del_doit(struct sk_buff *skb, struct genl_info *info)
 static int nxq_nl_device_set_doit(struct sk_buff *skb, struct genl_info *info)
 {
 	struct nlattr *key = info->attrs[NXQUOTA_A_DEVICE_KEY];
+	struct nlattr **a = info->attrs;
 	struct nxq_device *dev;
-	int err = 0;
+	int err;
 
-	if (GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_KEY) ||
-	    GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_CAPACITY))
+	err = nxq_nl_admin(skb, info);
+	if (err)
+		return err;
+	if (GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_KEY))
 		return -EINVAL;
+	if (!a[NXQUOTA_A_DEVICE_CAPACITY] && !a[NXQUOTA_A_DEVICE_DEFAULT_MAX] &&
+	    !a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]) {
+		GENL_SET_ERR_MSG(info, "nothing to set: give capacity, default-max or ticket-timeout-ms");
+		return -EINVAL;
+	}
+	if (a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]) {
+		u32 ms = nla_get_u32(a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]);
+
+		if (!ms || ms > 3600 * 1000) {
+			NL_SET_ERR_MSG_ATTR(info->extack,
+					    a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS],
+					    "1 to 3600000 ms");
+			return -EINVAL;
+		}
+	}
 	mutex_lock(&nxq_ledger.lock);
 	dev = nxq_device_find(&nxq_ledger, nla_data(key));
-	if (dev)
-		nxq_device_set_capacity(dev,
-			nla_get_u64(info->attrs[NXQUOTA_A_DEVICE_CAPACITY]));
-	else
+	if (dev) {
+		if (a[NXQUOTA_A_DEVICE_CAPACITY])
+			nxq_device_set_capacity(dev,
+				nla_get_u64(a[NXQUOTA_A_DEVICE_CAPACITY]));
+		if (a[NXQUOTA_A_DEVICE_DEFAULT_MAX])
+			nxq_device_set_default_max(dev,
+				nla_get_u64(a[NXQUOTA_A_DEVICE_DEFAULT_MAX]));
+		if (a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS])
+			nxq_device_set_ticket_timeout(dev,
+				nla_get_u32(a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]));
+	} else {
 		err = -ENODEV;
+	}
 	mutex_unlock(&nxq_ledger.lock);
 	if (err)
 		NL_SET_ERR_MSG_ATTR(info->extack, key, "no such device");
@@ -352,6 +419,7 @@ static int nxq_nl_device_set_doit(struct sk_buff *skb, struct genl_info *info)
 struct nxq_nl_node_counters {
 	u64 tickets, bytes_asked, bytes_released, kills;
 	bool kill_on_ignore;
+	u32 lim[NXQ_NR_LIMITS];
 };
 
 static int nxq_nl_put_budget(struct sk_buff *skb, struct netlink_callback *cb,
@@ -359,7 +427,7 @@ static int nxq_nl_put_budget(struct sk_buff *skb, struct netlink_callback *cb,
 {
 	struct nxq_nl_node_counters c;
 	struct nxq_budget b;
-	int path_len;
+	int path_len, i;
 	void *hdr;
 
 	lockdep_assert_held(&nxq_ledger.lock);
@@ -370,6 +438,8 @@ static int nxq_nl_put_budget(struct sk_buff *skb, struct netlink_callback *cb,
 	c.bytes_released = node->bytes_released;
 	c.kills = node->kills;
 	c.kill_on_ignore = node->kill_on_ignore;
+	for (i = 0; i < NXQ_NR_LIMITS; i++)
+		c.lim[i] = nxq_node_limit(node, i);
 	spin_unlock(&node->dev->lock);
 	path_len = cgroup_path_ns(node->key, s->path, PATH_MAX, s->cgroup_ns);
 
@@ -410,7 +480,15 @@ static int nxq_nl_put_budget(struct sk_buff *skb, struct netlink_callback *cb,
 	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_KILLS, c.kills,
 			      NXQUOTA_A_BUDGET_PAD) ||
 	    nla_put_u8(skb, NXQUOTA_A_BUDGET_KILL_ON_IGNORE,
-		       c.kill_on_ignore)) {
+		       c.kill_on_ignore) ||
+	    nla_put_u32(skb, NXQUOTA_A_BUDGET_HOLDERS_MAX,
+			c.lim[NXQ_LIM_HOLDERS]) ||
+	    nla_put_u32(skb, NXQUOTA_A_BUDGET_WAITERS_MAX,
+			c.lim[NXQ_LIM_WAITERS]) ||
+	    nla_put_u32(skb, NXQUOTA_A_BUDGET_PRIORITY_MAX,
+			c.lim[NXQ_LIM_PRIORITY]) ||
+	    nla_put_u32(skb, NXQUOTA_A_BUDGET_WAIT_MAX_MS,
+			c.lim[NXQ_LIM_WAIT_MS])) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
@@ -464,21 +542,24 @@ static int nxq_nl_budget_dumpit(struct sk_buff *skb,
 	return nxq_nl_dump_ret(skb, err);
 }
 
-/*
- * Resolve the request's device and cgroup, then run @fn on them with the
- * ledger lock held.  @fn gets the cgroup with a reference the caller keeps.
- */
-static int nxq_nl_with_budget(struct genl_info *info,
-			      int (*fn)(struct genl_info *info,
-					struct nxq_device *dev,
-					struct cgroup *cgrp))
+static const unsigned int nxq_nl_limit_attr[NXQ_NR_LIMITS] = {
+	[NXQ_LIM_HOLDERS]	= NXQUOTA_A_BUDGET_HOLDERS_MAX,
+	[NXQ_LIM_WAITERS]	= NXQUOTA_A_BUDGET_WAITERS_MAX,
+	[NXQ_LIM_PRIORITY]	= NXQUOTA_A_BUDGET_PRIORITY_MAX,
+	[NXQ_LIM_WAIT_MS]	= NXQUOTA_A_BUDGET_WAIT_MAX_MS,
+};
+
+/* Set (@r) or clear (NULL) a budget through nxq_budget_set(). */
+static int nxq_nl_budget(struct sk_buff *skb, struct genl_info *info,
+			 const struct nxq_budget_req *r)
 {
 	struct nlattr *key = info->attrs[NXQUOTA_A_BUDGET_DEVICE];
 	struct nlattr *path = info->attrs[NXQUOTA_A_BUDGET_CGROUP_PATH];
-	struct nxq_device *dev;
-	struct cgroup *cgrp;
 	int err;
 
+	err = nxq_nl_admin(skb, info);
+	if (err)
+		return err;
 	if (GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_BUDGET_DEVICE) ||
 	    GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_BUDGET_CGROUP_PATH))
 		return -EINVAL;
@@ -487,72 +568,57 @@ static int nxq_nl_with_budget(struct genl_info *info,
 				    "a cgroup path starts with /");
 		return -EINVAL;
 	}
-	cgrp = cgroup_get_from_path(nla_data(path));
-	if (IS_ERR(cgrp)) {
+	err = nxq_budget_set(nla_data(key), nla_data(path), r);
+	if (err == -ENOENT)
 		NL_SET_ERR_MSG_ATTR(info->extack, path, "no such cgroup");
-		return PTR_ERR(cgrp);
-	}
-	mutex_lock(&nxq_ledger.lock);
-	dev = nxq_device_find(&nxq_ledger, nla_data(key));
-	if (dev) {
-		nxq_device_prune(dev);
-		err = fn(info, dev, cgrp);
-	} else {
+	else if (err == -ENODEV)
 		NL_SET_ERR_MSG_ATTR(info->extack, key, "no such device");
-		err = -ENODEV;
-	}
-	mutex_unlock(&nxq_ledger.lock);
-	nxq_cgroup_put(cgrp);
 	if (!err)
 		nxq_nl_changed();
 	return err;
 }
 
-static int nxq_nl_budget_set(struct genl_info *info, struct nxq_device *dev,
-			     struct cgroup *cgrp)
-{
-	struct nlattr **a = info->attrs;
-	struct nxq_node *node;
-
-	node = nxq_node_for_cgroup(dev, cgrp);
-	if (IS_ERR(node))
-		return PTR_ERR(node);
-	if (a[NXQUOTA_A_BUDGET_MAX])
-		nxq_node_set_max(node, nla_get_u64(a[NXQUOTA_A_BUDGET_MAX]));
-	if (a[NXQUOTA_A_BUDGET_MIN])
-		nxq_node_set_min(node, nla_get_u64(a[NXQUOTA_A_BUDGET_MIN]));
-	if (a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE])
-		nxq_node_set_kill_on_ignore(node,
-			nla_get_u8(a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]));
-	nxq_node_put(node);
-	return 0;
-}
-
 static int nxq_nl_budget_set_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	if (!info->attrs[NXQUOTA_A_BUDGET_MAX] &&
-	    !info->attrs[NXQUOTA_A_BUDGET_MIN] &&
-	    !info->attrs[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]) {
-		GENL_SET_ERR_MSG(info, "nothing to set: give max, min or kill-on-ignore");
+	struct nlattr **a = info->attrs;
+	struct nxq_budget_req r = {};
+	int i;
+
+	if (a[NXQUOTA_A_BUDGET_MAX]) {
+		r.set_max = true;
+		r.max = nla_get_u64(a[NXQUOTA_A_BUDGET_MAX]);
+	}
+	if (a[NXQUOTA_A_BUDGET_MIN]) {
+		r.set_min = true;
+		r.min = nla_get_u64(a[NXQUOTA_A_BUDGET_MIN]);
+	}
+	if (a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]) {
+		r.set_kill = true;
+		r.kill_on_ignore = nla_get_u8(a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
+	}
+	for (i = 0; i < NXQ_NR_LIMITS; i++) {
+		struct nlattr *la = a[nxq_nl_limit_attr[i]];
+
+		if (!la)
+			continue;
+		r.lim[i] = nla_get_u32(la);
+		if (!nxq_limit_valid(i, r.lim[i])) {
+			NL_SET_ERR_MSG_ATTR(info->extack, la, "out of range");
+			return -EINVAL;
+		}
+		r.set_lim |= BIT(i);
+	}
+	if (!r.set_max && !r.set_min && !r.set_kill && !r.set_lim) {
+		GENL_SET_ERR_MSG(info, "nothing to set: give max, min, kill-on-ignore or a limit");
 		return -EINVAL;
 	}
-	return nxq_nl_with_budget(info, nxq_nl_budget_set);
-}
-
-static int nxq_nl_budget_clear(struct genl_info *info, struct nxq_device *dev,
-			       struct cgroup *cgrp)
-{
-	struct nxq_node *node = nxq_node_find(dev, cgroup_id(cgrp));
-
-	if (node)
-		nxq_node_clear_budget(node);
-	return 0;
+	return nxq_nl_budget(skb, info, &r);
 }
 
 static int nxq_nl_budget_clear_doit(struct sk_buff *skb,
 				    struct genl_info *info)
 {
-	return nxq_nl_with_budget(info, nxq_nl_budget_clear);
+	return nxq_nl_budget(skb, info, NULL);
 }
 
 /* ---- holders ---- */
@@ -716,7 +782,7 @@ void nxq_nl_event(const struct nxq_event *ev)
 		goto out;
 	skb = genlmsg_new(nxq_nl_event_size(), GFP_ATOMIC);
 	if (!skb)
-		goto out;
+		goto dropped;
 	hdr = genlmsg_put(skb, 0, 0, &nxq_nl_family, 0, NXQUOTA_CMD_EVENT);
 	if (!hdr ||
 	    nla_put_u32(skb, NXQUOTA_A_EVENT_TYPE, type) ||
@@ -734,11 +800,17 @@ void nxq_nl_event(const struct nxq_event *ev)
 	    nla_put_u64_64bit(skb, NXQUOTA_A_EVENT_TIMESTAMP_NS,
 			      ktime_get_ns(), NXQUOTA_A_EVENT_PAD)) {
 		nlmsg_free(skb);
-		goto out;
+		goto dropped;
 	}
 	genlmsg_end(skb, hdr);
-	genlmsg_multicast(&nxq_nl_family, skb, 0, NXQ_NL_MCGRP_EVENTS,
-			  GFP_ATOMIC);
+	/* -ESRCH: nobody listened after all; -ENOBUFS: a socket was full. */
+	if (genlmsg_multicast(&nxq_nl_family, skb, 0, NXQ_NL_MCGRP_EVENTS,
+			      GFP_ATOMIC) == -ENOBUFS)
+		goto dropped;
+	goto out;
+dropped:
+	if (ev->dropped)
+		atomic64_inc(ev->dropped);
 out:
 	rcu_read_unlock();
 }
@@ -749,6 +821,15 @@ static const struct nla_policy nxq_nl_device_policy[] = {
 	[NXQUOTA_A_DEVICE_KEY] = { .type = NLA_NUL_STRING,
 				   .len = NXQ_NL_KEY_LEN },
 	[NXQUOTA_A_DEVICE_CAPACITY] = { .type = NLA_U64 },
+	[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS] = { .type = NLA_U32 },
+	[NXQUOTA_A_DEVICE_DEFAULT_MAX] = { .type = NLA_U64 },
+};
+
+static const struct nla_policy nxq_nl_device_add_policy[] = {
+	[NXQUOTA_A_DEVICE_KEY] = { .type = NLA_NUL_STRING,
+				   .len = NXQ_NL_KEY_LEN },
+	[NXQUOTA_A_DEVICE_CAPACITY] = { .type = NLA_U64 },
+	[NXQUOTA_A_DEVICE_DEVT] = { .type = NLA_NUL_STRING, .len = 31 },
 };
 
 static const struct nla_policy nxq_nl_budget_set_policy[] = {
@@ -759,6 +840,10 @@ static const struct nla_policy nxq_nl_budget_set_policy[] = {
 	[NXQUOTA_A_BUDGET_MAX] = { .type = NLA_U64 },
 	[NXQUOTA_A_BUDGET_MIN] = { .type = NLA_U64 },
 	[NXQUOTA_A_BUDGET_KILL_ON_IGNORE] = NLA_POLICY_MAX(NLA_U8, 1),
+	[NXQUOTA_A_BUDGET_HOLDERS_MAX] = { .type = NLA_U32 },
+	[NXQUOTA_A_BUDGET_WAITERS_MAX] = { .type = NLA_U32 },
+	[NXQUOTA_A_BUDGET_PRIORITY_MAX] = { .type = NLA_U32 },
+	[NXQUOTA_A_BUDGET_WAIT_MAX_MS] = { .type = NLA_U32 },
 };
 
 /*
@@ -777,23 +862,20 @@ static const struct genl_ops nxq_nl_ops[] = {
 	{
 		.cmd		= NXQUOTA_CMD_DEVICE_ADD,
 		.doit		= nxq_nl_device_add_doit,
-		.policy		= nxq_nl_device_policy,
-		.maxattr	= NXQUOTA_A_DEVICE_CAPACITY,
-		.flags		= GENL_ADMIN_PERM,
+		.policy		= nxq_nl_device_add_policy,
+		.maxattr	= NXQUOTA_A_DEVICE_DEVT,
 	},
 	{
 		.cmd		= NXQUOTA_CMD_DEVICE_DEL,
 		.doit		= nxq_nl_device_del_doit,
 		.policy		= nxq_nl_device_policy,
 		.maxattr	= NXQUOTA_A_DEVICE_KEY,
-		.flags		= GENL_ADMIN_PERM,
 	},
 	{
 		.cmd		= NXQUOTA_CMD_DEVICE_SET,
 		.doit		= nxq_nl_device_set_doit,
 		.policy		= nxq_nl_device_policy,
-		.maxattr	= NXQUOTA_A_DEVICE_CAPACITY,
-		.flags		= GENL_ADMIN_PERM,
+		.maxattr	= NXQUOTA_A_DEVICE_DEFAULT_MAX,
 	},
 	{
 		.cmd		= NXQUOTA_CMD_BUDGET_GET,
@@ -807,15 +889,13 @@ static const struct genl_ops nxq_nl_ops[] = {
 		.cmd		= NXQUOTA_CMD_BUDGET_SET,
 		.doit		= nxq_nl_budget_set_doit,
 		.policy		= nxq_nl_budget_set_policy,
-		.maxattr	= NXQUOTA_A_BUDGET_KILL_ON_IGNORE,
-		.flags		= GENL_ADMIN_PERM,
+		.maxattr	= NXQUOTA_A_BUDGET_WAIT_MAX_MS,
 	},
 	{
 		.cmd		= NXQUOTA_CMD_BUDGET_CLEAR,
 		.doit		= nxq_nl_budget_clear_doit,
 		.policy		= nxq_nl_budget_set_policy,
 		.maxattr	= NXQUOTA_A_BUDGET_CGROUP_PATH,
-		.flags		= GENL_ADMIN_PERM,
 	},
 	{
 		.cmd		= NXQUOTA_CMD_HOLDER_GET,
@@ -830,7 +910,7 @@ static const struct genl_ops nxq_nl_ops[] = {
 /* Events name cgroups and pids of every container: admins only. */
 static const struct genl_multicast_group nxq_nl_mcgrps[] = {
 	[NXQ_NL_MCGRP_EVENTS] = { .name = NXQUOTA_MCGRP_EVENTS,
-				  .flags = GENL_MCAST_CAP_NET_ADMIN },
+				  .flags = GENL_MCAST_CAP_SYS_ADMIN },
 };
 
 static struct genl_family nxq_nl_family __ro_after_init = {

@@ -10,7 +10,14 @@
  *
  * Locking: handlers of device-level files (set_budget, clear_budget) take
  * the ledger lock, so a device's directory is deleted only after the
- * ledger lock is dropped (nxq_device_remove() calls the hook unlocked).
+ * ledger lock is dropped (nxq_device_remove() calls the hook without it,
+ * but under the ledger's reg_lock, so the key is not registered again
+ * before the directory is gone).
+ *
+ * Access: every write needs CAP_SYS_ADMIN (as netlink's administration
+ * does).  Device-level files are world-readable aggregates; the files of
+ * a budget node name a cgroup and its usage, and are root's only (0400,
+ * 0600 where writable).
  * Handlers of node-level files take only the device spinlock, so a node's
  * directory may be deleted under the ledger lock: kobject_del() waits for
  * running handlers, and none starts after it, so neither wrapper nor node
@@ -24,6 +31,7 @@
 #include <linux/capability.h>
 #include <linux/cgroup.h>
 #include <linux/err.h>
+#include <linux/kdev_t.h>
 
 #include "internal.h"
 
@@ -143,11 +151,33 @@ static struct kobj_attribute nxq_abi_version_attr = __ATTR_RO(abi_version);
 
 /* ---- devices/register, devices/unregister ---- */
 
+/**
+ * nxq_parse_devt() - parse "MAJOR:MINOR" (decimal) into a dev_t
+ * @s: the text
+ * @devt: set on success; never 0
+ *
+ * Return: 0 or -EINVAL.
+ */
+int nxq_parse_devt(const char *s, dev_t *devt)
+{
+	unsigned int maj, min;
+	char tail;
+
+	if (sscanf(s, "%u:%u%c", &maj, &min, &tail) != 2)
+		return -EINVAL;
+	if (maj >= (1U << (32 - MINORBITS)) || min > MINORMASK ||
+	    (!maj && !min))
+		return -EINVAL;
+	*devt = MKDEV(maj, min);
+	return 0;
+}
+
 static ssize_t register_store(struct kobject *kobj, struct kobj_attribute *attr,
 			      const char *buf, size_t count)
 {
 	struct nxq_device *dev;
-	char *line, *w[2];
+	char *line, *w[3];
+	dev_t devt = 0;
 	u64 capacity;
 	int err;
 
@@ -156,12 +186,14 @@ static ssize_t register_store(struct kobject *kobj, struct kobj_attribute *attr,
 	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
 	if (IS_ERR(line))
 		return PTR_ERR(line);
-	if (err != 2)
+	if (err != 2 && err != 3)
+		err = -EINVAL;
+	else if (err == 3 && nxq_parse_devt(w[2], &devt))
 		err = -EINVAL;
 	else
 		err = nxq_parse_size(w[1], false, &capacity);
 	if (!err) {
-		dev = nxq_device_add(&nxq_ledger, w[0], capacity);
+		dev = nxq_device_add(&nxq_ledger, w[0], capacity, devt);
 		err = PTR_ERR_OR_ZERO(dev);
 	}
 	kfree(line);
@@ -296,23 +328,75 @@ static ssize_t ticket_timeout_ms_store(struct kobject *kobj,
 				       struct kobj_attribute *attr,
 				       const char *buf, size_t count)
 {
-	struct nxq_device *dev = to_dev(kobj);
 	u32 v;
-	int err;
 
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	err = kstrtou32(buf, 10, &v);
-	if (err || !v || v > 3600 * 1000)
+	if (kstrtou32(buf, 10, &v) ||
+	    nxq_device_set_ticket_timeout(to_dev(kobj), v))
 		return -EINVAL;
-	spin_lock(&dev->lock);
-	dev->ticket_timeout_ms = v;
-	spin_unlock(&dev->lock);
 	return count;
 }
 
 static struct kobj_attribute nxq_ticket_timeout_ms_attr =
 	__ATTR_RW(ticket_timeout_ms);
+
+static ssize_t devt_show(struct kobject *kobj, struct kobj_attribute *attr,
+			 char *buf)
+{
+	dev_t devt = to_dev(kobj)->devt;
+
+	if (!devt)
+		return sysfs_emit(buf, "none\n");
+	return sysfs_emit(buf, "%u:%u\n", MAJOR(devt), MINOR(devt));
+}
+
+static struct kobj_attribute nxq_devt_attr = __ATTR_RO(devt);
+
+static ssize_t default_max_show(struct kobject *kobj,
+				struct kobj_attribute *attr, char *buf)
+{
+	struct nxq_device *dev = to_dev(kobj);
+	u64 v;
+
+	spin_lock(&dev->lock);
+	v = dev->default_max;
+	spin_unlock(&dev->lock);
+	return nxq_emit_u64(buf, v, true);
+}
+
+static ssize_t default_max_store(struct kobject *kobj,
+				 struct kobj_attribute *attr, const char *buf,
+				 size_t count)
+{
+	char *line, *w[1];
+	u64 v;
+	int err;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
+	err = err == 1 ? nxq_parse_size(w[0], true, &v) : -EINVAL;
+	kfree(line);
+	if (err)
+		return err;
+	nxq_device_set_default_max(to_dev(kobj), v);
+	return count;
+}
+
+static struct kobj_attribute nxq_default_max_attr = __ATTR_RW(default_max);
+
+static ssize_t events_dropped_show(struct kobject *kobj,
+				   struct kobj_attribute *attr, char *buf)
+{
+	return sysfs_emit(buf, "%lld\n",
+			  (long long)atomic64_read(&to_dev(kobj)->events_dropped));
+}
+
+static struct kobj_attribute nxq_events_dropped_attr =
+	__ATTR_RO(events_dropped);
 
 static ssize_t dev_holders_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
@@ -324,57 +408,69 @@ static ssize_t dev_holders_show(struct kobject *kobj,
 static struct kobj_attribute nxq_dev_holders_attr =
 	__ATTR(holders, 0444, dev_holders_show, NULL);
 
-/*
- * Resolve PATH to a cgroup and run @fn on its node with the ledger lock
- * held; @create makes the node chain if it is missing.
+static const char *const nxq_limit_names[NXQ_NR_LIMITS] = {
+	[NXQ_LIM_HOLDERS]	= "holders_max",
+	[NXQ_LIM_WAITERS]	= "waiters_max",
+	[NXQ_LIM_PRIORITY]	= "priority_max",
+	[NXQ_LIM_WAIT_MS]	= "wait_max_ms",
+};
+
+/**
+ * nxq_limit_valid() - check a per-cgroup limit's value
+ * @which: enum nxq_limit
+ * @v: the value
+ *
+ * Return: true if root may set it (priority_max up to NXQ_PRIORITY_MAX,
+ * wait_max_ms up to an hour, the counts below NXQ_LIMIT_UNSET).
  */
-static int nxq_with_node(struct nxq_device *dev, const char *path,
-			 bool create, u64 max, u64 min, bool set_max,
-			 bool set_min)
+bool nxq_limit_valid(enum nxq_limit which, u32 v)
 {
-	struct nxq_node *node;
-	struct cgroup *cgrp;
-	int err = 0;
-
-	cgrp = cgroup_get_from_path(path);
-	if (IS_ERR(cgrp))	/* a file (ENOTDIR) is no cgroup either */
-		return PTR_ERR(cgrp) == -ENOMEM ? -ENOMEM : -ENOENT;
-
-	mutex_lock(&nxq_ledger.lock);
-	if (dev->dead) {
-		err = -ENODEV;
-		goto out;
+	switch (which) {
+	case NXQ_LIM_PRIORITY:
+		return v <= NXQ_PRIORITY_MAX;
+	case NXQ_LIM_WAIT_MS:
+		return v <= 3600 * 1000;
+	default:
+		return v != NXQ_LIMIT_UNSET;
 	}
-	nxq_device_prune(dev);
-	if (create) {
-		node = nxq_node_for_cgroup(dev, cgrp);
-		if (IS_ERR(node)) {
-			err = PTR_ERR(node);
-			goto out;
-		}
-		if (set_max)
-			nxq_node_set_max(node, max);
-		if (set_min)
-			nxq_node_set_min(node, min);
-		nxq_node_put(node);
-	} else {
-		node = nxq_node_find(dev, cgroup_id(cgrp));
-		if (node)
-			nxq_node_clear_budget(node);
+}
+
+/* Parse one "name=value" word of set_budget into @r. */
+static int nxq_parse_budget_word(char *word, struct nxq_budget_req *r)
+{
+	char *val = strchr(word, '=');
+	u32 v;
+	int i;
+
+	if (!val)
+		return -EINVAL;
+	*val++ = '\0';
+	if (!strcmp(word, "max") && !r->set_max) {
+		r->set_max = true;
+		return nxq_parse_size(val, true, &r->max);
 	}
-out:
-	mutex_unlock(&nxq_ledger.lock);
-	cgroup_put(cgrp);
-	return err;
+	if (!strcmp(word, "min") && !r->set_min) {
+		r->set_min = true;
+		return nxq_parse_size(val, false, &r->min);
+	}
+	for (i = 0; i < NXQ_NR_LIMITS; i++) {
+		if (strcmp(word, nxq_limit_names[i]) || (r->set_lim & BIT(i)))
+			continue;
+		if (kstrtou32(val, 10, &v) || !nxq_limit_valid(i, v))
+			return -EINVAL;
+		r->set_lim |= BIT(i);
+		r->lim[i] = v;
+		return 0;
+	}
+	return -EINVAL;
 }
 
 static ssize_t set_budget_store(struct kobject *kobj,
 				struct kobj_attribute *attr, const char *buf,
 				size_t count)
 {
-	bool set_max = false, set_min = false;
-	u64 max = NXQ_UNLIMITED, min = 0;
-	char *line, *w[3];
+	struct nxq_budget_req r = {};
+	char *line, *w[2 + NXQ_NR_LIMITS + 1];
 	int i, n, err = 0;
 
 	if (!capable(CAP_SYS_ADMIN))
@@ -384,20 +480,10 @@ static ssize_t set_budget_store(struct kobject *kobj,
 		return PTR_ERR(line);
 	if (n < 2 || w[0][0] != '/')
 		err = -EINVAL;
-	for (i = 1; !err && i < n; i++) {
-		if (!strncmp(w[i], "max=", 4) && !set_max) {
-			err = nxq_parse_size(w[i] + 4, true, &max);
-			set_max = true;
-		} else if (!strncmp(w[i], "min=", 4) && !set_min) {
-			err = nxq_parse_size(w[i] + 4, false, &min);
-			set_min = true;
-		} else {
-			err = -EINVAL;
-		}
-	}
+	for (i = 1; !err && i < n; i++)
+		err = nxq_parse_budget_word(w[i], &r);
 	if (!err)
-		err = nxq_with_node(to_dev(kobj), w[0], true, max, min,
-				    set_max, set_min);
+		err = nxq_budget_set(to_dev(kobj)->key, w[0], &r);
 	kfree(line);
 	return err ? err : count;
 }
@@ -419,8 +505,7 @@ static ssize_t clear_budget_store(struct kobject *kobj,
 	if (err != 1 || w[0][0] != '/')
 		err = -EINVAL;
 	else
-		err = nxq_with_node(to_dev(kobj), w[0], false, 0, 0, false,
-				    false);
+		err = nxq_budget_set(to_dev(kobj)->key, w[0], NULL);
 	kfree(line);
 	return err ? err : count;
 }
@@ -441,6 +526,9 @@ static struct attribute *nxq_dev_attrs[] = {
 	&nxq_dev_timeouts_attr.attr,
 	&nxq_dev_waiters_attr.attr,
 	&nxq_ticket_timeout_ms_attr.attr,
+	&nxq_devt_attr.attr,
+	&nxq_default_max_attr.attr,
+	&nxq_events_dropped_attr.attr,
 	&nxq_set_budget_attr.attr,
 	&nxq_clear_budget_attr.attr,
 	NULL,
@@ -475,7 +563,8 @@ static ssize_t path_show(struct kobject *kobj, struct kobj_attribute *attr,
 	return len + sysfs_emit_at(buf, len, "\n");
 }
 
-static struct kobj_attribute nxq_path_attr = __ATTR_RO(path);
+static struct kobj_attribute nxq_path_attr = __ATTR(path, 0400, path_show,
+						    NULL);
 
 #define NXQ_NODE_BUDGET(name, field, is_max)				\
 static ssize_t name##_show(struct kobject *kobj,			\
@@ -508,7 +597,7 @@ static ssize_t node_##name##_show(struct kobject *kobj,			\
 	return nxq_emit_u64(buf, v, false);				\
 }									\
 static struct kobj_attribute nxq_node_##name##_attr =			\
-	__ATTR(name, 0444, node_##name##_show, NULL)
+	__ATTR(name, 0400, node_##name##_show, NULL)
 
 NXQ_NODE_COUNTER(tickets);
 NXQ_NODE_COUNTER(bytes_asked);
@@ -542,7 +631,7 @@ static ssize_t kill_on_ignore_store(struct kobject *kobj,
 }
 
 static struct kobj_attribute nxq_kill_on_ignore_attr =
-	__ATTR_RW(kill_on_ignore);
+	__ATTR(kill_on_ignore, 0600, kill_on_ignore_show, kill_on_ignore_store);
 
 static ssize_t nxq_node_store(struct kobject *kobj, const char *buf,
 			      size_t count, bool is_max)
@@ -586,20 +675,48 @@ static ssize_t node_holders_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", data_race(to_node(kobj)->nr_holders));
 }
 
-static struct kobj_attribute nxq_max_attr = __ATTR_RW(max);
-static struct kobj_attribute nxq_min_attr = __ATTR_RW(min);
-static struct kobj_attribute nxq_effective_min_attr = __ATTR_RO(effective_min);
+static struct kobj_attribute nxq_max_attr = __ATTR(max, 0600, max_show,
+						   max_store);
+static struct kobj_attribute nxq_min_attr = __ATTR(min, 0600, min_show,
+						   min_store);
+static struct kobj_attribute nxq_effective_min_attr =
+	__ATTR(effective_min, 0400, effective_min_show, NULL);
 /* Not __ATTR_RO(current): the name would expand as the current macro. */
 static struct kobj_attribute nxq_current_attr = {
-	.attr = { .name = "current", .mode = 0444 },
+	.attr = { .name = "current", .mode = 0400 },
 	.show = node_current_show,
 };
-static struct kobj_attribute nxq_borrowed_attr = __ATTR_RO(borrowed);
-static struct kobj_attribute nxq_max_hits_attr = __ATTR_RO(max_hits);
+static struct kobj_attribute nxq_borrowed_attr =
+	__ATTR(borrowed, 0400, borrowed_show, NULL);
+static struct kobj_attribute nxq_max_hits_attr =
+	__ATTR(max_hits, 0400, max_hits_show, NULL);
 static struct kobj_attribute nxq_node_denials_attr =
-	__ATTR(denials, 0444, node_denials_show, NULL);
+	__ATTR(denials, 0400, node_denials_show, NULL);
 static struct kobj_attribute nxq_node_holders_attr =
-	__ATTR(holders, 0444, node_holders_show, NULL);
+	__ATTR(holders, 0400, node_holders_show, NULL);
+
+/* The limit that binds the node: its own, inherited, or the default. */
+#define NXQ_NODE_LIMIT(name, which)					\
+static ssize_t node_##name##_show(struct kobject *kobj,			\
+				  struct kobj_attribute *attr, char *buf) \
+{									\
+	struct nxq_node *node = to_node(kobj);				\
+	u32 v;								\
+									\
+	spin_lock(&node->dev->lock);					\
+	v = nxq_node_limit(node, which);				\
+	spin_unlock(&node->dev->lock);					\
+	if (v == U32_MAX)						\
+		return sysfs_emit(buf, "max\n");			\
+	return sysfs_emit(buf, "%u\n", v);				\
+}									\
+static struct kobj_attribute nxq_node_##name##_attr =			\
+	__ATTR(name, 0400, node_##name##_show, NULL)
+
+NXQ_NODE_LIMIT(holders_max, NXQ_LIM_HOLDERS);
+NXQ_NODE_LIMIT(waiters_max, NXQ_LIM_WAITERS);
+NXQ_NODE_LIMIT(priority_max, NXQ_LIM_PRIORITY);
+NXQ_NODE_LIMIT(wait_max_ms, NXQ_LIM_WAIT_MS);
 
 static struct attribute *nxq_node_attrs[] = {
 	&nxq_path_attr.attr,
@@ -616,6 +733,10 @@ static struct attribute *nxq_node_attrs[] = {
 	&nxq_node_bytes_released_attr.attr,
 	&nxq_node_kills_attr.attr,
 	&nxq_kill_on_ignore_attr.attr,
+	&nxq_node_holders_max_attr.attr,
+	&nxq_node_waiters_max_attr.attr,
+	&nxq_node_priority_max_attr.attr,
+	&nxq_node_wait_max_ms_attr.attr,
 	NULL,
 };
 ATTRIBUTE_GROUPS(nxq_node);

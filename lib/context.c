@@ -9,6 +9,7 @@
  * lock-free (atomics).  A managed context whose module has tickets also
  * owns the pressure state (pressure.c): started here, stopped on close.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -110,9 +111,72 @@ static int dev_version(struct nxq_ctx *ctx, struct nxq_version *v)
 	return dev_ioctl(ctx, NXQ_IOC_VERSION, v);
 }
 
+/*
+ * The minor of the NVIDIA device node of "GPU-<uuid>": the "Device Minor"
+ * of the /proc/driver/nvidia/gpus/<bus>/information whose "GPU UUID" is
+ * the key.  -1 when there is none (no driver, another kind of device).
+ */
+static int gpu_minor(const char *key)
+{
+	char path[512], line[256], uuid[128];
+	int minor = -1, found;
+	struct dirent *d;
+	DIR *dirs;
+	FILE *f;
+
+	if (strncmp(key, "GPU-", 4))
+		return -1;
+	dirs = opendir("/proc/driver/nvidia/gpus");
+	if (!dirs)
+		return -1;
+	while (minor < 0 && (d = readdir(dirs))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path),
+			 "/proc/driver/nvidia/gpus/%s/information", d->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		found = 0;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "GPU UUID: %127s", uuid) == 1)
+				found = !strcmp(uuid, key);
+			else if (found && sscanf(line, "Device Minor: %d", &minor) == 1)
+				break;
+		}
+		if (!found)
+			minor = -1;
+		fclose(f);
+	}
+	closedir(dirs);
+	return minor;
+}
+
+/*
+ * A device registered with a dev_t (a GPU's node) takes a holder only with
+ * an open file of that node: pass /dev/nvidiaN for "GPU-<uuid>" keys, none
+ * for host devices.
+ */
 static int dev_register(struct nxq_ctx *ctx, struct nxq_holder_reg *reg)
 {
-	return dev_ioctl(ctx, NXQ_IOC_HOLDER_REGISTER, reg);
+	char node[32];
+	int minor = gpu_minor(reg->device), fd = -1, r;
+
+	if (minor >= 0) {
+		snprintf(node, sizeof(node), "/dev/nvidia%d", minor);
+		fd = open(node, O_RDONLY | O_CLOEXEC);
+	}
+	if (fd >= 0) {
+		reg->flags |= NXQ_HOLDER_DEVFD;
+		reg->devfd = fd;
+	}
+	r = dev_ioctl(ctx, NXQ_IOC_HOLDER_REGISTER, reg);
+	if (fd >= 0) {
+		close(fd);
+		reg->flags &= ~NXQ_HOLDER_DEVFD;
+		reg->devfd = 0;
+	}
+	return r;
 }
 
 static int dev_unregister(struct nxq_ctx *ctx, uint64_t holder)

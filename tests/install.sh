@@ -70,8 +70,8 @@ done
 soname=$(readelf -d "$root/usr/lib/libnxquota.so.$version" |
 	sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libnxquota.so.0 ] || fail "soname is '$soname', not libnxquota.so.0"
-grep -Eq '^KERNEL=="nxquota",.*MODE="0666"' "$root/usr/lib/udev/rules.d/60-nxquota.rules" ||
-	fail "udev rule does not give /dev/nxquota mode 0666"
+grep -Eq '^KERNEL=="nxquota",.*GROUP="nxquota", MODE="0660"' "$root/usr/lib/udev/rules.d/60-nxquota.rules" ||
+	fail "udev rule does not give /dev/nxquota group nxquota, mode 0660"
 grep -qx "PACKAGE_VERSION=\"$version\"" "$root/$src/dkms.conf" ||
 	fail "dkms.conf does not carry version $version"
 echo "install: tree ok ($(wc -l <"$tmp/got") files and links, soname $soname)"

@@ -16,6 +16,7 @@
  * not loaded, 4 permission denied.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -27,6 +28,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include <netlink/netlink.h>
 #include <netlink/genl/genl.h>
@@ -216,7 +219,9 @@ struct dev {
 	char key[NXQ_DEVICE_KEY_MAX];
 	uint64_t capacity, used, denials, capacity_hits, tickets, bytes_asked;
 	uint64_t bytes_released, kills, waits, timeouts;
+	uint64_t default_max, events_dropped;
 	uint32_t holders, ticket_timeout_ms;
+	char devt[32];		/* "MAJOR:MINOR", or "" for none */
 };
 
 struct node {
@@ -225,6 +230,7 @@ struct node {
 	uint64_t id, parent, max, min, emin, current, borrowed, headroom;
 	uint64_t max_hits, denials, tickets, bytes_asked, bytes_released, kills;
 	uint32_t holders;
+	uint32_t holders_max, waiters_max, priority_max, wait_max_ms;
 	bool has_parent, kill_on_ignore;
 	int depth;
 };
@@ -286,6 +292,9 @@ static int dev_cb(struct nlattr **tb, void *arg)
 	d->waits = u64_or(tb[NXQUOTA_A_DEVICE_WAITS], 0);
 	d->timeouts = u64_or(tb[NXQUOTA_A_DEVICE_TIMEOUTS], 0);
 	d->ticket_timeout_ms = u32_or(tb[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS], 0);
+	str_to(d->devt, sizeof(d->devt), tb[NXQUOTA_A_DEVICE_DEVT]);
+	d->default_max = u64_or(tb[NXQUOTA_A_DEVICE_DEFAULT_MAX], 0);
+	d->events_dropped = u64_or(tb[NXQUOTA_A_DEVICE_EVENTS_DROPPED], 0);
 	return 0;
 }
 
@@ -313,6 +322,10 @@ static int node_cb(struct nlattr **tb, void *arg)
 	n->kills = u64_or(tb[NXQUOTA_A_BUDGET_KILLS], 0);
 	n->kill_on_ignore = tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE] &&
 			    nla_get_u8(tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
+	n->holders_max = u32_or(tb[NXQUOTA_A_BUDGET_HOLDERS_MAX], 0);
+	n->waiters_max = u32_or(tb[NXQUOTA_A_BUDGET_WAITERS_MAX], 0);
+	n->priority_max = u32_or(tb[NXQUOTA_A_BUDGET_PRIORITY_MAX], 0);
+	n->wait_max_ms = u32_or(tb[NXQUOTA_A_BUDGET_WAIT_MAX_MS], 0);
 	return 0;
 }
 
@@ -498,7 +511,15 @@ static void status_json(struct ledger *l)
 		json_u64(stdout, "waits", d->waits, true);
 		json_u64(stdout, "timeouts", d->timeouts, true);
 		json_u64(stdout, "ticket_timeout_ms", d->ticket_timeout_ms,
-			 false);
+			 true);
+		printf("\"devt\":");
+		if (d->devt[0])
+			nxq_json_string(stdout, d->devt);
+		else
+			printf("null");
+		printf(",");
+		json_max(stdout, "default_max", d->default_max);
+		json_u64(stdout, "events_dropped", d->events_dropped, false);
 		printf("}");
 	}
 	printf("],\"budgets\":[");
@@ -526,8 +547,13 @@ static void status_json(struct ledger *l)
 		json_u64(stdout, "bytes_asked", n->bytes_asked, true);
 		json_u64(stdout, "bytes_released", n->bytes_released, true);
 		json_u64(stdout, "kills", n->kills, true);
-		printf("\"kill_on_ignore\":%s}",
+		printf("\"kill_on_ignore\":%s,",
 		       n->kill_on_ignore ? "true" : "false");
+		json_u64(stdout, "holders_max", n->holders_max, true);
+		json_u64(stdout, "waiters_max", n->waiters_max, true);
+		json_u64(stdout, "priority_max", n->priority_max, true);
+		json_u64(stdout, "wait_max_ms", n->wait_max_ms, false);
+		printf("}");
 	}
 	printf("],\"holders\":[");
 	for (i = 0; i < l->holders.n; i++, h++) {
@@ -570,20 +596,24 @@ static void status_table(struct ledger *l)
 	char indented[4200];
 	size_t i;
 
-	printf("%-40s %9s %9s %7s %8s %8s\n", "DEVICE", "CAPACITY", "USED",
-	       "HOLDERS", "DENIALS", "TICKETS");
+	printf("%-40s %9s %9s %7s %8s %8s %11s %9s %8s\n", "DEVICE",
+	       "CAPACITY", "USED", "HOLDERS", "DENIALS", "TICKETS", "DEVT",
+	       "DEF.MAX", "EV.DROP");
 	for (i = 0; i < l->devs.n; i++, d++)
-		printf("%-40s %9s %9s %7u %8" PRIu64 " %8" PRIu64 "\n", d->key,
+		printf("%-40s %9s %9s %7u %8" PRIu64 " %8" PRIu64 " %11s %9s %8"
+		       PRIu64 "\n", d->key,
 		       nxq_format_size(d->capacity, false, a),
 		       nxq_format_size(d->used, false, b), d->holders,
-		       d->denials, d->tickets);
+		       d->denials, d->tickets, d->devt[0] ? d->devt : "-",
+		       nxq_format_size(d->default_max, true, c),
+		       d->events_dropped);
 	if (!l->devs.n)
 		printf("(no device registered)\n");
 
 	printf("\nBUDGETS (bytes are charge, not residency)\n");
-	printf("%-16s %-28s %8s %8s %8s %8s %8s %7s %7s\n", "DEVICE", "CGROUP",
-	       "MAX", "MIN", "EFF.MIN", "CURRENT", "BORROWED", "HOLDERS",
-	       "DENIALS");
+	printf("%-16s %-28s %8s %8s %8s %8s %8s %7s %7s %s\n", "DEVICE",
+	       "CGROUP", "MAX", "MIN", "EFF.MIN", "CURRENT", "BORROWED",
+	       "HOLDERS", "DENIALS", "LIMITS(holders/waiters/prio/wait ms)");
 	tree_order(&l->nodes);
 	n = l->nodes.v;
 	for (i = 0; i < l->nodes.n; i++, n++) {
@@ -591,13 +621,16 @@ static void status_table(struct ledger *l)
 
 		snprintf(indented, sizeof(indented), "%*s%s", 2 * n->depth, "",
 			 n->depth && base && base[1] ? base + 1 : n->path);
-		printf("%-16s %-28s %8s %8s %8s %8s %8s %7u %7" PRIu64 "%s\n",
+		printf("%-16s %-28s %8s %8s %8s %8s %8s %7u %7" PRIu64
+		       " %u/%u/%u/%u%s\n",
 		       n->device, indented, nxq_format_size(n->max, true, a),
 		       nxq_format_size(n->min, false, b),
 		       nxq_format_size(n->emin, false, c),
 		       nxq_format_size(n->current, false, d2),
 		       nxq_format_size(n->borrowed, false, e), n->holders,
-		       n->denials, n->kill_on_ignore ? "  kill-on-ignore" : "");
+		       n->denials, n->holders_max, n->waiters_max,
+		       n->priority_max, n->wait_max_ms,
+		       n->kill_on_ignore ? "  kill-on-ignore" : "");
 	}
 
 	printf("\nHOLDERS\n");
@@ -641,6 +674,26 @@ static int cmd_status(struct ctl *n, int argc, char **argv)
 
 /* ---- set, clear ----------------------------------------------------------- */
 
+/* The attribute of a "holders-max=N"-style word, or 0. */
+static int limit_attr(const char *w)
+{
+	static const struct {
+		const char *name;
+		int attr;
+	} lims[] = {
+		{ "holders-max=", NXQUOTA_A_BUDGET_HOLDERS_MAX },
+		{ "waiters-max=", NXQUOTA_A_BUDGET_WAITERS_MAX },
+		{ "priority-max=", NXQUOTA_A_BUDGET_PRIORITY_MAX },
+		{ "wait-max-ms=", NXQUOTA_A_BUDGET_WAIT_MAX_MS },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++)
+		if (!strncmp(w, lims[i].name, strlen(lims[i].name)))
+			return lims[i].attr;
+	return 0;
+}
+
 static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 {
 	struct reply r = { 0 };
@@ -650,7 +703,9 @@ static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 
 	if (argc < 2 || (set && argc < 3) || (!set && argc != 2)) {
 		warnx_(set ? "usage: set CGROUP DEVICE [max=SIZE] [min=SIZE] "
-			     "[kill-on-ignore=0|1]" : "usage: clear CGROUP DEVICE");
+			     "[kill-on-ignore=0|1] [holders-max=N] "
+			     "[waiters-max=N] [priority-max=N] [wait-max-ms=N]"
+			   : "usage: clear CGROUP DEVICE");
 		return EX_USAGE;
 	}
 	if (argv[0][0] != '/') {
@@ -666,7 +721,21 @@ static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 		char *eq = strchr(argv[i], '=');
 		bool is_max = !strncmp(argv[i], "max=", 4);
 		bool is_kill = !strncmp(argv[i], "kill-on-ignore=", 15);
+		int lim = limit_attr(argv[i]);
 
+		if (lim) {
+			char *end;
+			unsigned long long x = strtoull(eq + 1, &end, 10);
+
+			if (eq[1] < '0' || eq[1] > '9' || *end ||
+			    x >= UINT32_MAX) {
+				warnx_("%s: not a number", argv[i]);
+				nlmsg_free(msg);
+				return EX_USAGE;
+			}
+			nla_put_u32(msg, lim, (uint32_t)x);
+			continue;
+		}
 		if (!eq || (!is_max && !is_kill && strncmp(argv[i], "min=", 4))) {
 			warnx_("%s: expected max=SIZE, min=SIZE or "
 			       "kill-on-ignore=0|1", argv[i]);
@@ -701,7 +770,8 @@ static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 /* ---- devices ---------------------------------------------------------------- */
 
 static int device_cmd(struct ctl *n, uint8_t cmd, const char *key,
-		      const uint64_t *capacity, struct reply *r)
+		      const uint64_t *capacity, const char *devt,
+		      const uint64_t *default_max, struct reply *r)
 {
 	struct nl_msg *msg = ctl_new(n, cmd, 0);
 
@@ -709,7 +779,57 @@ static int device_cmd(struct ctl *n, uint8_t cmd, const char *key,
 	nla_put_string(msg, NXQUOTA_A_DEVICE_KEY, key);
 	if (capacity)
 		nla_put_u64(msg, NXQUOTA_A_DEVICE_CAPACITY, *capacity);
+	if (devt && devt[0])
+		nla_put_string(msg, NXQUOTA_A_DEVICE_DEVT, devt);
+	if (default_max)
+		nla_put_u64(msg, NXQUOTA_A_DEVICE_DEFAULT_MAX, *default_max);
 	return ctl_request(n, msg, r);
+}
+
+/*
+ * "MAJOR:MINOR" of the NVIDIA node of "GPU-<uuid>" (the Device Minor of
+ * the /proc/driver/nvidia/gpus entry whose GPU UUID is the key), or "".
+ */
+static void gpu_devt(const char *key, char *out, size_t size)
+{
+	char path[512], line[256], uuid[128];
+	int minor = -1, found;
+	struct dirent *de;
+	struct stat st;
+	DIR *dir;
+	FILE *f;
+
+	out[0] = '\0';
+	dir = opendir("/proc/driver/nvidia/gpus");
+	if (!dir)
+		return;
+	while (minor < 0 && (de = readdir(dir))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path),
+			 "/proc/driver/nvidia/gpus/%s/information", de->d_name);
+		f = fopen(path, "re");
+		if (!f)
+			continue;
+		found = 0;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "GPU UUID: %127s", uuid) == 1)
+				found = !strcmp(uuid, key);
+			else if (found &&
+				 sscanf(line, "Device Minor: %d", &minor) == 1)
+				break;
+		}
+		if (!found)
+			minor = -1;
+		fclose(f);
+	}
+	closedir(dir);
+	if (minor < 0)
+		return;
+	snprintf(path, sizeof(path), "/dev/nvidia%d", minor);
+	if (stat(path, &st) == 0 && S_ISCHR(st.st_mode))
+		snprintf(out, size, "%u:%u", major(st.st_rdev),
+			 minor(st.st_rdev));
 }
 
 /* The CUDA driver API, loaded at run time: no toolkit needed to build. */
@@ -762,6 +882,7 @@ static int devices_sync(struct ctl *n, bool dry_run)
 	for (i = 0; i < count; i++) {
 		unsigned char u[16];
 		char key[NXQ_DEVICE_KEY_MAX], size[NXQ_FMT_SIZE_LEN];
+		char devt[32];
 		struct reply r;
 		size_t total = 0;
 		uint64_t cap;
@@ -784,10 +905,14 @@ static int devices_sync(struct ctl *n, bool dry_run)
 			       cap, size);
 			continue;
 		}
-		if (!device_cmd(n, NXQUOTA_CMD_DEVICE_ADD, key, &cap, &r)) {
-			printf("%s %s registered\n", key, size);
+		gpu_devt(key, devt, sizeof(devt));
+		if (!device_cmd(n, NXQUOTA_CMD_DEVICE_ADD, key, &cap, devt,
+				NULL, &r)) {
+			printf("%s %s registered%s%s\n", key, size,
+			       devt[0] ? " devt " : "", devt);
 		} else if (r.error == -EEXIST &&
-			   !device_cmd(n, NXQUOTA_CMD_DEVICE_SET, key, &cap, &r)) {
+			   !device_cmd(n, NXQUOTA_CMD_DEVICE_SET, key, &cap,
+					NULL, NULL, &r)) {
 			printf("%s %s capacity updated\n", key, size);
 		} else {
 			rc = report(key, &r);
@@ -846,8 +971,8 @@ static int cmd_devices(struct ctl *n, int argc, char **argv)
 			goto usage;
 		return devices_sync(n, argc == 2);
 	}
-	if ((!strcmp(argv[0], "register") || !strcmp(argv[0], "capacity")) &&
-	    argc == 3) {
+	if ((!strcmp(argv[0], "register") && (argc == 3 || argc == 4)) ||
+	    (!strcmp(argv[0], "capacity") && argc == 3)) {
 		bool reg = argv[0][0] == 'r';
 
 		if (nxq_parse_size(argv[2], false, &cap)) {
@@ -855,18 +980,31 @@ static int cmd_devices(struct ctl *n, int argc, char **argv)
 			return EX_USAGE;
 		}
 		if (device_cmd(n, reg ? NXQUOTA_CMD_DEVICE_ADD :
-			       NXQUOTA_CMD_DEVICE_SET, argv[1], &cap, &r))
+			       NXQUOTA_CMD_DEVICE_SET, argv[1], &cap,
+			       argc == 4 ? argv[3] : NULL, NULL, &r))
+			return report(argv[0], &r);
+		return EX_OK;
+	}
+	if (!strcmp(argv[0], "default-max") && argc == 3) {
+		if (nxq_parse_size(argv[2], true, &cap)) {
+			warnx_("%s: not a size (or max)", argv[2]);
+			return EX_USAGE;
+		}
+		if (device_cmd(n, NXQUOTA_CMD_DEVICE_SET, argv[1], NULL, NULL,
+			       &cap, &r))
 			return report(argv[0], &r);
 		return EX_OK;
 	}
 	if (!strcmp(argv[0], "unregister") && argc == 2) {
-		if (device_cmd(n, NXQUOTA_CMD_DEVICE_DEL, argv[1], NULL, &r))
+		if (device_cmd(n, NXQUOTA_CMD_DEVICE_DEL, argv[1], NULL, NULL,
+			       NULL, &r))
 			return report("unregister", &r);
 		return EX_OK;
 	}
 usage:
-	warnx_("usage: devices [register KEY SIZE | unregister KEY | "
-	       "capacity KEY SIZE | sync [--dry-run]]");
+	warnx_("usage: devices [register KEY SIZE [MAJOR:MINOR] | "
+	       "unregister KEY | capacity KEY SIZE | default-max KEY SIZE|max "
+	       "| sync [--dry-run]]");
 	return EX_USAGE;
 }
 
@@ -1031,6 +1169,8 @@ static const struct metric dev_metrics[] = {
 	   "Holders killed for ignoring tickets."),
 	DM("waits_total", "counter", waits, "Charges that had to wait."),
 	DM("timeouts_total", "counter", timeouts, "Waits that ran out."),
+	DM("events_dropped_total", "counter", events_dropped,
+	   "Events no listener received (out of memory or a full socket)."),
 };
 
 static const struct metric node_metrics[] = {
@@ -1161,7 +1301,9 @@ static void usage(FILE *f)
 		"  set CGROUP DEVICE [max=SIZE] [min=SIZE] [kill-on-ignore=0|1]\n"
 		"  clear CGROUP DEVICE               drop a cgroup's budget\n"
 		"  devices                           list devices\n"
-		"  devices register KEY SIZE         register a device\n"
+		"  devices register KEY SIZE [MAJ:MIN]  register a device\n"
+		"                                    (with its node's dev_t)\n"
+		"  devices default-max KEY SIZE|max  max of unbudgeted cgroups\n"
 		"  devices unregister KEY            unregister a device\n"
 		"  devices capacity KEY SIZE         change its capacity\n"
 		"  devices sync [--dry-run]          register every CUDA GPU\n"

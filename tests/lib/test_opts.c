@@ -245,7 +245,7 @@ static void test_version_handshake(void **state)
 {
 	struct nxq_ctx *c = (void *)1;
 
-	fk.abi_version = 2;
+	fk.abi_version = NXQ_ABI_VERSION + 1;
 	assert_int_equal(nxq__ctx_open_kops(NULL, &fake_kops, NULL, &c), -EPROTO);
 	assert_null(c);
 	fk.abi_version = 0;

@@ -99,6 +99,10 @@ sweep() {
 		left="$left module-unloaded"
 		load_module || left="$left insmod-failed"
 	fi
+	# The module creates its node root-only; a scenario that gave it to
+	# a group (as the udev rule does) must not leak that to the next.
+	chown 0:0 /dev/nxquota 2>/dev/null
+	chmod 0600 /dev/nxquota 2>/dev/null
 	for d in /sys/kernel/nxquota/devices/*/; do
 		[ -d "$d" ] || continue
 		key=$(basename "$d")

@@ -367,6 +367,23 @@ static SC_UNUSED int sc_dev_register(const char *key, const char *capacity)
 	return rc;
 }
 
+/*
+ * Register a device whose top-level cgroups without a budget may charge
+ * up to its capacity (default_max "max"), as before default_max existed;
+ * 0 or -errno.
+ */
+static SC_UNUSED int sc_dev_register_open(const char *key,
+					  const char *capacity)
+{
+	char path[256];
+	int rc = sc_dev_register(key, capacity);
+
+	if (rc)
+		return rc;
+	snprintf(path, sizeof(path), SC_DEVICES "/%s/default_max", key);
+	return sc_write(path, "max");
+}
+
 static SC_UNUSED int sc_dev_unregister(const char *key)
 {
 	int rc = sc_write(SC_DEVICES "/unregister", key);
@@ -492,6 +509,25 @@ static SC_UNUSED long sc_version(int fd, struct nxq_version *v)
 	v->size = sizeof(*v);
 	return sc_ioctl(fd, NXQ_IOC_VERSION, v);
 }
+
+/*
+ * An eventfd for holders that must be askable (a holder without one
+ * cannot borrow) but whose scenario never reads it; one per process.
+ */
+static SC_UNUSED int sc_any_efd(void)
+{
+	static int efd = -1;
+	static pid_t owner;
+
+	if (efd < 0 || owner != getpid()) {
+		efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		owner = getpid();
+		if (efd < 0)
+			FAIL("eventfd: %s", sc_errname(errno));
+	}
+	return efd;
+}
+#define SC_EFD	sc_any_efd()
 
 static SC_UNUSED long sc_register(int fd, const char *key, int efd,
 				  unsigned int prio, uint64_t *id)
@@ -708,6 +744,10 @@ static SC_UNUSED void sc_drop_to_nobody(void)
 	char buf[4096], *p;
 	int n;
 
+	/* What the udev rule does for the node's group (here nobody's). */
+	if (chown(SC_DEVNODE, 0, 65534) < 0 || chmod(SC_DEVNODE, 0660) < 0)
+		FAIL("give %s to group 65534: %s", SC_DEVNODE,
+		     sc_errname(errno));
 	if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
 	    setresuid(65534, 65534, 65534) < 0)
 		FAIL("drop privileges: %s", sc_errname(errno));

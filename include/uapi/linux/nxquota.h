@@ -26,7 +26,7 @@
 #include <linux/types.h>
 
 #define NXQ_DEVICE_NAME		"nxquota"	/* /dev/nxquota */
-#define NXQ_ABI_VERSION		1
+#define NXQ_ABI_VERSION		2
 
 /* Device keys: "GPU-<uuid>", "host0", ... NUL-terminated, [A-Za-z0-9._:-]. */
 #define NXQ_DEVICE_KEY_MAX	64
@@ -51,24 +51,39 @@ struct nxq_version {
 };
 #define NXQ_VERSION_SIZE_VER0	16
 
-/* Holder registration flags: none defined yet. */
-#define NXQ_HOLDER_FLAGS_ALL	0U
+/* Holder registration flags. */
+#define NXQ_HOLDER_DEVFD	(1U << 0)	/* devfd carries a device node */
+#define NXQ_HOLDER_FLAGS_ALL	NXQ_HOLDER_DEVFD
 
-/* Priorities: 0 is the default; higher is more important. */
+/*
+ * Priorities: 0 is the default; higher is more important.  A holder may
+ * register above 0 only up to its cgroup's priority_max (0 unless root
+ * raises it).
+ */
 #define NXQ_PRIORITY_MAX	1000U
 
 /**
  * struct nxq_holder_reg - NXQ_IOC_HOLDER_REGISTER
  * @size: in, sizeof(struct nxq_holder_reg)
- * @flags: in, must be 0
+ * @flags: in, NXQ_HOLDER_*
  * @device: in, NUL-terminated key of a registered device
- * @eventfd: in, an eventfd the module signals for this holder, or -1
- * @priority: in, 0..NXQ_PRIORITY_MAX
- * @holder_id: out, non-zero id, valid on this open file only
+ * @eventfd: in, an eventfd the module signals for this holder, or -1; a
+ *	holder without one cannot be asked for memory, so it cannot borrow
+ *	(charge its cgroup above its effective min)
+ * @priority: in, 0..the cgroup's priority_max (-EPERM above it)
+ * @holder_id: out, non-zero id, valid on this open file, for the
+ *	registering process only
+ * @devfd: in, with NXQ_HOLDER_DEVFD: an open file of the character device
+ *	whose dev_t root gave when registering @device (e.g. /dev/nvidia0);
+ *	required for such a device (-EACCES without it or for another
+ *	node, -EBADF if not open); without the flag it must be 0
+ * @reserved: must be 0
  *
  * The holder is bound to the caller's cgroup (cgroup v2, as the kernel sees
- * it at registration) and to @device.  It lives until NXQ_IOC_HOLDER_UNREGISTER
- * or the release of the file, whichever comes first; both uncharge it.
+ * it at registration) and to @device, and belongs to the calling process
+ * (its thread group): other processes get -ENOENT for its id.  It lives
+ * until NXQ_IOC_HOLDER_UNREGISTER, the exit of that process, or the
+ * release of the file, whichever comes first; each uncharges it.
  */
 struct nxq_holder_reg {
 	__u32 size;
@@ -77,8 +92,10 @@ struct nxq_holder_reg {
 	__s32 eventfd;
 	__u32 priority;
 	__u64 holder_id;
+	__s32 devfd;
+	__u32 reserved;
 };
-#define NXQ_HOLDER_REG_SIZE_VER0	88
+#define NXQ_HOLDER_REG_SIZE_VER0	96
 
 /**
  * struct nxq_holder_id - NXQ_IOC_HOLDER_UNREGISTER
@@ -248,10 +265,11 @@ struct nxq_ticket_answer {
  * ---- Generic netlink family "nxquota" ----------------------------------
  *
  * Dumps of devices, budget nodes and holders; device and budget
- * administration (CAP_NET_ADMIN in the initial user namespace); a
- * multicast group of ledger events (same capability to join).  A caller
- * without the capability sees every device but only the budget nodes and
- * holders of its own cgroup subtree.  Byte counts are u64 attributes
+ * administration (CAP_SYS_ADMIN in the initial user namespace, as for
+ * sysfs); a multicast group of ledger events (same capability to join).
+ * A caller without the capability sees every device but only the budget
+ * nodes and holders of its own cgroup subtree, with paths relative to its
+ * cgroup namespace.  Byte counts are u64 attributes
  * (padded with the set's PAD attribute); max is NXQ_UNLIMITED when unset.
  * Documentation/userspace-api/nxquota-netlink.rst describes every
  * command; the text between the markers below is generated from
@@ -304,6 +322,9 @@ enum {
 	NXQUOTA_A_DEVICE_WAITS,
 	NXQUOTA_A_DEVICE_TIMEOUTS,
 	NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS,
+	NXQUOTA_A_DEVICE_DEVT,
+	NXQUOTA_A_DEVICE_DEFAULT_MAX,
+	NXQUOTA_A_DEVICE_EVENTS_DROPPED,
 
 	__NXQUOTA_A_DEVICE_MAX,
 	NXQUOTA_A_DEVICE_MAX = (__NXQUOTA_A_DEVICE_MAX - 1)
@@ -329,6 +350,10 @@ enum {
 	NXQUOTA_A_BUDGET_BYTES_RELEASED,
 	NXQUOTA_A_BUDGET_KILLS,
 	NXQUOTA_A_BUDGET_KILL_ON_IGNORE,
+	NXQUOTA_A_BUDGET_HOLDERS_MAX,
+	NXQUOTA_A_BUDGET_WAITERS_MAX,
+	NXQUOTA_A_BUDGET_PRIORITY_MAX,
+	NXQUOTA_A_BUDGET_WAIT_MAX_MS,
 
 	__NXQUOTA_A_BUDGET_CNT,
 	NXQUOTA_A_BUDGET_LAST = (__NXQUOTA_A_BUDGET_CNT - 1)

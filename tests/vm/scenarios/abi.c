@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * abi: the handshake a library does first.  /dev/nxquota is a 0666 misc
- * character device; sysfs abi_version and NXQ_IOC_VERSION agree with the
+ * abi: the handshake a library does first.  /dev/nxquota is a misc
+ * character device the module creates root-only (0600; the udev rule
+ * gives it a group); sysfs abi_version and NXQ_IOC_VERSION agree with the
  * header; the features cover what this ABI version defines and nothing
  * unknown; the size bits of the command number are ignored; a larger
  * caller's zero tail is accepted and left alone.
@@ -24,7 +25,7 @@ int main(int argc, char **argv)
 	sc_init(argc, argv);
 	CHECK(stat(SC_DEVNODE, &st) == 0);
 	CHECK(S_ISCHR(st.st_mode));
-	CHECK_EQ(st.st_mode & 07777, 0666);
+	CHECK_EQ(st.st_mode & 07777, 0600);
 	CHECK_EQ(sc_get_u64_at(__FILE__, __LINE__, SC_SYSFS "/abi_version"),
 		 NXQ_ABI_VERSION);
 	CHECK(sc_exists(SC_DEVICES "/register"));

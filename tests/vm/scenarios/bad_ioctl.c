@@ -165,7 +165,7 @@ static void undo(int c, void *p)
 		CHECK_OK(sc_unregister(fd, ((struct nxq_holder_reg *)p)->holder_id));
 		break;
 	case C_UNREGISTER:
-		CHECK_OK(sc_register(fd, KEY, -1, 0, &spare));
+		CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &spare));
 		break;
 	case C_CHARGE:
 		CHECK_OK(sc_uncharge(fd, h, 1, &x));
@@ -293,12 +293,32 @@ static void flags(void)
 			set_flags(p, bad[i]);
 			TRY(what, c, p, EINVAL);
 		}
-		if (c != C_CHARGE) {
+		if (c != C_CHARGE && c != C_REGISTER) {
 			/* The charge flags mean nothing to the others. */
 			fill(c, p);
 			set_flags(p, NXQ_CHARGE_NOWAIT);
 			TRY("flags NOWAIT", c, p, EINVAL);
 		}
+	}
+	/* Register's one flag: a devfd, which must then be open ... */
+	{
+		struct nxq_holder_reg *r = (void *)p;
+
+		fill(C_REGISTER, p);
+		r->flags = NXQ_HOLDER_DEVFD;
+		r->devfd = -1;
+		TRY("DEVFD, devfd -1", C_REGISTER, p, EBADF);
+		fill(C_REGISTER, p);
+		r->flags = NXQ_HOLDER_DEVFD;
+		r->devfd = 1000;
+		TRY("DEVFD, devfd not open", C_REGISTER, p, EBADF);
+		/* ... and without it devfd and reserved must be 0. */
+		fill(C_REGISTER, p);
+		r->devfd = 3;
+		TRY("devfd without DEVFD", C_REGISTER, p, EINVAL);
+		fill(C_REGISTER, p);
+		r->reserved = 1;
+		TRY("reserved", C_REGISTER, p, EINVAL);
 	}
 	fill(C_CHARGE, p);
 	ch->flags = NXQ_CHARGE_NOWAIT;
@@ -365,13 +385,13 @@ static void holder_ids(void)
 	int c;
 	size_t i;
 
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &gone));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &gone));
 	CHECK_OK(sc_unregister(fd, gone));
 	CHECK_ERR(sc_unregister(fd, gone), ENOENT);
 	/* Ids may be per file: find one of fd2's that fd does not use. */
 	for (i = 0; i < 8 && (!other || other == h || other == spare ||
 			      other == gone); i++)
-		CHECK_OK(sc_register(fd2, KEY, -1, 0, &other));
+		CHECK_OK(sc_register(fd2, KEY, SC_EFD, 0, &other));
 	CHECK(other != h && other != spare && other != gone);
 	{
 		const uint64_t ids[] = { 0, gone, other, h + 100000, U64MAX,
@@ -445,12 +465,12 @@ static void byte_counts(void)
 	TRY("all of it", C_RECLAIMABLE, mem, 0);
 
 	/* A device of 2^64-1 bytes: fill it to the last byte, exactly. */
-	CHECK_OK(sc_dev_register(HUGE, "18446744073709551615"));
+	CHECK_OK(sc_dev_register_open(HUGE, "18446744073709551615"));
 	CHECK_EQ(DEV_U64(HUGE, "capacity"), U64MAX);
 	fdh = sc_open();
 	CHECK_OK(fdh);
-	CHECK_OK(sc_register(fdh, HUGE, -1, 0, &hh));
-	CHECK_OK(sc_register(fdh, HUGE, -1, 0, &hh2));
+	CHECK_OK(sc_register(fdh, HUGE, SC_EFD, 0, &hh));
+	CHECK_OK(sc_register(fdh, HUGE, SC_EFD, 0, &hh2));
 	CHECK_OK(sc_charge(fdh, hh, U64MAX - 10, &c));
 	CHECK_EQ(c, U64MAX - 10);
 	CHECK_ERR2(sc_charge(fdh, hh, 11, &c), ENOSPC, EOVERFLOW);
@@ -534,8 +554,14 @@ static void keys_and_priorities(void)
 	memset(r->device + strlen(KEY), 'x', sizeof(r->device) - strlen(KEY));
 	TRY("KEY and no NUL", C_REGISTER, mem, EINVAL);
 	fill(C_REGISTER, mem);
+	r->priority = 1;
+	TRY("priority above the cgroup's priority_max (0)", C_REGISTER, mem,
+	    EPERM);
+	CHECK_OK(sc_set_budget(KEY, "/ priority_max=1000"));
+	fill(C_REGISTER, mem);
 	r->priority = NXQ_PRIORITY_MAX;
 	TRY("priority max", C_REGISTER, mem, 0);
+	CHECK_OK(sc_clear_budget(KEY, "/"));
 	fill(C_REGISTER, mem);
 	r->priority = NXQ_PRIORITY_MAX + 1;
 	TRY("priority max+1", C_REGISTER, mem, EINVAL);
@@ -616,17 +642,17 @@ static void too_many_holders(void)
 
 	CHECK_OK(f);
 	for (i = 0; i < 4096; i++) {
-		rc = sc_register(f, KEY, -1, 0, &id);
+		rc = sc_register(f, KEY, SC_EFD, 0, &id);
 		if (rc < 0)
 			FAIL("holder %d of 4096 on one file: %s", i + 1,
 			     sc_errname(-rc));
 	}
 	CHECK_EQ(DEV_U64(KEY, "holders"), before + 4096);
-	CHECK_ERR(sc_register(f, KEY, -1, 0, &id), EMFILE);
+	CHECK_ERR(sc_register(f, KEY, SC_EFD, 0, &id), EMFILE);
 	CHECK_EQ(DEV_U64(KEY, "holders"), before + 4096);
 	CHECK_OK(sc_charge(f, id, 1, NULL));
 	CHECK_OK(sc_unregister(f, id));
-	CHECK_OK(sc_register(f, KEY, -1, 0, &id));
+	CHECK_OK(sc_register(f, KEY, SC_EFD, 0, &id));
 	CHECK_OK(sc_close(f));
 	CHECK_EQ(DEV_U64(KEY, "holders"), before);
 }
@@ -641,13 +667,13 @@ int main(int argc, char **argv)
 	CHECK(mem != MAP_FAILED);
 	CHECK(mprotect(mem + 2 * PAGE, PAGE, PROT_NONE) == 0);
 
-	CHECK_OK(sc_dev_register(KEY, "1G"));
+	CHECK_OK(sc_dev_register_open(KEY, "1G"));
 	fd = sc_open();
 	CHECK_OK(fd);
 	fd2 = sc_open();
 	CHECK_OK(fd2);
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &spare));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &spare));
 	CHECK_OK(sc_charge(fd, h, BASE, &c));
 	{
 		struct nxq_version v;

@@ -67,7 +67,7 @@ static void registration(void)
 	CHECK_EQ(count_devices(), n);
 
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		CHECK_OK(sc_dev_register(KEY, good[i].cap));
+		CHECK_OK(sc_dev_register_open(KEY, good[i].cap));
 		if (DEV_U64(KEY, "capacity") != good[i].bytes)
 			FAIL("capacity \"%s\" reads %" PRIu64 ", expected %"
 			     PRIu64, good[i].cap, DEV_U64(KEY, "capacity"),
@@ -88,7 +88,7 @@ static void registration(void)
 	CHECK(!sc_dev_exists(key64));
 
 	/* Duplicates are refused and change nothing. */
-	CHECK_OK(sc_dev_register(KEY, "1M"));
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	REFUSE(REG, KEY " 2M", EEXIST);
 	CHECK_EQ(DEV_U64(KEY, "capacity"), SC_MIB);
 	CHECK_EQ(count_devices(), n + 1);
@@ -185,7 +185,7 @@ static void busy_and_removal(uint64_t cgid)
 
 	fd = sc_open();
 	CHECK_OK(fd);
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
 	REFUSE(UNREG, KEY, EBUSY);
 	CHECK(sc_dev_exists(KEY));
 	CHECK_OK(sc_charge(fd, h, 1000, &c));
@@ -194,11 +194,11 @@ static void busy_and_removal(uint64_t cgid)
 	/* No holder left (the file is still open): it can go. */
 	CHECK_OK(sc_dev_unregister(KEY));
 	CHECK(!sc_dev_exists(KEY));
-	CHECK_ERR(sc_register(fd, KEY, -1, 0, &h), ENODEV);
+	CHECK_ERR(sc_register(fd, KEY, SC_EFD, 0, &h), ENODEV);
 	CHECK_OK(sc_close(fd));
 
 	/* Registered again, it starts with no budget of before. */
-	CHECK_OK(sc_dev_register(KEY, "1M"));
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	CHECK(!sc_node_exists(KEY, cgid));
 	CHECK_OK(sc_set_budget(KEY, CG " max=1M"));
 	CHECK_OK(sc_clear_budget(KEY, CG "\n"));
@@ -209,7 +209,7 @@ static void busy_and_removal(uint64_t cgid)
 /* A path that exists but is a file of a cgroup is no cgroup either. */
 static void not_a_cgroup(void)
 {
-	CHECK_OK(sc_dev_register(KEY, "1M"));
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	REFUSE(sc_dev_path(KEY, "set_budget"), "/cgroup.procs max=1M", ENOENT);
 	REFUSE(sc_dev_path(KEY, "set_budget"), CG "/cgroup.procs max=1M",
 	       ENOENT);

@@ -2,15 +2,18 @@
 /*
  * cgroup_rmdir: a holder's process leaves its cgroup and the cgroup is
  * removed while the holder is charged.  The holder keeps its charge, its
- * removed cgroup's node stays (readable, still counted up the tree, its
- * max still binding), set_budget can no longer name the path, a new
+ * removed cgroup's node stays (readable, still counted up the tree) with
+ * what was charged there, the holder's next charges go to the cgroup its
+ * process is in now (B, whose max binds them), set_budget can no longer
+ * name the path, a new
  * cgroup made at the same path is a different node, and when the holder's
  * file is closed the nodes of the removed cgroups disappear and the device
  * is back to 0.
  *
  *   /nxq-rm        P
  *   /nxq-rm/a      A   max=512K  (the holder registers here, then leaves)
- *   /nxq-rm/b      B             (a second holder registers here)
+ *   /nxq-rm/b      B   max=350K  (the process moves here; a second
+ *                                 holder registers here)
  */
 #include "scen.h"
 
@@ -36,7 +39,7 @@ static int child(void *arg)
 	CHECK_OK(sc_cg_enter(A));
 	fd = sc_open();
 	CHECK_OK(fd);
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &ha));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &ha));
 	CHECK_OK(sc_charge(fd, ha, 100 * K, &c));
 	CHECK_OK(sc_cg_enter(B));
 	CHECK_OK(sc_send(c2p[1], c));
@@ -51,7 +54,7 @@ static int child(void *arg)
 			c = HOLDER_CHARGE(fd, ha);
 			break;
 		case CMD_REGISTER_B:
-			CHECK_OK(sc_register(fd, KEY, -1, 0, &hb));
+			CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &hb));
 			CHECK_OK(sc_charge(fd, hb, 50 * K, &c));
 			CHECK_OK(sc_cg_enter("/"));
 			break;
@@ -78,7 +81,7 @@ int main(int argc, char **argv)
 	int fd, n;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "1M"));
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	CHECK_OK(sc_cg_create(P));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
@@ -105,23 +108,29 @@ int main(int argc, char **argv)
 	CHECK_EQ(DEV_U64(KEY, "used"), 100 * K);
 	CHECK_ERR(sc_set_budget(KEY, A " max=1M"), ENOENT);
 
-	/* The holder still charges, and the removed cgroup's max binds. */
+	/*
+	 * The holder still charges, now where its process is (B, whose max
+	 * binds); its 100K stay on A's node until released.
+	 */
+	CHECK_OK(sc_set_budget(KEY, B " max=350K"));
 	CHECK_EQ(ask(CMD_CHARGE_A), 400 * K);
 	CHECK_EQ(ask(CMD_CHARGE_A_TOO_MUCH), 400 * K);
-	CHECK_EQ(NODE_U64(KEY, a, "max_hits"), 1);
-	CHECK_EQ(NODE_U64(KEY, a, "current"), 400 * K);
+	CHECK_EQ(NODE_U64(KEY, b, "max_hits"), 1);
+	CHECK_EQ(NODE_U64(KEY, a, "max_hits"), 0);
+	CHECK_EQ(NODE_U64(KEY, a, "current"), 100 * K);
+	CHECK_EQ(NODE_U64(KEY, b, "current"), 300 * K);
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 400 * K);
 
 	/* A holder registered now is bound to B, where the process is. */
 	CHECK_EQ(ask(CMD_REGISTER_B), 50 * K);
-	CHECK_EQ(NODE_U64(KEY, b, "current"), 50 * K);
-	CHECK_EQ(NODE_U64(KEY, a, "current"), 400 * K);
+	CHECK_EQ(NODE_U64(KEY, b, "current"), 350 * K);
+	CHECK_EQ(NODE_U64(KEY, a, "current"), 100 * K);
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 450 * K);
 
 	/* The whole subtree goes, both holders still charged. */
 	CHECK_OK(sc_cg_remove(B));
 	CHECK_OK(sc_cg_remove(P));
-	CHECK_EQ(NODE_U64(KEY, b, "current"), 50 * K);
+	CHECK_EQ(NODE_U64(KEY, b, "current"), 350 * K);
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 450 * K);
 	CHECK_EQ(NODE_U64(KEY, 1, "current"), 450 * K);
 	CHECK_EQ(DEV_U64(KEY, "used"), 450 * K);
@@ -137,7 +146,7 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_cg_enter(P));
 	fd = sc_open();
 	CHECK_OK(fd);
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
 	CHECK_OK(sc_charge(fd, h, 100 * K, &c));
 	CHECK_ERR(sc_charge(fd, h, 1, &c), EDQUOT);
 	CHECK_EQ(NODE_U64(KEY, p2, "current"), 100 * K);

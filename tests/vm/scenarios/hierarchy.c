@@ -52,14 +52,41 @@ static void check_path(uint64_t id, const char *want)
 	     id, n, shown, want);
 }
 
+/* Where each holder was registered: a process charges where it is. */
+static struct {
+	uint64_t h;
+	const char *cg;
+} where[8];
+static int nwhere;
+
 static uint64_t holder_in(const char *cg, const char *key)
 {
 	uint64_t h = 0;
 
 	CHECK_OK(sc_cg_enter(cg));
-	CHECK_OK(sc_register(fd, key, -1, 0, &h));
+	CHECK_OK(sc_register(fd, key, SC_EFD, 0, &h));
 	CHECK_OK(sc_cg_enter("/"));
+	CHECK(nwhere < 8);
+	where[nwhere].h = h;
+	where[nwhere++].cg = cg;
 	return h;
+}
+
+/* Charge holder h from its own cgroup (else its new charges follow us). */
+static long charge_in(uint64_t h, uint64_t bytes, uint64_t *c)
+{
+	const char *cg = NULL;
+	long rc;
+	int i;
+
+	for (i = 0; i < nwhere; i++)
+		if (where[i].h == h)
+			cg = where[i].cg;
+	CHECK(cg != NULL);
+	CHECK_OK(sc_cg_enter(cg));
+	rc = sc_charge(fd, h, bytes, c);
+	CHECK_OK(sc_cg_enter("/"));
+	return rc;
 }
 
 int main(int argc, char **argv)
@@ -69,8 +96,8 @@ int main(int argc, char **argv)
 	struct nxq_status st;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "2M"));
-	CHECK_OK(sc_dev_register(KEY2, "1G"));
+	CHECK_OK(sc_dev_register_open(KEY, "2M"));
+	CHECK_OK(sc_dev_register_open(KEY2, "1G"));
 	CHECK_OK(sc_cg_create(P));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(D));
@@ -98,8 +125,8 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, a, "max"), NXQ_UNLIMITED);
 
 	/* The parent's max binds a child without a budget of its own. */
-	CHECK_OK(sc_charge(fd, ha, 600 * K, &c));
-	CHECK_ERR(sc_charge(fd, hb, 500 * K, &c), EDQUOT);
+	CHECK_OK(charge_in(ha, 600 * K, &c));
+	CHECK_ERR(charge_in(hb, 500 * K, &c), EDQUOT);
 	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 1);
 	CHECK_EQ(NODE_U64(KEY, b, "max_hits"), 0);
 	CHECK_EQ(NODE_U64(KEY, b, "denials"), 1);
@@ -107,11 +134,11 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, 1, "denials"), 1);
 	CHECK_EQ(NODE_U64(KEY, a, "denials"), 0);
 	CHECK_EQ(HOLDER_CHARGE(fd, hb), 0);
-	CHECK_OK(sc_charge(fd, hb, 424 * K, &c));
+	CHECK_OK(charge_in(hb, 424 * K, &c));
 	CHECK_EQ(NODE_U64(KEY, p, "current"), SC_MIB);
 
 	/* ... and a grandchild. */
-	CHECK_ERR(sc_charge(fd, hd, 1, &c), EDQUOT);
+	CHECK_ERR(charge_in(hd, 1, &c), EDQUOT);
 	CHECK_EQ(NODE_U64(KEY, d, "denials"), 1);
 	CHECK_EQ(NODE_U64(KEY, a, "denials"), 1);
 	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 2);
@@ -123,26 +150,26 @@ int main(int argc, char **argv)
 
 	/* The child's own max fits, the parent's does not: the parent's hit. */
 	CHECK_OK(sc_uncharge(fd, hb, 424 * K, &c));
-	CHECK_ERR(sc_charge(fd, hb, 768 * K, &c), EDQUOT);
+	CHECK_ERR(charge_in(hb, 768 * K, &c), EDQUOT);
 	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 3);
 	CHECK_EQ(NODE_U64(KEY, b, "max_hits"), 0);
 	/* The parent has room, the child's max is what binds. */
 	CHECK_OK(sc_uncharge(fd, ha, 600 * K, &c));
 	CHECK_OK(sc_status(fd, hb, &st));
 	CHECK_EQ(st.headroom, 768 * K);
-	CHECK_OK(sc_charge(fd, hb, 768 * K, &c));
-	CHECK_ERR(sc_charge(fd, hb, 1, &c), EDQUOT);
+	CHECK_OK(charge_in(hb, 768 * K, &c));
+	CHECK_ERR(charge_in(hb, 1, &c), EDQUOT);
 	CHECK_EQ(NODE_U64(KEY, b, "max_hits"), 1);
 	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 3);
 	CHECK_OK(sc_status(fd, ha, &st));
 	CHECK_EQ(st.headroom, 256 * K);
 
 	/* The capacity binds a group with no budget ... */
-	CHECK_OK(sc_charge(fd, ho, 1280 * K, &c));
+	CHECK_OK(charge_in(ho, 1280 * K, &c));
 	CHECK_EQ(DEV_U64(KEY, "used"), 2 * SC_MIB);
-	CHECK_ERR(sc_charge(fd, ho, 1, &c), ENOSPC);
+	CHECK_ERR(charge_in(ho, 1, &c), ENOSPC);
 	/* ... and one with room left under its max. */
-	CHECK_ERR(sc_charge(fd, ha, 1, &c), ENOSPC);
+	CHECK_ERR(charge_in(ha, 1, &c), ENOSPC);
 	CHECK_EQ(HOLDER_CHARGE(fd, ha), 0);
 	CHECK_EQ(DEV_U64(KEY, "capacity_hits"), 2);
 	CHECK_EQ(NODE_U64(KEY, o, "max_hits"), 0);
@@ -183,13 +210,13 @@ int main(int argc, char **argv)
 
 	/* Budgets are per device: P's max on KEY does not bind KEY2. */
 	hd2 = holder_in(D, KEY2);
-	CHECK_OK(sc_charge(fd, hd2, 5 * SC_MIB, &c));
+	CHECK_OK(charge_in(hd2, 5 * SC_MIB, &c));
 	CHECK_EQ(NODE_U64(KEY2, p, "current"), 5 * SC_MIB);
 	CHECK_EQ(NODE_U64(KEY2, p, "max"), NXQ_UNLIMITED);
 	CHECK_EQ(DEV_U64(KEY, "used"), 2 * SC_MIB);
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 768 * K);
 	CHECK_OK(sc_set_budget(KEY2, P " max=5M"));
-	CHECK_ERR(sc_charge(fd, hd2, 1, &c), EDQUOT);
+	CHECK_ERR(charge_in(hd2, 1, &c), EDQUOT);
 	CHECK_EQ(NODE_U64(KEY2, p, "max_hits"), 1);
 	CHECK_EQ(NODE_U64(KEY, p, "max_hits"), 3);
 

@@ -125,7 +125,7 @@ int main(int argc, char **argv)
 	pid_t a, b;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "256M"));
+	CHECK_OK(sc_dev_register_open(KEY, "256M"));
 	CHECK_OK(sc_cg_create(CGA));
 	CHECK_OK(sc_cg_create(CGB));
 	ida = CG_ID(CGA);

@@ -39,7 +39,7 @@ int main(int argc, char **argv)
 	int fd, i;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "1G"));
+	CHECK_OK(sc_dev_register_open(KEY, "1G"));
 	CHECK_EQ(DEV_U64(KEY, "capacity"), SC_GIB);
 	CHECK_OK(sc_cg_create(CG));
 	cgid = CG_ID(CG);
@@ -52,7 +52,7 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_cg_enter(CG));
 	fd = sc_open();
 	CHECK_OK(fd);
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
 	CHECK_EQ(DEV_U64(KEY, "holders"), 1);
 	CHECK_EQ(NODE_U64(KEY, cgid, "holders"), 1);
 	CHECK_OK(sc_status(fd, h, &st));
@@ -93,7 +93,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, cgid, "max_hits"), 2);
 
 	/* The max is the cgroup's, shared by its holders. */
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h2));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h2));
 	CHECK_ERR(sc_charge(fd, h2, 1, &charged), EDQUOT);
 	CHECK_EQ(HOLDER_CHARGE(fd, h2), 0);
 	CHECK_OK(sc_uncharge(fd, h, 4096, &charged));

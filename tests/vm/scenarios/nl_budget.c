@@ -163,7 +163,7 @@ static int holder(void *arg)
 	CHECK_OK(sc_cg_enter(CG_B));
 	fd = sc_open();
 	CHECK(fd >= 0);
-	CHECK_OK(sc_register(fd, KEY, -1, 7, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 7, &h));
 	CHECK_OK(sc_charge(fd, h, 300 * SC_KIB, &c));
 	CHECK_ERR(sc_charge(fd, h, 300 * SC_KIB, &c), EDQUOT);
 	CHECK_OK(sc_set_reclaimable(fd, h, 100 * SC_KIB));
@@ -195,6 +195,8 @@ int main(int argc, char **argv)
 	b = CG_ID(CG_B);
 	CHECK_OK(nl_budget_set(fd, CG_A, 1, 768 * SC_KIB, 1, 128 * SC_KIB));
 	CHECK_OK(nl_budget_set(fd, CG_B, 1, 512 * SC_KIB, 0, 0));
+	/* its holder registers with priority 7 */
+	CHECK_OK(sc_set_budget(KEY, CG_B " priority_max=7"));
 	CHECK_EQ(NODE_U64(KEY, a, "max"), 768 * SC_KIB);
 	CHECK_EQ(NODE_U64(KEY, a, "min"), 128 * SC_KIB);
 	CHECK_EQ(NODE_U64(KEY, b, "max"), 512 * SC_KIB);

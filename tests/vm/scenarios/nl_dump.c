@@ -87,8 +87,8 @@ int main(int argc, char **argv)
 	int fd, dfd, i;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "1G"));
-	CHECK_OK(sc_dev_register(KEY2, "1G"));
+	CHECK_OK(sc_dev_register_open(KEY, "1G"));
+	CHECK_OK(sc_dev_register_open(KEY2, "1G"));
 	ids[NCG] = CG_ID("/");
 	for (i = 0; i < NCG; i++) {
 		snprintf(cg, sizeof(cg), "/nld-%d", i);
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 	dfd = sc_open();
 	CHECK(dfd >= 0);
 	for (i = 1; i <= NHOLD; i++) {
-		CHECK_OK(sc_register(dfd, KEY, -1, 0, &h));
+		CHECK_OK(sc_register(dfd, KEY, SC_EFD, 0, &h));
 		CHECK_OK(sc_charge(dfd, h, i, &c));
 	}
 	nseen = 0;

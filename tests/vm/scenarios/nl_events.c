@@ -45,7 +45,7 @@ static int charger(void *arg)
 	CHECK_OK(sc_cg_enter(CG));
 	fd = sc_open();
 	CHECK(fd >= 0);
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
 	CHECK_ERR(sc_charge(fd, h, 600 * SC_KIB, &c), EDQUOT);
 	CHECK_OK(sc_send(c2p[1], 1));
 	return 0;
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 		       &nl_events_grp, sizeof(nl_events_grp)) < 0)
 		FAIL("join the events group: %s", sc_errname(errno));
 
-	CHECK_OK(sc_dev_register(KEY, "1M"));
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	expect(lis, NXQUOTA_EVENT_TYPE_DEVICE_ADDED, &e);
 	CHECK_STREQ(e.device, KEY);
 	CHECK_EQ(e.bytes, SC_MIB);

@@ -54,7 +54,7 @@ int main(int argc, char **argv)
 	int fd;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "1M"));
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	CHECK_OK(sc_cg_create(CG));
 	CHECK_OK(sc_set_budget(KEY, CG " max=512K"));
 	fd = NL_OPEN();

@@ -104,7 +104,7 @@ static int holder_b(void *arg)
 	CHECK_OK(sc_cg_enter(CG_B));
 	fd = sc_open();
 	CHECK(fd >= 0);
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
 	CHECK_OK(sc_charge(fd, h, 100 * SC_KIB, &c));
 	CHECK_OK(sc_send(c2p[1], 1));
 	RECV(p2c[0]);
@@ -127,7 +127,7 @@ static int nobody_a(void *arg)
 	sc_drop_to_nobody();
 	fd = sc_open();
 	CHECK(fd >= 0);
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
 	CHECK_OK(sc_charge(fd, h, 50 * SC_KIB, &c));
 
 	nl = NL_OPEN();
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
 	int fd, i, found;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "4M"));
+	CHECK_OK(sc_dev_register_open(KEY, "4M"));
 	CHECK_OK(sc_cg_create(CG_A));
 	CHECK_OK(sc_cg_create(CG_B));
 	a = CG_ID(CG_A);

@@ -76,7 +76,7 @@ int main(int argc, char **argv)
 	int lis, st;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "100M"));
+	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
 	a = CG_ID(A);

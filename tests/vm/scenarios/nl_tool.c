@@ -306,7 +306,7 @@ static int holder(void *arg)
 	CHECK_OK(sc_cg_enter(CG));
 	fd = sc_open();
 	CHECK(fd >= 0);
-	CHECK_OK(sc_register(fd, KEY, -1, 3, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 3, &h));
 	CHECK_OK(sc_charge(fd, h, SC_MIB, &c));
 	CHECK_OK(sc_send(c2p[1], 1));
 	RECV(p2c[0]);
@@ -338,6 +338,8 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_cg_create(CG));
 	CHECK_OK(sc_cg_create(CG_B));
 	a = CG_ID(CG);
+	/* its holder registers with priority 3 */
+	CHECK_OK(sc_set_budget(KEY, CG " priority_max=3"));
 	root = CG_ID("/");
 	TOOL_OK("set", CG, KEY, "max=4M", "min=1M");
 	CHECK_EQ(NODE_U64(KEY, a, "max"), 4 * SC_MIB);

@@ -149,7 +149,7 @@ static int child(void *arg)
 	if (fd < 0)
 		FAIL("open %s as nobody: %s", SC_DEVNODE, sc_errname(-fd));
 	CHECK_OK(sc_version(fd, &v));
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
 	CHECK_OK(sc_charge(fd, h, 256 * SC_KIB, &c));
 	CHECK_EQ(c, 256 * SC_KIB);
 	CHECK_ERR(sc_charge(fd, h, 300 * SC_KIB, &c), EDQUOT);
@@ -158,9 +158,16 @@ static int child(void *arg)
 	CHECK_OK(sc_status(fd, h, &st));
 	CHECK_EQ(st.cgroup_id, cgid);
 	CHECK_EQ(st.node_max, 512 * SC_KIB);
-	/* Everyone reads sysfs. */
+	/* Everyone reads the device's totals; a node's files are root's. */
 	CHECK_EQ(DEV_U64(KEY, "used"), 200 * SC_KIB);
-	CHECK_EQ(NODE_U64(KEY, cgid, "current"), 200 * SC_KIB);
+	{
+		char nb[64];
+
+		CHECK_ERR(sc_read(sc_node_path(KEY, cgid, "current"), nb,
+				  sizeof(nb)), EACCES);
+		CHECK_ERR(sc_read(sc_node_path(KEY, cgid, "path"), nb,
+				  sizeof(nb)), EACCES);
+	}
 
 	CHECK_OK(sc_send(c2p[1], 1));
 	RECV(p2c[0]);
@@ -182,7 +189,7 @@ int main(int argc, char **argv)
 	pid_t pid;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "1M"));
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	CHECK_OK(sc_cg_create(CG));
 	cgid = CG_ID(CG);
 	CHECK_OK(sc_set_budget(KEY, CG " max=512K"));

@@ -5,6 +5,8 @@
  *   /nxq-pbud        max lowered from unlimited to 80M (current 100M)
  *   /nxq-pbud/a      a1: 30M, 10M of it reclaimable; a2: 20M
  *   /nxq-pbud/b      b1: 10M; bx: 40M, registered without an eventfd
+ *                    (so it may not borrow: b has min 50M, under
+ *                    /nxq-pbud's min 100M)
  *   /nxq-pbud-out    o1: 20M (outside the subtree)
  *
  * The excess, 20M, is asked of holders in the subtree (reason BUDGET,
@@ -94,13 +96,15 @@ int main(int argc, char **argv)
 	uint64_t t0, t1ns;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "200M"));
+	CHECK_OK(sc_dev_register_open(KEY, "200M"));
 	CHECK_OK(sc_write(sc_dev_path(KEY, "ticket_timeout_ms"), "300"));
 	CHECK_OK(sc_cg_create(P));
 	CHECK_OK(sc_cg_create(PA));
 	CHECK_OK(sc_cg_create(PB));
 	CHECK_OK(sc_cg_create(O));
 	p = CG_ID(P), pa = CG_ID(PA), pb = CG_ID(PB), o = CG_ID(O);
+	CHECK_OK(sc_set_budget(KEY, P " min=100M"));
+	CHECK_OK(sc_set_budget(KEY, PB " min=50M"));
 
 	sc_peer_start(&a1, "a1", PA, KEY, 0, 1);
 	sc_peer_start(&a2, "a2", PA, KEY, 0, 1);

@@ -32,12 +32,14 @@ int main(int argc, char **argv)
 	uint64_t p, gen;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "100M"));
+	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(P));
 	CHECK_OK(sc_cg_create(V));
 	CHECK_OK(sc_cg_create(W));
 	p = CG_ID(P);
 	CHECK_OK(sc_set_budget(KEY, P " max=10M"));
+	/* Root lets this subtree use priorities (0 unless raised). */
+	CHECK_OK(sc_set_budget(KEY, W " priority_max=1000"));
 
 	sc_peer_start(&pv, "V", V, KEY, 0, 1);
 	sc_peer_start(&pl, "L", W, KEY, 0, 1);

@@ -108,7 +108,7 @@ static int unreg_waiter(void *arg)
 	CHECK_OK(sc_cg_enter(A));
 	unreg_fd = sc_open();
 	CHECK_OK(unreg_fd);
-	CHECK_OK(sc_register(unreg_fd, KEY, -1, 0, &unreg_id));
+	CHECK_OK(sc_register(unreg_fd, KEY, SC_EFD, 0, &unreg_id));
 	CHECK(pthread_create(&th, NULL, unreg_thread, NULL) == 0);
 	rc = sc_charge_wait(unreg_fd, unreg_id, 10 * M, TMO, NULL);
 	CHECK(pthread_join(th, &ret) == 0);
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
 	long rc;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "100M"));
+	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
 	a = CG_ID(A);

@@ -111,7 +111,7 @@ int main(int argc, char **argv)
 	uint64_t t_sent;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "100M"));
+	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
 	a = CG_ID(A);

@@ -139,7 +139,7 @@ int main(int argc, char **argv)
 		SKIP("%s not in the VM (lib/libnxquota.a or "
 		     "lib/tests-vm/nxq-libholder.c missing, or it did not "
 		     "build: see build/vm/bin/tools/nxq-libholder.log)", TOOL);
-	CHECK_OK(sc_dev_register(KEY, "100M"));
+	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
 	a = CG_ID(A);

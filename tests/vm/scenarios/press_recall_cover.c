@@ -31,7 +31,7 @@ int main(int argc, char **argv)
 	struct sc_rep r, s1, s2, s3;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "100M"));
+	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
 	CHECK_OK(sc_set_budget(KEY, A " min=60M"));

@@ -62,7 +62,7 @@ static void w_open(struct worker *w)
 		FAIL("open: %s", sc_errname(-w->fd));
 	w->n = 1 + sc_rand(&w->seed) % MAXH;
 	for (i = 0; i < w->n; i++) {
-		CHECK_OK(sc_register(w->fd, KEY, -1, sc_rand(&w->seed) % 10,
+		CHECK_OK(sc_register(w->fd, KEY, SC_EFD, sc_rand(&w->seed) % 10,
 				     &w->id[i]));
 		w->charge[i] = 0;
 	}
@@ -98,7 +98,7 @@ static void w_step(struct worker *w, struct slot *s)
 		CHECK_OK(sc_set_reclaimable(w->fd, w->id[i], bytes));
 	} else if (op < 95) {
 		CHECK_OK(sc_unregister(w->fd, w->id[i]));
-		CHECK_OK(sc_register(w->fd, KEY, -1, 0, &w->id[i]));
+		CHECK_OK(sc_register(w->fd, KEY, SC_EFD, 0, &w->id[i]));
 		w->charge[i] = 0;
 	} else if (op < 99) {
 		CHECK_EQ(HOLDER_CHARGE(w->fd, w->id[i]), w->charge[i]);
@@ -250,10 +250,10 @@ int main(int argc, char **argv)
 	t_start = sc_now_ms();
 	seed = 0x5eed ^ t_start;
 	sh = sc_shared(sizeof(*sh));
-	CHECK_OK(sc_dev_register(KEY, "12M"));
+	CHECK_OK(sc_dev_register_open(KEY, "12M"));
 	for (c = 0; c < NCG; c++)
 		CHECK_OK(sc_cg_create(cgs[c]));
-	CHECK_OK(sc_set_budget(KEY, "/nxq-kill max=16M"));
+	CHECK_OK(sc_set_budget(KEY, "/nxq-kill max=16M priority_max=10"));
 	for (c = 1; c <= 3; c++)
 		CHECK_OK(sc_set_budget(KEY, "%s max=4M", cgs[c]));
 	CHECK_OK(sc_set_budget(KEY, "/nxq-kill/g3/sub max=2M"));

@@ -74,7 +74,7 @@ int main(int argc, char **argv)
 	uint64_t id;
 
 	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "1G"));
+	CHECK_OK(sc_dev_register_open(KEY, "1G"));
 	CHECK_OK(sc_cg_create(CG));
 	CHECK_OK(sc_set_budget(KEY, CG " max=100M min=10M"));
 	id = CG_ID(CG);

@@ -70,7 +70,7 @@ static int holder(void *arg)
 	CHECK_OK(sc_cg_enter(CG));
 	fd = sc_open();
 	CHECK_OK(fd);
-	CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
 	CHECK_OK(sc_charge(fd, h, 100 * SC_KIB, &c));
 	CHECK_OK(sc_send(c2p[1], c));
 	RECV(p2c[0]);
@@ -96,7 +96,7 @@ int main(int argc, char **argv)
 		SKIP("no module file at %s to load again", ko);
 	CHECK(loaded());
 
-	CHECK_OK(sc_dev_register(KEY, "1M"));
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	CHECK_OK(sc_cg_create(CG));
 	cgid = CG_ID(CG);
 	CHECK_OK(sc_set_budget(KEY, CG " max=512K"));
@@ -148,12 +148,12 @@ int main(int argc, char **argv)
 	CHECK_OK(fd);
 	CHECK_OK(sc_version(fd, &v));
 	CHECK_EQ(v.abi_version, NXQ_ABI_VERSION);
-	CHECK_OK(sc_dev_register(KEY, "1M"));
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	CHECK_OK(sc_cg_enter(CG));
 	{
 		uint64_t h = 0;
 
-		CHECK_OK(sc_register(fd, KEY, -1, 0, &h));
+		CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
 		CHECK_OK(sc_charge(fd, h, 300 * SC_KIB, &c));
 		CHECK_EQ(NODE_U64(KEY, cgid, "max"), NXQ_UNLIMITED);
 		CHECK_EQ(NODE_U64(KEY, cgid, "current"), 300 * SC_KIB);
