@@ -210,5 +210,6 @@ const struct nxq_ledger_ops nxq_cgroup_ledger_ops = {
 	.node_removed	= nxq_sysfs_node_removed,
 	.holder_kill	= nxq_holder_kill,
 	.holder_signal	= nxq_holder_signal,
+	.changed	= nxq_nl_changed,
 	.event		= nxq_nl_event,
 };

@@ -17,7 +17,12 @@
  * not fit its own path marks the constraint it hit (the node at max, or
  * the device) blocked for the rest of the pass, so a later waiter needing
  * the same room cannot overtake it; a waiter blocked only by another's
- * constraint is not granted, and its asks go to that constraint.
+ * constraint is not granted, and its asks go to that constraint.  Each
+ * node counts the waiters held up by it (nr_blocked), the device those
+ * short of capacity (nr_dev_blocked): a charge whose path has none takes
+ * the fast path even when others wait elsewhere, and a release runs a
+ * dispatch pass only when a waiter waits on its path or on the device --
+ * so a tenant's waiters cost a neighbour nothing.
  *
  * When a charge is not granted at once, tickets are opened on victims for
  * the shortfall (see Documentation/userspace-api/nxquota.rst), each
@@ -49,6 +54,33 @@
 #define NXQ_REASK_MAX	16
 
 /**
+ * nxq_event_work() - send a device's queued events, oldest first
+ * @work: the device's ev_work
+ *
+ * Context: a work item; takes ev_lock around each dequeue only, so the
+ * hook (which allocates and multicasts) runs with no ledger lock held.
+ */
+void nxq_event_work(struct work_struct *work)
+{
+	struct nxq_device *dev = container_of(work, struct nxq_device,
+					      ev_work);
+	const struct nxq_ledger_ops *ops = dev->ledger->ops;
+	struct nxq_event ev;
+
+	for (;;) {
+		spin_lock(&dev->ev_lock);
+		if (dev->ev_head == dev->ev_tail) {
+			spin_unlock(&dev->ev_lock);
+			return;
+		}
+		ev = dev->ev_ring[dev->ev_tail % NXQ_EV_RING];
+		dev->ev_tail++;
+		spin_unlock(&dev->ev_lock);
+		ops->event(&ev);
+	}
+}
+
+/**
  * nxq_event() - report an event to the shell's hook, if any
  * @dev: the device
  * @type: enum nxq_event_type
@@ -57,6 +89,13 @@
  * @bytes: see enum nxq_event_type
  * @value: see enum nxq_event_type
  * @reason: see struct nxq_event
+ *
+ * The event is queued on the device's ring and sent by nxq_event_work()
+ * once the caller's locks are dropped; a full ring (or no ring) counts
+ * the event in events_dropped.  Holder attach and detach only mark dumps
+ * (the changed hook), they are not queued.
+ *
+ * Context: the device lock or the ledger lock is held; does not sleep.
  */
 void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 	       struct nxq_node *node, struct nxq_holder *h, u64 bytes,
@@ -67,18 +106,33 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 		.type = type,
 		.device = dev->key,
 		.dropped = &dev->events_dropped,
+		.ts_ns = ktime_get_ns(),
 		.bytes = bytes,
 		.value = value,
 		.reason = reason,
 	};
 
-	if (!ops || !ops->event)
+	if (!ops)
+		return;
+	if (ops->changed)
+		ops->changed();
+	if (!ops->event || type == NXQ_EV_HOLDER_ADDED ||
+	    type == NXQ_EV_HOLDER_REMOVED)
 		return;
 	if (!node && h)
 		node = h->node;
 	ev.cgroup_id = node ? node->id : 0;
 	ev.tgid = h ? h->tgid : 0;
-	ops->event(&ev);
+	spin_lock(&dev->ev_lock);
+	if (!dev->ev_ring || dev->ev_head - dev->ev_tail >= NXQ_EV_RING) {
+		spin_unlock(&dev->ev_lock);
+		atomic64_inc(&dev->events_dropped);
+		return;
+	}
+	dev->ev_ring[dev->ev_head % NXQ_EV_RING] = ev;
+	dev->ev_head++;
+	spin_unlock(&dev->ev_lock);
+	schedule_work(&dev->ev_work);
 }
 
 /* The part of a holder's charge on its current node's path. */
@@ -212,23 +266,61 @@ static void nxq_enqueue(struct nxq_device *dev, struct nxq_waiter *w)
 }
 
 /*
+ * Record why @w waits (@err, @hit), keeping the per-constraint counts of
+ * waiters: nr_blocked of the node at max, nr_dev_blocked of the device.
+ * A charge that needs no constraint held up by a waiter skips the queue,
+ * and a release dispatches only if a waiter waits on its path or on the
+ * device.  @err 0 uncounts a waiter leaving the queue.
+ */
+static void nxq_waiter_set(struct nxq_device *dev, struct nxq_waiter *w,
+			   int err, struct nxq_node *hit)
+{
+	lockdep_assert_held(&dev->lock);
+	if (w->blk_node)
+		w->blk_node->nr_blocked--;
+	if (w->blk_dev)
+		dev->nr_dev_blocked--;
+	w->err = err;
+	w->hit = hit;
+	w->blk_node = err == -EDQUOT ? hit : NULL;
+	w->blk_dev = err == -ENOSPC;
+	if (w->blk_node)
+		w->blk_node->nr_blocked++;
+	if (w->blk_dev)
+		dev->nr_dev_blocked++;
+}
+
+/* Does a waiter wait on a constraint of @node's path, or the device's? */
+static bool nxq_path_blocked(struct nxq_device *dev, struct nxq_node *node)
+{
+	struct nxq_node *n;
+
+	lockdep_assert_held(&dev->lock);
+	if (dev->nr_dev_blocked)
+		return true;
+	for (n = node; n; n = n->parent)
+		if (n->nr_blocked)
+			return true;
+	return false;
+}
+
+/*
  * Is @w's room promised to a waiter served before it in this pass?  Then
  * say why in w->err and w->hit.
  */
-static bool nxq_waiter_blocked(struct nxq_waiter *w, u64 pass, bool dev_full)
+static bool nxq_waiter_blocked(struct nxq_device *dev, struct nxq_waiter *w,
+			       u64 pass, bool dev_full)
 {
 	struct nxq_node *n;
 
 	for (n = w->h->node; n; n = n->parent) {
 		if (n->blocked_pass == pass) {
-			w->err = -EDQUOT;
-			w->hit = n;
+			nxq_waiter_set(dev, w, -EDQUOT, n);
 			return true;
 		}
 	}
 	if (dev_full) {
-		w->err = -ENOSPC;
-		w->hit = NULL;
+		nxq_waiter_set(dev, w, -ENOSPC, NULL);
 		return true;
 	}
 	return false;
@@ -259,16 +351,16 @@ void nxq_dispatch(struct nxq_device *dev)
 	list_for_each_entry_safe(w, tmp, &dev->waiters, link) {
 		err = nxq_fits(w->h, w->bytes, &hit);
 		if (!err) {
-			if (nxq_waiter_blocked(w, pass, dev_full))
+			if (nxq_waiter_blocked(dev, w, pass, dev_full))
 				continue;
 			nxq_commit(w->h, w->bytes);
+			nxq_waiter_set(dev, w, 0, NULL);
 			w->result = 0;
 			list_del_init(&w->link);
 			woke = true;
 			continue;
 		}
-		w->err = err;
-		w->hit = hit;
+		nxq_waiter_set(dev, w, err, hit);
 		if (err == -EDQUOT)
 			hit->blocked_pass = pass;
 		else if (err == -ENOSPC)
@@ -276,6 +368,23 @@ void nxq_dispatch(struct nxq_device *dev)
 	}
 	if (woke)
 		wake_up_all(&dev->wq);
+}
+
+/**
+ * nxq_dispatch_path() - dispatch after a release on @node's path
+ * @dev: the device
+ * @node: where bytes were released
+ *
+ * Only a waiter held up by a node of that path, or by the device, can be
+ * granted by it: with none, nothing to do, whatever the queue holds.
+ *
+ * Context: the device lock is held.
+ */
+void nxq_dispatch_path(struct nxq_device *dev, struct nxq_node *node)
+{
+	lockdep_assert_held(&dev->lock);
+	if (nxq_path_blocked(dev, node))
+		nxq_dispatch(dev);
 }
 
 /* The deadline of a ticket asked now by an asker due at @deadline. */
@@ -703,7 +812,8 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 		nxq_count_denial(h, bytes, err, w.hit);
 		goto out;
 	}
-	if (list_empty(&dev->waiters)) {
+	/* Nobody waits for room on this path: no queue to respect. */
+	if (!nxq_path_blocked(dev, h->node)) {
 		err = nxq_fits(h, bytes, &w.hit);
 		if (!err) {
 			nxq_commit(h, bytes);
@@ -717,6 +827,7 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 
 	/* Contended: queue, let the queue decide, ask for the shortfall. */
 	w.node = h->node;
+	w.hit = NULL;
 	if (timeout_ns) {
 		cap = (u64)nxq_node_limit(w.node, NXQ_LIM_WAIT_MS) *
 		      NSEC_PER_MSEC;
@@ -732,8 +843,13 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 	if (!w.result)
 		goto out_waiting;
 	if (w.err == -EOVERFLOW || !timeout_ns) {
+		struct nxq_node *hit = w.hit;
+
 		list_del(&w.link);
 		err = w.err;
+		nxq_waiter_set(dev, &w, 0, NULL);
+		w.err = err;	/* uncounted, for the asks and the denial */
+		w.hit = hit;
 		if (err != -EOVERFLOW)
 			nxq_ask_for(dev, &w, now);
 		nxq_count_denial(h, bytes, err, w.hit);
@@ -765,6 +881,7 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 			dev->timeouts++;
 			nxq_count_denial(h, bytes, w.err, w.hit);
 		}
+		nxq_waiter_set(dev, &w, 0, NULL);
 		nxq_dispatch(dev);
 		break;
 	}
@@ -785,6 +902,15 @@ static void nxq_uncharge_path(struct nxq_node *n, u64 bytes)
 		WARN_ON_ONCE(n->usage < bytes);
 		n->usage -= bytes;
 	}
+}
+
+/* Dispatch after @h released bytes: on its path, or anywhere (residues). */
+static void nxq_dispatch_holder(struct nxq_device *dev, struct nxq_holder *h)
+{
+	if (list_empty(&h->residue))
+		nxq_dispatch_path(dev, h->node);
+	else
+		nxq_dispatch(dev);
 }
 
 static void nxq_uncharge_locked(struct nxq_holder *h, u64 bytes)
@@ -837,7 +963,7 @@ int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged)
 	else
 		nxq_uncharge_locked(h, bytes);
 	if (!err)
-		nxq_dispatch(dev);
+		nxq_dispatch_holder(dev, h);
 	if (charged)
 		*charged = h->charge;
 	spin_unlock(&dev->lock);
@@ -925,7 +1051,7 @@ int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
 			n->bytes_released += released;
 		nxq_event(dev, NXQ_EV_TICKET_ANSWERED, NULL, h, released,
 			  generation, h->ticket.reason);
-		nxq_dispatch(dev);
+		nxq_dispatch_holder(dev, h);
 		if (short_answer) {
 			/* The rest moves on to the next victim at once. */
 			h->declined_ns = ktime_get_ns();
@@ -965,6 +1091,7 @@ void nxq_holder_detach(struct nxq_holder *h)
 		list_for_each_entry_safe(w, tmp, &dev->waiters, link) {
 			if (w->h != h)
 				continue;
+			nxq_waiter_set(dev, w, 0, NULL);
 			w->result = -ENOENT;
 			list_del_init(&w->link);
 			woke = true;
@@ -975,7 +1102,7 @@ void nxq_holder_detach(struct nxq_holder *h)
 		h->ticket.open = false;
 		if (woke)
 			wake_up_all(&dev->wq);
-		nxq_dispatch(dev);
+		nxq_dispatch_holder(dev, h);
 		if (asked)
 			nxq_reask(dev);
 	}

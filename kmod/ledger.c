@@ -68,13 +68,14 @@ void nxq_ledger_destroy(struct nxq_ledger *l)
  * @key: NUL-terminated string
  *
  * Return: true if @key is 1..NXQ_DEVICE_KEY_MAX-1 characters of
- * [A-Za-z0-9._:-].
+ * [A-Za-z0-9._:-], and not "." or ".." (it names a sysfs directory).
  */
 bool nxq_device_key_valid(const char *key)
 {
 	size_t i, n = strnlen(key, NXQ_DEVICE_KEY_MAX);
 
-	if (n == 0 || n == NXQ_DEVICE_KEY_MAX)
+	if (n == 0 || n == NXQ_DEVICE_KEY_MAX || !strcmp(key, ".") ||
+	    !strcmp(key, ".."))
 		return false;
 	for (i = 0; i < n; i++) {
 		char c = key[i];
@@ -139,6 +140,16 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
 	if (!dev)
 		return ERR_PTR(-ENOMEM);
+	if (l->ops && l->ops->event) {
+		dev->ev_ring = kcalloc(NXQ_EV_RING, sizeof(*dev->ev_ring),
+				       GFP_KERNEL);
+		if (!dev->ev_ring) {
+			kfree(dev);
+			return ERR_PTR(-ENOMEM);
+		}
+	}
+	spin_lock_init(&dev->ev_lock);
+	INIT_WORK(&dev->ev_work, nxq_event_work);
 	dev->ledger = l;
 	strscpy(dev->key, key, sizeof(dev->key));
 	spin_lock_init(&dev->lock);
@@ -175,6 +186,7 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 fail:
 	mutex_unlock(&l->lock);
 	mutex_unlock(&l->reg_lock);
+	kfree(dev->ev_ring);
 	kfree(dev);
 	return ERR_PTR(err);
 }
@@ -707,6 +719,9 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 	mutex_unlock(&l->reg_lock);
 	xa_destroy(&dev->nodes);
 	WARN_ON_ONCE(dev->used);
+	/* Nothing queues events any more: send what is left, then free. */
+	flush_work(&dev->ev_work);
+	kfree(dev->ev_ring);
 	kfree(dev);
 	return 0;
 }

@@ -41,6 +41,7 @@
 #include <linux/xarray.h>
 #include <linux/wait.h>
 #include <linux/time64.h>
+#include <linux/workqueue.h>
 #include <linux/nxquota.h>
 
 struct nxq_ledger;
@@ -71,6 +72,7 @@ enum nxq_event_type {
  * @value: see enum nxq_event_type
  * @reason: a ticket's NXQ_TICKET_REASON_*, or a denial's positive errno
  * @dropped: the device's counter of events no listener got
+ * @ts_ns: ktime_get_ns() when it happened
  */
 struct nxq_event {
 	enum nxq_event_type type;
@@ -81,6 +83,7 @@ struct nxq_event {
 	u64 bytes;
 	u64 value;
 	u32 reason;
+	u64 ts_ns;
 };
 
 /*
@@ -150,8 +153,10 @@ struct nxq_budget_req {
  *	not sleep)
  * @holder_signal: tell a holder a ticket was opened or raised (device
  *	lock held: must not sleep)
- * @event: report an event; called with the device lock or the ledger
- *	lock held: must not sleep (allocate with GFP_ATOMIC)
+ * @changed: the ledger changed (every event, multicast or not); called
+ *	with the device lock or the ledger lock held: must not sleep
+ * @event: report an event; called from a work item, in process context,
+ *	with no ledger lock held, in the order the events happened
  */
 struct nxq_ledger_ops {
 	void (*key_put)(void *key);
@@ -162,8 +167,12 @@ struct nxq_ledger_ops {
 	void (*node_removed)(struct nxq_node *node);
 	void (*holder_kill)(struct nxq_holder *h);
 	void (*holder_signal)(struct nxq_holder *h);
+	void (*changed)(void);
 	void (*event)(const struct nxq_event *ev);
 };
+
+/* Events queued per device between the lock and the event hook. */
+#define NXQ_EV_RING	256
 
 struct nxq_ledger {
 	struct mutex reg_lock;		/* see the top of this file */
@@ -183,6 +192,10 @@ struct nxq_device {
 	void *priv;			/* the sysfs shell's */
 	dev_t devt;			/* node proving access, 0: none; const */
 	atomic64_t events_dropped;	/* events no listener got */
+	spinlock_t ev_lock;		/* the ring below; inside dev->lock */
+	struct nxq_event *ev_ring;	/* ev_lock: NXQ_EV_RING entries */
+	unsigned int ev_head, ev_tail;	/* ev_lock */
+	struct work_struct ev_work;	/* sends the ring's events */
 
 	spinlock_t lock;		/* the counters, see above */
 	u64 capacity;			/* lock */
@@ -202,6 +215,7 @@ struct nxq_device {
 	u64 waits;			/* lock: charges that had to wait */
 	u64 timeouts;			/* lock: waits that ran out */
 	u64 dispatch_pass;		/* lock */
+	unsigned int nr_dev_blocked;	/* lock: waiters short of capacity */
 	u64 victim_pass;		/* lock */
 };
 
@@ -230,6 +244,7 @@ struct nxq_node {
 	u64 bytes_released;		/* dev->lock */
 	u64 kills;			/* dev->lock */
 	u64 blocked_pass;		/* dev->lock: dispatch scratch */
+	unsigned int nr_blocked;	/* dev->lock: waiters held up here */
 };
 
 /**
@@ -307,6 +322,8 @@ struct nxq_waiter {
 	int result;			/* 1 waiting, 0 granted, <0 cancelled */
 	int err;			/* why not granted: -EDQUOT, -ENOSPC */
 	struct nxq_node *hit;		/* with -EDQUOT: the node at max */
+	struct nxq_node *blk_node;	/* counted in blk_node->nr_blocked */
+	bool blk_dev;			/* counted in dev->nr_dev_blocked */
 };
 
 /**
@@ -375,7 +392,9 @@ int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
 /* Internal to the ledger (ledger.c, charge.c); the device lock is held. */
 u64 nxq_node_emin(struct nxq_node *node);
 void nxq_dispatch(struct nxq_device *dev);
+void nxq_dispatch_path(struct nxq_device *dev, struct nxq_node *node);
 void nxq_ask_budget(struct nxq_node *node, u64 excess);
+void nxq_event_work(struct work_struct *work);
 void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 	       struct nxq_node *node, struct nxq_holder *h, u64 bytes,
 	       u64 value, u32 reason);

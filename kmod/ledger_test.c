@@ -174,6 +174,10 @@ static void nxq_test_device_keys(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid(""));
 	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid("a b"));
 	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid("a/b"));
+	/* they would name the devices directory or its parent in sysfs */
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid("."));
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid(".."));
+	KUNIT_EXPECT_TRUE(test, nxq_device_key_valid("..."));
 	memset(longkey, 'x', sizeof(longkey) - 1);
 	longkey[sizeof(longkey) - 1] = '\0';
 	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid(longkey));
@@ -1201,6 +1205,70 @@ static void nxq_test_rehome(struct kunit *test)
 	tree_free(t);
 }
 
+/* Waiters under one max cost a charge elsewhere nothing: no dispatch. */
+static void nxq_test_dispatch_cost(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *hn = holder_new(test, t, t->b);
+	struct nxq_holder *hw[8];
+	struct waiter_thread w[8];
+	u64 pass;
+	int i;
+
+	nxq_node_set_max(t->c, 10 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 10 * MiB, 0, NULL), 0);
+	for (i = 0; i < 8; i++) {
+		hw[i] = holder_new(test, t, t->c);
+		waiter_start(test, t, &w[i], hw[i], MiB, 5000);
+	}
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 8U);
+	spin_lock(&t->dev->lock);
+	pass = t->dev->dispatch_pass;
+	spin_unlock(&t->dev->lock);
+	/* The neighbour under b: fast path both ways, no pass over them. */
+	for (i = 0; i < 10; i++) {
+		KUNIT_EXPECT_EQ(test, nxq_charge(hn, MiB, 0, NULL), 0);
+		KUNIT_EXPECT_EQ(test, nxq_uncharge(hn, MiB, NULL), 0);
+	}
+	KUNIT_EXPECT_EQ(test, t->dev->dispatch_pass, pass);
+	/* A release under c serves them, in order. */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, 8 * MiB, NULL), 0);
+	for (i = 0; i < 8; i++)
+		KUNIT_EXPECT_EQ(test, waiter_end(&w[i]), 0);
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 0U);
+	KUNIT_EXPECT_EQ(test, t->dev->nr_dev_blocked, 0U);
+	for (i = 0; i < 8; i++)
+		holder_free(hw[i]);
+	holder_free(hv);
+	holder_free(hn);
+	tree_free(t);
+}
+
+/* Only a RECALL can kill: an ASK left unanswered past its floor cannot. */
+static void nxq_test_no_kill_on_ask(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 1000 * MiB);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_holder *ha = holder_new(test, t, t->a);
+	struct waiter_thread w;
+
+	fake_nr_killed = 0;
+	nxq_node_set_kill_on_ignore(t->b, true);
+	KUNIT_ASSERT_EQ(test, nxq_device_set_ticket_timeout(t->dev, 20), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 900 * MiB, 0, NULL), 0);
+	/* a has no guarantee: its ask of the borrower b is an ASK. */
+	waiter_start(test, t, &w, ha, 500 * MiB, 100);
+	KUNIT_EXPECT_EQ(test, ticket(test, hb, 0).level,
+			(u32)NXQ_TICKET_LEVEL_ASK);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, fake_nr_killed, 0);
+	KUNIT_EXPECT_EQ(test, t->dev->kills, 0ULL);
+	holder_free(hb);
+	holder_free(ha);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_device_keys),
 	KUNIT_CASE(nxq_test_max),
@@ -1225,6 +1293,8 @@ static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_default_max),
 	KUNIT_CASE(nxq_test_queue_order),
 	KUNIT_CASE(nxq_test_rehome),
+	KUNIT_CASE(nxq_test_dispatch_cost),
+	KUNIT_CASE(nxq_test_no_kill_on_ask),
 	{}
 };
 

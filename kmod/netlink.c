@@ -19,11 +19,11 @@
  * each device's node xarray, and the device's spinlock inside it for the
  * counters and the holder list, never the other way round.  cgroup paths
  * are formatted with only the ledger lock held (cgroup_path_ns() takes
- * css_set_lock with interrupts off).  nxq_nl_event() runs with the ledger
- * lock or a device lock held: it allocates with GFP_ATOMIC and multicasts
- * under rcu_read_lock(); nxq_nl_exit() clears nxq_nl_live and waits for a
- * grace period before unregistering, so no event is sent through an
- * unregistered family.
+ * css_set_lock with interrupts off).  nxq_nl_event() runs from a device's
+ * event work with no ledger lock held: it builds the message with
+ * GFP_KERNEL and multicasts under rcu_read_lock(); nxq_nl_exit() clears
+ * nxq_nl_live and waits for a grace period before unregistering, so no
+ * event is sent through an unregistered family.
  *
  * Consistency: nxq_nl_gen counts the changes this file sees (every ledger
  * event and its own administration).  Each dump message carries it as the
@@ -74,7 +74,12 @@ enum nxq_nl_mcgrp {
 	NXQ_NL_MCGRP_EVENTS,
 };
 
-static void nxq_nl_changed(void)
+/**
+ * nxq_nl_changed() - the ledger's changed hook: mark dumps in progress
+ *
+ * Context: any; an atomic increment.
+ */
+void nxq_nl_changed(void)
 {
 	atomic_inc(&nxq_nl_gen);
 }
@@ -759,8 +764,9 @@ static size_t nxq_nl_event_size(void)
  * nxq_nl_event() - send a ledger event to the "events" multicast group
  * @ev: the event
  *
- * The ledger's event hook.  Called with the ledger lock or a device lock
- * held: allocates with GFP_ATOMIC and never sleeps.  Events are sent in
+ * The ledger's event hook, called from the device's event work with no
+ * ledger lock held (the ledger queues events under its locks and sends
+ * them after).  Allocates with GFP_KERNEL.  Events are sent in
  * the initial network namespace only, and only when someone listens; an
  * event that cannot be allocated is dropped (listeners see the gap as a
  * missing event, not as an error).
@@ -770,17 +776,17 @@ void nxq_nl_event(const struct nxq_event *ev)
 	struct sk_buff *skb;
 	u32 type;
 	void *hdr;
+	int err;
 
-	nxq_nl_changed();
 	type = nxq_nl_event_type(ev->type);
 	if (!type)
 		return;
-	rcu_read_lock();
+	/* A racy first look; checked again under RCU before sending. */
 	if (!READ_ONCE(nxq_nl_live) ||
 	    !genl_has_listeners(&nxq_nl_family, &init_net,
 				NXQ_NL_MCGRP_EVENTS))
-		goto out;
-	skb = genlmsg_new(nxq_nl_event_size(), GFP_ATOMIC);
+		return;
+	skb = genlmsg_new(nxq_nl_event_size(), GFP_KERNEL);
 	if (!skb)
 		goto dropped;
 	hdr = genlmsg_put(skb, 0, 0, &nxq_nl_family, 0, NXQUOTA_CMD_EVENT);
@@ -798,21 +804,26 @@ void nxq_nl_event(const struct nxq_event *ev)
 			      NXQUOTA_A_EVENT_PAD) ||
 	    nla_put_u32(skb, NXQUOTA_A_EVENT_REASON, ev->reason) ||
 	    nla_put_u64_64bit(skb, NXQUOTA_A_EVENT_TIMESTAMP_NS,
-			      ktime_get_ns(), NXQUOTA_A_EVENT_PAD)) {
+			      ev->ts_ns, NXQUOTA_A_EVENT_PAD)) {
 		nlmsg_free(skb);
 		goto dropped;
 	}
 	genlmsg_end(skb, hdr);
+	rcu_read_lock();
+	if (!READ_ONCE(nxq_nl_live)) {
+		rcu_read_unlock();
+		nlmsg_free(skb);
+		return;
+	}
 	/* -ESRCH: nobody listened after all; -ENOBUFS: a socket was full. */
-	if (genlmsg_multicast(&nxq_nl_family, skb, 0, NXQ_NL_MCGRP_EVENTS,
-			      GFP_ATOMIC) == -ENOBUFS)
-		goto dropped;
-	goto out;
+	err = genlmsg_multicast(&nxq_nl_family, skb, 0, NXQ_NL_MCGRP_EVENTS,
+				GFP_ATOMIC);
+	rcu_read_unlock();
+	if (err != -ENOBUFS)
+		return;
 dropped:
 	if (ev->dropped)
 		atomic64_inc(ev->dropped);
-out:
-	rcu_read_unlock();
 }
 
 /* ---- the family ---- */

@@ -14,6 +14,7 @@ struct nxq_event;
 int nxq_nl_init(void);
 void nxq_nl_exit(void);
 void nxq_nl_event(const struct nxq_event *ev);
+void nxq_nl_changed(void);
 #else
 static inline int nxq_nl_init(void)
 {
@@ -25,6 +26,10 @@ static inline void nxq_nl_exit(void)
 }
 
 static inline void nxq_nl_event(const struct nxq_event *ev)
+{
+}
+
+static inline void nxq_nl_changed(void)
 {
 }
 #endif

@@ -28,7 +28,10 @@
 #define NXQ_DEVICE_NAME		"nxquota"	/* /dev/nxquota */
 #define NXQ_ABI_VERSION		2
 
-/* Device keys: "GPU-<uuid>", "host0", ... NUL-terminated, [A-Za-z0-9._:-]. */
+/*
+ * Device keys: "GPU-<uuid>", "host0", ... NUL-terminated, [A-Za-z0-9._:-],
+ * not "." or "..".
+ */
 #define NXQ_DEVICE_KEY_MAX	64
 
 /* Feature bits reported by NXQ_IOC_VERSION. */

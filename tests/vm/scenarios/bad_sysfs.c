@@ -48,6 +48,9 @@ static void registration(void)
 		KEY " 18446744073709551616", KEY " 16777216T",
 		"bad/key 1M", "a$b 1M", "t bs 1M", " 1M",
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1M",
+		". 1M", ".. 1M", KEY " 1M 0:0", KEY " 1M 1", KEY " 1M 1:",
+		KEY " 1M :1", KEY " 1M 1:2:3", KEY " 1M 4096:0",
+		KEY " 1M 1:1048576", KEY " 1M 1:3 x",
 	};
 	static const struct {
 		const char *cap;
