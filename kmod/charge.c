@@ -496,15 +496,16 @@ static bool nxq_victim_before(struct nxq_victims *vs, int round,
  * ask of them (asks for the same shortfall coalesce): first what they
  * report reclaimable, then the charge of holders not asked yet, then the
  * rest of anyone's charge, until the asks cover it.  At most
- * NXQ_MAX_VICTIMS holders a round, each at most once;
- * O(NXQ_MAX_VICTIMS * holders).
+ * NXQ_MAX_VICTIMS holders a round, each at most once.  Each round is one
+ * pass over the holders that keeps the best NXQ_MAX_VICTIMS in order:
+ * O(holders x depth) a round, not O(NXQ_MAX_VICTIMS x holders).
  */
 static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 		    u64 shortfall)
 {
-	struct nxq_holder *v, *best;
+	struct nxq_holder *v, *cand[NXQ_MAX_VICTIMS];
 	u64 pass, first = 0, want, can, asked = 0;
-	int i, round;
+	int i, n, pos, round;
 
 	lockdep_assert_held(&dev->lock);
 	list_for_each_entry(v, &dev->holders, link)
@@ -518,27 +519,34 @@ static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 		pass = ++dev->victim_pass;
 		if (!round)
 			first = pass;
-		for (i = 0; i < NXQ_MAX_VICTIMS && shortfall; i++) {
-			best = NULL;
-			list_for_each_entry(v, &dev->holders, link) {
-				if (v->victim_pass == pass ||
-				    (round == 0 && !v->reclaimable) ||
-				    (round == 1 && v->victim_pass == first) ||
-				    !nxq_victim_ok(vs, v))
-					continue;
-				if (!best || nxq_victim_before(vs, round, v, best))
-					best = v;
+		n = 0;
+		list_for_each_entry(v, &dev->holders, link) {
+			if ((round == 0 && !v->reclaimable) ||
+			    (round == 1 && v->victim_pass == first) ||
+			    !nxq_victim_ok(vs, v))
+				continue;
+			if (n == NXQ_MAX_VICTIMS &&
+			    !nxq_victim_before(vs, round, v, cand[n - 1]))
+				continue;
+			pos = n < NXQ_MAX_VICTIMS ? n++ : n - 1;
+			/* Strictly before: ties keep the list's order. */
+			while (pos &&
+			       nxq_victim_before(vs, round, v, cand[pos - 1])) {
+				cand[pos] = cand[pos - 1];
+				pos--;
 			}
-			if (!best)
-				break;
-			best->victim_pass = pass;
-			can = round ? best->charge : best->reclaimable;
-			if (best->ticket.open)
-				can -= min(can, best->ticket.bytes);
+			cand[pos] = v;
+		}
+		for (i = 0; i < n && shortfall; i++) {
+			v = cand[i];
+			v->victim_pass = pass;
+			can = round ? v->charge : v->reclaimable;
+			if (v->ticket.open)
+				can -= min(can, v->ticket.bytes);
 			want = min(can, shortfall);
 			if (!want)
 				continue;
-			nxq_ticket_ask(best, want, vs->reason, vs->level,
+			nxq_ticket_ask(v, want, vs->reason, vs->level,
 				       vs->deadline, vs->now);
 			shortfall -= want;
 		}
