@@ -440,7 +440,24 @@ struct nxq_victims {
 	u32 reason, level;
 	u64 deadline, now;
 	u64 since;			/* pass by who declined at or after */
+	u64 excess_pass;		/* node excess cache of this search */
 };
+
+/*
+ * A node's usage above its effective min, computed once per search
+ * (nxq_node_emin() is O(depth); a search meets each node many times).
+ */
+static u64 nxq_excess(struct nxq_victims *vs, struct nxq_node *n)
+{
+	u64 emin;
+
+	if (!vs->excess_pass || n->ex_pass != vs->excess_pass) {
+		emin = nxq_node_emin(n);
+		n->ex_excess = n->usage > emin ? n->usage - emin : 0;
+		n->ex_pass = vs->excess_pass;
+	}
+	return n->ex_excess;
+}
 
 /*
  * May @v be asked (or its open ticket count as asked)?  Not the asker,
@@ -463,7 +480,7 @@ static bool nxq_victim_ok(struct nxq_victims *vs, struct nxq_holder *v)
 	}
 	if (vs->top && !nxq_is_below(n, vs->top))
 		return false;
-	if (vs->borrowers && n->usage <= nxq_node_emin(n))
+	if (vs->borrowers && !nxq_excess(vs, n))
 		return false;
 	return true;
 }
@@ -483,8 +500,8 @@ static bool nxq_victim_before(struct nxq_victims *vs, int round,
 	if (!round && a->reclaimable != b->reclaimable)
 		return a->reclaimable > b->reclaimable;
 	if (vs->borrowers && a->node != b->node) {
-		ea = a->node->usage - nxq_node_emin(a->node);
-		eb = b->node->usage - nxq_node_emin(b->node);
+		ea = nxq_excess(vs, a->node);
+		eb = nxq_excess(vs, b->node);
 		if (ea != eb)
 			return ea > eb;
 	}
@@ -508,6 +525,7 @@ static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 	int i, n, pos, round;
 
 	lockdep_assert_held(&dev->lock);
+	vs->excess_pass = ++dev->excess_pass;
 	list_for_each_entry(v, &dev->holders, link)
 		if (v->ticket.open && nxq_victim_ok(vs, v))
 			asked = size_add(asked, v->ticket.bytes);

@@ -217,6 +217,7 @@ struct nxq_device {
 	u64 dispatch_pass;		/* lock */
 	unsigned int nr_dev_blocked;	/* lock: waiters short of capacity */
 	u64 victim_pass;		/* lock */
+	u64 excess_pass;		/* lock: node excess cache generation */
 };
 
 struct nxq_node {
@@ -245,6 +246,8 @@ struct nxq_node {
 	u64 kills;			/* dev->lock */
 	u64 blocked_pass;		/* dev->lock: dispatch scratch */
 	unsigned int nr_blocked;	/* dev->lock: waiters held up here */
+	u64 ex_pass;			/* dev->lock: victim-search scratch: */
+	u64 ex_excess;			/* usage above emin in that search */
 };
 
 /**
