@@ -833,11 +833,6 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 		err = -ENOENT;
 		goto out;
 	}
-	err = nxq_never_fits(h, bytes, &w.hit);
-	if (err) {
-		nxq_count_denial(h, bytes, err, w.hit);
-		goto out;
-	}
 	/* Nobody waits for room on this path: no queue to respect. */
 	if (!nxq_path_blocked(dev, h->node)) {
 		err = nxq_fits(h, bytes, &w.hit);
@@ -845,10 +840,12 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 			nxq_commit(h, bytes);
 			goto out;
 		}
-		if (err == -EOVERFLOW) {
-			nxq_count_denial(h, bytes, err, NULL);
-			goto out;
-		}
+	}
+	/* Not granted at once: refuse what can never fit, asking nobody. */
+	err = nxq_never_fits(h, bytes, &w.hit);
+	if (err) {
+		nxq_count_denial(h, bytes, err, w.hit);
+		goto out;
 	}
 
 	/* Contended: queue, let the queue decide, ask for the shortfall. */
