@@ -9,8 +9,8 @@
  *  2. With the kill policy: G (tenant, /atk-kr-g, min 60M) and B (tenant,
  *     /atk-kr-b, kill_on_ignore on) which borrows 90M of a 100M device,
  *     ignores its tickets, and has a forked child BC keeping its file.  G
- *     waits 3 s for 40M (floor 300 ms): B is killed, its charge goes, G
- *     is granted before its deadline; BC is not killed; kills is 1.
+ *     waits 3 s for 40M (floor 300 ms): at G's deadline B is killed, its
+ *     charge goes and G is granted; BC is not killed; kills is 1.
  */
 #include "scen.h"
 #include "tenant.h"
