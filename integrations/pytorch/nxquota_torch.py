@@ -203,6 +203,12 @@ def install(path=None, oom=True, route=None):
         raise RuntimeError("nxquota_torch.install() must run before the first CUDA use "
                            "(PyTorch cannot swap an initialised allocator, and allocations "
                            "made before would not be charged)")
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "").replace(" ", "")
+    if rt == "pool" and "expandable_segments:true" in conf.lower():
+        raise ValueError("nxquota_torch: the pool route cannot run with PYTORCH_CUDA_ALLOC_CONF="
+                         "expandable_segments:True (PyTorch's MemPools do not support expandable "
+                         "segments; its segments would not come from libnxquota): unset it or "
+                         "use route='tensor'")
     os.environ["NXQ_TORCH_ROUTE"] = rt      # the C library reads its configuration
     path = os.path.abspath(path) if path else library_path(oom)
     lib = _bind(ctypes.CDLL(path))

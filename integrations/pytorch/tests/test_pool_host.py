@@ -241,9 +241,27 @@ def main_tensor():
     print("tensor-ok" if ok else "tensor-bad %r" % ((nt.route(), fake.swapped, fake.routing),))
 
 
+def main_expandable():
+    sys.modules["torch"] = FakeTorch(ndev=1)
+    os.environ.update(NXQ_TORCH_BACKEND="host", NXQ_TORCH_CONTEXT="unmanaged",
+                      PYTORCH_CUDA_ALLOC_CONF="max_split_size_mb:64, expandable_segments:True")
+    os.environ.pop("NXQ_TORCH_ROUTE", None)
+    import nxquota_torch as nt
+    try:
+        nt.install()
+        print("expandable-bad: installed")
+    except ValueError as e:
+        ok = ("expandable_segments" in str(e) and nt.route() is None
+              and not sys.modules["torch"].routing)
+        print("expandable-ok" if ok else "expandable-bad %s" % e)
+
+
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "tensor":
         main_tensor()
+        return 0
+    if len(sys.argv) > 1 and sys.argv[1] == "expandable":
+        main_expandable()
         return 0
     if not os.path.exists(os.path.join(TOP, "build", "libnxq_torch.so")):
         print("FAIL build/libnxq_torch.so is not built")
@@ -254,6 +272,12 @@ def main():
     check(p.returncode == 0 and "tensor-ok" in out,
           "NXQ_TORCH_ROUTE=tensor: the caching allocator is swapped, no pool, no hook%s"
           % ("" if "tensor-ok" in out else ": " + out[-300:]))
+    p = subprocess.run([sys.executable, __file__, "expandable"], stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT, timeout=60)
+    out = p.stdout.decode(errors="replace")
+    check(p.returncode == 0 and "expandable-ok" in out,
+          "pool route with PYTORCH_CUDA_ALLOC_CONF=...expandable_segments:True: refused "
+          "before anything is set up%s" % ("" if "expandable-ok" in out else ": " + out[-300:]))
     main_pool()
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
