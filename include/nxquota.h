@@ -144,9 +144,11 @@ enum nxq_backend {
  * @granule: mapping unit, $NXQ_GRANULE; host default 2 MiB (a
  *	multiple of the page size); CUDA: a multiple of the driver's minimum
  *	granularity, default that granularity
- * @grow_batch: bytes mapped (and charged, in one request) when the arena
- *	grows, at least what the allocation needs; $NXQ_GROW_BATCH, default
- *	32 MiB
+ * @grow_batch: the largest physical handle growth makes beyond what one
+ *	allocation needs: each growth maps one handle (charged in one
+ *	request) of what the allocation needs, and at least a quarter of
+ *	what is mapped (a power of two from one granule up to @grow_batch);
+ *	$NXQ_GROW_BATCH, default 64 MiB
  * @retain_idle: idle mapped bytes kept after frees; above it, whole idle
  *	granules are unmapped; $NXQ_RETAIN_IDLE, default 64 MiB
  * @handle_pool: bytes of unmapped physical handles kept (still charged) to
@@ -184,7 +186,9 @@ struct nxq_arena_opts {
  * @va_size: the reserved VA range
  * @mapped: bytes mapped
  * @in_use: bytes handed out (rounded sizes) and not freed
- * @pending: bytes freed on a stream whose work has not completed yet
+ * @pending: bytes freed on a stream (nxq_free_async()) not known complete
+ *	yet: reused at once by allocations on that stream
+ *	(nxq_alloc_async()), by others once the stream's work completed
  * @free: mapped bytes neither in use nor pending
  * @idle: the part of @free in whole granules (what trimming can unmap)
  * @retained: bytes of unmapped physical handles kept in the pool
@@ -251,6 +255,8 @@ NXQ_API int nxq_arena_destroy(struct nxq_arena *arena);
 
 NXQ_API int nxq_alloc(struct nxq_arena *arena, size_t size, size_t align, void **ptrp);
 NXQ_API int nxq_free(struct nxq_arena *arena, void *ptr);
+NXQ_API int nxq_alloc_async(struct nxq_arena *arena, size_t size, size_t align, void *stream,
+			    void **ptrp);
 NXQ_API int nxq_free_async(struct nxq_arena *arena, void *ptr, void *stream);
 
 NXQ_API int64_t nxq_arena_trim(struct nxq_arena *arena, uint64_t target, unsigned int flags);

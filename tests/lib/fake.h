@@ -418,7 +418,10 @@ struct fake_backend {
 	int calls[OP_N];
 	int fail_op, fail_at;		/* fail the fail_at-th call of fail_op */
 	int fail_err;
-	long live_handles, live_maps;
+	long live_handles, live_maps;	/* calls: handles alive, mappings alive */
+	uint64_t handle_bytes, map_bytes;	/* bytes of them */
+	struct { uint64_t h, size; } hs[4096];	/* live handles and their sizes */
+	int nhs;
 	int queries, waits;
 	struct fake_fence *fences;	/* all outstanding */
 	int nfences;
@@ -456,24 +459,40 @@ static int fb_create(void *be, uint64_t s, uint64_t *h)
 {
 	int r = fb_fail(OP_CREATE);
 
-	if (!r && !(r = HOST.create(be, s, h)))
+	if (!r && !(r = HOST.create(be, s, h))) {
 		fb.live_handles++;
+		fb.handle_bytes += s;
+		if (fb.nhs < 4096) {
+			fb.hs[fb.nhs].h = *h;
+			fb.hs[fb.nhs].size = s;
+			fb.nhs++;
+		}
+	}
 	return r;
 }
 static int fb_release(void *be, uint64_t h)
 {
 	int r = fb_fail(OP_RELEASE);
 
-	if (!r && !(r = HOST.release(be, h)))
+	if (!r && !(r = HOST.release(be, h))) {
 		fb.live_handles--;
+		for (int i = 0; i < fb.nhs; i++)
+			if (fb.hs[i].h == h) {
+				fb.handle_bytes -= fb.hs[i].size;
+				fb.hs[i] = fb.hs[--fb.nhs];
+				break;
+			}
+	}
 	return r;
 }
 static int fb_map(void *be, uint64_t va, uint64_t s, uint64_t h)
 {
 	int r = fb_fail(OP_MAP);
 
-	if (!r && !(r = HOST.map(be, va, s, h)))
+	if (!r && !(r = HOST.map(be, va, s, h))) {
 		fb.live_maps++;
+		fb.map_bytes += s;
+	}
 	return r;
 }
 static int fb_access(void *be, uint64_t va, uint64_t s)
@@ -488,6 +507,7 @@ static int fb_unmap(void *be, uint64_t va, uint64_t s)
 
 	if (!r && !(r = HOST.unmap(be, va, s))) {
 		fb.live_maps--;
+		fb.map_bytes -= s;
 		if (fb.nunmaps < 4096) {
 			fb.unmaps[fb.nunmaps].va = va;
 			fb.unmaps[fb.nunmaps].size = s;
