@@ -358,13 +358,14 @@ static double torch_peer(const char *self, long ops, int reps, char *why, size_t
 
 /* ---- 2. growth per GiB ---- */
 
-static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, int reps)
+static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, uint64_t batch,
+			 int reps)
 {
 	double v[16];
 	void **ps = calloc(total / piece + 1, sizeof(*ps));
 
 	for (int r = 0; r < reps + 1; r++) {
-		struct nxq_arena *a = cuda_arena(c, 0, NXQ_OPT_ZERO, NXQ_OPT_ZERO);
+		struct nxq_arena *a = cuda_arena(c, batch, NXQ_OPT_ZERO, NXQ_OPT_ZERO);
 		uint64_t n = total / piece;
 		double t = now();
 
@@ -380,19 +381,24 @@ static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, int 
 	return median(v, reps);
 }
 
-static double growth_cumemalloc(uint64_t total, int reps)
+/* cuMemAlloc of total in pieces of piece bytes (one piece: one cudaMalloc of it all). */
+static double growth_cumemalloc(uint64_t total, uint64_t piece, int reps)
 {
+	uint64_t n = total / piece;
+	CUdeviceptr *p = calloc(n, sizeof(*p));
 	double v[16];
 
 	for (int r = 0; r < reps + 1; r++) {
-		CUdeviceptr p;
 		double t = now();
 
-		CU(cu->cuMemAlloc(&p, total));
+		for (uint64_t i = 0; i < n; i++)
+			CU(cu->cuMemAlloc(&p[i], piece));
 		if (r)
 			v[r - 1] = (now() - t) * (double)(1ULL << 30) / (double)total;
-		CU(cu->cuMemFree(p));
+		for (uint64_t i = 0; i < n; i++)
+			CU(cu->cuMemFree(p[i]));
 	}
+	free(p);
 	return median(v, reps);
 }
 
@@ -413,9 +419,12 @@ static double growth_handles(CUdevice dev, uint64_t total, uint64_t handle, uint
 	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 	if (per > nh)
 		per = nh;
-	CU(cu->cuMemAddressReserve(&base, total, g, 0, 0));
 	for (int r = 0; r < reps + 1; r++) {
-		double t = now();
+		double t;
+
+		/* a fresh VA range each time, untimed, as an arena reserves its own */
+		CU(cu->cuMemAddressReserve(&base, total, g, 0, 0));
+		t = now();
 
 		for (uint64_t i = 0; i < nh; i++) {
 			CU(cu->cuMemCreate(&h[i], handle, &prop, 0));
@@ -430,8 +439,8 @@ static double growth_handles(CUdevice dev, uint64_t total, uint64_t handle, uint
 			CU(cu->cuMemUnmap(base + i * handle, handle));
 			CU(cu->cuMemRelease(h[i]));
 		}
+		CU(cu->cuMemAddressFree(base, total));
 	}
-	CU(cu->cuMemAddressFree(base, total));
 	free(h);
 	return median(v, reps);
 }
@@ -580,10 +589,13 @@ int main(int argc, char **argv)
 	/* 2. growth per GiB */
 	{
 		const uint64_t total = short_run ? (64ULL << 20) : (1ULL << 30);
-		double one = growth_nxq(c, total, total, reps);
-		double pieces = growth_nxq(c, total, 16ULL << 20, reps);
-		double cm = growth_cumemalloc(total, reps);
+		double one = growth_nxq(c, total, total, 0, reps);
+		double pieces = growth_nxq(c, total, 16ULL << 20, 0, reps);
+		double pieces_big = growth_nxq(c, total, 16ULL << 20, 1ULL << 30, reps);
+		double cm = growth_cumemalloc(total, total, reps);
+		double cm16 = growth_cumemalloc(total, 16ULL << 20, reps);
 		double big = growth_handles(dev, total, total, g, reps);
+		double h64 = growth_handles(dev, total, 64ULL << 20, g, reps);
 		double small = growth_handles(dev, total, g, g, reps);
 
 		printf("  2. growth per GiB (%llu MiB grown, host time scaled to 1 GiB, median):\n",
@@ -591,9 +603,15 @@ int main(int argc, char **argv)
 		printf("     nxq_alloc of it all (one handle)            %9.3f ms  %5.2fx cuMemAlloc"
 		       "  %5.2fx big handle\n", one * 1e3, one / cm, one / big);
 		printf("     nxq_alloc in 16 MiB pieces (handles grow)   %9.3f ms  %5.2fx cuMemAlloc"
-		       "  %5.2fx big handle\n", pieces * 1e3, pieces / cm, pieces / big);
+		       "  %5.2fx big handle  %5.2fx cuMemAlloc in 16 MiB pieces\n", pieces * 1e3,
+		       pieces / cm, pieces / big, pieces / cm16);
+		printf("       the same, grow_batch 1 GiB (fewer handles) %8.3f ms  %5.2fx cuMemAlloc"
+		       "  %5.2fx big handle\n", pieces_big * 1e3, pieces_big / cm, pieces_big / big);
 		printf("     one cuMemAlloc of it all                    %9.3f ms\n", cm * 1e3);
+		printf("     cuMemAlloc in 16 MiB pieces                 %9.3f ms\n", cm16 * 1e3);
 		printf("     one handle: create + map + set access       %9.3f ms\n", big * 1e3);
+		printf("     64 MiB handles: create + map + set access   %9.3f ms  %5.2fx big handle\n",
+		       h64 * 1e3, h64 / big);
 		printf("     one handle per granule (the old scheme)     %9.3f ms  %5.2fx big handle\n",
 		       small * 1e3, small / big);
 		printf("     (targets: nxq <= 1.2x cuMemAlloc and <= 1.2x one big handle; no module "
