@@ -7,7 +7,8 @@
  *  - struct nxq_ctx: one per process (or per runtime); holds the open
  *    /dev/nxquota file, or, for an unmanaged context, a process-local cap.
  *  - struct nxq_arena: one VA range on one device (a CUDA GPU or host
- *    memory), grown by whole granules; registered as one holder with the
+ *    memory), grown by physical handles sized to the growth (whole
+ *    granules); registered as one holder with the
  *    module, with an eventfd the module signals when it asks the holder to
  *    give memory back (a pressure ticket).  Allocations are served
  *    best-fit from mapped granules.
@@ -15,7 +16,7 @@
  * Pressure: by default a library thread per managed context answers the
  * module's tickets; with NXQ_CTX_NO_THREAD the runtime polls
  * nxq_ctx_pressure_fd() in its own loop and calls nxq_ctx_handle_pressure().
- * Either way the library releases retained handles, then idle granules,
+ * Either way the library releases retained handles, then idle handles,
  * then calls the arena's reclaim callbacks (nxq_arena_add_reclaim()), and
  * answers the ticket with what was released.  It never touches memory in
  * use.  See "Pressure" in Documentation/libnxquota.rst for the callback
@@ -31,6 +32,12 @@
  *    NXQ_OPT_ZERO asks for an explicit zero where zero is meaningful.
  *  - All functions are thread-safe; one arena may be used from several
  *    threads.  Byte counts are charge, not residency.
+ *  - Fork: a context and its arenas belong to the process that opened the
+ *    context; in a child, calls on them fail with -ECHILD and close/destroy
+ *    free only the child's copy (see FORK in nxq_ctx_open(3)).
+ *  - Streams: nxq_free_async() frees in a stream's order; nxq_alloc_async()
+ *    on the same stream reuses such memory at once, others once the
+ *    stream's work completed.
  *
  * See Documentation/libnxquota.rst and the nxq_*(3) man pages.
  */
