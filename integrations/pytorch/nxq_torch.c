@@ -16,7 +16,9 @@
  *    at the first allocation on that device (the CUDA backend retains the
  *    device's primary context, the one PyTorch uses).
  *  - Frees are stream-ordered (nxq_free_async on the stream PyTorch hands
- *    back, the allocation's stream): a block is reused only once the work
+ *    back, the allocation's stream) and allocations name their stream
+ *    (nxq_alloc_async): a block freed on a stream is reused at once by the
+ *    next allocation on that stream, by other streams only once the work
  *    queued before the free has completed.  NXQ_TORCH_FREE=sync frees at
  *    once (nxq_free), which is what the caching allocator does for one
  *    stream: right only for programs that allocate on one stream.  The
@@ -461,9 +463,8 @@ API void *nxq_torch_malloc(size_t size, int device, void *stream)
 	struct dev *d;
 	void *p = NULL;
 	uint64_t rounded;
-	int r;
+	int r, async;
 
-	(void)stream;	/* the arena is shared by all streams of the device */
 	a = arena_of(device);
 	if (!a)
 		return NULL;
@@ -473,7 +474,13 @@ API void *nxq_torch_malloc(size_t size, int device, void *stream)
 		add(&d->c[NXQ_TS_ZERO_MALLOCS], 1);
 		return NULL;
 	}
-	r = nxq_alloc(a, size, 0, &p);
+	/*
+	 * Stream-ordered frees: allocate on PyTorch's stream too, so a block
+	 * freed on it is reused at once (the caching allocator's rule) and
+	 * other streams get it only once that work completed.
+	 */
+	async = !(G.free_sync && G.route == ROUTE_TENSOR);
+	r = async ? nxq_alloc_async(a, size, 0, stream, &p) : nxq_alloc(a, size, 0, &p);
 	if (r == -EDQUOT || r == -ENOSPC || r == -ENOMEM) {
 		/*
 		 * Refused growth: idle granules (kept mapped by retain_idle) may be
@@ -483,7 +490,8 @@ API void *nxq_torch_malloc(size_t size, int device, void *stream)
 		 */
 		add(&d->c[NXQ_TS_OOM_RETRIES], 1);
 		if (nxq_arena_trim(a, 0, NXQ_TRIM_WAIT) > 0)
-			r = nxq_alloc(a, size, 0, &p);
+			r = async ? nxq_alloc_async(a, size, 0, stream, &p) :
+				    nxq_alloc(a, size, 0, &p);
 	}
 	if (r) {
 		struct nxq_stats s = { .size = sizeof(s) };

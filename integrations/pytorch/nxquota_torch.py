@@ -59,18 +59,17 @@ Pool route, what it relies on and where it stops (torch 2.11):
    torch.OutOfMemoryError itself, after its own retry (which empties
    retired pools); libnxquota's reason is in last_error().
 """
+import atexit
 import ctypes
 import os
-
-import atexit
 import threading
 
-__all__ = ["install", "installed", "route", "stats", "release", "reset_peaks", "last_error",
-           "config", "library_path", "DEFAULT_ROUTE", "ROUTES"]
+__all__ = ["install", "installed", "route", "pool_info", "stats", "release", "reset_peaks",
+           "last_error", "config", "library_path", "DEFAULT_ROUTE", "ROUTES"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _state = {"lib": None, "path": None, "alloc": None, "entry": None, "route": None,
-          "hook": None}
+          "pools": None, "hook": None}
 
 ROUTES = ("pool", "tensor")
 # The faster of the two on bench/bench_torch.py (bench/RESULTS.rst).
