@@ -195,6 +195,14 @@ static struct blk *slow_fit(struct nxq_arena *a, struct nxq_stream *s, uint64_t 
 		if ((b = nxq__find_fit(a, s, size, align)))
 			return b;
 	}
+	/*
+	 * Growing while streams own memory this allocation could not use:
+	 * from now on each stream's frees are fenced as they add up (see
+	 * nxq_free_async()), so that they come back to everyone soon after
+	 * their work completed, not only at the next miss.
+	 */
+	if (a->owned - (s ? s->bs.bytes : 0) || !TAILQ_EMPTY(&a->pend))
+		a->starved = 1;
 	r = nxq__grow(a, size, align);
 	if (r && (!TAILQ_EMPTY(&a->pend) || a->owned)) {
 		/* Refused: wait for stream frees rather than fail. */
@@ -328,7 +336,11 @@ NXQ_API int nxq_free_async(struct nxq_arena *a, void *ptr, void *stream)
 	}
 	a->in_use -= b->size;
 	a->frees++;
+	s->unfenced += b->size;
 	nxq__coalesce(a, b, s);		/* owned by the stream: still busy */
+	/* others went short of memory this stream owned: fence it as it adds up */
+	if (a->starved && s->unfenced >= (a->mapped / 64 > a->granule ? a->mapped / 64 : a->granule))
+		nxq__fence_stream(a, s);
 	pthread_mutex_unlock(&a->lock);
 	return 0;
 }

@@ -91,6 +91,7 @@ struct binset {
 struct nxq_stream {
 	void *handle;
 	struct binset bs;			/* OWNED blocks */
+	uint64_t unfenced;			/* bytes freed since its last fence */
 	TAILQ_ENTRY(nxq_stream) link;
 };
 
@@ -149,6 +150,7 @@ struct nxq_arena {
 	uint64_t mapped, in_use, owned, fenced, idle, charged, reported;
 	uint64_t charge_calls, uncharge_calls, charge_denied, grows, allocs, frees;
 	uint64_t kernel_errors, fence_errors;
+	int starved;				/* an allocation grew while streams owned memory */
 
 	/* ledger.c */
 	int evfd;				/* -1 without tickets */
@@ -182,6 +184,7 @@ struct blk *nxq__take_used(struct nxq_arena *a, void *ptr);
 void nxq__insert_mapped(struct nxq_arena *a, uint64_t off, uint64_t size);
 struct nxq_stream *nxq__stream_find(struct nxq_arena *a, void *handle, int create);
 void nxq__absorb(struct nxq_arena *a, struct nxq_stream *s);
+int nxq__fence_stream(struct nxq_arena *a, struct nxq_stream *s);
 int nxq__fence_streams(struct nxq_arena *a, struct nxq_stream *except);
 /* mode 0: complete the done prefix of the FIFO; 1: scan all; 2: wait all. */
 void nxq__poll_pending(struct nxq_arena *a, int mode);

@@ -421,50 +421,48 @@ void nxq__absorb(struct nxq_arena *a, struct nxq_stream *s)
 	}
 }
 
-/*
- * Record one fence on each stream (but except) that owns blocks, and move
- * those blocks to PENDING behind it.  Returns how many streams failed.
- */
+/* Record one fence on s and move every block it owns to PENDING behind it: 0 or <0. */
+int nxq__fence_stream(struct nxq_arena *a, struct nxq_stream *s)
+{
+	struct pfence *pf;
+	int r;
+
+	if (!s->bs.bytes)
+		return 0;
+	pf = calloc(1, sizeof(*pf));
+	if (!pf)
+		return -ENOMEM;
+	r = a->be->fence_record(a->bep, s->handle, &pf->fence);
+	if (r) {
+		free(pf);
+		a->fence_errors++;
+		return r;
+	}
+	for (int i = next_bin(&s->bs, 0); i >= 0; i = next_bin(&s->bs, (unsigned int)i + 1)) {
+		struct blk *b;
+
+		while ((b = LIST_FIRST(&s->bs.bins[i]))) {
+			nxq__free_remove(a, b);
+			b->state = B_PENDING;
+			b->pf = pf;
+			pf->refs++;
+			a->fenced += b->size;
+			TAILQ_INSERT_TAIL(&a->pend, b, plink);
+		}
+	}
+	s->unfenced = 0;
+	return 0;
+}
+
+/* Fence each stream (but except) that owns blocks.  Returns how many failed. */
 int nxq__fence_streams(struct nxq_arena *a, struct nxq_stream *except)
 {
 	struct nxq_stream *s;
 	int failed = 0;
 
-	TAILQ_FOREACH(s, &a->streams, link) {
-		struct pfence *pf;
-		int r;
-
-		if (s == except || !s->bs.bytes)
-			continue;
-		pf = calloc(1, sizeof(*pf));
-		if (!pf) {
+	TAILQ_FOREACH(s, &a->streams, link)
+		if (s != except && s->bs.bytes && nxq__fence_stream(a, s))
 			failed++;
-			continue;
-		}
-		r = a->be->fence_record(a->bep, s->handle, &pf->fence);
-		if (r) {
-			free(pf);
-			a->fence_errors++;
-			failed++;
-			continue;
-		}
-		for (int i = next_bin(&s->bs, 0); i >= 0; i = next_bin(&s->bs, (unsigned int)i + 1)) {
-			struct blk *b;
-
-			while ((b = LIST_FIRST(&s->bs.bins[i]))) {
-				nxq__free_remove(a, b);
-				b->state = B_PENDING;
-				b->pf = pf;
-				pf->refs++;
-				a->fenced += b->size;
-				TAILQ_INSERT_TAIL(&a->pend, b, plink);
-			}
-		}
-		if (!pf->refs) {
-			a->be->fence_free(a->bep, pf->fence);
-			free(pf);
-		}
-	}
 	return failed;
 }
 

@@ -411,6 +411,7 @@ enum fb_op { OP_CREATE, OP_MAP, OP_ACCESS, OP_UNMAP, OP_RELEASE, OP_FENCE, OP_RE
 
 struct fake_fence {
 	int done;
+	long born;			/* fb.now when recorded */
 	struct fake_fence *next;
 };
 
@@ -423,6 +424,7 @@ struct fake_backend {
 	struct { uint64_t h, size; } hs[4096];	/* live handles and their sizes */
 	int nhs;
 	int queries, waits;
+	long now;			/* the test's clock, for fences that lag */
 	struct fake_fence *fences;	/* all outstanding */
 	int nfences;
 	struct { uint64_t va, size; } unmaps[4096];	/* every unmap, in order */
@@ -529,6 +531,7 @@ static int fb_fence_record(void *be, void *stream, void **fence)
 		return r;
 	f = calloc(1, sizeof(*f));
 	f->done = stream == NULL;	/* NULL stream: already complete */
+	f->born = fb.now;
 	f->next = fb.fences;
 	fb.fences = f;
 	fb.nfences++;
@@ -557,6 +560,14 @@ static void fb_fence_free(void *be, void *fence)
 		}
 	fb.nfences--;
 	free(fence);
+}
+
+/* The device caught up with fences recorded before time t. */
+static inline void fb_complete_before(long t)
+{
+	for (struct fake_fence *f = fb.fences; f; f = f->next)
+		if (f->born < t)
+			f->done = 1;
 }
 
 /* Complete every outstanding fence (the stream's work has finished). */
