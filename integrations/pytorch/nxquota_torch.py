@@ -9,7 +9,12 @@
 
 Two routes (install(route=...), or NXQ_TORCH_ROUTE):
 
-"pool" (the default, DEFAULT_ROUTE): PyTorch's caching allocator stays in
+"tensor" (the default, DEFAULT_ROUTE: the faster of the two, and the
+    smaller peak on variable shapes, in bench/RESULTS.rst):
+    torch.cuda.memory.CUDAPluggableAllocator replaces the caching
+    allocator; every tensor is an arena block.  torch.cuda.memory_allocated()
+    and friends raise ("does not yet support getDeviceStats"); use stats().
+"pool": PyTorch's caching allocator stays in
     front; a torch.cuda.MemPool whose allocator is libnxq_torch receives
     every allocation of every thread and stream of the process, so
     libnxquota charges and maps only the pool's segments.  A release (a
@@ -19,9 +24,6 @@ Two routes (install(route=...), or NXQ_TORCH_ROUTE):
     live tensors still hold goes back as they are freed (each later
     release, and PyTorch's own out-of-memory retry, empties retired
     pools).  torch.cuda.memory_stats() and friends work.
-"tensor": torch.cuda.memory.CUDAPluggableAllocator replaces the caching
-    allocator; every tensor is an arena block.  torch.cuda.memory_allocated()
-    and friends raise ("does not yet support getDeviceStats"); use stats().
 
 install() must run before the first CUDA allocation.  Configuration is by
 environment (NXQ_TORCH_*, described in nxq_torch.c and README.rst), read
@@ -71,9 +73,10 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 _state = {"lib": None, "path": None, "alloc": None, "entry": None, "route": None,
           "pools": None, "hook": None}
 
-ROUTES = ("pool", "tensor")
-# The faster of the two on bench/bench_torch.py (bench/RESULTS.rst).
-DEFAULT_ROUTE = "pool"
+ROUTES = ("tensor", "pool")
+# The faster of the two on bench/bench_torch.py (bench/RESULTS.rst: both
+# workloads, H200, torch 2.11).
+DEFAULT_ROUTE = "tensor"
 
 _HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int, ctypes.c_uint64, ctypes.c_void_p)
 
@@ -184,7 +187,7 @@ def _route_of(route):
 
 def install(path=None, oom=True, route=None):
     """Put libnxquota under PyTorch's CUDA allocations.  Must run before the
-    first CUDA use.  route: "pool" (DEFAULT_ROUTE) or "tensor"; None takes
+    first CUDA use.  route: "tensor" (DEFAULT_ROUTE) or "pool"; None takes
     $NXQ_TORCH_ROUTE, else the default (see the module's docstring).
 
     Tensor route: with oom (the default) and libnxq_torch_oom.so built, a

@@ -136,10 +136,10 @@ def main_pool():
         check(False, "install(route='bogus') refused")
     except ValueError as e:
         check("bogus" in str(e), "install(route='bogus') refused: %s" % e)
-    nt.install()
-    check(nt.route() == nt.DEFAULT_ROUTE == "pool" and not fake.swapped
+    nt.install(route="pool")
+    check(nt.route() == "pool" and not fake.swapped
           and "route=pool" in nt.config() and os.environ.get("NXQ_TORCH_ROUTE") == "pool",
-          "default route is the pool: caching allocator not swapped, C library configured "
+          "pool route: caching allocator not swapped, C library configured "
           "(%s)" % nt.config().split(" (")[0])
     live0 = nt.pool_info()["live"]
     check(sorted(live0) == [0, 1] and all(fake.use[p] == 2 for p in live0.values())
@@ -232,11 +232,11 @@ def main_pool():
 def main_tensor():
     fake = FakeTorch(ndev=1)
     sys.modules["torch"] = fake
-    os.environ.update(NXQ_TORCH_BACKEND="host", NXQ_TORCH_CONTEXT="unmanaged",
-                      NXQ_TORCH_ROUTE="tensor")
+    os.environ.update(NXQ_TORCH_BACKEND="host", NXQ_TORCH_CONTEXT="unmanaged")
+    os.environ.pop("NXQ_TORCH_ROUTE", None)
     import nxquota_torch as nt
     nt.install()
-    ok = (nt.route() == "tensor" and fake.swapped and nt.pool_info() is None
+    ok = (nt.route() == nt.DEFAULT_ROUTE == "tensor" and fake.swapped and nt.pool_info() is None
           and not fake.routing and "route=tensor" in nt.config())
     print("tensor-ok" if ok else "tensor-bad %r" % ((nt.route(), fake.swapped, fake.routing),))
 
@@ -248,7 +248,7 @@ def main_expandable():
     os.environ.pop("NXQ_TORCH_ROUTE", None)
     import nxquota_torch as nt
     try:
-        nt.install()
+        nt.install(route="pool")
         print("expandable-bad: installed")
     except ValueError as e:
         ok = ("expandable_segments" in str(e) and nt.route() is None
@@ -270,7 +270,7 @@ def main():
                        stderr=subprocess.STDOUT, timeout=60)
     out = p.stdout.decode(errors="replace")
     check(p.returncode == 0 and "tensor-ok" in out,
-          "NXQ_TORCH_ROUTE=tensor: the caching allocator is swapped, no pool, no hook%s"
+          "default route (tensor): the caching allocator is swapped, no pool, no hook%s"
           % ("" if "tensor-ok" in out else ": " + out[-300:]))
     p = subprocess.run([sys.executable, __file__, "expandable"], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=60)
