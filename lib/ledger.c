@@ -169,24 +169,35 @@ static void release_for(struct nxq_arena *a, uint64_t want)
 	/* 2. idle segments (FREE only, whole handles) */
 	if (a->owed < want)
 		a->owed += nxq__release_idle(a, want - a->owed, 0);
-	/* 3. the application's callbacks, in registration order */
-	for (n = next_live(STAILQ_FIRST(&a->cbs)); n && a->owed < want;
-	     n = next_live(STAILQ_NEXT(n, link))) {
-		nxq_reclaim_fn fn = n->fn;
-		void *user = n->user;
-		uint64_t ask = want - a->owed;
-		int r;
+	/*
+	 * 3. the application's callbacks, in registration order.  What they
+	 * free comes back in whole handles: if a pass freed memory but left
+	 * the ask uncovered (a handle still partly in use), they are asked
+	 * again for the rest, a few passes at most.
+	 */
+	for (int pass = 0; pass < 4 && a->owed < want; pass++) {
+		uint64_t busy0 = a->in_use;
 
-		a->reclaim_calls++;
-		pthread_mutex_unlock(&a->lock);
-		r = fn(a, ask, user);
-		pthread_mutex_lock(&a->lock);
-		if (r < 0)
-			a->reclaim_errors++;
-		nxq__fence_streams(a, NULL);
-		nxq__poll_pending(a, 1);
-		if (a->owed < want)
-			a->owed += nxq__release_idle(a, want - a->owed, 0);
+		for (n = next_live(STAILQ_FIRST(&a->cbs)); n && a->owed < want;
+		     n = next_live(STAILQ_NEXT(n, link))) {
+			nxq_reclaim_fn fn = n->fn;
+			void *user = n->user;
+			uint64_t ask = want - a->owed;
+			int r;
+
+			a->reclaim_calls++;
+			pthread_mutex_unlock(&a->lock);
+			r = fn(a, ask, user);
+			pthread_mutex_lock(&a->lock);
+			if (r < 0)
+				a->reclaim_errors++;
+			nxq__fence_streams(a, NULL);
+			nxq__poll_pending(a, 1);
+			if (a->owed < want)
+				a->owed += nxq__release_idle(a, want - a->owed, 0);
+		}
+		if (a->in_use >= busy0)
+			break;		/* nothing freed: asking again would not help */
 	}
 	a->in_pressure = 0;
 	reap_dead(a);
