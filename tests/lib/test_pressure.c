@@ -856,6 +856,42 @@ static void test_no_tickets(void **state)
 }
 
 /*
+ * Finished stream frees do not wait for the next allocation: the report
+ * pass of the pressure handler fences the streams and collects what
+ * completed, so the memory becomes idle, is reported reclaimable and can
+ * be given back to a ticket.
+ */
+static void test_report_collects_stream_frees(void **state)
+{
+	struct nxq_arena *a;
+	struct nxq_stats s;
+	void *p;
+
+	fakes_reset();
+	open_ctx(NXQ_CTX_NO_THREAD, 20, NULL);
+	a = mk_arena(64 * MiB, NXQ_OPT_ZERO, 0);
+	assert_int_equal(nxq_alloc(a, 4 * G, 0, &p), 0);	/* one 8 MiB handle */
+	assert_int_equal(nxq_free_async(a, p, (void *)0x77), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 4 * G);
+	assert_int_equal(s.idle, 0);
+	usleep(30 * 1000);
+	assert_int_equal(nxq_ctx_handle_pressure(ctx), 0);	/* report pass: fence recorded */
+	assert_int_equal(fb.calls[OP_FENCE], 1);
+	st(a, &s);
+	assert_int_equal(s.pending, 4 * G);			/* the stream is still busy */
+	fb_complete_all();					/* the device caught up */
+	usleep(30 * 1000);
+	assert_int_equal(nxq_ctx_handle_pressure(ctx), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 0);
+	assert_int_equal(s.idle, 4 * G);
+	assert_int_equal(fk.reclaimable, 4 * G);		/* and the module knows */
+	check_acct(a);
+	done(a);
+}
+
+/*
  * Fork: a child never uses or tears down its parent's holders, pressure
  * thread or eventfd registrations.  The child's calls on the parent's
  * context fail with -ECHILD, its destroy and close touch nothing of the
@@ -952,6 +988,7 @@ int main(void)
 		cmocka_unit_test(test_grow_wait_flag_and_timeout),
 		cmocka_unit_test(test_grow_wait_unlocked),
 		cmocka_unit_test(test_grow_wait_granted),
+		cmocka_unit_test(test_report_collects_stream_frees),
 		cmocka_unit_test(test_fork_policy),
 		cmocka_unit_test(test_reporting_frequency),
 		cmocka_unit_test(test_no_tickets),
