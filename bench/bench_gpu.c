@@ -1,18 +1,29 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * GPU benchmark of libnxquota's CUDA backend (make -C lib bench-gpu).
- * Figures, medians over repetitions, all on device 0:
+ * Figures, medians over repetitions, all on device 0, in one run:
  *
- *  1. warm alloc/free throughput for a size mix, against the driver API's
- *     cuMemAlloc/cuMemFree (what cudaMalloc/cudaFree call) and
- *     cuMemAllocAsync/cuMemFreeAsync on the default pool with its release
- *     threshold raised (what cudaMallocAsync/cudaFreeAsync call); the
- *     driver API needs no toolkit, so no libcudart is used;
- *  2. cost per granule of growth against raw cuMemCreate + cuMemMap (per
- *     granule) + cuMemSetAccess (per batch) of the same granules;
+ *  1. warm alloc/free pairs for a size mix, side by side: nxq plain
+ *     (nxq_alloc + nxq_free), nxq stream-ordered (nxq_alloc_async +
+ *     nxq_free_async on one stream), the driver API's cuMemAlloc/cuMemFree
+ *     (what cudaMalloc/cudaFree call), cuMemAllocAsync/cuMemFreeAsync on
+ *     the default pool with its release threshold raised to UINT64_MAX
+ *     (what cudaMallocAsync does), and PyTorch's caching allocator
+ *     (c10::cuda::CUDACachingAllocator::raw_alloc/raw_delete, timed by
+ *     bench/torch_peer, a C++ program built against the installed PyTorch,
+ *     on the same mix and window; "not measured" where it is absent);
+ *  2. growth per GiB: nxq growing an arena by 1 GiB (one allocation, and
+ *     in 16 MiB allocations), against one cuMemAlloc of 1 GiB, one big
+ *     handle (cuMemCreate + cuMemMap + cuMemSetAccess of the whole GiB)
+ *     and the old scheme of one handle per 2 MiB granule;
  *  3. system calls per warm allocation, counted with ptrace on the calling
  *     thread (PTRACE_SYSCALL entry stops between two marker syscalls);
- *  4. charge requests per GiB grown, counted through the kernel ops table.
+ *  4. charge requests per GiB grown, counted through the kernel ops table;
+ *  5. peak mapped bytes of one random workload (allocations written by
+ *     the stream, frees of both kinds) in plain and stream-ordered mode.
+ *
+ * --short: fewer operations and repetitions (make check runs it on the
+ * fake libcuda.so.1 to check that it runs; its figures mean nothing).
  *
  * The GPU machine cannot load the nxquota module: figures 1-3 use an
  * unmanaged context, figure 4 a fake-kernel ops table that counts calls.
@@ -41,6 +52,7 @@
 static const struct nxq_cuda *cu;
 static size_t mix[NSIZES];
 static CUstream st;
+static int short_run;
 
 #define CU(call) do { CUresult _r = (call); if (_r) { \
 	printf("FAIL %s: %s\n", #call, nxq__cuda_errname(_r)); exit(1); } } while (0)
@@ -110,7 +122,7 @@ static struct nxq_arena *cuda_arena(struct nxq_ctx *c, uint64_t batch, uint64_t 
 	return a;
 }
 
-enum { M_NXQ, M_NXQ_ASYNC, M_CUMEM, M_CUMEM_ASYNC };
+enum { M_NXQ, M_NXQ_ASYNC, M_CUMEM, M_CUMEM_ASYNC, M_NXQ_MIXED };
 
 /* ops alloc+free pairs, a window of WINDOW live allocations. */
 static void warm_loop(int m, struct nxq_arena *a, long ops)
@@ -132,6 +144,14 @@ static void warm_loop(int m, struct nxq_arena *a, long ops)
 				live[k] = NULL;
 			break;
 		case M_NXQ_ASYNC:
+			if (live[k])
+				nxq_free_async(a, live[k], st);
+			if (i < ops && nxq_alloc_async(a, sz, 0, st, &live[k]))
+				exit(1);
+			if (i >= ops)
+				live[k] = NULL;
+			break;
+		case M_NXQ_MIXED:
 			if (live[k])
 				nxq_free_async(a, live[k], st);
 			if (i < ops && nxq_alloc(a, sz, 0, &live[k]))
@@ -170,7 +190,8 @@ static void raise_pool_threshold(CUdevice dev)
 
 	/* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4 */
 	if (gp && ps && !gp(&pool, dev) && !ps(pool, 4, &thr))
-		printf("  cuMemAllocAsync: default pool, release threshold raised to max\n");
+		printf("  cuMemAllocAsync: default pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = "
+		       "UINT64_MAX\n");
 	else
 		printf("  cuMemAllocAsync: default pool, release threshold NOT raised\n");
 }
@@ -195,7 +216,7 @@ static void syscalls_child(void)
 	struct nxq_ctx *c;
 	struct nxq_arena *a;
 	CUdevice dev;
-	const long n = 20000;
+	const long n = short_run ? 2000 : 20000;
 
 	setup_cuda(&dev);
 	raise_pool_threshold(dev);
@@ -265,12 +286,16 @@ static void count_syscalls(void)
 		return;
 	}
 	printf("  3. system calls per warm alloc+free pair (ptrace, calling thread, size mix):\n");
-	printf("     nxq_alloc+nxq_free              %8.4f  (%ld in 20000 pairs)\n",
-	       counts[1] / 20000.0, counts[1]);
-	printf("     nxq_alloc+nxq_free_async        %8.4f  (%ld in 20000 pairs)\n",
-	       counts[2] / 20000.0, counts[2]);
-	printf("     cuMemAllocAsync+cuMemFreeAsync  %8.4f  (%ld in 20000 pairs)\n",
-	       counts[3] / 20000.0, counts[3]);
+	{
+		double n = short_run ? 2000.0 : 20000.0;
+
+		printf("     nxq_alloc+nxq_free              %8.4f  (%ld in %.0f pairs)\n",
+		       counts[1] / n, counts[1], n);
+		printf("     nxq_alloc_async+nxq_free_async  %8.4f  (%ld in %.0f pairs)\n",
+		       counts[2] / n, counts[2], n);
+		printf("     cuMemAllocAsync+cuMemFreeAsync  %8.4f  (%ld in %.0f pairs)\n",
+		       counts[3] / n, counts[3], n);
+	}
 	printf("     cuMemAlloc+cuMemFree            %8.4f  (%ld in 200 pairs)\n",
 	       counts[4] / 200.0, counts[4]);
 }
@@ -282,21 +307,202 @@ static int k_version(struct nxq_ctx *c, struct nxq_version *v)
 { v->abi_version = NXQ_ABI_VERSION; v->features = 0xf; return 0; }
 static int k_reg(struct nxq_ctx *c, struct nxq_holder_reg *r) { r->holder_id = 1; return 0; }
 static int k_unreg(struct nxq_ctx *c, uint64_t h) { return 0; }
-static int k_charge(struct nxq_ctx *c, uint64_t h, uint64_t b) { kc++; kcb += b; return 0; }
+static int k_charge(struct nxq_ctx *c, uint64_t h, uint64_t b, uint64_t timeout_ns) { kc++; kcb += b; return 0; }
 static int k_uncharge(struct nxq_ctx *c, uint64_t h, uint64_t b) { return 0; }
 static int k_recl(struct nxq_ctx *c, uint64_t h, uint64_t b) { return 0; }
 static void k_close(struct nxq_ctx *c) { }
+static int k_tread(struct nxq_ctx *c, uint64_t h, struct nxq_ticket *t) { return -EAGAIN; }
+static int k_tanswer(struct nxq_ctx *c, uint64_t h, uint64_t gen, uint64_t released,
+		     uint64_t *charged) { return -ESTALE; }
 static const struct nxq_kops counting_kops = {
-	"counting", k_version, k_reg, k_unreg, k_charge, k_uncharge, k_recl, k_close,
+	.name = "counting",
+	.version = k_version,
+	.holder_register = k_reg,
+	.holder_unregister = k_unreg,
+	.charge = k_charge,
+	.uncharge = k_uncharge,
+	.set_reclaimable = k_recl,
+	.ticket_read = k_tread,
+	.ticket_answer = k_tanswer,
+	.close = k_close,
 };
+
+/* ---- 1. PyTorch's caching allocator, timed by bench/torch_peer ---- */
+
+/* Runs the peer (same mix, window and pair count); its median ns per pair, or < 0. */
+static double torch_peer(const char *self, long ops, int reps, char *why, size_t whylen)
+{
+	char path[4096], cmd[4400], line[512];
+	const char *slash = strrchr(self, '/');
+	double v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%.*storch_peer", slash ? (int)(slash - self + 1) : 0, self);
+	if (access(path, X_OK)) {
+		snprintf(why, whylen, "%.400s not built: PyTorch with its C++ headers absent "
+			 "(see bench/build-torch-peer.sh)", path);
+		return -1;
+	}
+	fflush(stdout);
+	snprintf(cmd, sizeof(cmd), "%s %ld %d %d 2>&1", path, ops, reps, WINDOW);
+	f = popen(cmd, "r");
+	if (!f) {
+		snprintf(why, whylen, "popen: %s", strerror(errno));
+		return -1;
+	}
+	snprintf(why, whylen, "%.400s printed no figure", path);
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "torch_peer median_ns_per_pair %lf", &v) == 1)
+			continue;
+		if (!strncmp(line, "torch_peer:", 11)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(why, whylen, "%s", line + 11);
+		}
+	}
+	if (pclose(f) != 0)
+		v = -1;
+	return v;
+}
+
+/* ---- 2. growth per GiB ---- */
+
+static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, uint64_t batch,
+			 int reps)
+{
+	double v[16];
+	void **ps = calloc(total / piece + 1, sizeof(*ps));
+
+	for (int r = 0; r < reps + 1; r++) {
+		struct nxq_arena *a = cuda_arena(c, batch, NXQ_OPT_ZERO, NXQ_OPT_ZERO);
+		uint64_t n = total / piece;
+		double t = now();
+
+		for (uint64_t i = 0; i < n; i++)
+			NX(nxq_alloc(a, piece, 0, &ps[i]));
+		if (r)
+			v[r - 1] = (now() - t) * (double)(1ULL << 30) / (double)total;
+		for (uint64_t i = 0; i < n; i++)
+			NX(nxq_free(a, ps[i]));
+		nxq_arena_destroy(a);
+	}
+	free(ps);
+	return median(v, reps);
+}
+
+/* cuMemAlloc of total in pieces of piece bytes (one piece: one cudaMalloc of it all). */
+static double growth_cumemalloc(uint64_t total, uint64_t piece, int reps)
+{
+	uint64_t n = total / piece;
+	CUdeviceptr *p = calloc(n, sizeof(*p));
+	double v[16];
+
+	for (int r = 0; r < reps + 1; r++) {
+		double t = now();
+
+		for (uint64_t i = 0; i < n; i++)
+			CU(cu->cuMemAlloc(&p[i], piece));
+		if (r)
+			v[r - 1] = (now() - t) * (double)(1ULL << 30) / (double)total;
+		for (uint64_t i = 0; i < n; i++)
+			CU(cu->cuMemFree(p[i]));
+	}
+	free(p);
+	return median(v, reps);
+}
+
+/* handle bytes per handle: create + map each, set access per 64 MiB (or the handle). */
+static double growth_handles(CUdevice dev, uint64_t total, uint64_t handle, uint64_t g, int reps)
+{
+	CUmemAllocationProp prop = { 0 };
+	CUmemAccessDesc acc = { 0 };
+	uint64_t nh = total / handle, per = handle >= (64ULL << 20) ? 1 : (64ULL << 20) / handle;
+	CUmemGenericAllocationHandle *h = calloc(nh, sizeof(*h));
+	CUdeviceptr base;
+	double v[16];
+
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = dev;
+	acc.location = prop.location;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	if (per > nh)
+		per = nh;
+	for (int r = 0; r < reps + 1; r++) {
+		double t;
+
+		/* a fresh VA range each time, untimed, as an arena reserves its own */
+		CU(cu->cuMemAddressReserve(&base, total, g, 0, 0));
+		t = now();
+
+		for (uint64_t i = 0; i < nh; i++) {
+			CU(cu->cuMemCreate(&h[i], handle, &prop, 0));
+			CU(cu->cuMemMap(base + i * handle, handle, 0, h[i], 0));
+			if ((i + 1) % per == 0)
+				CU(cu->cuMemSetAccess(base + (i + 1 - per) * handle, per * handle,
+						      &acc, 1));
+		}
+		if (r)
+			v[r - 1] = (now() - t) * (double)(1ULL << 30) / (double)total;
+		for (uint64_t i = 0; i < nh; i++) {
+			CU(cu->cuMemUnmap(base + i * handle, handle));
+			CU(cu->cuMemRelease(h[i]));
+		}
+		CU(cu->cuMemAddressFree(base, total));
+	}
+	free(h);
+	return median(v, reps);
+}
+
+/* ---- 5. peak: plain vs stream-ordered on one workload ---- */
+
+/* async 0: plain; 1: alloc_async + free_async; 2: plain alloc + free_async. */
+static uint64_t peak_run(struct nxq_ctx *c, int async, long ops)
+{
+	struct nxq_arena *a = cuda_arena(c, 0, NXQ_OPT_ZERO, NXQ_OPT_ZERO);
+	struct nxq_stats s = { .size = sizeof(s) };
+	void *live[WINDOW * 4] = { 0 };
+	unsigned long long x = 0x9E3779B97F4A7C15ULL;
+	uint64_t peak = 0;
+
+	for (long i = 0; i < ops; i++) {
+		int k;
+		size_t sz;
+
+		x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+		k = (int)(x % (WINDOW * 4));
+		sz = mix[(x >> 20) % NSIZES] * (1 + (x >> 40) % 4);	/* shapes vary */
+		if (live[k]) {
+			if (async)
+				NX(nxq_free_async(a, live[k], st));
+			else
+				NX(nxq_free(a, live[k]));
+		}
+		if (async == 1)
+			NX(nxq_alloc_async(a, sz, 0, st, &live[k]));
+		else
+			NX(nxq_alloc(a, sz, 0, &live[k]));
+		CU(cu->cuMemsetD8Async((CUdeviceptr)live[k], 1, sz < 4096 ? sz : 4096, st));
+		nxq_arena_stats(a, &s);
+		if (s.mapped > peak)
+			peak = s.mapped;
+	}
+	CU(cu->cuStreamSynchronize(st));
+	for (int k = 0; k < WINDOW * 4; k++)
+		if (live[k])
+			NX(nxq_free(a, live[k]));
+	nxq_arena_destroy(a);
+	return peak;
+}
 
 int main(int argc, char **argv)
 {
-	const int reps = 7;
-	double v[4][16], t;
-	long ops[4] = { 200000, 200000, 2000, 200000 };
-	static const char *names[4] = { "nxq_alloc + nxq_free", "nxq_alloc + nxq_free_async",
-					"cuMemAlloc + cuMemFree", "cuMemAllocAsync + cuMemFreeAsync" };
+	int reps = 7;
+	double v[5][16], t, torch_ns;
+	long ops[5] = { 200000, 200000, 2000, 200000, 200000 };
+	static const char *names[5] = { "nxq_alloc + nxq_free", "nxq_alloc_async + nxq_free_async",
+					"cuMemAlloc + cuMemFree", "cuMemAllocAsync + cuMemFreeAsync",
+					"nxq_alloc + nxq_free_async (no stream)" };
+	char why[512];
 	struct nxq_ctx *c;
 	struct nxq_arena *a;
 	CUdevice dev;
@@ -304,6 +510,14 @@ int main(int argc, char **argv)
 	uint64_t g;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	for (int i = 1; i < argc; i++)
+		if (!strcmp(argv[i], "--short"))
+			short_run = 1;
+	if (short_run) {
+		reps = 3;
+		for (int m = 0; m < 5; m++)
+			ops[m] /= 20;
+	}
 	cu = nxq__cuda_load(&err);
 	if (!cu) {
 		printf("skipped: no GPU (%s)\n", nxq_errmsg());
@@ -329,18 +543,20 @@ int main(int argc, char **argv)
 			return 0;
 		}
 	}
-	printf("nxquota GPU benchmark, device 0; medians of %d repetitions\n", reps);
-	printf("contexts: unmanaged (no nxquota module on this machine) for 1-3; a fake-kernel "
-	       "ops table counting calls for 4\n");
+	printf("nxquota GPU benchmark, device 0; medians of %d repetitions%s\n", reps,
+	       short_run ? " (--short)" : "");
+	printf("contexts: unmanaged (no nxquota module on this machine) for 1-3 and 5; a "
+	       "fake-kernel ops table counting calls for 4\n");
 	printf("size mix: 60%% 256B-64KiB, 30%% 64KiB-2MiB, 10%% 2-32MiB (log-uniform), "
 	       "%d live allocations\n", WINDOW);
+	/* the PyTorch peer is its own process: run it before this one holds the GPU */
+	torch_ns = torch_peer(argv[0], ops[0], reps, why, sizeof(why));
 	count_syscalls();
 
 	setup_cuda(&dev);
 	raise_pool_threshold(dev);
 	c = unmanaged();
 	a = cuda_arena(c, 0, 1ULL << 34, 0);
-	g = 0;
 	{
 		struct nxq_stats s = { .size = sizeof(s) };
 
@@ -349,8 +565,8 @@ int main(int argc, char **argv)
 	}
 	printf("  granule %llu bytes\n", (unsigned long long)g);
 
-	/* 1. warm throughput */
-	for (int m = 0; m < 4; m++) {
+	/* 1. warm pairs */
+	for (int m = 0; m < 5; m++) {
 		warm_loop(m, a, ops[m] / 4 + 1000);	/* warm up: pools filled */
 		CU(cu->cuStreamSynchronize(st));
 		for (int r = 0; r < reps; r++) {
@@ -360,108 +576,78 @@ int main(int argc, char **argv)
 			CU(cu->cuStreamSynchronize(st));
 		}
 	}
-	printf("  1. warm alloc+free pairs (host time per pair, median):\n");
-	for (int m = 0; m < 4; m++) {
-		double med = median(v[m], reps);
+	printf("  1. warm alloc+free pairs (host time per pair, median; %d live):\n", WINDOW);
+	{
+		double med[5];
 
-		printf("     %-36s %10.1f ns  %12.0f pairs/s\n", names[m], med * 1e9, 1.0 / med);
+		for (int m = 0; m < 5; m++) {
+			med[m] = median(v[m], reps);
+			printf("     %-44s %10.1f ns  %12.0f pairs/s\n", names[m], med[m] * 1e9,
+			       1.0 / med[m]);
+		}
+		if (torch_ns > 0)
+			printf("     %-44s %10.1f ns  %12.0f pairs/s\n",
+			       "PyTorch raw_alloc + raw_delete (torch_peer)", torch_ns,
+			       1e9 / torch_ns);
+		else
+			printf("     %-44s not measured: %s\n", "PyTorch raw_alloc + raw_delete", why);
+		printf("     ratio stream-ordered / plain nxq pair: %.2f (target <= 2)\n",
+		       med[1] / med[0]);
 	}
 	nxq_arena_destroy(a);
 
-	/* 2. growth cost per granule */
+	/* 2. growth per GiB */
 	{
-		const uint64_t total = 1ULL << 30;
-		uint64_t ng;
-		double vl[16], vr[16], vc[16];
-		CUmemAllocationProp prop = { 0 };
-		CUmemAccessDesc acc = { 0 };
-		CUmemGenericAllocationHandle *h;
-		CUdeviceptr base;
-		struct nxq_ctx *fc;
+		const uint64_t total = short_run ? (64ULL << 20) : (1ULL << 30);
+		double one = growth_nxq(c, total, total, 0, reps);
+		double pieces = growth_nxq(c, total, 16ULL << 20, 0, reps);
+		double pieces_big = growth_nxq(c, total, 16ULL << 20, 1ULL << 30, reps);
+		double cm = growth_cumemalloc(total, total, reps);
+		double cm16 = growth_cumemalloc(total, 16ULL << 20, reps);
+		double big = growth_handles(dev, total, total, g, reps);
+		double h64 = growth_handles(dev, total, 64ULL << 20, g, reps);
+		double small = growth_handles(dev, total, g, g, reps);
 
-		ng = total / g;
-		a = cuda_arena(c, 64ULL << 20, NXQ_OPT_ZERO, NXQ_OPT_ZERO);
-		for (int r = 0; r < reps + 1; r++) {
-			void *p;
-
-			t = now();
-			NX(nxq_alloc(a, total, 0, &p));
-			if (r)
-				vl[r - 1] = (now() - t) / (double)ng;
-			NX(nxq_free(a, p));	/* retention 0: all unmapped and released */
-		}
-		nxq_arena_destroy(a);
-		if (nxq__ctx_open_kops(NULL, &counting_kops, NULL, &fc))
-			return 1;
-		a = cuda_arena(fc, 64ULL << 20, NXQ_OPT_ZERO, NXQ_OPT_ZERO);
-		for (int r = 0; r < reps + 1; r++) {
-			void *p;
-
-			t = now();
-			NX(nxq_alloc(a, total, 0, &p));
-			if (r)
-				vc[r - 1] = (now() - t) / (double)ng;
-			NX(nxq_free(a, p));
-		}
-		nxq_arena_destroy(a);
-		nxq_ctx_close(fc);
-		prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
-		prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-		prop.location.id = dev;
-		acc.location = prop.location;
-		acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-		h = calloc(ng, sizeof(*h));
-		CU(cu->cuMemAddressReserve(&base, total, g, 0, 0));
-		for (int r = 0; r < reps + 1; r++) {
-			uint64_t per = (64ULL << 20) / g;
-
-			t = now();
-			for (uint64_t i = 0; i < ng; i++) {
-				CU(cu->cuMemCreate(&h[i], g, &prop, 0));
-				CU(cu->cuMemMap(base + i * g, g, 0, h[i], 0));
-				if ((i + 1) % per == 0)
-					CU(cu->cuMemSetAccess(base + (i + 1 - per) * g, per * g, &acc, 1));
-			}
-			if (r)
-				vr[r - 1] = (now() - t) / (double)ng;
-			for (uint64_t i = 0; i < ng; i++) {
-				CU(cu->cuMemUnmap(base + i * g, g));
-				CU(cu->cuMemRelease(h[i]));
-			}
-		}
-		CU(cu->cuMemAddressFree(base, total));
-		free(h);
-		printf("  2. growth cost per granule (1 GiB = %llu granules, batches of 64 MiB):\n",
-		       (unsigned long long)ng);
-		printf("     raw cuMemCreate+cuMemMap (+cuMemSetAccess per batch) %8.2f us\n",
-		       median(vr, reps) * 1e6);
-		printf("     nxq_alloc growth, unmanaged context                  %8.2f us\n",
-		       median(vl, reps) * 1e6);
-		printf("     nxq_alloc growth, counting fake kernel               %8.2f us\n",
-		       median(vc, reps) * 1e6);
-		printf("     (the real NXQ_IOC_CHARGE cost is not in these: no module here;\n"
-		       "      it is paid once per 64 MiB batch, see 4.)\n");
+		printf("  2. growth per GiB (%llu MiB grown, host time scaled to 1 GiB, median):\n",
+		       (unsigned long long)(total >> 20));
+		printf("     nxq_alloc of it all (one handle)            %9.3f ms  %5.2fx cuMemAlloc"
+		       "  %5.2fx big handle\n", one * 1e3, one / cm, one / big);
+		printf("     nxq_alloc in 16 MiB pieces (handles grow)   %9.3f ms  %5.2fx cuMemAlloc"
+		       "  %5.2fx big handle  %5.2fx cuMemAlloc in 16 MiB pieces\n", pieces * 1e3,
+		       pieces / cm, pieces / big, pieces / cm16);
+		printf("       the same, grow_batch 1 GiB (fewer handles) %8.3f ms  %5.2fx cuMemAlloc"
+		       "  %5.2fx big handle\n", pieces_big * 1e3, pieces_big / cm, pieces_big / big);
+		printf("     one cuMemAlloc of it all                    %9.3f ms\n", cm * 1e3);
+		printf("     cuMemAlloc in 16 MiB pieces                 %9.3f ms\n", cm16 * 1e3);
+		printf("     one handle: create + map + set access       %9.3f ms\n", big * 1e3);
+		printf("     64 MiB handles: create + map + set access   %9.3f ms  %5.2fx big handle\n",
+		       h64 * 1e3, h64 / big);
+		printf("     one handle per granule (the old scheme)     %9.3f ms  %5.2fx big handle\n",
+		       small * 1e3, small / big);
+		printf("     (targets: nxq <= 1.2x cuMemAlloc and <= 1.2x one big handle; no module "
+		       "here: the real NXQ_IOC_CHARGE is one per handle, see 4.)\n");
 	}
 
 	/* 4. charge requests per GiB grown */
 	{
 		struct nxq_ctx *fc;
 		struct nxq_stats s = { .size = sizeof(s) };
+		uint64_t upto = short_run ? (512ULL << 20) : (8ULL << 30);
 		void **ps = calloc(100000, sizeof(*ps));
 		int np = 0;
 
 		if (nxq__ctx_open_kops(NULL, &counting_kops, NULL, &fc))
 			return 1;
 		kc = kcb = 0;
-		a = cuda_arena(fc, 0, 0, 0);	/* defaults: 32 MiB batches */
+		a = cuda_arena(fc, 0, 0, 0);	/* defaults */
 		for (int i = 0; np < 100000; i++) {
 			NX(nxq_alloc(a, mix[i % NSIZES], 0, &ps[np++]));
 			nxq_arena_stats(a, &s);
-			if (s.mapped >= (8ULL << 30))
+			if (s.mapped >= upto)
 				break;
 		}
 		printf("  4. charge requests while growing to %.2f GiB with the size mix "
-		       "(default grow_batch): %llu, %.1f per GiB (%llu granules: one request "
+		       "(defaults): %llu, %.1f per GiB (%llu granules: one request "
 		       "per %.1f granules)\n", (double)s.mapped / (1 << 30),
 		       (unsigned long long)kc, (double)kc / ((double)s.mapped / (1 << 30)),
 		       (unsigned long long)(s.mapped / g), (double)(s.mapped / g) / (double)kc);
@@ -471,7 +657,19 @@ int main(int argc, char **argv)
 		nxq_ctx_close(fc);
 		free(ps);
 	}
+
+	/* 5. peak mapped, plain vs stream-ordered */
+	{
+		long pops = short_run ? 5000 : 100000;
+		uint64_t ps = peak_run(c, 0, pops), pa = peak_run(c, 1, pops);
+		uint64_t pm = peak_run(c, 2, pops);
+
+		printf("  5. peak mapped on one random workload (%ld ops, %d live, shapes x1-4, "
+		       "one stream): plain %.1f MiB, stream-ordered %.1f MiB: %.3fx (target <= "
+		       "1.05); plain allocations with stream frees %.1f MiB: %.3fx\n", pops,
+		       WINDOW * 4, (double)ps / (1 << 20), (double)pa / (1 << 20),
+		       (double)pa / (double)ps, (double)pm / (1 << 20), (double)pm / (double)ps);
+	}
 	nxq_ctx_close(c);
-	(void)argc; (void)argv;
 	return 0;
 }

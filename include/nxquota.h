@@ -7,7 +7,8 @@
  *  - struct nxq_ctx: one per process (or per runtime); holds the open
  *    /dev/nxquota file, or, for an unmanaged context, a process-local cap.
  *  - struct nxq_arena: one VA range on one device (a CUDA GPU or host
- *    memory), grown by whole granules; registered as one holder with the
+ *    memory), grown by physical handles sized to the growth (whole
+ *    granules); registered as one holder with the
  *    module, with an eventfd the module signals when it asks the holder to
  *    give memory back (a pressure ticket).  Allocations are served
  *    best-fit from mapped granules.
@@ -15,7 +16,7 @@
  * Pressure: by default a library thread per managed context answers the
  * module's tickets; with NXQ_CTX_NO_THREAD the runtime polls
  * nxq_ctx_pressure_fd() in its own loop and calls nxq_ctx_handle_pressure().
- * Either way the library releases retained handles, then idle granules,
+ * Either way the library releases retained handles, then idle handles,
  * then calls the arena's reclaim callbacks (nxq_arena_add_reclaim()), and
  * answers the ticket with what was released.  It never touches memory in
  * use.  See "Pressure" in Documentation/libnxquota.rst for the callback
@@ -31,6 +32,12 @@
  *    NXQ_OPT_ZERO asks for an explicit zero where zero is meaningful.
  *  - All functions are thread-safe; one arena may be used from several
  *    threads.  Byte counts are charge, not residency.
+ *  - Fork: a context and its arenas belong to the process that opened the
+ *    context; in a child, calls on them fail with -ECHILD and close/destroy
+ *    free only the child's copy (see FORK in nxq_ctx_open(3)).
+ *  - Streams: nxq_free_async() frees in a stream's order; nxq_alloc_async()
+ *    on the same stream reuses such memory at once, others once the
+ *    stream's work completed.
  *
  * See Documentation/libnxquota.rst and the nxq_*(3) man pages.
  */
@@ -144,9 +151,11 @@ enum nxq_backend {
  * @granule: mapping unit, $NXQ_GRANULE; host default 2 MiB (a
  *	multiple of the page size); CUDA: a multiple of the driver's minimum
  *	granularity, default that granularity
- * @grow_batch: bytes mapped (and charged, in one request) when the arena
- *	grows, at least what the allocation needs; $NXQ_GROW_BATCH, default
- *	32 MiB
+ * @grow_batch: the largest physical handle growth makes beyond what one
+ *	allocation needs: each growth maps one handle (charged in one
+ *	request) of what the allocation needs, and at least a quarter of
+ *	what is mapped (a power of two from one granule up to @grow_batch);
+ *	$NXQ_GROW_BATCH, default 64 MiB
  * @retain_idle: idle mapped bytes kept after frees; above it, whole idle
  *	granules are unmapped; $NXQ_RETAIN_IDLE, default 64 MiB
  * @handle_pool: bytes of unmapped physical handles kept (still charged) to
@@ -184,7 +193,9 @@ struct nxq_arena_opts {
  * @va_size: the reserved VA range
  * @mapped: bytes mapped
  * @in_use: bytes handed out (rounded sizes) and not freed
- * @pending: bytes freed on a stream whose work has not completed yet
+ * @pending: bytes freed on a stream (nxq_free_async()) not known complete
+ *	yet: reused at once by allocations on that stream
+ *	(nxq_alloc_async()), by others once the stream's work completed
  * @free: mapped bytes neither in use nor pending
  * @idle: the part of @free in whole granules (what trimming can unmap)
  * @retained: bytes of unmapped physical handles kept in the pool
@@ -251,6 +262,8 @@ NXQ_API int nxq_arena_destroy(struct nxq_arena *arena);
 
 NXQ_API int nxq_alloc(struct nxq_arena *arena, size_t size, size_t align, void **ptrp);
 NXQ_API int nxq_free(struct nxq_arena *arena, void *ptr);
+NXQ_API int nxq_alloc_async(struct nxq_arena *arena, size_t size, size_t align, void *stream,
+			    void **ptrp);
 NXQ_API int nxq_free_async(struct nxq_arena *arena, void *ptr, void *stream);
 
 NXQ_API int64_t nxq_arena_trim(struct nxq_arena *arena, uint64_t target, unsigned int flags);

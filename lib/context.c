@@ -33,68 +33,28 @@ int nxq__err(int err, const char *fmt, ...)
 	return err;
 }
 
+unsigned int nxq__fork_gen;
+static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
+
+static void fork_child(void)
+{
+	__atomic_add_fetch(&nxq__fork_gen, 1, __ATOMIC_RELAXED);
+}
+
+static void fork_register(void)
+{
+	pthread_atfork(NULL, NULL, fork_child);
+}
+
+int nxq__fork_err(void)
+{
+	return nxq__err(-ECHILD, "nxquota: this context belongs to the parent process: after "
+			"fork() a child opens its own (see FORK in libnxquota(7)/nxq_ctx_open(3))");
+}
+
 NXQ_API const char *nxq_errmsg(void)
 {
 	return errbuf[0] ? errbuf : "no error";
-}
-
-int nxq__parse_size(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	unsigned int shift = 0;
-	char *end;
-
-	if (!s || !*s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'T': case 't': shift = 40; end++; break;
-	case '\0': break;
-	default: return -EINVAL;
-	}
-	if (*end)
-		return -EINVAL;
-	if (shift && v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-int nxq__env_size(const char *name, uint64_t *out)
-{
-	const char *s = getenv(name);
-	int r;
-
-	if (!s)
-		return 0;
-	r = nxq__parse_size(s, out);
-	if (r < 0)
-		return nxq__err(-EINVAL, "nxquota: environment %s=\"%s\" is not a size "
-				"(bytes, optional K/M/G/T suffix)", name, s);
-	return 1;
-}
-
-int nxq__env_ms(const char *name, uint64_t *out)
-{
-	const char *s = getenv(name);
-	unsigned long long v;
-	char *end;
-
-	if (!s)
-		return 0;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (*s < '0' || *s > '9' || *end || errno || v > 86400000ULL)
-		return nxq__err(-EINVAL, "nxquota: environment %s=\"%s\" is not a number of "
-				"milliseconds (digits, at most 86400000)", name, s);
-	*out = v;
-	return 1;
 }
 
 /* ---- the module, through ioctls ---- */
@@ -338,34 +298,16 @@ const struct nxq_kops nxq__local_kops = {
 
 /* ---- contexts ---- */
 
-static int check_opts_tail(const void *opts, uint32_t size, uint32_t known, uint32_t ver0,
-			   const char *what)
-{
-	const unsigned char *p = opts;
-
-	if (size < ver0)
-		return nxq__err(-EINVAL, "nxquota: %s.size %u is below the first version (%u)",
-				what, size, ver0);
-	if (size > 4096)
-		return nxq__err(-E2BIG, "nxquota: %s.size %u is above 4096", what, size);
-	for (uint32_t i = known; i < size; i++)
-		if (p[i])
-			return nxq__err(-E2BIG, "nxquota: %s has non-zero bytes past the "
-					"fields this library knows (offset %u)", what, i);
-	return 0;
-}
-
 static int ctx_read_opts(const struct nxq_ctx_opts *in, struct nxq_ctx_opts *o)
 {
 	int r;
 
 	memset(o, 0, sizeof(*o));
 	if (in) {
-		r = check_opts_tail(in, in->size, sizeof(*o), NXQ_CTX_OPTS_SIZE_VER0,
-				    "nxq_ctx_opts");
+		r = nxq__opts_copy(o, sizeof(*o), in, in->size, NXQ_CTX_OPTS_SIZE_VER0,
+				   "nxq_ctx_opts");
 		if (r)
 			return r;
-		memcpy(o, in, in->size < sizeof(*o) ? in->size : sizeof(*o));
 	}
 	if (o->flags & ~NXQ_CTX_FLAGS_ALL)
 		return nxq__err(-EINVAL, "nxquota: unknown nxq_ctx_opts.flags 0x%x", o->flags);
@@ -405,9 +347,11 @@ int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *k
 	r = ctx_read_opts(opts, &o);
 	if (r)
 		return r;
+	pthread_once(&fork_once, fork_register);
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return nxq__err(-ENOMEM, "nxquota: out of memory");
+	ctx->fork_gen = __atomic_load_n(&nxq__fork_gen, __ATOMIC_RELAXED);
 	ctx->fd = -1;
 	ctx->epfd = -1;
 	ctx->stopfd = -1;
@@ -482,6 +426,15 @@ NXQ_API int nxq_ctx_close(struct nxq_ctx *ctx)
 {
 	if (!ctx)
 		return 0;
+	if (nxq__forked(ctx)) {
+		/* The parent's context: close our copies of its fds, nothing else
+		 * (no thread to stop here, no ioctl on the shared file). */
+		nxq__pressure_fini(ctx);
+		if (ctx->fd >= 0)
+			close(ctx->fd);
+		free(ctx);
+		return 0;
+	}
 	if (nxq__in_handler(ctx))
 		return nxq__err(-EDEADLK, "nxquota: nxq_ctx_close() from a reclaim callback "
 				"or event hook");

@@ -3,7 +3,8 @@
  * The CUDA backend: CUDA VMM through libcuda.so.1, loaded at run time.
  *
  *  reserve     cuMemAddressReserve
- *  create      cuMemCreate of one granule (pinned device memory)
+ *  create      cuMemCreate of one handle (pinned device memory, a
+ *              multiple of the granule: the arena sizes it to the growth)
  *  map         cuMemMap
  *  set_access  cuMemSetAccess, read-write for the arena's device
  *  unmap       cuMemUnmap
@@ -13,7 +14,8 @@
  *
  * The granule comes from cuMemGetAllocationGranularity; a failed or zero
  * answer is an error.  The device's primary context is retained for the
- * arena's life and pushed around every driver call that needs a context.
+ * arena's life and pushed around every driver call (the calling thread
+ * may have no current context, or another device's).
  * The loader runs once per process (pthread_once); a backend object is
  * used under its arena's lock only.
  */
@@ -389,11 +391,13 @@ static int cuda_fence_record(void *be, void *stream, void **fence)
 		if (cr)
 			return CU_FAIL("cuEventCreate", cr);
 	}
+	push(c);
 	cr = c->cu->cuEventRecord(ev, (CUstream)stream);
-	if (cr) {
+	if (cr)
 		c->cu->cuEventDestroy(ev);
+	pop(c);
+	if (cr)
 		return CU_FAIL("cuEventRecord", cr);
-	}
 	*fence = ev;
 	return 0;
 }
@@ -401,8 +405,11 @@ static int cuda_fence_record(void *be, void *stream, void **fence)
 static int cuda_fence_query(void *be, void *fence)
 {
 	struct cuda_be *c = be;
-	CUresult cr = c->cu->cuEventQuery((CUevent)fence);
+	CUresult cr;
 
+	push(c);
+	cr = c->cu->cuEventQuery((CUevent)fence);
+	pop(c);
 	if (cr == CUDA_SUCCESS)
 		return 1;
 	if (cr == CUDA_ERROR_NOT_READY)
@@ -413,8 +420,11 @@ static int cuda_fence_query(void *be, void *fence)
 static int cuda_fence_wait(void *be, void *fence)
 {
 	struct cuda_be *c = be;
-	CUresult cr = c->cu->cuEventSynchronize((CUevent)fence);
+	CUresult cr;
 
+	push(c);
+	cr = c->cu->cuEventSynchronize((CUevent)fence);
+	pop(c);
 	return cr ? CU_FAIL("cuEventSynchronize", cr) : 0;
 }
 
@@ -427,7 +437,9 @@ static void cuda_fence_free(void *be, void *fence)
 		CUevent *p = realloc(c->ev, n * sizeof(*p));
 
 		if (!p) {
+			push(c);
 			c->cu->cuEventDestroy((CUevent)fence);
+			pop(c);
 			return;
 		}
 		c->ev = p;

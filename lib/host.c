@@ -3,13 +3,18 @@
  * The host backend: the CUDA VMM shape over one memfd per arena.
  *
  *  reserve     mmap(PROT_NONE, MAP_NORESERVE) of the whole VA range
- *  create      a granule-sized extent of the memfd, fallocate()d so the
- *              pages exist (and are charged to the memory cgroup) now
+ *  create      an extent of the memfd (any multiple of the granule),
+ *              fallocate()d so the pages exist (and are charged to the
+ *              memory cgroup) now
  *  map         mmap(MAP_SHARED|MAP_FIXED) of that extent, still PROT_NONE
  *  set_access  mprotect(PROT_READ|PROT_WRITE)
  *  unmap       mmap(PROT_NONE, MAP_FIXED|MAP_NORESERVE) back over it
  *  release     fallocate(PUNCH_HOLE) and the extent goes to a free list
+ *              (reused by a create of the same size)
  *
+ * Every mapping of the range is madvise(MADV_DONTFORK): a child process
+ * does not inherit the arena's memory (the fork policy: a child never
+ * uses its parent's arenas), as liburing's io_uring_ring_dontfork().
  * Handles are memfd offsets.  Host work is synchronous, so every stream
  * fence is complete when recorded.  The backend object is used under its
  * arena's lock only.
@@ -25,13 +30,27 @@
 
 #define HOST_DEFAULT_GRANULE	(2ULL << 20)
 
+struct extent {
+	uint64_t off, size;
+};
+
 struct host_be {
 	int fd;
 	uint64_t granule;
 	uint64_t next_off;	/* end of the extents handed out so far */
-	uint64_t *free_offs;
+	struct extent *ext;	/* all extents handed out, live or free */
+	uint64_t next, ext_alloc;
+	struct extent *free_ext;
 	uint64_t nfree, free_alloc;
 };
+
+static struct extent *ext_find(struct host_be *h, uint64_t off)
+{
+	for (uint64_t i = 0; i < h->next; i++)
+		if (h->ext[i].off == off)
+			return &h->ext[i];
+	return NULL;
+}
 
 static int host_open(const struct nxq_be_cfg *cfg, void **bep, uint64_t *granule,
 		     char key[NXQ_DEVICE_KEY_MAX])
@@ -65,7 +84,8 @@ static void host_close(void *be)
 	struct host_be *h = be;
 
 	close(h->fd);
-	free(h->free_offs);
+	free(h->free_ext);
+	free(h->ext);
 	free(h);
 }
 
@@ -83,6 +103,7 @@ static int host_reserve(void *be, uint64_t size, uint64_t align, uint64_t *base)
 		munmap(p, a - p);
 	if (a + size < p + over)
 		munmap(a + size, p + over - (a + size));
+	madvise(a, size, MADV_DONTFORK);
 	*base = (uintptr_t)a;
 	return 0;
 }
@@ -96,12 +117,24 @@ static int host_unreserve(void *be, uint64_t base, uint64_t size)
 static int host_create(void *be, uint64_t size, uint64_t *handle)
 {
 	struct host_be *h = be;
-	uint64_t off;
+	uint64_t off, i;
 
-	if (size != h->granule)
+	if (!size || size % h->granule)
 		return -EINVAL;
-	if (h->nfree) {
-		off = h->free_offs[h->nfree - 1];
+	for (i = 0; i < h->nfree; i++)
+		if (h->free_ext[i].size == size)
+			break;
+	if (i == h->nfree && h->next == h->ext_alloc) {
+		uint64_t n = h->ext_alloc ? h->ext_alloc * 2 : 64;
+		struct extent *p = realloc(h->ext, n * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		h->ext = p;
+		h->ext_alloc = n;
+	}
+	if (i < h->nfree) {
+		off = h->free_ext[i].off;
 	} else {
 		off = h->next_off;
 		if (ftruncate(h->fd, (off_t)(off + size)))
@@ -109,10 +142,14 @@ static int host_create(void *be, uint64_t size, uint64_t *handle)
 	}
 	if (fallocate(h->fd, 0, (off_t)off, (off_t)size))
 		return -errno;
-	if (h->nfree)
-		h->nfree--;
-	else
+	if (i < h->nfree) {
+		h->free_ext[i] = h->free_ext[--h->nfree];
+	} else {
+		h->ext[h->next].off = off;
+		h->ext[h->next].size = size;
+		h->next++;
 		h->next_off += size;
+	}
 	*handle = off;
 	return 0;
 }
@@ -120,20 +157,23 @@ static int host_create(void *be, uint64_t size, uint64_t *handle)
 static int host_release(void *be, uint64_t handle)
 {
 	struct host_be *h = be;
+	struct extent *e = ext_find(h, handle);
 
+	if (!e)
+		return -EINVAL;
 	if (h->nfree == h->free_alloc) {
 		uint64_t n = h->free_alloc ? h->free_alloc * 2 : 64;
-		uint64_t *p = realloc(h->free_offs, n * sizeof(*p));
+		struct extent *p = realloc(h->free_ext, n * sizeof(*p));
 
 		if (!p)
 			return -ENOMEM;
-		h->free_offs = p;
+		h->free_ext = p;
 		h->free_alloc = n;
 	}
 	if (fallocate(h->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)handle,
-		      (off_t)h->granule))
+		      (off_t)e->size))
 		return -errno;
-	h->free_offs[h->nfree++] = handle;
+	h->free_ext[h->nfree++] = *e;
 	return 0;
 }
 
@@ -143,7 +183,10 @@ static int host_map(void *be, uint64_t va, uint64_t size, uint64_t handle)
 	void *p = mmap((void *)(uintptr_t)va, size, PROT_NONE, MAP_SHARED | MAP_FIXED, h->fd,
 		       (off_t)handle);
 
-	return p == MAP_FAILED ? -errno : 0;
+	if (p == MAP_FAILED)
+		return -errno;
+	madvise(p, size, MADV_DONTFORK);
+	return 0;
 }
 
 static int host_set_access(void *be, uint64_t va, uint64_t size)
@@ -159,7 +202,10 @@ static int host_unmap(void *be, uint64_t va, uint64_t size)
 	(void)be;
 	p = mmap((void *)(uintptr_t)va, size, PROT_NONE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
-	return p == MAP_FAILED ? -errno : 0;
+	if (p == MAP_FAILED)
+		return -errno;
+	madvise(p, size, MADV_DONTFORK);
+	return 0;
 }
 
 static int host_quiesce(void *be)

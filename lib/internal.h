@@ -55,6 +55,7 @@ struct nxq_ctx {
 	uint64_t local_charged;	/* unmanaged: bytes charged, atomic */
 	uint64_t next_local_id;	/* unmanaged: holder ids, atomic */
 	int narenas;		/* atomic */
+	unsigned int fork_gen;	/* nxq__fork_gen when opened: see nxq__forked() */
 
 	/* Pressure (pressure.c); only when managed and the module has tickets. */
 	int pressure;		/* tickets handled on this context */
@@ -126,9 +127,27 @@ int nxq__arena_handle_tickets(struct nxq_arena *a);	/* tickets handled */
 void nxq__arena_report_changed(struct nxq_arena *a);
 int nxq__arena_evfd(const struct nxq_arena *a);
 
+/*
+ * Fork policy: a context and its arenas belong to the process that opened
+ * the context.  A pthread_atfork() child handler bumps nxq__fork_gen; a
+ * context whose fork_gen differs is the parent's, and the child's calls on
+ * it fail with -ECHILD (close and destroy only free the child's copy).
+ * A load and a compare: no system call on the warm path.
+ */
+extern unsigned int nxq__fork_gen;
+static inline int nxq__forked(const struct nxq_ctx *ctx)
+{
+	return __atomic_load_n(&nxq__fork_gen, __ATOMIC_RELAXED) != ctx->fork_gen;
+}
+int nxq__fork_err(void);	/* -ECHILD, with the message */
+
 /* Error message of the calling thread. */
 __attribute__((format(printf, 2, 3)))
 int nxq__err(int err, const char *fmt, ...);
+
+/* options.c: the one validator of an options struct (size, zero tail). */
+int nxq__opts_copy(void *out, size_t out_size, const void *in, uint32_t in_size, uint32_t ver0,
+		   const char *what);
 
 /* "123", "4K", "2M", "1G", "1T" (powers of 1024): 0 or -EINVAL/-ERANGE. */
 int nxq__parse_size(const char *s, uint64_t *out);

@@ -148,7 +148,10 @@ void nxq__pressure_fini(struct nxq_ctx *ctx)
 {
 	if (!ctx->pressure && ctx->epfd < 0)
 		return;
-	if (ctx->thread_started) {
+	if (ctx->thread_started && nxq__forked(ctx)) {
+		/* The parent's thread is not ours: never signal its stop fd. */
+		ctx->thread_started = 0;
+	} else if (ctx->thread_started) {
 		uint64_t one = 1;
 
 		if (write(ctx->stopfd, &one, sizeof(one)) != sizeof(one))
@@ -217,6 +220,8 @@ NXQ_API int nxq_ctx_pressure_fd(struct nxq_ctx *ctx)
 {
 	if (!ctx)
 		return nxq__err(-EINVAL, "nxquota: NULL context");
+	if (nxq__forked(ctx))
+		return nxq__fork_err();
 	if (!ctx->pressure)
 		return nxq__err(-EOPNOTSUPP, "nxquota: no pressure tickets on this context (%s)",
 				!ctx->managed ? "unmanaged" : "the module lacks NXQ_FEAT_TICKETS");
@@ -229,6 +234,8 @@ NXQ_API int nxq_ctx_handle_pressure(struct nxq_ctx *ctx)
 
 	if (!ctx)
 		return nxq__err(-EINVAL, "nxquota: NULL context");
+	if (nxq__forked(ctx))
+		return nxq__fork_err();
 	if (!ctx->pressure)
 		return 0;
 	if (nxq__in_handler(ctx))

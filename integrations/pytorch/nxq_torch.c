@@ -5,18 +5,30 @@
  * PyTorch calls
  *	void *nxq_torch_malloc(size_t size, int device, cudaStream_t stream);
  *	void  nxq_torch_free(void *ptr, size_t size, int device, cudaStream_t stream);
- * for every tensor allocation (a pluggable allocator replaces the caching
- * allocator: PyTorch itself caches nothing).  cudaStream_t is a pointer;
- * no CUDA header is needed.
+ * for every tensor allocation (route "tensor": a pluggable allocator
+ * replaces the caching allocator and PyTorch itself caches nothing), or
+ * for every segment of a torch.cuda.MemPool (route "pool": PyTorch's
+ * caching allocator stays in front and asks us only for whole segments;
+ * see nxquota_torch.py).  cudaStream_t is a pointer; no CUDA header is
+ * needed.
  *
  *  - One nxquota context per process and one arena per CUDA device, made
  *    at the first allocation on that device (the CUDA backend retains the
  *    device's primary context, the one PyTorch uses).
  *  - Frees are stream-ordered (nxq_free_async on the stream PyTorch hands
- *    back, the allocation's stream): a block is reused only once the work
+ *    back, the allocation's stream) and allocations name their stream
+ *    (nxq_alloc_async): a block freed on a stream is reused at once by the
+ *    next allocation on that stream, by other streams only once the work
  *    queued before the free has completed.  NXQ_TORCH_FREE=sync frees at
  *    once (nxq_free), which is what the caching allocator does for one
- *    stream: right only for programs that allocate on one stream.
+ *    stream: right only for programs that allocate on one stream.  The
+ *    pool route always frees stream-ordered: PyTorch hands a cached
+ *    segment back without synchronising (it would have called cudaFree,
+ *    which does), and work queued on the segment's stream may still use it.
+ *  - Pool route: a release (ticket or nxq_torch_release()) first calls the
+ *    release hook (nxq_torch_set_release_hook(); the Python module's makes
+ *    PyTorch return the pool's cached segments), then waits for those
+ *    stream-ordered frees and unmaps them.
  *  - Failure returns NULL and keeps the library's reason
  *    (nxq_torch_last_error()).  A pluggable allocator that returns NULL
  *    does not make PyTorch raise (it builds a tensor on address 0): the
@@ -36,7 +48,9 @@
  *                          else unmanaged), managed, unmanaged
  *   NXQ_TORCH_CAP          unmanaged only: the most bytes all arenas of the
  *                          process may charge (mapped + retained handles)
- *   NXQ_TORCH_FREE         async (default) or sync
+ *   NXQ_TORCH_ROUTE        tensor (default here; the Python module chooses
+ *                          its own default) or pool
+ *   NXQ_TORCH_FREE         async (default) or sync; tensor route only
  *   NXQ_TORCH_GRANULE, NXQ_TORCH_GROW_BATCH, NXQ_TORCH_VA_SIZE,
  *   NXQ_TORCH_HANDLE_POOL  sizes ("64M", "2G", digits[K|M|G|T], 1024-based)
  *   NXQ_TORCH_RETAIN_IDLE  idle bytes kept mapped after synchronous frees;
@@ -79,6 +93,7 @@ static struct {
 	struct nxq_ctx *ctx;
 	int managed;
 	int free_sync;
+	int route;			/* ROUTE_TENSOR or ROUTE_POOL */
 	int backend;
 	int verbose;
 	uint64_t cap;
@@ -87,6 +102,15 @@ static struct {
 	char err[512];
 	struct dev dev[NXQ_TORCH_MAX_DEVICES];
 } G = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+enum { ROUTE_TENSOR, ROUTE_POOL };
+
+/* The release hook: set and called under hook_lock (one call at a time). */
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+static nxq_torch_release_hook hook_fn;
+static void *hook_user;
+static uint64_t hook_calls, hook_errors;	/* atomics */
+static __thread int in_hook;		/* this thread is inside the hook */
 
 static const char *const stat_names[NXQ_TORCH_NSTATS] = {
 #define X(id, name) [id] = name,
@@ -213,6 +237,7 @@ static int read_config(void)
 {
 	static const char *const ctxw[] = { "auto", "managed", "unmanaged", NULL };
 	static const char *const freew[] = { "async", "sync", NULL };
+	static const char *const routew[] = { "tensor", "pool", NULL };
 	static const char *const bew[] = { "cuda", "host", NULL };
 	struct nxq_arena_opts *o = &G.aopts;
 	int ctxmode, r;
@@ -226,6 +251,13 @@ static int read_config(void)
 	if ((r = env_word("NXQ_TORCH_FREE", freew, 0)) < 0)
 		return r;
 	G.free_sync = r == 1;
+	if ((r = env_word("NXQ_TORCH_ROUTE", routew, ROUTE_TENSOR)) < 0)
+		return r;
+	G.route = r;
+	if (G.route == ROUTE_POOL && G.free_sync)
+		return fail(-EINVAL, "NXQ_TORCH_FREE=sync with NXQ_TORCH_ROUTE=pool: PyTorch "
+			    "returns a pool's cached segment without synchronising, so its "
+			    "frees must be stream-ordered");
 	if ((r = env_word("NXQ_TORCH_BACKEND", bew, 0)) < 0)
 		return r;
 	G.backend = r == 1 ? NXQ_BACKEND_HOST : NXQ_BACKEND_CUDA;
@@ -278,9 +310,10 @@ static int read_config(void)
 	}
 	G.managed = nxq_ctx_is_managed(G.ctx) == 1;
 	snprintf(G.config, sizeof(G.config),
-		 "context=%s cap=%" PRIu64 " free=%s backend=%s granule=%" PRIu64
+		 "route=%s context=%s cap=%" PRIu64 " free=%s backend=%s granule=%" PRIu64
 		 " grow_batch=%" PRIu64 " retain_idle=%s handle_pool=%" PRIu64
 		 " va_size=%" PRIu64 " (0: the library's default or NXQ_* variable)",
+		 G.route == ROUTE_POOL ? "pool" : "tensor",
 		 G.managed ? "managed" : "unmanaged", G.cap, G.free_sync ? "sync" : "async",
 		 G.backend == NXQ_BACKEND_HOST ? "host" : "cuda", o->granule, o->grow_batch,
 		 o->retain_idle == UINT64_MAX - 1 ? "all" :
@@ -313,13 +346,52 @@ API int nxq_torch_configure(void)
  * releases them in the same answer.  A trim to a target it is already
  * under releases nothing: it only waits (NXQ_TRIM_WAIT).
  */
+static void call_hook(int device, uint64_t bytes)
+{
+	int r;
+
+	if (in_hook)
+		return;		/* a release from inside the hook */
+	pthread_mutex_lock(&hook_lock);
+	if (hook_fn) {
+		in_hook = 1;
+		r = hook_fn(device, bytes, hook_user);
+		in_hook = 0;
+		add(&hook_calls, 1);
+		if (r < 0) {
+			add(&hook_errors, 1);
+			fail(r, "release hook (device %d): error %d", device, r);
+		}
+	}
+	pthread_mutex_unlock(&hook_lock);
+}
+
+API int nxq_torch_set_release_hook(nxq_torch_release_hook fn, void *user)
+{
+	if (in_hook)
+		return -EDEADLK;	/* would wait for itself */
+	pthread_mutex_lock(&hook_lock);
+	hook_fn = fn;
+	hook_user = fn ? user : NULL;
+	pthread_mutex_unlock(&hook_lock);
+	return 0;
+}
+
+/*
+ * Under pressure (managed contexts), on the library's thread: the release
+ * hook first (pool route: PyTorch hands the pool's cached segments back),
+ * then wait for the stream-ordered frees so that the library, right after
+ * this returns, finds them idle and releases them in the same answer.  A
+ * trim to a target it is already under releases nothing: it only waits
+ * (NXQ_TRIM_WAIT).
+ */
 static int reclaim_wait_pending(struct nxq_arena *a, uint64_t bytes_wanted, void *user)
 {
 	struct dev *d = user;
 	int64_t r;
 
-	(void)bytes_wanted;
 	add(&d->c[NXQ_TS_RECLAIM_CALLS], 1);
+	call_hook((int)(d - G.dev), bytes_wanted);
 	r = nxq_arena_trim(a, UINT64_MAX, NXQ_TRIM_WAIT);
 	return r < 0 ? (int)r : 0;
 }
@@ -391,9 +463,8 @@ API void *nxq_torch_malloc(size_t size, int device, void *stream)
 	struct dev *d;
 	void *p = NULL;
 	uint64_t rounded;
-	int r;
+	int r, async;
 
-	(void)stream;	/* the arena is shared by all streams of the device */
 	a = arena_of(device);
 	if (!a)
 		return NULL;
@@ -403,7 +474,13 @@ API void *nxq_torch_malloc(size_t size, int device, void *stream)
 		add(&d->c[NXQ_TS_ZERO_MALLOCS], 1);
 		return NULL;
 	}
-	r = nxq_alloc(a, size, 0, &p);
+	/*
+	 * Stream-ordered frees: allocate on PyTorch's stream too, so a block
+	 * freed on it is reused at once (the caching allocator's rule) and
+	 * other streams get it only once that work completed.
+	 */
+	async = !(G.free_sync && G.route == ROUTE_TENSOR);
+	r = async ? nxq_alloc_async(a, size, 0, stream, &p) : nxq_alloc(a, size, 0, &p);
 	if (r == -EDQUOT || r == -ENOSPC || r == -ENOMEM) {
 		/*
 		 * Refused growth: idle granules (kept mapped by retain_idle) may be
@@ -413,7 +490,8 @@ API void *nxq_torch_malloc(size_t size, int device, void *stream)
 		 */
 		add(&d->c[NXQ_TS_OOM_RETRIES], 1);
 		if (nxq_arena_trim(a, 0, NXQ_TRIM_WAIT) > 0)
-			r = nxq_alloc(a, size, 0, &p);
+			r = async ? nxq_alloc_async(a, size, 0, stream, &p) :
+				    nxq_alloc(a, size, 0, &p);
 	}
 	if (r) {
 		struct nxq_stats s = { .size = sizeof(s) };
@@ -455,7 +533,8 @@ API void nxq_torch_free(void *ptr, size_t size, int device, void *stream)
 		return;
 	}
 	d = &G.dev[device];
-	r = G.free_sync ? nxq_free(a, ptr) : nxq_free_async(a, ptr, stream);
+	r = G.free_sync && G.route == ROUTE_TENSOR ? nxq_free(a, ptr) :
+						     nxq_free_async(a, ptr, stream);
 	if (r) {
 		/* Not ours, or the stream is gone (interpreter teardown): keep it. */
 		add(&d->c[NXQ_TS_FREE_ERRORS], 1);
@@ -501,6 +580,12 @@ API int nxq_torch_stats(int device, uint64_t *out, int n)
 		out[NXQ_TS_MANAGED] = G.managed;
 	if (NXQ_TS_CAP < n)
 		out[NXQ_TS_CAP] = G.cap;
+	if (NXQ_TS_ROUTE < n)
+		out[NXQ_TS_ROUTE] = G.route;
+	if (NXQ_TS_HOOK_CALLS < n)
+		out[NXQ_TS_HOOK_CALLS] = ld(&hook_calls);
+	if (NXQ_TS_HOOK_ERRORS < n)
+		out[NXQ_TS_HOOK_ERRORS] = ld(&hook_errors);
 	if (NXQ_TS_LO_PTR < n && out[NXQ_TS_LO_PTR] == UINT64_MAX)
 		out[NXQ_TS_LO_PTR] = 0;
 	return i < NXQ_TORCH_NSTATS ? i : NXQ_TORCH_NSTATS;
@@ -542,7 +627,8 @@ API int nxq_torch_reset_peaks(int device)
 /*
  * Give back up to bytes (UINT64_MAX: everything idle) on one device, or on
  * all (device -1): the release a pressure ticket makes, by request.
- * Waits for pending stream-ordered frees, then releases retained handles
+ * Calls the release hook (pool route: PyTorch returns cached segments),
+ * waits for pending stream-ordered frees, then releases retained handles
  * and idle granules (nxq_arena_trim); memory in use is never touched.
  * Returns the bytes released (uncharged and returned to the device).
  */
@@ -553,6 +639,9 @@ API int64_t nxq_torch_release(int device, uint64_t bytes)
 
 	if (device < -1 || device >= NXQ_TORCH_MAX_DEVICES)
 		return -EINVAL;
+	if (!bytes)
+		return 0;
+	call_hook(device, bytes);
 	if (device == -1) {
 		lo = 0;
 		hi = NXQ_TORCH_MAX_DEVICES - 1;
@@ -579,6 +668,33 @@ API int64_t nxq_torch_release(int device, uint64_t bytes)
 		total += r;
 	}
 	return total;
+}
+
+struct rel_job {
+	int device;
+	uint64_t bytes;
+	int64_t ret;
+};
+
+static void *release_thread(void *arg)
+{
+	struct rel_job *j = arg;
+
+	j->ret = nxq_torch_release(j->device, j->bytes);
+	return NULL;
+}
+
+API int64_t nxq_torch_release_from_thread(int device, uint64_t bytes)
+{
+	struct rel_job j = { .device = device, .bytes = bytes };
+	pthread_t t;
+	int r;
+
+	r = pthread_create(&t, NULL, release_thread, &j);
+	if (r)
+		return fail(-r, "cannot start a release thread: %s", strerror(r));
+	pthread_join(t, NULL);
+	return j.ret;
 }
 
 API const char *nxq_torch_last_error(void)

@@ -63,7 +63,10 @@ extern "C" {
 	X(NXQ_TS_ARENA_FREES, "arena_frees") \
 	X(NXQ_TS_TICKETS, "tickets") \
 	X(NXQ_TS_ANSWERS, "answers") \
-	X(NXQ_TS_ANSWERED_BYTES, "answered_bytes")
+	X(NXQ_TS_ANSWERED_BYTES, "answered_bytes") \
+	X(NXQ_TS_ROUTE, "route")		/* 0 tensor (pluggable), 1 pool (MemPool) */ \
+	X(NXQ_TS_HOOK_CALLS, "hook_calls")	/* release hook calls (pool route) */ \
+	X(NXQ_TS_HOOK_ERRORS, "hook_errors")	/* ... that returned an error */
 
 enum {
 #define NXQ_TS_ENUM(id, name) id,
@@ -85,6 +88,22 @@ int nxq_torch_nstats(void);
 int nxq_torch_reset_peaks(int device);
 /* Bytes released (device -1: all devices; bytes UINT64_MAX: all idle). */
 int64_t nxq_torch_release(int device, uint64_t bytes);
+/*
+ * The release hook (route "pool"): called before every release -- a
+ * pressure ticket (the library's thread), nxq_torch_release() -- so that
+ * the runtime in front of the arena (PyTorch's caching allocator) hands
+ * its cached segments back through nxq_torch_free() first.  device is the
+ * device asked (-1: all), bytes what is wanted (UINT64_MAX: everything).
+ * Returns 0 or -errno (counted in hook_errors, otherwise ignored).  Never
+ * called recursively: a release from inside the hook skips it.  NULL
+ * unregisters; nxq_torch_set_release_hook() returns once a call in
+ * progress has finished.
+ */
+typedef int (*nxq_torch_release_hook)(int device, uint64_t bytes, void *user);
+int nxq_torch_set_release_hook(nxq_torch_release_hook hook, void *user);
+/* nxq_torch_release() on a new thread, joined: what a ticket does, from a
+ * thread the runtime did not create (tests). */
+int64_t nxq_torch_release_from_thread(int device, uint64_t bytes);
 /* The last failure's reason (process-wide), and the effective configuration. */
 const char *nxq_torch_last_error(void);
 const char *nxq_torch_thread_error(void);	/* the calling thread's */

@@ -3,7 +3,7 @@
  * nxq-libholder: a libnxquota holder for the real-kernel scenarios.
  *
  *   nxq-libholder DEVICE_KEY BYTES [--cache] [--idle BYTES] [--hold SECONDS]
- *                 [--grow-timeout-ms MS] [--chunk BYTES]
+ *                 [--grow-timeout-ms MS] [--chunk BYTES] [--grow-batch BYTES]
  *
  * Opens a managed context (the library's pressure thread answers tickets),
  * creates a host-backend arena on DEVICE_KEY and allocates BYTES in chunks
@@ -13,6 +13,11 @@
  * reclaim callback that frees the remaining chunks, last first, until
  * the bytes asked are covered.  --grow-timeout-ms makes refused growth wait
  * for a grant.  Then it holds until killed, or for SECONDS and exits 0.
+ * --grow-batch sets the arena's grow_batch, the largest physical handle
+ * its growth makes; default 2 MiB (one granule): every handle is then
+ * one granule, so what the holder frees comes back byte for byte, which
+ * the pressure scenarios' exact counts assume (the library's default
+ * grows by handles up to 64 MiB, released only whole).
  *
  * One line per event on stdout, each with one write(2) (never buffered,
  * never interleaved with another process's lines):
@@ -148,7 +153,7 @@ static int reclaim(struct nxq_arena *a, uint64_t wanted, void *user)
 static void usage(void)
 {
 	fprintf(stderr, "usage: nxq-libholder DEVICE_KEY BYTES [--cache] [--idle BYTES] "
-		"[--hold SECONDS] [--grow-timeout-ms MS] [--chunk BYTES]\n");
+		"[--hold SECONDS] [--grow-timeout-ms MS] [--chunk BYTES] [--grow-batch BYTES]\n");
 	exit(64);
 }
 
@@ -156,7 +161,7 @@ int main(int argc, char **argv)
 {
 	struct nxq_ctx_opts co = { .size = sizeof(co), .on_event = on_event };
 	struct nxq_arena_opts ao = { .size = sizeof(ao), .backend = NXQ_BACKEND_HOST };
-	uint64_t bytes, idle = 0, wait_ms = 0, hold = 0, total;
+	uint64_t bytes, idle = 0, wait_ms = 0, hold = 0, total, batch = 2 * MiB;
 	int cache = 0, has_hold = 0, r;
 	struct nxq_stats st;
 	struct nxq_ctx *ctx;
@@ -177,6 +182,9 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[i], "--grow-timeout-ms") && i + 1 < argc) {
 			if (parse_size(argv[++i], &wait_ms) || !wait_ms)
 				usage();
+		} else if (!strcmp(argv[i], "--grow-batch") && i + 1 < argc) {
+			if (parse_size(argv[++i], &batch) || !batch)
+				usage();
 		} else if (!strcmp(argv[i], "--chunk") && i + 1 < argc) {
 			if (parse_size(argv[++i], &chunk) || !chunk)
 				usage();
@@ -187,6 +195,7 @@ int main(int argc, char **argv)
 	if (idle > bytes)
 		usage();
 	ao.device_key = argv[1];
+	ao.grow_batch = batch;
 	ao.grow_timeout_ms = wait_ms ? wait_ms : NXQ_OPT_ZERO;
 	if (idle)
 		ao.retain_idle = idle + 64 * MiB;	/* keep the --idle bytes mapped */

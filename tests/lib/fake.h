@@ -411,6 +411,7 @@ enum fb_op { OP_CREATE, OP_MAP, OP_ACCESS, OP_UNMAP, OP_RELEASE, OP_FENCE, OP_RE
 
 struct fake_fence {
 	int done;
+	long born;			/* fb.now when recorded */
 	struct fake_fence *next;
 };
 
@@ -418,8 +419,12 @@ struct fake_backend {
 	int calls[OP_N];
 	int fail_op, fail_at;		/* fail the fail_at-th call of fail_op */
 	int fail_err;
-	long live_handles, live_maps;
+	long live_handles, live_maps;	/* calls: handles alive, mappings alive */
+	uint64_t handle_bytes, map_bytes;	/* bytes of them */
+	struct { uint64_t h, size; } hs[4096];	/* live handles and their sizes */
+	int nhs;
 	int queries, waits;
+	long now;			/* the test's clock, for fences that lag */
 	struct fake_fence *fences;	/* all outstanding */
 	int nfences;
 	struct { uint64_t va, size; } unmaps[4096];	/* every unmap, in order */
@@ -456,24 +461,40 @@ static int fb_create(void *be, uint64_t s, uint64_t *h)
 {
 	int r = fb_fail(OP_CREATE);
 
-	if (!r && !(r = HOST.create(be, s, h)))
+	if (!r && !(r = HOST.create(be, s, h))) {
 		fb.live_handles++;
+		fb.handle_bytes += s;
+		if (fb.nhs < 4096) {
+			fb.hs[fb.nhs].h = *h;
+			fb.hs[fb.nhs].size = s;
+			fb.nhs++;
+		}
+	}
 	return r;
 }
 static int fb_release(void *be, uint64_t h)
 {
 	int r = fb_fail(OP_RELEASE);
 
-	if (!r && !(r = HOST.release(be, h)))
+	if (!r && !(r = HOST.release(be, h))) {
 		fb.live_handles--;
+		for (int i = 0; i < fb.nhs; i++)
+			if (fb.hs[i].h == h) {
+				fb.handle_bytes -= fb.hs[i].size;
+				fb.hs[i] = fb.hs[--fb.nhs];
+				break;
+			}
+	}
 	return r;
 }
 static int fb_map(void *be, uint64_t va, uint64_t s, uint64_t h)
 {
 	int r = fb_fail(OP_MAP);
 
-	if (!r && !(r = HOST.map(be, va, s, h)))
+	if (!r && !(r = HOST.map(be, va, s, h))) {
 		fb.live_maps++;
+		fb.map_bytes += s;
+	}
 	return r;
 }
 static int fb_access(void *be, uint64_t va, uint64_t s)
@@ -488,6 +509,7 @@ static int fb_unmap(void *be, uint64_t va, uint64_t s)
 
 	if (!r && !(r = HOST.unmap(be, va, s))) {
 		fb.live_maps--;
+		fb.map_bytes -= s;
 		if (fb.nunmaps < 4096) {
 			fb.unmaps[fb.nunmaps].va = va;
 			fb.unmaps[fb.nunmaps].size = s;
@@ -509,6 +531,7 @@ static int fb_fence_record(void *be, void *stream, void **fence)
 		return r;
 	f = calloc(1, sizeof(*f));
 	f->done = stream == NULL;	/* NULL stream: already complete */
+	f->born = fb.now;
 	f->next = fb.fences;
 	fb.fences = f;
 	fb.nfences++;
@@ -537,6 +560,14 @@ static void fb_fence_free(void *be, void *fence)
 		}
 	fb.nfences--;
 	free(fence);
+}
+
+/* The device caught up with fences recorded before time t. */
+static inline void fb_complete_before(long t)
+{
+	for (struct fake_fence *f = fb.fences; f; f = f->next)
+		if (f->born < t)
+			f->done = 1;
 }
 
 /* Complete every outstanding fence (the stream's work has finished). */

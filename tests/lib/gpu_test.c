@@ -11,6 +11,7 @@
  * trim returning device memory (cuMemGetInfo); teardown.  Exit 0 pass,
  * 1 fail.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,9 @@
 
 static const struct nxq_cuda *cu;
 static int failures;
+/* The fake libcuda.so.1 (tests/fakecuda) when that is what was loaded. */
+static void (*fake_hold)(CUstream, int);
+static long (*fake_stat)(const char *);
 
 #define CHECK(cond, ...) do { \
 	if (cond) { printf("ok   "); } else { printf("FAIL "); failures++; } \
@@ -36,12 +40,24 @@ static int k_version(struct nxq_ctx *c, struct nxq_version *v)
 { v->abi_version = NXQ_ABI_VERSION; v->features = 0xf; return 0; }
 static int k_reg(struct nxq_ctx *c, struct nxq_holder_reg *r) { r->holder_id = 1; return 0; }
 static int k_unreg(struct nxq_ctx *c, uint64_t h) { return 0; }
-static int k_charge(struct nxq_ctx *c, uint64_t h, uint64_t b) { k_calls++; k_charged += b; return 0; }
+static int k_charge(struct nxq_ctx *c, uint64_t h, uint64_t b, uint64_t timeout_ns) { k_calls++; k_charged += b; return 0; }
 static int k_uncharge(struct nxq_ctx *c, uint64_t h, uint64_t b) { k_uncalls++; k_charged -= b; return 0; }
 static int k_recl(struct nxq_ctx *c, uint64_t h, uint64_t b) { return 0; }
 static void k_close(struct nxq_ctx *c) { }
+static int k_tread(struct nxq_ctx *c, uint64_t h, struct nxq_ticket *t) { return -EAGAIN; }
+static int k_tanswer(struct nxq_ctx *c, uint64_t h, uint64_t gen, uint64_t released,
+		     uint64_t *charged) { return -ESTALE; }
 static const struct nxq_kops counting_kops = {
-	"counting", k_version, k_reg, k_unreg, k_charge, k_uncharge, k_recl, k_close,
+	.name = "counting",
+	.version = k_version,
+	.holder_register = k_reg,
+	.holder_unregister = k_unreg,
+	.charge = k_charge,
+	.uncharge = k_uncharge,
+	.set_reclaimable = k_recl,
+	.ticket_read = k_tread,
+	.ticket_answer = k_tanswer,
+	.close = k_close,
 };
 
 static void stats(struct nxq_arena *a, struct nxq_stats *s)
@@ -135,7 +151,9 @@ static void run(struct nxq_ctx *ctx, const char *what)
 		CUresult sr;
 
 		CU(nxq_alloc(a, n, 0, &q) ? 1 : 0);
-		for (int i = 0; i < 400; i++)		/* ~100 GB of writes queued */
+		if (fake_hold)
+			fake_hold(st, 1);		/* the fake's stream queues its work */
+		for (int i = 0; i < (fake_hold ? 2 : 400); i++)	/* GPU: ~100 GB of writes */
 			CU(cu->cuMemsetD8Async((CUdeviceptr)q, (unsigned char)i, n, st));
 		CU(nxq_free_async(a, q, st) ? 1 : 0);
 		stats(a, &s);
@@ -151,6 +169,11 @@ static void run(struct nxq_ctx *ctx, const char *what)
 		sr = cu->cuStreamSynchronize(st);
 		CHECK(sr == CUDA_SUCCESS, "stream completed without fault after unmap: %s",
 		      nxq__cuda_errname(sr));
+		if (fake_hold) {
+			fake_hold(st, 0);
+			CHECK(fake_stat("faults") == 0, "fake driver: %ld device faults",
+			      fake_stat("faults"));
+		}
 	}
 	/* 3. trim returns device memory */
 	{
@@ -214,6 +237,15 @@ int main(void)
 	}
 	printf("libcuda: driver %d, entry points %s\n", cu->driver_version,
 	       cu->via_getprocaddress ? "via cuGetProcAddress" : "via dlsym");
+	{
+		void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+		if (lib && dlsym(lib, "fakecuda_hold")) {
+			fake_hold = (void (*)(CUstream, int))dlsym(lib, "fakecuda_hold");
+			fake_stat = (long (*)(const char *))dlsym(lib, "fakecuda_stat");
+			printf("libcuda.so.1 is the fake driver (tests/fakecuda): host memory\n");
+		}
+	}
 	CU(cu->cuDeviceGet(&dev, 0));
 	CU(cu->cuDevicePrimaryCtxRetain(&pctx, dev));
 	CU(cu->cuCtxSetCurrent(pctx));
@@ -233,6 +265,13 @@ int main(void)
 	      (unsigned long long)k_charged);
 	nxq_ctx_close(ctx);
 	cu->cuDevicePrimaryCtxRelease(dev);
+	if (fake_stat) {
+		CHECK(fake_stat("handles") == 0 && fake_stat("maps") == 0 &&
+		      fake_stat("reservations") == 0 && fake_stat("retained") == 0,
+		      "fake driver after teardown: %ld handles, %ld mappings, %ld reservations, "
+		      "%ld primary-context references left", fake_stat("handles"),
+		      fake_stat("maps"), fake_stat("reservations"), fake_stat("retained"));
+	}
 	printf("%s: %d failure(s)\n", failures ? "FAIL" : "PASS", failures);
 	return failures ? 1 : 0;
 }

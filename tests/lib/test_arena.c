@@ -58,8 +58,9 @@ static void check_acct(struct nxq_arena *a)
 	assert_int_equal(fk.charged, s.charged);
 	assert_true(s.idle <= s.free);
 	assert_int_equal(s.mapped % s.granule, 0);
-	assert_int_equal((long)s.mapped / (long)s.granule, fb.live_maps);
-	assert_int_equal((long)(s.mapped + s.retained) / (long)s.granule, fb.live_handles);
+	assert_int_equal(s.mapped, fb.map_bytes);
+	assert_int_equal(s.mapped + s.retained, fb.handle_bytes);
+	assert_true(fb.live_maps <= fb.live_handles);	/* one mapping per handle */
 	assert_true(fk.reclaimable <= fk.charged);
 	assert_int_equal(fk.errors, 0);
 }
@@ -89,8 +90,8 @@ static void test_basic(void **state)
 	memset(p, 0xab, 1000);
 	st(a, &s);
 	assert_int_equal(s.in_use, 1024);
-	assert_int_equal(s.mapped, 8 * MiB);
-	assert_int_equal(s.charged, 8 * MiB);
+	assert_int_equal(s.mapped, G);		/* an empty arena grows by one granule */
+	assert_int_equal(s.charged, G);
 	assert_int_equal(s.flags & NXQ_STATS_UNMANAGED, 0);
 	assert_int_equal(s.unattributed, NXQ_UNKNOWN);
 	assert_int_equal(fk.charge_calls, 1);
@@ -98,7 +99,7 @@ static void test_basic(void **state)
 	assert_int_equal(nxq_free(a, p), 0);
 	st(a, &s);
 	assert_int_equal(s.in_use, 0);
-	assert_int_equal(s.idle, 8 * MiB);
+	assert_int_equal(s.idle, G);
 	check_acct(a);
 	teardown_checks(a);
 }
@@ -158,7 +159,11 @@ static void test_warm_path_no_calls(void **state)
 	teardown_checks(a);
 }
 
-/* One charge per growth batch, never one per granule. */
+/*
+ * Growth by handles sized to the arena: one handle, one charge, one map
+ * and one set_access per growth; a quarter of what is mapped (a power of
+ * two, one granule to grow_batch), never one per granule.
+ */
 static void test_batching(void **state)
 {
 	struct nxq_arena *a = mk(32 * MiB, 2 * GiB, 0, 0);
@@ -169,32 +174,40 @@ static void test_batching(void **state)
 		assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);
 	st(a, &s);
 	assert_int_equal(s.mapped, GiB);
-	assert_int_equal(fk.charge_calls, 32);	/* 1 GiB / 32 MiB, not 512 granules */
-	assert_int_equal(s.charge_calls, 32);
-	assert_int_equal(fb.calls[OP_CREATE], 512);
-	assert_int_equal(fb.calls[OP_ACCESS], 32);	/* one set_access per batch */
+	/* 8 x 2 MiB, 4 x 4, 4 x 8, 4 x 16, then 32 x 32 MiB: 48, not 512 granules */
+	assert_int_equal(fk.charge_calls, 48);
+	assert_int_equal(s.charge_calls, 48);
+	assert_int_equal(s.grows, 48);
+	assert_int_equal(fb.calls[OP_CREATE], 48);
+	assert_int_equal(fb.calls[OP_MAP], 48);
+	assert_int_equal(fb.calls[OP_ACCESS], 48);
+	assert_int_equal(fb.live_handles, 48);
 	check_acct(a);
-	/* A single large allocation is one charge of what it needs. */
+	/* A single large allocation is one handle and one charge of what it needs. */
 	assert_int_equal(nxq_alloc(a, 100 * MiB, 0, &p), 0);
-	assert_int_equal(fk.charge_calls, 33);
+	assert_int_equal(fk.charge_calls, 49);
+	assert_int_equal(fb.calls[OP_CREATE], 49);
 	st(a, &s);
 	assert_int_equal(s.mapped, GiB + 100 * MiB);
 	check_acct(a);
 	teardown_checks(a);
 }
 
-/* A refused batch falls back to exactly what the allocation needs. */
+/* A refused handle falls back to exactly what the allocation needs. */
 static void test_batch_fallback_and_refusal(void **state)
 {
 	struct nxq_arena *a = mk(32 * MiB, 64 * MiB, 64 * MiB, 0);
 	struct nxq_stats s0, s;
-	void *p, *q;
+	void *p, *q, *big;
 
-	fk.cap = 10 * MiB;
-	assert_int_equal(nxq_alloc(a, 3 * MiB, 0, &p), 0);	/* batch refused, 4 MiB granted */
+	assert_int_equal(nxq_alloc(a, 32 * MiB, 0, &big), 0);	/* one 32 MiB handle */
+	fk.cap = 38 * MiB;
+	fk.charge_calls = 0;
+	/* an 8 MiB handle (a quarter of 32) is refused; 4 MiB are granted */
+	assert_int_equal(nxq_alloc(a, 3 * MiB, 0, &p), 0);
 	assert_int_equal(fk.charge_calls, 2);
 	st(a, &s);
-	assert_int_equal(s.mapped, 4 * MiB);
+	assert_int_equal(s.mapped, 36 * MiB);
 	assert_int_equal(s.charge_denied, 1);
 	check_acct(a);
 	st(a, &s0);
@@ -206,6 +219,7 @@ static void test_batch_fallback_and_refusal(void **state)
 	assert_int_equal(s.in_use, s0.in_use);
 	check_acct(a);
 	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_free(a, big), 0);
 	teardown_checks(a);
 }
 
@@ -233,9 +247,10 @@ static void test_failure_injection(void **state)
 		teardown_checks(a);
 	}
 	for (size_t o = 0; o < sizeof(ops) / sizeof(ops[0]); o++) {
-		/* pool 0 and pool > 0 (handles taken from the pool must go back) */
+		/* pool 0 and pool > 0 (a handle taken from the pool must go back) */
 		for (int pooled = 0; pooled < 2; pooled++) {
-			int steps = ops[o] == OP_ACCESS ? 1 : ops[o] == OP_CREATE && pooled ? n - 2 : n;
+			/* one create, map, set_access per growth; a pooled handle is not created */
+			int steps = ops[o] == OP_CREATE && pooled ? 0 : 1;
 
 			for (int at = 1; at <= steps; at++) {
 				struct nxq_arena *a = mk(n * G, 0, pooled ? 64 * MiB : 0, 0);
@@ -243,19 +258,31 @@ static void test_failure_injection(void **state)
 				void *p, *q;
 				int base_calls;
 
-				if (pooled) {	/* put 2 handles in the pool */
-					assert_int_equal(nxq_alloc(a, 2 * G, 0, &p), 0);
-					assert_int_equal(nxq_free(a, p), 0);
-					assert_int_equal(nxq_arena_trim(a, 2 * G, 0), 2 * G);
+				if (pooled) {	/* put one handle of n granules in the pool */
+					assert_int_equal(nxq_alloc(a, n * G, 0, &p), 0);
+					assert_int_equal(nxq_free(a, p), 0);	/* retain 0 */
 				}
 				st(a, &s0);
 				if (pooled)
-					assert_int_equal(s0.retained, 2 * G);
+					assert_int_equal(s0.retained, n * G);
 				base_calls = fb.calls[ops[o]];
 				fb.fail_op = ops[o];
 				fb.fail_at = base_calls + at;
 				fb.fail_err = -ENOMEM;
 				fk.charge_calls = 0;
+				if (pooled) {
+					/* the pooled handle goes back; a new one is made */
+					assert_int_equal(nxq_alloc(a, n * G, 0, &q), 0);
+					st(a, &s);
+					assert_int_equal(s.retained, s0.retained);
+					assert_int_equal(s.mapped, s0.mapped + n * G);
+					assert_int_equal(fk.charge_calls, 1);
+					check_acct(a);
+					assert_int_equal(nxq_free(a, q), 0);
+					fb.fail_at = 0;
+					teardown_checks(a);
+					continue;
+				}
 				assert_int_equal(nxq_alloc(a, n * G, 0, &q), -ENOMEM);
 				st(a, &s);
 				assert_int_equal(s.mapped, s0.mapped);
@@ -273,21 +300,34 @@ static void test_failure_injection(void **state)
 	}
 }
 
-/* Fence recording fails: the block stays allocated, the caller keeps it. */
+/*
+ * Fence recording fails: the stream keeps what it owns (never handed to
+ * anyone else unfenced); the allocation that asked grows instead; a
+ * later fence works.
+ */
 static void test_fence_failure(void **state)
 {
 	struct nxq_arena *a = mk(8 * MiB, 64 * MiB, 0, 0);
 	struct nxq_stats s;
-	void *p;
+	void *p, *q;
 
-	assert_int_equal(nxq_alloc(a, 4096, 0, &p), 0);
+	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_free_async(a, p, (void *)1), 0);
+	assert_int_equal(fb.calls[OP_FENCE], 0);	/* no fence per free */
 	fb.fail_op = OP_FENCE;
 	fb.fail_at = 1;
-	assert_int_equal(nxq_free_async(a, p, (void *)1), -ENOMEM);
+	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &q), 0);
+	assert_int_equal(fb.calls[OP_FENCE], 1);
+	assert_ptr_not_equal(p, q);
 	st(a, &s);
-	assert_int_equal(s.in_use, 4096);
+	assert_int_equal(s.pending, 2 * MiB);
+	assert_int_equal(s.grows, 2);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, q), 0);
+	assert_true(nxq_arena_trim(a, 0, NXQ_TRIM_WAIT) >= 0);
+	st(a, &s);
 	assert_int_equal(s.pending, 0);
-	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(s.mapped, 0);
 	check_acct(a);
 	teardown_checks(a);
 }
@@ -305,16 +345,33 @@ static void test_free_async(void **state)
 	assert_int_equal(s.pending, 2 * MiB);
 	assert_int_equal(s.in_use, 0);
 	check_acct(a);
+	/* the same stream reuses it at once: no fence, no wait */
+	assert_int_equal(nxq_alloc_async(a, 2 * MiB, 0, (void *)0x1234, &q), 0);
+	assert_ptr_equal(p, q);
+	assert_int_equal(fb.calls[OP_FENCE], 0);
+	assert_int_equal(nxq_free_async(a, q, (void *)0x1234), 0);
+	/* a plain allocation (or another stream) does not, before the fence is done */
 	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &q), 0);
 	assert_ptr_not_equal(p, q);		/* pending memory was not reused */
+	assert_int_equal(fb.calls[OP_FENCE], 1);	/* fenced before growing */
 	assert_int_equal(fb.waits, 0);		/* nor waited for */
+	assert_int_equal(nxq_alloc_async(a, 2 * MiB, 0, (void *)0x5678, &r), 0);
+	assert_ptr_not_equal(p, r);
+	assert_int_equal(nxq_free(a, r), 0);
 	fb_complete_all();
 	assert_int_equal(nxq_free(a, q), 0);
-	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &r), 0);
+	/* once done, it is FREE: a report polls the fence (no allocation needed) */
+	assert_int_equal(nxq_arena_report(a), 0);
 	st(a, &s);
 	assert_int_equal(s.pending, 0);
+	assert_int_equal(nxq_alloc_async(a, 2 * MiB, 0, (void *)0x5678, &r), 0);
+	assert_int_equal(nxq_alloc_async(a, 2 * MiB, 0, (void *)0x5678, &q), 0);
+	assert_true(r == p || q == p);		/* the other stream got it, no growth */
+	st(a, &s);
+	assert_int_equal(s.grows, 3);
 	check_acct(a);
 	assert_int_equal(nxq_free(a, r), 0);
+	assert_int_equal(nxq_free(a, q), 0);
 	/* Destroy waits for what is still pending. */
 	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &p), 0);
 	assert_int_equal(nxq_free_async(a, p, (void *)0x1234), 0);
@@ -376,27 +433,33 @@ static void test_trim(void **state)
 {
 	struct nxq_arena *a = mk(16 * MiB, 64 * MiB, 64 * MiB, 0);
 	struct nxq_stats s;
-	void *p, *q;
+	void *p, *q, *x[4];
 	int64_t r;
 
-	assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);
-	assert_int_equal(nxq_alloc(a, 20 * MiB, 0, &q), 0);
+	assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);		/* a 2 MiB handle */
+	for (int i = 0; i < 4; i++)				/* four 2 MiB handles */
+		assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &x[i]), 0);
+	assert_int_equal(nxq_alloc(a, 20 * MiB, 0, &q), 0);	/* a 20 MiB handle */
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(nxq_free(a, x[i]), 0);
 	assert_int_equal(nxq_free(a, q), 0);
 	st(a, &s);
-	assert_int_equal(s.charged, 36 * MiB);
+	assert_int_equal(s.charged, 30 * MiB);
+	assert_int_equal(s.idle, 28 * MiB);
 	fb.calls[OP_QUIESCE] = 0;
-	r = nxq_arena_trim(a, 10 * MiB, 0);
+	/* whole handles, highest first: the 20 MiB one, then 2 MiB ones */
+	r = nxq_arena_trim(a, 7 * MiB, 0);
 	assert_int_equal(fb.calls[OP_QUIESCE], 1);	/* once per unmap pass */
 	st(a, &s);
-	assert_int_equal(r, 26 * MiB);
-	assert_int_equal(s.charged, 10 * MiB);
+	assert_int_equal(r, 24 * MiB);			/* within one handle of 23 MiB */
+	assert_int_equal(s.charged, 6 * MiB);
 	check_acct(a);
 	memset(p, 7, MiB);			/* the live allocation survived */
 	r = nxq_arena_trim(a, 0, 0);
 	st(a, &s);
-	assert_int_equal(s.mapped, 2 * MiB);	/* only the granule in use remains */
+	assert_int_equal(s.mapped, 2 * MiB);	/* only the handle in use remains */
 	assert_int_equal(s.charged, 2 * MiB);
-	assert_int_equal(r, 8 * MiB);
+	assert_int_equal(r, 4 * MiB);
 	check_acct(a);
 	assert_int_equal(nxq_free(a, p), 0);
 	assert_int_equal(nxq_arena_trim(a, 0, 0), 2 * MiB);
@@ -601,6 +664,98 @@ static void test_threads(void **state)
 	teardown_checks(a);
 }
 
+/* A stream that misses takes the FREE memory next to what it owns, not a new handle. */
+static void test_async_absorb(void **state)
+{
+	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
+	struct nxq_stats s;
+	void *p, *q, *r;
+
+	assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);		/* one 2 MiB handle */
+	assert_int_equal(nxq_alloc(a, MiB, 0, &q), 0);
+	assert_int_equal(nxq_free_async(a, p, (void *)7), 0);	/* owned by stream 7 */
+	assert_int_equal(nxq_free(a, q), 0);			/* FREE, next to it */
+	assert_int_equal(nxq_alloc_async(a, 2 * MiB, 0, (void *)7, &r), 0);
+	assert_ptr_equal(r, p);
+	st(a, &s);
+	assert_int_equal(s.grows, 1);
+	assert_int_equal(fb.calls[OP_FENCE], 0);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, r), 0);
+	teardown_checks(a);
+}
+
+/*
+ * Stream-ordered frees do not inflate memory: one random workload (sizes
+ * 256 B to 8 MiB, up to 96 live), run with plain frees (the reference) and
+ * with nxq_alloc_async/nxq_free_async on one stream whose fences never
+ * complete: the same stream reuses its frees at once, so the peak mapped
+ * must stay within 5% of the reference.  A second stream is then served
+ * only once its fences completed.
+ */
+/*
+ * async 0: plain; 1: nxq_alloc_async + nxq_free_async on one stream; 2:
+ * plain nxq_alloc + nxq_free_async (a runtime that does not pass the
+ * stream to allocations), with the device 8 operations behind.
+ */
+static uint64_t peak_workload(int async, unsigned int seed)
+{
+	struct nxq_arena *a = mk(64 * MiB, 32 * MiB, 32 * MiB, 0);
+	void *live[96] = { 0 };
+	uint64_t peak = 0;
+	struct nxq_stats s;
+
+	srand(seed);
+	for (int i = 0; i < 6000; i++) {
+		int k = rand() % 96;
+		uint64_t size = 256ULL << (rand() % 16);
+
+		size += (uint64_t)(rand() % 4096);
+		fb.now = i;
+		if (async == 2)
+			fb_complete_before(i - 8);
+		if (live[k]) {
+			if (async)
+				assert_int_equal(nxq_free_async(a, live[k], (void *)0x51), 0);
+			else
+				assert_int_equal(nxq_free(a, live[k]), 0);
+		}
+		if (async == 1)
+			assert_int_equal(nxq_alloc_async(a, size, 0, (void *)0x51, &live[k]), 0);
+		else
+			assert_int_equal(nxq_alloc(a, size, 0, &live[k]), 0);
+		memset(live[k], i, size < 512 ? size : 512);
+		st(a, &s);
+		if (s.mapped > peak)
+			peak = s.mapped;
+	}
+	check_acct(a);
+	if (async)
+		assert_int_equal(fb.waits, 0);		/* never waited for the stream */
+	if (async == 1)
+		assert_int_equal(fb.calls[OP_FENCE], 0);	/* nor fenced it: one stream */
+	for (int k = 0; k < 96; k++)
+		if (live[k])
+			assert_int_equal(nxq_free(a, live[k]), 0);
+	teardown_checks(a);
+	return peak;
+}
+
+static void test_async_peak(void **state)
+{
+	for (unsigned int seed = 1; seed <= 3; seed++) {
+		uint64_t ref = peak_workload(0, seed), async = peak_workload(1, seed);
+		uint64_t mixed = peak_workload(2, seed);
+
+		print_message("seed %u: peak mapped plain %llu MiB, stream-ordered %llu MiB, plain "
+			      "allocations with stream frees (device lagging) %llu MiB\n", seed,
+			      (unsigned long long)(ref >> 20), (unsigned long long)(async >> 20),
+			      (unsigned long long)(mixed >> 20));
+		assert_true(async * 100 <= ref * 105);
+		assert_true(mixed * 100 <= ref * 120);
+	}
+}
+
 static void test_cuda_absent(void **state)
 {
 	struct nxq_ctx_opts co = { .size = sizeof(co), .flags = NXQ_CTX_UNMANAGED };
@@ -644,6 +799,8 @@ int main(void)
 		cmocka_unit_test(test_random_model),
 		cmocka_unit_test(test_unmanaged),
 		cmocka_unit_test(test_threads),
+		cmocka_unit_test(test_async_absorb),
+		cmocka_unit_test(test_async_peak),
 		cmocka_unit_test(test_cuda_absent),
 	};
 

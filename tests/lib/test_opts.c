@@ -75,7 +75,12 @@ static void test_env_applied(void **state)
 	assert_int_equal(nxq_arena_stats(a, &s), 0);
 	assert_int_equal(s.granule, 4 * MiB);
 	assert_int_equal(s.va_size, GiB);
-	assert_int_equal(s.mapped, 8 * MiB);
+	assert_int_equal(s.mapped, 4 * MiB);		/* one granule first */
+	/* at 64 MiB mapped a growth is a quarter (16 MiB) capped by grow_batch */
+	assert_int_equal(nxq_alloc(a, 60 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_arena_stats(a, &s), 0);
+	assert_int_equal(s.mapped, 72 * MiB);
 	assert_int_equal(nxq_arena_destroy(a), 0);
 	/* an option overrides the environment */
 	{
@@ -83,8 +88,10 @@ static void test_env_applied(void **state)
 
 		assert_int_equal(nxq__arena_create_be(c, &o, &fake_be, &a), 0);
 		assert_int_equal(nxq_alloc(a, 1, 0, &p), 0);
+		assert_int_equal(nxq_alloc(a, 60 * MiB, 0, &p), 0);
+		assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &p), 0);
 		assert_int_equal(nxq_arena_stats(a, &s), 0);
-		assert_int_equal(s.mapped, 16 * MiB);
+		assert_int_equal(s.mapped, 80 * MiB);
 		assert_int_equal(nxq_arena_destroy(a), 0);
 	}
 	assert_int_equal(nxq_ctx_close(c), 0);

@@ -18,6 +18,9 @@
 #include <pthread.h>
 #include <cmocka.h>
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include "fake.h"
 
 #define G (2 * MiB)
@@ -75,8 +78,9 @@ static void check_acct(struct nxq_arena *a)
 	st(a, &s);
 	assert_int_equal(s.mapped, s.in_use + s.pending + s.free);
 	assert_int_equal(s.charged, s.mapped + s.retained);
-	assert_int_equal((long)s.mapped / (long)s.granule, fb.live_maps);
-	assert_int_equal((long)(s.mapped + s.retained) / (long)s.granule, fb.live_handles);
+	assert_int_equal(s.mapped, fb.map_bytes);
+	assert_int_equal(s.mapped + s.retained, fb.handle_bytes);
+	assert_true(fb.live_maps <= fb.live_handles);	/* one mapping per handle */
 	assert_int_equal(fk.errors, 0);
 }
 
@@ -120,6 +124,22 @@ static int cache_cb(struct nxq_arena *a, uint64_t wanted, void *user)
 	return c->ret;
 }
 
+/*
+ * n idle handles of one granule each (grow_batch is one granule here, so
+ * each granule-sized allocation is its own handle): what a long-running
+ * arena looks like, and what lets a ticket be answered granule by granule.
+ * Freed highest first, so retention pools the top ones.
+ */
+static void idle_granules(struct nxq_arena *a, int n)
+{
+	void *p[64];
+
+	for (int i = 0; i < n; i++)
+		assert_int_equal(nxq_alloc(a, G, 0, &p[i]), 0);
+	while (n)
+		assert_int_equal(nxq_free(a, p[--n]), 0);
+}
+
 static void cache_fill(struct nxq_arena *a, struct cache *c, int n)
 {
 	for (int i = 0; i < n; i++) {
@@ -146,12 +166,11 @@ static void test_release_order(void **state)
 	struct nxq_arena *a = mk(3 * G, 3 * G);
 	struct cache c = { 0 };
 	struct nxq_stats s;
-	void *live, *p;
+	void *live;
 
 	assert_int_equal(nxq_alloc(a, G, 0, &live), 0);		/* 1 granule in use */
 	cache_fill(a, &c, 8);					/* 4 granules of cache */
-	assert_int_equal(nxq_alloc(a, 6 * G, 0, &p), 0);
-	assert_int_equal(nxq_free(a, p), 0);	/* 6 idle: 3 kept mapped, 3 to the pool */
+	idle_granules(a, 6);			/* 6 idle: 3 kept mapped, 3 to the pool */
 	assert_int_equal(nxq_arena_add_reclaim(a, cache_cb, &c), 0);
 	st(a, &s);
 	assert_int_equal(s.retained, 3 * G);
@@ -216,21 +235,64 @@ static void test_callbacks_order_and_stop(void **state)
 	ticket(a, 0, 2 * G, 1);		/* c1 alone covers it */
 	assert_int_equal(c1.calls, 1);
 	assert_int_equal(c2.calls, 0);
-	ticket(a, 0, 8 * G, 1);		/* more than both: c1 (empty now? no: 4 left), then c2 */
-	assert_int_equal(c1.calls, 2);
-	assert_int_equal(c2.calls, 1);
+	/*
+	 * More than both: c1 (4 left), then c2; they freed memory short of the
+	 * ask, so a second pass asks both again; it frees nothing: no third.
+	 */
+	ticket(a, 0, 8 * G, 1);
+	assert_int_equal(c1.calls, 3);
+	assert_int_equal(c2.calls, 2);
 	assert_int_equal(c1.n + c2.n, 0);
 	assert_int_equal(fk.answers[1].released, 6 * G);	/* all there was: not 8 */
 	assert_int_equal(nxq_arena_remove_reclaim(a, cache_cb, &c2), 0);
 	assert_int_equal(nxq_arena_remove_reclaim(a, cache_cb, &c2), -ENOENT);
 	cache_fill(a, &c2, 2);
 	ticket(a, 0, G, 1);		/* c2 removed: never called again */
-	assert_int_equal(c2.calls, 1);
-	assert_int_equal(c1.calls, 3);
+	assert_int_equal(c2.calls, 2);
+	assert_int_equal(c1.calls, 4);
 	assert_int_equal(fk.answers[2].released, 0);
 	while (c2.n)
 		assert_int_equal(nxq_free(a, c2.p[--c2.n]), 0);
 	check_acct(a);
+	done(a);
+}
+
+/*
+ * What a callback frees comes back in whole handles: when the handle it
+ * freed into is still partly in use, the ask is not covered, and the
+ * callback is asked again for the rest (the answer overshoots by less
+ * than one handle, never falls short while the application can free).
+ */
+static void test_callback_second_pass(void **state)
+{
+	struct nxq_arena *a;
+	struct nxq_arena_opts o = {
+		.size = sizeof(o), .backend = NXQ_BACKEND_HOST, .device_key = "host0",
+		.granule = G, .grow_batch = 8 * G, .va_size = 4 * GiB,
+		.retain_idle = NXQ_OPT_ZERO, .handle_pool = NXQ_OPT_ZERO,
+	};
+	struct cache c = { 0 };
+	struct nxq_stats s;
+
+	fakes_reset();
+	open_ctx(NXQ_CTX_NO_THREAD, NXQ_OPT_ZERO, NULL);
+	assert_int_equal(nxq__arena_create_be(ctx, &o, &fake_be, &a), 0);
+	cache_fill(a, &c, 48);		/* handles of 2, 2, 2, 2, 2, 2, 2, 2, 4, 4, 8, 8, 8 MiB */
+	assert_int_equal(nxq_arena_add_reclaim(a, cache_cb, &c), 0);
+	st(a, &s);
+	assert_int_equal(s.mapped, 48 * MiB);
+	/* 12 MiB asked: the callback frees 12 chunks, [36, 48): one 8 MiB handle
+	 * is idle, the next is half in use: a second call frees 4 more */
+	ticket(a, 0, 12 * MiB, 1);
+	assert_int_equal(c.calls, 2);
+	assert_int_equal(c.last_wanted, 4 * MiB);
+	assert_int_equal(fk.answers[0].released, 16 * MiB);
+	st(a, &s);
+	assert_int_equal(s.mapped, 32 * MiB);
+	assert_int_equal(s.in_use, 32 * MiB);
+	check_acct(a);
+	while (c.n)
+		assert_int_equal(nxq_free(a, c.p[--c.n]), 0);
 	done(a);
 }
 
@@ -295,10 +357,8 @@ static void test_estale(void **state)
 	struct nxq_arena *a = mk(64 * MiB, NXQ_OPT_ZERO);
 	struct nxq_stats s;
 	uint64_t g1;
-	void *p;
 
-	assert_int_equal(nxq_alloc(a, 8 * G, 0, &p), 0);
-	assert_int_equal(nxq_free(a, p), 0);		/* 8 idle granules */
+	idle_granules(a, 8);				/* 8 idle granules */
 	fk.raise_on_read = 2 * G;
 	g1 = fk_ticket_open(holder_of(0), G);
 	assert_int_equal(nxq_ctx_handle_pressure(ctx), 2);	/* read twice */
@@ -366,8 +426,8 @@ static void test_never_touches_in_use(void **state)
 	{
 		void *big;
 
-		assert_int_equal(nxq_alloc(a, 48 * MiB, 0, &big), 0);
-		assert_int_equal(nxq_free(a, big), 0);
+		(void)big;
+		idle_granules(a, 24);
 	}
 	st(a, &s);
 	assert_true(s.idle >= 8 * MiB);		/* something to release in both stages */
@@ -538,7 +598,7 @@ static void test_grow_wait_flag_and_timeout(void **state)
 {
 	struct nxq_arena *a;
 	struct nxq_stats s0, s;
-	void *p, *q;
+	void *p __attribute__((unused)), *q;
 
 	/* no timeout configured: NOWAIT, refused at once */
 	a = mk(64 * MiB, NXQ_OPT_ZERO);
@@ -636,7 +696,7 @@ static void wait_hook(void)
 static void test_grow_wait_unlocked(void **state)
 {
 	struct nxq_arena *a;
-	void *p, *q;
+	void *p __attribute__((unused)), *q;
 
 	fakes_reset();
 	open_ctx(NXQ_CTX_NO_THREAD, NXQ_OPT_ZERO, NULL);
@@ -662,7 +722,7 @@ static void test_grow_wait_granted(void **state)
 {
 	struct nxq_arena *a, *b;
 	struct nxq_stats sa, sb;
-	void *p, *q;
+	void *p __attribute__((unused)), *q;
 
 	fakes_reset();
 	open_ctx(0, NXQ_OPT_ZERO, NULL);
@@ -670,8 +730,8 @@ static void test_grow_wait_granted(void **state)
 	b = mk_arena(64 * MiB, NXQ_OPT_ZERO, 0);
 	fk.cap = 16 * MiB;
 	fk.wait_victim = holder_of(1);
-	assert_int_equal(nxq_alloc(b, 16 * MiB, 0, &p), 0);
-	assert_int_equal(nxq_free(b, p), 0);		/* idle in B */
+	idle_granules(b, 8);				/* idle in B */
+	p = NULL;
 	assert_int_equal(nxq_alloc(a, 6 * MiB, 0, &q), 0);
 	memset(q, 2, 6 * MiB);
 	st(a, &sa);
@@ -795,11 +855,129 @@ static void test_no_tickets(void **state)
 	done(a);
 }
 
+/*
+ * Finished stream frees do not wait for the next allocation: the report
+ * pass of the pressure handler fences the streams and collects what
+ * completed, so the memory becomes idle, is reported reclaimable and can
+ * be given back to a ticket.
+ */
+static void test_report_collects_stream_frees(void **state)
+{
+	struct nxq_arena *a;
+	struct nxq_stats s;
+	void *p;
+
+	fakes_reset();
+	open_ctx(NXQ_CTX_NO_THREAD, 20, NULL);
+	a = mk_arena(64 * MiB, NXQ_OPT_ZERO, 0);
+	assert_int_equal(nxq_alloc(a, 4 * G, 0, &p), 0);	/* one 8 MiB handle */
+	assert_int_equal(nxq_free_async(a, p, (void *)0x77), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 4 * G);
+	assert_int_equal(s.idle, 0);
+	usleep(30 * 1000);
+	assert_int_equal(nxq_ctx_handle_pressure(ctx), 0);	/* report pass: fence recorded */
+	assert_int_equal(fb.calls[OP_FENCE], 1);
+	st(a, &s);
+	assert_int_equal(s.pending, 4 * G);			/* the stream is still busy */
+	fb_complete_all();					/* the device caught up */
+	usleep(30 * 1000);
+	assert_int_equal(nxq_ctx_handle_pressure(ctx), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 0);
+	assert_int_equal(s.idle, 4 * G);
+	assert_int_equal(fk.reclaimable, 4 * G);		/* and the module knows */
+	check_acct(a);
+	done(a);
+}
+
+/*
+ * Fork: a child never uses or tears down its parent's holders, pressure
+ * thread or eventfd registrations.  The child's calls on the parent's
+ * context fail with -ECHILD, its destroy and close touch nothing of the
+ * parent's (no kernel op, no backend op), the arena's memory is not even
+ * mapped in the child (MADV_DONTFORK), and afterwards the parent's
+ * pressure thread still answers a ticket.
+ */
+static void test_fork_policy(void **state)
+{
+	struct nxq_arena *a;
+	struct nxq_stats s;
+	void *p, *q;
+	int status;
+	pid_t pid;
+
+	fakes_reset();
+	open_ctx(0, NXQ_OPT_ZERO, NULL);		/* with the pressure thread */
+	a = mk_arena(64 * MiB, NXQ_OPT_ZERO, 0);
+	idle_granules(a, 4);
+	assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);
+	memset(p, 0x5a, MiB);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		int kcalls = fk.charge_calls + fk.uncharge_calls + fk.unregister_calls +
+			     fk.reclaim_calls, bcalls = 0, rc = 0, st2;
+		pid_t g;
+
+		for (int i = 0; i < OP_N; i++)
+			bcalls += fb.calls[i];
+		rc |= nxq_alloc(a, 4096, 0, &q) != -ECHILD;
+		rc |= nxq_free(a, p) != -ECHILD;
+		rc |= nxq_free_async(a, p, NULL) != -ECHILD;
+		rc |= nxq_arena_trim(a, 0, 0) != -ECHILD;
+		rc |= nxq_ctx_handle_pressure(ctx) != -ECHILD;
+		rc |= nxq_ctx_pressure_fd(ctx) != -ECHILD;
+		rc |= !strstr(nxq_errmsg(), "parent") << 1;
+		g = fork();		/* the arena's memory is not in the child */
+		if (g == 0) {
+			volatile unsigned char c;
+
+			signal(SIGSEGV, SIG_DFL);	/* not cmocka's handler */
+			c = *(unsigned char *)p;
+
+			(void)c;
+			_exit(0);
+		}
+		rc |= (waitpid(g, &st2, 0) != g || !WIFSIGNALED(st2) ||
+		       WTERMSIG(st2) != SIGSEGV) << 2;
+		rc |= (nxq_arena_destroy(a) != 0) << 3;
+		rc |= (nxq_ctx_close(ctx) != 0) << 3;
+		for (int i = 0; i < OP_N; i++)
+			bcalls -= fb.calls[i];
+		rc |= (fk.charge_calls + fk.uncharge_calls + fk.unregister_calls +
+		       fk.reclaim_calls != kcalls || bcalls) << 4;
+		_exit(rc);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	/* the parent: memory intact, arena and thread alive */
+	assert_int_equal(((unsigned char *)p)[MiB - 1], 0x5a);
+	assert_int_equal(nxq_alloc(a, 4096, 0, &q), 0);
+	assert_int_equal(nxq_free(a, q), 0);
+	fk_ticket_open(holder_of(0), G);
+	assert_int_equal(fk_wait_answers(1, 5000), 1);	/* answered by the thread */
+	assert_int_equal(fk.answers[0].released, G);
+	for (int i = 0; i < 5000; i++) {	/* the thread finishes its accounting */
+		st(a, &s);
+		if (s.answers)
+			break;
+		usleep(1000);
+	}
+	assert_int_equal(s.answers, 1);
+	assert_int_equal(fk.unregister_calls, 0);
+	assert_int_equal(nxq_free(a, p), 0);
+	done(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_release_order),
 		cmocka_unit_test(test_callbacks_order_and_stop),
+		cmocka_unit_test(test_callback_second_pass),
 		cmocka_unit_test(test_callback_release_answered),
 		cmocka_unit_test(test_answer_zero),
 		cmocka_unit_test(test_estale),
@@ -810,6 +988,8 @@ int main(void)
 		cmocka_unit_test(test_grow_wait_flag_and_timeout),
 		cmocka_unit_test(test_grow_wait_unlocked),
 		cmocka_unit_test(test_grow_wait_granted),
+		cmocka_unit_test(test_report_collects_stream_frees),
+		cmocka_unit_test(test_fork_policy),
 		cmocka_unit_test(test_reporting_frequency),
 		cmocka_unit_test(test_no_tickets),
 	};

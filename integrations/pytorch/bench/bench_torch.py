@@ -1,22 +1,34 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
-"""Steps/s and peak device memory: PyTorch's caching allocator against
-libnxquota (stream-ordered frees, and synchronous frees), same model, seed
-and data, side by side (make -C integrations/pytorch bench).
+"""Steps/s, peak device memory and losses: PyTorch's caching allocator
+(plain, and with expandable segments) against libnxquota's two routes
+(the per-tensor pluggable allocator with synchronous and stream-ordered
+frees, and torch.cuda.MemPool with the caching allocator in front), same
+models, seeds and data, side by side (make -C integrations/pytorch bench).
 
-    python3 bench/bench_torch.py [--runs 3] [--models small,tiny] [--out FILE]
+    python3 bench/bench_torch.py [--runs 3] [--models small,decoder] [--out FILE]
 
-Each run is one process per allocator (an allocator is fixed before CUDA
-starts), in turn: native, nxq-async, nxq-sync, native, ...  Inside a process:
---warmup steps, then --windows timed windows of --steps steps (a window ends
-with torch.cuda.synchronize(); no per-step sync, so the CPU runs ahead as in
-real training).  Reported: the median over runs of each run's median window
-(steps/s); peak memory: the caching allocator's max_memory_reserved (and
-max_memory_allocated), the arena's peak mapped bytes (and peak charge, which
-adds retained handles; peak live bytes rounded to 256); and, for both, the
-device's used memory (cuMemGetInfo) at the end of the model's run minus
-before its first allocation -- the nvidia-smi view, which includes cuBLAS
-handles and workspaces created meanwhile.  Prints "skipped: ..." without
-PyTorch or a GPU.
+Workloads (tests/torch_worker.py): "small" and "tiny" are the project's
+fixed-shape models (MODELS: a TransformerEncoder trained on one shape);
+"decoder" is a GPT-like decoder (DECODERS) whose batch and sequence length
+are drawn at random every step from a seeded generator.
+
+Each run is one process per configuration (an allocator is fixed before
+CUDA starts; PYTORCH_CUDA_ALLOC_CONF is read then too), in turn, for
+--runs runs.  Inside a process, per workload: --warmup steps, then
+--windows timed windows of --steps steps (no per-step synchronisation, so
+the CPU runs ahead as in real training).  Reported:
+  steps/s      the median over runs of each run's median window;
+  peak MiB     the device's used memory (cudaMemGetInfo) read after every
+               step, highest value minus the value before the model was
+               built: the same measure for every configuration (it counts
+               what each allocator holds from the driver; every one of them
+               keeps what it got until asked);
+  alloc MiB    the allocator's own peak, for information: the caching
+               allocator's max_memory_reserved (native and pool), the
+               arena's peak charge (tensor route);
+  losses       whether every step's loss is bitwise equal to the native
+               run's (deterministic algorithms, TF32 off).
+Prints "skipped: ..." without PyTorch or a GPU.
 """
 import argparse
 import json
@@ -31,18 +43,21 @@ TOP = os.path.dirname(HERE)
 WORKER = os.path.join(TOP, "tests", "torch_worker.py")
 MiB = 1 << 20
 
-MODES = {
+# name: (--alloc, environment)
+CONFIGS = {
     "native": ("native", {}),
-    "nxq-async": ("nxq", {"NXQ_TORCH_FREE": "async"}),
-    "nxq-sync": ("nxq", {"NXQ_TORCH_FREE": "sync"}),
+    "native-expandable": ("native", {"PYTORCH_CUDA_ALLOC_CONF": "expandable_segments:True"}),
+    "tensor-sync": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "sync"}),
+    "tensor-async": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async"}),
+    "pool": ("nxq", {"NXQ_TORCH_ROUTE": "pool"}),
 }
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--models", default="small,tiny")
-    ap.add_argument("--modes", default="native,nxq-async,nxq-sync")
+    ap.add_argument("--models", default="small,decoder")
+    ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--windows", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
@@ -60,13 +75,23 @@ def main():
         print("skipped: build/libnxq_torch.so is not built")
         return 0
     tmp = tempfile.mkdtemp(prefix="nxq_bench_")
-    modes = a.modes.split(",")
-    res = {m: [] for m in modes}
+    configs = a.configs.split(",")
+    models = a.models.split(",")
+    res = {c: [] for c in configs}
+    # One process first, not counted: the first CUDA process on a machine
+    # pays for clocks and caches coming up.
+    subprocess.run([sys.executable, WORKER, "bench", "--alloc", "native", "--out",
+                    os.path.join(tmp, "discard.json"), "--models", a.models, "--warmup", "2",
+                    "--windows", "1", "--steps", "5"], stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, timeout=600)
     for run in range(a.runs):
-        for m in modes:
-            alloc, extra = MODES[m]
-            out = os.path.join(tmp, "%s_%d.json" % (m, run))
-            env = dict(os.environ, **extra)
+        for c in configs:
+            alloc, extra = CONFIGS[c]
+            out = os.path.join(tmp, "%s_%d.json" % (c, run))
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith("NXQ_TORCH_") and k != "PYTORCH_CUDA_ALLOC_CONF"}
+            env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            env.update(extra)
             cmd = [sys.executable, WORKER, "bench", "--alloc", alloc, "--out", out,
                    "--models", a.models, "--warmup", str(a.warmup), "--windows",
                    str(a.windows), "--steps", str(a.steps)]
@@ -75,52 +100,61 @@ def main():
             rep = json.load(open(out)) if os.path.exists(out) else None
             if p.returncode != 0 or not rep or not rep.get("ok"):
                 print("%s run %d failed (rc %d):\n%s\n%s" % (
-                    m, run, p.returncode, p.stdout.decode(errors="replace")[-2000:],
+                    c, run, p.returncode, p.stdout.decode(errors="replace")[-2000:],
                     (rep or {}).get("error", "")))
                 return 1
-            res[m].append(rep)
-    print("torch %s; %d runs per allocator, each the median of %d windows of %d steps "
-          "after %d warm-up steps" % (res[modes[0]][0]["torch"], a.runs, a.windows,
-                                      a.steps, a.warmup))
+            res[c].append(rep)
+            print("# run %d %-18s %s" % (run, c, "  ".join(
+                "%s %.1f steps/s" % (m, statistics.median(rep["workloads"][m]["steps_per_s"]))
+                for m in models)))
+            sys.stdout.flush()
+    first = res[configs[0]][0]
+    print("\ntorch %s; %d runs per configuration, each the median of %d windows of %d steps "
+          "after %d warm-up steps" % (first["torch"], a.runs, a.windows, a.steps, a.warmup))
     summary = {}
-    for model in a.models.split(","):
-        print("\nmodel %s (tests/torch_worker.py MODELS)" % model)
-        print("| allocator | steps/s (median) | min..max of runs | peak pool MiB | "
-              "peak live MiB | device used delta MiB | final loss |")
-        print("|---|---|---|---|---|---|---|")
-        for m in modes:
-            rs = [r["models"][model] for r in res[m]]
-            per_run = [statistics.median(r["steps_per_s"]) for r in rs]
-            if m == "native":
-                pool = [r["peak_reserved"] for r in rs]
-                live = [r["peak_allocated"] for r in rs]
-                pool_what, live_what = "max_memory_reserved", "max_memory_allocated"
-            else:
-                pool = [r["peak_mapped"] for r in rs]
-                live = [r["peak_rounded"] for r in rs]
-                pool_what, live_what = "arena peak mapped", "peak live (256-rounded)"
-            used = [r["used_delta_end"] for r in rs]
-            row = {"steps_per_s": statistics.median(per_run), "runs": per_run,
-                   "peak_pool": statistics.median(pool), "pool_is": pool_what,
-                   "peak_live": statistics.median(live), "live_is": live_what,
-                   "used_delta": statistics.median(used),
-                   "final_loss": rs[0]["final_loss"]}
-            if m != "native":
-                row["peak_charged"] = statistics.median(r["peak_charged"] for r in rs)
-                row["grows"] = statistics.median(r["grows"] for r in rs)
-            summary.setdefault(model, {})[m] = row
-            print("| %s | %.1f | %.1f..%.1f | %.0f (%s) | %.0f (%s) | %.0f | %.5f |" % (
-                m, row["steps_per_s"], min(per_run), max(per_run), row["peak_pool"] / MiB,
-                pool_what, row["peak_live"] / MiB, live_what, row["used_delta"] / MiB,
-                row["final_loss"]))
-        base = summary[model].get("native")
-        if base:
-            for m in modes:
-                if m != "native":
-                    r = summary[model][m]
-                    print("%s: %.3fx native steps/s, peak pool %.2fx native" % (
-                        m, r["steps_per_s"] / base["steps_per_s"],
-                        r["peak_pool"] / max(1, base["peak_pool"])))
+    for m in models:
+        print("\nworkload %s" % m)
+        print("| configuration | steps/s | runs | x native | peak MiB | x native-expandable "
+              "| alloc MiB | losses = native |")
+        print("|---|---|---|---|---|---|---|---|")
+        rows = {}
+        for c in configs:
+            ws = [r["workloads"][m] for r in res[c]]
+            per_run = [statistics.median(w["steps_per_s"]) for w in ws]
+            alloc_peak = [w.get("peak_reserved", w.get("peak_charged", 0)) for w in ws]
+            rows[c] = {"steps_per_s": statistics.median(per_run), "runs": per_run,
+                       "peak_used": statistics.median(w["peak_used"] for w in ws),
+                       "alloc_peak": statistics.median(alloc_peak),
+                       "alloc_is": "max_memory_reserved" if "peak_reserved" in ws[0]
+                       else "arena peak charge",
+                       "losses": ws[0]["losses"],
+                       "same_each_run": all(w["losses"] == ws[0]["losses"] for w in ws)}
+        nat = rows.get("native")
+        exp = rows.get("native-expandable")
+        for c in configs:
+            r = rows[c]
+            r["x_native"] = r["steps_per_s"] / nat["steps_per_s"] if nat else None
+            r["x_expandable_peak"] = r["peak_used"] / exp["peak_used"] if exp else None
+            r["bitwise"] = bool(nat) and r["losses"] == nat["losses"] and r["same_each_run"]
+            print("| %s | %.1f | %s | %s | %.0f | %s | %.0f (%s) | %s |" % (
+                c, r["steps_per_s"], "..".join("%.1f" % v for v in (min(r["runs"]),
+                                                                    max(r["runs"]))),
+                "%.3f" % r["x_native"] if nat else "-", r["peak_used"] / MiB,
+                "%.2f" % r["x_expandable_peak"] if exp else "-", r["alloc_peak"] / MiB,
+                r["alloc_is"], "yes" if r["bitwise"] else "NO"))
+        summary[m] = {c: {k: v for k, v in r.items() if k != "losses"} for c, r in rows.items()}
+        summary[m]["steps"] = len(nat["losses"]) if nat else None
+    print("\ntargets: steps/s >= 1.00x native, peak <= native-expandable, losses bitwise "
+          "equal")
+    for m in models:
+        for c in configs:
+            if c.startswith("native"):
+                continue
+            r = summary[m][c]
+            print("  %-8s %-13s steps/s %s  peak %s  losses %s" % (
+                m, c, "met" if r["x_native"] and r["x_native"] >= 1.0 else "MISSED",
+                "met" if r["x_expandable_peak"] and r["x_expandable_peak"] <= 1.0 else "MISSED",
+                "met" if r["bitwise"] else "MISSED"))
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"summary": summary, "raw": res}, f, indent=1)

@@ -23,6 +23,22 @@ starts, so one process per allocator) and compares their reports:
     from the training thread: memory goes back to the device (cuMemGetInfo),
     the arena keeps nothing idle or retained right after, and the losses are
     the caching allocator's.
+Tests 1-4 run the tensor route (NXQ_TORCH_ROUTE=tensor).  The pool route
+(torch.cuda.MemPool on libnxquota, PyTorch's caching allocator in front):
+ 5. the same training: losses and logits bitwise equal to the caching
+    allocator's; PyTorch's bookkeeping equals the native run's at every
+    checkpoint, and every segment PyTorch holds is one libnxquota handed out
+    (segment count, reserved bytes, segment allocations and frees equal the
+    integration's live count, live bytes, mallocs and frees): nothing went
+    to PyTorch's default pool, backward's thread included;
+ 6. the variable-shape decoder (decoder-tiny): losses bitwise equal;
+ 7. a release (what a ticket does, on a thread of the C library's) mid-
+    training: the pool is retired, PyTorch's cached segments come back
+    (reserved bytes fall to what is live), the device's free memory grows
+    by what was returned, and training goes on with the same losses; a
+    thread releasing every 5 ms meanwhile, no error;
+ 8. a cap too small: torch.OutOfMemoryError, the process survives, the
+    arena is consistent and under the cap, smaller work runs afterwards.
 
 Ends with "N passed, N failed"; exit 1 if any failed.  NXQ_TORCH_RESULTS=DIR
 keeps the workers' JSON reports there.
@@ -76,11 +92,12 @@ def skip_reason():
     return None
 
 
-def run(tmp, name, args, env_extra=None, timeout=300):
+def run(tmp, name, args, env_extra=None, timeout=300, route="tensor"):
     """Run a worker; returns (report or None, returncode, timed_out, tail)."""
     out = os.path.join(tmp, name + ".json")
     env = dict(os.environ)
     env.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    env["NXQ_TORCH_ROUTE"] = route
     env.update(env_extra or {})
     cmd = [sys.executable, WORKER] + args + ["--out", out]
     try:
@@ -234,7 +251,8 @@ def main():
         rel = r["release"]
         b, a = rel["before"], rel["after"]
         check(rel["returned"] > 0 and a["idle"] == 0 and a["retained"] == 0
-              and a["charged"] <= b["charged"] - rel["returned"] and sane(a),
+              and a["charged"] <= b["charged"] - rel["returned"] and sane(a)
+              and a["free_errors"] == 0,
               "release at step %d: %d MiB returned; before: %s; after: %s"
               % (STEPS // 2, rel["returned"] // MiB, fmt(b), fmt(a)))
         check(rel["device_free_gain"] >= 0.9 * rel["returned"],
@@ -245,8 +263,126 @@ def main():
               "releasing thread: %d calls, %d MiB released, no error"
               % (t["calls"], t["bytes"] // MiB))
         check(sane(r["stats"]), "arena consistent at the end: " + fmt(r["stats"]))
+
+    pool_tests(tmp, n, nl, ln)
     print("%d passed, %d failed" % (passed, failed))
     return 1 if failed else 0
+
+
+def seg_ok(b):
+    """Pool route, one checkpoint: PyTorch's segments are exactly libnxquota's."""
+    return (b["segments"] == b["nxq_live"] and b["reserved"] == b["nxq_requested"]
+            and b["seg_allocs"] == b["nxq_mallocs"] and b["seg_frees"] == b["nxq_frees"]
+            and b["in_use"] == b["rounded"])
+
+
+def pool_tests(tmp, n, nl, ln):
+    import torch
+    # 5: the same training through the pool.
+    plog = os.path.join(tmp, "pool.pt")
+    x, xrc, _, _ = run(tmp, "pool_train", ["train", "--alloc", "nxq", "--steps", str(STEPS),
+                                           "--logits", plog], route="pool")
+    check(x is not None and x.get("ok") and xrc == 0 and x.get("route") == "pool",
+          "pool route: %d steps and inference, clean exit (rc %s)" % (STEPS, xrc))
+    if x and x.get("ok"):
+        info("pool route: %s" % x["config"])
+        check(x["losses"] == nl, "pool route: losses bitwise equal to the caching allocator's "
+              "(max |diff| %.3g)" % maxdiff(nl, x["losses"]))
+        lp = torch.load(plog)
+        check(torch.equal(ln, lp), "pool route: inference logits bitwise equal (max |diff| %.3g)"
+              % float((ln - lp).abs().max()))
+        bad = [c for (c, bn), (_, bx) in zip(n["checkpoints"], x["checkpoints"])
+               if (bn["requested"], bn["count"], bn["allocs"]) !=
+               (bx["requested"], bx["count"], bx["allocs"])]
+        check(not bad and len(n["checkpoints"]) == len(x["checkpoints"]),
+              "pool route: PyTorch's bookkeeping equals the native run's at all %d checkpoints%s"
+              % (len(x["checkpoints"]), "" if not bad else " (first mismatch at %s)" % bad[0]))
+        segs = [c for c, b in x["checkpoints"] if not seg_ok(b)]
+        last = x["checkpoints"][-1][1]
+        check(not segs, "pool route: every segment PyTorch holds came from libnxquota, at every "
+              "checkpoint (after inference: %d segments, %d MiB reserved, %d segment "
+              "allocations)%s" % (last["segments"], last["reserved"] // MiB, last["seg_allocs"],
+                                  "" if not segs else "; mismatch at " + ", ".join(segs)))
+        s = x["stats"]
+        check(sane(s) and s["failed_mallocs"] == 0 and s["free_errors"] == 0 and s["route"] == 1,
+              "pool route: arena consistent at the end: " + fmt(s))
+        check(x["tensors_checked"] > 0 and x["tensors_outside_arena"] == 0,
+              "pool route: all %d parameter/gradient/optimizer tensors lie in the arena's range"
+              % x["tensors_checked"])
+
+    # 6: the variable-shape decoder.
+    dn, _, _, _ = run(tmp, "dec_native", ["train", "--alloc", "native", "--model", "decoder-tiny",
+                                          "--steps", str(2 * STEPS)])
+    dp, dprc, _, _ = run(tmp, "dec_pool", ["train", "--alloc", "nxq", "--model", "decoder-tiny",
+                                           "--steps", str(2 * STEPS)], route="pool")
+    check(dn and dn.get("ok") and dp and dp.get("ok") and dprc == 0
+          and dn["losses"] == dp["losses"] and all(seg_ok(b) for _, b in dp["checkpoints"]),
+          "pool route, variable-shape decoder (decoder-tiny, %d steps): losses bitwise equal, "
+          "segments all from libnxquota" % (2 * STEPS))
+
+    # 7: a release mid-training, and a thread releasing all along.
+    r, rrc, _, _ = run(tmp, "pool_release", ["release", "--alloc", "nxq", "--steps", str(STEPS),
+                                             "--release-at", str(STEPS // 2)], route="pool")
+    check(r is not None and r.get("ok") and rrc == 0, "pool route: training with a releasing thread")
+    if r and r.get("ok"):
+        check(r["losses"] == nl, "pool route: losses with releases bitwise equal to the caching "
+              "allocator's (max |diff| %.3g)" % maxdiff(nl, r["losses"]))
+        rel = r["release"]
+        b, a = rel["before"], rel["after"]
+        tb, ta = rel["torch_before"], rel["torch_after"]
+        check(rel["pool_after"]["rotations"] == rel["pool_before"]["rotations"] + 1
+              and rel["pool_after"]["live"] != rel["pool_before"]["live"],
+              "release at step %d: the pool was retired (%d -> %d rotations), a new one routed"
+              % (STEPS // 2, rel["pool_before"]["rotations"], rel["pool_after"]["rotations"]))
+        check(ta["reserved_bytes.all.current"] < tb["reserved_bytes.all.current"]
+              and ta["num_device_free"] > tb["num_device_free"]
+              and a["frees"] - b["frees"] == ta["num_device_free"] - tb["num_device_free"]
+              and ta["reserved_bytes.all.current"] == a["live_requested"],
+              "PyTorch handed %d cached segments back (%d MiB reserved -> %d MiB, all of it "
+              "libnxquota's live bytes)" % (ta["num_device_free"] - tb["num_device_free"],
+                                            tb["reserved_bytes.all.current"] // MiB,
+                                            ta["reserved_bytes.all.current"] // MiB))
+        check(rel["returned"] > 0 and a["idle"] == 0 and a["retained"] == 0 and a["pending"] == 0
+              and a["charged"] <= b["charged"] - rel["returned"] and sane(a)
+              and a["free_errors"] == 0,
+              "%d MiB returned to the device; before: %s; after: %s"
+              % (rel["returned"] // MiB, fmt(b), fmt(a)))
+        check(rel["device_free_gain"] >= 0.9 * rel["returned"],
+              "the device's free memory grew by %d MiB (cuMemGetInfo)"
+              % (rel["device_free_gain"] // MiB))
+        t = r["release_thread"]
+        s = r["stats"]
+        check(t["calls"] > 0 and t["errors"] == 0 and s["hook_errors"] == 0
+              and s["hook_calls"] >= t["calls"],
+              "releasing thread: %d calls (half from C threads), %d hook calls, %d MiB released, "
+              "no error" % (t["calls"], s["hook_calls"], t["bytes"] // MiB))
+        check(sane(s) and s["free_errors"] == 0 and s["failed_mallocs"] == 0,
+              "pool route: arena consistent at the end, no refused free: " + fmt(s))
+
+    # 8: a cap too small.
+    peak = (x or {}).get("stats", {}).get("peak_charged", 0)
+    cap = max(64 * MiB, int(0.6 * peak) // (2 * MiB) * (2 * MiB))
+    env = {"NXQ_TORCH_CONTEXT": "unmanaged", "NXQ_TORCH_CAP": str(cap)}
+    o, orc, oto, _ = run(tmp, "pool_oom", ["oom", "--alloc", "nxq", "--steps", str(STEPS)],
+                         env, timeout=240, route="pool")
+    check(not oto and orc == 0 and o is not None and o.get("ok"),
+          "pool route, cap %d MiB (60%% of the run's peak charge): no crash, no hang (rc %s)"
+          % (cap // MiB, orc))
+    if o and o.get("ok"):
+        check(o["is_oom"], "pool route: raised %s after %d steps: %s" % (
+            o["raised"], o["steps_done"], (o["message"] or "nothing").splitlines()[0][:160]))
+        check(o["after_oom_consistent"] and sane(o["after_oom"], cap)
+              and o["after_oom"]["failed_mallocs"] >= 1,
+              "pool route: arena consistent and under the cap after the refusal: "
+              + fmt(o["after_oom"]))
+        c = o["after_cleanup"]
+        check(sane(c, cap) and c["live_count"] < 16,
+              "pool route: model dropped and released: %d segments live, %s"
+              % (c["live_count"], fmt(c)))
+        check(o["small_alloc_ok"] and all(math.isfinite(v) for v in o["small_losses"])
+              and o["after_small_consistent"],
+              "pool route: an 8 MiB tensor and a smaller model's training work afterwards")
+        info("pool route: libnxquota's reason: " + o["last_error"])
 
 
 if __name__ == "__main__":

@@ -6,11 +6,15 @@
  * (live_rounded == the arena's in_use, mallocs == the arena's allocs),
  * size-0 allocations, failure under the cap and recovery after it,
  * release, foreign frees, malformed configuration, and threads
- * allocating while another releases.  Prints one line per check and
+ * allocating while another releases.  The pool route's C side in a child
+ * process: its configuration rules, stream-ordered frees, and the release
+ * hook (called first, on the releasing thread, never recursively, errors
+ * counted, unregistered for good).  Prints one line per check and
  * "N passed, N failed".
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +64,175 @@ static void bad_env(const char *var, const char *val)
 	waitpid(pid, &status, 0);
 	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 	      "%s=%s: configuration refused, message names the variable", var, val);
+}
+
+/* Two variables at once, for rules that join them. */
+static void bad_env2(const char *v1, const char *x1, const char *v2, const char *x2)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		setenv(v1, x1, 1);
+		setenv(v2, x2, 1);
+		int r = nxq_torch_configure();
+		void *p = nxq_torch_malloc(4096, 0, NULL);
+
+		_exit(r == -EINVAL && !p && strstr(nxq_torch_last_error(), v1) &&
+		      strstr(nxq_torch_last_error(), v2) ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "%s=%s with %s=%s: refused, message names both", v1, x1, v2, x2);
+}
+
+/*
+ * The pool route: the "cached segments" PyTorch would hold are blocks the
+ * hook frees, as PyTorch's emptyCache does through the free function.
+ */
+#define NSEG 6
+static void *seg[NSEG];
+static size_t seg_size[NSEG];
+static int hook_calls_seen, hook_dev, hook_recurse, hook_fail;
+static uint64_t hook_bytes;
+static pthread_t hook_thread;
+
+static int pool_hook(int device, uint64_t bytes, void *user)
+{
+	hook_calls_seen++;
+	hook_dev = device;
+	hook_bytes = bytes;
+	hook_thread = pthread_self();
+	if (user != (void *)&hook_calls_seen)
+		return -EFAULT;
+	for (int i = 0; i < NSEG; i++)
+		if (seg[i]) {
+			nxq_torch_free(seg[i], seg_size[i], 0, NULL);
+			seg[i] = NULL;
+		}
+	if (hook_recurse) {
+		/* A release from inside the hook: no second call, no deadlock. */
+		int64_t r = nxq_torch_release(0, UINT64_MAX);
+
+		hook_recurse = r < 0 ? -1 : 2;
+		if (nxq_torch_set_release_hook(NULL, NULL) != -EDEADLK)
+			hook_recurse = -2;
+	}
+	return hook_fail ? -EIO : 0;
+}
+
+static void fill_segments(void)
+{
+	for (int i = 0; i < NSEG; i++) {
+		seg_size[i] = (i & 1 ? 12 : 2) * MiB;	/* 42 MiB: under the 64 MiB cap */
+		seg[i] = nxq_torch_malloc(seg_size[i], 0, NULL);
+	}
+}
+
+static void pool_route(void)
+{
+	uint64_t charged0;
+	void *keep;
+	int64_t rel;
+	int r;
+
+	setenv("NXQ_TORCH_ROUTE", "pool", 1);
+	r = nxq_torch_configure();
+	CHECK(r == 0 && strstr(nxq_torch_config(), "route=pool"), "pool route: %s",
+	      r ? nxq_torch_last_error() : nxq_torch_config());
+	keep = nxq_torch_malloc(2 * MiB, 0, NULL);	/* a live tensor's segment */
+	fill_segments();
+	stats(0);
+	CHECK(keep && seg[0] && seg[5] && st[NXQ_TS_ROUTE] == 1 && st[NXQ_TS_LIVE_COUNT] == 7,
+	      "pool route: 7 segments allocated, route stat 1");
+
+	/* Stream-ordered frees even though nothing asked for them. */
+	nxq_torch_free(seg[0], seg_size[0], 0, NULL);
+	seg[0] = NULL;
+	stats(0);
+	CHECK(st[NXQ_TS_PENDING] == 2 * MiB && st[NXQ_TS_FREES] == 1 && consistent(),
+	      "pool route: a freed segment is pending (stream-ordered), not free at once "
+	      "(pending %llu)", (unsigned long long)st[NXQ_TS_PENDING]);
+
+	/* No hook yet: a release returns only what the arena holds idle. */
+	rel = nxq_torch_release(-1, UINT64_MAX);
+	stats(0);
+	CHECK(rel >= 0 && st[NXQ_TS_HOOK_CALLS] == 0 && st[NXQ_TS_LIVE_COUNT] == 6,
+	      "no hook: release returns %lld bytes, PyTorch's segments untouched", (long long)rel);
+
+	/* The hook hands the cached segments back first, then they are released. */
+	CHECK(nxq_torch_set_release_hook(pool_hook, &hook_calls_seen) == 0, "hook registered");
+	stats(0);
+	charged0 = st[NXQ_TS_CHARGED];
+	rel = nxq_torch_release(-1, UINT64_MAX);
+	stats(0);
+	CHECK(hook_calls_seen == 1 && hook_dev == -1 && hook_bytes == UINT64_MAX &&
+	      pthread_equal(hook_thread, pthread_self()) && st[NXQ_TS_HOOK_CALLS] == 1,
+	      "release calls the hook once, on the releasing thread, with device -1 and "
+	      "everything wanted");
+	CHECK(rel >= (int64_t)(12 + 2 + 12 + 2 + 12) * (int64_t)MiB && st[NXQ_TS_PENDING] == 0 &&
+	      st[NXQ_TS_IDLE] == 0 && st[NXQ_TS_LIVE_COUNT] == 1 && st[NXQ_TS_IN_USE] == 2 * MiB &&
+	      st[NXQ_TS_CHARGED] <= charged0 - (uint64_t)rel && consistent(),
+	      "the hook's segments are waited for and released in the same call: %lld bytes, "
+	      "the live segment kept", (long long)rel);
+
+	/* From a thread the library would own (a ticket), with a hook error. */
+	fill_segments();
+	hook_fail = 1;
+	rel = nxq_torch_release_from_thread(0, 8 * MiB);
+	stats(0);
+	CHECK(hook_calls_seen == 2 && hook_dev == 0 && hook_bytes == 8 * MiB &&
+	      !pthread_equal(hook_thread, pthread_self()) && rel >= 8 * (int64_t)MiB &&
+	      st[NXQ_TS_HOOK_ERRORS] == 1 && st[NXQ_TS_LIVE_COUNT] == 1 && consistent(),
+	      "release on another thread: hook there with device 0 and 8 MiB wanted, its error "
+	      "counted, %lld bytes released", (long long)rel);
+	hook_fail = 0;
+
+	/* A release from inside the hook does not call it again. */
+	fill_segments();
+	hook_recurse = 1;
+	rel = nxq_torch_release(0, UINT64_MAX);
+	stats(0);
+	CHECK(hook_calls_seen == 3 && hook_recurse == 2 && st[NXQ_TS_HOOK_CALLS] == 3 &&
+	      rel >= 0 && st[NXQ_TS_LIVE_COUNT] == 1 && st[NXQ_TS_IDLE] == 0 && consistent(),
+	      "a release inside the hook: no second call, unregistering there refused "
+	      "(EDEADLK), all segments released");
+	hook_recurse = 0;
+
+	CHECK(nxq_torch_set_release_hook(NULL, NULL) == 0, "hook unregistered");
+	fill_segments();
+	rel = nxq_torch_release(0, UINT64_MAX);
+	stats(0);
+	CHECK(hook_calls_seen == 3 && st[NXQ_TS_LIVE_COUNT] == 7,
+	      "after unregistering: no call, PyTorch's segments untouched");
+}
+
+static int run_pool_child(void)
+{
+	int fd[2], res[2] = { 0, 0 }, status = 0;
+	pid_t pid;
+
+	fflush(stdout);
+	if (pipe(fd))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(fd[0]);
+		pool_route();
+		res[0] = passed;
+		res[1] = failed;
+		if (write(fd[1], res, sizeof(res)) != sizeof(res))
+			_exit(2);
+		_exit(0);
+	}
+	close(fd[1]);
+	if (read(fd[0], res, sizeof(res)) != sizeof(res))
+		res[1] = -1;
+	close(fd[0]);
+	waitpid(pid, &status, 0);
+	passed = res[0];
+	failed = res[1];
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 && res[1] >= 0 ? 0 : -1;
 }
 
 static volatile int stop;
@@ -113,6 +286,10 @@ int main(void)
 	bad_env("NXQ_TORCH_CAP", "12Q");
 	bad_env("NXQ_TORCH_FREE", "later");
 	bad_env("NXQ_TORCH_GRANULE", "0");
+	bad_env("NXQ_TORCH_ROUTE", "tensors");
+	bad_env2("NXQ_TORCH_ROUTE", "pool", "NXQ_TORCH_FREE", "sync");
+	if (run_pool_child())
+		CHECK(0, "pool route child exited cleanly");
 
 	r = nxq_torch_configure();
 	CHECK(r == 0, "configure: %s", r ? nxq_torch_last_error() : nxq_torch_config());

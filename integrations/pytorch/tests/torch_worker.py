@@ -7,6 +7,11 @@ An allocator can only be chosen before CUDA is initialised, so every run
 
     torch_worker.py MODE --alloc native|nxq --out FILE [options]
 
+--alloc nxq takes the route from NXQ_TORCH_ROUTE (nxquota_torch's default
+when unset); native with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True is
+the caching allocator with expandable segments (the variable is read when
+CUDA starts, so the parent sets it).
+
 MODE train    N training steps of a small transformer (random weights, fixed
               seed, no downloads), then inference; per-step losses, the
               inference logits (saved to --logits) and allocator bookkeeping
@@ -17,10 +22,14 @@ MODE oom      train under a process-local cap (NXQ_TORCH_CAP) until an
               then a smaller allocation and a smaller training run
 MODE release  train while a thread keeps asking the arena to release idle
               memory, and once from the training thread at --release-at
-MODE bench    steps/s over timed windows and peak device memory
+MODE bench    steps/s over timed windows and peak device memory, for the
+              fixed-shape models of MODELS and the variable-shape decoder
+              (DECODERS: batch and sequence length drawn at random each
+              step from a seeded generator)
 """
 import argparse
 import gc
+import random
 import json
 import math
 import os
@@ -56,12 +65,87 @@ class Net(nn.Module):
         return self.head(self.enc(self.emb(x) + self.pos[:, :x.shape[1]]))
 
 
+# A small GPT-like decoder; shapes drawn per step.
+DECODERS = {
+    # vocab, d_model, heads, layers, ff, batch range, sequence-length range
+    "decoder": dict(vocab=8192, d=512, heads=8, layers=6, ff=2048, batch=(4, 32),
+                    seq=(32, 512)),
+    "decoder-tiny": dict(vocab=1024, d=128, heads=4, layers=2, ff=512, batch=(2, 8),
+                         seq=(16, 128)),
+}
+
+
+class Block(nn.Module):
+    """Pre-norm decoder block: causal self-attention written out (matmuls and a
+    masked softmax: deterministic forward and backward), then an MLP."""
+
+    def __init__(self, d, heads, ff, dropout):
+        super().__init__()
+        self.h, self.scale = heads, (d // heads) ** -0.5
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, ff), nn.Linear(ff, d)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, x, mask):
+        B, T, D = x.shape
+        q, k, v = self.qkv(self.ln1(x)).view(B, T, 3, self.h, D // self.h).permute(2, 0, 3, 1, 4)
+        a = (q @ k.transpose(-2, -1)) * self.scale
+        a = a.masked_fill(mask[:T, :T], float("-inf")).softmax(-1)
+        y = (self.drop(a) @ v).transpose(1, 2).reshape(B, T, D)
+        x = x + self.drop(self.proj(y))
+        return x + self.drop(self.fc2(F.gelu(self.fc1(self.ln2(x)))))
+
+
+class Decoder(nn.Module):
+    def __init__(self, vocab, d, heads, layers, ff, max_seq, dropout=0.1):
+        super().__init__()
+        self.emb, self.pos = nn.Embedding(vocab, d), nn.Embedding(max_seq, d)
+        self.blocks = nn.ModuleList(Block(d, heads, ff, dropout) for _ in range(layers))
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+        self.register_buffer("mask", torch.ones(max_seq, max_seq, dtype=torch.bool).triu(1),
+                             persistent=False)
+
+    def forward(self, x):
+        T = x.shape[1]
+        h = self.emb(x) + self.pos(torch.arange(T, device=x.device))
+        for b in self.blocks:
+            h = b(h, self.mask)
+        return self.head(self.ln(h))
+
+
+class DecoderData:
+    """Step i's batch: shape from a seeded Python generator, tokens from a
+    seeded CUDA generator (no host-to-device copy; the same in every run)."""
+
+    def __init__(self, cfg, seed, steps):
+        r = random.Random(seed)
+        self.shapes = [(r.randint(*cfg["batch"]), r.randint(*cfg["seq"])) for _ in range(steps)]
+        self.vocab = cfg["vocab"]
+        self.g = torch.Generator(device="cuda").manual_seed(seed + 1)
+
+    def __getitem__(self, i):
+        return torch.randint(self.vocab, self.shapes[i], device="cuda", generator=self.g)
+
+
+def make_decoder(cfg, seed, steps):
+    torch.manual_seed(seed)
+    model = Decoder(cfg["vocab"], cfg["d"], cfg["heads"], cfg["layers"], cfg["ff"],
+                    cfg["seq"][1]).cuda()
+    opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+    return model, opt, DecoderData(cfg, seed, steps)
+
+
 def setup(alloc):
     if alloc == "nxq":
         import nxquota_torch
         nxquota_torch.install(oom=os.environ.get("NXQ_TORCH_TEST_PLAIN") != "1")
         return nxquota_torch
     return None
+
+
+def pool_route(nxq):
+    return nxq is not None and nxq.route() == "pool"
 
 
 def make(cfg, seed, steps):
@@ -89,13 +173,23 @@ def step(model, opt, x, vocab):
 
 def bookkeeping(nxq):
     """What the allocator says is live, at a checkpoint (no GPU sync needed:
-    both are host-side counters of allocations made and freed so far)."""
-    if nxq is None:
+    both are host-side counters of allocations made and freed so far).
+    Pool route: PyTorch's own counters (the caching allocator is in front)
+    and, beside them, its segments against what libnxquota handed out."""
+    if nxq is None or pool_route(nxq):
         s = torch.cuda.memory_stats()
-        return {"requested": s["requested_bytes.all.current"],
-                "count": s["allocation.all.current"],
-                "allocs": s["allocation.all.allocated"],
-                "allocated": s["allocated_bytes.all.current"]}
+        b = {"requested": s["requested_bytes.all.current"],
+             "count": s["allocation.all.current"],
+             "allocs": s["allocation.all.allocated"],
+             "allocated": s["allocated_bytes.all.current"]}
+        if nxq is not None:
+            x = nxq.stats()
+            b.update(segments=s["segment.all.current"], reserved=s["reserved_bytes.all.current"],
+                     seg_allocs=s["num_device_alloc"], seg_frees=s["num_device_free"],
+                     nxq_live=x["live_count"], nxq_requested=x["live_requested"],
+                     nxq_mallocs=x["mallocs"], nxq_frees=x["frees"],
+                     in_use=x["in_use"], rounded=x["live_rounded"])
+        return b
     s = nxq.stats()
     return {"requested": s["live_requested"], "count": s["live_count"],
             "allocs": s["mallocs"], "rounded": s["live_rounded"],
@@ -125,9 +219,14 @@ def deterministic():
 
 
 def mode_train(a, nxq, rep):
-    cfg = MODELS[a.model]
     deterministic()
-    model, opt, xs, xt = make(cfg, a.seed, a.steps)
+    if a.model in DECODERS:         # variable shapes; the inference batch is one more draw
+        cfg = DECODERS[a.model]
+        model, opt, xs = make_decoder(cfg, a.seed, a.steps + 1)
+        xt = None
+    else:
+        cfg = MODELS[a.model]
+        model, opt, xs, xt = make(cfg, a.seed, a.steps)
     rep["checkpoints"] = [["model", bookkeeping(nxq)]]
     losses = []
     bg = None
@@ -142,13 +241,19 @@ def mode_train(a, nxq, rep):
         rep["checkpoints"].append(["step%d" % i, bookkeeping(nxq)])
         if measure:
             torch.cuda.synchronize()
-            s0 = nxq.stats()
+            pool = pool_route(nxq)      # PyTorch's statistics exist only then
+            s0, t0 = nxq.stats(), torch.cuda.memory_stats() if pool else {}
+            p0 = nxq.pool_info()
             free0 = torch.cuda.mem_get_info()[0]
-            got = nxq.release()
+            # As a ticket would be answered: from a thread of the C library's own.
+            got = nxq.release(foreign_thread=True)
             free1 = torch.cuda.mem_get_info()[0]
-            s1 = nxq.stats()
+            s1, t1 = nxq.stats(), torch.cuda.memory_stats() if pool else {}
             rep["release"] = {"returned": got, "before": s0, "after": s1,
-                              "device_free_gain": free1 - free0}
+                              "device_free_gain": free1 - free0,
+                              "pool_before": p0, "pool_after": nxq.pool_info(),
+                              "torch_before": {k: t0.get(k) for k in TORCH_KEYS},
+                              "torch_after": {k: t1.get(k) for k in TORCH_KEYS}}
             if bg is not None:
                 bg.lock.release()
     if bg is not None:
@@ -156,7 +261,7 @@ def mode_train(a, nxq, rep):
         rep["release_thread"] = {"calls": bg.calls, "bytes": bg.bytes, "errors": bg.errors}
     model.eval()
     with torch.no_grad():
-        logits = model(xt.cuda()).float().cpu()
+        logits = model((xs[a.steps] if xt is None else xt).cuda()).float().cpu()
     rep["checkpoints"].append(["inference", bookkeeping(nxq)])
     if a.logits:
         torch.save(logits, a.logits)
@@ -180,6 +285,10 @@ def mode_train(a, nxq, rep):
         rep["live_tensor_bytes"] = live
 
 
+TORCH_KEYS = ("reserved_bytes.all.current", "segment.all.current", "allocated_bytes.all.current",
+              "num_device_alloc", "num_device_free")
+
+
 class Releaser(threading.Thread):
     """Keeps asking for everything idle, as pressure tickets would."""
 
@@ -194,7 +303,8 @@ class Releaser(threading.Thread):
         while not self.halt.is_set():
             with self.lock:
                 try:
-                    self.bytes += self.nxq.release()
+                    # Every other call from a C thread, as a ticket would come.
+                    self.bytes += self.nxq.release(foreign_thread=self.calls % 2 == 1)
                     self.calls += 1
                 except OSError:
                     self.errors += 1
@@ -230,6 +340,8 @@ def mode_oom(a, nxq, rep):
     del model, opt
     gc.collect()
     torch.cuda.synchronize()
+    if pool_route(nxq):
+        nxq.release()       # the pool's cached segments go back through the allocator
     rep["after_cleanup"] = nxq.stats()
     rep["after_cleanup_consistent"] = consistent(rep["after_cleanup"])
     # A smaller allocation, then a smaller training run, under the same cap.
@@ -250,43 +362,64 @@ def used_bytes():
 
 
 def mode_bench(a, nxq, rep):
-    torch.backends.cuda.matmul.allow_tf32 = False
+    """Per workload: --warmup steps, then --windows windows of --steps steps
+    (no per-step synchronisation; a window ends with one).  Peak device
+    memory, the same measure for every allocator: the device's used memory
+    (cudaMemGetInfo: total - free) read after every step, highest value
+    minus the value read before the model was built (after CUDA, cuBLAS and
+    the allocator were warmed up).  Every allocator here keeps what it got
+    until asked (the caching allocator, expandable segments, the arena with
+    retain_idle=all), so the reading after a step is its peak."""
+    deterministic()
     torch.cuda.init()
-    base = used_bytes()          # CUDA context, before any allocation
-    rep["used_base"] = base
-    rep["models"] = {}
+    w = torch.ones(64, 64, device="cuda", requires_grad=True)
+    (w @ w).sum().backward()        # cuBLAS handle and workspace before the baseline
+    del w
+    torch.cuda.synchronize()
+    rep["workloads"] = {}
     for name in a.models.split(","):
-        cfg = MODELS[name]
         total = a.warmup + a.windows * a.steps
-        model, opt, xs, _ = make(cfg, a.seed, total)
-        if nxq is None:
-            torch.cuda.reset_peak_memory_stats()
+        gc.collect()
+        torch.cuda.synchronize()
+        base = used_bytes()
+        if name in MODELS:
+            cfg = MODELS[name]
+            model, opt, xs, _ = make(cfg, a.seed, total)
         else:
+            cfg = DECODERS[name]
+            model, opt, xs = make_decoder(cfg, a.seed, total)
+        if nxq is None or pool_route(nxq):
+            torch.cuda.reset_peak_memory_stats()
+        if nxq is not None:
             nxq.reset_peaks()
+        peak = used_bytes()
         losses = []
         for i in range(a.warmup):
             losses.append(step(model, opt, xs[i], cfg["vocab"]))
+            peak = max(peak, used_bytes())
         torch.cuda.synchronize()
         rates = []
-        for w in range(a.windows):
+        for wi in range(a.windows):
             t0 = time.perf_counter()
-            for i in range(a.steps):
-                losses.append(step(model, opt, xs[a.warmup + w * a.steps + i], cfg["vocab"]))
+            for i in range(a.warmup + wi * a.steps, a.warmup + (wi + 1) * a.steps):
+                losses.append(step(model, opt, xs[i], cfg["vocab"]))
+                peak = max(peak, used_bytes())
             torch.cuda.synchronize()
             rates.append(a.steps / (time.perf_counter() - t0))
-        r = {"steps_per_s": rates, "final_loss": float(losses[-1]),
-             "used_delta_end": used_bytes() - base}
-        if nxq is None:
+        r = {"steps_per_s": rates, "losses": [float(v) for v in losses],
+             "peak_used": peak - base, "base_used": base,
+             "shapes": getattr(xs, "shapes", None) and xs.shapes[:8]}
+        if nxq is None or pool_route(nxq):
             r["peak_reserved"] = torch.cuda.max_memory_reserved()
             r["peak_allocated"] = torch.cuda.max_memory_allocated()
-        else:
+        if nxq is not None:
             s = nxq.stats()
             r.update(peak_mapped=s["peak_mapped"], peak_charged=s["peak_charged"],
-                     peak_rounded=s["peak_rounded"], peak_requested=s["peak_requested"],
-                     grows=s["grows"], mapped_end=s["mapped"])
-        rep["models"][name] = r
+                     peak_rounded=s["peak_rounded"], grows=s["grows"], mallocs=s["mallocs"])
+        rep["workloads"][name] = r
         del model, opt, xs, losses
         gc.collect()
+        torch.cuda.synchronize()
         if nxq is None:
             torch.cuda.empty_cache()
         else:
@@ -298,7 +431,7 @@ def main():
     ap.add_argument("mode", choices=["train", "oom", "release", "bench"])
     ap.add_argument("--alloc", choices=["native", "nxq"], required=True)
     ap.add_argument("--out", required=True)
-    ap.add_argument("--model", default="small", choices=sorted(MODELS))
+    ap.add_argument("--model", default="small", choices=sorted(MODELS) + sorted(DECODERS))
     ap.add_argument("--models", default="small")
     ap.add_argument("--steps", type=int, default=8)
     ap.add_argument("--seed", type=int, default=1234)
@@ -311,12 +444,14 @@ def main():
     if a.mode == "release":
         a.release_thread = True
     rep = {"mode": a.mode, "alloc": a.alloc, "torch": torch.__version__,
-           "env": {k: v for k, v in os.environ.items() if k.startswith("NXQ_")}}
+           "env": {k: v for k, v in os.environ.items()
+                   if k.startswith("NXQ_") or k == "PYTORCH_CUDA_ALLOC_CONF"}}
     t0 = time.time()
     nxq = setup(a.alloc)
     if nxq is not None:
         rep["entry"] = nxq.installed()
         rep["config"] = nxq.config()
+        rep["route"] = nxq.route()
     try:
         if a.mode in ("train", "release"):
             mode_train(a, nxq, rep)
