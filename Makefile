@@ -72,6 +72,8 @@ check-lib: deps
 	$(MAKE) -C lib check
 	$(MAKE) -C integrations/pytorch check-host
 
+check-daemon: ; $(MAKE) -C daemon check check-mutants
+
 check-vm: deps
 	@tests/vm/run.sh
 

@@ -219,6 +219,7 @@ static int uk_run_case(struct kunit_suite *suite, struct kunit_case *c)
 		suite->exit(&test);
 	warns = uk_warn_count() - test.warn_base;
 	uk_case_warns += warns;
+	warns -= test.warn_expected;
 	if (warns) {
 		uk_kunit_log(&test, "%lu WARNING(s) during the case (see above)",
 			     warns);

@@ -12,6 +12,7 @@
 void __sanitizer_print_stack_trace(void) __attribute__((weak));
 
 static unsigned long uk_warnings;
+__thread bool uk_warn_quiet;
 
 static void uk_trace(void)
 {
@@ -25,13 +26,15 @@ void uk_warn(const char *file, int line, const char *fmt, ...)
 
 	__atomic_add_fetch(&uk_warnings, 1, __ATOMIC_SEQ_CST);
 	flockfile(stderr);
-	fprintf(stderr, "WARNING: %s:%d (task %s/%d): ", file, line,
+	fprintf(stderr, "%sWARNING: %s:%d (task %s/%d): ",
+		uk_warn_quiet ? "(expected) " : "", file, line,
 		current->comm, current->pid);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
-	uk_trace();
+	if (!uk_warn_quiet)
+		uk_trace();
 	funlockfile(stderr);
 }
 

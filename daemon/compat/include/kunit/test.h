@@ -22,6 +22,7 @@ struct kunit {
 	struct kunit_resource *res;
 	pthread_t thread;		/* the case's own */
 	unsigned long warn_base;	/* uk_warn_count() at start */
+	unsigned long warn_expected;	/* UK_EXPECT_WARNS()'s */
 };
 
 struct kunit_case {
@@ -149,6 +150,20 @@ void uk_kunit_skip(struct kunit *test, const char *fmt, ...) __printf(2, 3)
 		if (fatal)						\
 			uk_kunit_abort(test);				\
 	}								\
+} while (0)
+
+/*
+ * Not KUnit: run @stmt and expect exactly @n WARNINGs from it, which then
+ * do not fail the case (for the compat layer's own tests).
+ */
+#define UK_EXPECT_WARNS(test, n, stmt) do {				\
+	unsigned long __w0 = uk_warn_count();				\
+	uk_warn_quiet = true;						\
+	stmt;								\
+	uk_warn_quiet = false;						\
+	KUNIT_EXPECT_EQ(test, uk_warn_count() - __w0, (unsigned long)(n)); \
+	__atomic_add_fetch(&(test)->warn_expected, uk_warn_count() - __w0,	\
+			   __ATOMIC_SEQ_CST);				\
 } while (0)
 
 #define KUNIT_FAIL(test, fmt, ...) \

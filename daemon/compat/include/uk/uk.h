@@ -123,6 +123,7 @@ typedef unsigned int gfp_t;
  */
 void uk_warn(const char *file, int line, const char *fmt, ...) __printf(3, 4);
 unsigned long uk_warn_count(void);
+extern __thread bool uk_warn_quiet;	/* expected: one line, no trace */
 void uk_bug(const char *file, int line, const char *what) __attribute__((noreturn));
 
 #define WARN(cond, fmt, ...) ({						\

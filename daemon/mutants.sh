@@ -1,0 +1,71 @@
+#!/bin/sh
+# Build mutated copies of single sources through the Makefile's source
+# lists (LEDGER_SRCS: the kmod ledger layers; COMPAT_SRCS: the compat
+# layer), the file replaced by its copy and everything else unchanged, and
+# check that the userspace KUnit run fails in the cases named, with the
+# message named.  A mutant the suites do not kill fails this script.
+set -eu
+cd "$(dirname "$0")"
+tmp=$(mktemp -d /tmp/nxq-mutants.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+bad=0
+
+# mutant NAME VAR BINVAR FILE SED-EXPR CASE-GLOB WANT-IN-OUTPUT
+mutant() {
+	name=$1 var=$2 binvar=$3 file=$4 expr=$5 cases=$6 want=$7
+	srcs=$(make -s "print-$var")
+	orig=$(echo "$srcs" | tr ' ' '\n' | grep "/$(basename "$file")\$" |
+	       head -n 1)
+	mkdir -p "$tmp/$name"
+	copy=$tmp/$name/$(basename "$file")
+	sed "$expr" "$orig" >"$copy"
+	if cmp -s "$orig" "$copy"; then
+		echo "mutant $name: the expression changed nothing in $orig"
+		bad=1
+		return
+	fi
+	msrcs=$(echo "$srcs" | sed "s|$orig|$copy|")
+	make -s "$var=$msrcs" "$binvar=$tmp/$name/kunit" "$tmp/$name/kunit" \
+		>"$tmp/$name/build.log" 2>&1 || {
+		cat "$tmp/$name/build.log"
+		echo "mutant $name: does not build"
+		bad=1
+		return
+	}
+	set +e
+	ASAN_OPTIONS=detect_leaks=0 UK_KUNIT_TIMEOUT=60 \
+		"$tmp/$name/kunit" "$cases" >"$tmp/$name/run.log" 2>&1
+	rc=$?
+	set -e
+	if [ $rc -ne 0 ] && grep -q '^    not ok' "$tmp/$name/run.log" &&
+	   grep -q -- "$want" "$tmp/$name/run.log"; then
+		echo "mutant $name: killed; failed:" \
+			"$(grep '^    not ok' "$tmp/$name/run.log" |
+			   awk '{print $4}' | tr '\n' ' ')"
+		grep -m 2 -A 2 -E 'FAILED at|WARNING:' "$tmp/$name/run.log" |
+			grep -v '^ *#[0-9]' | sed 's/^ */    /'
+	else
+		cat "$tmp/$name/run.log"
+		echo "mutant $name: SURVIVED (rc $rc)"
+		bad=1
+	fi
+}
+
+# A rule of the ledger: the max check sees only the new charge, not what
+# is already charged.
+mutant max-ignores-usage LEDGER_SRCS LEDGER_BIN charge.c \
+	's/if (sum > nxq_node_eff_max(n)) {/if (bytes > nxq_node_eff_max(n)) {/' \
+	'nxquota.*' 'Expected'
+# A lock of the ledger: nxq_uncharge() without the device lock.
+mutant uncharge-unlocked LEDGER_SRCS LEDGER_BIN charge.c \
+	'/^int nxq_uncharge(/,/^}/{/spin_lock(&dev->lock);/d;/spin_unlock(&dev->lock);/d}' \
+	'nxquota.nxq_test_max' 'lockdep_assert_held(&dev->lock): not held'
+# The compat layer: lockdep_assert_held() satisfied by any holder.
+mutant held-by-anyone COMPAT_SRCS COMPAT_BIN uk.c \
+	's/if (!uk_lock_held_by_me(l))/if (!uk_lock_is_locked(l))/' \
+	'uk-compat.uk_test_lockdep' 'Expected'
+# The compat layer: a wake-up before the sleep is lost.
+mutant lost-wakeup COMPAT_SRCS COMPAT_BIN uk.c \
+	's/if (wq->seq != e->seq) {/if (0) {/' \
+	'uk-compat.uk_test_no_lost_wakeup' 'Expected'
+exit $bad
