@@ -354,7 +354,60 @@ static void uk_test_helpers(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, IS_ERR(buf));
 }
 
+struct item {
+	struct list_head link;
+	int v;
+};
+
+static void list_expect(struct kunit *test, struct list_head *head,
+			const int *want, int n)
+{
+	struct item *it;
+	int i = 0;
+
+	list_for_each_entry(it, head, link) {
+		if (i < n)
+			KUNIT_EXPECT_EQ(test, it->v, want[i]);
+		i++;
+	}
+	KUNIT_EXPECT_EQ(test, i, n);
+	i = n;
+	list_for_each_entry_reverse(it, head, link)	/* back links too */
+		if (--i >= 0)
+			KUNIT_EXPECT_EQ(test, it->v, want[i]);
+}
+
+static void uk_test_list(struct kunit *test)
+{
+	static const int rot[] = { 3, 4, 0, 1, 2 }, spl[] = { 3, 4, 0, 1, 2, 9 };
+	static const int del[] = { 3, 0, 1, 2, 9 };
+	struct item it[6];
+	LIST_HEAD(head);
+	LIST_HEAD(other);
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		it[i].v = i;
+		list_add_tail(&it[i].link, &head);
+	}
+	/* the ledger's rotation: [0, 2] to the tail */
+	list_bulk_move_tail(&head, &it[0].link, &it[2].link);
+	list_expect(test, &head, rot, 5);
+	it[5].v = 9;
+	list_add(&it[5].link, &other);
+	list_splice_tail_init(&other, &head);
+	KUNIT_EXPECT_TRUE(test, list_empty(&other));
+	list_expect(test, &head, spl, 6);
+	list_del(&it[4].link);
+	KUNIT_EXPECT_PTR_EQ(test, it[4].link.next, LIST_POISON1);
+	list_expect(test, &head, del, 5);
+	/* CONFIG_DEBUG_LIST: deleting twice WARNs and changes nothing */
+	UK_EXPECT_WARNS(test, 1, list_del(&it[4].link));
+	list_expect(test, &head, del, 5);
+}
+
 static struct kunit_case uk_cases[] = {
+	KUNIT_CASE(uk_test_list),
 	KUNIT_CASE(uk_test_lockdep),
 	KUNIT_CASE(uk_test_might_sleep),
 	KUNIT_CASE(uk_test_waitqueue),

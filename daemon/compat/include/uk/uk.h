@@ -387,10 +387,58 @@ static inline void list_move_tail(struct list_head *e, struct list_head *head)
 	list_add_tail(e, head);
 }
 
+static inline void list_rotate_left(struct list_head *head)
+{
+	if (head->next != head)
+		list_move_tail(head->next, head);
+}
+
 static inline void list_move(struct list_head *e, struct list_head *head)
 {
 	__list_del_entry(e);
 	list_add(e, head);
+}
+
+/* Move [first, last], a run of entries of one list, to the tail of @head. */
+static inline void list_bulk_move_tail(struct list_head *head,
+				       struct list_head *first,
+				       struct list_head *last)
+{
+	first->prev->next = last->next;
+	last->next->prev = first->prev;
+	head->prev->next = first;
+	first->prev = head->prev;
+	last->next = head;
+	head->prev = last;
+}
+
+static inline void __list_splice(const struct list_head *list,
+				 struct list_head *prev, struct list_head *next)
+{
+	struct list_head *first = list->next, *last = list->prev;
+
+	first->prev = prev;
+	prev->next = first;
+	last->next = next;
+	next->prev = last;
+}
+
+static inline void list_splice_init(struct list_head *list,
+				    struct list_head *head)
+{
+	if (list->next != list) {
+		__list_splice(list, head, head->next);
+		INIT_LIST_HEAD(list);
+	}
+}
+
+static inline void list_splice_tail_init(struct list_head *list,
+					 struct list_head *head)
+{
+	if (list->next != list) {
+		__list_splice(list, head->prev, head);
+		INIT_LIST_HEAD(list);
+	}
 }
 
 static inline bool list_empty(const struct list_head *head)
