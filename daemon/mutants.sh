@@ -14,7 +14,7 @@ bad=0
 mutant() {
 	name=$1 var=$2 binvar=$3 file=$4 expr=$5 cases=$6 want=$7
 	srcs=$(make -s "print-$var")
-	orig=$(echo "$srcs" | tr ' ' '\n' | grep "/$(basename "$file")\$" |
+	orig=$(echo "$srcs" | tr ' ' '\n' | grep -E "(^|/)$(basename "$file")\$" |
 	       head -n 1)
 	mkdir -p "$tmp/$name"
 	copy=$tmp/$name/$(basename "$file")
@@ -33,8 +33,16 @@ mutant() {
 		return
 	}
 	set +e
-	ASAN_OPTIONS=detect_leaks=0 UK_KUNIT_TIMEOUT=60 \
-		"$tmp/$name/kunit" "$cases" >"$tmp/$name/run.log" 2>&1
+	if [ "$var" = DAEMON_SRCS ]; then
+		# the daemon is mutated; the transport suite runs against it
+		make -s build/transport-kunit >/dev/null 2>&1
+		NXQD_BIN=$tmp/$name/kunit ASAN_OPTIONS=detect_leaks=0 \
+			UK_KUNIT_TIMEOUT=60 build/transport-kunit "$cases" \
+			>"$tmp/$name/run.log" 2>&1
+	else
+		ASAN_OPTIONS=detect_leaks=0 UK_KUNIT_TIMEOUT=60 \
+			"$tmp/$name/kunit" "$cases" >"$tmp/$name/run.log" 2>&1
+	fi
 	rc=$?
 	set -e
 	if [ $rc -ne 0 ] && grep -q '^    not ok' "$tmp/$name/run.log" &&
@@ -68,4 +76,12 @@ mutant held-by-anyone COMPAT_SRCS COMPAT_BIN uk.c \
 mutant lost-wakeup COMPAT_SRCS COMPAT_BIN uk.c \
 	's/if (wq->seq != e->seq) {/if (0) {/' \
 	'uk-compat.uk_test_no_lost_wakeup' 'Expected'
+# The daemon: bytes it does not know are not checked.
+mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN nxquotad.c \
+	's/if (msg\[sizeof(\*req) + i\])/if (0 \&\& msg[sizeof(*req) + i])/' \
+	'nxquotad-transport.*' 'Expected'
+# The daemon: identity from itself instead of from the socket.
+mutant cred-not-from-socket DAEMON_SRCS DAEMON_BIN nxquotad.c \
+	's/c->cred.pid, c->cred.uid, c->cred.gid);/getppid(), c->cred.uid, c->cred.gid);/' \
+	'nxquotad-transport.*' 'Expected'
 exit $bad

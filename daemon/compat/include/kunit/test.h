@@ -118,7 +118,7 @@ void uk_kunit_skip(struct kunit *test, const char *fmt, ...) __printf(2, 3)
 } while (0)
 
 #define UK_BOOL_ASSERT(test, fatal, cond, want, ...) do {		\
-	if (!!(cond) != (want)) {					\
+	if ((bool)(cond) != (bool)(want)) {				\
 		UK_KUNIT_FAIL(test, false, "Expected %s to be %s, but is %s", \
 			      #cond, (want) ? "true" : "false",		\
 			      (want) ? "false" : "true");		\

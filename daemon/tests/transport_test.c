@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotad's socket, tested from outside: the daemon binary ($NXQD_BIN)
+ * runs as a child on a socket in a fresh directory; the cases speak the
+ * protocol of proto.h to it as a client would, hostile ones included.
+ */
+#include <kunit/test.h>
+#include <linux/nxquota.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "../proto.h"
+
+struct daemon {
+	char dir[64], sock[96], log[96];
+	pid_t pid;
+};
+
+static int dial(const char *path, int type)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static pid_t spawn(struct kunit *test, struct daemon *d)
+{
+	const char *bin = getenv("NXQD_BIN");
+	pid_t pid;
+	int log;
+
+	KUNIT_ASSERT_NOT_NULL(test, bin);
+	pid = fork();
+	KUNIT_ASSERT_GE(test, pid, 0);
+	if (!pid) {
+		log = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (log >= 0)
+			dup2(log, 2);
+		execl(bin, "nxquotad", "-v", "-s", d->sock, (char *)NULL);
+		_exit(127);
+	}
+	return pid;
+}
+
+/* Start a daemon and wait until it answers a connection. */
+static void start(struct kunit *test, struct daemon *d)
+{
+	int i, fd = -1;
+
+	snprintf(d->dir, sizeof(d->dir), "/tmp/nxqd-test.XXXXXX");
+	KUNIT_ASSERT_NOT_NULL(test, mkdtemp(d->dir));
+	snprintf(d->sock, sizeof(d->sock), "%s/nxquota.sock", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/log", d->dir);
+	d->pid = spawn(test, d);
+	for (i = 0; i < 500 && fd < 0; i++) {
+		fd = dial(d->sock, SOCK_SEQPACKET);
+		if (fd < 0)
+			usleep_range(10000, 10000);
+	}
+	KUNIT_ASSERT_GE(test, fd, 0);
+	close(fd);
+}
+
+/* SIGTERM; return its exit status (or 128 + signal). */
+static int stop(struct daemon *d, int sig)
+{
+	int st = 0;
+
+	kill(d->pid, sig);
+	if (waitpid(d->pid, &st, 0) != d->pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void cleanup(struct daemon *d)
+{
+	unlink(d->sock);
+	unlink(d->log);
+	rmdir(d->dir);
+}
+
+/*
+ * Send a request (cmd, then @len bytes of @arg) and read the reply; returns
+ * the reply's err, or 1 if the transport failed.  *@rlen: argument bytes
+ * in the reply.
+ */
+static int call(int fd, __u32 cmd, __u32 reserved, const void *arg,
+		size_t len, void *out, size_t *rlen)
+{
+	unsigned char msg[sizeof(struct nxqd_req) + 8192];
+	unsigned char rep[sizeof(struct nxqd_rep) + 8192];
+	struct nxqd_req req = { .cmd = cmd, .reserved = reserved };
+	struct nxqd_rep r;
+	ssize_t n;
+
+	memcpy(msg, &req, sizeof(req));
+	memcpy(msg + sizeof(req), arg, len);
+	if (send(fd, msg, sizeof(req) + len, MSG_NOSIGNAL) !=
+	    (ssize_t)(sizeof(req) + len))
+		return 1;
+	n = recv(fd, rep, sizeof(rep), 0);
+	if (n < (ssize_t)sizeof(r))
+		return 1;
+	memcpy(&r, rep, sizeof(r));
+	*rlen = (size_t)n - sizeof(r);
+	if (out)
+		memcpy(out, rep + sizeof(r), *rlen);
+	return r.err;
+}
+
+static void nxqd_test_version(struct kunit *test)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	struct daemon d;
+	size_t rlen;
+	int fd;
+
+	start(test, &d);
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, &v, sizeof(v), &v,
+				   &rlen), 0);
+	KUNIT_EXPECT_EQ(test, rlen, sizeof(v));
+	KUNIT_EXPECT_EQ(test, v.abi_version, NXQ_ABI_VERSION);
+	KUNIT_EXPECT_EQ(test, v.features, 0ULL);	/* nothing served yet */
+	/* the size bits of the command are ignored, as for the ioctl */
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION & ~(_IOC_SIZEMASK <<
+							   _IOC_SIZESHIFT), 0,
+				   &v, sizeof(v), NULL, &rlen), 0);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+/* The ioctl's argument rules hold over the socket. */
+static void nxqd_test_bad_requests(struct kunit *test)
+{
+	unsigned char big[4200] = { 0 };
+	struct nxq_version *v = (void *)big;
+	struct daemon d;
+	size_t rlen;
+	int fd;
+
+	start(test, &d);
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	/* unknown command */
+	v->size = sizeof(*v);
+	KUNIT_EXPECT_EQ(test, call(fd, _IOWR(NXQ_IOC_MAGIC, 0x40,
+					     struct nxq_version), 0, v,
+				   sizeof(*v), NULL, &rlen), -ENOTTY);
+	KUNIT_EXPECT_EQ(test, call(fd, _IOWR(0x42, 0x00, struct nxq_version),
+				   0, v, sizeof(*v), NULL, &rlen), -ENOTTY);
+	/* reserved header bits */
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 1, v, sizeof(*v), NULL,
+				   &rlen), -EINVAL);
+	/* smaller than the first version of the struct */
+	v->size = NXQ_VERSION_SIZE_VER0 - 4;
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, v, v->size, NULL,
+				   &rlen), -EINVAL);
+	/* size field and message disagree */
+	v->size = sizeof(*v) + 8;
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, v, sizeof(*v), NULL,
+				   &rlen), -EINVAL);
+	/* a newer caller: unknown bytes zero is fine, non-zero is -E2BIG */
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, v, v->size, v,
+				   &rlen), 0);
+	KUNIT_EXPECT_EQ(test, rlen, sizeof(*v));
+	v->size = sizeof(*v) + 8;
+	big[sizeof(*v) + 3] = 1;
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, v, v->size, NULL,
+				   &rlen), -E2BIG);
+	big[sizeof(*v) + 3] = 0;
+	/* more than a page */
+	v->size = sizeof(big);
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, v, sizeof(big),
+				   NULL, &rlen), -E2BIG);
+	/* too short to hold a size */
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, v, 2, NULL, &rlen),
+			-EINVAL);
+	/* and the connection still serves */
+	v->size = sizeof(*v);
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, v, sizeof(*v), v,
+				   &rlen), 0);
+	KUNIT_EXPECT_EQ(test, v->abi_version, NXQ_ABI_VERSION);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+/* Messages keep their boundaries; a stream socket cannot connect. */
+static void nxqd_test_seqpacket(struct kunit *test)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	unsigned char two[2 * (sizeof(struct nxqd_req) + sizeof(v))];
+	struct nxqd_req req = { .cmd = NXQ_IOC_VERSION };
+	struct daemon d;
+	size_t rlen;
+	int fd;
+
+	start(test, &d);
+	KUNIT_EXPECT_EQ(test, dial(d.sock, SOCK_STREAM), -EPROTOTYPE);
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	/* two requests in one message are one malformed request */
+	memcpy(two, &req, sizeof(req));
+	memcpy(two + sizeof(req), &v, sizeof(v));
+	memcpy(two + sizeof(req) + sizeof(v), &req, sizeof(req));
+	memcpy(two + 2 * sizeof(req) + sizeof(v), &v, sizeof(v));
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, &v, sizeof(v), NULL,
+				   &rlen), 0);
+	KUNIT_EXPECT_EQ(test, (long)send(fd, two, sizeof(two), 0),
+			(long)sizeof(two));
+	{
+		unsigned char rep[256];
+		struct nxqd_rep r;
+
+		KUNIT_EXPECT_EQ(test, (long)recv(fd, rep, sizeof(rep), 0),
+				(long)sizeof(r));
+		memcpy(&r, rep, sizeof(r));
+		KUNIT_EXPECT_EQ(test, r.err, -EINVAL);
+	}
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+/*
+ * Identity comes from the kernel: the daemon sees the process that
+ * connected (a child here, not the daemon's parent).
+ */
+static void nxqd_test_peercred(struct kunit *test)
+{
+	char want[96], buf[4096] = "";
+	struct nxq_version v = { .size = sizeof(v) };
+	struct daemon d;
+	int fd, log, st = 0;
+	size_t rlen;
+	pid_t child;
+	ssize_t n;
+
+	start(test, &d);
+	child = fork();
+	KUNIT_ASSERT_GE(test, child, 0);
+	if (!child) {
+		fd = dial(d.sock, SOCK_SEQPACKET);
+		_exit(fd < 0 || call(fd, NXQ_IOC_VERSION, 0, &v, sizeof(v),
+				     NULL, &rlen) ? 1 : 0);
+	}
+	KUNIT_ASSERT_EQ(test, waitpid(child, &st, 0), child);
+	KUNIT_EXPECT_TRUE(test, WIFEXITED(st) && !WEXITSTATUS(st));
+	usleep_range(50000, 50000);	/* its "gone" line */
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	log = open(d.log, O_RDONLY);
+	KUNIT_ASSERT_GE(test, log, 0);
+	n = read(log, buf, sizeof(buf) - 1);
+	close(log);
+	KUNIT_ASSERT_GT(test, n, 0L);
+	buf[n] = '\0';
+	snprintf(want, sizeof(want), "client pid %d uid %u gid %u\n",
+		 (int)child, getuid(), getgid());
+	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, want));
+	cleanup(&d);
+}
+
+/* One daemon per socket; a dead one's socket file is taken over. */
+static void nxqd_test_one_daemon(struct kunit *test)
+{
+	struct daemon d, d2;
+	struct stat st;
+	int status = 0;
+
+	start(test, &d);
+	d2 = d;
+	d2.pid = spawn(test, &d2);
+	KUNIT_ASSERT_EQ(test, waitpid(d2.pid, &status, 0), d2.pid);
+	KUNIT_EXPECT_TRUE(test, WIFEXITED(status));
+	KUNIT_EXPECT_EQ(test, WEXITSTATUS(status), 1);
+	KUNIT_EXPECT_EQ(test, dial(d.sock, SOCK_SEQPACKET) >= 0, true);
+	/* SIGKILL leaves the socket file behind */
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGKILL), 128 + SIGKILL);
+	KUNIT_EXPECT_EQ(test, stat(d.sock, &st), 0);
+	KUNIT_EXPECT_EQ(test, dial(d.sock, SOCK_SEQPACKET), -ECONNREFUSED);
+	d2.pid = spawn(test, &d2);
+	{
+		int i, fd = -1;
+
+		for (i = 0; i < 500 && fd < 0; i++) {
+			fd = dial(d.sock, SOCK_SEQPACKET);
+			if (fd < 0)
+				usleep_range(10000, 10000);
+		}
+		KUNIT_EXPECT_GE(test, fd, 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	KUNIT_EXPECT_EQ(test, stat(d.sock, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.st_mode & 0777, 0660U);
+	/* SIGTERM: exits 0 and removes its socket */
+	KUNIT_EXPECT_EQ(test, stop(&d2, SIGTERM), 0);
+	KUNIT_EXPECT_NE(test, stat(d.sock, &st), 0);
+	cleanup(&d);
+}
+
+static struct kunit_case nxqd_cases[] = {
+	KUNIT_CASE(nxqd_test_version),
+	KUNIT_CASE(nxqd_test_bad_requests),
+	KUNIT_CASE(nxqd_test_seqpacket),
+	KUNIT_CASE(nxqd_test_peercred),
+	KUNIT_CASE(nxqd_test_one_daemon),
+	{}
+};
+
+static struct kunit_suite nxqd_suite = {
+	.name = "nxquotad-transport",
+	.test_cases = nxqd_cases,
+};
+
+kunit_test_suite(nxqd_suite);
