@@ -76,6 +76,10 @@ mutant held-by-anyone COMPAT_SRCS COMPAT_BIN uk.c \
 mutant lost-wakeup COMPAT_SRCS COMPAT_BIN uk.c \
 	's/if (wq->seq != e->seq) {/if (0) {/' \
 	'uk-compat.uk_test_no_lost_wakeup' 'Expected'
+# The compat layer: a grace period that does not wait for readers.
+mutant no-grace-period COMPAT_SRCS COMPAT_BIN uk.c \
+	'/^void synchronize_rcu(void)/,/^}/{/pthread_rwlock_wrlock(&uk_rcu_gp);/d;/pthread_rwlock_unlock(&uk_rcu_gp);/d}' \
+	'uk-compat.uk_test_rcu' 'Expected'
 # The daemon: bytes it does not know are not checked.
 mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN nxquotad.c \
 	's/if (msg\[sizeof(\*req) + i\])/if (0 \&\& msg[sizeof(*req) + i])/' \

@@ -217,6 +217,7 @@ static int uk_run_case(struct kunit_suite *suite, struct kunit_case *c)
 	pthread_join(test.thread, NULL);
 	if (suite->exit)
 		suite->exit(&test);
+	rcu_barrier();	/* kfree_rcu()s of the case, before the leak check */
 	warns = uk_warn_count() - test.warn_base;
 	uk_case_warns += warns;
 	warns -= test.warn_expected;

@@ -137,9 +137,9 @@ void uk_might_sleep(const char *file, int line)
 {
 	struct task_struct *t = current;
 
-	WARN(t->atomic_depth,
-	     "BUG: sleeping function called from invalid context at %s:%d (%d spinlocks held)",
-	     file, line, t->atomic_depth);
+	WARN(t->atomic_depth || t->rcu_depth,
+	     "BUG: sleeping function called from invalid context at %s:%d (%d spinlocks held, rcu depth %d)",
+	     file, line, t->atomic_depth, t->rcu_depth);
 }
 
 void uk_cond_resched(void)
@@ -915,4 +915,124 @@ void *xa_find_after(struct xarray *xa, unsigned long *index,
 {
 	(void)filter;
 	return uk_xa_find(xa, index, max, true);
+}
+
+/* ------------------------------------------------------------------ RCU */
+
+static pthread_rwlock_t uk_rcu_gp = PTHREAD_RWLOCK_INITIALIZER;
+
+void rcu_read_lock(void)
+{
+	struct task_struct *t = current;
+
+	if (!t->rcu_depth++)
+		pthread_rwlock_rdlock(&uk_rcu_gp);
+}
+
+void rcu_read_unlock(void)
+{
+	struct task_struct *t = current;
+
+	if (WARN(t->rcu_depth <= 0, "rcu_read_unlock() without a lock"))
+		return;
+	if (!--t->rcu_depth)
+		pthread_rwlock_unlock(&uk_rcu_gp);
+}
+
+bool rcu_read_lock_held(void)
+{
+	return current->rcu_depth > 0;
+}
+
+void synchronize_rcu(void)
+{
+	if (current->rcu_depth)
+		uk_bug(__FILE__, __LINE__,
+		       "synchronize_rcu() in an RCU read-side section");
+	might_sleep();
+	pthread_rwlock_wrlock(&uk_rcu_gp);
+	pthread_rwlock_unlock(&uk_rcu_gp);
+}
+
+static struct {
+	pthread_mutex_t m;
+	pthread_cond_t more;	/* callbacks queued */
+	pthread_cond_t done;	/* a batch ran */
+	struct rcu_head *head, **tail;
+	unsigned long queued, ran;
+	pthread_once_t once;
+} uk_rcu = {
+	.m = PTHREAD_MUTEX_INITIALIZER,
+	.more = PTHREAD_COND_INITIALIZER,
+	.done = PTHREAD_COND_INITIALIZER,
+	.tail = &uk_rcu.head,
+	.once = PTHREAD_ONCE_INIT,
+};
+
+static int uk_rcu_worker(void *unused)
+{
+	struct rcu_head *batch, *h;
+	unsigned long n;
+
+	(void)unused;
+	pthread_mutex_lock(&uk_rcu.m);
+	for (;;) {
+		while (!uk_rcu.head)
+			pthread_cond_wait(&uk_rcu.more, &uk_rcu.m);
+		batch = uk_rcu.head;
+		uk_rcu.head = NULL;
+		uk_rcu.tail = &uk_rcu.head;
+		pthread_mutex_unlock(&uk_rcu.m);
+		synchronize_rcu();	/* readers of the batch are gone */
+		for (n = 0; (h = batch); n++) {
+			batch = h->next;
+			h->func(h);
+		}
+		pthread_mutex_lock(&uk_rcu.m);
+		uk_rcu.ran += n;
+		pthread_cond_broadcast(&uk_rcu.done);
+	}
+	return 0;
+}
+
+static void uk_rcu_start(void)
+{
+	if (IS_ERR(kthread_run(uk_rcu_worker, NULL, "rcu_gp")))
+		abort();
+}
+
+void call_rcu(struct rcu_head *head, void (*func)(struct rcu_head *head))
+{
+	pthread_once(&uk_rcu.once, uk_rcu_start);
+	head->func = func;
+	head->next = NULL;
+	pthread_mutex_lock(&uk_rcu.m);
+	*uk_rcu.tail = head;
+	uk_rcu.tail = &head->next;
+	uk_rcu.queued++;
+	pthread_cond_signal(&uk_rcu.more);
+	pthread_mutex_unlock(&uk_rcu.m);
+}
+
+static void uk_kfree_rcu_cb(struct rcu_head *head)
+{
+	free(head->uk_obj);
+}
+
+void uk_kfree_rcu(struct rcu_head *head, void *obj)
+{
+	head->uk_obj = obj;
+	call_rcu(head, uk_kfree_rcu_cb);
+}
+
+void rcu_barrier(void)
+{
+	unsigned long target;
+
+	might_sleep();
+	pthread_mutex_lock(&uk_rcu.m);
+	target = uk_rcu.queued;
+	while (uk_rcu.ran < target)
+		pthread_cond_wait(&uk_rcu.done, &uk_rcu.m);
+	pthread_mutex_unlock(&uk_rcu.m);
 }

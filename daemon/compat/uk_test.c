@@ -10,6 +10,7 @@
 #include <linux/kthread.h>
 #include <linux/lockdep.h>
 #include <linux/mutex.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/wait.h>
@@ -406,7 +407,92 @@ static void uk_test_list(struct kunit *test)
 	list_expect(test, &head, del, 5);
 }
 
+struct rcu_reader {
+	struct completion in, leave, out;
+};
+
+static int rcu_reader_fn(void *arg)
+{
+	struct rcu_reader *r = arg;
+
+	rcu_read_lock();
+	rcu_read_lock();		/* nested */
+	rcu_read_unlock();
+	complete(&r->in);
+	while (!completion_done(&r->leave))	/* a reader must not sleep */
+		sched_yield();
+	rcu_read_unlock();
+	complete(&r->out);
+	return 0;
+}
+
+struct rcu_obj {
+	int v;
+	bool *freed;
+	struct rcu_head rcu;
+};
+
+static void rcu_obj_cb(struct rcu_head *head)
+{
+	struct rcu_obj *o = container_of(head, struct rcu_obj, rcu);
+
+	WRITE_ONCE(*o->freed, true);
+	kfree(o);
+}
+
+struct gp_waiter {
+	struct completion done;
+};
+
+static int gp_fn(void *arg)
+{
+	struct gp_waiter *g = arg;
+
+	synchronize_rcu();
+	complete(&g->done);
+	return 0;
+}
+
+/* A grace period waits for readers that started before it; no sooner. */
+static void uk_test_rcu(struct kunit *test)
+{
+	struct rcu_obj *o = kzalloc(sizeof(*o), GFP_KERNEL);
+	struct rcu_obj *o2 = kzalloc(sizeof(*o2), GFP_KERNEL);
+	struct rcu_reader r;
+	struct gp_waiter g;
+	bool freed = false;
+
+	KUNIT_ASSERT_NOT_NULL(test, o);
+	KUNIT_ASSERT_NOT_NULL(test, o2);
+	init_completion(&r.in);
+	init_completion(&r.leave);
+	init_completion(&r.out);
+	init_completion(&g.done);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(rcu_reader_fn, &r, "reader")));
+	wait_for_completion(&r.in);
+	o->freed = &freed;
+	call_rcu(&o->rcu, rcu_obj_cb);
+	kfree_rcu(o2, rcu);		/* ASan reports it if never freed */
+	KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(gp_fn, &g, "gp")));
+	msleep(50);
+	KUNIT_EXPECT_FALSE(test, completion_done(&g.done));
+	KUNIT_EXPECT_FALSE(test, READ_ONCE(freed));
+	complete(&r.leave);
+	KUNIT_EXPECT_NE(test, wait_for_completion_timeout(&g.done, 5 * HZ), 0UL);
+	rcu_barrier();
+	KUNIT_EXPECT_TRUE(test, READ_ONCE(freed));
+	wait_for_completion(&r.out);
+	/* Sleeping inside a read-side section WARNs. */
+	rcu_read_lock();
+	KUNIT_EXPECT_TRUE(test, rcu_read_lock_held());
+	UK_EXPECT_WARNS(test, 1, msleep(1));
+	rcu_read_unlock();
+	KUNIT_EXPECT_FALSE(test, rcu_read_lock_held());
+	UK_EXPECT_WARNS(test, 1, rcu_read_unlock());
+}
+
 static struct kunit_case uk_cases[] = {
+	KUNIT_CASE(uk_test_rcu),
 	KUNIT_CASE(uk_test_list),
 	KUNIT_CASE(uk_test_lockdep),
 	KUNIT_CASE(uk_test_might_sleep),

@@ -229,6 +229,7 @@ struct task_struct {
 	struct wait_queue_entry *wait;	/* between prepare and finish */
 	bool sigpending;
 	bool kthread;			/* made by kthread_run() */
+	int rcu_depth;			/* rcu_read_lock() nesting */
 };
 struct pid;
 
@@ -652,6 +653,51 @@ struct work_struct {
 bool schedule_work(struct work_struct *w);
 bool flush_work(struct work_struct *w);
 bool cancel_work_sync(struct work_struct *w);
+
+/* ------------------------------------------------------------------- RCU */
+
+/*
+ * Readers hold a process-wide rwlock for reading (the outermost
+ * rcu_read_lock() of a task takes it); synchronize_rcu() takes it for
+ * writing, so it returns only once every reader that started before it has
+ * finished: a grace period.  call_rcu()/kfree_rcu() queue the callback for
+ * one thread that runs a grace period, then the callbacks.  Sleeping in a
+ * read-side section WARNs (might_sleep); synchronize_rcu() inside one is a
+ * BUG here (it would deadlock; lockdep reports it in the kernel).  Readers
+ * are not lock-free: they only exclude grace periods, not each other.
+ */
+struct rcu_head {
+	struct rcu_head *next;
+	void (*func)(struct rcu_head *head);
+	void *uk_obj;			/* kfree_rcu()'s object */
+};
+void rcu_read_lock(void);
+void rcu_read_unlock(void);
+bool rcu_read_lock_held(void);
+void synchronize_rcu(void);
+void call_rcu(struct rcu_head *head, void (*func)(struct rcu_head *head));
+void rcu_barrier(void);
+void uk_kfree_rcu(struct rcu_head *head, void *obj);
+#define kfree_rcu(ptr, rhf)	uk_kfree_rcu(&(ptr)->rhf, (void *)(ptr))
+#define kvfree_rcu		kfree_rcu
+#define rcu_dereference(p)	READ_ONCE(p)
+#define rcu_dereference_raw(p)	READ_ONCE(p)
+#define rcu_dereference_check(p, c)	READ_ONCE(p)
+#define rcu_dereference_protected(p, c)	(p)
+#define rcu_access_pointer(p)	READ_ONCE(p)
+#define rcu_assign_pointer(p, v) __atomic_store_n(&(p), (v), __ATOMIC_RELEASE)
+#define RCU_INIT_POINTER(p, v)	((p) = (v))
+#define lockdep_assert_in_rcu_read_lock() \
+	WARN(!rcu_read_lock_held(), "not in an RCU read-side section")
+#define list_for_each_entry_rcu(pos, head, member, ...) \
+	list_for_each_entry(pos, head, member)
+#define list_add_rcu		list_add
+#define list_add_tail_rcu	list_add_tail
+static inline void list_del_rcu(struct list_head *e)
+{
+	__list_del_entry(e);
+	e->prev = LIST_POISON2;	/* ->next stays for readers */
+}
 
 /* ---------------------------------------------------------------- xarray */
 
