@@ -88,4 +88,34 @@ mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN nxquotad.c \
 mutant cred-not-from-socket DAEMON_SRCS DAEMON_BIN nxquotad.c \
 	's/c->cred.pid, c->cred.uid, c->cred.gid);/getppid(), c->cred.uid, c->cred.gid);/' \
 	'nxquotad-transport.*' 'Expected'
+# The runner itself: a suite meant to fail must fail exactly so.
+make -s COMPAT_TESTS=compat/kunit_selftest.c COMPAT_BIN="$tmp/selftest" \
+	"$tmp/selftest" >"$tmp/selftest.build" 2>&1 || {
+	cat "$tmp/selftest.build"
+	bad=1
+}
+set +e
+ASAN_OPTIONS=detect_leaks=0 "$tmp/selftest" >"$tmp/selftest.log" 2>&1
+rc=$?
+set -e
+want="    # selftest_assert_ends_case: ASSERTION FAILED at compat/kunit_selftest.c:17
+    not ok 1 selftest_assert_ends_case
+    # selftest_expect_goes_on: EXPECTATION FAILED at compat/kunit_selftest.c:24
+    not ok 2 selftest_expect_goes_on
+    # selftest_thread_assert: ASSERTION FAILED at compat/kunit_selftest.c:34
+    not ok 3 selftest_thread_assert
+    ok 4 selftest_skip # SKIP
+    ok 5 selftest_last_runs
+1 skipped
+1 passed, 3 failed"
+got=$(grep -E '^    (not )?ok|FAILED at|passed|skipped$' "$tmp/selftest.log" |
+      sed 's/ # [0-9]* ms$//')
+if [ $rc -eq 1 ] && [ "$got" = "$want" ]; then
+	echo "runner selftest: as expected (assert ends the case or its thread," \
+		"expect goes on, skip, later cases run)"
+else
+	cat "$tmp/selftest.log"
+	echo "runner selftest: NOT as expected (rc $rc)"
+	bad=1
+fi
 exit $bad

@@ -103,22 +103,39 @@ void uk_kunit_abort(struct kunit *test)
 	pthread_exit(NULL);
 }
 
-void uk_kunit_fail(struct kunit *test, bool fatal, const char *file, int line,
-		   const char *fmt, ...)
+static void uk_kunit_vreport(struct kunit *test, bool fatal, const char *file,
+			     int line, const char *fmt, va_list ap)
 {
 	char buf[2048];
-	va_list ap;
 
 	pthread_mutex_lock(&test->lock);
 	test->failed = true;
 	pthread_mutex_unlock(&test->lock);
-	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	va_end(ap);
 	flockfile(stdout);
 	printf("    # %s: %s FAILED at %s:%d\n        %s\n", test->name,
 	       fatal ? "ASSERTION" : "EXPECTATION", file, line, buf);
 	funlockfile(stdout);
+}
+
+void uk_kunit_report(struct kunit *test, bool fatal, const char *file,
+		     int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	uk_kunit_vreport(test, fatal, file, line, fmt, ap);
+	va_end(ap);
+}
+
+void uk_kunit_fail(struct kunit *test, bool fatal, const char *file, int line,
+		   const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	uk_kunit_vreport(test, fatal, file, line, fmt, ap);
+	va_end(ap);
 	if (fatal)
 		uk_kunit_abort(test);
 }

@@ -85,14 +85,17 @@ void uk_kunit_skip(struct kunit *test, const char *fmt, ...) __printf(2, 3)
 
 #define UK_MSG(fmt, ...)	"" fmt, ##__VA_ARGS__
 
+/* Record a failure, labelled as an assertion if @fatal; do not end. */
+void uk_kunit_report(struct kunit *test, bool fatal, const char *file,
+		     int line, const char *fmt, ...) __printf(5, 6);
 #define UK_KUNIT_FAIL(test, fatal, ...) \
-	uk_kunit_fail(test, fatal, __FILE__, __LINE__, __VA_ARGS__)
+	uk_kunit_report(test, fatal, __FILE__, __LINE__, __VA_ARGS__)
 
 #define UK_INT_ASSERT(test, fatal, left, op, right, ...) do {		\
 	__typeof__(left) __left = (left);				\
 	__typeof__(right) __right = (right);				\
 	if (!(__left op __right)) {					\
-		UK_KUNIT_FAIL(test, false,				\
+		UK_KUNIT_FAIL(test, fatal,				\
 			"Expected %s %s %s, but\n        %s == %lld (0x%llx)\n        %s == %lld (0x%llx)%s", \
 			#left, #op, #right, #left, (long long)__left,	\
 			(unsigned long long)__left, #right,		\
@@ -108,7 +111,7 @@ void uk_kunit_skip(struct kunit *test, const char *fmt, ...) __printf(2, 3)
 	const void *__left = (left);					\
 	const void *__right = (right);					\
 	if (!(__left op __right)) {					\
-		UK_KUNIT_FAIL(test, false,				\
+		UK_KUNIT_FAIL(test, fatal,				\
 			"Expected %s %s %s, but\n        %s == %p\n        %s == %p", \
 			#left, #op, #right, #left, __left, #right, __right); \
 		__VA_OPT__(uk_kunit_log(test, __VA_ARGS__);)		\
@@ -119,7 +122,7 @@ void uk_kunit_skip(struct kunit *test, const char *fmt, ...) __printf(2, 3)
 
 #define UK_BOOL_ASSERT(test, fatal, cond, want, ...) do {		\
 	if ((bool)(cond) != (bool)(want)) {				\
-		UK_KUNIT_FAIL(test, false, "Expected %s to be %s, but is %s", \
+		UK_KUNIT_FAIL(test, fatal, "Expected %s to be %s, but is %s", \
 			      #cond, (want) ? "true" : "false",		\
 			      (want) ? "false" : "true");		\
 		__VA_OPT__(uk_kunit_log(test, __VA_ARGS__);)		\
@@ -131,7 +134,7 @@ void uk_kunit_skip(struct kunit *test, const char *fmt, ...) __printf(2, 3)
 #define UK_ERRNULL_ASSERT(test, fatal, ptr, ...) do {			\
 	const void *__p = (ptr);					\
 	if (IS_ERR_OR_NULL(__p)) {					\
-		UK_KUNIT_FAIL(test, false,				\
+		UK_KUNIT_FAIL(test, fatal,				\
 			"Expected %s is not null and not error, but is %p", \
 			#ptr, __p);					\
 		__VA_OPT__(uk_kunit_log(test, __VA_ARGS__);)		\
@@ -143,7 +146,7 @@ void uk_kunit_skip(struct kunit *test, const char *fmt, ...) __printf(2, 3)
 #define UK_STR_ASSERT(test, fatal, left, op, right, ...) do {		\
 	const char *__left = (left), *__right = (right);		\
 	if (!(strcmp(__left, __right) op 0)) {				\
-		UK_KUNIT_FAIL(test, false,				\
+		UK_KUNIT_FAIL(test, fatal,				\
 			"Expected %s %s %s, but\n        %s == \"%s\"\n        %s == \"%s\"", \
 			#left, #op, #right, #left, __left, #right, __right); \
 		__VA_OPT__(uk_kunit_log(test, __VA_ARGS__);)		\
