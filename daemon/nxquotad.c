@@ -90,10 +90,10 @@ static int nxqd_handle(struct nxqd_client *c, const unsigned char *msg,
 		if (msg[sizeof(*req) + i])
 			return -E2BIG;
 	memset(arg, 0, op->ksize);
-	memcpy(arg, msg + sizeof(*req), min(usize, (__u32)op->ksize));
+	memcpy(arg, msg + sizeof(*req), min_t(size_t, usize, op->ksize));
 	i = op->fn(c, arg);
 	if (!i && op->out)
-		*outlen = min(usize, (__u32)op->ksize);
+		*outlen = min_t(size_t, usize, op->ksize);
 	return (int)i;
 }
 
@@ -144,7 +144,7 @@ static int nxqd_listen(const char *path)
 		fprintf(stderr, "nxquotad: socket path too long: %s\n", path);
 		return -1;
 	}
-	strcpy(sa.sun_path, path);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -1;

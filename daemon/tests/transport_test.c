@@ -70,7 +70,7 @@ static void start(struct kunit *test, struct daemon *d)
 	for (i = 0; i < 500 && fd < 0; i++) {
 		fd = dial(d->sock, SOCK_SEQPACKET);
 		if (fd < 0)
-			usleep_range(10000, 10000);
+			usleep_range(10000, 11000);
 	}
 	KUNIT_ASSERT_GE(test, fd, 0);
 	close(fd);
@@ -264,7 +264,7 @@ static void nxqd_test_peercred(struct kunit *test)
 	}
 	KUNIT_ASSERT_EQ(test, waitpid(child, &st, 0), child);
 	KUNIT_EXPECT_TRUE(test, WIFEXITED(st) && !WEXITSTATUS(st));
-	usleep_range(50000, 50000);	/* its "gone" line */
+	usleep_range(50000, 51000);	/* its "gone" line */
 	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
 	log = open(d.log, O_RDONLY);
 	KUNIT_ASSERT_GE(test, log, 0);
@@ -303,7 +303,7 @@ static void nxqd_test_one_daemon(struct kunit *test)
 		for (i = 0; i < 500 && fd < 0; i++) {
 			fd = dial(d.sock, SOCK_SEQPACKET);
 			if (fd < 0)
-				usleep_range(10000, 10000);
+				usleep_range(10000, 11000);
 		}
 		KUNIT_EXPECT_GE(test, fd, 0);
 		if (fd >= 0)
