@@ -68,6 +68,7 @@ static int nxqd_handle(struct nxqd_client *c, const unsigned char *msg,
 	const struct nxqd_cmd *op = NULL;
 	size_t i, alen;
 	__u32 usize;
+	int err;
 
 	*outlen = 0;
 	if (len < sizeof(*req) + sizeof(__u32) || req->reserved)
@@ -91,10 +92,10 @@ static int nxqd_handle(struct nxqd_client *c, const unsigned char *msg,
 			return -E2BIG;
 	memset(arg, 0, op->ksize);
 	memcpy(arg, msg + sizeof(*req), min_t(size_t, usize, op->ksize));
-	i = op->fn(c, arg);
-	if (!i && op->out)
+	err = op->fn(c, arg);
+	if (!err && op->out)
 		*outlen = min_t(size_t, usize, op->ksize);
-	return (int)i;
+	return err;
 }
 
 static void *nxqd_client_main(void *p)
