@@ -102,6 +102,31 @@ struct nxq_event {
 #define NXQ_MAX_VICTIMS		64
 
 /*
+ * The most holders one victim search looks at: the first NXQ_SCAN_MAX of
+ * the device's holder list, in at most four passes, so that a search
+ * holds the device lock for O(NXQ_SCAN_MAX x depth) whatever the device
+ * holds.  A search that asked and was cut short moves the holders it
+ * looked at to the list's tail: successive searches cover everyone.
+ */
+#define NXQ_SCAN_MAX		1024
+
+/**
+ * struct nxq_ask_stamp - the last victim search for one constraint
+ * @ns: when it ran (ktime_get_ns()), 0 never
+ * @shortfall: what it asked for
+ * @gen: nxq_device.decline_gen then
+ *
+ * A charge that will not wait ticket_timeout_ms searches again for the
+ * same constraint only when a floor passed since, an asked holder
+ * declined since, or its shortfall is larger than the last one.
+ */
+struct nxq_ask_stamp {
+	u64 ns;
+	u64 shortfall;
+	u64 gen;
+};
+
+/*
  * Per-cgroup limits (struct nxq_limits): a node's own value, or
  * NXQ_LIMIT_UNSET to inherit its nearest ancestor's; with none set, the
  * module-wide defaults below.  holders_max and waiters_max bound a subtree
@@ -218,6 +243,12 @@ struct nxq_device {
 	unsigned int nr_dev_blocked;	/* lock: waiters short of capacity */
 	u64 victim_pass;		/* lock */
 	u64 excess_pass;		/* lock: node excess cache generation */
+	u64 victim_visits;		/* lock: holders looked at by searches */
+	u64 searches;			/* lock: victim searches run */
+	u64 decline_gen;		/* lock: bumped when an asked holder
+					 * declines (short answer, detach)
+					 */
+	struct nxq_ask_stamp ask_dev;	/* lock: last search for capacity */
 };
 
 struct nxq_node {
@@ -248,6 +279,9 @@ struct nxq_node {
 	unsigned int nr_blocked;	/* dev->lock: waiters held up here */
 	u64 ex_pass;			/* dev->lock: victim-search scratch: */
 	u64 ex_excess;			/* usage above emin in that search */
+	struct nxq_ask_stamp ask_max;	/* dev->lock: last search for this
+					 * node's max
+					 */
 };
 
 /**
