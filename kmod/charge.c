@@ -212,6 +212,33 @@ static int nxq_never_fits(struct nxq_holder *h, u64 bytes,
 	return 0;
 }
 
+/*
+ * The fast path's test, one walk: nobody waits on @h's path or on the
+ * device, and @bytes fits every max and the capacity.  False sends the
+ * charge to the full checks (nxq_path_blocked(), nxq_fits()), which give
+ * the same answer and say why; a holder without an eventfd always goes
+ * there.
+ */
+static bool nxq_fast_fits(struct nxq_holder *h, u64 bytes)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *n;
+	u64 sum;
+
+	lockdep_assert_held(&dev->lock);
+	if (dev->nr_dev_blocked || !h->priv ||
+	    check_add_overflow(h->charge, bytes, &sum) ||
+	    check_add_overflow(dev->used, bytes, &sum) ||
+	    sum > dev->capacity)
+		return false;
+	for (n = h->node; n; n = n->parent)
+		if (n->nr_blocked ||
+		    check_add_overflow(n->usage, bytes, &sum) ||
+		    sum > __nxq_node_eff_max(n))
+			return false;
+	return true;
+}
+
 static void nxq_commit(struct nxq_holder *h, u64 bytes)
 {
 	struct nxq_node *n;
@@ -892,6 +919,10 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 		err = -ENOENT;
 		goto out;
 	}
+	if (nxq_fast_fits(h, bytes)) {
+		nxq_commit(h, bytes);
+		goto out;
+	}
 	/* Nobody waits for room on this path: no queue to respect. */
 	if (!nxq_path_blocked(dev, h->node)) {
 		err = nxq_fits(h, bytes, &w.hit);
@@ -1021,6 +1052,33 @@ static void nxq_uncharge_locked(struct nxq_holder *h, u64 bytes)
 		h->ticket.bytes = min(h->ticket.bytes, h->charge);
 }
 
+/*
+ * nxq_uncharge_locked() and nxq_dispatch_holder() in one walk, for a
+ * holder with no residue: uncharge its path, dispatch if a waiter waits
+ * on the path or on the device.
+ */
+static void nxq_uncharge_fast(struct nxq_holder *h, u64 bytes)
+{
+	struct nxq_device *dev = h->node->dev;
+	bool blocked = dev->nr_dev_blocked;
+	struct nxq_node *n;
+
+	lockdep_assert_held(&dev->lock);
+	for (n = h->node; n; n = n->parent) {
+		WARN_ON_ONCE(n->usage < bytes);
+		n->usage -= bytes;
+		blocked |= n->nr_blocked;
+	}
+	WARN_ON_ONCE(dev->used < bytes);
+	dev->used -= bytes;
+	h->charge -= bytes;
+	h->reclaimable = min(h->reclaimable, h->charge);
+	if (h->ticket.open)
+		h->ticket.bytes = min(h->ticket.bytes, h->charge);
+	if (blocked)
+		nxq_dispatch(dev);
+}
+
 /**
  * nxq_uncharge() - take bytes back from a holder
  * @h: the holder
@@ -1042,10 +1100,12 @@ int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged)
 		err = -ENOENT;
 	else if (!bytes || bytes > h->charge)
 		err = -EINVAL;
+	else if (list_empty(&h->residue))
+		nxq_uncharge_fast(h, bytes);
 	else
 		nxq_uncharge_locked(h, bytes);
-	if (!err)
-		nxq_dispatch_holder(dev, h);
+	if (!err && !list_empty(&h->residue))
+		nxq_dispatch(dev);
 	if (charged)
 		*charged = h->charge;
 	spin_unlock(&dev->lock);

@@ -201,7 +201,7 @@ static void nxq_node_free(struct nxq_node *node)
 	xa_erase(&node->dev->nodes, node->id);
 	if (l->ops && l->ops->key_put)
 		l->ops->key_put(node->key);
-	kfree(node);
+	kfree_rcu(node, rcu);
 }
 
 /*
@@ -510,11 +510,7 @@ u32 nxq_node_limit(struct nxq_node *node, enum nxq_limit which)
 u64 nxq_node_eff_max(struct nxq_node *node)
 {
 	lockdep_assert_held(&node->dev->lock);
-	if (node->max_set)
-		return node->max;
-	if (node->parent && !node->parent->parent)
-		return node->dev->default_max;
-	return NXQ_UNLIMITED;
+	return __nxq_node_eff_max(node);
 }
 
 /**
@@ -721,6 +717,8 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 	WARN_ON_ONCE(dev->used);
 	/* Nothing queues events any more: send what is left, then free. */
 	flush_work(&dev->ev_work);
+	/* A charge may still use it under RCU through a holder found so. */
+	synchronize_rcu();
 	kfree(dev->ev_ring);
 	kfree(dev);
 	return 0;
@@ -888,5 +886,5 @@ void nxq_holder_put(struct nxq_holder *h,
 	mutex_unlock(&l->lock);
 	if (free_priv)
 		free_priv(h);
-	kfree(h);
+	kfree_rcu(h, rcu);
 }

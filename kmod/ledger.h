@@ -18,6 +18,12 @@
  *  - struct nxq_holder: created by nxq_holder_create() with one kref; the
  *    creator's reference is dropped after nxq_holder_detach().  A holder
  *    holds a reference on its node, which keeps its device alive.
+ *  - Holders and nodes are freed after an RCU grace period, and a removed
+ *    device after synchronize_rcu(): a caller that found a holder under
+ *    rcu_read_lock() may use it, its nodes and its device, without a
+ *    kref, until rcu_read_unlock() -- for calls that do not sleep
+ *    (nxq_charge() with no timeout, nxq_uncharge()); a holder detached
+ *    meanwhile gets -ENOENT as with a kref.
  *
  * Locking (outer to inner):
  *  - nxq_ledger.reg_lock (mutex): device registration and removal, whole;
@@ -42,6 +48,7 @@
 #include <linux/wait.h>
 #include <linux/time64.h>
 #include <linux/workqueue.h>
+#include <linux/rcupdate.h>
 #include <linux/nxquota.h>
 
 struct nxq_ledger;
@@ -282,6 +289,7 @@ struct nxq_node {
 	struct nxq_ask_stamp ask_max;	/* dev->lock: last search for this
 					 * node's max
 					 */
+	struct rcu_head rcu;		/* freed after a grace period */
 };
 
 /**
@@ -327,6 +335,10 @@ struct nxq_holder {
 					 */
 	u64 residue_bytes;		/* node->dev->lock: their sum; the
 					 * rest of charge is on node
+					 */
+	struct rcu_head rcu;		/* freed after a grace period: the
+					 * file's lookup takes its kref
+					 * under RCU
 					 */
 };
 
@@ -408,6 +420,21 @@ void nxq_node_clear_budget(struct nxq_node *node);
 void nxq_node_apply(struct nxq_node *node, const struct nxq_budget_req *r);
 u32 nxq_node_limit(struct nxq_node *node, enum nxq_limit which);
 u64 nxq_node_eff_max(struct nxq_node *node);
+
+/*
+ * The max a node enforces: its own, the device's default_max for a
+ * top-level node without one, else none.  The device lock is held
+ * (nxq_node_eff_max() asserts it; this is its inline body for the
+ * charge path).
+ */
+static inline u64 __nxq_node_eff_max(const struct nxq_node *node)
+{
+	if (node->max_set)
+		return node->max;
+	if (node->parent && !node->parent->parent)
+		return node->dev->default_max;
+	return NXQ_UNLIMITED;
+}
 
 struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 				     void *priv, struct pid *owner, u32 tgid,
