@@ -250,6 +250,11 @@ struct nxq_device {
 	unsigned int nr_dev_blocked;	/* lock: waiters short of capacity */
 	u64 victim_pass;		/* lock */
 	u64 excess_pass;		/* lock: node excess cache generation */
+	u64 emin_gen;			/* lock: generation of the cached
+					 * effective mins; bumped by every
+					 * change of a min, children_min or
+					 * the capacity
+					 */
 	u64 victim_visits;		/* lock: holders looked at by searches */
 	u64 searches;			/* lock: victim searches run */
 	u64 decline_gen;		/* lock: bumped when an asked holder
@@ -275,6 +280,8 @@ struct nxq_node {
 	unsigned int subtree_waiters;	/* dev->lock: waiting here and below */
 	u64 min;			/* dev->lock */
 	u64 children_min;		/* dev->lock: sum of children's min */
+	u64 emin;			/* dev->lock: cached effective min, */
+	u64 emin_gen;			/* valid while == dev->emin_gen */
 	u64 max_hits;			/* dev->lock */
 	u64 denials;			/* dev->lock */
 	bool kill_on_ignore;		/* dev->lock: escalation policy */

@@ -10,6 +10,7 @@
 #include <linux/delay.h>
 #include <linux/err.h>
 #include <linux/sizes.h>
+#include <linux/math64.h>
 
 #include "ledger.h"
 
@@ -1330,6 +1331,44 @@ static void nxq_test_search_bound(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * Effective mins are cached per node and recomputed after every change
+ * of a min (a sibling's included) or of the capacity, never served stale.
+ */
+static void nxq_test_emin_cache(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_budget b;
+	u64 gen;
+
+	nxq_node_set_min(t->a, 80 * MiB);
+	nxq_node_set_min(t->c, 75 * MiB);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 75 * MiB);
+	spin_lock(&t->dev->lock);
+	gen = t->dev->emin_gen;
+	KUNIT_EXPECT_EQ(test, t->c->emin_gen, gen);
+	KUNIT_EXPECT_EQ(test, t->a->emin_gen, gen);
+	KUNIT_EXPECT_EQ(test, t->a->emin, 80 * MiB);
+	spin_unlock(&t->dev->lock);
+	/* A sibling's min overcommits the root: a gets 80/120 of 100. */
+	nxq_node_set_min(t->b, 40 * MiB);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min,
+			mul_u64_u64_div_u64(80 * MiB, 100 * MiB, 120 * MiB));
+	/* The capacity: a gets 80/120 of 60, c all of that. */
+	nxq_device_set_capacity(t->dev, 60 * MiB);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 40 * MiB);
+	/* The sibling's min gone: a gets min(80, 60). */
+	nxq_node_set_min(t->b, 0);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 60 * MiB);
+	nxq_node_budget(t->a, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 60 * MiB);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_device_keys),
 	KUNIT_CASE(nxq_test_max),
@@ -1357,6 +1396,7 @@ static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_dispatch_cost),
 	KUNIT_CASE(nxq_test_no_kill_on_ask),
 	KUNIT_CASE(nxq_test_search_bound),
+	KUNIT_CASE(nxq_test_emin_cache),
 	{}
 };
 
