@@ -116,6 +116,22 @@ static void nxq_file_holder_put(struct nxq_holder *h)
 }
 
 /*
+ * The holder @id of @f, if the calling process registered it, without a
+ * reference: the caller holds rcu_read_lock() (see ledger.h).
+ */
+static struct nxq_holder *nxq_file_holder_rcu(struct nxq_file *f, u64 id)
+{
+	struct nxq_holder *h;
+
+	if (!id || id > U32_MAX)
+		return NULL;
+	h = xa_load(&f->holders, id);
+	if (h && h->owner != task_tgid(current))
+		h = NULL;
+	return h;
+}
+
+/*
  * The holder @id of @f, if the calling process registered it, with a
  * reference; else NULL.
  */
@@ -125,13 +141,13 @@ static struct nxq_holder *nxq_file_holder(struct nxq_file *f, u64 id)
 
 	if (!id || id > U32_MAX)
 		return NULL;
-	xa_lock(&f->holders);
+	/* Holders are freed after a grace period (nxq_holder_put()). */
+	rcu_read_lock();
 	h = xa_load(&f->holders, id);
-	if (h && h->owner != task_tgid(current))
+	if (h && (h->owner != task_tgid(current) ||
+		  !kref_get_unless_zero(&h->ref)))
 		h = NULL;
-	if (h)
-		kref_get(&h->ref);
-	xa_unlock(&f->holders);
+	rcu_read_unlock();
 	return h;
 }
 
@@ -214,11 +230,16 @@ static int nxq_owner_watch(struct nxq_file *f)
  * @flags: the flags the command accepts (the field after size), or
  *	NXQ_IOC_NO_FLAGS when it has none
  * @holder: the argument names a holder (holder_id after flags)
- * @out: the argument is copied back; checked writable first
+ * @out: the argument is copied back; checked writable first, unless
+ *	the command has @undo
  * @check: checks of the argument that come before the holder lookup, or
  *	NULL
- * @fn: the handler; @h is the caller's holder or NULL
- * @undo: called if copying the result out failed after @fn succeeded
+ * @fn: the handler; @h is the caller's holder (a reference) or NULL
+ * @fast: or NULL: tried first, under rcu_read_lock() with the holder
+ *	found without a reference; must not sleep; returns NXQ_IOC_SLOW to
+ *	have @fn run instead
+ * @undo: called if copying the result out failed after @fn or @fast
+ *	succeeded
  */
 struct nxq_ioc {
 	unsigned int cmd;
@@ -227,6 +248,7 @@ struct nxq_ioc {
 	bool holder, out;
 	int (*check)(const void *karg);
 	long (*fn)(struct nxq_file *f, struct nxq_holder *h, void *karg);
+	long (*fast)(struct nxq_file *f, struct nxq_holder *h, void *karg);
 	void (*undo)(struct nxq_file *f, struct nxq_holder *h, void *karg);
 };
 
@@ -431,6 +453,24 @@ static int nxq_follow_cgroup(struct nxq_holder *h)
 	return err;
 }
 
+/* A fast handler's answer: run the handler with a holder reference. */
+#define NXQ_IOC_SLOW	1
+
+/*
+ * A charge that will not wait, by a process still in its holder's
+ * cgroup: nothing sleeps, so no holder reference (rcu_read_lock held).
+ */
+static long nxq_ioc_charge_fast(struct nxq_file *f, struct nxq_holder *h,
+				void *karg)
+{
+	struct nxq_charge *a = karg;
+
+	if (a->timeout_ns ||
+	    cgroup_id(task_dfl_cgroup(current)) != READ_ONCE(h->node)->id)
+		return NXQ_IOC_SLOW;
+	return nxq_charge(h, a->bytes, 0, &a->charged);
+}
+
 static int nxq_ioc_charge_check(const void *karg)
 {
 	const struct nxq_charge *a = karg;
@@ -531,9 +571,13 @@ static long nxq_ioc_ticket_answer(struct nxq_file *f, struct nxq_holder *h,
 }
 
 #define NXQ_IOC(c, type, v0, fl, hold, o, chk, handler, und)		\
-	{ .cmd = (c), .ksize = sizeof(type), .ver0 = (v0), .flags = (fl),	\
-	  .holder = (hold), .out = (o), .check = (chk), .fn = (handler),	\
-	  .undo = (und) }
+	[_IOC_NR(c)] = { .cmd = (c), .ksize = sizeof(type), .ver0 = (v0),	\
+	  .flags = (fl), .holder = (hold), .out = (o), .check = (chk),	\
+	  .fn = (handler), .undo = (und) }
+#define NXQ_IOC_FAST(c, type, v0, fl, o, chk, handler, und, fst)	\
+	[_IOC_NR(c)] = { .cmd = (c), .ksize = sizeof(type), .ver0 = (v0),	\
+	  .flags = (fl), .holder = true, .out = (o), .check = (chk),	\
+	  .fn = (handler), .undo = (und), .fast = (fst) }
 
 static const struct nxq_ioc nxq_iocs[] = {
 	NXQ_IOC(NXQ_IOC_VERSION, struct nxq_version, NXQ_VERSION_SIZE_VER0,
@@ -544,11 +588,13 @@ static const struct nxq_ioc nxq_iocs[] = {
 	NXQ_IOC(NXQ_IOC_HOLDER_UNREGISTER, struct nxq_holder_id,
 		NXQ_HOLDER_ID_SIZE_VER0, 0, true, false, NULL,
 		nxq_ioc_unregister, NULL),
-	NXQ_IOC(NXQ_IOC_CHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
-		NXQ_CHARGE_FLAGS_ALL, true, true, nxq_ioc_charge_check,
-		nxq_ioc_charge, nxq_ioc_charge_undo),
-	NXQ_IOC(NXQ_IOC_UNCHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
-		0, true, true, nxq_ioc_uncharge_check, nxq_ioc_uncharge, NULL),
+	NXQ_IOC_FAST(NXQ_IOC_CHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
+		     NXQ_CHARGE_FLAGS_ALL, true, nxq_ioc_charge_check,
+		     nxq_ioc_charge, nxq_ioc_charge_undo,
+		     nxq_ioc_charge_fast),
+	NXQ_IOC_FAST(NXQ_IOC_UNCHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
+		     0, true, nxq_ioc_uncharge_check, nxq_ioc_uncharge, NULL,
+		     nxq_ioc_uncharge),
 	NXQ_IOC(NXQ_IOC_SET_RECLAIMABLE, struct nxq_reclaimable,
 		NXQ_RECLAIMABLE_SIZE_VER0, 0, true, false, NULL,
 		nxq_ioc_reclaimable, NULL),
@@ -582,14 +628,12 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 	BUILD_BUG_ON(sizeof(struct nxq_status) > NXQ_IOC_ARG_MAX);
 	BUILD_BUG_ON(sizeof(struct nxq_ticket) > NXQ_IOC_ARG_MAX);
-	for (i = 0; i < ARRAY_SIZE(nxq_iocs); i++) {
-		if (NXQ_CMD(cmd) == NXQ_CMD(nxq_iocs[i].cmd)) {
-			op = &nxq_iocs[i];
-			break;
-		}
-	}
-	if (!op)
+	/* nxq_iocs[] is indexed by command number; a hole has cmd 0. */
+	i = _IOC_NR(cmd);
+	if (i >= ARRAY_SIZE(nxq_iocs) ||
+	    NXQ_CMD(cmd) != NXQ_CMD(nxq_iocs[i].cmd))
 		return -ENOTTY;
+	op = &nxq_iocs[i];
 
 	/* One head: size, copy-in, flags, writability, holder. */
 	if (get_user(usize, (u32 __user *)uarg))
@@ -609,10 +653,32 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		if (err)
 			return err;
 	}
-	if (op->out) {
+	/* A command that can be undone learns it after, not before. */
+	if (op->out && !op->undo) {
 		err = nxq_copy_out(uarg, &karg, op->ksize, usize);
 		if (err)
 			return err;
+	}
+	/* A handler that does not sleep uses the holder under RCU. */
+	if (op->fast) {
+		rcu_read_lock();
+		h = nxq_file_holder_rcu(f, karg.head.holder_id);
+		err = h ? op->fast(f, h, &karg) : -ENOENT;
+		rcu_read_unlock();
+		if (err != NXQ_IOC_SLOW) {
+			if (!err && op->out) {
+				err = nxq_copy_out(uarg, &karg, op->ksize,
+						   usize);
+				h = err && op->undo ?
+				    nxq_file_holder(f, karg.head.holder_id) :
+				    NULL;
+				if (h) {
+					op->undo(f, h, &karg);
+					nxq_file_holder_put(h);
+				}
+			}
+			return err;
+		}
 	}
 	if (op->holder) {
 		h = nxq_file_holder(f, karg.head.holder_id);

@@ -212,6 +212,33 @@ static int nxq_never_fits(struct nxq_holder *h, u64 bytes,
 	return 0;
 }
 
+/*
+ * The fast path's test, one walk: nobody waits on @h's path or on the
+ * device, and @bytes fits every max and the capacity.  False sends the
+ * charge to the full checks (nxq_path_blocked(), nxq_fits()), which give
+ * the same answer and say why; a holder without an eventfd always goes
+ * there.
+ */
+static bool nxq_fast_fits(struct nxq_holder *h, u64 bytes)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *n;
+	u64 sum;
+
+	lockdep_assert_held(&dev->lock);
+	if (dev->nr_dev_blocked || !h->priv ||
+	    check_add_overflow(h->charge, bytes, &sum) ||
+	    check_add_overflow(dev->used, bytes, &sum) ||
+	    sum > dev->capacity)
+		return false;
+	for (n = h->node; n; n = n->parent)
+		if (n->nr_blocked ||
+		    check_add_overflow(n->usage, bytes, &sum) ||
+		    sum > __nxq_node_eff_max(n))
+			return false;
+	return true;
+}
+
 static void nxq_commit(struct nxq_holder *h, u64 bytes)
 {
 	struct nxq_node *n;
@@ -509,26 +536,52 @@ static bool nxq_victim_before(struct nxq_victims *vs, int round,
 }
 
 /*
+ * The next holder a victim search looks at after @v (NULL: the first), or
+ * NULL past the end of the list or after NXQ_SCAN_MAX of them; *@i counts
+ * them.
+ */
+static struct nxq_holder *nxq_scan_next(struct nxq_device *dev,
+					struct nxq_holder *v, unsigned int *i)
+{
+	struct list_head *next = v ? v->link.next : dev->holders.next;
+
+	if (next == &dev->holders || *i >= NXQ_SCAN_MAX)
+		return NULL;
+	(*i)++;
+	dev->victim_visits++;
+	return list_entry(next, struct nxq_holder, link);
+}
+
+/*
  * Ask victims for @shortfall bytes, counting what open tickets already
  * ask of them (asks for the same shortfall coalesce): first what they
  * report reclaimable, then the charge of holders not asked yet, then the
  * rest of anyone's charge, until the asks cover it.  At most
  * NXQ_MAX_VICTIMS holders a round, each at most once.  Each round is one
- * pass over the holders that keeps the best NXQ_MAX_VICTIMS in order:
- * O(holders x depth) a round, not O(NXQ_MAX_VICTIMS x holders).
+ * pass over the holders that keeps the best NXQ_MAX_VICTIMS in order.
+ * The holders looked at are the first NXQ_SCAN_MAX of the device's list
+ * (the order above holds among them): at most 4 x NXQ_SCAN_MAX visits,
+ * O(NXQ_SCAN_MAX x depth), under the lock.  When the list is longer and
+ * the search asked, those holders move to the list's tail, so the next
+ * search looks at the next NXQ_SCAN_MAX.
  */
 static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 		    u64 shortfall)
 {
-	struct nxq_holder *v, *cand[NXQ_MAX_VICTIMS];
+	struct nxq_holder *v, *last = NULL, *cand[NXQ_MAX_VICTIMS];
 	u64 pass, first = 0, want, can, asked = 0;
 	int i, n, pos, round;
+	unsigned int seen = 0;
 
 	lockdep_assert_held(&dev->lock);
+	dev->searches++;
 	vs->excess_pass = ++dev->excess_pass;
-	list_for_each_entry(v, &dev->holders, link)
+	v = NULL;
+	while ((v = nxq_scan_next(dev, v, &seen))) {
+		last = v;
 		if (v->ticket.open && nxq_victim_ok(vs, v))
 			asked = size_add(asked, v->ticket.bytes);
+	}
 	if (asked >= shortfall)
 		return;
 	shortfall -= asked;
@@ -538,7 +591,9 @@ static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 		if (!round)
 			first = pass;
 		n = 0;
-		list_for_each_entry(v, &dev->holders, link) {
+		seen = 0;
+		v = NULL;
+		while ((v = nxq_scan_next(dev, v, &seen))) {
 			if ((round == 0 && !v->reclaimable) ||
 			    (round == 1 && v->victim_pass == first) ||
 			    !nxq_victim_ok(vs, v))
@@ -569,6 +624,10 @@ static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 			shortfall -= want;
 		}
 	}
+	/* Cut short: the next search starts after these. */
+	if (last && last->link.next != &dev->holders)
+		list_bulk_move_tail(&dev->holders, dev->holders.next,
+				    &last->link);
 }
 
 /*
@@ -602,6 +661,8 @@ static void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
 		.now = now,
 	};
 	u64 floor = (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC;
+	struct nxq_ask_stamp *st;
+	bool impatient;
 	u64 need, room, m;
 
 	lockdep_assert_held(&dev->lock);
@@ -613,7 +674,8 @@ static void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
 	 * answered short at most once per ticket_timeout_ms.
 	 */
 	vs.since = w->enqueued_ns;
-	if (!w->deadline_ns || w->deadline_ns - w->enqueued_ns < floor)
+	impatient = !w->deadline_ns || w->deadline_ns - w->enqueued_ns < floor;
+	if (impatient)
 		vs.since = w->enqueued_ns > floor ? w->enqueued_ns - floor : 1;
 	if (w->err == -EDQUOT) {
 		m = nxq_node_eff_max(w->hit);
@@ -623,11 +685,13 @@ static void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
 			return;
 		room = m > w->hit->usage ? m - w->hit->usage : 0;
 		vs.top = w->hit;
+		st = &w->hit->ask_max;
 		vs.reason = NXQ_TICKET_REASON_MAX;
 		vs.level = NXQ_TICKET_LEVEL_ASK;
 	} else if (w->err == -ENOSPC) {
 		room = dev->capacity > dev->used ? dev->capacity - dev->used : 0;
 		vs.borrowers = true;
+		st = &dev->ask_dev;
 		vs.reason = NXQ_TICKET_REASON_DEVICE;
 		vs.level = w->h->node->usage + w->bytes <=
 			nxq_node_emin(w->h->node) ?
@@ -636,8 +700,22 @@ static void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
 		return;
 	}
 	need = size_add(w->bytes, nxq_queued_ahead(dev, w));
-	if (need > room)
-		nxq_ask(dev, &vs, need - room);
+	if (need <= room)
+		return;
+	need -= room;
+	/*
+	 * A loop of charges that will not wait a floor searches once per
+	 * floor for the same constraint, unless someone asked declined or
+	 * the shortfall grew: the search is bounded, but a storm of them
+	 * would still hold the lock most of the time.
+	 */
+	if (impatient && st->ns && now - st->ns < floor &&
+	    st->gen == dev->decline_gen && need <= st->shortfall)
+		return;
+	st->ns = now;
+	st->shortfall = need;
+	st->gen = dev->decline_gen;
+	nxq_ask(dev, &vs, need);
 }
 
 /*
@@ -713,6 +791,14 @@ static bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
 	lockdep_assert_held(&dev->lock);
 	if (w->err != -ENOSPC)
 		return false;		/* only a guarantee called back */
+	/*
+	 * A wait shorter than the floor cannot see its own RECALL expire:
+	 * no walk over the device's holders for it (a loop of such waits
+	 * would hold the lock for O(holders) each).
+	 */
+	if (w->deadline_ns - w->enqueued_ns <
+	    (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC)
+		return false;
 	vs.borrowers = true;
 	list_for_each_entry(v, &dev->holders, link) {
 		if (!v->ticket.open ||
@@ -831,6 +917,10 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 	spin_lock(&dev->lock);
 	if (h->detached) {
 		err = -ENOENT;
+		goto out;
+	}
+	if (nxq_fast_fits(h, bytes)) {
+		nxq_commit(h, bytes);
 		goto out;
 	}
 	/* Nobody waits for room on this path: no queue to respect. */
@@ -962,6 +1052,33 @@ static void nxq_uncharge_locked(struct nxq_holder *h, u64 bytes)
 		h->ticket.bytes = min(h->ticket.bytes, h->charge);
 }
 
+/*
+ * nxq_uncharge_locked() and nxq_dispatch_holder() in one walk, for a
+ * holder with no residue: uncharge its path, dispatch if a waiter waits
+ * on the path or on the device.
+ */
+static void nxq_uncharge_fast(struct nxq_holder *h, u64 bytes)
+{
+	struct nxq_device *dev = h->node->dev;
+	bool blocked = dev->nr_dev_blocked;
+	struct nxq_node *n;
+
+	lockdep_assert_held(&dev->lock);
+	for (n = h->node; n; n = n->parent) {
+		WARN_ON_ONCE(n->usage < bytes);
+		n->usage -= bytes;
+		blocked |= n->nr_blocked;
+	}
+	WARN_ON_ONCE(dev->used < bytes);
+	dev->used -= bytes;
+	h->charge -= bytes;
+	h->reclaimable = min(h->reclaimable, h->charge);
+	if (h->ticket.open)
+		h->ticket.bytes = min(h->ticket.bytes, h->charge);
+	if (blocked)
+		nxq_dispatch(dev);
+}
+
 /**
  * nxq_uncharge() - take bytes back from a holder
  * @h: the holder
@@ -983,10 +1100,12 @@ int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged)
 		err = -ENOENT;
 	else if (!bytes || bytes > h->charge)
 		err = -EINVAL;
+	else if (list_empty(&h->residue))
+		nxq_uncharge_fast(h, bytes);
 	else
 		nxq_uncharge_locked(h, bytes);
-	if (!err)
-		nxq_dispatch_holder(dev, h);
+	if (!err && !list_empty(&h->residue))
+		nxq_dispatch(dev);
 	if (charged)
 		*charged = h->charge;
 	spin_unlock(&dev->lock);
@@ -1078,6 +1197,7 @@ int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
 		if (short_answer) {
 			/* The rest moves on to the next victim at once. */
 			h->declined_ns = ktime_get_ns();
+			dev->decline_gen++;
 			nxq_reask(dev);
 		}
 	}
@@ -1126,8 +1246,10 @@ void nxq_holder_detach(struct nxq_holder *h)
 		if (woke)
 			wake_up_all(&dev->wq);
 		nxq_dispatch_holder(dev, h);
-		if (asked)
+		if (asked) {
+			dev->decline_gen++;
 			nxq_reask(dev);
+		}
 	}
 	spin_unlock(&dev->lock);
 }

@@ -158,6 +158,7 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	INIT_LIST_HEAD(&dev->waiters);
 	init_waitqueue_head(&dev->wq);
 	dev->capacity = capacity;
+	dev->emin_gen = 1;
 	dev->devt = devt;
 	dev->default_max = 0;
 	atomic64_set(&dev->events_dropped, 0);
@@ -201,7 +202,7 @@ static void nxq_node_free(struct nxq_node *node)
 	xa_erase(&node->dev->nodes, node->id);
 	if (l->ops && l->ops->key_put)
 		l->ops->key_put(node->key);
-	kfree(node);
+	kfree_rcu(node, rcu);
 }
 
 /*
@@ -239,6 +240,7 @@ static void nxq_node_release(struct nxq_node *node)
 			node->usage = 0;
 		if (parent)
 			parent->children_min -= node->min;
+		node->dev->emin_gen++;
 		spin_unlock(&node->dev->lock);
 		nxq_node_free(node);
 		if (!parent)
@@ -408,6 +410,7 @@ void nxq_node_set_min(struct nxq_node *node, u64 min)
 	if (node->parent)
 		node->parent->children_min += min - node->min;
 	node->min = min;
+	node->dev->emin_gen++;
 	nxq_event(node->dev, NXQ_EV_BUDGET_CHANGED, node, NULL, node->max,
 		  min, 0);
 	spin_unlock(&node->dev->lock);
@@ -510,11 +513,7 @@ u32 nxq_node_limit(struct nxq_node *node, enum nxq_limit which)
 u64 nxq_node_eff_max(struct nxq_node *node)
 {
 	lockdep_assert_held(&node->dev->lock);
-	if (node->max_set)
-		return node->max;
-	if (node->parent && !node->parent->parent)
-		return node->dev->default_max;
-	return NXQ_UNLIMITED;
+	return __nxq_node_eff_max(node);
 }
 
 /**
@@ -536,22 +535,34 @@ void nxq_node_set_kill_on_ignore(struct nxq_node *node, bool on)
  * Effective min, top-down: the root's is the device capacity; a child's is
  * its min, scaled by parent_emin / children_min when its siblings' mins
  * together exceed what the parent can guarantee (as mm/page_counter.c
- * shares protection among overcommitted siblings).  O(depth).
+ * shares protection among overcommitted siblings).  Cached per node
+ * (emin, emin_gen) and recomputed only after a min, a children_min or
+ * the capacity changed (dev->emin_gen): O(1) when cached, O(depth) at
+ * most.  Unlike page_counter's emin it does not follow usage; see
+ * Documentation/design.rst.
  *
  * Return: bytes.
  */
 u64 nxq_node_emin(struct nxq_node *node)
 {
+	struct nxq_device *dev = node->dev;
 	u64 pe;
 
-	lockdep_assert_held(&node->dev->lock);
-	if (!node->parent)
-		return node->dev->capacity;
-	pe = nxq_node_emin(node->parent);
-	if (node->parent->children_min > pe)
-		return mul_u64_u64_div_u64(node->min, pe,
-					   node->parent->children_min);
-	return min(node->min, pe);
+	lockdep_assert_held(&dev->lock);
+	if (node->emin_gen == dev->emin_gen)
+		return node->emin;
+	if (!node->parent) {
+		node->emin = dev->capacity;
+	} else {
+		pe = nxq_node_emin(node->parent);
+		if (node->parent->children_min > pe)
+			node->emin = mul_u64_u64_div_u64(node->min, pe,
+						node->parent->children_min);
+		else
+			node->emin = min(node->min, pe);
+	}
+	node->emin_gen = dev->emin_gen;
+	return node->emin;
 }
 
 static void __nxq_node_budget(struct nxq_node *node, struct nxq_budget *b)
@@ -619,6 +630,7 @@ void nxq_device_set_capacity(struct nxq_device *dev, u64 capacity)
 {
 	spin_lock(&dev->lock);
 	dev->capacity = capacity;
+	dev->emin_gen++;
 	nxq_dispatch(dev);
 	spin_unlock(&dev->lock);
 }
@@ -699,6 +711,7 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 			spin_lock(&dev->lock);
 			if (node->parent)
 				node->parent->children_min -= node->min;
+			dev->emin_gen++;
 			spin_unlock(&dev->lock);
 			if (node->parent)
 				node->parent->refs--;
@@ -721,6 +734,8 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 	WARN_ON_ONCE(dev->used);
 	/* Nothing queues events any more: send what is left, then free. */
 	flush_work(&dev->ev_work);
+	/* A charge may still use it under RCU through a holder found so. */
+	synchronize_rcu();
 	kfree(dev->ev_ring);
 	kfree(dev);
 	return 0;
@@ -888,5 +903,5 @@ void nxq_holder_put(struct nxq_holder *h,
 	mutex_unlock(&l->lock);
 	if (free_priv)
 		free_priv(h);
-	kfree(h);
+	kfree_rcu(h, rcu);
 }

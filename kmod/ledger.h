@@ -18,6 +18,12 @@
  *  - struct nxq_holder: created by nxq_holder_create() with one kref; the
  *    creator's reference is dropped after nxq_holder_detach().  A holder
  *    holds a reference on its node, which keeps its device alive.
+ *  - Holders and nodes are freed after an RCU grace period, and a removed
+ *    device after synchronize_rcu(): a caller that found a holder under
+ *    rcu_read_lock() may use it, its nodes and its device, without a
+ *    kref, until rcu_read_unlock() -- for calls that do not sleep
+ *    (nxq_charge() with no timeout, nxq_uncharge()); a holder detached
+ *    meanwhile gets -ENOENT as with a kref.
  *
  * Locking (outer to inner):
  *  - nxq_ledger.reg_lock (mutex): device registration and removal, whole;
@@ -42,6 +48,7 @@
 #include <linux/wait.h>
 #include <linux/time64.h>
 #include <linux/workqueue.h>
+#include <linux/rcupdate.h>
 #include <linux/nxquota.h>
 
 struct nxq_ledger;
@@ -100,6 +107,31 @@ struct nxq_event {
 
 /* The most holders one shortfall opens tickets on. */
 #define NXQ_MAX_VICTIMS		64
+
+/*
+ * The most holders one victim search looks at: the first NXQ_SCAN_MAX of
+ * the device's holder list, in at most four passes, so that a search
+ * holds the device lock for O(NXQ_SCAN_MAX x depth) whatever the device
+ * holds.  A search that asked and was cut short moves the holders it
+ * looked at to the list's tail: successive searches cover everyone.
+ */
+#define NXQ_SCAN_MAX		1024
+
+/**
+ * struct nxq_ask_stamp - the last victim search for one constraint
+ * @ns: when it ran (ktime_get_ns()), 0 never
+ * @shortfall: what it asked for
+ * @gen: nxq_device.decline_gen then
+ *
+ * A charge that will not wait ticket_timeout_ms searches again for the
+ * same constraint only when a floor passed since, an asked holder
+ * declined since, or its shortfall is larger than the last one.
+ */
+struct nxq_ask_stamp {
+	u64 ns;
+	u64 shortfall;
+	u64 gen;
+};
 
 /*
  * Per-cgroup limits (struct nxq_limits): a node's own value, or
@@ -218,6 +250,17 @@ struct nxq_device {
 	unsigned int nr_dev_blocked;	/* lock: waiters short of capacity */
 	u64 victim_pass;		/* lock */
 	u64 excess_pass;		/* lock: node excess cache generation */
+	u64 emin_gen;			/* lock: generation of the cached
+					 * effective mins; bumped by every
+					 * change of a min, children_min or
+					 * the capacity
+					 */
+	u64 victim_visits;		/* lock: holders looked at by searches */
+	u64 searches;			/* lock: victim searches run */
+	u64 decline_gen;		/* lock: bumped when an asked holder
+					 * declines (short answer, detach)
+					 */
+	struct nxq_ask_stamp ask_dev;	/* lock: last search for capacity */
 };
 
 struct nxq_node {
@@ -237,6 +280,8 @@ struct nxq_node {
 	unsigned int subtree_waiters;	/* dev->lock: waiting here and below */
 	u64 min;			/* dev->lock */
 	u64 children_min;		/* dev->lock: sum of children's min */
+	u64 emin;			/* dev->lock: cached effective min, */
+	u64 emin_gen;			/* valid while == dev->emin_gen */
 	u64 max_hits;			/* dev->lock */
 	u64 denials;			/* dev->lock */
 	bool kill_on_ignore;		/* dev->lock: escalation policy */
@@ -248,6 +293,10 @@ struct nxq_node {
 	unsigned int nr_blocked;	/* dev->lock: waiters held up here */
 	u64 ex_pass;			/* dev->lock: victim-search scratch: */
 	u64 ex_excess;			/* usage above emin in that search */
+	struct nxq_ask_stamp ask_max;	/* dev->lock: last search for this
+					 * node's max
+					 */
+	struct rcu_head rcu;		/* freed after a grace period */
 };
 
 /**
@@ -293,6 +342,10 @@ struct nxq_holder {
 					 */
 	u64 residue_bytes;		/* node->dev->lock: their sum; the
 					 * rest of charge is on node
+					 */
+	struct rcu_head rcu;		/* freed after a grace period: the
+					 * file's lookup takes its kref
+					 * under RCU
 					 */
 };
 
@@ -374,6 +427,21 @@ void nxq_node_clear_budget(struct nxq_node *node);
 void nxq_node_apply(struct nxq_node *node, const struct nxq_budget_req *r);
 u32 nxq_node_limit(struct nxq_node *node, enum nxq_limit which);
 u64 nxq_node_eff_max(struct nxq_node *node);
+
+/*
+ * The max a node enforces: its own, the device's default_max for a
+ * top-level node without one, else none.  The device lock is held
+ * (nxq_node_eff_max() asserts it; this is its inline body for the
+ * charge path).
+ */
+static inline u64 __nxq_node_eff_max(const struct nxq_node *node)
+{
+	if (node->max_set)
+		return node->max;
+	if (node->parent && !node->parent->parent)
+		return node->dev->default_max;
+	return NXQ_UNLIMITED;
+}
 
 struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 				     void *priv, struct pid *owner, u32 tgid,

@@ -9,6 +9,8 @@
 #include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/err.h>
+#include <linux/sizes.h>
+#include <linux/math64.h>
 
 #include "ledger.h"
 
@@ -1269,6 +1271,104 @@ static void nxq_test_no_kill_on_ask(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * A victim search looks at NXQ_SCAN_MAX holders at most, whatever the
+ * device holds; a loop of refused no-wait charges searches once per floor;
+ * successive searches cover every holder.
+ */
+static void nxq_test_search_bound(struct kunit *test)
+{
+	const int nr = 2 * NXQ_SCAN_MAX + 10;
+	struct tree *t = tree_new(test, (u64)nr * SZ_4K + MiB);
+	struct nxq_holder **hv = kunit_kcalloc(test, nr, sizeof(*hv),
+					       GFP_KERNEL);
+	struct nxq_holder *ha = holder_new(test, t, t->a);
+	u64 visits;
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, hv);
+	spin_lock(&t->dev->lock);
+	t->b->lim[NXQ_LIM_HOLDERS] = nr;
+	spin_unlock(&t->dev->lock);
+	for (i = 0; i < nr; i++) {
+		hv[i] = holder_new(test, t, t->b);
+		KUNIT_ASSERT_EQ(test, nxq_charge(hv[i], SZ_4K, 0, NULL), 0);
+	}
+	/* 1M short: the first 64 of the first window are asked 4K each. */
+	visits = t->dev->victim_visits;
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 2 * MiB, 0, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, t->dev->searches, 1ULL);
+	KUNIT_EXPECT_GT(test, t->dev->victim_visits - visits, 0ULL);
+	KUNIT_EXPECT_LE(test, t->dev->victim_visits - visits,
+			4ULL * NXQ_SCAN_MAX);
+	KUNIT_EXPECT_EQ(test, t->dev->tickets, (u64)NXQ_MAX_VICTIMS);
+	ticket(test, hv[0], 0);
+	ticket(test, hv[NXQ_SCAN_MAX], -EAGAIN);
+	/* The same refusal again within the floor: no search at all. */
+	for (i = 0; i < 100; i++)
+		KUNIT_EXPECT_EQ(test, nxq_charge(ha, 2 * MiB, 0, NULL),
+				-ENOSPC);
+	KUNIT_EXPECT_EQ(test, t->dev->searches, 1ULL);
+	KUNIT_EXPECT_EQ(test, t->dev->victim_visits - visits,
+			4ULL * NXQ_SCAN_MAX);
+	/* Once a floor passed, each search looks at the next window. */
+	KUNIT_ASSERT_EQ(test, nxq_device_set_ticket_timeout(t->dev, 1), 0);
+	msleep(20);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 2 * MiB, 0, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, t->dev->searches, 2ULL);
+	ticket(test, hv[NXQ_SCAN_MAX], 0);
+	ticket(test, hv[nr - 1], -EAGAIN);
+	msleep(20);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 2 * MiB, 0, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, t->dev->searches, 3ULL);
+	ticket(test, hv[nr - 1], 0);
+	KUNIT_EXPECT_LE(test, t->dev->victim_visits - visits,
+			3 * 4ULL * NXQ_SCAN_MAX);
+
+	for (i = 0; i < nr; i++)
+		holder_free(hv[i]);
+	holder_free(ha);
+	tree_free(t);
+}
+
+/*
+ * Effective mins are cached per node and recomputed after every change
+ * of a min (a sibling's included) or of the capacity, never served stale.
+ */
+static void nxq_test_emin_cache(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_budget b;
+	u64 gen;
+
+	nxq_node_set_min(t->a, 80 * MiB);
+	nxq_node_set_min(t->c, 75 * MiB);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 75 * MiB);
+	spin_lock(&t->dev->lock);
+	gen = t->dev->emin_gen;
+	KUNIT_EXPECT_EQ(test, t->c->emin_gen, gen);
+	KUNIT_EXPECT_EQ(test, t->a->emin_gen, gen);
+	KUNIT_EXPECT_EQ(test, t->a->emin, 80 * MiB);
+	spin_unlock(&t->dev->lock);
+	/* A sibling's min overcommits the root: a gets 80/120 of 100. */
+	nxq_node_set_min(t->b, 40 * MiB);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min,
+			mul_u64_u64_div_u64(80 * MiB, 100 * MiB, 120 * MiB));
+	/* The capacity: a gets 80/120 of 60, c all of that. */
+	nxq_device_set_capacity(t->dev, 60 * MiB);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 40 * MiB);
+	/* The sibling's min gone: a gets min(80, 60). */
+	nxq_node_set_min(t->b, 0);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 60 * MiB);
+	nxq_node_budget(t->a, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 60 * MiB);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_device_keys),
 	KUNIT_CASE(nxq_test_max),
@@ -1295,6 +1395,8 @@ static struct kunit_case nxq_ledger_cases[] = {
 	KUNIT_CASE(nxq_test_rehome),
 	KUNIT_CASE(nxq_test_dispatch_cost),
 	KUNIT_CASE(nxq_test_no_kill_on_ask),
+	KUNIT_CASE(nxq_test_search_bound),
+	KUNIT_CASE(nxq_test_emin_cache),
 	{}
 };
 

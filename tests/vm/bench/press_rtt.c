@@ -8,7 +8,9 @@
  *   inside the VM: /scen/press_rtt [ROUNDS]      (default 400)
  *
  * Two processes: W (the waiter, cgroup /nxq-bench-w) and H (the holder,
- * /nxq-bench-h, with an eventfd), on a 64M device that H fills.
+ * /nxq-bench-h, with an eventfd), on a 64M device that H fills.  Holders
+ * belong to the process that registers them (ABI 2), so H registers its
+ * own and W asks H, over the pipe, to uncharge or refill it.
  *
  *  (a) pressure round trip, timed in W around one ioctl: W's charge of 1M
  *      with NXQ_CHARGE_WAIT is refused, queued, a ticket opened on H and
@@ -41,7 +43,10 @@ static int p2h[2], h2p[2];
 static int efd, hfd;
 static uint64_t hid;
 
-enum { CMD_PIPE = 'P', CMD_PRESS = 'T', CMD_EXIT = 'Q' };
+enum {
+	CMD_PIPE = 'P', CMD_PRESS = 'T', CMD_EXIT = 'Q',
+	CMD_UNCHARGE = 'U', CMD_CHARGE = 'C',	/* X, then reply "k" */
+};
 
 static void pin(int cpu)
 {
@@ -65,7 +70,10 @@ static void xwrite(int fd, const void *b, size_t n)
 		FAIL("write: %s", sc_errname(errno));
 }
 
-/* H: obeys blocks of rounds; cpu is sent first. */
+/*
+ * H: registers its holder, fills the device, then obeys blocks of rounds
+ * (cpu is sent first) and single uncharge/charge commands.
+ */
 static int holder(void *arg)
 {
 	struct nxq_ticket t;
@@ -76,10 +84,26 @@ static int holder(void *arg)
 	(void)arg;
 	close(p2h[1]);
 	close(h2p[0]);
+	hfd = sc_open();
+	CHECK_OK(hfd);
+	efd = eventfd(0, EFD_CLOEXEC);	/* blocking: H sleeps in read(2) */
+	CHECK(efd >= 0);
+	CHECK_OK(sc_register(hfd, KEY, efd, 0, &hid));
+	CHECK_OK(sc_charge(hfd, hid, 64 * SC_MIB, NULL));
+	xwrite(h2p[1], "k", 1);
 	for (;;) {
 		xread(p2h[0], &c, 1);
-		if (c == CMD_EXIT)
+		if (c == CMD_EXIT) {
+			CHECK_OK(sc_close(hfd));
+			close(efd);
 			return 0;
+		}
+		if (c == CMD_UNCHARGE || c == CMD_CHARGE) {
+			CHECK_OK(c == CMD_CHARGE ? sc_charge(hfd, hid, X, NULL) :
+				 sc_uncharge(hfd, hid, X, NULL));
+			xwrite(h2p[1], "k", 1);
+			continue;
+		}
 		xread(p2h[0], &n, sizeof(n));
 		xread(p2h[0], &cpu, sizeof(cpu));
 		pin(cpu);
@@ -101,6 +125,15 @@ static int holder(void *arg)
 			xwrite(h2p[1], "k", 1);
 		}
 	}
+}
+
+/* Ask H to uncharge or charge X, and wait until it has. */
+static void h_cmd(char cmd)
+{
+	char b;
+
+	xwrite(p2h[1], &cmd, 1);
+	xread(h2p[0], &b, 1);
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -168,7 +201,7 @@ static void run(const char *cpus, int cpu_w, int cpu_h, int rounds, int wfd,
 		done += n;
 	}
 	/* (c) a charge that fits, for scale (the device has 1M free now). */
-	CHECK_OK(sc_uncharge(hfd, hid, X, NULL));
+	h_cmd(CMD_UNCHARGE);
 	for (i = 0; i < rounds; i++) {
 		t0 = sc_now_ns();
 		CHECK_OK(sc_charge(wfd, wid, X, NULL));
@@ -188,41 +221,40 @@ static void run(const char *cpus, int cpu_w, int cpu_h, int rounds, int wfd,
 int main(int argc, char **argv)
 {
 	int rounds = argc > 1 ? atoi(argv[1]) : 400;
-	uint64_t wid = 0, c = 0;
-	char cmd = CMD_EXIT;
+	uint64_t wid = 0;
+	char cmd = CMD_EXIT, b;
 	pid_t pid;
-	int wfd;
+	int wfd, wefd;
 
 	sc_init(argc, argv);
 	if (rounds < 10)
 		FAIL("usage: press_rtt [ROUNDS >= 10]");
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		SKIP("needs 2 CPUs");
-	CHECK_OK(sc_dev_register(KEY, "64M"));
+	CHECK_OK(sc_dev_register_open(KEY, "64M"));
 	CHECK_OK(sc_cg_create(CW));
 	CHECK_OK(sc_cg_create(CH));
 	CHECK(pipe(p2h) == 0 && pipe(h2p) == 0);
 
-	/* H's holder fills the device; H inherits its file and eventfd. */
+	/* H, in CH, registers its own holder and fills the device. */
 	CHECK_OK(sc_cg_enter(CH));
-	hfd = sc_open();
-	CHECK_OK(hfd);
-	efd = eventfd(0, EFD_CLOEXEC);	/* blocking: H sleeps in read(2) */
-	CHECK(efd >= 0);
-	CHECK_OK(sc_register(hfd, KEY, efd, 0, &hid));
-	CHECK_OK(sc_charge(hfd, hid, 64 * SC_MIB, &c));
 	pid = sc_spawn(holder, NULL);
 	close(p2h[0]);
 	close(h2p[1]);
+	xread(h2p[0], &b, 1);
+	CHECK_EQ(DEV_U64(KEY, "used"), 64 * SC_MIB);
 
+	/* W borrows (no guarantee), so its holder must be askable. */
 	CHECK_OK(sc_cg_enter(CW));
 	wfd = sc_open();
 	CHECK_OK(wfd);
-	CHECK_OK(sc_register(wfd, KEY, -1, 0, &wid));
+	wefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	CHECK(wefd >= 0);
+	CHECK_OK(sc_register(wfd, KEY, wefd, 0, &wid));
 	CHECK_OK(sc_cg_enter("/"));
 
 	run("split", 0, 1, rounds, wfd, wid);
-	CHECK_OK(sc_charge(hfd, hid, X, NULL));	/* full again */
+	h_cmd(CMD_CHARGE);	/* full again */
 	run("same", 0, 0, rounds, wfd, wid);
 
 	xwrite(p2h[1], &cmd, 1);
@@ -233,8 +265,7 @@ int main(int argc, char **argv)
 	       DEV_U64(KEY, "waits"), DEV_U64(KEY, "timeouts"));
 	CHECK_EQ(DEV_U64(KEY, "timeouts"), 0);
 	CHECK_OK(sc_close(wfd));
-	CHECK_OK(sc_close(hfd));
-	close(efd);
+	close(wefd);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_OK(sc_dev_unregister(KEY));
 	CHECK_OK(sc_cg_remove(CW));
