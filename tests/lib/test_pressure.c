@@ -790,14 +790,21 @@ static void test_reporting_frequency(void **state)
 	usleep(40 * 1000);
 	st(a, &s);
 	assert_int_not_equal(s.idle, s.reclaimable);		/* a change to report */
+	t0 = nxq__now_ns();		/* the report below is stamped after this */
 	assert_int_equal(nxq_ctx_handle_pressure(ctx), 0);
 	assert_int_equal(fk.reclaim_calls, reports + 1);	/* the change, once */
 	st(a, &s);
 	assert_int_equal(fk.reclaimable, s.idle);
 	assert_int_equal(s.reclaimable, s.idle);
 	assert_int_equal(nxq_free(a, hold), 0);
-	assert_int_equal(nxq_ctx_handle_pressure(ctx), 0);	/* within the interval */
-	assert_int_equal(fk.reclaim_calls, reports + 1);
+	assert_int_equal(nxq_ctx_handle_pressure(ctx), 0);
+	/*
+	 * Within the interval nothing is sent.  Asserted only when this thread
+	 * surely was within it: a loaded machine may preempt it past 30 ms,
+	 * and then a report here is right (the end state is the same).
+	 */
+	if (nxq__now_ns() - t0 < 30 * 1000000ULL)
+		assert_int_equal(fk.reclaim_calls, reports + 1);
 	usleep(40 * 1000);
 	assert_int_equal(nxq_ctx_handle_pressure(ctx), 0);
 	assert_int_equal(fk.reclaim_calls, reports + 2);
@@ -819,7 +826,20 @@ static void test_reporting_frequency(void **state)
 	warm_loop(a, 1000);
 	assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &hold), 0);
 	el = nxq__now_ns() - t0;
-	usleep(100 * 1000);
+	/* The thread reports within its interval; give a loaded machine 5 s. */
+	for (int i = 0; i < 500; i++) {
+		uint64_t idle;
+		int seen;
+
+		usleep(10 * 1000);
+		st(a, &s);
+		idle = s.idle;
+		pthread_mutex_lock(&fk_mu);
+		seen = fk.reclaim_calls > reports && fk.reclaimable == idle;
+		pthread_mutex_unlock(&fk_mu);
+		if (seen && i >= 9)	/* and at least 100 ms, as before */
+			break;
+	}
 	pthread_mutex_lock(&fk_mu);
 	assert_int_equal(fk.kcalls_main, main_calls);
 	assert_true(fk.reclaim_calls > reports);		/* the change was reported */
