@@ -18,58 +18,6 @@
 #define M	SC_MIB
 #define PAIRS	300
 
-/* ---- the attacker's waiters --------------------------------------------- */
-
-struct waiter {
-	int fd;
-	uint64_t id;
-	long rc;
-};
-
-static int *n_eagain, *n_other, *n_started;
-
-static void *wait_thread(void *arg)
-{
-	struct waiter *w = arg;
-
-	__atomic_add_fetch(n_started, 1, __ATOMIC_SEQ_CST);
-	w->rc = sc_charge_wait(w->fd, w->id, M, 120ULL * 1000000000, NULL);
-	if (w->rc == -EAGAIN)
-		__atomic_add_fetch(n_eagain, 1, __ATOMIC_SEQ_CST);
-	else
-		__atomic_add_fetch(n_other, 1, __ATOMIC_SEQ_CST);
-	return NULL;
-}
-
-/* The attacker: fills its max, then n threads wait; then sleeps. */
-static int attacker(void *arg)
-{
-	int n = (int)(uintptr_t)arg, fd, efd, i;
-	struct waiter *w = calloc(n, sizeof(*w));
-	pthread_attr_t at;
-	pthread_t th;
-	uint64_t fill;
-
-	tn_tenant(CA);
-	fd = sc_open();
-	if (fd < 0)
-		FAIL("attacker: open: %s", sc_errname(-fd));
-	efd = sc_eventfd();
-	CHECK_OK(sc_register(fd, KEY, efd, 0, &fill));
-	CHECK_OK(sc_charge(fd, fill, 10 * M, NULL));
-	pthread_attr_init(&at);
-	pthread_attr_setstacksize(&at, 64 * 1024);
-	for (i = 0; i < n; i++) {
-		w[i].fd = fd;
-		CHECK_OK(sc_register(fd, KEY, efd, 0, &w[i].id));
-		if (pthread_create(&th, &at, wait_thread, &w[i]))
-			FAIL("pthread_create %d: %s", i, sc_errname(errno));
-	}
-	for (;;)
-		pause();
-	return 0;
-}
-
 /* ---- the neighbour's pairs ------------------------------------------- */
 
 static int pipe_med[2];
@@ -111,24 +59,19 @@ static uint64_t neighbour_median(void)
 	return v;
 }
 
-static void stop(pid_t pid)
-{
-	kill(pid, SIGKILL);
-	CHECK_EQ(sc_wait(pid), 128 + SIGKILL);
-}
-
 int main(int argc, char **argv)
 {
-	uint64_t base, loaded, *shm;
+	struct tn_waiters *ws;
+	uint64_t base, loaded;
 	pid_t pa;
 	double ratio;
 
 	sc_init(argc, argv);
 	tn_devnode_admin();
-	shm = sc_shared(4096);
-	n_eagain = (int *)shm;
-	n_other = (int *)shm + 1;
-	n_started = (int *)shm + 2;
+	ws = sc_shared(sizeof(*ws));
+	ws->key = KEY;
+	ws->cg = CA;
+	ws->n = 1000;
 	CHECK(pipe(pipe_med) == 0);
 	CHECK_OK(sc_dev_register(KEY, "1G"));
 	TN_DEV_OPEN(KEY);
@@ -141,8 +84,7 @@ int main(int argc, char **argv)
 	base = neighbour_median();
 	TN_LIMITS(KEY, CA " waiters_max=1000 holders_max=2000 "
 		  "wait_max_ms=600000");
-	*n_eagain = *n_other = *n_started = 0;
-	pa = sc_spawn(attacker, (void *)(uintptr_t)1000);
+	pa = sc_spawn(tn_waiters_attacker, ws);
 	{
 		uint64_t last = 0;
 		int r = sc_wait_u64(sc_dev_path(KEY, "waiters"), 1000, 60000,
@@ -151,7 +93,7 @@ int main(int argc, char **argv)
 		if (r < 0)
 			FAIL("1000 waiters never queued: waiters %llu, %d "
 			     "EAGAIN, %d other", (unsigned long long)last,
-			     *n_eagain, *n_other);
+			     ws->eagain, ws->other);
 	}
 	loaded = neighbour_median();
 	ratio = (double)loaded / base;
@@ -163,7 +105,7 @@ int main(int argc, char **argv)
 		     "alone (at most x3)", loaded / 1e3, ratio, base / 1e3);
 	CHECK_EQ(DEV_U64(KEY, "waiters"), 1000);
 	CHECK_EQ(DEV_U64(KEY, "used"), 10 * M);
-	stop(pa);
+	tn_kill(pa);
 	WAIT_U64(sc_dev_path(KEY, "waiters"), 0);
 	WAIT_U64(sc_dev_path(KEY, "used"), 0);
 	WAIT_U64(sc_dev_path(KEY, "holders"), 0);

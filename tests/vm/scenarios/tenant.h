@@ -517,4 +517,76 @@ static SC_UNUSED uint64_t tn_median(uint64_t *v, int n)
 	return v[n / 2];
 }
 
+/* ---- an attacker's queue of waiters (atk_stall, atk_waiters) ---- */
+
+/*
+ * Shared (sc_shared) between the scenario and the attacker it spawns with
+ * sc_spawn(tn_waiters_attacker, ws): the attacker, a tenant of cg, fills
+ * 10 MiB (the max the scenario gives cg) on key, then n threads, each
+ * with a holder of its own, wait for 1 MiB more (120 s).  The threads
+ * count how many started and how their charges ended.
+ */
+struct tn_waiters {
+	const char *key, *cg;
+	int n;
+	int started, eagain, other;
+};
+
+struct tn_waiter {
+	struct tn_waiters *ws;
+	int fd;
+	uint64_t id;
+};
+
+static void *tn_wait_thread(void *arg)
+{
+	struct tn_waiter *w = arg;
+	long rc;
+
+	__atomic_add_fetch(&w->ws->started, 1, __ATOMIC_SEQ_CST);
+	rc = sc_charge_wait(w->fd, w->id, SC_MIB, 120ULL * 1000000000, NULL);
+	__atomic_add_fetch(rc == -EAGAIN ? &w->ws->eagain : &w->ws->other, 1,
+			   __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+/* The attacker: fills its max, then n threads wait; then sleeps. */
+static SC_UNUSED int tn_waiters_attacker(void *arg)
+{
+	struct tn_waiters *ws = arg;
+	struct tn_waiter *w = calloc(ws->n, sizeof(*w));
+	int fd, efd, i;
+	pthread_attr_t at;
+	pthread_t th;
+	uint64_t fill;
+
+	CHECK(w);
+	tn_tenant(ws->cg);
+	fd = sc_open();
+	if (fd < 0)
+		FAIL("attacker: open: %s", sc_errname(-fd));
+	efd = sc_eventfd();
+	CHECK_OK(sc_register(fd, ws->key, efd, 0, &fill));
+	CHECK_OK(sc_charge(fd, fill, 10 * SC_MIB, NULL));
+	pthread_attr_init(&at);
+	pthread_attr_setstacksize(&at, 64 * 1024);
+	for (i = 0; i < ws->n; i++) {
+		w[i].ws = ws;
+		w[i].fd = fd;
+		CHECK_OK(sc_register(fd, ws->key, efd, 0, &w[i].id));
+		if (pthread_create(&th, &at, tn_wait_thread, &w[i]))
+			FAIL("pthread_create %d: %s", i, sc_errname(errno));
+	}
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* SIGKILL a spawned process and reap it. */
+static SC_UNUSED void tn_kill(pid_t pid)
+{
+	kill(pid, SIGKILL);
+	CHECK_EQ(sc_wait(pid), 128 + SIGKILL);
+}
+
 #endif /* NXQ_TESTS_VM_TENANT_H */
