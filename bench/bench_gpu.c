@@ -302,30 +302,7 @@ static void count_syscalls(void)
 
 /* ---- 4. charge requests per GiB grown (counting fake kernel) ---- */
 
-static uint64_t kc, kcb;
-static int k_version(struct nxq_ctx *c, struct nxq_version *v)
-{ v->abi_version = NXQ_ABI_VERSION; v->features = 0xf; return 0; }
-static int k_reg(struct nxq_ctx *c, struct nxq_holder_reg *r) { r->holder_id = 1; return 0; }
-static int k_unreg(struct nxq_ctx *c, uint64_t h) { return 0; }
-static int k_charge(struct nxq_ctx *c, uint64_t h, uint64_t b, uint64_t timeout_ns) { kc++; kcb += b; return 0; }
-static int k_uncharge(struct nxq_ctx *c, uint64_t h, uint64_t b) { return 0; }
-static int k_recl(struct nxq_ctx *c, uint64_t h, uint64_t b) { return 0; }
-static void k_close(struct nxq_ctx *c) { }
-static int k_tread(struct nxq_ctx *c, uint64_t h, struct nxq_ticket *t) { return -EAGAIN; }
-static int k_tanswer(struct nxq_ctx *c, uint64_t h, uint64_t gen, uint64_t released,
-		     uint64_t *charged) { return -ESTALE; }
-static const struct nxq_kops counting_kops = {
-	.name = "counting",
-	.version = k_version,
-	.holder_register = k_reg,
-	.holder_unregister = k_unreg,
-	.charge = k_charge,
-	.uncharge = k_uncharge,
-	.set_reclaimable = k_recl,
-	.ticket_read = k_tread,
-	.ticket_answer = k_tanswer,
-	.close = k_close,
-};
+#include "../tests/lib/counting_kops.h"
 
 /* ---- 1. PyTorch's caching allocator, timed by bench/torch_peer ---- */
 
@@ -638,7 +615,7 @@ int main(int argc, char **argv)
 
 		if (nxq__ctx_open_kops(NULL, &counting_kops, NULL, &fc))
 			return 1;
-		kc = kcb = 0;
+		k_calls = k_charged = k_uncalls = 0;
 		a = cuda_arena(fc, 0, 0, 0);	/* defaults */
 		for (int i = 0; np < 100000; i++) {
 			NX(nxq_alloc(a, mix[i % NSIZES], 0, &ps[np++]));
@@ -649,8 +626,8 @@ int main(int argc, char **argv)
 		printf("  4. charge requests while growing to %.2f GiB with the size mix "
 		       "(defaults): %llu, %.1f per GiB (%llu granules: one request "
 		       "per %.1f granules)\n", (double)s.mapped / (1 << 30),
-		       (unsigned long long)kc, (double)kc / ((double)s.mapped / (1 << 30)),
-		       (unsigned long long)(s.mapped / g), (double)(s.mapped / g) / (double)kc);
+		       (unsigned long long)k_calls, (double)k_calls / ((double)s.mapped / (1 << 30)),
+		       (unsigned long long)(s.mapped / g), (double)(s.mapped / g) / (double)k_calls);
 		for (int i = 0; i < np; i++)
 			nxq_free(a, ps[i]);
 		nxq_arena_destroy(a);
