@@ -19,6 +19,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include "gpu_node.h"
 #include "internal.h"
 
 static __thread char errbuf[256];
@@ -72,47 +73,6 @@ static int dev_version(struct nxq_ctx *ctx, struct nxq_version *v)
 }
 
 /*
- * The minor of the NVIDIA device node of "GPU-<uuid>": the "Device Minor"
- * of the /proc/driver/nvidia/gpus/<bus>/information whose "GPU UUID" is
- * the key.  -1 when there is none (no driver, another kind of device).
- */
-static int gpu_minor(const char *key)
-{
-	char path[512], line[256], uuid[128];
-	int minor = -1, found;
-	struct dirent *d;
-	DIR *dirs;
-	FILE *f;
-
-	if (strncmp(key, "GPU-", 4))
-		return -1;
-	dirs = opendir("/proc/driver/nvidia/gpus");
-	if (!dirs)
-		return -1;
-	while (minor < 0 && (d = readdir(dirs))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path),
-			 "/proc/driver/nvidia/gpus/%s/information", d->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		found = 0;
-		while (fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "GPU UUID: %127s", uuid) == 1)
-				found = !strcmp(uuid, key);
-			else if (found && sscanf(line, "Device Minor: %d", &minor) == 1)
-				break;
-		}
-		if (!found)
-			minor = -1;
-		fclose(f);
-	}
-	closedir(dirs);
-	return minor;
-}
-
-/*
  * A device registered with a dev_t (a GPU's node) takes a holder only with
  * an open file of that node: pass /dev/nvidiaN for "GPU-<uuid>" keys, none
  * for host devices.
@@ -120,7 +80,7 @@ static int gpu_minor(const char *key)
 static int dev_register(struct nxq_ctx *ctx, struct nxq_holder_reg *reg)
 {
 	char node[32];
-	int minor = gpu_minor(reg->device), fd = -1, r;
+	int minor = nxq__gpu_minor(reg->device), fd = -1, r;
 
 	if (minor >= 0) {
 		snprintf(node, sizeof(node), "/dev/nvidia%d", minor);

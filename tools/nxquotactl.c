@@ -39,6 +39,7 @@
 #include <linux/nxquota.h>
 
 #include "fmt.h"
+#include "gpu_node.h"
 
 #ifndef NXQ_VERSION
 #define NXQ_VERSION "unknown"
@@ -792,38 +793,11 @@ static int device_cmd(struct ctl *n, uint8_t cmd, const char *key,
  */
 static void gpu_devt(const char *key, char *out, size_t size)
 {
-	char path[512], line[256], uuid[128];
-	int minor = -1, found;
-	struct dirent *de;
+	int minor = nxq__gpu_minor(key);
+	char path[64];
 	struct stat st;
-	DIR *dir;
-	FILE *f;
 
 	out[0] = '\0';
-	dir = opendir("/proc/driver/nvidia/gpus");
-	if (!dir)
-		return;
-	while (minor < 0 && (de = readdir(dir))) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path),
-			 "/proc/driver/nvidia/gpus/%s/information", de->d_name);
-		f = fopen(path, "re");
-		if (!f)
-			continue;
-		found = 0;
-		while (fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "GPU UUID: %127s", uuid) == 1)
-				found = !strcmp(uuid, key);
-			else if (found &&
-				 sscanf(line, "Device Minor: %d", &minor) == 1)
-				break;
-		}
-		if (!found)
-			minor = -1;
-		fclose(f);
-	}
-	closedir(dir);
 	if (minor < 0)
 		return;
 	snprintf(path, sizeof(path), "/dev/nvidia%d", minor);
