@@ -50,14 +50,21 @@ CONFIGS = {
     "tensor-sync": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "sync"}),
     "tensor-async": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async"}),
     "pool": ("nxq", {"NXQ_TORCH_ROUTE": "pool"}),
+    # Not in the default set: the tensor route with smaller physical handles
+    # (grow_batch), which bounds how far one growth can overshoot its need.
+    "tensor-async-gb16": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async",
+                                  "NXQ_TORCH_GROW_BATCH": "16M"}),
+    "tensor-async-gb4": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async",
+                                 "NXQ_TORCH_GROW_BATCH": "4M"}),
 }
+DEFAULT_CONFIGS = ["native", "native-expandable", "tensor-sync", "tensor-async", "pool"]
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--models", default="small,decoder")
-    ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--configs", default=",".join(DEFAULT_CONFIGS))
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--windows", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
