@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nxquotad internals shared by its files: the one ledger, the cgroup glue
+ * (dcgroup.c), the client socket (client.c), the restart list
+ * (restart.c), the control socket and the state file (ctl.c, state.c).
+ *
+ * The daemon plays the part of the module's shells (kmod/cdev.c,
+ * kmod/cgroup.c, kmod/netlink.c, kmod/sysfs.c) around the unchanged
+ * ledger layers (kmod/ledger.c, kmod/charge.c):
+ *
+ *  - node keys are struct nxqd_cg (opaque here): a cgroup2 directory,
+ *    by its path relative to the cgroup2 mount and its inode number (the
+ *    cgroup id the kernel gives the same directory); key_dead is "the
+ *    directory is gone or its inode changed";
+ *  - a holder's owner (struct pid * in the ledger) is a struct nxqd_proc
+ *    (client.c): the registering process, by pidfd and start time;
+ *  - dev->devt is the userspace encoding of the device number, as
+ *    makedev(major, minor) and fstat()'s st_rdev give it (the module keeps
+ *    the kernel's MKDEV()); 0 is no device node.
+ *
+ * Lock order: the ledger's (ledger.h), then nothing of the daemon's is
+ * taken under the device lock except what the hooks below say.
+ */
+#ifndef _NXQD_H
+#define _NXQD_H
+
+#include "ledger.h"
+#include "proto.h"
+
+/* Deepest cgroup level a holder or budget may name (as the module). */
+#define NXQD_MAX_DEPTH		64
+
+/* Connections one process (its tgid) and one uid may have open. */
+#define NXQD_CONN_PER_PROC	64
+#define NXQD_CONN_PER_UID	1024
+
+/* Default grace window after a restart that found a client list (-G). */
+#define NXQD_GRACE_MS		5000
+
+extern struct nxq_ledger nxqd_ledger;
+extern const struct nxq_ledger_ops nxqd_ledger_ops;
+extern int nxqd_verbose;
+
+/* ---- dcgroup.c: cgroup2 directories as node keys ---- */
+
+/*
+ * Find the cgroup2 mount (first cgroup2 entry of /proc/self/mountinfo),
+ * or use @dir if not NULL (nxquotad -C).  Return: 0 or -errno.
+ */
+int nxqd_cgroup_init(const char *dir);
+const char *nxqd_cgroup_root(void);
+
+/*
+ * A key for the cgroup2 directory @path ("/" is the root; "/a/b" or
+ * "a/b"; no "." or ".." components, no empty ones except a trailing
+ * slash).  *@key is the caller's: give it to a new node (which frees it
+ * through the key_put hook) or drop it with nxqd_cgroup_key_put().
+ * Return: 0, -ENOENT (no such directory), -EINVAL (bad path), -E2BIG
+ * (deeper than NXQD_MAX_DEPTH), -ENOMEM.
+ */
+int nxqd_cgroup_key(const char *path, void **key);
+void nxqd_cgroup_key_put(void *key);
+u64 nxqd_cgroup_key_id(const void *key);
+/* "/" for the root, else "/a/b"; valid while the key is. */
+const char *nxqd_cgroup_key_path(const void *key);
+
+/*
+ * The node chain for @path on @dev, as the module's
+ * nxq_node_for_cgroup(): each missing ancestor node is created.
+ * Context: the ledger lock is held.
+ * Return: the node with a reference (nxq_node_put()), or ERR_PTR(-ENOENT,
+ * -EINVAL, -E2BIG, -ENOMEM).
+ */
+struct nxq_node *nxqd_node_for_path(struct nxq_device *dev, const char *path);
+
+/*
+ * The module's nxq_budget_set(): set (@r) or clear (@r NULL) the budget
+ * of the cgroup @path on the device @key.  Takes the ledger lock.
+ * Return: 0, -ENODEV, -ENOENT, -EINVAL, -E2BIG, -ENOMEM.
+ */
+int nxqd_budget_set(const char *key, const char *path,
+		    const struct nxq_budget_req *r);
+
+/*
+ * The cgroup2 path of process @pid from /proc/PID/cgroup ("0::PATH").
+ * Return: 0 or -errno (-ESRCH: no such process).
+ */
+int nxqd_cgroup_of_pid(pid_t pid, char *buf, size_t len);
+
+/* ---- client.c: the client socket ---- */
+
+/*
+ * Listen on @path (mode 0660 and group @group if it exists, else 0600;
+ * @group NULL: "nxquota" if it exists) and serve clients from a thread.
+ * Return: 0 or -errno (-EADDRINUSE: another daemon answers there).
+ */
+int nxqd_client_start(const char *path, const char *group);
+/* Stop serving: end every connection, detach every holder. */
+void nxqd_client_stop(void);
+
+/* ---- restart.c: the client list and the grace window ---- */
+
+/*
+ * Read the client list left in @dir (pid and start time of processes
+ * that had holders), keep the living ones, and open the grace window of
+ * @grace_ms if any.  Return: 0 or -errno.
+ */
+int nxqd_restart_init(const char *dir, unsigned int grace_ms);
+/* The set of processes with holders changed: rewrite the list. */
+void nxqd_restart_save(void);
+
+/* ---- ctl.c, state.c (H-D2) ---- */
+
+/* Listen on @path (root only) and serve from a thread.  0 or -errno. */
+int nxqd_ctl_start(const char *path);
+/* The ledger's event hook: to the control socket's subscribers. */
+void nxqd_ctl_event(const struct nxq_event *ev);
+/* Devices and budgets: load from @dir/state at start, save on change. */
+int nxqd_state_load(const char *dir);
+int nxqd_state_save(void);
+
+#endif /* _NXQD_H */
