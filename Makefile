@@ -7,6 +7,10 @@
 #                   test that can run here: KUnit, cmocka, real kernels
 #   make demo       boot a real kernel with the module and show the main job
 #   make check-gpu  the GPU tests (say "skipped" without a GPU)
+#   make demo-gpu   the lending story on a real GPU with nxquotad as the
+#                   authority (root; "skipped" without a GPU;
+#                   NXQ_FAKE_CUDA=1: on tests/fakecuda); OUT=DIR, default
+#                   build/demo-gpu
 #   make install    library, headers, pkg-config file, man pages, the tool
 #                   (if built), the module source for DKMS and the udev
 #                   rule; DESTDIR=, PREFIX= (default /usr/local)
@@ -38,7 +42,7 @@ endif
 KMOD_SRC := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild kmod/Kconfig
 
 .PHONY: all deps kmod lib tools check check-kmod check-kunit check-lib \
-	check-vm check-gpu demo install install-dkms uninstall clean
+	check-vm check-gpu demo demo-gpu install install-dkms uninstall clean
 
 all: lib tools kmod
 
@@ -83,6 +87,9 @@ check-gpu:
 
 demo: deps
 	@tests/vm/run.sh --demo
+
+demo-gpu:
+	@scripts/demo-gpu.sh --out $(or $(OUT),build/demo-gpu)
 
 install: lib tools
 	$(MAKE) -C lib install PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) \

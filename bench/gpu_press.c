@@ -11,17 +11,18 @@
  * both).
  *
  * (a) the GPU pressure round trip, for each size X of --sizes: H maps
- *     --fill in handles of X (real cuMemCreate/cuMemMap, written), frees
- *     them and keeps them mapped (retain_idle = fill): charged, idle,
- *     reclaimable; the device is full.  Timed in W around one nxq_alloc(X)
+ *     --fill in handles of X (real cuMemCreate/cuMemMap, written), all in
+ *     use; the device is full.  Timed in W around one nxq_alloc(X)
  *     of an arena with grow_timeout_ms: the library's charge is refused,
  *     it waits (NXQ_CHARGE_WAIT); the authority opens a ticket on H and
- *     signals its eventfd; H's library thread reads the ticket, unmaps and
- *     releases one handle of X (cuMemUnmap + cuMemRelease), answers; the
+ *     signals its eventfd; H's library thread reads the ticket, calls H's
+ *     reclaim callback, which frees its newest allocation; the library
+ *     unmaps and releases that handle of X (cuMemUnmap + cuMemRelease) and
+ *     answers; the
  *     grant wakes W, whose library maps X (cuMemCreate + cuMemMap +
- *     cuMemSetAccess).  Untimed: W frees (its handle released), H maps X
- *     again.  Side by side, rounds interleaved:
- *       fits:  the same nxq_alloc(X) when H has trimmed X first (no
+ *     cuMemSetAccess).  Untimed: W frees (its handle released), H
+ *     allocates X again.  Side by side, rounds interleaved:
+ *       fits:  the same nxq_alloc(X) when H has freed X first (no
  *              pressure: what growing costs anyway), and
  *       pipe:  a pipe ping-pong W -> H -> W (two wake-ups, the IPC floor);
  *     and H's own time from reading the ticket to its answer (release).
@@ -40,6 +41,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -162,41 +164,69 @@ static void h_event(const struct nxq_event *ev, void *user)
 		rel[nrel++] = now_ns() - t_ticket;
 }
 
-static struct nxq_arena *h_fill(struct nxq_ctx *c, uint64_t x)
-{
-	struct nxq_arena_opts o = { .size = sizeof(o), .backend = NXQ_BACKEND_CUDA,
-				    .grow_batch = x, .retain_idle = fill,
-				    .handle_pool = NXQ_OPT_ZERO,
-				    .grow_timeout_ms = NXQ_OPT_ZERO };
-	uint64_t n = fill / x;
-	void **p = calloc(n, sizeof(*p));
-	struct nxq_arena *a;
+/* H's allocations, newest last: its reclaim callback frees from the end. */
+static pthread_mutex_t hmu = PTHREAD_MUTEX_INITIALIZER;
+static void **hp;
+static uint64_t hn;
 
-	NX(nxq_arena_create(c, &o, &a));
-	for (uint64_t i = 0; i < n; i++) {
-		NX(nxq_alloc(a, x, 0, &p[i]));
-		if (cu->cuMemsetD8((CUdeviceptr)p[i], 1, x))
-			DIE("cuMemsetD8");
+static int h_reclaim(struct nxq_arena *a, uint64_t want, void *user)
+{
+	uint64_t x = *(uint64_t *)user, freed = 0;
+
+	pthread_mutex_lock(&hmu);
+	while (hn && freed < want) {
+		NX(nxq_free(a, hp[--hn]));
+		freed += x;
 	}
-	if (cu->cuCtxSynchronize())
-		DIE("cuCtxSynchronize");
-	for (uint64_t i = 0; i < n; i++)
-		NX(nxq_free(a, p[i]));
-	NX(nxq_arena_report(a));
-	free(p);
-	return a;
+	pthread_mutex_unlock(&hmu);
+	return 0;
 }
 
-/* One handle of x back: mapped, written, freed, idle and reported. */
-static void h_refill(struct nxq_arena *a, uint64_t x)
+/* One handle of x more: created, mapped, written, in use. */
+static void h_push(struct nxq_arena *a, uint64_t x)
 {
 	void *p;
 
 	NX(nxq_alloc(a, x, 0, &p));
-	if (cu->cuMemsetD8((CUdeviceptr)p, 2, x))
+	if (cu->cuMemsetD8((CUdeviceptr)p, 1, x))
 		DIE("cuMemsetD8");
-	NX(nxq_free(a, p));
-	NX(nxq_arena_report(a));
+	pthread_mutex_lock(&hmu);
+	hp[hn++] = p;
+	pthread_mutex_unlock(&hmu);
+}
+
+/*
+ * H fills the device with handles of x, all in use; a ticket is answered
+ * by its reclaim callback freeing the newest (retain_idle 0: the library
+ * unmaps and releases the handle and answers with it).
+ */
+static struct nxq_arena *h_fill(struct nxq_ctx *c, uint64_t *x)
+{
+	struct nxq_arena_opts o = { .size = sizeof(o), .backend = NXQ_BACKEND_CUDA,
+				    .grow_batch = *x, .retain_idle = NXQ_OPT_ZERO,
+				    .handle_pool = NXQ_OPT_ZERO,
+				    .grow_timeout_ms = NXQ_OPT_ZERO };
+	struct nxq_arena *a;
+
+	free(hp);
+	hp = calloc(fill / *x + 1, sizeof(*hp));
+	hn = 0;
+	NX(nxq_arena_create(c, &o, &a));
+	NX(nxq_arena_add_reclaim(a, h_reclaim, x));
+	for (uint64_t i = 0; i < fill / *x; i++)
+		h_push(a, *x);
+	if (cu->cuCtxSynchronize())
+		DIE("cuCtxSynchronize");
+	return a;
+}
+
+/* H frees its newest handle (no ticket): the device has x free. */
+static void h_trim(struct nxq_arena *a)
+{
+	pthread_mutex_lock(&hmu);
+	if (hn)
+		NX(nxq_free(a, hp[--hn]));
+	pthread_mutex_unlock(&hmu);
 }
 
 enum { C_FILL = 'F', C_REFILL = 'R', C_TRIM = 'T', C_PING = 'P', C_DROP = 'D', C_RELS = 'S',
@@ -221,19 +251,20 @@ static void holder(void)
 		switch (cmd) {
 		case C_FILL:
 			xread(p2h[0], &x, sizeof(x));
-			a = h_fill(c, x);
+			a = h_fill(c, &x);
 			nrel = 0;
 			break;
 		case C_REFILL:
-			h_refill(a, x);
+			h_push(a, x);
 			break;
 		case C_TRIM:
-			if (nxq_arena_trim(a, fill - x, 0) < 0)
-				DIE("nxq_arena_trim: %s", nxq_errmsg());
+			h_trim(a);
 			break;
 		case C_PING:
 			break;
 		case C_DROP:
+			while (hn)
+				h_trim(a);
 			NX(nxq_arena_destroy(a));
 			a = NULL;
 			break;

@@ -68,6 +68,7 @@ static int nitems;
 static uint64_t chunk_sz = 64ULL << 20;
 static FILE *logfp;
 static volatile int stop_sampler;
+static CUcontext pctx;			/* device 0's primary context */
 
 static uint64_t now_us(void)
 {
@@ -139,7 +140,8 @@ static uint64_t dev_free(void)
 {
 	size_t fr = 0, total = 0;
 
-	if (cu->cuMemGetInfo && cu->cuMemGetInfo(&fr, &total) == 0)
+	/* the calling thread may be the library's pressure thread */
+	if (cu->cuCtxSetCurrent(pctx) == 0 && cu->cuMemGetInfo(&fr, &total) == 0)
 		return fr;
 	return 0;
 }
@@ -212,6 +214,8 @@ static int reclaim(struct nxq_arena *a, uint64_t want, void *user)
  */
 static int grow(uint64_t bytes, int one, uint64_t *got)
 {
+	uint64_t t0 = now_us();
+
 	*got = 0;
 	while (*got < bytes) {
 		uint64_t sz = one ? bytes : chunk_sz;
@@ -223,6 +227,9 @@ static int grow(uint64_t bytes, int one, uint64_t *got)
 		r = nxq_alloc(arena, sz, 0, &p);
 		if (r < 0)
 			return r;
+		if (one && logfp)
+			event("grant", "granted and mapped %.0f MiB after %.3f ms", mib(sz),
+			      (double)(now_us() - t0) / 1e3);
 		/* real device writes: the memory is used, not just mapped */
 		if (cu->cuMemsetD8((CUdeviceptr)p, 0x5a, sz))
 			die("cuMemsetD8 failed");
@@ -293,9 +300,6 @@ static void interactive(void)
 				event("ask", "asks for a pool of %.0f MiB (one allocation)", mib(v));
 			r = grow(v, one, &got);
 			s = stats();
-			if (one && !r)
-				event("grant", "granted %.0f MiB after %.3f ms", mib(v),
-				      (double)(now_us() - t0) / 1e3);
 			if (!r)
 				printf("= granted %.0f MiB after %.3f ms, holds %.0f MiB (mapped %.0f "
 				       "MiB); waits %llu\n", mib(got), (double)(now_us() - t0) / 1e3,
@@ -430,7 +434,6 @@ int main(int argc, char **argv)
 	uint64_t cap = 0, start_us = 0, tick_ms = 50, dur_ms = 30000, ucap = 0;
 	int do_reclaim = 0, err = 0, o, n = 0, probe = 0;
 	pthread_t sth;
-	CUcontext pctx;
 	CUdevice dev;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
