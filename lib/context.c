@@ -293,6 +293,50 @@ static int ctx_read_opts(const struct nxq_ctx_opts *in, struct nxq_ctx_opts *o)
 	return 0;
 }
 
+/*
+ * The authority of a managed context: the module's device if it exists and
+ * opens; else nxquotad's client socket ($NXQUOTA_SOCKET if set, "" meaning
+ * no daemon; else NXQD_SOCKET_PATH) if it connects; else the device's
+ * error, as without a daemon.  $NXQUOTA_SOCKET only chooses which socket
+ * this process talks to: the daemon takes the caller's identity from the
+ * kernel, so pointing it elsewhere grants nothing.
+ */
+static int ctx_select(const struct nxq_ctx_opts *o, struct nxq_ctx *ctx)
+{
+	const char *path = o->dev_path ? o->dev_path : getenv("NXQ_DEV");
+	const char *sock = getenv("NXQUOTA_SOCKET");
+	int r, rs;
+
+	if (!path)
+		path = "/dev/" NXQ_DEVICE_NAME;
+	ctx->fd = open(path, O_RDWR | O_CLOEXEC);
+	if (ctx->fd >= 0) {
+		ctx->kops = &nxq__dev_kops;
+		ctx->managed = 1;
+		return 0;
+	}
+	r = -errno;
+	if (!sock)
+		sock = nxq__sock_default;
+	if (*sock) {
+		rs = nxq__sock_open(sock, &ctx->kpriv);
+		if (!rs) {
+			ctx->kops = &nxq__sock_kops;
+			ctx->managed = 1;
+			return 0;
+		}
+		if (rs == -EINVAL)
+			return nxq__err(rs, "nxquota: NXQUOTA_RECONNECT_MS is malformed");
+		return nxq__err(r, "nxquota: cannot open %s: %s, nor connect to nxquotad at "
+				"%s: %s%s", path, strerror(-r), sock, strerror(-rs),
+				r == -ENOENT ? " (is the nxquota module loaded, or nxquotad "
+				"running?); NXQ_CTX_UNMANAGED runs without them, unaccounted" : "");
+	}
+	return nxq__err(r, "nxquota: cannot open %s: %s%s", path, strerror(-r),
+			r == -ENOENT ? " (is the nxquota module loaded?); "
+			"NXQ_CTX_UNMANAGED runs without it, unaccounted" : "");
+}
+
 int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *kops,
 		       void *kpriv, struct nxq_ctx **ctxp)
 {
@@ -327,20 +371,11 @@ int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *k
 		ctx->kops = kops;
 		ctx->managed = 1;
 	} else {
-		const char *path = o.dev_path ? o.dev_path : getenv("NXQ_DEV");
-
-		if (!path)
-			path = "/dev/" NXQ_DEVICE_NAME;
-		ctx->fd = open(path, O_RDWR | O_CLOEXEC);
-		if (ctx->fd < 0) {
-			r = -errno;
+		r = ctx_select(&o, ctx);
+		if (r) {
 			free(ctx);
-			return nxq__err(r, "nxquota: cannot open %s: %s%s", path, strerror(-r),
-					r == -ENOENT ? " (is the nxquota module loaded?); "
-					"NXQ_CTX_UNMANAGED runs without it, unaccounted" : "");
+			return r;
 		}
-		ctx->kops = &nxq__dev_kops;
-		ctx->managed = 1;
 	}
 	r = ctx->kops->version(ctx, &v);
 	if (!r && v.abi_version != NXQ_ABI_VERSION)
@@ -392,6 +427,8 @@ NXQ_API int nxq_ctx_close(struct nxq_ctx *ctx)
 		nxq__pressure_fini(ctx);
 		if (ctx->fd >= 0)
 			close(ctx->fd);
+		if (ctx->kops->forget)
+			ctx->kops->forget(ctx);
 		free(ctx);
 		return 0;
 	}

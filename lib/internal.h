@@ -43,11 +43,13 @@ struct nxq_kops {
 	int (*ticket_answer)(struct nxq_ctx *ctx, uint64_t holder, uint64_t generation,
 			     uint64_t released, uint64_t *charged);
 	void (*close)(struct nxq_ctx *ctx);
+	/* optional: the child's copy after fork(): free it, send nothing */
+	void (*forget)(struct nxq_ctx *ctx);
 };
 
 struct nxq_ctx {
 	const struct nxq_kops *kops;
-	void *kpriv;		/* fake kernel's state (tests) */
+	void *kpriv;		/* the kops' state: nxquotad's connections, a fake kernel's */
 	int fd;			/* /dev/nxquota, or -1 */
 	int managed;
 	uint64_t features;
@@ -106,6 +108,14 @@ extern const struct nxq_be_ops nxq__host_be_ops;
 extern const struct nxq_be_ops nxq__cuda_be_ops;
 extern const struct nxq_kops nxq__dev_kops;
 extern const struct nxq_kops nxq__local_kops;
+extern const struct nxq_kops nxq__sock_kops;	/* sock.c: nxquotad's client socket */
+
+/* sock.c: connect to nxquotad at path; *kprivp is nxq__sock_kops' state. */
+int nxq__sock_open(const char *path, void **kprivp);
+/* NXQD_SOCKET_PATH; the tests point it elsewhere. */
+extern const char *nxq__sock_default;
+/* Tests: reconnects done, restores refused, connections made. */
+void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[3]);
 
 /* Test entry points: a context on given kernel ops, an arena on given backend ops. */
 int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *kops,

@@ -589,7 +589,9 @@ static void test_unmanaged(void **state)
 	struct nxq_stats s;
 	void *p, *q;
 
+	setenv("NXQUOTA_SOCKET", "", 1);	/* nor a daemon, wherever this runs */
 	assert_int_equal(nxq_ctx_open(&co, &c), -ENOENT);
+	unsetenv("NXQUOTA_SOCKET");
 	assert_null(c);
 	assert_non_null(strstr(nxq_errmsg(), "module loaded"));
 	assert_non_null(strstr(nxq_errmsg(), "NXQ_CTX_UNMANAGED"));

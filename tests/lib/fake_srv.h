@@ -1,0 +1,528 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * A tiny nxquotad for the library's tests: a thread that listens on a
+ * SOCK_SEQPACKET socket and speaks daemon/proto.h, one thread per
+ * connection.  It keeps one device with a capacity (fs.cap), holders
+ * (each bound to its connection: closing the connection ends them and
+ * uncharges them, as the daemon does), charges with NXQ_CHARGE_WAIT (a
+ * waiting charge that does not fit opens a ticket on fs.victim, if set,
+ * and waits until answers make room), tickets as the ABI says, and it
+ * checks what the daemon checks: the SCM_RIGHTS count and order of a
+ * registration (the eventfd first, then the device node), descriptors on
+ * other commands, and the sender's SCM_CREDENTIALS (every message must be
+ * the test process's: fs.cred_bad counts the others).  fs_stop() is a
+ * daemon dying: every connection is shut down, the state is lost;
+ * fs_start() a fresh one on the same path.
+ */
+#ifndef NXQ_TEST_FAKE_SRV_H
+#define NXQ_TEST_FAKE_SRV_H
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <linux/nxquota.h>
+#include "../../daemon/proto.h"
+
+#define FS_MAXC	32
+#define FS_MAXH	32
+
+struct fs_holder {
+	int live;
+	uint64_t id;
+	int cid;			/* the registering connection */
+	pid_t pid;			/* the registering process */
+	int evfd;
+	uint64_t charged, reclaimable;
+	int open;			/* a ticket is open */
+	uint64_t gen, tbytes;
+};
+
+struct fake_srv {
+	char path[108];
+	int lfd;
+	pthread_t acc;
+	int up;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int cfd[FS_MAXC];
+	pthread_t cth[FS_MAXC];
+	int ncth;
+	int open_conns, max_open_conns;
+	int accepted;			/* connections ever */
+	int stopping;
+	int restarts;
+	uint64_t features;		/* 0: all */
+	struct fs_holder h[FS_MAXH];
+	int nh;
+	uint64_t next_id, next_gen;
+	uint64_t cap, used;
+	int victim;			/* holder index ticketed by a waiting charge, -1 */
+	/* what was seen */
+	int msgs, cred_bad, cred_seen;
+	int versions, registers, reg_nfds, reg_evfd_ok, reg_refused, unregisters;
+	int charges, wait_charges, uncharges, reclaims, reads, answers, fds_elsewhere;
+	int waiting;			/* charges waiting now */
+	pid_t owner;
+};
+
+static struct fake_srv fs = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
+
+static int fs_is_eventfd(int fd)
+{
+	char p[64], l[64];
+	ssize_t n;
+
+	snprintf(p, sizeof(p), "/proc/self/fd/%d", fd);
+	n = readlink(p, l, sizeof(l) - 1);
+	if (n < 0)
+		return 0;
+	l[n] = 0;
+	return strstr(l, "eventfd") != NULL;
+}
+
+static pid_t fs_sender;	/* the message's SCM_CREDENTIALS pid, under fs.mu */
+
+/* Holders belong to the registering process: -ENOENT for any other. */
+static struct fs_holder *fs_find(uint64_t id)
+{
+	for (int i = 0; i < fs.nh; i++)
+		if (fs.h[i].live && fs.h[i].id == id && fs.h[i].pid == fs_sender)
+			return &fs.h[i];
+	return NULL;
+}
+
+static void fs_end_holder(struct fs_holder *h)
+{
+	fs.used -= h->charged;
+	h->charged = 0;
+	h->live = 0;
+	h->open = 0;
+	if (h->evfd >= 0)
+		close(h->evfd);
+	h->evfd = -1;
+	pthread_cond_broadcast(&fs.cv);
+}
+
+/* Under fs.mu: open or raise a ticket on holder i and signal it. */
+static void fs_ticket_locked(int i, uint64_t bytes)
+{
+	struct fs_holder *h = &fs.h[i];
+	uint64_t one = 1;
+
+	if (!h->live)
+		return;
+	h->open = 1;
+	h->gen = ++fs.next_gen;
+	h->tbytes = bytes;
+	if (h->evfd >= 0 && write(h->evfd, &one, sizeof(one)) != sizeof(one))
+		abort();
+}
+
+static void fs_ticket(int i, uint64_t bytes)
+{
+	pthread_mutex_lock(&fs.mu);
+	fs_ticket_locked(i, bytes);
+	pthread_mutex_unlock(&fs.mu);
+}
+
+static int fs_charge(struct nxq_charge *c)
+{
+	struct fs_holder *h = fs_find(c->holder_id);
+	struct timespec dl;
+
+	if (!h)
+		return -ENOENT;
+	fs.charges++;
+	if (!(c->flags & NXQ_CHARGE_WAIT)) {
+		if (fs.used + c->bytes > fs.cap)
+			return -EDQUOT;
+		goto grant;
+	}
+	fs.wait_charges++;
+	clock_gettime(CLOCK_REALTIME, &dl);
+	dl.tv_sec += c->timeout_ns / 1000000000ULL;
+	dl.tv_nsec += c->timeout_ns % 1000000000ULL;
+	if (dl.tv_nsec >= 1000000000L) {
+		dl.tv_sec++;
+		dl.tv_nsec -= 1000000000L;
+	}
+	while (fs.used + c->bytes > fs.cap) {
+		if (fs.victim >= 0 && fs.h[fs.victim].live && !fs.h[fs.victim].open)
+			fs_ticket_locked(fs.victim, fs.used + c->bytes - fs.cap);
+		fs.waiting++;
+		int r = pthread_cond_timedwait(&fs.cv, &fs.mu, &dl);
+
+		fs.waiting--;
+		if (fs.stopping || !h->live)
+			return -EINTR;
+		if (r == ETIMEDOUT && fs.used + c->bytes > fs.cap)
+			return -ETIMEDOUT;
+	}
+grant:
+	h->charged += c->bytes;
+	fs.used += c->bytes;
+	c->charged = h->charged;
+	return 0;
+}
+
+static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, int nfds,
+		     size_t *outlen)
+{
+	struct fs_holder *h;
+
+	switch (_IOC_NR(cmd)) {
+	case _IOC_NR(NXQ_IOC_VERSION): {
+		struct nxq_version *v = arg;
+
+		fs.versions++;
+		v->abi_version = NXQ_ABI_VERSION;
+		v->features = fs.features ? fs.features :
+			      NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
+			      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS;
+		*outlen = sizeof(*v);
+		return 0;
+	}
+	case _IOC_NR(NXQ_IOC_HOLDER_REGISTER): {
+		struct nxq_holder_reg *reg = arg;
+		int want = (reg->eventfd >= 0) + !!(reg->flags & NXQ_HOLDER_DEVFD);
+		struct stat st;
+
+		fs.registers++;
+		fs.reg_nfds = nfds;
+		if (alen < NXQ_HOLDER_REG_SIZE_VER0 || nfds != want)
+			return -EBADF;
+		if (reg->eventfd >= 0 && !fs_is_eventfd(fds[0]))
+			return -EBADF;		/* the eventfd comes first */
+		if ((reg->flags & NXQ_HOLDER_DEVFD) &&
+		    (fstat(fds[nfds - 1], &st) || !S_ISCHR(st.st_mode)))
+			return -EACCES;
+		if (!strcmp(reg->device, "nodev") || fs.nh == FS_MAXH) {
+			fs.reg_refused++;
+			return -ENODEV;
+		}
+		if (reg->eventfd >= 0)
+			fs.reg_evfd_ok++;
+		h = &fs.h[fs.nh++];
+		memset(h, 0, sizeof(*h));
+		h->live = 1;
+		h->id = fs.next_id++;
+		h->cid = cid;
+		h->pid = fs_sender;
+		h->evfd = reg->eventfd >= 0 ? fds[0] : -1;
+		if (h->evfd >= 0)
+			fds[0] = -1;	/* kept */
+		reg->holder_id = h->id;
+		*outlen = sizeof(*reg);
+		return 0;
+	}
+	case _IOC_NR(NXQ_IOC_HOLDER_UNREGISTER): {
+		struct nxq_holder_id *hid = arg;
+
+		h = fs_find(hid->holder_id);
+		if (!h)
+			return -ENOENT;
+		fs.unregisters++;
+		fs_end_holder(h);
+		return 0;
+	}
+	case _IOC_NR(NXQ_IOC_CHARGE): {
+		struct nxq_charge *c = arg;
+		int r = fs_charge(c);
+
+		*outlen = sizeof(*c);
+		return r;
+	}
+	case _IOC_NR(NXQ_IOC_UNCHARGE): {
+		struct nxq_charge *c = arg;
+
+		h = fs_find(c->holder_id);
+		if (!h)
+			return -ENOENT;
+		if (c->bytes > h->charged)
+			return -EINVAL;
+		fs.uncharges++;
+		h->charged -= c->bytes;
+		fs.used -= c->bytes;
+		c->charged = h->charged;
+		*outlen = sizeof(*c);
+		pthread_cond_broadcast(&fs.cv);
+		return 0;
+	}
+	case _IOC_NR(NXQ_IOC_SET_RECLAIMABLE): {
+		struct nxq_reclaimable *rc = arg;
+
+		h = fs_find(rc->holder_id);
+		if (!h)
+			return -ENOENT;
+		if (rc->bytes > h->charged)
+			return -EINVAL;
+		fs.reclaims++;
+		h->reclaimable = rc->bytes;
+		return 0;
+	}
+	case _IOC_NR(NXQ_IOC_TICKET_READ): {
+		struct nxq_ticket *t = arg;
+
+		h = fs_find(t->holder_id);
+		if (!h)
+			return -ENOENT;
+		fs.reads++;
+		if (!h->open)
+			return -EAGAIN;
+		t->generation = h->gen;
+		t->bytes = h->tbytes;
+		t->reason = NXQ_TICKET_REASON_DEVICE;
+		*outlen = sizeof(*t);
+		return 0;
+	}
+	case _IOC_NR(NXQ_IOC_TICKET_ANSWER): {
+		struct nxq_ticket_answer *a = arg;
+
+		h = fs_find(a->holder_id);
+		if (!h)
+			return -ENOENT;
+		if (!h->open || a->generation != h->gen)
+			return -ESTALE;
+		if (a->released > h->charged)
+			return -EINVAL;
+		fs.answers++;
+		h->charged -= a->released;
+		fs.used -= a->released;
+		h->open = 0;
+		a->charged = h->charged;
+		*outlen = sizeof(*a);
+		pthread_cond_broadcast(&fs.cv);
+		return 0;
+	}
+	}
+	return -ENOTTY;
+}
+
+static void *fs_conn(void *arg)
+{
+	int slot = (int)(intptr_t)arg, fd = fs.cfd[slot];
+
+	for (;;) {
+		struct {
+			struct nxqd_req req;
+			char arg[NXQD_ARG_MAX];
+		} in;
+		struct {
+			struct nxqd_rep rep;
+			char arg[NXQD_ARG_MAX];
+		} out;
+		union {
+			char c[CMSG_SPACE(sizeof(int) * 8) + CMSG_SPACE(sizeof(struct ucred))];
+			struct cmsghdr align;
+		} cm;
+		struct iovec iov = { &in, sizeof(in) };
+		struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.c,
+				    .msg_controllen = sizeof(cm.c) };
+		struct cmsghdr *c;
+		int fds[8], nfds = 0, r;
+		size_t outlen = 0;
+		ssize_t n = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+
+		if (n <= 0)
+			break;
+		pthread_mutex_lock(&fs.mu);
+		fs.msgs++;
+		fs_sender = 0;
+		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
+				int k = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+				if (k > 8 - nfds)
+					k = 8 - nfds;	/* the control buffer holds 8 */
+
+				memcpy(fds + nfds, CMSG_DATA(c), k * sizeof(int));
+				nfds += k;
+			} else if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+				struct ucred cr;
+
+				memcpy(&cr, CMSG_DATA(c), sizeof(cr));
+				fs.cred_seen++;
+				fs_sender = cr.pid;
+				if (cr.pid != fs.owner)
+					fs.cred_bad++;
+			}
+		}
+		if ((size_t)n < sizeof(in.req)) {
+			r = -EINVAL;
+		} else if (nfds && _IOC_NR(in.req.cmd) != _IOC_NR(NXQ_IOC_HOLDER_REGISTER)) {
+			fs.fds_elsewhere++;
+			r = -EINVAL;
+		} else {
+			r = fs_handle(slot, in.arg, in.req.cmd, n - sizeof(in.req), fds, nfds,
+				      &outlen);
+		}
+		for (int i = 0; i < nfds; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		pthread_mutex_unlock(&fs.mu);
+		out.rep.err = r;
+		out.rep.reserved = 0;
+		memcpy(out.arg, in.arg, outlen);
+		if (send(fd, &out, sizeof(out.rep) + (r ? 0 : outlen), MSG_NOSIGNAL) < 0)
+			break;
+	}
+	pthread_mutex_lock(&fs.mu);
+	for (int i = 0; i < fs.nh; i++)
+		if (fs.h[i].live && fs.h[i].cid == slot)
+			fs_end_holder(&fs.h[i]);
+	fs.open_conns--;
+	pthread_mutex_unlock(&fs.mu);
+	return NULL;
+}
+
+static void *fs_accept(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int fd = accept4(fs.lfd, NULL, NULL, SOCK_CLOEXEC), one = 1;
+
+		pthread_mutex_lock(&fs.mu);
+		if (fs.stopping || fd < 0 || fs.ncth == FS_MAXC) {
+			pthread_mutex_unlock(&fs.mu);
+			if (fd >= 0)
+				close(fd);
+			if (fs.stopping || fd < 0)
+				break;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
+		fs.accepted++;
+		fs.open_conns++;
+		if (fs.open_conns > fs.max_open_conns)
+			fs.max_open_conns = fs.open_conns;
+		fs.cfd[fs.ncth] = fd;
+		pthread_create(&fs.cth[fs.ncth], NULL, fs_conn, (void *)(intptr_t)fs.ncth);
+		fs.ncth++;
+		pthread_mutex_unlock(&fs.mu);
+	}
+	return NULL;
+}
+
+/* A fresh daemon on fs.path (state empty, ids from a new range). */
+static void fs_start(uint64_t cap)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int one = 1;
+
+	pthread_mutex_lock(&fs.mu);
+	fs.stopping = 0;
+	fs.ncth = 0;
+	fs.nh = 0;
+	fs.used = 0;
+	fs.cap = cap;
+	fs.victim = -1;
+	fs.next_id = 1 + 1000 * (uint64_t)fs.restarts;
+	fs.owner = getpid();
+	pthread_mutex_unlock(&fs.mu);
+	memcpy(a.sun_path, fs.path, strlen(fs.path) + 1);
+	unlink(fs.path);
+	fs.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fs.lfd < 0 || setsockopt(fs.lfd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	    bind(fs.lfd, (struct sockaddr *)&a, sizeof(a)) || listen(fs.lfd, 64))
+		abort();
+	pthread_create(&fs.acc, NULL, fs_accept, NULL);
+	fs.up = 1;
+}
+
+/* The daemon dies: every connection shut down, its state gone. */
+static void fs_stop(void)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (!fs.up)
+		return;
+	pthread_mutex_lock(&fs.mu);
+	fs.stopping = 1;
+	for (int i = 0; i < fs.ncth; i++)
+		shutdown(fs.cfd[i], SHUT_RDWR);
+	pthread_cond_broadcast(&fs.cv);
+	pthread_mutex_unlock(&fs.mu);
+	/* wake accept() */
+	memcpy(a.sun_path, fs.path, strlen(fs.path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (connect(fd, (struct sockaddr *)&a, sizeof(a)))
+		abort();
+	pthread_join(fs.acc, NULL);
+	close(fd);
+	close(fs.lfd);
+	unlink(fs.path);
+	for (int i = 0; i < fs.ncth; i++) {
+		pthread_join(fs.cth[i], NULL);
+		close(fs.cfd[i]);
+	}
+	pthread_mutex_lock(&fs.mu);
+	for (int i = 0; i < fs.nh; i++)
+		if (fs.h[i].live)
+			fs_end_holder(&fs.h[i]);
+	fs.ncth = 0;
+	fs.restarts++;
+	pthread_mutex_unlock(&fs.mu);
+	fs.up = 0;
+}
+
+static struct {
+	uint64_t cap;
+	unsigned int ms;
+	pthread_t th;
+} fs_later;
+
+static void *fs_later_fn(void *arg)
+{
+	(void)arg;
+	usleep(fs_later.ms * 1000);
+	fs_start(fs_later.cap);
+	return NULL;
+}
+
+/* Start again after ms, from another thread (the library retries meanwhile). */
+static void fs_start_later(uint64_t cap, unsigned int ms)
+{
+	fs_later.cap = cap;
+	fs_later.ms = ms;
+	pthread_create(&fs_later.th, NULL, fs_later_fn, NULL);
+}
+
+static void fs_join_later(void)
+{
+	pthread_join(fs_later.th, NULL);
+}
+
+/* Reset the counters (not the state). */
+static void fs_zero(void)
+{
+	pthread_mutex_lock(&fs.mu);
+	fs.msgs = fs.cred_bad = fs.cred_seen = 0;
+	fs.versions = fs.registers = fs.reg_nfds = fs.reg_evfd_ok = fs.reg_refused = 0;
+	fs.unregisters = fs.charges = fs.wait_charges = fs.uncharges = fs.reclaims = 0;
+	fs.reads = fs.answers = fs.fds_elsewhere = 0;
+	fs.accepted = 0;
+	fs.max_open_conns = fs.open_conns;
+	pthread_mutex_unlock(&fs.mu);
+}
+
+static uint64_t fs_holder_charged(int i)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&fs.mu);
+	v = fs.h[i].live ? fs.h[i].charged : (uint64_t)-1;
+	pthread_mutex_unlock(&fs.mu);
+	return v;
+}
+
+#endif /* NXQ_TEST_FAKE_SRV_H */
