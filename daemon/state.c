@@ -1,0 +1,416 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotad's persistent state: the devices and budgets root set, in
+ * STATE_DIR/state (NXQD_STATE_DIR, nxquotad -S DIR), rewritten after every
+ * change made through the control socket and read once at start.
+ *
+ * The file is text, one object a line, written whole to state.tmp,
+ * fsync()ed, renamed over state, and the directory fsync()ed: a crash at
+ * any point leaves the old file or the new one, never a mix.
+ *
+ *   nxquotad-state 1
+ *   device KEY capacity=BYTES devt=MAJ:MIN|- default_max=BYTES|max
+ *          ticket_timeout_ms=MS
+ *   budget KEY PATH [max=BYTES|max] min=BYTES kill_on_ignore=0|1
+ *          holders_max=N|- waiters_max=N|- priority_max=N|- wait_max_ms=N|-
+ *
+ * (one line each).  PATH is the cgroup's path from the cgroup2 root with
+ * '%', bytes up to ' ' and from 0x7f written as %XX.  "max=" is present
+ * only when the node has its own max; a limit of "-" is inherited.  Only
+ * nodes with something set are written.  Loading replays the lines through
+ * the same functions the control socket uses (nxq_device_add(),
+ * nxqd_budget_set()); a budget whose cgroup does not exist (yet) is
+ * reported and skipped -- the module also forgets the budget of a removed
+ * cgroup -- and the next save no longer has it.
+ */
+#include <linux/types.h>
+#include <linux/nxquota.h>
+#include <ctype.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "ledger.h"
+#include "nxqd.h"
+#include "ctl.h"
+
+#define STATE_MAGIC	"nxquotad-state 1"
+
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *state_dir;		/* NULL: nothing is persisted */
+
+static const char *const lim_names[NXQ_NR_LIMITS] = {
+	[NXQ_LIM_HOLDERS]	= "holders_max",
+	[NXQ_LIM_WAITERS]	= "waiters_max",
+	[NXQ_LIM_PRIORITY]	= "priority_max",
+	[NXQ_LIM_WAIT_MS]	= "wait_max_ms",
+};
+
+static void put_path(FILE *f, const char *p)
+{
+	for (; *p; p++) {
+		unsigned char ch = *p;
+
+		if (ch <= ' ' || ch >= 0x7f || ch == '%')
+			fprintf(f, "%%%02X", ch);
+		else
+			fputc(ch, f);
+	}
+}
+
+/* Undo put_path() in place; -EINVAL for a malformed escape. */
+static int get_path(char *s)
+{
+	char *w = s, hex[3] = { 0 };
+
+	for (; *s; s++) {
+		if (*s != '%') {
+			*w++ = *s;
+			continue;
+		}
+		if (!isxdigit((unsigned char)s[1]) ||
+		    !isxdigit((unsigned char)s[2]))
+			return -EINVAL;
+		hex[0] = s[1];
+		hex[1] = s[2];
+		*w = (char)strtoul(hex, NULL, 16);
+		if (!*w)
+			return -EINVAL;
+		w++;
+		s += 2;
+	}
+	*w = '\0';
+	return 0;
+}
+
+static void put_dev(FILE *f, struct nxq_device *dev)
+{
+	u64 capacity, default_max;
+	u32 timeout;
+
+	spin_lock(&dev->lock);
+	capacity = dev->capacity;
+	default_max = dev->default_max;
+	timeout = dev->ticket_timeout_ms;
+	spin_unlock(&dev->lock);
+	fprintf(f, "device %s capacity=%llu devt=", dev->key,
+		(unsigned long long)capacity);
+	if (dev->devt)
+		fprintf(f, "%u:%u", major(dev->devt), minor(dev->devt));
+	else
+		fputc('-', f);
+	if (default_max == NXQ_UNLIMITED)
+		fprintf(f, " default_max=max");
+	else
+		fprintf(f, " default_max=%llu", (unsigned long long)default_max);
+	fprintf(f, " ticket_timeout_ms=%u\n", timeout);
+}
+
+static void put_node(FILE *f, struct nxq_node *node)
+{
+	u32 lim[NXQ_NR_LIMITS];
+	bool max_set, kill, any;
+	const char *path;
+	u64 max, min;
+	int i;
+
+	spin_lock(&node->dev->lock);
+	max_set = node->max_set;
+	max = node->max;
+	min = node->min;
+	kill = node->kill_on_ignore;
+	memcpy(lim, node->lim, sizeof(lim));
+	spin_unlock(&node->dev->lock);
+	any = max_set || min || kill;
+	for (i = 0; i < NXQ_NR_LIMITS; i++)
+		any |= lim[i] != NXQ_LIMIT_UNSET;
+	path = nxqd_cgroup_key_path(node->key);
+	if (!any || !path)
+		return;
+	fprintf(f, "budget %s ", node->dev->key);
+	put_path(f, path);
+	if (max_set && max == NXQ_UNLIMITED)
+		fprintf(f, " max=max");
+	else if (max_set)
+		fprintf(f, " max=%llu", (unsigned long long)max);
+	fprintf(f, " min=%llu kill_on_ignore=%d", (unsigned long long)min,
+		kill);
+	for (i = 0; i < NXQ_NR_LIMITS; i++) {
+		if (lim[i] == NXQ_LIMIT_UNSET)
+			fprintf(f, " %s=-", lim_names[i]);
+		else
+			fprintf(f, " %s=%u", lim_names[i], lim[i]);
+	}
+	fputc('\n', f);
+}
+
+/* The whole state as text, read under the ledger lock. */
+static char *state_text(size_t *len)
+{
+	struct nxq_device *dev;
+	struct nxq_node *node;
+	unsigned long id;
+	char *buf = NULL;
+	FILE *f;
+
+	f = open_memstream(&buf, len);
+	if (!f)
+		return NULL;
+	fprintf(f, "%s\n", STATE_MAGIC);
+	mutex_lock(&nxqd_ledger.lock);
+	list_for_each_entry(dev, &nxqd_ledger.devices, link)
+		put_dev(f, dev);
+	list_for_each_entry(dev, &nxqd_ledger.devices, link)
+		xa_for_each(&dev->nodes, id, node)
+			put_node(f, node);
+	mutex_unlock(&nxqd_ledger.lock);
+	if (fclose(f)) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static int write_all(int fd, const char *p, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -errno;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/**
+ * nxqd_state_save() - write the devices and budgets to the state file
+ *
+ * tmp + fsync + rename + fsync of the directory.  Saves are serialised;
+ * each writes what the ledger holds when it runs, so the last save after
+ * a change has it.
+ *
+ * Return: 0 (also when nothing is persisted), or a negative errno, which
+ * is also printed: the change stands, only its persistence failed.
+ */
+int nxqd_state_save(void)
+{
+	char tmp[PATH_MAX], dst[PATH_MAX];
+	int fd = -1, dfd, err = 0;
+	size_t len = 0;
+	char *text;
+
+	pthread_mutex_lock(&state_lock);
+	if (!state_dir)
+		goto out;
+	text = state_text(&len);
+	if (!text) {
+		err = -ENOMEM;
+		goto out;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/state.tmp", state_dir);
+	snprintf(dst, sizeof(dst), "%s/state", state_dir);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		err = -errno;
+	else
+		err = write_all(fd, text, len);
+	if (!err && fsync(fd))
+		err = -errno;
+	free(text);
+	if (fd >= 0 && close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, dst))
+		err = -errno;
+	if (err) {
+		unlink(tmp);
+		goto out;
+	}
+	dfd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd >= 0) {
+		if (fsync(dfd))
+			err = -errno;
+		close(dfd);
+	}
+out:
+	pthread_mutex_unlock(&state_lock);
+	if (err)
+		fprintf(stderr, "nxquotad: cannot save the state in %s: %s\n",
+			state_dir, strerror(-err));
+	return err;
+}
+
+/* "name=VALUE" with VALUE a u64, or "max" if @max_ok. */
+static int word_u64(const char *w, const char *name, bool max_ok, u64 *v)
+{
+	size_t n = strlen(name);
+	unsigned long long x;
+	char *end;
+
+	if (strncmp(w, name, n) || w[n] != '=')
+		return -EINVAL;
+	w += n + 1;
+	if (max_ok && !strcmp(w, "max")) {
+		*v = NXQ_UNLIMITED;
+		return 0;
+	}
+	if (*w < '0' || *w > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(w, &end, 10);
+	if (*end || errno)
+		return -EINVAL;
+	*v = x;
+	return 0;
+}
+
+static int load_device(char **w, int n)
+{
+	u64 capacity, default_max, timeout;
+	struct nxq_device *dev;
+	dev_t devt = 0;
+	int err;
+
+	if (n != 6 || word_u64(w[2], "capacity", false, &capacity) ||
+	    strncmp(w[3], "devt=", 5) ||
+	    (strcmp(w[3] + 5, "-") && nxqd_parse_devt(w[3] + 5, &devt)) ||
+	    word_u64(w[4], "default_max", true, &default_max) ||
+	    word_u64(w[5], "ticket_timeout_ms", false, &timeout) ||
+	    !timeout || timeout > 3600 * 1000)
+		return -EINVAL;
+	dev = nxq_device_add(&nxqd_ledger, w[1], capacity, devt);
+	if (IS_ERR(dev))
+		return PTR_ERR(dev);
+	mutex_lock(&nxqd_ledger.lock);
+	dev = nxq_device_find(&nxqd_ledger, w[1]);
+	if (dev) {
+		nxq_device_set_default_max(dev, default_max);
+		err = nxq_device_set_ticket_timeout(dev, (u32)timeout);
+	} else {
+		err = -ENODEV;
+	}
+	mutex_unlock(&nxqd_ledger.lock);
+	return err;
+}
+
+static int load_budget(char **w, int n, const char *file, int line)
+{
+	struct nxq_budget_req r = { .set_min = true, .set_kill = true };
+	int i = 3, k, err;
+	u64 v;
+
+	if (n < 3 + 2 + NXQ_NR_LIMITS || get_path(w[2]) || w[2][0] != '/')
+		return -EINVAL;
+	if (!word_u64(w[i], "max", true, &r.max)) {
+		r.set_max = true;
+		i++;
+	}
+	if (n != i + 2 + NXQ_NR_LIMITS ||
+	    word_u64(w[i], "min", false, &r.min) ||
+	    word_u64(w[i + 1], "kill_on_ignore", false, &v) || v > 1)
+		return -EINVAL;
+	r.kill_on_ignore = v;
+	i += 2;
+	for (k = 0; k < NXQ_NR_LIMITS; k++, i++) {
+		size_t len = strlen(lim_names[k]);
+
+		if (!strncmp(w[i], lim_names[k], len) &&
+		    !strcmp(w[i] + len, "=-"))
+			continue;
+		if (word_u64(w[i], lim_names[k], false, &v) || v > U32_MAX ||
+		    !nxqd_limit_valid(k, (u32)v))
+			return -EINVAL;
+		r.lim[k] = (u32)v;
+		r.set_lim |= BIT(k);
+	}
+	err = nxqd_budget_set(w[1], w[2], &r);
+	if (err == -ENOENT) {
+		fprintf(stderr,
+			"nxquotad: %s:%d: no cgroup %s: its budget on %s is dropped\n",
+			file, line, w[2], w[1]);
+		return 0;
+	}
+	return err;
+}
+
+/**
+ * nxqd_state_load() - read the state file and apply it; remember @dir
+ * @dir: the state directory (created 0700 if missing), or NULL to persist
+ *	nothing
+ *
+ * Called once at start, before any socket is served and with no device
+ * registered.  A missing file is an empty state.
+ *
+ * Return: 0, or a negative errno after printing the file, line and reason
+ * (a malformed file is -EINVAL: the daemon should not start on a state it
+ * cannot read, and overwrite it).
+ */
+int nxqd_state_load(const char *dir)
+{
+	char file[PATH_MAX], *line = NULL, *w[16], *save;
+	size_t cap = 0;
+	int lineno = 0, err = 0, n;
+	FILE *f;
+
+	if (!dir)
+		return 0;
+	if (mkdir(dir, 0700) && errno != EEXIST) {
+		err = -errno;
+		fprintf(stderr, "nxquotad: %s: %s\n", dir, strerror(errno));
+		return err;
+	}
+	free(state_dir);
+	state_dir = strdup(dir);
+	if (!state_dir)
+		return -ENOMEM;
+	snprintf(file, sizeof(file), "%s/state", dir);
+	f = fopen(file, "re");
+	if (!f) {
+		if (errno == ENOENT)
+			return 0;
+		err = -errno;
+		fprintf(stderr, "nxquotad: %s: %s\n", file, strerror(errno));
+		return err;
+	}
+	while (getline(&line, &cap, f) > 0) {
+		lineno++;
+		line[strcspn(line, "\n")] = '\0';
+		if (lineno == 1) {
+			if (strcmp(line, STATE_MAGIC))
+				err = -EINVAL;
+			if (err)
+				break;
+			continue;
+		}
+		n = 0;
+		for (w[n] = strtok_r(line, " ", &save); w[n] && n < 15;
+		     w[n] = strtok_r(NULL, " ", &save))
+			n++;
+		if (!n)
+			continue;
+		if (!strcmp(w[0], "device"))
+			err = load_device(w, n);
+		else if (!strcmp(w[0], "budget"))
+			err = load_budget(w, n, file, lineno);
+		else
+			err = -EINVAL;
+		if (err)
+			break;
+	}
+	if (!err && lineno == 0)
+		err = -EINVAL;	/* an empty file is not one we wrote */
+	if (err)
+		fprintf(stderr, "nxquotad: %s:%d: %s\n", file, lineno,
+			err == -EINVAL ? "malformed line" : strerror(-err));
+	free(line);
+	fclose(f);
+	return err;
+}

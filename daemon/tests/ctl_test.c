@@ -1,0 +1,990 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotad's control socket and state file, tested from outside: the
+ * daemon binary ($NXQD_BIN) runs as a child with its sockets and its state
+ * directory in a fresh directory, and as its cgroup2 root (nxquotad -C) a
+ * fresh directory of the first cgroup2 mount with cgroups a, a/b and c
+ * (root only; the cases are skipped where there is no cgroup2 mount one
+ * may create cgroups in).  The cases speak the module's generic netlink
+ * family to it,
+ * built with libnl as nxquotactl builds it, malformed messages included,
+ * and restart it on the same state directory.
+ */
+#include <kunit/test.h>
+#include <linux/nxquota.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <netlink/netlink.h>
+#include <netlink/msg.h>
+#include <netlink/attr.h>
+#include <netlink/genl/genl.h>
+
+#include "../proto.h"
+
+struct daemon {
+	char dir[64], sock[96], ctl[96], state[96], log[96], cg[600];
+	pid_t pid;
+};
+
+static int dial(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		int e = -errno;
+
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+static void spawn(struct kunit *test, struct daemon *d)
+{
+	const char *bin = getenv("NXQD_BIN");
+	int log;
+
+	KUNIT_ASSERT_NOT_NULL(test, bin);
+	d->pid = fork();
+	KUNIT_ASSERT_GE(test, d->pid, 0);
+	if (!d->pid) {
+		log = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
+		if (log >= 0)
+			dup2(log, 2);
+		execl(bin, "nxquotad", "-v", "-s", d->sock, "-c", d->ctl,
+		      "-S", d->state, "-C", d->cg, "-G", "0", (char *)NULL);
+		_exit(127);
+	}
+}
+
+/* Wait until the control socket answers; false if the daemon exited. */
+static bool wait_up(struct daemon *d)
+{
+	int i, fd = -1, st;
+
+	for (i = 0; i < 500 && fd < 0; i++) {
+		fd = dial(d->ctl);
+		if (fd >= 0)
+			break;
+		if (waitpid(d->pid, &st, WNOHANG) == d->pid) {
+			d->pid = 0;
+			return false;
+		}
+		usleep_range(10000, 11000);
+	}
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+static int mkcg(struct daemon *d, const char *rel)
+{
+	char p[700];
+
+	snprintf(p, sizeof(p), "%s%s", d->cg, rel);
+	return mkdir(p, 0755) ? -errno : 0;
+}
+
+static void rmcg(struct daemon *d, const char *rel)
+{
+	char p[700];
+
+	snprintf(p, sizeof(p), "%s%s", d->cg, rel);
+	rmdir(p);
+}
+
+/* A fresh directory on the first cgroup2 mount, or "" if none. */
+static void cgroup_dir(struct daemon *d)
+{
+	static int n;
+	char line[1024], *f[12], *save;
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+	int k, i;
+
+	d->cg[0] = '\0';
+	while (mi && fgets(line, sizeof(line), mi)) {
+		k = 0;
+		f[0] = strtok_r(line, "\n ", &save);
+		while (f[k] && k < 11)
+			f[++k] = strtok_r(NULL, "\n ", &save);
+		for (i = 6; i + 1 < k; i++)
+			if (!strcmp(f[i], "-"))
+				break;
+		if (i + 1 < k && !strcmp(f[i + 1], "cgroup2")) {
+			snprintf(d->cg, sizeof(d->cg), "%s/nxqd-ctl.%d.%d",
+				 f[4], getpid(), n++);
+			break;
+		}
+	}
+	if (mi)
+		fclose(mi);
+	if (d->cg[0] && mkdir(d->cg, 0755))
+		d->cg[0] = '\0';
+}
+
+static void start(struct kunit *test, struct daemon *d)
+{
+	snprintf(d->dir, sizeof(d->dir), "/tmp/nxqd-ctl.XXXXXX");
+	KUNIT_ASSERT_NOT_NULL(test, mkdtemp(d->dir));
+	snprintf(d->sock, sizeof(d->sock), "%s/nxquota.sock", d->dir);
+	snprintf(d->ctl, sizeof(d->ctl), "%s/control.sock", d->dir);
+	snprintf(d->state, sizeof(d->state), "%s/state", d->dir);
+	snprintf(d->log, sizeof(d->log), "%s/log", d->dir);
+	d->pid = 0;
+	cgroup_dir(d);
+	if (!d->cg[0]) {
+		rmdir(d->dir);
+		kunit_skip(test, "no cgroup2 mount to create cgroups in");
+	}
+	KUNIT_ASSERT_EQ(test, mkcg(d, "/a"), 0);
+	KUNIT_ASSERT_EQ(test, mkcg(d, "/a/b"), 0);
+	KUNIT_ASSERT_EQ(test, mkcg(d, "/c"), 0);
+	spawn(test, d);
+	KUNIT_ASSERT_TRUE(test, wait_up(d));
+}
+
+/* Signal the daemon; return its exit status (or 128 + signal). */
+static int stop(struct daemon *d, int sig)
+{
+	int st = 0;
+
+	if (!d->pid)
+		return -1;
+	kill(d->pid, sig);
+	if (waitpid(d->pid, &st, 0) != d->pid)
+		return -1;
+	d->pid = 0;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void cleanup(struct daemon *d)
+{
+	char cmd[128];
+
+	if (d->pid)
+		stop(d, SIGKILL);
+	rmcg(d, "/a/b");
+	rmcg(d, "/a");
+	rmcg(d, "/c");
+	rmcg(d, "");
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->dir);
+	if (system(cmd))
+		fprintf(stderr, "ctl_test: could not remove %s\n", d->dir);
+}
+
+/* ---- requests and replies ---------------------------------------------- */
+
+#define MAXREP 4096
+
+struct reply {
+	int err;			/* the ack's error; 1: none came */
+	char msg[256];			/* its NLMSGERR_ATTR_MSG */
+	bool done;			/* a dump's NLMSG_DONE came */
+	int n;				/* data messages */
+	struct nlmsghdr *m[MAXREP];	/* copies */
+};
+
+static u32 seq = 1000;
+
+static struct nl_msg *req(u8 cmd, int flags)
+{
+	struct nl_msg *m = nlmsg_alloc();
+
+	if (m)
+		genlmsg_put(m, 0, seq++, NXQD_GENL_ID, 0,
+			    flags | NLM_F_REQUEST | NLM_F_ACK, cmd,
+			    NXQUOTA_FAMILY_VERSION);
+	return m;
+}
+
+static void reply_free(struct reply *r)
+{
+	int i;
+
+	for (i = 0; i < r->n; i++)
+		free(r->m[i]);
+	r->n = 0;
+}
+
+/* Read until the ack or DONE of @want_seq; 1 if the connection ended. */
+static int read_reply(int fd, u32 want_seq, struct reply *r)
+{
+	static unsigned char buf[65536];
+	struct nlmsghdr *h;
+	ssize_t n;
+
+	memset(r, 0, sizeof(*r));
+	r->err = 1;
+	for (;;) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n < (ssize_t)NLMSG_HDRLEN)
+			return 1;
+		h = (struct nlmsghdr *)buf;
+		if (h->nlmsg_len > n)
+			return 1;
+		if (h->nlmsg_seq != want_seq)
+			continue;	/* an event, or an older answer */
+		if (h->nlmsg_type == NLMSG_ERROR) {
+			struct nlmsgerr *e = nlmsg_data(h);
+			struct nlattr *a;
+			int rem;
+
+			r->err = e->error;
+			nla_for_each_attr(a, (struct nlattr *)
+					  ((char *)e + sizeof(*e)),
+					  (int)h->nlmsg_len -
+					  (int)(NLMSG_HDRLEN + sizeof(*e)), rem)
+				if (nla_type(a) == NLMSGERR_ATTR_MSG)
+					snprintf(r->msg, sizeof(r->msg), "%s",
+						 (char *)nla_data(a));
+			return 0;
+		}
+		if (h->nlmsg_type == NLMSG_DONE) {
+			r->done = true;
+			r->err = 0;
+			return 0;
+		}
+		if (r->n < MAXREP) {
+			r->m[r->n] = malloc(h->nlmsg_len);
+			memcpy(r->m[r->n++], h, h->nlmsg_len);
+		}
+	}
+}
+
+/* Send @m (freed) and read its answer; the ack's error. */
+static int call(int fd, struct nl_msg *m, struct reply *r)
+{
+	struct nlmsghdr *h = nlmsg_hdr(m);
+	u32 s = h->nlmsg_seq;
+
+	if (send(fd, h, h->nlmsg_len, MSG_NOSIGNAL) != (ssize_t)h->nlmsg_len) {
+		nlmsg_free(m);
+		return 1;
+	}
+	nlmsg_free(m);
+	if (read_reply(fd, s, r))
+		return 1;
+	return r->err;
+}
+
+/* The attributes of data message @i of @r. */
+static void attrs(struct reply *r, int i, struct nlattr **tb, int maxattr)
+{
+	memset(tb, 0, sizeof(*tb) * (maxattr + 1));
+	nla_parse(tb, maxattr, genlmsg_attrdata(nlmsg_data(r->m[i]), 0),
+		  genlmsg_attrlen(nlmsg_data(r->m[i]), 0), NULL);
+}
+
+static int dev_add(int fd, const char *key, u64 cap, const char *devt,
+		   struct reply *r)
+{
+	struct nl_msg *m = req(NXQUOTA_CMD_DEVICE_ADD, 0);
+
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, key);
+	nla_put_u64(m, NXQUOTA_A_DEVICE_CAPACITY, cap);
+	if (devt)
+		nla_put_string(m, NXQUOTA_A_DEVICE_DEVT, devt);
+	return call(fd, m, r);
+}
+
+static int dump(int fd, u8 cmd, int filter, const char *key, struct reply *r)
+{
+	struct nl_msg *m = req(cmd, NLM_F_DUMP);
+
+	if (key)
+		nla_put_string(m, filter, key);
+	return call(fd, m, r);
+}
+
+/* Data message of a budget dump for @path, or -1. */
+static int find_budget(struct reply *r, const char *path)
+{
+	struct nlattr *tb[NXQUOTA_A_BUDGET_LAST + 1];
+	int i;
+
+	for (i = 0; i < r->n; i++) {
+		attrs(r, i, tb, NXQUOTA_A_BUDGET_LAST);
+		if (tb[NXQUOTA_A_BUDGET_CGROUP_PATH] &&
+		    !strcmp(nla_get_string(tb[NXQUOTA_A_BUDGET_CGROUP_PATH]),
+			    path))
+			return i;
+	}
+	return -1;
+}
+
+static int budget_set(int fd, const char *path, const char *dev, u64 max,
+		      u64 min, int kill, u32 prio, struct reply *r)
+{
+	struct nl_msg *m = req(NXQUOTA_CMD_BUDGET_SET, 0);
+
+	nla_put_string(m, NXQUOTA_A_BUDGET_CGROUP_PATH, path);
+	nla_put_string(m, NXQUOTA_A_BUDGET_DEVICE, dev);
+	if (max)
+		nla_put_u64(m, NXQUOTA_A_BUDGET_MAX, max);
+	nla_put_u64(m, NXQUOTA_A_BUDGET_MIN, min);
+	if (kill >= 0)
+		nla_put_u8(m, NXQUOTA_A_BUDGET_KILL_ON_IGNORE, kill);
+	if (prio != U32_MAX)
+		nla_put_u32(m, NXQUOTA_A_BUDGET_PRIORITY_MAX, prio);
+	return call(fd, m, r);
+}
+
+/* ---- cases ------------------------------------------------------------- */
+
+/* 0600, and a peer that is not uid 0 is closed even if it gets in. */
+static void ctl_test_root_only(struct kunit *test)
+{
+	struct daemon d;
+	struct reply r;
+	struct stat st;
+	int fd, status;
+	pid_t pid;
+
+	start(test, &d);
+	KUNIT_ASSERT_EQ(test, stat(d.ctl, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.st_mode & 07777, 0600);
+	KUNIT_EXPECT_TRUE(test, S_ISSOCK(st.st_mode));
+
+	/* Open the file to everyone: the uid check must still refuse. */
+	KUNIT_ASSERT_EQ(test, chmod(d.ctl, 0666), 0);
+	chmod(d.dir, 0755);
+	pid = fork();
+	KUNIT_ASSERT_GE(test, pid, 0);
+	if (!pid) {
+		struct nl_msg *m;
+		char buf[256];
+		ssize_t n;
+
+		if (setgid(65534) || setuid(65534))
+			_exit(10);
+		fd = dial(d.ctl);
+		if (fd < 0)
+			_exit(11);
+		m = req(NXQUOTA_CMD_DEVICE_ADD, 0);
+		nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "evil");
+		nla_put_u64(m, NXQUOTA_A_DEVICE_CAPACITY, 1);
+		send(fd, nlmsg_hdr(m), nlmsg_hdr(m)->nlmsg_len, MSG_NOSIGNAL);
+		n = recv(fd, buf, sizeof(buf), 0);
+		_exit(n <= 0 ? 0 : 12);	/* closed, no answer */
+	}
+	KUNIT_ASSERT_EQ(test, waitpid(pid, &status, 0), pid);
+	KUNIT_EXPECT_TRUE(test, WIFEXITED(status));
+	KUNIT_EXPECT_EQ(test, WEXITSTATUS(status), 0);
+
+	/* Nothing was registered; root is served. */
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_EXPECT_EQ(test, dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r), 0);
+	KUNIT_EXPECT_TRUE(test, r.done);
+	KUNIT_EXPECT_EQ(test, r.n, 0);
+	reply_free(&r);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	KUNIT_EXPECT_NE(test, access(d.ctl, F_OK), 0);	/* removed */
+	cleanup(&d);
+}
+
+static void ctl_test_devices(struct kunit *test)
+{
+	struct nlattr *tb[NXQUOTA_A_DEVICE_MAX + 1];
+	struct nl_msg *m;
+	struct daemon d;
+	struct reply r;
+	int fd;
+
+	start(test, &d);
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+
+	KUNIT_EXPECT_EQ(test, dev_add(fd, "gpu0", 1 << 30, "195:0", &r), 0);
+	KUNIT_EXPECT_EQ(test, dev_add(fd, "gpu0", 1 << 20, NULL, &r), -EEXIST);
+	KUNIT_EXPECT_STREQ(test, r.msg, "device already registered");
+	KUNIT_EXPECT_EQ(test, dev_add(fd, "bad/key", 1, NULL, &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, dev_add(fd, "gpu1", 1, "0:0", &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, dev_add(fd, "gpu1", 1, "195", &r), -EINVAL);
+	m = req(NXQUOTA_CMD_DEVICE_ADD, 0);	/* no capacity */
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu1");
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -EINVAL);
+
+	/* set: each attribute, and its refusals */
+	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
+	nla_put_u64(m, NXQUOTA_A_DEVICE_CAPACITY, 2ULL << 30);
+	nla_put_u64(m, NXQUOTA_A_DEVICE_DEFAULT_MAX, 1 << 29);
+	nla_put_u32(m, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, 250);
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), 0);
+	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
+	nla_put_u32(m, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, 0);
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -EINVAL);
+	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -EINVAL);	/* nothing */
+	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "nope");
+	nla_put_u64(m, NXQUOTA_A_DEVICE_CAPACITY, 1);
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -ENODEV);
+
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r), 0);
+	KUNIT_ASSERT_EQ(test, r.n, 1);
+	attrs(&r, 0, tb, NXQUOTA_A_DEVICE_MAX);
+	KUNIT_ASSERT_NOT_NULL(test, tb[NXQUOTA_A_DEVICE_KEY]);
+	KUNIT_EXPECT_STREQ(test, nla_get_string(tb[NXQUOTA_A_DEVICE_KEY]),
+			   "gpu0");
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_DEVICE_CAPACITY]),
+			2ULL << 30);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_DEVICE_DEFAULT_MAX]),
+			1ULL << 29);
+	KUNIT_EXPECT_EQ(test,
+			nla_get_u32(tb[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]),
+			250);
+	KUNIT_ASSERT_NOT_NULL(test, tb[NXQUOTA_A_DEVICE_DEVT]);
+	KUNIT_EXPECT_STREQ(test, nla_get_string(tb[NXQUOTA_A_DEVICE_DEVT]),
+			   "195:0");
+	KUNIT_EXPECT_EQ(test, nla_get_u32(tb[NXQUOTA_A_DEVICE_HOLDERS]), 0);
+	KUNIT_EXPECT_EQ(test, r.m[0]->nlmsg_flags & NLM_F_MULTI,
+			NLM_F_MULTI);
+	reply_free(&r);
+
+	m = req(NXQUOTA_CMD_DEVICE_DEL, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "nope");
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -ENODEV);
+	m = req(NXQUOTA_CMD_DEVICE_DEL, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), 0);
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n, 0);
+	reply_free(&r);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+/* Raw bytes: a genl header of @cmd with @flags, then @len bytes. */
+static int raw(int fd, u8 cmd, int flags, const void *payload, size_t len,
+	       size_t cut, struct reply *r)
+{
+	unsigned char buf[512];
+	struct nlmsghdr *h = (void *)buf;
+	struct genlmsghdr *g = (void *)(buf + NLMSG_HDRLEN);
+
+	memset(buf, 0, sizeof(buf));
+	h->nlmsg_len = NLMSG_HDRLEN + GENL_HDRLEN + len - cut;
+	h->nlmsg_type = NXQD_GENL_ID;
+	h->nlmsg_flags = flags;
+	h->nlmsg_seq = seq++;
+	g->cmd = cmd;
+	g->version = NXQUOTA_FAMILY_VERSION;
+	memcpy(buf + NLMSG_HDRLEN + GENL_HDRLEN, payload, len);
+	if (send(fd, buf, h->nlmsg_len, MSG_NOSIGNAL) != (ssize_t)h->nlmsg_len)
+		return 1;
+	if (read_reply(fd, h->nlmsg_seq, r))
+		return 1;
+	return r->err;
+}
+
+/* One attribute of @type, @len bytes of @data, at @p; its aligned size. */
+static size_t put_attr(unsigned char *p, u16 type, const void *data, u16 len)
+{
+	struct nlattr *a = (void *)p;
+
+	a->nla_len = NLA_HDRLEN + len;
+	a->nla_type = type;
+	memcpy(p + NLA_HDRLEN, data, len);
+	return NLA_ALIGN(a->nla_len);
+}
+
+/*
+ * The kernel's strict validation, each refusal with its errno, and none
+ * of them changes anything.
+ */
+static void ctl_test_validation(struct kunit *test)
+{
+	const int rq = NLM_F_REQUEST | NLM_F_ACK;
+	unsigned char p[256];
+	u64 cap = 1 << 20;
+	u32 cap32 = 1 << 20;
+	char longkey[80];
+	struct nl_msg *m;
+	struct daemon d;
+	struct reply r;
+	size_t n;
+	u8 two = 2;
+	int fd;
+
+	start(test, &d);
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+
+	/* The well-formed request, by hand, is accepted. */
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, "ok0", 4);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY, &cap, 8);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, n, 0, &r),
+			0);
+
+	/* Above maxattr */
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, "x1", 3);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY, &cap, 8);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_DEFAULT_MAX, &cap, 8);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, n, 0, &r),
+			-EINVAL);
+	KUNIT_EXPECT_STREQ(test, r.msg, "Unknown attribute type");
+	/* Below maxattr but not in the policy */
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, "x2", 3);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY, &cap, 8);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_USED, &cap, 8);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, n, 0, &r),
+			-EINVAL);
+	/* A u64 of 4 bytes */
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, "x3", 3);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY, &cap32, 4);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, n, 0, &r),
+			-EINVAL);
+	/* A string without its NUL */
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, "x4", 2);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY, &cap, 8);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, n, 0, &r),
+			-EINVAL);
+	/* A key of 64 characters: no NUL within the policy's 63 + 1 */
+	memset(longkey, 'k', 64);
+	longkey[64] = 0;
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, longkey, 65);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY, &cap, 8);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, n, 0, &r),
+			-EINVAL);
+	/* "k" and its NUL, then bytes: an attribute longer than 63 */
+	memset(longkey, 'x', 70);
+	longkey[0] = 'k';
+	longkey[1] = 0;
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, longkey, 70);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY, &cap, 8);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, n, 0, &r),
+			-ERANGE);
+	/* Bytes left over: a truncated attribute header */
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, "x5", 3);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY, &cap, 8);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, n + 4, 0,
+				  &r), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, r.msg,
+			   "bytes leftover after parsing attributes");
+	/* NLA_F_NESTED on a scalar */
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, "x6", 3);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY | NLA_F_NESTED, &cap, 8);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, n, 0, &r),
+			-EINVAL);
+	/* kill-on-ignore is 0 or 1 */
+	n = put_attr(p, NXQUOTA_A_BUDGET_DEVICE, "ok0", 4);
+	n += put_attr(p + n, NXQUOTA_A_BUDGET_CGROUP_PATH, "/a", 3);
+	n += put_attr(p + n, NXQUOTA_A_BUDGET_KILL_ON_IGNORE, &two, 1);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_BUDGET_SET, rq, p, n, 0, &r),
+			-ERANGE);
+	/* Commands: unknown, a do of a dump, a dump of a do */
+	KUNIT_EXPECT_EQ(test, raw(fd, 200, rq, p, 0, 0, &r), -EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_GET, rq, p, 0, 0, &r),
+			-EOPNOTSUPP);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq | NLM_F_DUMP,
+				  p, 0, 0, &r), -EOPNOTSUPP);
+	/* Shorter than the genl header */
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD, rq, p, 0, 2, &r),
+			-EINVAL);
+	/* Not a request: no answer at all, so the next answer is the next's */
+	m = req(NXQUOTA_CMD_DEVICE_ADD, 0);
+	nlmsg_hdr(m)->nlmsg_flags &= ~NLM_F_REQUEST;
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "noreq");
+	nla_put_u64(m, NXQUOTA_A_DEVICE_CAPACITY, 1);
+	KUNIT_EXPECT_EQ(test, send(fd, nlmsg_hdr(m), nlmsg_hdr(m)->nlmsg_len,
+				   0), (ssize_t)nlmsg_hdr(m)->nlmsg_len);
+	nlmsg_free(m);
+
+	/* Of all that, only ok0 exists. */
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n, 1);
+	reply_free(&r);
+	/* A dump's filter of an unknown device: -ENODEV, as the module. */
+	KUNIT_EXPECT_EQ(test, dump(fd, NXQUOTA_CMD_BUDGET_GET,
+				   NXQUOTA_A_BUDGET_DEVICE, "nope", &r), -ENODEV);
+	KUNIT_EXPECT_EQ(test, dump(fd, NXQUOTA_CMD_HOLDER_GET,
+				   NXQUOTA_A_HOLDER_DEVICE, "nope", &r), -ENODEV);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+static void ctl_test_budgets(struct kunit *test)
+{
+	struct nlattr *tb[NXQUOTA_A_BUDGET_LAST + 1];
+	struct nl_msg *m;
+	struct daemon d;
+	struct reply r;
+	u64 root_id, a_id;
+	int fd, i;
+
+	start(test, &d);
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_EQ(test, dev_add(fd, "gpu0", 8ULL << 30, NULL, &r), 0);
+
+	KUNIT_EXPECT_EQ(test, budget_set(fd, "/a/b", "gpu0", 1ULL << 30,
+					 1ULL << 29, 1, 3, &r), 0);
+	KUNIT_EXPECT_EQ(test, budget_set(fd, "a/b", "gpu0", 1, 0, -1,
+					 U32_MAX, &r), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, r.msg, "a cgroup path starts with /");
+	KUNIT_EXPECT_EQ(test, budget_set(fd, "/nope", "gpu0", 1, 0, -1,
+					 U32_MAX, &r), -ENOENT);
+	KUNIT_EXPECT_STREQ(test, r.msg, "no such cgroup");
+	KUNIT_EXPECT_EQ(test, budget_set(fd, "/a", "nope", 1, 0, -1, U32_MAX,
+					 &r), -ENODEV);
+	KUNIT_EXPECT_EQ(test, budget_set(fd, "/a", "gpu0", 1, 0, -1,
+					 NXQ_PRIORITY_MAX + 1, &r), -EINVAL);
+	m = req(NXQUOTA_CMD_BUDGET_SET, 0);	/* nothing to set */
+	nla_put_string(m, NXQUOTA_A_BUDGET_CGROUP_PATH, "/a");
+	nla_put_string(m, NXQUOTA_A_BUDGET_DEVICE, "gpu0");
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -EINVAL);
+
+	/* The chain /, /a, /a/b, with ids, parents, paths and values. */
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_BUDGET_GET,
+				   NXQUOTA_A_BUDGET_DEVICE, "gpu0", &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n, 3);
+	i = find_budget(&r, "/");
+	KUNIT_ASSERT_GE(test, i, 0);
+	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
+	KUNIT_EXPECT_NULL(test, tb[NXQUOTA_A_BUDGET_PARENT_ID]);
+	root_id = nla_get_u64(tb[NXQUOTA_A_BUDGET_CGROUP_ID]);
+	i = find_budget(&r, "/a");
+	KUNIT_ASSERT_GE(test, i, 0);
+	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
+	KUNIT_ASSERT_NOT_NULL(test, tb[NXQUOTA_A_BUDGET_PARENT_ID]);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_PARENT_ID]),
+			root_id);
+	a_id = nla_get_u64(tb[NXQUOTA_A_BUDGET_CGROUP_ID]);
+	i = find_budget(&r, "/a/b");
+	KUNIT_ASSERT_GE(test, i, 0);
+	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_PARENT_ID]),
+			a_id);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MAX]),
+			1ULL << 30);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MIN]),
+			1ULL << 29);
+	KUNIT_EXPECT_EQ(test, nla_get_u8(tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]),
+			1);
+	KUNIT_EXPECT_EQ(test,
+			nla_get_u32(tb[NXQUOTA_A_BUDGET_PRIORITY_MAX]), 3);
+	reply_free(&r);
+
+	/* clear: /a/b's node goes, with its now needless ancestors */
+	m = req(NXQUOTA_CMD_BUDGET_CLEAR, 0);
+	nla_put_string(m, NXQUOTA_A_BUDGET_CGROUP_PATH, "/a/b");
+	nla_put_string(m, NXQUOTA_A_BUDGET_DEVICE, "gpu0");
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), 0);
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_BUDGET_GET, 0, NULL, &r), 0);
+	KUNIT_EXPECT_LT(test, find_budget(&r, "/a/b"), 0);
+	reply_free(&r);
+	/* the holder dump is served (no holder here) */
+	KUNIT_EXPECT_EQ(test, dump(fd, NXQUOTA_CMD_HOLDER_GET, 0, NULL, &r), 0);
+	KUNIT_EXPECT_TRUE(test, r.done);
+	KUNIT_EXPECT_EQ(test, r.n, 0);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+/* Next event on @fd within @ms: its type, 0 if none. */
+static u32 next_event(int fd, int ms, struct nlattr **tb)
+{
+	static unsigned char buf[4096];
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+	struct nlmsghdr *h = (void *)buf;
+	struct genlmsghdr *g;
+	ssize_t n;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	for (;;) {
+		n = recv(fd, buf, sizeof(buf), 0);
+		if (n < (ssize_t)(NLMSG_HDRLEN + GENL_HDRLEN))
+			return 0;
+		g = nlmsg_data(h);
+		if (h->nlmsg_type != NXQD_GENL_ID ||
+		    g->cmd != NXQUOTA_CMD_EVENT)
+			continue;
+		memset(tb, 0, sizeof(*tb) * (NXQUOTA_A_EVENT_MAX + 1));
+		nla_parse(tb, NXQUOTA_A_EVENT_MAX, genlmsg_attrdata(g, 0),
+			  genlmsg_attrlen(g, 0), NULL);
+		return tb[NXQUOTA_A_EVENT_TYPE] ?
+		       nla_get_u32(tb[NXQUOTA_A_EVENT_TYPE]) : 0;
+	}
+}
+
+/* Read the events waiting on @fd without blocking; how many. */
+static int drain(int fd, u64 *last_max, u64 *last_min)
+{
+	struct nlattr *tb[NXQUOTA_A_EVENT_MAX + 1];
+	static unsigned char buf[4096];
+	struct nlmsghdr *h = (void *)buf;
+	int count = 0;
+	ssize_t n;
+
+	for (;;) {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < (ssize_t)(NLMSG_HDRLEN + GENL_HDRLEN))
+			return count;
+		if (h->nlmsg_type != NXQD_GENL_ID)
+			continue;
+		nla_parse(tb, NXQUOTA_A_EVENT_MAX,
+			  genlmsg_attrdata(nlmsg_data(h), 0),
+			  genlmsg_attrlen(nlmsg_data(h), 0), NULL);
+		if (!tb[NXQUOTA_A_EVENT_TYPE] ||
+		    nla_get_u32(tb[NXQUOTA_A_EVENT_TYPE]) !=
+		    NXQUOTA_EVENT_TYPE_BUDGET_CHANGED)
+			continue;
+		count++;
+		*last_max = nla_get_u64(tb[NXQUOTA_A_EVENT_BYTES]);
+		*last_min = nla_get_u64(tb[NXQUOTA_A_EVENT_VALUE]);
+	}
+}
+
+static void ctl_test_events(struct kunit *test)
+{
+	struct nlattr *tb[NXQUOTA_A_EVENT_MAX + 1];
+	struct nlattr *dtb[NXQUOTA_A_DEVICE_MAX + 1];
+	int fd, sub, other, stuck, i, sndbuf = 4096;
+	u64 dropped, last_max = 0, last_min = 0;
+	struct daemon d;
+	struct reply r;
+	int seen = 0;
+
+	start(test, &d);
+	fd = dial(d.ctl);
+	sub = dial(d.ctl);
+	other = dial(d.ctl);
+	stuck = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_GE(test, sub, 0);
+	KUNIT_ASSERT_GE(test, other, 0);
+	KUNIT_ASSERT_GE(test, stuck, 0);
+	KUNIT_ASSERT_EQ(test, call(sub, req(NXQUOTA_CMD_EVENT, 0), &r), 0);
+
+	KUNIT_ASSERT_EQ(test, dev_add(fd, "gpu0", 1 << 30, NULL, &r), 0);
+	KUNIT_ASSERT_EQ(test, next_event(sub, 2000, tb),
+			NXQUOTA_EVENT_TYPE_DEVICE_ADDED);
+	KUNIT_EXPECT_STREQ(test, nla_get_string(tb[NXQUOTA_A_EVENT_DEVICE]),
+			   "gpu0");
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_EVENT_BYTES]), 1 << 30);
+	KUNIT_ASSERT_EQ(test, budget_set(fd, "/c", "gpu0", 1 << 20, 0, -1,
+					 U32_MAX, &r), 0);
+	KUNIT_ASSERT_EQ(test, next_event(sub, 2000, tb),
+			NXQUOTA_EVENT_TYPE_BUDGET_CHANGED);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_EVENT_BYTES]), 1 << 20);
+	KUNIT_EXPECT_NOT_NULL(test, tb[NXQUOTA_A_EVENT_CGROUP_ID]);
+	/* A connection that did not subscribe gets none. */
+	KUNIT_EXPECT_EQ(test, next_event(other, 200, tb), 0);
+	KUNIT_EXPECT_EQ(test, dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r), 0);
+	attrs(&r, 0, dtb, NXQUOTA_A_DEVICE_MAX);
+	KUNIT_EXPECT_EQ(test,
+			nla_get_u64(dtb[NXQUOTA_A_DEVICE_EVENTS_DROPPED]), 0);
+	reply_free(&r);
+
+	/*
+	 * A subscriber that never reads: the daemon must not block on it,
+	 * and what it loses is counted.  (A seqpacket sender is bounded by
+	 * its own send buffer; the daemon's is the default one.)
+	 */
+	usleep_range(100000, 110000);
+	drain(sub, &last_max, &last_min);	/* the min's event, above */
+	setsockopt(stuck, SOL_SOCKET, SO_RCVBUF, &sndbuf, sizeof(sndbuf));
+	KUNIT_ASSERT_EQ(test, call(stuck, req(NXQUOTA_CMD_EVENT, 0), &r), 0);
+	for (i = 0; i < 600; i++) {
+		KUNIT_ASSERT_EQ(test, budget_set(fd, "/c", "gpu0",
+						 (1 << 20) + i, i, -1, U32_MAX,
+						 &r), 0);
+		seen += drain(sub, &last_max, &last_min);
+	}
+	/* the reader that kept reading got every one, the last one last */
+	for (i = 0; i < 200 && seen < 1200; i++) {
+		usleep_range(10000, 11000);
+		seen += drain(sub, &last_max, &last_min);
+	}
+	KUNIT_EXPECT_EQ(test, seen, 1200);
+	KUNIT_EXPECT_EQ(test, last_max, (1 << 20) + 599);
+	KUNIT_EXPECT_EQ(test, last_min, 599);
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r), 0);
+	attrs(&r, 0, dtb, NXQUOTA_A_DEVICE_MAX);
+	dropped = nla_get_u64(dtb[NXQUOTA_A_DEVICE_EVENTS_DROPPED]);
+	KUNIT_EXPECT_GT(test, dropped, 0);
+	KUNIT_EXPECT_LT(test, dropped, 1200);
+	reply_free(&r);
+	close(stuck);
+	close(other);
+	close(sub);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+static ssize_t read_file(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return n;
+}
+
+/* Devices and budgets survive a restart (and a SIGKILL). */
+static void ctl_test_restart(struct kunit *test)
+{
+	struct nlattr *tb[NXQUOTA_A_BUDGET_LAST + 1];
+	char path[700], before[4096], after[4096];
+	struct nl_msg *m;
+	struct daemon d;
+	struct reply r;
+	int fd, i, f;
+
+	start(test, &d);
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_EQ(test, dev_add(fd, "gpu0", 8ULL << 30, "195:1", &r), 0);
+	KUNIT_ASSERT_EQ(test, dev_add(fd, "gpu1", 4ULL << 30, NULL, &r), 0);
+	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu1");
+	nla_put_u64(m, NXQUOTA_A_DEVICE_DEFAULT_MAX, NXQ_UNLIMITED);
+	nla_put_u32(m, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, 777);
+	KUNIT_ASSERT_EQ(test, call(fd, m, &r), 0);
+	KUNIT_ASSERT_EQ(test, budget_set(fd, "/a/b", "gpu0", 3ULL << 30,
+					 1ULL << 30, 1, 2, &r), 0);
+	KUNIT_ASSERT_EQ(test, budget_set(fd, "/c", "gpu1", 0, 5 << 20, -1,
+					 U32_MAX, &r), 0);
+	KUNIT_ASSERT_EQ(test, budget_set(fd, "/a", "gpu0", 0, 7 << 20, -1,
+					 U32_MAX, &r), 0);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/state", d.state);
+	KUNIT_ASSERT_TRUE(test, read_file(path, before, sizeof(before)) > 0);
+	/* A crash: no chance to write anything at exit. */
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGKILL), 128 + SIGKILL);
+	spawn(test, &d);
+	KUNIT_ASSERT_TRUE(test, wait_up(&d));
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r), 0);
+	KUNIT_ASSERT_EQ(test, r.n, 2);
+	for (i = 0; i < 2; i++) {
+		struct nlattr *dtb[NXQUOTA_A_DEVICE_MAX + 1];
+		const char *key;
+
+		attrs(&r, i, dtb, NXQUOTA_A_DEVICE_MAX);
+		key = nla_get_string(dtb[NXQUOTA_A_DEVICE_KEY]);
+		if (!strcmp(key, "gpu0")) {
+			KUNIT_EXPECT_EQ(test, nla_get_u64(
+				dtb[NXQUOTA_A_DEVICE_CAPACITY]), 8ULL << 30);
+			KUNIT_ASSERT_NOT_NULL(test, dtb[NXQUOTA_A_DEVICE_DEVT]);
+			KUNIT_EXPECT_STREQ(test, nla_get_string(
+				dtb[NXQUOTA_A_DEVICE_DEVT]), "195:1");
+			KUNIT_EXPECT_EQ(test, nla_get_u64(
+				dtb[NXQUOTA_A_DEVICE_DEFAULT_MAX]), 0);
+		} else {
+			KUNIT_EXPECT_STREQ(test, key, "gpu1");
+			KUNIT_EXPECT_EQ(test, nla_get_u64(
+				dtb[NXQUOTA_A_DEVICE_CAPACITY]), 4ULL << 30);
+			KUNIT_EXPECT_NULL(test, dtb[NXQUOTA_A_DEVICE_DEVT]);
+			KUNIT_EXPECT_EQ(test, nla_get_u64(
+				dtb[NXQUOTA_A_DEVICE_DEFAULT_MAX]),
+				NXQ_UNLIMITED);
+			KUNIT_EXPECT_EQ(test, nla_get_u32(
+				dtb[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]), 777);
+		}
+	}
+	reply_free(&r);
+
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_BUDGET_GET,
+				   NXQUOTA_A_BUDGET_DEVICE, "gpu0", &r), 0);
+	i = find_budget(&r, "/a/b");
+	KUNIT_ASSERT_GE(test, i, 0);
+	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MAX]),
+			3ULL << 30);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MIN]),
+			1ULL << 30);
+	KUNIT_EXPECT_EQ(test, nla_get_u8(tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]),
+			1);
+	KUNIT_EXPECT_EQ(test,
+			nla_get_u32(tb[NXQUOTA_A_BUDGET_PRIORITY_MAX]), 2);
+	i = find_budget(&r, "/a");
+	KUNIT_ASSERT_GE(test, i, 0);
+	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MIN]), 7 << 20);
+	reply_free(&r);
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_BUDGET_GET,
+				   NXQUOTA_A_BUDGET_DEVICE, "gpu1", &r), 0);
+	i = find_budget(&r, "/c");
+	KUNIT_ASSERT_GE(test, i, 0);
+	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MIN]), 5 << 20);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MAX]),
+			NXQ_UNLIMITED);
+	reply_free(&r);
+	/*
+	 * What the restarted daemon holds is what it had, own values and
+	 * unset ones alike (no own max on /a, inherited limits): a change
+	 * that changes nothing saves the same file.
+	 */
+	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu1");
+	nla_put_u32(m, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, 777);
+	KUNIT_ASSERT_EQ(test, call(fd, m, &r), 0);
+	KUNIT_ASSERT_TRUE(test, read_file(path, after, sizeof(after)) > 0);
+	KUNIT_EXPECT_STREQ(test, after, before);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+
+	/*
+	 * A cgroup gone while the daemon was down: its budget is dropped,
+	 * the daemon starts.
+	 */
+	KUNIT_ASSERT_EQ(test, mkcg(&d, "/c") == -EEXIST, true);
+	rmcg(&d, "/c");
+	spawn(test, &d);
+	KUNIT_ASSERT_TRUE(test, wait_up(&d));
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+
+	/* A state file it cannot read: it refuses to start, and leaves it. */
+	f = open(path, O_WRONLY | O_APPEND);
+	KUNIT_ASSERT_GE(test, f, 0);
+	KUNIT_ASSERT_EQ(test, write(f, "budget gpu0\n", 12), 12);
+	close(f);
+	spawn(test, &d);
+	KUNIT_EXPECT_FALSE(test, wait_up(&d));
+	KUNIT_EXPECT_EQ(test, d.pid, 0);	/* it exited */
+	cleanup(&d);
+}
+
+static struct kunit_case ctl_cases[] = {
+	KUNIT_CASE(ctl_test_root_only),
+	KUNIT_CASE(ctl_test_devices),
+	KUNIT_CASE(ctl_test_validation),
+	KUNIT_CASE(ctl_test_budgets),
+	KUNIT_CASE(ctl_test_events),
+	KUNIT_CASE(ctl_test_restart),
+	{}
+};
+
+static struct kunit_suite ctl_suite = {
+	.name = "nxquotad_ctl",
+	.test_cases = ctl_cases,
+};
+kunit_test_suite(ctl_suite);
