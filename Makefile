@@ -78,6 +78,9 @@ check-lib: deps
 
 check-daemon: ; $(MAKE) -C daemon check check-mutants
 
+# The LD_PRELOAD shim (preload/) against a fake driver and a fake authority.
+check-preload: lib ; $(MAKE) -C preload check
+
 check-vm: deps
 	@tests/vm/run.sh
 

@@ -1,0 +1,1324 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * libnxquota-preload.so: the CUDA driver's allocation calls of a process
+ * that does not link libnxquota, charged to its cgroup through the same
+ * authority the library uses (the module, the daemon where the library
+ * finds one), before the real allocation; uncharged after the free.
+ *
+ * How calls reach the wrappers:
+ *  - exported symbols: an application (or library) linked against libcuda
+ *    binds cuMemAlloc_v2 & co to this library, which LD_PRELOAD puts first;
+ *  - cuGetProcAddress / cuGetProcAddress_v2: the CUDA runtime resolves
+ *    every driver call through it; for the names below the wrapper is
+ *    returned instead of the driver's entry point;
+ *  - dlsym(): the runtime finds cuGetProcAddress with dlsym() on its own
+ *    handle of libcuda.so.1, which searches libcuda only, not the
+ *    preloaded libraries; dlsym is interposed for the wrapped names (and
+ *    tail-calls glibc's for everything else, so that RTLD_NEXT stays
+ *    relative to the real caller).  Lookups made by libnxquota itself are
+ *    left alone: a process that links the library is charged by it.
+ *
+ * What is charged (see preload/README.md for the reasons):
+ *  - cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocManaged: the bytes asked
+ *    (pitch * height once the pitch is known), on the current context's
+ *    device, to a holder without an eventfd (nothing of it can be given
+ *    back without the application: such a holder cannot borrow beyond its
+ *    cgroup's guarantee, so no ticket ever waits on it);
+ *  - cuMemCreate: the handle's size, on prop->location's device (host
+ *    locations are not device memory: not charged), same holder;
+ *  - stream-ordered pools (cuMemAllocAsync, cuMemAllocFromPoolAsync and
+ *    their _ptsz forms): what the pool reserves, not each block: charged
+ *    ahead by the growth an allocation may cause, then set to the pool's
+ *    CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT after it; to a second holder per
+ *    device that has an eventfd, because unused reserved pool memory can be
+ *    given back (cuMemPoolTrimTo) without the application: a thread of this
+ *    library answers its tickets that way;
+ *  - frees: cuMemFree_v2, cuMemRelease uncharge what their allocation
+ *    charged; cuMemPoolTrimTo and cuMemPoolDestroy bring a pool's charge
+ *    down to what it still reserves.
+ *
+ * One thread-local depth counter: a wrapper called while another wrapper
+ * of the same thread is in the driver (the driver calling its own exported
+ * entry points) passes straight through, so nothing is charged twice.
+ *
+ * No authority (no module, no daemon), or NXQ_PRELOAD=off: every wrapper
+ * passes straight through, and the process is told once on stderr.
+ *
+ * Sizes are remembered per pointer and per handle in a sharded hash (the
+ * only allocation on the allocation path).  Fork: the child's state is
+ * reset in a pthread_atfork() handler; its first allocation opens its own
+ * context (CUDA itself does not carry a context across fork()).
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "cuda_api.h"
+#include "preload.h"
+
+#define EXPORT __attribute__((visibility("default")))
+
+/* CUDA values this file needs beyond lib/cuda_api.h (cuda.h's, same ABI). */
+#define CUDA_ERROR_INVALID_CONTEXT_		201
+#define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM_	(1ULL << 1)
+#define CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT_	5
+#define CU_MEMPOOL_ATTR_USED_MEM_CURRENT_	7
+#define CU_MEM_LOCATION_TYPE_DEVICE_		1
+
+/* ---- real entry points ---- */
+
+enum {
+#define W(n) R_##n,
+	NXQP_WRAPPED(W)
+#undef W
+	NWRAP,
+	R_cuCtxGetDevice = NWRAP,
+	R_cuDeviceGetUuid_v2,
+	R_cuDeviceGetMemPool,
+	R_cuMemPoolGetAttribute,
+	R_cuMemFreeAsync,
+	R_cuMemFreeAsync_ptsz,
+	NREAL
+};
+
+static const char *const rname[NREAL] = {
+#define W(n) [R_##n] = #n,
+	NXQP_WRAPPED(W)
+#undef W
+	[R_cuCtxGetDevice] = "cuCtxGetDevice",
+	[R_cuDeviceGetUuid_v2] = "cuDeviceGetUuid_v2",
+	[R_cuDeviceGetMemPool] = "cuDeviceGetMemPool",
+	[R_cuMemPoolGetAttribute] = "cuMemPoolGetAttribute",
+	[R_cuMemFreeAsync] = "cuMemFreeAsync",
+	[R_cuMemFreeAsync_ptsz] = "cuMemFreeAsync_ptsz",
+};
+
+static void *const wrapper[NWRAP] = {
+#define W(n) [R_##n] = (void *)n,
+	NXQP_WRAPPED(W)
+#undef W
+};
+
+static void *real[NREAL];
+static void *(*real_dlsym)(void *, const char *);
+static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
+static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+
+static __thread int depth __attribute__((tls_model("initial-exec")));
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	int n;
+
+	n = snprintf(buf, sizeof(buf), "nxquota-preload[%d]: ", (int)getpid());
+	va_start(ap, fmt);
+	vsnprintf(buf + n, sizeof(buf) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", buf);
+}
+
+/* Say it once per process (and once again in a forked child). */
+#define SAY_ONCE(flag, ...) do {						\
+	if (!__atomic_exchange_n(&(flag), 1, __ATOMIC_RELAXED))			\
+		say(__VA_ARGS__);						\
+} while (0)
+
+static void dlsym_init(void)
+{
+	/* glibc >= 2.34 has dlsym in libc at GLIBC_2.34; older at 2.2.5 (x86-64) / 2.17 (arm64). */
+	static const char *const vers[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17" };
+
+	for (size_t i = 0; i < sizeof(vers) / sizeof(vers[0]) && !real_dlsym; i++)
+		real_dlsym = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", vers[i]);
+}
+
+static void real_init(void)
+{
+	void *h;
+
+	pthread_once(&dlsym_once, dlsym_init);
+	if (!real_dlsym)
+		return;
+	/* The application's libcuda: the same object (same soname), another reference. */
+	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libcuda.so.1", RTLD_NOW);
+	if (!h)
+		return;
+	for (int i = 0; i < NREAL; i++) {
+		void *p = real_dlsym(h, rname[i]);
+
+		if (i < NWRAP && p == wrapper[i])
+			p = NULL;	/* never call ourselves */
+		__atomic_store_n(&real[i], p, __ATOMIC_RELEASE);
+	}
+}
+
+static inline void *R(int i)
+{
+	void *p = __atomic_load_n(&real[i], __ATOMIC_ACQUIRE);
+
+	if (__builtin_expect(!p, 0)) {
+		pthread_once(&real_once, real_init);
+		p = __atomic_load_n(&real[i], __ATOMIC_ACQUIRE);
+	}
+	return p;
+}
+
+/* ---- state: the context, holders, pools, the ticket thread ---- */
+
+#define MAXDEV		64
+#define MAXPOOL		256
+#define POOL_STEP	(2ULL << 20)
+
+enum { DS_UNKNOWN = 0, DS_CHARGE, DS_PASS, DS_REFUSE };
+
+struct dev {
+	int state;		/* DS_*: the plain holder (atomic) */
+	int pstate;		/* DS_*: the pool holder (atomic) */
+	uint64_t holder;	/* allocations only the application frees: no eventfd */
+	uint64_t pholder;	/* stream-ordered pools: eventfd where tickets exist */
+	int evfd;
+	char key[NXQ_DEVICE_KEY_MAX];
+};
+
+struct pool {
+	CUmemoryPool pool;	/* NULL: free slot */
+	int dev;		/* -1: not device memory, not charged */
+	uint64_t charged;	/* under mu */
+	pthread_mutex_t mu;
+};
+
+static struct {
+	pthread_mutex_t lock;	/* init, registration, pool slots, the thread */
+	int state;		/* 0 not yet, 1 charging, -1 pass-through (atomic) */
+	struct nxq_ctx *ctx;
+	struct nxq_ctx *stale;	/* the parent's context, in a forked child */
+	uint64_t wait_ns;
+	struct dev dev[MAXDEV];
+	struct pool pool[MAXPOOL];
+	int epfd, stopfd, thread_on;
+	pthread_t thread;
+	int said_none, said_err, said_pool, said_hash, said_gpa;
+	/* tests */
+	int test_set;
+	const struct nxq_kops *test_kops;
+	void *test_kpriv;
+	struct nxqp_counters cnt;
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .stopfd = -1 };
+
+#define CNT(f) __atomic_add_fetch(&S.cnt.f, 1, __ATOMIC_RELAXED)
+
+/* ---- the pointer/handle hash ---- */
+
+#define HBITS	12
+#define NSHARD	64
+enum { K_PTR = 0, K_HANDLE = 1 };
+
+struct ent {
+	uint64_t key;
+	uint64_t bytes;
+	int dev;
+	struct ent *next;
+};
+
+static struct ent *tab[2][1U << HBITS];
+static pthread_mutex_t shard[NSHARD];
+static pthread_once_t shard_once = PTHREAD_ONCE_INIT;
+static long tracked;
+
+static void shard_init(void)
+{
+	for (int i = 0; i < NSHARD; i++)
+		pthread_mutex_init(&shard[i], NULL);
+}
+
+static unsigned int hidx(uint64_t k)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return (unsigned int)(k & ((1U << HBITS) - 1));
+}
+
+static int track(int kind, uint64_t key, uint64_t bytes, int dev)
+{
+	struct ent *e = malloc(sizeof(*e));
+	unsigned int i = hidx(key);
+
+	if (!e)
+		return -ENOMEM;
+	e->key = key;
+	e->bytes = bytes;
+	e->dev = dev;
+	pthread_mutex_lock(&shard[i % NSHARD]);
+	e->next = tab[kind][i];
+	tab[kind][i] = e;
+	pthread_mutex_unlock(&shard[i % NSHARD]);
+	__atomic_add_fetch(&tracked, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* Take key's entry out; NULL if not tracked. */
+static struct ent *untrack(int kind, uint64_t key)
+{
+	unsigned int i = hidx(key);
+	struct ent **pp, *e = NULL;
+
+	pthread_mutex_lock(&shard[i % NSHARD]);
+	for (pp = &tab[kind][i]; *pp; pp = &(*pp)->next)
+		if ((*pp)->key == key) {
+			e = *pp;
+			*pp = e->next;
+			break;
+		}
+	pthread_mutex_unlock(&shard[i % NSHARD]);
+	if (e)
+		__atomic_sub_fetch(&tracked, 1, __ATOMIC_RELAXED);
+	return e;
+}
+
+static void retrack(int kind, struct ent *e)
+{
+	unsigned int i = hidx(e->key);
+
+	pthread_mutex_lock(&shard[i % NSHARD]);
+	e->next = tab[kind][i];
+	tab[kind][i] = e;
+	pthread_mutex_unlock(&shard[i % NSHARD]);
+	__atomic_add_fetch(&tracked, 1, __ATOMIC_RELAXED);
+}
+
+/* ---- the authority ---- */
+
+static void ticket_thread_stop(void);
+
+/* With S.lock held: forget everything (a forked child, or a test's reset). */
+static void state_drop_locked(int close_ctx)
+{
+	for (int k = 0; k < 2; k++)
+		for (unsigned int i = 0; i < (1U << HBITS); i++) {
+			struct ent *e = tab[k][i], *n;
+
+			for (; e; e = n) {
+				n = e->next;
+				free(e);
+			}
+			tab[k][i] = NULL;
+		}
+	tracked = 0;
+	for (int i = 0; i < MAXDEV; i++) {
+		if (S.dev[i].evfd > 0)
+			close(S.dev[i].evfd);
+		memset(&S.dev[i], 0, sizeof(S.dev[i]));
+	}
+	for (int i = 0; i < MAXPOOL; i++) {
+		S.pool[i].pool = NULL;
+		S.pool[i].charged = 0;
+	}
+	if (S.ctx) {
+		if (close_ctx)
+			nxq_ctx_close(S.ctx);
+		else
+			S.stale = S.ctx;
+	}
+	S.ctx = NULL;
+	__atomic_store_n(&S.state, 0, __ATOMIC_RELEASE);
+}
+
+static int authority_init(void)
+{
+	struct nxq_ctx_opts o = { .size = sizeof(o), .flags = NXQ_CTX_NO_THREAD };
+	const char *env = getenv("NXQ_PRELOAD");
+	uint64_t ms = 0;
+	int r, st;
+
+	pthread_mutex_lock(&S.lock);
+	st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+	if (st) {
+		pthread_mutex_unlock(&S.lock);
+		return st;
+	}
+	if (S.stale) {		/* a forked child: free our copy of the parent's */
+		nxq_ctx_close(S.stale);
+		S.stale = NULL;
+	}
+	if (env && !strcmp(env, "off")) {
+		SAY_ONCE(S.said_none, "NXQ_PRELOAD=off: CUDA allocations of this process "
+			 "are not charged");
+		st = -1;
+		goto out;
+	}
+	if (nxq__env_ms("NXQ_PRELOAD_WAIT_MS", &ms) < 0)
+		say("NXQ_PRELOAD_WAIT_MS is not a number of milliseconds: not waiting");
+	S.wait_ns = ms * 1000000ULL;
+	if (S.test_set)
+		r = S.test_kops ? nxq__ctx_open_kops(&o, S.test_kops, S.test_kpriv, &S.ctx)
+				: nxq_ctx_open(&o, &S.ctx);
+	else
+		r = nxq_ctx_open(&o, &S.ctx);
+	if (r) {
+		SAY_ONCE(S.said_none, "no nxquota authority (%s): CUDA allocations of this "
+			 "process are not charged", nxq_errmsg());
+		S.ctx = NULL;
+		st = -1;
+		goto out;
+	}
+	st = 1;
+out:
+	__atomic_store_n(&S.state, st, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&S.lock);
+	return st;
+}
+
+static inline int authority(void)
+{
+	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+
+	return __builtin_expect(st, 1) ? st : authority_init();
+}
+
+static int dev_key(int ord, char key[NXQ_DEVICE_KEY_MAX])
+{
+	CUresult (*uuid)(CUuuid *, CUdevice) = (CUresult (*)(CUuuid *, CUdevice))R(R_cuDeviceGetUuid_v2);
+	const unsigned char *b;
+	CUuuid u;
+
+	if (!uuid || uuid(&u, ord))
+		return -ENODEV;
+	b = (const unsigned char *)u.bytes;
+	snprintf(key, NXQ_DEVICE_KEY_MAX,
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10],
+		 b[11], b[12], b[13], b[14], b[15]);
+	return 0;
+}
+
+static int ticket_thread_start_locked(void);
+
+/*
+ * Register device ord's holder (pool: the pool holder) once; the state
+ * says what its allocations get.  Not registered with the authority
+ * (-ENOENT/-ENODEV): not under nxquota, passed through; any other
+ * refusal (no budget, no access to the device): refused.
+ */
+static int dev_state(int ord, int pool)
+{
+	struct dev *d;
+	struct nxq_holder_reg reg = { .size = sizeof(reg), .eventfd = -1 };
+	int st, r, evfd = -1;
+
+	if (ord < 0 || ord >= MAXDEV)
+		return DS_PASS;
+	d = &S.dev[ord];
+	st = __atomic_load_n(pool ? &d->pstate : &d->state, __ATOMIC_ACQUIRE);
+	if (__builtin_expect(st != DS_UNKNOWN, 1))
+		return st;
+	pthread_mutex_lock(&S.lock);
+	st = pool ? d->pstate : d->state;
+	if (st != DS_UNKNOWN || !S.ctx)
+		goto out;
+	if (!d->key[0] && dev_key(ord, d->key)) {
+		st = DS_PASS;
+		goto out;
+	}
+	memcpy(reg.device, d->key, sizeof(reg.device));
+	if (pool && (S.ctx->features & NXQ_FEAT_TICKETS)) {
+		evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		if (evfd < 0)
+			say("eventfd: %s: pool memory on %s cannot be asked back", strerror(errno),
+			    d->key);
+		reg.eventfd = evfd;
+	}
+	r = S.ctx->kops->holder_register(S.ctx, &reg);
+	if (r == -ENOENT || r == -ENODEV) {
+		say("%s is not under nxquota (%s): its allocations are not charged", d->key,
+		    strerror(-r));
+		st = DS_PASS;
+	} else if (r) {
+		say("cannot register a holder for %s (%s): its allocations are refused", d->key,
+		    strerror(-r));
+		st = DS_REFUSE;
+	} else {
+		st = DS_CHARGE;
+		CNT(holders);
+		if (pool) {
+			d->pholder = reg.holder_id;
+			d->evfd = evfd;
+			evfd = -1;
+			if (d->evfd >= 0 && ticket_thread_start_locked() == 0) {
+				struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)ord };
+
+				if (epoll_ctl(S.epfd, EPOLL_CTL_ADD, d->evfd, &ev))
+					say("epoll_ctl: %s", strerror(errno));
+			}
+		} else {
+			d->holder = reg.holder_id;
+		}
+	}
+	if (evfd >= 0)
+		close(evfd);
+out:
+	if (st == DS_UNKNOWN)
+		st = DS_PASS;	/* no context (a reset): pass */
+	__atomic_store_n(pool ? &d->pstate : &d->state, st, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&S.lock);
+	return st;
+}
+
+/* 0, or -1: refused (counted; the first unexpected error said once). */
+static int charge(uint64_t holder, uint64_t bytes)
+{
+	int r;
+
+	if (!bytes)
+		return 0;
+	r = S.ctx->kops->charge(S.ctx, holder, bytes, S.wait_ns);
+	if (!r) {
+		CNT(charges);
+		return 0;
+	}
+	CNT(refused);
+	if (r != -EDQUOT && r != -ENOSPC && r != -ETIMEDOUT)
+		SAY_ONCE(S.said_err, "charge of %llu bytes failed: %s; the allocation is "
+			 "refused", (unsigned long long)bytes, strerror(-r));
+	return -1;
+}
+
+static void uncharge(uint64_t holder, uint64_t bytes)
+{
+	int r;
+
+	if (!bytes)
+		return;
+	r = S.ctx->kops->uncharge(S.ctx, holder, bytes);
+	if (r)
+		SAY_ONCE(S.said_err, "uncharge of %llu bytes failed: %s",
+			 (unsigned long long)bytes, strerror(-r));
+	else
+		CNT(uncharges);
+}
+
+/* The device of the calling thread's current context, or -1. */
+static int cur_dev(void)
+{
+	CUresult (*f)(CUdevice *) = (CUresult (*)(CUdevice *))R(R_cuCtxGetDevice);
+	CUdevice d;
+
+	if (!f || f(&d))
+		return -1;
+	return d;
+}
+
+/*
+ * One plain allocation's charge: *holderp is 0 when nothing is charged
+ * (no authority, device not under nxquota, no context: the driver says
+ * what it says).  Returns -1 when refused.
+ */
+static int charge_plain(int ord, uint64_t bytes, uint64_t *holderp)
+{
+	int st;
+
+	*holderp = 0;
+	if (authority() < 0 || !bytes || ord < 0)
+		return 0;
+	st = dev_state(ord, 0);
+	if (st == DS_PASS)
+		return 0;
+	if (st == DS_REFUSE) {
+		CNT(refused);
+		return -1;
+	}
+	if (charge(S.dev[ord].holder, bytes))
+		return -1;
+	*holderp = S.dev[ord].holder;
+	return 0;
+}
+
+/* After a successful plain allocation: remember it, or undo it. */
+static CUresult settle(int kind, uint64_t key, uint64_t bytes, int ord, uint64_t holder,
+		       CUresult (*undo)(uint64_t))
+{
+	if (!holder)
+		return CUDA_SUCCESS;
+	if (!track(kind, key, bytes, ord))
+		return CUDA_SUCCESS;
+	SAY_ONCE(S.said_hash, "out of memory tracking an allocation: refused");
+	depth++;
+	undo(key);
+	depth--;
+	uncharge(holder, bytes);
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static void release_tracked(int kind, struct ent *e)
+{
+	if (e->dev >= 0 && e->dev < MAXDEV && S.dev[e->dev].holder)
+		uncharge(S.dev[e->dev].holder, e->bytes);
+	free(e);
+	(void)kind;
+}
+
+/* ---- plain allocations ---- */
+
+typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
+typedef CUresult (*free_fn)(CUdeviceptr);
+
+static CUresult undo_ptr(uint64_t p)
+{
+	return ((free_fn)R(R_cuMemFree_v2))((CUdeviceptr)p);
+}
+
+static CUresult undo_handle(uint64_t h)
+{
+	return ((CUresult (*)(CUmemGenericAllocationHandle))R(R_cuMemRelease))(h);
+}
+
+#define REAL_OR_FAIL(T, i)							\
+	__typeof__(T) f = (__typeof__(T))R(i);								\
+	if (!f)									\
+		return CUDA_ERROR_NOT_INITIALIZED
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+	REAL_OR_FAIL(alloc_fn, R_cuMemAlloc_v2);
+	uint64_t holder;
+	CUresult cr;
+	int ord;
+
+	if (depth)
+		return f(dptr, bytesize);
+	ord = authority() > 0 ? cur_dev() : -1;
+	if (charge_plain(ord, bytesize, &holder))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	depth++;
+	cr = f(dptr, bytesize);
+	depth--;
+	if (cr) {
+		if (holder)
+			uncharge(holder, bytesize);
+		return cr;
+	}
+	return settle(K_PTR, *dptr, bytesize, ord, holder, undo_ptr);
+}
+
+/* The pitch the driver will pick is not known before: charge the width
+ * rounded to 512 bytes per row ahead, then settle to pitch * height. */
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
+				   size_t height, unsigned int elem)
+{
+	REAL_OR_FAIL(CUresult (*)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int),
+		     R_cuMemAllocPitch_v2);
+	uint64_t holder, ahead, bytes;
+	CUresult cr;
+	int ord;
+
+	if (depth)
+		return f(dptr, pitch, width, height, elem);
+	ahead = (width + 511) / 512 * 512;
+	if (height && ahead > UINT64_MAX / height)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	ahead *= height;
+	ord = authority() > 0 ? cur_dev() : -1;
+	if (charge_plain(ord, ahead, &holder))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	depth++;
+	cr = f(dptr, pitch, width, height, elem);
+	depth--;
+	if (cr) {
+		if (holder)
+			uncharge(holder, ahead);
+		return cr;
+	}
+	if (!holder)
+		return CUDA_SUCCESS;
+	bytes = (uint64_t)*pitch * height;
+	if (bytes > ahead && charge(holder, bytes - ahead)) {
+		depth++;
+		undo_ptr(*dptr);
+		depth--;
+		uncharge(holder, ahead);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (bytes < ahead)
+		uncharge(holder, ahead - bytes);
+	return settle(K_PTR, *dptr, bytes, ord, holder, undo_ptr);
+}
+
+/*
+ * Managed memory is charged to the current device, as device memory: the
+ * driver may place all of it there, and leaving it out would let any
+ * process step around its budget with cudaMallocManaged.
+ */
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+	REAL_OR_FAIL(CUresult (*)(CUdeviceptr *, size_t, unsigned int), R_cuMemAllocManaged);
+	uint64_t holder;
+	CUresult cr;
+	int ord;
+
+	if (depth)
+		return f(dptr, bytesize, flags);
+	ord = authority() > 0 ? cur_dev() : -1;
+	if (charge_plain(ord, bytesize, &holder))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	depth++;
+	cr = f(dptr, bytesize, flags);
+	depth--;
+	if (cr) {
+		if (holder)
+			uncharge(holder, bytesize);
+		return cr;
+	}
+	return settle(K_PTR, *dptr, bytesize, ord, holder, undo_ptr);
+}
+
+/*
+ * The entry is taken out before the driver frees, so that the same address
+ * handed out again by a concurrent allocation cannot meet a stale entry;
+ * put back if the driver refuses the free.
+ */
+EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+	REAL_OR_FAIL(free_fn, R_cuMemFree_v2);
+	struct ent *e;
+	CUresult cr;
+
+	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+		return f(dptr);
+	e = untrack(K_PTR, dptr);
+	depth++;
+	cr = f(dptr);
+	depth--;
+	if (e) {
+		if (cr)
+			retrack(K_PTR, e);
+		else
+			release_tracked(K_PTR, e);
+	}
+	return cr;
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+			    const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	REAL_OR_FAIL(CUresult (*)(CUmemGenericAllocationHandle *, size_t,
+				  const CUmemAllocationProp *, unsigned long long), R_cuMemCreate);
+	uint64_t holder = 0;
+	CUresult cr;
+	int ord = -1;
+
+	if (depth)
+		return f(handle, size, prop, flags);
+	/* host (and host NUMA) locations are not device memory */
+	if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE_ && authority() > 0)
+		ord = prop->location.id;
+	if (charge_plain(ord, size, &holder))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	depth++;
+	cr = f(handle, size, prop, flags);
+	depth--;
+	if (cr) {
+		if (holder)
+			uncharge(holder, size);
+		return cr;
+	}
+	return settle(K_HANDLE, *handle, size, ord, holder, undo_handle);
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+	REAL_OR_FAIL(CUresult (*)(CUmemGenericAllocationHandle), R_cuMemRelease);
+	struct ent *e;
+	CUresult cr;
+
+	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+		return f(handle);
+	e = untrack(K_HANDLE, handle);
+	depth++;
+	cr = f(handle);
+	depth--;
+	if (e) {
+		if (cr)
+			retrack(K_HANDLE, e);
+		else
+			release_tracked(K_HANDLE, e);
+	}
+	return cr;
+}
+
+/* ---- stream-ordered pools ---- */
+
+static int pool_attr(CUmemoryPool pool, int attr, uint64_t *v)
+{
+	CUresult (*f)(CUmemoryPool, int, void *) =
+		(CUresult (*)(CUmemoryPool, int, void *))R(R_cuMemPoolGetAttribute);
+
+	if (!f || f(pool, attr, v))
+		return -1;
+	return 0;
+}
+
+/* The slot of pool (created with dev if absent and dev is given); NULL if none. */
+static struct pool *pool_slot(CUmemoryPool pool, int dev, int create)
+{
+	struct pool *p = NULL;
+
+	for (int i = 0; i < MAXPOOL; i++)
+		if (__atomic_load_n(&S.pool[i].pool, __ATOMIC_ACQUIRE) == pool)
+			return &S.pool[i];
+	if (!create)
+		return NULL;
+	pthread_mutex_lock(&S.lock);
+	for (int i = 0; i < MAXPOOL; i++) {
+		if (S.pool[i].pool == pool) {
+			p = &S.pool[i];
+			break;
+		}
+		if (!p && !S.pool[i].pool)
+			p = &S.pool[i];
+	}
+	if (p && p->pool != pool) {
+		p->dev = dev;
+		p->charged = 0;
+		__atomic_store_n(&p->pool, pool, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&S.lock);
+	if (!p)
+		SAY_ONCE(S.said_pool, "more than %d memory pools: allocations from the others "
+			 "are refused", MAXPOOL);
+	return p;
+}
+
+/*
+ * Bring a pool's charge to what it reserves (p->mu held); up only when
+ * may_grow (the charge may be refused: -1).
+ */
+static int pool_settle(struct pool *p, int may_grow)
+{
+	uint64_t res, h = S.dev[p->dev].pholder;
+
+	if (pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT_, &res))
+		return 0;	/* cannot tell: keep the charge */
+	if (res > p->charged) {
+		if (!may_grow || charge(h, res - p->charged))
+			return -1;
+		p->charged = res;
+	} else if (res < p->charged) {
+		uncharge(h, p->charged - res);
+		p->charged = res;
+	}
+	return 0;
+}
+
+typedef CUresult (*pool_alloc_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+typedef CUresult (*async_alloc_fn)(CUdeviceptr *, size_t, CUstream);
+
+/*
+ * One stream-ordered allocation: pool is NULL for cuMemAllocAsync (the
+ * current device's current pool).  Charged ahead by the growth it may
+ * cause (used + size above the charge, in 2 MiB steps), settled to the
+ * pool's reservation after.  A growth beyond the charge that is refused
+ * frees the block back and trims the pool to the charge.
+ */
+static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+			   CUstream s)
+{
+	void *f = R(ri);
+	struct pool *p;
+	uint64_t used, need;
+	CUresult cr;
+	int ord, st;
+
+	if (!f)
+		return CUDA_ERROR_NOT_INITIALIZED;
+#define CALL() (pool && (ri == R_cuMemAllocFromPoolAsync || ri == R_cuMemAllocFromPoolAsync_ptsz) \
+		? ((pool_alloc_fn)f)(dptr, size, pool, s) : ((async_alloc_fn)f)(dptr, size, s))
+	if (depth || authority() < 0 || !size)
+		return CALL();
+	ord = cur_dev();
+	if (ord < 0)
+		return CALL();
+	if (!pool) {
+		CUresult (*gp)(CUmemoryPool *, CUdevice) =
+			(CUresult (*)(CUmemoryPool *, CUdevice))R(R_cuDeviceGetMemPool);
+
+		if (!gp || gp(&pool, ord) || !pool)
+			return CALL();
+		p = pool_slot(pool, ord, 1);
+		pool = NULL;	/* the call itself takes no pool */
+	} else {
+		p = pool_slot(pool, ord, 1);
+	}
+	if (!p)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (p->dev < 0 || p->dev >= MAXDEV)
+		return CALL();
+	st = dev_state(p->dev, 1);
+	if (st == DS_PASS)
+		return CALL();
+	if (st == DS_REFUSE) {
+		CNT(refused);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_lock(&p->mu);
+	if (pool_attr(p->pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT_, &used))
+		used = p->charged;
+	need = 0;
+	if (used + size > p->charged)
+		need = (used + size - p->charged + POOL_STEP - 1) / POOL_STEP * POOL_STEP;
+	if (need && charge(S.dev[p->dev].pholder, need)) {
+		pthread_mutex_unlock(&p->mu);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	p->charged += need;
+	depth++;
+	cr = CALL();
+	depth--;
+	if (pool_settle(p, 1)) {
+		/* grew past its charge and the rest was refused: give it back */
+		CUresult (*fr)(CUdeviceptr, CUstream) =
+			(CUresult (*)(CUdeviceptr, CUstream))R(fri);
+		CUresult (*trim)(CUmemoryPool, size_t) =
+			(CUresult (*)(CUmemoryPool, size_t))R(R_cuMemPoolTrimTo);
+
+		depth++;
+		if (!cr && fr)
+			fr(*dptr, s);
+		if (trim)
+			trim(p->pool, 0);
+		depth--;
+		pool_settle(p, 0);
+		cr = CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	pthread_mutex_unlock(&p->mu);
+	return cr;
+#undef CALL
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s)
+{
+	return pool_alloc(R_cuMemAllocAsync, R_cuMemFreeAsync, dptr, size, NULL, s);
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s)
+{
+	return pool_alloc(R_cuMemAllocAsync_ptsz, R_cuMemFreeAsync_ptsz, dptr, size, NULL, s);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+					CUstream s)
+{
+	if (!pool) {
+		REAL_OR_FAIL(pool_alloc_fn, R_cuMemAllocFromPoolAsync);
+		return f(dptr, size, pool, s);
+	}
+	return pool_alloc(R_cuMemAllocFromPoolAsync, R_cuMemFreeAsync, dptr, size, pool, s);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size,
+					     CUmemoryPool pool, CUstream s)
+{
+	if (!pool) {
+		REAL_OR_FAIL(pool_alloc_fn, R_cuMemAllocFromPoolAsync_ptsz);
+		return f(dptr, size, pool, s);
+	}
+	return pool_alloc(R_cuMemAllocFromPoolAsync_ptsz, R_cuMemFreeAsync_ptsz, dptr, size,
+			  pool, s);
+}
+
+EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
+{
+	REAL_OR_FAIL(CUresult (*)(CUmemoryPool, size_t), R_cuMemPoolTrimTo);
+	struct pool *p;
+	CUresult cr;
+
+	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+		return f(pool, keep);
+	p = pool_slot(pool, -1, 0);
+	if (!p || p->dev < 0)
+		return f(pool, keep);
+	pthread_mutex_lock(&p->mu);
+	depth++;
+	cr = f(pool, keep);
+	depth--;
+	if (!cr)
+		pool_settle(p, 0);
+	pthread_mutex_unlock(&p->mu);
+	return cr;
+}
+
+/* A pool created on a host location is not charged: its slot says dev -1. */
+EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const nxqp_pool_props_head *props)
+{
+	REAL_OR_FAIL(CUresult (*)(CUmemoryPool *, const nxqp_pool_props_head *), R_cuMemPoolCreate);
+	CUresult cr;
+	int dev = -1;
+
+	if (depth || authority() < 0)
+		return f(pool, props);
+	depth++;
+	cr = f(pool, props);
+	depth--;
+	if (!cr && props && props->location.type == CU_MEM_LOCATION_TYPE_DEVICE_)
+		dev = props->location.id;
+	if (!cr)
+		pool_slot(*pool, dev, 1);	/* no slot: said once, its allocations refused */
+	return cr;
+}
+
+EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+	REAL_OR_FAIL(CUresult (*)(CUmemoryPool), R_cuMemPoolDestroy);
+	struct pool *p;
+	CUresult cr;
+
+	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+		return f(pool);
+	p = pool_slot(pool, -1, 0);
+	if (!p)
+		return f(pool);
+	pthread_mutex_lock(&p->mu);
+	depth++;
+	cr = f(pool);
+	depth--;
+	if (!cr) {
+		if (p->dev >= 0 && p->dev < MAXDEV)
+			uncharge(S.dev[p->dev].pholder, p->charged);
+		p->charged = 0;
+		__atomic_store_n(&p->pool, NULL, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return cr;
+}
+
+/* ---- pressure tickets: trim the device's pools ---- */
+
+/* Trim every pool of ord to what it uses; the bytes uncharged-to-be. */
+static uint64_t pools_trim(int ord)
+{
+	CUresult (*trim)(CUmemoryPool, size_t) =
+		(CUresult (*)(CUmemoryPool, size_t))R(R_cuMemPoolTrimTo);
+	uint64_t released = 0, res;
+
+	if (!trim)
+		return 0;
+	for (int i = 0; i < MAXPOOL; i++) {
+		struct pool *p = &S.pool[i];
+
+		if (!__atomic_load_n(&p->pool, __ATOMIC_ACQUIRE) || p->dev != ord)
+			continue;
+		pthread_mutex_lock(&p->mu);
+		if (p->pool && p->dev == ord) {
+			depth++;
+			trim(p->pool, 0);
+			depth--;
+			if (!pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT_, &res) &&
+			    res < p->charged) {
+				released += p->charged - res;
+				p->charged = res;
+			}
+		}
+		pthread_mutex_unlock(&p->mu);
+	}
+	return released;
+}
+
+static void handle_tickets(int ord)
+{
+	struct dev *d = &S.dev[ord];
+	struct nxq_ticket t;
+	uint64_t cnt, released;
+	int r;
+
+	if (read(d->evfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return;
+	while (!(r = S.ctx->kops->ticket_read(S.ctx, d->pholder, &t))) {
+		CNT(tickets);
+		released = pools_trim(ord);
+		r = S.ctx->kops->ticket_answer(S.ctx, d->pholder, t.generation, released, NULL);
+		if (r) {
+			/* raised meanwhile (-ESTALE) or refused: the bytes are gone anyway */
+			uncharge(d->pholder, released);
+			if (r == -ESTALE)
+				continue;
+			break;
+		}
+		CNT(answers);
+		__atomic_add_fetch(&S.cnt.answered_bytes, released, __ATOMIC_RELAXED);
+	}
+}
+
+static void *ticket_thread(void *arg)
+{
+	struct epoll_event ev[8];
+
+	(void)arg;
+	for (;;) {
+		int n = epoll_wait(S.epfd, ev, 8, -1);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		for (int i = 0; i < n; i++) {
+			if (ev[i].data.u32 == UINT32_MAX)
+				return NULL;
+			handle_tickets((int)ev[i].data.u32);
+		}
+	}
+	return NULL;
+}
+
+/* With S.lock held. */
+static int ticket_thread_start_locked(void)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u32 = UINT32_MAX };
+	sigset_t all, old;
+	int r;
+
+	if (S.thread_on)
+		return 0;
+	S.epfd = epoll_create1(EPOLL_CLOEXEC);
+	S.stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (S.epfd < 0 || S.stopfd < 0 || epoll_ctl(S.epfd, EPOLL_CTL_ADD, S.stopfd, &ev))
+		goto fail;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&S.thread, NULL, ticket_thread, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r) {
+		errno = r;
+		goto fail;
+	}
+	S.thread_on = 1;
+	return 0;
+fail:
+	say("cannot start the ticket thread (%s): pool memory cannot be asked back",
+	    strerror(errno));
+	if (S.epfd >= 0)
+		close(S.epfd);
+	if (S.stopfd >= 0)
+		close(S.stopfd);
+	S.epfd = S.stopfd = -1;
+	return -1;
+}
+
+static void ticket_thread_stop(void)
+{
+	uint64_t one = 1;
+
+	if (!S.thread_on)
+		return;
+	if (write(S.stopfd, &one, sizeof(one)) == sizeof(one))
+		pthread_join(S.thread, NULL);
+	close(S.epfd);
+	close(S.stopfd);
+	S.epfd = S.stopfd = -1;
+	S.thread_on = 0;
+}
+
+/* ---- cuGetProcAddress and dlsym ---- */
+
+/* The wrapper the driver's name resolves to for (version, flags), or -1. */
+static int wrapped_variant(const char *sym, int ver, uint64_t flags)
+{
+	int pt = !!(flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM_);
+
+	if (sym[0] != 'c' || sym[1] != 'u')
+		return -1;
+	if (!strcmp(sym, "cuMemAlloc"))
+		return ver >= 3020 ? R_cuMemAlloc_v2 : -1;
+	if (!strcmp(sym, "cuMemAllocPitch"))
+		return ver >= 3020 ? R_cuMemAllocPitch_v2 : -1;
+	if (!strcmp(sym, "cuMemFree"))
+		return ver >= 3020 ? R_cuMemFree_v2 : -1;
+	if (!strcmp(sym, "cuMemAllocManaged"))
+		return R_cuMemAllocManaged;
+	if (!strcmp(sym, "cuMemCreate"))
+		return R_cuMemCreate;
+	if (!strcmp(sym, "cuMemRelease"))
+		return R_cuMemRelease;
+	if (!strcmp(sym, "cuMemAllocAsync"))
+		return pt ? R_cuMemAllocAsync_ptsz : R_cuMemAllocAsync;
+	if (!strcmp(sym, "cuMemAllocFromPoolAsync"))
+		return pt ? R_cuMemAllocFromPoolAsync_ptsz : R_cuMemAllocFromPoolAsync;
+	if (!strcmp(sym, "cuMemPoolTrimTo"))
+		return R_cuMemPoolTrimTo;
+	if (!strcmp(sym, "cuMemPoolCreate"))
+		return R_cuMemPoolCreate;
+	if (!strcmp(sym, "cuMemPoolDestroy"))
+		return R_cuMemPoolDestroy;
+	if (!strcmp(sym, "cuGetProcAddress"))
+		return ver >= 12000 ? R_cuGetProcAddress_v2 : R_cuGetProcAddress;
+	return -1;
+}
+
+static void substitute(const char *sym, void **pfn, int ver, uint64_t flags)
+{
+	int i;
+
+	if (!sym || !pfn || !*pfn)
+		return;
+	i = wrapped_variant(sym, ver, flags);
+	if (i < 0)
+		return;
+	if (!R(i)) {
+		SAY_ONCE(S.said_gpa, "cuGetProcAddress(%s) gave an entry point this driver does "
+			 "not export as %s: not intercepted", sym, rname[i]);
+		return;
+	}
+	*pfn = wrapper[i];
+}
+
+EXPORT CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, uint64_t flags)
+{
+	REAL_OR_FAIL(CUresult (*)(const char *, void **, int, uint64_t), R_cuGetProcAddress);
+	CUresult cr = f(sym, pfn, ver, flags);
+
+	if (!cr)
+		substitute(sym, pfn, ver, flags);
+	return cr;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, uint64_t flags,
+				    int *status)
+{
+	REAL_OR_FAIL(CUresult (*)(const char *, void **, int, uint64_t, int *),
+		     R_cuGetProcAddress_v2);
+	CUresult cr = f(sym, pfn, ver, flags, status);
+
+	if (!cr)
+		substitute(sym, pfn, ver, flags);
+	return cr;
+}
+
+static int wrapped_name(const char *name)
+{
+	if (!name || name[0] != 'c' || name[1] != 'u')
+		return -1;
+	for (int i = 0; i < NWRAP; i++)
+		if (!strcmp(name, rname[i]))
+			return i;
+	return -1;
+}
+
+/* Is the caller libnxquota itself (which charges its own mappings)? */
+static int caller_is_libnxquota(const void *ret)
+{
+	Dl_info di;
+
+	return dladdr(ret, &di) && di.dli_fname && strstr(di.dli_fname, "libnxquota.so");
+}
+
+/*
+ * Everything but the wrapped names goes to glibc's dlsym as a tail call,
+ * so that glibc sees the real caller (RTLD_NEXT is relative to it); built
+ * with sibling calls on (see preload/Makefile), checked by the tests.
+ */
+EXPORT __attribute__((optimize("optimize-sibling-calls")))
+void *dlsym(void *handle, const char *name)
+{
+	int i;
+
+	pthread_once(&dlsym_once, dlsym_init);
+	i = handle == RTLD_NEXT ? -1 : wrapped_name(name);
+	if (i >= 0 && !caller_is_libnxquota(__builtin_return_address(0))) {
+		void *p = real_dlsym(handle, name);
+
+		if (p && p != wrapper[i]) {
+			void *none = NULL;
+
+			/* the object the application resolves from is the real one */
+			__atomic_compare_exchange_n(&real[i], &none, p, 0, __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED);
+			return wrapper[i];
+		}
+		return p;
+	}
+	return real_dlsym(handle, name);
+}
+
+/* ---- fork ---- */
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&S.lock);
+	for (int i = 0; i < MAXPOOL; i++)
+		pthread_mutex_lock(&S.pool[i].mu);
+	for (int i = 0; i < NSHARD; i++)
+		pthread_mutex_lock(&shard[i]);
+}
+
+static void fork_parent(void)
+{
+	for (int i = NSHARD - 1; i >= 0; i--)
+		pthread_mutex_unlock(&shard[i]);
+	for (int i = MAXPOOL - 1; i >= 0; i--)
+		pthread_mutex_unlock(&S.pool[i].mu);
+	pthread_mutex_unlock(&S.lock);
+}
+
+/* The child has no thread, no CUDA allocations and not the parent's holders. */
+static void fork_child(void)
+{
+	shard_init();
+	for (int i = 0; i < MAXPOOL; i++)
+		pthread_mutex_init(&S.pool[i].mu, NULL);
+	pthread_mutex_init(&S.lock, NULL);
+	if (S.thread_on) {
+		close(S.epfd);
+		close(S.stopfd);
+		S.epfd = S.stopfd = -1;
+		S.thread_on = 0;
+	}
+	state_drop_locked(0);
+	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = 0;
+}
+
+__attribute__((constructor)) static void preload_init(void)
+{
+	pthread_once(&shard_once, shard_init);
+	for (int i = 0; i < MAXPOOL; i++)
+		pthread_mutex_init(&S.pool[i].mu, NULL);
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+/* ---- for the tests (hidden: linked in, not exported by the .so) ---- */
+
+void nxqp__test_authority(const struct nxq_kops *kops, void *kpriv)
+{
+	pthread_mutex_lock(&S.lock);
+	ticket_thread_stop();
+	state_drop_locked(1);
+	S.test_set = 1;
+	S.test_kops = kops;
+	S.test_kpriv = kpriv;
+	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = 0;
+	memset(&S.cnt, 0, sizeof(S.cnt));
+	pthread_mutex_unlock(&S.lock);
+}
+
+void nxqp__test_counters(struct nxqp_counters *c)
+{
+	*c = S.cnt;
+	c->tracked = __atomic_load_n(&tracked, __ATOMIC_RELAXED);
+}
+
+int nxqp__test_state(void)
+{
+	return __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+}

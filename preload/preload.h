@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
+/*
+ * libnxquota-preload: the wrapped CUDA driver entry points (declared from
+ * NVIDIA's public driver API documentation, same ABI as cuda.h), and the
+ * hooks the tests use (hidden: not exported by libnxquota-preload.so).
+ */
+#ifndef NXQ_PRELOAD_H
+#define NXQ_PRELOAD_H
+
+#include <stdint.h>
+#include "cuda_api.h"
+
+struct nxq_kops;
+
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+/* The head of CUmemPoolProps: what the shim reads of it. */
+typedef struct {
+	int allocType;
+	int handleTypes;
+	CUmemLocation location;
+} nxqp_pool_props_head;
+
+/* Every exported wrapper, by the driver's exported symbol name. */
+#define NXQP_WRAPPED(X)							\
+	X(cuMemAlloc_v2) X(cuMemAllocPitch_v2) X(cuMemAllocManaged)		\
+	X(cuMemFree_v2) X(cuMemCreate) X(cuMemRelease)				\
+	X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)				\
+	X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz)		\
+	X(cuMemPoolTrimTo) X(cuMemPoolCreate) X(cuMemPoolDestroy)		\
+	X(cuGetProcAddress) X(cuGetProcAddress_v2)
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+			    unsigned int elem);
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+CUresult cuMemFree_v2(CUdeviceptr dptr);
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+		     const CUmemAllocationProp *prop, unsigned long long flags);
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t size, CUstream s);
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t size, CUstream s);
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, CUstream s);
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t size, CUmemoryPool pool,
+				      CUstream s);
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep);
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const nxqp_pool_props_head *props);
+CUresult cuMemPoolDestroy(CUmemoryPool pool);
+CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, uint64_t flags);
+CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, uint64_t flags, int *status);
+
+/* What the shim did, for the tests. */
+struct nxqp_counters {
+	uint64_t holders;	/* holders registered */
+	uint64_t charges;	/* charges granted */
+	uint64_t uncharges;
+	uint64_t refused;	/* allocations refused (CUDA_ERROR_OUT_OF_MEMORY) */
+	uint64_t tickets, answers, answered_bytes;
+	long tracked;		/* pointers and handles remembered */
+};
+
+/* Start over on kops (NULL: the library's own choice of authority). */
+void nxqp__test_authority(const struct nxq_kops *kops, void *kpriv);
+void nxqp__test_counters(struct nxqp_counters *c);
+int nxqp__test_state(void);	/* 0 not yet, 1 charging, -1 pass-through */
+
+#endif /* NXQ_PRELOAD_H */

@@ -1,0 +1,31 @@
+#!/bin/sh
+# libnxquota-preload.so under LD_PRELOAD (app.c says what is checked), and
+# tools/nxquota-run.  Usage: app.sh PATH/libnxquota-preload.so
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+so=$1
+top=$(cd "$here/../.." && pwd)
+err=$(mktemp /tmp/nxqp-app.XXXXXX)
+trap 'rm -f "$err"' EXIT
+rc=0
+fail() { echo "app.sh: FAIL: $*"; rc=1; }
+
+export LD_LIBRARY_PATH="$here/drv"
+"$here/app" bare || fail "bare run"
+
+# no authority: pass-through, said once
+NXQ_DEV=/nonexistent LD_PRELOAD=$so "$here/app" preload 2>"$err" || fail "preloaded run"
+n=$(grep -c "no nxquota authority" "$err")
+[ "$n" = 1 ] || { cat "$err"; fail "the no-authority notice $n times, not once"; }
+
+NXQ_PRELOAD=off LD_PRELOAD=$so "$here/app" preload 2>"$err" || fail "NXQ_PRELOAD=off run"
+grep -q "NXQ_PRELOAD=off" "$err" || fail "NXQ_PRELOAD=off not said"
+
+# nxquota-run sets the preload for one command
+if [ -x "$top/tools/nxquota-run" ]; then
+	NXQ_DEV=/nonexistent NXQ_PRELOAD_LIB=$so "$top/tools/nxquota-run" -- \
+		"$here/app" preload 2>"$err" || { cat "$err"; fail "nxquota-run"; }
+	"$top/tools/nxquota-run" 2>/dev/null && fail "nxquota-run without a command succeeded"
+fi
+[ $rc = 0 ] && echo "app.sh: ok"
+exit $rc

@@ -1,0 +1,478 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * A fake libcuda.so.1 for the preload tests: the allocation entry points
+ * the shim wraps, and the few it calls (cuCtxGetDevice, cuDeviceGetUuid_v2,
+ * cuDeviceGetMemPool, cuMemPoolGetAttribute), with no memory behind the
+ * addresses.  tests/fakecuda models the VMM calls libnxquota makes; it has
+ * no pitch, managed, pool or _ptsz entry points, hence this one.
+ *
+ * Nesting on purpose, as a driver may do: cuMemAllocPitch_v2 calls
+ * cuMemAlloc_v2, cuMemAllocAsync calls cuMemAllocFromPoolAsync, the _ptsz
+ * forms call the plain ones, all through their exported symbols (so a
+ * preloaded wrapper sees the inner call).
+ *
+ * Pools reserve in 32 MiB chunks and keep what they reserved until
+ * cuMemPoolTrimTo (or fakedrv_sync(), which trims to the release
+ * threshold, as a synchronisation does).  Control: fakedrv_fail(name, nth)
+ * fails the nth next call (0: every call, -1: none) with OUT_OF_MEMORY;
+ * fakedrv_calls(name); fakedrv_stat("allocs"|"handles"|"reserved"|"used");
+ * fakedrv_set_device(ord) (-1: no current context).
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda_api.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define CUDA_ERROR_INVALID_CONTEXT	201
+#define CUDA_ERROR_NOT_FOUND		500
+#define NDEV	2
+#define CHUNK	(32ULL << 20)
+
+typedef struct fpool *CUmemoryPool;
+struct fpool { int dev, live; uint64_t reserved, used, threshold; };
+
+struct alloc {
+	uint64_t va, size;
+	int kind;		/* 0 plain, 1 managed, 2 pool block, 3 handle */
+	struct fpool *pool;
+	struct alloc *next;
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread int curdev;
+static uint64_t next_va = 0x100000000ULL;
+static struct alloc *allocs;
+static struct fpool defpool[NDEV] = { { 0, 1, 0, 0, 0 }, { 1, 1, 0, 0, 0 } };
+
+static struct { const char *name; long n, fail_at; int fail_all; } cnt[64];
+static int ncnt;
+
+static int hit(const char *name)
+{
+	int i, fail = 0;
+
+	pthread_mutex_lock(&mu);
+	for (i = 0; i < ncnt && strcmp(cnt[i].name, name); i++)
+		;
+	if (i == ncnt && ncnt < 64)
+		cnt[ncnt++].name = name;
+	if (i < 64) {
+		cnt[i].n++;
+		if (cnt[i].fail_all || (cnt[i].fail_at && cnt[i].n == cnt[i].fail_at))
+			fail = 1;
+	}
+	pthread_mutex_unlock(&mu);
+	return fail;
+}
+
+EXPORT void fakedrv_fail(const char *name, long nth)
+{
+	int i;
+
+	hit(name);		/* makes the slot; the count is taken back below */
+	pthread_mutex_lock(&mu);
+	for (i = 0; strcmp(cnt[i].name, name); i++)
+		;
+	cnt[i].n--;
+	cnt[i].fail_all = nth == 0;
+	cnt[i].fail_at = nth > 0 ? cnt[i].n + nth : 0;
+	pthread_mutex_unlock(&mu);
+}
+
+EXPORT long fakedrv_calls(const char *name)
+{
+	long n = 0;
+
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < ncnt; i++)
+		if (!strcmp(cnt[i].name, name))
+			n = cnt[i].n;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+EXPORT void fakedrv_set_device(int d) { curdev = d; }
+
+static uint64_t newva(uint64_t size)
+{
+	uint64_t va = next_va;
+
+	next_va += (size + 0xfffff) & ~0xfffffULL;
+	return va;
+}
+
+static CUresult add(int kind, uint64_t size, struct fpool *p, uint64_t *out)
+{
+	struct alloc *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&mu);
+	a->va = newva(size);
+	a->size = size;
+	a->kind = kind;
+	a->pool = p;
+	if (p) {
+		if (p->used + size > p->reserved)
+			p->reserved += (p->used + size - p->reserved + CHUNK - 1) / CHUNK * CHUNK;
+		p->used += size;
+	}
+	a->next = allocs;
+	allocs = a;
+	*out = a->va;
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+static CUresult drop(uint64_t va, int kind)
+{
+	struct alloc **pp, *a;
+
+	pthread_mutex_lock(&mu);
+	for (pp = &allocs; (a = *pp); pp = &a->next)
+		if (a->va == va && (kind == 3 ? a->kind == 3 : a->kind != 3))
+			break;
+	if (!a) {
+		pthread_mutex_unlock(&mu);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	*pp = a->next;
+	if (a->pool)
+		a->pool->used -= a->size;
+	pthread_mutex_unlock(&mu);
+	free(a);
+	return CUDA_SUCCESS;
+}
+
+EXPORT long fakedrv_stat(const char *what)
+{
+	long n = 0;
+
+	pthread_mutex_lock(&mu);
+	for (struct alloc *a = allocs; a; a = a->next) {
+		if (!strcmp(what, "allocs") && a->kind != 3)
+			n++;
+		if (!strcmp(what, "handles") && a->kind == 3)
+			n++;
+	}
+	if (!strcmp(what, "reserved"))
+		n = (long)defpool[0].reserved;
+	if (!strcmp(what, "used"))
+		n = (long)defpool[0].used;
+	pthread_mutex_unlock(&mu);
+	return n;
+}
+
+static void trim(struct fpool *p, uint64_t keep)
+{
+	uint64_t floor = p->used > keep ? p->used : keep;
+
+	floor = (floor + CHUNK - 1) / CHUNK * CHUNK;
+	if (p->reserved > floor)
+		p->reserved = floor;
+}
+
+/* A synchronisation: every pool gives back what it holds above its threshold. */
+EXPORT void fakedrv_sync(void)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < NDEV; i++)
+		trim(&defpool[i], defpool[i].threshold);
+	pthread_mutex_unlock(&mu);
+}
+
+EXPORT CUresult cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
+
+EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	if (curdev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*d = curdev;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
+{
+	if (d < 0 || d >= NDEV)
+		return CUDA_ERROR_INVALID_DEVICE;
+	for (int i = 0; i < 16; i++)
+		u->bytes[i] = (char)(0x10 * (d + 1) + i);
+	return CUDA_SUCCESS;
+}
+
+#define CTX() do { if (curdev < 0) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
+
+EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
+{
+	if (hit("cuMemAlloc_v2"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CTX();
+	if (!p || !n)
+		return CUDA_ERROR_INVALID_VALUE;
+	return add(0, n, NULL, (uint64_t *)p);
+}
+
+EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h,
+				   unsigned int elem)
+{
+	size_t pt = (w + 1023) / 1024 * 1024;	/* wider than the shim's guess */
+
+	if (hit("cuMemAllocPitch_v2"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!pitch || !w || !h || (elem != 4 && elem != 8 && elem != 16))
+		return CUDA_ERROR_INVALID_VALUE;
+	*pitch = pt;
+	return cuMemAlloc_v2(p, pt * h);	/* through the exported symbol */
+}
+
+EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags)
+{
+	if (hit("cuMemAllocManaged"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CTX();
+	if (!p || !n || (flags != 1 && flags != 2))
+		return CUDA_ERROR_INVALID_VALUE;
+	return add(1, n, NULL, (uint64_t *)p);
+}
+
+EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
+{
+	if (hit("cuMemFree_v2"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return drop(p, 0);
+}
+
+EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
+			    const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	if (hit("cuMemCreate"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!h || !prop || !size || size % (2 << 20) || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	return add(3, size, NULL, (uint64_t *)h);
+}
+
+EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
+{
+	if (hit("cuMemRelease"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	return drop(h, 3);
+}
+
+EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *p, CUdevice d)
+{
+	if (d < 0 || d >= NDEV)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*p = &defpool[d];
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolCreate(CUmemoryPool *p, const int *props)
+{
+	struct fpool *f;
+
+	if (hit("cuMemPoolCreate"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	f->dev = props[3];	/* location.id */
+	f->live = 1;
+	*p = f;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolDestroy(CUmemoryPool p)
+{
+	if (hit("cuMemPoolDestroy"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!p || p == &defpool[0] || p == &defpool[1])
+		return CUDA_ERROR_INVALID_VALUE;
+	p->live = 0;		/* kept: the tests read its counters after */
+	p->reserved = 0;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool p, int attr, void *v)
+{
+	hit("cuMemPoolGetAttribute");
+	if (!p || !v)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (attr == 5)
+		*(uint64_t *)v = p->reserved;
+	else if (attr == 7)
+		*(uint64_t *)v = p->used;
+	pthread_mutex_unlock(&mu);
+	return attr == 5 || attr == 7 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool p, size_t keep)
+{
+	if (hit("cuMemPoolTrimTo"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	trim(p, keep);
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dp, size_t n, CUmemoryPool p, CUstream s)
+{
+	if (hit("cuMemAllocFromPoolAsync"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!dp || !n || !p || !p->live)
+		return CUDA_ERROR_INVALID_VALUE;
+	return add(2, (n + 511) / 512 * 512, p, (uint64_t *)dp);
+}
+
+EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dp, size_t n, CUstream s)
+{
+	if (hit("cuMemAllocAsync"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	CTX();
+	return cuMemAllocFromPoolAsync(dp, n, &defpool[curdev], s);
+}
+
+EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
+{
+	hit("cuMemFreeAsync");
+	return drop(p, 2);
+}
+
+EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dp, size_t n, CUstream s)
+{
+	hit("cuMemAllocAsync_ptsz");
+	return cuMemAllocAsync(dp, n, s);
+}
+
+EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dp, size_t n, CUmemoryPool p,
+					     CUstream s)
+{
+	hit("cuMemAllocFromPoolAsync_ptsz");
+	return cuMemAllocFromPoolAsync(dp, n, p, s);
+}
+
+EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream s)
+{
+	hit("cuMemFreeAsync_ptsz");
+	return cuMemFreeAsync(p, s);
+}
+
+/*
+ * Local aliases: what cuGetProcAddress hands out is the driver's own code,
+ * not whatever a preloaded library put in front of the exported name.
+ */
+#define L(n) extern __typeof(n) l_##n __attribute__((alias(#n), visibility("hidden")));
+L(cuMemAlloc_v2) L(cuMemAllocPitch_v2) L(cuMemFree_v2) L(cuMemAllocManaged) L(cuMemCreate)
+L(cuMemRelease) L(cuMemAllocAsync) L(cuMemAllocAsync_ptsz) L(cuMemAllocFromPoolAsync)
+L(cuMemAllocFromPoolAsync_ptsz) L(cuMemFreeAsync) L(cuMemFreeAsync_ptsz) L(cuMemPoolTrimTo)
+L(cuMemPoolCreate) L(cuMemPoolDestroy) L(cuMemPoolGetAttribute) L(cuDeviceGetMemPool)
+L(cuCtxGetDevice) L(cuInit)
+#undef L
+
+/* ---- cuGetProcAddress: base names, versions and stream flavours as the driver has them ---- */
+
+EXPORT CUresult cuGetProcAddress_v2(const char *name, void **fn, int ver, uint64_t flags,
+				    int *status);
+EXPORT CUresult cuGetProcAddress(const char *name, void **fn, int ver, uint64_t flags);
+extern __typeof(cuGetProcAddress) l_cuGetProcAddress __attribute__((visibility("hidden")));
+extern __typeof(cuGetProcAddress_v2) l_cuGetProcAddress_v2 __attribute__((visibility("hidden")));
+
+static void *proc(const char *n, int ver, uint64_t flags)
+{
+	int pt = !!(flags & 2);
+
+#define IS(x) (!strcmp(n, x))
+	if (IS("cuMemAlloc"))
+		return ver >= 3020 ? (void *)l_cuMemAlloc_v2 : NULL;
+	if (IS("cuMemAllocPitch"))
+		return ver >= 3020 ? (void *)l_cuMemAllocPitch_v2 : NULL;
+	if (IS("cuMemFree"))
+		return ver >= 3020 ? (void *)l_cuMemFree_v2 : NULL;
+	if (IS("cuMemAllocManaged"))
+		return (void *)l_cuMemAllocManaged;
+	if (IS("cuMemCreate"))
+		return (void *)l_cuMemCreate;
+	if (IS("cuMemRelease"))
+		return (void *)l_cuMemRelease;
+	if (IS("cuMemAllocAsync"))
+		return pt ? (void *)l_cuMemAllocAsync_ptsz : (void *)l_cuMemAllocAsync;
+	if (IS("cuMemAllocFromPoolAsync"))
+		return pt ? (void *)l_cuMemAllocFromPoolAsync_ptsz : (void *)l_cuMemAllocFromPoolAsync;
+	if (IS("cuMemFreeAsync"))
+		return pt ? (void *)l_cuMemFreeAsync_ptsz : (void *)l_cuMemFreeAsync;
+	if (IS("cuMemPoolTrimTo"))
+		return (void *)l_cuMemPoolTrimTo;
+	if (IS("cuMemPoolCreate"))
+		return (void *)l_cuMemPoolCreate;
+	if (IS("cuMemPoolDestroy"))
+		return (void *)l_cuMemPoolDestroy;
+	if (IS("cuMemPoolGetAttribute"))
+		return (void *)l_cuMemPoolGetAttribute;
+	if (IS("cuDeviceGetMemPool"))
+		return (void *)l_cuDeviceGetMemPool;
+	if (IS("cuCtxGetDevice"))
+		return (void *)l_cuCtxGetDevice;
+	if (IS("cuInit"))
+		return (void *)l_cuInit;
+	if (IS("cuGetProcAddress"))
+		return ver >= 12000 ? (void *)l_cuGetProcAddress_v2 : (void *)l_cuGetProcAddress;
+#undef IS
+	return NULL;
+}
+
+EXPORT CUresult cuGetProcAddress_v2(const char *name, void **fn, int ver, uint64_t flags,
+				    int *status)
+{
+	hit("cuGetProcAddress_v2");
+	if (!name || !fn)
+		return CUDA_ERROR_INVALID_VALUE;
+	*fn = proc(name, ver, flags);
+	if (status)
+		*status = *fn ? 0 : 1;
+	return *fn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+EXPORT CUresult cuGetProcAddress(const char *name, void **fn, int ver, uint64_t flags)
+{
+	hit("cuGetProcAddress");
+	return cuGetProcAddress_v2(name, fn, ver, flags, NULL);
+}
+
+extern __typeof(cuGetProcAddress) l_cuGetProcAddress __attribute__((alias("cuGetProcAddress")));
+extern __typeof(cuGetProcAddress_v2) l_cuGetProcAddress_v2
+	__attribute__((alias("cuGetProcAddress_v2")));
+
+/* Between test cases: pools back to what they use, no failures pending. */
+EXPORT void fakedrv_reset(void)
+{
+	pthread_mutex_lock(&mu);
+	for (int i = 0; i < NDEV; i++)
+		trim(&defpool[i], 0);
+	for (int i = 0; i < ncnt; i++)
+		cnt[i].fail_all = 0, cnt[i].fail_at = 0;
+	pthread_mutex_unlock(&mu);
+	curdev = 0;
+}
+
+/* What cuGetProcAddress gives without a shim in front: the driver's own code. */
+EXPORT void *fakedrv_proc(const char *name, int ver, uint64_t flags)
+{
+	return proc(name, ver, flags);
+}
+
+/* A pool's counters (reserved, used). */
+EXPORT void fakedrv_pool(CUmemoryPool p, uint64_t *reserved, uint64_t *used)
+{
+	pthread_mutex_lock(&mu);
+	*reserved = p->reserved;
+	*used = p->used;
+	pthread_mutex_unlock(&mu);
+}
