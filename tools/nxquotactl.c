@@ -12,8 +12,15 @@
  *   nxquotactl [--json] events
  *   nxquotactl metrics
  *
- * Exit status: 0 success, 1 the request failed, 2 usage, 3 the module is
- * not loaded, 4 permission denied.
+ * The authority: the module's generic netlink family if it resolves,
+ * else nxquotad's control socket ($NXQUOTA_CONTROL, default
+ * /run/nxquota/control.sock), which speaks the same family, one netlink
+ * message per SOCK_SEQPACKET message (daemon/proto.h).  --control PATH
+ * asks the daemon at PATH only.  The messages are the same libnl ones
+ * either way, and the replies go through the same callbacks.
+ *
+ * Exit status: 0 success, 1 the request failed, 2 usage, 3 neither the
+ * module nor the daemon is there, 4 permission denied.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -28,8 +35,10 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 
 #include <netlink/netlink.h>
 #include <netlink/genl/genl.h>
@@ -40,6 +49,10 @@
 
 #include "fmt.h"
 #include "gpu_node.h"
+
+/* daemon/proto.h's control socket */
+#define NXQD_CONTROL_PATH	"/run/nxquota/control.sock"
+#define NXQD_GENL_ID		0x7ffe
 
 #ifndef NXQ_VERSION
 #define NXQ_VERSION "unknown"
@@ -67,32 +80,171 @@ struct ctl {
 	struct nl_sock *sk;
 	int family;
 	int events_grp;
+	int ufd;		/* the daemon's control socket, -1: netlink */
+	const char *control;	/* --control PATH, or NULL */
 };
+
+/*
+ * The daemon's transport under libnl: nl_send_auto() and nl_recvmsgs()
+ * call these instead of sendmsg/recvmsg on a netlink socket, so the
+ * messages, the sequence checks and the callbacks are libnl's as with the
+ * module.  One connection per process.
+ */
+static int ux_fd = -1;
+
+static int ux_send(struct nl_sock *sk, struct nl_msg *msg)
+{
+	struct nlmsghdr *h = nlmsg_hdr(msg);
+	ssize_t n;
+
+	(void)sk;
+	n = send(ux_fd, h, h->nlmsg_len, MSG_NOSIGNAL);
+	if (n < 0)
+		return -nl_syserr2nlerr(errno);
+	return (int)n;
+}
+
+static int ux_recv(struct nl_sock *sk, struct sockaddr_nl *nla,
+		   unsigned char **buf, struct ucred **creds)
+{
+	ssize_t n, size;
+
+	(void)sk;
+	if (creds)
+		*creds = NULL;
+	memset(nla, 0, sizeof(*nla));
+	nla->nl_family = AF_NETLINK;
+	do
+		size = recv(ux_fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
+	while (size < 0 && errno == EINTR);
+	if (size <= 0) {
+		if (size == 0)	/* the daemon closed the connection */
+			errno = ECONNRESET;
+		return -nl_syserr2nlerr(errno);
+	}
+	*buf = malloc((size_t)size);
+	if (!*buf)
+		return -NLE_NOMEM;
+	do
+		n = recv(ux_fd, *buf, (size_t)size, 0);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		free(*buf);
+		*buf = NULL;
+		if (n == 0)
+			errno = ECONNRESET;
+		return -nl_syserr2nlerr(errno);
+	}
+	return (int)n;
+}
+
+/* A callback set for one request, on whichever transport. */
+static struct nl_cb *ctl_cb(struct ctl *n)
+{
+	struct nl_cb *cb = nl_cb_alloc(NL_CB_DEFAULT);
+
+	if (cb && n->ufd >= 0)
+		nl_cb_overwrite_recv(cb, ux_recv);
+	return cb;
+}
+
+/* Connect to the daemon's control socket at @path: fd, or -errno. */
+static int ux_dial(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, e;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Use the daemon at @path: 0, or -errno of the connection. */
+static int ctl_connect_daemon(struct ctl *n, const char *path)
+{
+	struct nl_cb *cb;
+	int fd = ux_dial(path);
+
+	if (fd < 0)
+		return fd;
+	ux_fd = n->ufd = fd;
+	n->family = NXQD_GENL_ID;
+	cb = nl_socket_get_cb(n->sk);
+	nl_cb_overwrite_send(cb, ux_send);
+	nl_cb_overwrite_recv(cb, ux_recv);
+	nl_cb_put(cb);
+	return 0;
+}
+
+static int daemon_denied(const char *path)
+{
+	warnx_("%s: permission denied (nxquotad's control socket is root's)",
+	       path);
+	return EX_PERM;
+}
 
 static int ctl_connect(struct ctl *n)
 {
-	int one = 1;
+	const char *path = getenv("NXQUOTA_CONTROL");
+	int one = 1, err, nl_err = 0;
 
+	n->ufd = -1;
 	n->sk = nl_socket_alloc();
 	if (!n->sk) {
 		warnx_("out of memory");
 		return EX_FAIL;
 	}
+	if (n->control) {
+		err = ctl_connect_daemon(n, n->control);
+		if (err == -EACCES || err == -EPERM)
+			return daemon_denied(n->control);
+		if (err) {
+			warnx_("no nxquotad control socket at %s: %s",
+			       n->control, strerror(-err));
+			return EX_NOMOD;
+		}
+		return EX_OK;
+	}
 	if (genl_connect(n->sk) < 0) {
+		nl_err = errno;
+	} else {
+		setsockopt(nl_socket_get_fd(n->sk), SOL_NETLINK,
+			   NETLINK_EXT_ACK, &one, sizeof(one));
+		n->family = genl_ctrl_resolve(n->sk, NXQUOTA_FAMILY_NAME);
+		if (n->family >= 0)
+			return EX_OK;
+		/* Start again on a socket that libnl never connected. */
+		nl_socket_free(n->sk);
+		n->sk = nl_socket_alloc();
+		if (!n->sk) {
+			warnx_("out of memory");
+			return EX_FAIL;
+		}
+	}
+	if (!path || !path[0])
+		path = NXQD_CONTROL_PATH;
+	err = ctl_connect_daemon(n, path);
+	if (!err)
+		return EX_OK;
+	if (err == -EACCES || err == -EPERM)
+		return daemon_denied(path);
+	if (nl_err)
 		warnx_("cannot open a generic netlink socket: %s",
-		       strerror(errno));
-		return EX_FAIL;
-	}
-	setsockopt(nl_socket_get_fd(n->sk), SOL_NETLINK, NETLINK_EXT_ACK,
-		   &one, sizeof(one));
-	n->family = genl_ctrl_resolve(n->sk, NXQUOTA_FAMILY_NAME);
-	if (n->family < 0) {
-		warnx_("the nxquota module is not loaded (no generic netlink "
-		       "family \"%s\"; try: modprobe nxquota)",
-		       NXQUOTA_FAMILY_NAME);
-		return EX_NOMOD;
-	}
-	return EX_OK;
+		       strerror(nl_err));
+	warnx_("no nxquota authority: the module is not loaded (no generic "
+	       "netlink family \"%s\"; try: modprobe nxquota) and nxquotad "
+	       "does not answer at %s (%s; start it, or set NXQUOTA_CONTROL "
+	       "or --control PATH)", NXQUOTA_FAMILY_NAME, path, strerror(-err));
+	return EX_NOMOD;
 }
 
 /* What one request got back. */
@@ -168,7 +320,7 @@ static int on_valid(struct nl_msg *msg, void *arg)
 /* Send msg and read until the ack or the end of the dump. */
 static int ctl_request(struct ctl *n, struct nl_msg *msg, struct reply *r)
 {
-	struct nl_cb *cb = nl_cb_alloc(NL_CB_DEFAULT);
+	struct nl_cb *cb = ctl_cb(n);
 	int err;
 
 	if (!cb)
@@ -1077,6 +1229,19 @@ static int cmd_events(struct ctl *n, int argc)
 		warnx_("usage: events");
 		return EX_USAGE;
 	}
+	if (n->ufd >= 0) {
+		/* The daemon: an EVENT request subscribes the connection. */
+		struct reply r = { 0 };
+
+		if (ctl_request(n, ctl_new(n, NXQUOTA_CMD_EVENT, 0), &r))
+			return report("events", &r);
+		nl_socket_disable_seq_check(n->sk);
+		nl_socket_modify_cb(n->sk, NL_CB_VALID, NL_CB_CUSTOM, on_event,
+				    NULL);
+		setsockopt(n->ufd, SOL_SOCKET, SO_RCVBUF, &(int){ 4 << 20 },
+			   sizeof(int));
+		goto listen;
+	}
 	grp = genl_ctrl_resolve_grp(n->sk, NXQUOTA_FAMILY_NAME,
 				    NXQUOTA_MCGRP_EVENTS);
 	if (grp < 0) {
@@ -1097,6 +1262,7 @@ static int cmd_events(struct ctl *n, int argc)
 		return EX_FAIL;
 	}
 	nl_socket_set_buffer_size(n->sk, 4 << 20, 0);
+listen:
 	for (;;) {
 		err = nl_recvmsgs_default(n->sk);
 		if (err == -NLE_NOMEM) {	/* ENOBUFS: the kernel dropped */
@@ -1270,7 +1436,7 @@ static int cmd_metrics(struct ctl *n, int argc)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: %s [--json] COMMAND [ARGS]\n"
+		"usage: %s [--json] [--control PATH] COMMAND [ARGS]\n"
 		"  status [DEVICE]                   devices, budget tree, holders\n"
 		"  set CGROUP DEVICE [max=SIZE] [min=SIZE] [kill-on-ignore=0|1]\n"
 		"  clear CGROUP DEVICE               drop a cgroup's budget\n"
@@ -1284,7 +1450,10 @@ static void usage(FILE *f)
 		"  events                            follow ledger events\n"
 		"  metrics                           Prometheus text exposition\n"
 		"SIZE: bytes, or with a K, M, G, T or P suffix (powers of 1024);\n"
-		"max= also takes \"max\".  Bytes are charge, not residency.\n",
+		"max= also takes \"max\".  Bytes are charge, not residency.\n"
+		"Authority: the module if loaded, else nxquotad's control socket\n"
+		"(NXQUOTA_CONTROL, default " NXQD_CONTROL_PATH ");\n"
+		"--control PATH: the daemon at PATH only.\n",
 		prog);
 }
 
@@ -1300,6 +1469,12 @@ int main(int argc, char **argv)
 		} else if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
 			usage(stdout);
 			return EX_OK;
+		} else if (!strcmp(argv[1], "--control") && argc > 2) {
+			n.control = argv[2];
+			argc--;
+			argv++;
+		} else if (!strncmp(argv[1], "--control=", 10)) {
+			n.control = argv[1] + 10;
 		} else if (!strcmp(argv[1], "--version")) {
 			printf("nxquotactl %s\n", NXQ_VERSION);
 			return EX_OK;
@@ -1340,5 +1515,7 @@ int main(int argc, char **argv)
 	else
 		rc = cmd_metrics(&n, argc);
 	nl_socket_free(n.sk);
+	if (n.ufd >= 0)
+		close(n.ufd);
 	return rc;
 }
