@@ -46,10 +46,15 @@ END {
 	printf "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">time (s)</text>\n", L + pw / 2, H - 15
 	printf "<text x=\"20\" y=\"%d\" transform=\"rotate(-90 20 %d)\" text-anchor=\"middle\">%s</text>\n", T + ph / 2, T + ph / 2, (mode == "idle" ? "bytes (" uname ")" : "charge (" uname ")")
 	split("#2471a3 #c0392b #27ae60 #8e44ad #d35400 #7f8c8d", col, " ")
+	lx = -100; ly = T + 4
 	for (i = 1; i <= ne; i++) {
 		x = L + pw * et[i] / tmax
+		# labels of events closer than 12 px go one below the other
+		ly = (x - lx < 12) ? ly + 95 : T + 4
+		if (ly > T + ph - 90) ly = T + 4
+		lx = x
 		printf "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"gray\" stroke-dasharray=\"4 3\"/>", x, T, x, T + ph
-		printf "<text x=\"%.1f\" y=\"%d\" font-size=\"9\" transform=\"rotate(90 %.1f %d)\">%s</text>\n", x + 3, T + 4, x + 3, T + 4, el[i]
+		printf "<text x=\"%.1f\" y=\"%d\" font-size=\"9\" transform=\"rotate(90 %.1f %d)\">%s</text>\n", x + 3, ly, x + 3, ly, el[i]
 	}
 	for (i = 1; i <= ns; i++) {
 		s = sname[i]; c = col[(i - 1) % 6 + 1]

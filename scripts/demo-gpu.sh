@@ -5,6 +5,10 @@
 #
 #   scripts/demo-gpu.sh [--out DIR]        the story; DIR default build/demo-gpu
 #   scripts/demo-gpu.sh --figures DIR      figures (a), (b), (c) into DIR
+#   scripts/demo-gpu.sh --prebuild         build nxquotad, nxquotactl (libnl
+#                                          linked statically) and the bench
+#                                          programs into build/demo-gpu-bin,
+#                                          to carry where they cannot build
 #
 # Needs root (cgroups under the cgroup2 root) and a CUDA GPU; without a GPU
 # it prints "skipped: ..." and exits 0.  NXQ_FAKE_CUDA=1 runs everything on
@@ -27,7 +31,8 @@
 # 128M on the fake), NXQ_DEMO_CHUNK (training's allocation unit, CAP/32),
 # NXQ_FIG_SECONDS (figure (c)'s run per mode, default 30), NXQ_FIG_ROUNDS
 # (figure (a)'s rounds per size, default 200), NXQ_FIG_SIZES (default
-# 2M,64M,1G), NXQ_FIG_FILL (figure (a)'s device, default 4G).
+# 2M,64M,1G), NXQ_FIG_FILL (figure (a)'s device, default 4G), GNUPLOT
+# (default gnuplot; empty: SVG charts by bench/csv2svg.awk even with gnuplot).
 set -u
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -37,12 +42,14 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--out) OUT=$2; shift 2 ;;
 	--figures) MODE=figures; OUT=$2; shift 2 ;;
+	--prebuild) MODE=prebuild; OUT=$TOP/build; shift ;;
 	*) echo "usage: $0 [--out DIR] | --figures DIR" >&2; exit 2 ;;
 	esac
 done
 mkdir -p "$OUT" || exit 1
 OUT=$(cd "$OUT" && pwd)
 
+GNUPLOT=${GNUPLOT-gnuplot}	# GNUPLOT= draws SVG with bench/csv2svg.awk
 rc=0
 say() { echo; echo "== $*"; }
 unexpected() { echo "UNEXPECTED: $*"; rc=1; }
@@ -64,9 +71,40 @@ if [ -n "$FAKE" ]; then
 	export NXQ_FAKE_CUDA=1
 fi
 
+# Binaries built elsewhere (scripts/demo-gpu.sh --prebuild, on a machine
+# with libnl's headers) are used where a build here fails: the GPU machine
+# may lack libnl-genl-3's headers and cannot install them.
+BIN=$TOP/build/demo-gpu-bin
+pick() {	# name built-path: the built one, else the carried one
+	if [ -x "$2" ]; then echo "$2"
+	elif [ -x "$BIN/$1" ]; then echo "   $1: not built here, using $BIN/$1" >&2; echo "$BIN/$1"
+	else echo "demo-gpu: $1 does not build and $BIN/$1 is absent" >&2; exit 1; fi
+}
+if [ "$MODE" = prebuild ]; then
+	mkdir -p "$BIN" || exit 1
+	make -s -C "$TOP/bench" || exit 1
+	cp "$TOP/bench/gpu_tenant" "$TOP/bench/gpu_press" "$BIN/"
+	# libnl linked statically, the C library dynamically (devices sync dlopens libcuda)
+	nl="-Wl,-Bstatic -lnl-genl-3 -lnl-3 -Wl,-Bdynamic"
+	make -s -C "$TOP/daemon" B="$BIN/daemon" SAN= NL_LIBS="$nl" "$BIN/daemon/nxquotad" || exit 1
+	cp "$BIN/daemon/nxquotad" "$BIN/"
+	# tools/Makefile's nxquotactl rule, with libnl static
+	cc -O2 -g -std=gnu11 -I"$TOP/include/uapi" -I"$TOP/lib" \
+		-DNXQ_VERSION="\"$(cat "$TOP/VERSION")\"" $(pkg-config --cflags libnl-genl-3.0) \
+		-o "$BIN/nxquotactl" "$TOP/tools/nxquotactl.c" "$TOP/tools/fmt.c" $nl -ldl -pthread ||
+		exit 1
+	ls -l "$BIN"
+	echo "demo-gpu: carry build/demo-gpu-bin to the GPU machine"
+	exit 0
+fi
+
 echo "== build: the library, bench/gpu_tenant and bench/gpu_press"
-nice make -s -C "$TOP/bench" >/dev/null || { echo "demo-gpu: build failed"; exit 1; }
-probe=$("$TOP/bench/gpu_tenant" --probe 2>&1)
+t=$TOP/bench/gpu_tenant; p=$TOP/bench/gpu_press
+nice make -s -C "$TOP/bench" >/dev/null 2>"$OUT/build.log" ||
+	{ t=/nonexistent; p=/nonexistent; tail -5 "$OUT/build.log"; }
+TENANT=$(pick gpu_tenant "$t") || exit 1
+PRESS=$(pick gpu_press "$p") || exit 1
+probe=$("$TENANT" --probe 2>&1)
 case "$probe" in
 key\ *) ;;
 skipped*) echo "demo-gpu: $probe"; exit 0 ;;
@@ -80,17 +118,25 @@ if [ "$(id -u)" != 0 ]; then
 	exit 0
 fi
 CGROOT=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
-[ -n "$CGROOT" ] || { echo "demo-gpu: no cgroup2 mount"; exit 1; }
+if [ -z "$CGROOT" ]; then
+	# cgroup v1 only: mount the v2 hierarchy (empty of controllers) where
+	# nxquotad and the tenants find it, the first cgroup2 in mountinfo
+	mkdir -p /run/nxq-demo-gpu-cgroup2 &&
+		mount -t cgroup2 cgroup2 /run/nxq-demo-gpu-cgroup2 &&
+		echo "   (no cgroup2 was mounted: mounted one at /run/nxq-demo-gpu-cgroup2)"
+	CGROOT=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
+fi
+[ -n "$CGROOT" ] || { echo "demo-gpu: no cgroup2 mount, and none could be mounted"; exit 1; }
 
 echo "== build: nxquotad and nxquotactl"
 # The daemon without sanitizers (SAN=): the figures time it.
 DBUILD=$TOP/build/nxquotad-demo
-nice make -s -C "$TOP/daemon" B="$DBUILD" SAN= "$DBUILD/nxquotad" >/dev/null ||
-	{ echo "demo-gpu: nxquotad does not build"; exit 1; }
-nice make -s -C "$TOP/tools" >/dev/null ||
-	{ echo "demo-gpu: nxquotactl does not build"; exit 1; }
-NXQD=$DBUILD/nxquotad
-CTL=$TOP/tools/nxquotactl
+d=$DBUILD/nxquotad; c=$TOP/tools/nxquotactl
+nice make -s -C "$TOP/daemon" B="$DBUILD" SAN= "$DBUILD/nxquotad" >/dev/null 2>>"$OUT/build.log" ||
+	{ d=/nonexistent; tail -5 "$OUT/build.log"; }
+nice make -s -C "$TOP/tools" >/dev/null 2>>"$OUT/build.log" || { c=/nonexistent; tail -5 "$OUT/build.log"; }
+NXQD=$(pick nxquotad "$d") || exit 1
+CTL=$(pick nxquotactl "$c") || exit 1
 
 # ---- nxquotad on a temporary socket directory ------------------------------
 RUN=$(mktemp -d /tmp/nxq-demo-gpu.XXXXXX)
@@ -161,7 +207,7 @@ mkcg() {
 tenant() {	# name cgroup options...
 	n=$1; cg=$2; shift 2
 	mkfifo "$RUN/$n.in"
-	"$TOP/bench/gpu_tenant" "$n" --cgroup "$cg" --log "$RUN/$n.csv" "$@" \
+	"$TENANT" "$n" --cgroup "$cg" --log "$RUN/$n.csv" "$@" \
 		< "$RUN/$n.in" > "$RUN/$n.out" 2> "$RUN/$n.err" &
 	eval "pid_$n=$!"
 	PIDS="$PIDS $!"
@@ -212,8 +258,8 @@ if [ "$MODE" = story ]; then
 	GMIN=$((CAP * 5 / 8))	# inference's guarantee
 	TGROW=$((CAP * 7 / 8))	# what training grows to
 	IPOOL=$GMIN		# inference's pool
-	I=/nxq-demo-gpu-inference
-	T=/nxq-demo-gpu-training
+	I=/nxqgpu-inference
+	T=/nxqgpu-training
 
 	echo "nxquota GPU demo: per-cgroup GPU-memory budgets, nxquotad as the authority"
 	echo "(bytes are charge: what holders asked nxquotad for; the memory is real"
@@ -292,8 +338,8 @@ if [ "$MODE" = story ]; then
 	echo
 	echo "   each group's charge over time: $(grep -c ,sample, "$OUT/charge.csv") samples,"
 	echo "   $(grep -vc -e ,sample, -e ^t_ms "$OUT/charge.csv") events: $OUT/charge.csv"
-	if command -v gnuplot >/dev/null; then
-		gnuplot -e "csv='$OUT/charge.csv'; png='$OUT/charge.png'; ymax=$((CAP * 11 / 10 / 1048576))" \
+	if [ -n "$GNUPLOT" ] && command -v "$GNUPLOT" >/dev/null; then
+		"$GNUPLOT" -e "csv='$OUT/charge.csv'; png='$OUT/charge.png'; ymax=$((CAP * 11 / 10 / 1048576))" \
 			"$TOP/bench/demo-gpu-chart.gp" && echo "   chart: $OUT/charge.png" ||
 			unexpected "gnuplot failed"
 	else
@@ -323,8 +369,8 @@ if [ -n "$FAKE" ]; then FILL=$(size "${NXQ_FIG_FILL:-64M}"); SIZES=${NXQ_FIG_SIZ
 	ROUNDS=${NXQ_FIG_ROUNDS:-20}; NULLS=2000
 else FILL=$(size "${NXQ_FIG_FILL:-4G}"); SIZES=${NXQ_FIG_SIZES:-2M,64M,1G}
 	ROUNDS=${NXQ_FIG_ROUNDS:-200}; NULLS=20000; fi
-W=/nxq-fig-w
-H=/nxq-fig-h
+W=/nxqgpu-fig-w
+H=/nxqgpu-fig-h
 mkcg $W
 mkcg $H
 "$CTL" devices capacity "$KEY" "$FILL" || unexpected "capacity"
@@ -333,34 +379,34 @@ mkcg $H
 echo
 echo "== (a) the GPU pressure round trip and (b) a charge over the socket"
 echo "\$ gpu_press --fill $FILL --sizes $SIZES --rounds $ROUNDS --nulls $NULLS --cg-w $W --cg-h $H"
-"$TOP/bench/gpu_press" --fill "$FILL" --sizes "$SIZES" --rounds "$ROUNDS" --nulls "$NULLS" \
+"$PRESS" --fill "$FILL" --sizes "$SIZES" --rounds "$ROUNDS" --nulls "$NULLS" \
 	--cg-w $W --cg-h $H || unexpected "gpu_press failed"
 
 # (c) idle-reserved memory: a static split against nxquota with lending
 if [ -n "$FAKE" ]; then CAP=$(size "${NXQ_DEMO_CAP:-128M}"); SECS=${NXQ_FIG_SECONDS:-12}; TICK=100
 else CAP=$(size "${NXQ_DEMO_CAP:-8G}"); SECS=${NXQ_FIG_SECONDS:-30}; TICK=50; fi
 CHUNK=$((CAP / 64))
-I=/nxq-fig-inference
-T=/nxq-fig-training
+I=/nxqgpu-fig-inference
+T=/nxqgpu-fig-training
 mkcg $I
 mkcg $T
 echo
 echo "== (c) idle-reserved memory: static split vs nxquota, ${SECS} s each, capacity $(mib "$CAP")"
 plan() {	# mode
 	# both start on the same CLOCK_MONOTONIC tick, 3 s from now (CUDA set up)
-	t0=$(( $("$TOP/bench/gpu_tenant" --now) + 3000000 ))
+	t0=$(( $("$TENANT" --now) + 3000000 ))
 	if [ "$1" = static ]; then
 		io="--unmanaged $((CAP / 2))"; to="--unmanaged $((CAP / 2))"
 	else
 		io="--wait-ms 5000"; to="--reclaim"
 	fi
 	# shellcheck disable=SC2086
-	"$TOP/bench/gpu_tenant" inference --cgroup $I --plan inference --cap "$CAP" \
+	"$TENANT" inference --cgroup $I --plan inference --cap "$CAP" \
 		--chunk "$CHUNK" --tick-ms $TICK --duration-ms $((SECS * 1000)) \
 		--start-us "$t0" --samples "$RUN/$1-inference.csv" $io > "$RUN/$1-inference.out" 2>&1 &
 	p1=$!
 	# shellcheck disable=SC2086
-	"$TOP/bench/gpu_tenant" training --cgroup $T --plan training --cap "$CAP" \
+	"$TENANT" training --cgroup $T --plan training --cap "$CAP" \
 		--chunk "$CHUNK" --tick-ms $TICK --duration-ms $((SECS * 1000)) \
 		--start-us "$t0" --samples "$RUN/$1-training.csv" $to > "$RUN/$1-training.out" 2>&1 &
 	p2=$!
@@ -383,7 +429,7 @@ plan nxquota
 			  res[k] += (m == "static" ? cap / 2 : $7); un[k] += $8 }
 			END { for (k in n) if (n[k] == 2) {
 				idle = res[k] - use[k]; st = idle < un[k] ? idle : un[k]
-				printf "%d,%s,%d,%d,%d,%d\n", t[k], m, idle, un[k], use[k], st } }' |
+				printf "%.0f,%s,%.0f,%.0f,%.0f,%.0f\n", t[k], m, idle, un[k], use[k], st } }' |
 		sort -t, -k1,1n
 	done
 } > "$OUT/idle.csv"
@@ -404,9 +450,9 @@ done
 awk -F, '$2 == "static" { s += $3; n++ } $2 == "nxquota" { x += $3; m++ }
 	END { if (n && m && x > 0) printf "BENCH gpu_idle ratio idle_reserved static/nxquota=%.1f (means)\n", (s / n) / (x / m);
 	      else if (n && m) printf "BENCH gpu_idle ratio idle_reserved static/nxquota=inf (nxquota: none idle)\n" }' "$OUT/idle.csv"
-cp "$RUN"/static-*.csv "$RUN"/nxquota-*.csv "$OUT/" 2>/dev/null
-if command -v gnuplot >/dev/null; then
-	gnuplot -e "csv='$OUT/idle.csv'; png='$OUT/idle.png'; cap=$CAP" "$TOP/bench/idle-chart.gp" &&
+cp "$RUN"/static-*.csv "$RUN"/nxquota-*.csv "$RUN"/static-*.out "$RUN"/nxquota-*.out "$OUT/" 2>/dev/null
+if [ -n "$GNUPLOT" ] && command -v "$GNUPLOT" >/dev/null; then
+	"$GNUPLOT" -e "csv='$OUT/idle.csv'; png='$OUT/idle.png'; cap=$CAP" "$TOP/bench/idle-chart.gp" &&
 		echo "   chart: $OUT/idle.png" || unexpected "gnuplot failed"
 else
 	awk -F, -v title="device memory reserved but idle: static split vs nxquota" -v mode=idle \
