@@ -81,13 +81,37 @@ mutant no-grace-period COMPAT_SRCS COMPAT_BIN uk.c \
 	'/^void synchronize_rcu(void)/,/^}/{/pthread_rwlock_wrlock(&uk_rcu_gp);/d;/pthread_rwlock_unlock(&uk_rcu_gp);/d}' \
 	'uk-compat.uk_test_rcu' 'Expected'
 # The daemon: bytes it does not know are not checked.
-mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN nxquotad.c \
+mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN client.c \
 	's/if (msg\[sizeof(\*req) + i\])/if (0 \&\& msg[sizeof(*req) + i])/' \
 	'nxquotad-transport.*' 'Expected'
 # The daemon: identity from itself instead of from the socket.
-mutant cred-not-from-socket DAEMON_SRCS DAEMON_BIN nxquotad.c \
-	's/c->cred.pid, c->cred.uid, c->cred.gid);/getppid(), c->cred.uid, c->cred.gid);/' \
+mutant cred-not-from-socket DAEMON_SRCS DAEMON_BIN client.c \
+	's/c->peer.pid, c->peer.uid, c->peer.gid);/getppid(), c->peer.uid, c->peer.gid);/' \
 	'nxquotad-transport.*' 'Expected'
+# The daemon: a holder usable by any process that names its id.
+mutant holder-any-process DAEMON_SRCS DAEMON_BIN client.c \
+	's/if (e \&\& e->proc->tgid == pid \&\& !e->proc->dead) {/if (e \&\& !e->proc->dead) {/' \
+	'nxquotad-client.nxqd_test_other_process' 'Expected'
+# The daemon: more descriptors than the request announces are taken.
+mutant fd-count-unchecked DAEMON_SRCS DAEMON_BIN client.c \
+	's/if (r->fds_trunc || r->nr_fds != want)/if (r->fds_trunc || r->nr_fds < want)/' \
+	'nxquotad-client.nxqd_test_register_fds' 'Expected'
+# The daemon: a holder outlives the connection it was registered on.
+mutant conn-close-keeps-holders DAEMON_SRCS DAEMON_BIN client.c \
+	's/^\tnxqd_end_holders(c, NULL);/\t;/' \
+	'nxquotad-client.nxqd_test_sigkill' 'Expected'
+# The daemon: a holder outlives its process (the pidfd watcher ignores it).
+mutant exit-keeps-holders DAEMON_SRCS DAEMON_BIN client.c \
+	's/^\t\t\t\tnxqd_end_holders(NULL, found);/\t\t\t\t;/' \
+	'nxquotad-client.nxqd_test_sigkill' 'Expected'
+# The daemon: a waiting charge is not interrupted when its peer hangs up.
+mutant wait-outlives-peer DAEMON_SRCS DAEMON_BIN client.c \
+	's/if (c->serial == serial \&\& c->waiting)/if (0)/' \
+	'nxquotad-client.nxqd_test_close_ends_wait' 'Expected'
+# The daemon: no grace window after a restart.
+mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \
+	's/while (nxqd_rs_open_locked() \&\& !nxqd_rs_listed(tgid, start)) {/while (0 \&\& !nxqd_rs_listed(tgid, start)) {/' \
+	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
 # The runner itself: a suite meant to fail must fail exactly so.
 make -s COMPAT_TESTS=compat/kunit_selftest.c COMPAT_BIN="$tmp/selftest" \
 	"$tmp/selftest" >"$tmp/selftest.build" 2>&1 || {

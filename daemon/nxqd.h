@@ -60,6 +60,8 @@ const char *nxqd_cgroup_root(void);
  */
 int nxqd_cgroup_key(const char *path, void **key);
 void nxqd_cgroup_key_put(void *key);
+/* The key_dead hook: the directory is gone or is another cgroup now. */
+bool nxqd_cgroup_key_dead(void *key);
 u64 nxqd_cgroup_key_id(const void *key);
 /* "/" for the root, else "/a/b"; valid while the key is. */
 const char *nxqd_cgroup_key_path(const void *key);
@@ -108,6 +110,28 @@ void nxqd_client_stop(void);
 int nxqd_restart_init(const char *dir, unsigned int grace_ms);
 /* The set of processes with holders changed: rewrite the list. */
 void nxqd_restart_save(void);
+/*
+ * May the process @tgid (started at @start, /proc/PID/stat ticks) charge
+ * now?  0 outside the grace window or for a listed process; in it, for
+ * another: -EAGAIN if @timeout_ns is 0, else waits until the window ends
+ * (0, *@timeout_ns reduced by the wait), *@timeout_ns runs out
+ * (-ETIMEDOUT) or the calling task is signalled (-EINTR).
+ */
+int nxqd_restart_gate(pid_t tgid, u64 start, u64 *timeout_ns);
+/* A process registered a holder: a listed one is restored. */
+void nxqd_restart_registered(pid_t tgid, u64 start);
+/* Stop: the list on disk stays as it is (a restart finds it). */
+void nxqd_restart_exit(void);
+
+/* client.c: the processes that hold holders now (for the list). */
+struct nxqd_client_id {
+	pid_t pid;
+	u64 start;
+};
+/* The start time of @pid (/proc/PID/stat field 22), 0 if none. */
+u64 nxqd_proc_start_time(pid_t pid);
+/* Fill up to @max entries; return how many there are. */
+size_t nxqd_client_list(struct nxqd_client_id *ids, size_t max);
 
 /* ---- ctl.c, state.c (H-D2) ---- */
 

@@ -4,124 +4,9 @@
  * runs as a child on a socket in a fresh directory; the cases speak the
  * protocol of proto.h to it as a client would, hostile ones included.
  */
-#include <kunit/test.h>
-#include <linux/nxquota.h>
-#include <fcntl.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <grp.h>
 
-#include "../proto.h"
-
-struct daemon {
-	char dir[64], sock[96], log[96];
-	pid_t pid;
-};
-
-static int dial(const char *path, int type)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
-
-	if (fd < 0)
-		return -errno;
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		int e = -errno;
-
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
-static pid_t spawn(struct kunit *test, struct daemon *d)
-{
-	const char *bin = getenv("NXQD_BIN");
-	pid_t pid;
-	int log;
-
-	KUNIT_ASSERT_NOT_NULL(test, bin);
-	pid = fork();
-	KUNIT_ASSERT_GE(test, pid, 0);
-	if (!pid) {
-		log = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
-		if (log >= 0)
-			dup2(log, 2);
-		execl(bin, "nxquotad", "-v", "-s", d->sock, (char *)NULL);
-		_exit(127);
-	}
-	return pid;
-}
-
-/* Start a daemon and wait until it answers a connection. */
-static void start(struct kunit *test, struct daemon *d)
-{
-	int i, fd = -1;
-
-	snprintf(d->dir, sizeof(d->dir), "/tmp/nxqd-test.XXXXXX");
-	KUNIT_ASSERT_NOT_NULL(test, mkdtemp(d->dir));
-	snprintf(d->sock, sizeof(d->sock), "%s/nxquota.sock", d->dir);
-	snprintf(d->log, sizeof(d->log), "%s/log", d->dir);
-	d->pid = spawn(test, d);
-	for (i = 0; i < 500 && fd < 0; i++) {
-		fd = dial(d->sock, SOCK_SEQPACKET);
-		if (fd < 0)
-			usleep_range(10000, 11000);
-	}
-	KUNIT_ASSERT_GE(test, fd, 0);
-	close(fd);
-}
-
-/* SIGTERM; return its exit status (or 128 + signal). */
-static int stop(struct daemon *d, int sig)
-{
-	int st = 0;
-
-	kill(d->pid, sig);
-	if (waitpid(d->pid, &st, 0) != d->pid)
-		return -1;
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static void cleanup(struct daemon *d)
-{
-	unlink(d->sock);
-	unlink(d->log);
-	rmdir(d->dir);
-}
-
-/*
- * Send a request (cmd, then @len bytes of @arg) and read the reply; returns
- * the reply's err, or 1 if the transport failed.  *@rlen: argument bytes
- * in the reply.
- */
-static int call(int fd, __u32 cmd, __u32 reserved, const void *arg,
-		size_t len, void *out, size_t *rlen)
-{
-	unsigned char msg[sizeof(struct nxqd_req) + 8192];
-	unsigned char rep[sizeof(struct nxqd_rep) + 8192];
-	struct nxqd_req req = { .cmd = cmd, .reserved = reserved };
-	struct nxqd_rep r;
-	ssize_t n;
-
-	memcpy(msg, &req, sizeof(req));
-	memcpy(msg + sizeof(req), arg, len);
-	if (send(fd, msg, sizeof(req) + len, MSG_NOSIGNAL) !=
-	    (ssize_t)(sizeof(req) + len))
-		return 1;
-	n = recv(fd, rep, sizeof(rep), 0);
-	if (n < (ssize_t)sizeof(r))
-		return 1;
-	memcpy(&r, rep, sizeof(r));
-	*rlen = (size_t)n - sizeof(r);
-	if (out)
-		memcpy(out, rep + sizeof(r), *rlen);
-	return r.err;
-}
+#include "client_harness.h"
 
 static void nxqd_test_version(struct kunit *test)
 {
@@ -137,14 +22,18 @@ static void nxqd_test_version(struct kunit *test)
 				   &rlen), 0);
 	KUNIT_EXPECT_EQ(test, rlen, sizeof(v));
 	KUNIT_EXPECT_EQ(test, v.abi_version, NXQ_ABI_VERSION);
-	KUNIT_EXPECT_EQ(test, v.features, 0ULL);	/* nothing served yet */
+	/* the module's features: everything but the module itself */
+	KUNIT_EXPECT_EQ(test, v.features,
+			(__u64)(NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE |
+				NXQ_FEAT_STATUS | NXQ_FEAT_CHARGE_WAIT |
+				NXQ_FEAT_TICKETS));
 	/* the size bits of the command are ignored, as for the ioctl */
 	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION & ~(_IOC_SIZEMASK <<
 							   _IOC_SIZESHIFT), 0,
 				   &v, sizeof(v), NULL, &rlen), 0);
 	close(fd);
 	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
-	cleanup(&d);
+	cleanup(test, &d);
 }
 
 /* The ioctl's argument rules hold over the socket. */
@@ -200,7 +89,7 @@ static void nxqd_test_bad_requests(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v->abi_version, NXQ_ABI_VERSION);
 	close(fd);
 	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
-	cleanup(&d);
+	cleanup(test, &d);
 }
 
 /* Messages keep their boundaries; a stream socket cannot connect. */
@@ -237,7 +126,7 @@ static void nxqd_test_seqpacket(struct kunit *test)
 	}
 	close(fd);
 	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
-	cleanup(&d);
+	cleanup(test, &d);
 }
 
 /*
@@ -275,7 +164,7 @@ static void nxqd_test_peercred(struct kunit *test)
 	snprintf(want, sizeof(want), "client pid %d uid %u gid %u\n",
 		 (int)child, getuid(), getgid());
 	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, want));
-	cleanup(&d);
+	cleanup(test, &d);
 }
 
 /* One daemon per socket; a dead one's socket file is taken over. */
@@ -310,11 +199,13 @@ static void nxqd_test_one_daemon(struct kunit *test)
 			close(fd);
 	}
 	KUNIT_EXPECT_EQ(test, stat(d.sock, &st), 0);
-	KUNIT_EXPECT_EQ(test, st.st_mode & 0777, 0660U);
+	/* group "nxquota" if there is one (no -g given), else root only */
+	KUNIT_EXPECT_EQ(test, st.st_mode & 0777,
+			getgrnam("nxquota") ? 0660U : 0600U);
 	/* SIGTERM: exits 0 and removes its socket */
 	KUNIT_EXPECT_EQ(test, stop(&d2, SIGTERM), 0);
 	KUNIT_EXPECT_NE(test, stat(d.sock, &st), 0);
-	cleanup(&d);
+	cleanup(test, &d);
 }
 
 static struct kunit_case nxqd_cases[] = {

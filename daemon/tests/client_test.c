@@ -1,0 +1,828 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotad as the authority, tested from outside: the daemon binary
+ * ($NXQD_BIN) runs as root on a socket in a fresh directory, with a state
+ * file written by the case (state.c's format: a device and a budget on a
+ * cgroup the case makes and moves itself into).  The cases are the
+ * module's rules over the socket, as a hostile tenant would try them.
+ * They need root and a writable cgroup2 hierarchy, else they are skipped.
+ */
+#include <poll.h>
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <time.h>
+
+#include "client_harness.h"
+
+#define KEY	"host0"
+/* The contract's bound on connections per process. */
+#define NXQD_CONN_PER_PROC_T	64
+
+struct tcg {
+	char rel[96];		/* "/nxqd-test.PID.N" */
+	char dir[512];		/* its directory */
+	char orig[1024];	/* cgroup.procs of where we were */
+};
+
+static bool cg_root(char *root, size_t len)
+{
+	char line[4096], *f[10], *p;
+	bool found = false;
+	FILE *mi = fopen("/proc/self/mountinfo", "re");
+	int n, i;
+
+	if (!mi)
+		return false;
+	while (!found && fgets(line, sizeof(line), mi)) {
+		n = 0;
+		for (p = strtok(line, " \n"); p && n < 10; p = strtok(NULL, " \n"))
+			f[n++] = p;
+		for (i = 6; i + 1 < n; i++) {
+			if (!strcmp(f[i], "-")) {
+				if (!strcmp(f[i + 1], "cgroup2")) {
+					snprintf(root, len, "%s", f[4]);
+					found = true;
+				}
+				break;
+			}
+		}
+	}
+	fclose(mi);
+	return found;
+}
+
+static int write_str(const char *file, const char *s)
+{
+	int fd = open(file, O_WRONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* Make a cgroup and move this process into it; skip without root. */
+static void cg_enter(struct kunit *test, struct tcg *cg)
+{
+	static int seq;
+	char root[256], line[600], pid[32];
+	FILE *f;
+
+	if (geteuid() || !cg_root(root, sizeof(root)))
+		kunit_skip(test, "needs root and a cgroup2 mount");
+	snprintf(cg->rel, sizeof(cg->rel), "/nxqd-test.%d.%d", (int)getpid(),
+		 ++seq);
+	snprintf(cg->dir, sizeof(cg->dir), "%s%s", root, cg->rel);
+	cg->orig[0] = '\0';
+	f = fopen("/proc/self/cgroup", "re");
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	while (fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(cg->orig, sizeof(cg->orig), "%s%s/cgroup.procs",
+				 root, strcmp(line + 3, "/") ? line + 3 : "");
+		}
+	fclose(f);
+	KUNIT_ASSERT_NE(test, cg->orig[0], '\0');
+	if (mkdir(cg->dir, 0755))
+		kunit_skip(test, "cannot make a cgroup in %s", root);
+	snprintf(line, sizeof(line), "%s/cgroup.procs", cg->dir);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	KUNIT_ASSERT_EQ(test, write_str(line, pid), 0);
+}
+
+static void cg_leave(struct tcg *cg)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	write_str(cg->orig, pid);
+	rmdir(cg->dir);
+}
+
+/* The state file: device KEY of @cap bytes (@devt or "-"), @path at @max. */
+static void write_state(struct kunit *test, struct daemon *d, u64 cap,
+			const char *devt, const char *path, u64 max)
+{
+	char p[128];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/state", d->dir);
+	f = fopen(p, "we");
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	fprintf(f, "nxquotad-state 1\n"
+		"device " KEY " capacity=%llu devt=%s default_max=max ticket_timeout_ms=1000\n",
+		(unsigned long long)cap, devt);
+	if (path)
+		fprintf(f, "budget " KEY " %s max=%llu min=0 kill_on_ignore=0 holders_max=- waiters_max=- priority_max=- wait_max_ms=-\n",
+			path, (unsigned long long)max);
+	KUNIT_ASSERT_EQ(test, fclose(f), 0);
+}
+
+/* A daemon with KEY of 1 MB and a max of @max on @cg. */
+static void start_with(struct kunit *test, struct daemon *d, struct tcg *cg,
+		       u64 max, const char *devt)
+{
+	prepare(test, d);
+	write_state(test, d, 1000000, devt, cg ? cg->rel : NULL, max);
+	d->pid = spawn(test, d);
+	wait_up(test, d);
+}
+
+/* ---- requests ---- */
+
+/* Register on @fd with eventfd @efd (-1: none) and @devfd if >= 0. */
+static int reg_fds(int fd, int efd, int devfd, u64 *id, const int *fds,
+		   int nfds)
+{
+	struct nxq_holder_reg r = {
+		.size = sizeof(r), .eventfd = efd, .priority = 0,
+	};
+	size_t rlen;
+	int err;
+
+	strcpy(r.device, KEY);
+	if (devfd >= 0) {
+		r.flags = NXQ_HOLDER_DEVFD;
+		r.devfd = devfd;
+	}
+	err = call_fds(fd, NXQ_IOC_HOLDER_REGISTER, 0, &r, sizeof(r), &r,
+		       &rlen, fds, nfds);
+	if (!err && id)
+		*id = r.holder_id;
+	return err;
+}
+
+static int reg(int fd, int efd, u64 *id)
+{
+	return reg_fds(fd, efd, -1, id, &efd, efd >= 0);
+}
+
+static int charge(int fd, u64 id, u64 bytes, u32 flags, u64 timeout,
+		  u64 *charged)
+{
+	struct nxq_charge c = {
+		.size = sizeof(c), .flags = flags, .holder_id = id,
+		.bytes = bytes, .timeout_ns = timeout,
+	};
+	size_t rlen;
+	int err;
+
+	err = call(fd, NXQ_IOC_CHARGE, 0, &c, sizeof(c), &c, &rlen);
+	if (!err && charged)
+		*charged = c.charged;
+	return err;
+}
+
+static int uncharge(int fd, u64 id, u64 bytes, u64 *charged)
+{
+	struct nxq_charge c = {
+		.size = sizeof(c), .holder_id = id, .bytes = bytes,
+	};
+	size_t rlen;
+	int err;
+
+	err = call(fd, NXQ_IOC_UNCHARGE, 0, &c, sizeof(c), &c, &rlen);
+	if (!err && charged)
+		*charged = c.charged;
+	return err;
+}
+
+static int status(int fd, u64 id, struct nxq_status *st)
+{
+	size_t rlen;
+
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	st->holder_id = id;
+	return call(fd, NXQ_IOC_STATUS, 0, st, sizeof(*st), st, &rlen);
+}
+
+static int unreg(int fd, u64 id)
+{
+	struct nxq_holder_id u = { .size = sizeof(u), .holder_id = id };
+	size_t rlen;
+
+	return call(fd, NXQ_IOC_HOLDER_UNREGISTER, 0, &u, sizeof(u), NULL,
+		    &rlen);
+}
+
+/* device_used seen through holder @id, polled until it is @want (2 s). */
+static u64 wait_used(int fd, u64 id, u64 want)
+{
+	struct nxq_status st;
+	int i;
+
+	for (i = 0; i < 200; i++) {
+		if (status(fd, id, &st))
+			return ~0ULL;
+		if (st.device_used == want)
+			break;
+		usleep_range(10000, 11000);
+	}
+	return st.device_used;
+}
+
+static u64 now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
+}
+
+/* The pids in the daemon's client list (@d's clients file), or -1. */
+static int listed(struct daemon *d, pid_t pid)
+{
+	char p[128];
+	unsigned long long start;
+	int n = 0, got;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/clients", d->dir);
+	f = fopen(p, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -1;
+	while (fscanf(f, "%d %llu", &got, &start) == 2)
+		n += got == pid;
+	fclose(f);
+	return n;
+}
+
+/* listed(), polled until it is @want (2 s): the list follows holders. */
+static int listed_wait(struct daemon *d, pid_t pid, int want)
+{
+	int i, n = -1;
+
+	for (i = 0; i < 200; i++) {
+		n = listed(d, pid);
+		if (n == want)
+			break;
+		usleep_range(10000, 11000);
+	}
+	return n;
+}
+
+/* count_fds() polled until it is @want (2 s): holders are freed after
+ * an RCU grace period, their eventfd with them.
+ */
+static int fds_wait(pid_t pid, int want)
+{
+	int i, n = -1;
+
+	for (i = 0; i < 200; i++) {
+		n = count_fds(pid);
+		if (n == want)
+			break;
+		usleep_range(10000, 11000);
+	}
+	return n;
+}
+
+/* ---- cases ---- */
+
+/* Register with an eventfd, charge to the max and beyond, status, back. */
+static void nxqd_test_charge(struct kunit *test)
+{
+	struct nxq_status st;
+	struct daemon d;
+	struct tcg cg;
+	struct stat sb;
+	u64 id = 0, charged = 1;
+	int fd, efd;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_GE(test, efd, 0);
+	KUNIT_EXPECT_EQ(test, reg(fd, efd, &id), 0);
+	KUNIT_EXPECT_NE(test, id, 0ULL);
+	KUNIT_EXPECT_EQ(test, listed(&d, getpid()), 1);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 600, 0, 0, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 600ULL);
+	/* over the max: refused, nothing charged */
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 600, NXQ_CHARGE_NOWAIT, 0,
+				     NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, status(fd, id, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.holder_charge, 600ULL);
+	KUNIT_EXPECT_EQ(test, st.node_current, 600ULL);
+	KUNIT_EXPECT_EQ(test, st.node_max, 1000ULL);
+	KUNIT_EXPECT_EQ(test, st.device_used, 600ULL);
+	KUNIT_EXPECT_EQ(test, st.device_capacity, 1000000ULL);
+	/* the node is the cgroup the daemon found for this process */
+	KUNIT_EXPECT_EQ(test, stat(cg.dir, &sb), 0);
+	KUNIT_EXPECT_EQ(test, st.cgroup_id, (u64)sb.st_ino);
+	KUNIT_EXPECT_EQ(test, uncharge(fd, id, 600, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 0ULL);
+	KUNIT_EXPECT_EQ(test, uncharge(fd, id, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, unreg(fd, id), 0);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 1, 0, 0, NULL), -ENOENT);
+	KUNIT_EXPECT_EQ(test, listed(&d, getpid()), 0);
+	/* no such device */
+	{
+		struct nxq_holder_reg r = { .size = sizeof(r), .eventfd = -1 };
+		size_t rlen;
+
+		strcpy(r.device, "nodev");
+		KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_HOLDER_REGISTER, 0, &r,
+					   sizeof(r), NULL, &rlen), -ENODEV);
+	}
+	close(efd);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/* Descriptors: exactly the ones announced, else EBADF and none kept. */
+static void nxqd_test_register_fds(struct kunit *test)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	struct daemon d;
+	struct tcg cg;
+	int fd, efd, efd2, p[2], nul, zero, before, fds[3];
+	size_t rlen;
+	u64 id;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "1:3");	/* /dev/null's number */
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	efd2 = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	zero = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+	KUNIT_ASSERT_EQ(test, pipe2(p, O_CLOEXEC), 0);
+	KUNIT_ASSERT_GE(test, nul, 0);
+	KUNIT_ASSERT_GE(test, zero, 0);
+	/* a first holder: the daemon keeps a pidfd for this process */
+	fds[0] = efd, fds[1] = nul;
+	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, nul, &id, fds, 2), 0);
+	KUNIT_EXPECT_EQ(test, unreg(fd, id), 0);
+	usleep_range(100000, 101000);
+	before = count_fds(d.pid);
+	KUNIT_ASSERT_GT(test, before, 0);
+
+	/* an eventfd announced, none sent */
+	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, nul, &id, &nul, 1), -EBADF);
+	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, -1, &id, NULL, 0), -EBADF);
+	/* none announced, one sent */
+	KUNIT_EXPECT_EQ(test, reg_fds(fd, -1, -1, &id, &efd, 1), -EBADF);
+	/* one too many */
+	fds[0] = efd, fds[1] = nul, fds[2] = efd2;
+	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, nul, &id, fds, 3), -EBADF);
+	/* an "eventfd" that is a pipe */
+	fds[0] = p[0], fds[1] = nul;
+	KUNIT_EXPECT_EQ(test, reg_fds(fd, p[0], nul, &id, fds, 2), -EINVAL);
+	/* a descriptor with another command */
+	KUNIT_EXPECT_EQ(test, call_fds(fd, NXQ_IOC_VERSION, 0, &v, sizeof(v),
+				       NULL, &rlen, &efd, 1), -EINVAL);
+	/* the device's node: required, and the right one */
+	KUNIT_EXPECT_EQ(test, reg(fd, efd, &id), -EACCES);
+	fds[0] = efd, fds[1] = zero;
+	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, zero, &id, fds, 2), -EACCES);
+	/* nothing was kept: every descriptor received is closed */
+	KUNIT_EXPECT_EQ(test, fds_wait(d.pid, before), before);
+	KUNIT_EXPECT_EQ(test, listed(&d, getpid()), 0);
+	/* and the right way works, keeping just the eventfd */
+	fds[0] = efd, fds[1] = nul;
+	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, nul, &id, fds, 2), 0);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 100, 0, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, count_fds(d.pid), before + 1);
+	KUNIT_EXPECT_EQ(test, unreg(fd, id), 0);
+	KUNIT_EXPECT_EQ(test, fds_wait(d.pid, before), before);
+	close(fd);
+	close(efd);
+	close(efd2);
+	close(nul);
+	close(zero);
+	close(p[0]);
+	close(p[1]);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/* A holder is its process's: another one gets ENOENT, on any socket. */
+static void nxqd_test_other_process(struct kunit *test)
+{
+	struct nxq_status st;
+	struct daemon d;
+	struct tcg cg;
+	int fd, efd, p[2], got[5] = { 0 };
+	pid_t child;
+	u64 id;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efd, &id), 0);
+	KUNIT_ASSERT_EQ(test, charge(fd, id, 300, 0, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, pipe2(p, O_CLOEXEC), 0);
+	child = fork();
+	KUNIT_ASSERT_GE(test, child, 0);
+	if (!child) {
+		int own = dial(d.sock, SOCK_SEQPACKET);
+
+		/* the connection it inherited, then its own */
+		got[0] = charge(fd, id, 1, 0, 0, NULL);
+		got[1] = status(fd, id, &st);
+		got[2] = uncharge(fd, id, 300, NULL);
+		got[3] = own < 0 ? own : charge(own, id, 1, 0, 0, NULL);
+		got[4] = own < 0 ? own : unreg(own, id);
+		_exit(write(p[1], got, sizeof(got)) == sizeof(got) ? 0 : 1);
+	}
+	close(p[1]);
+	KUNIT_EXPECT_EQ(test, (long)read(p[0], got, sizeof(got)),
+			(long)sizeof(got));
+	waitpid(child, NULL, 0);
+	KUNIT_EXPECT_EQ(test, got[0], -ENOENT);
+	KUNIT_EXPECT_EQ(test, got[1], -ENOENT);
+	KUNIT_EXPECT_EQ(test, got[2], -ENOENT);
+	KUNIT_EXPECT_EQ(test, got[3], -ENOENT);
+	KUNIT_EXPECT_EQ(test, got[4], -ENOENT);
+	/* the owner still has it, as it was */
+	KUNIT_EXPECT_EQ(test, status(fd, id, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.holder_charge, 300ULL);
+	/* and may use it from another of its connections */
+	{
+		int fd2 = dial(d.sock, SOCK_SEQPACKET);
+
+		KUNIT_EXPECT_EQ(test, uncharge(fd2, id, 300, NULL), 0);
+		close(fd2);
+	}
+	close(p[0]);
+	close(fd);
+	close(efd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/*
+ * A SIGKILLed client leaks nothing: its holder ends with its connection;
+ * and with its process when the connection outlives it.
+ */
+static void nxqd_test_sigkill(struct kunit *test)
+{
+	struct daemon d;
+	struct tcg cg;
+	int fd, shared, efd, p[2], round, before;
+	pid_t child;
+	char ok;
+	u64 id;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efd, &id), 0);	/* the observer */
+	usleep_range(50000, 51000);
+	before = count_fds(d.pid);
+	/* a holder ends with the connection it was registered on */
+	shared = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, shared, 0);
+	{
+		int e = eventfd(0, EFD_CLOEXEC);
+		u64 cid;
+
+		KUNIT_EXPECT_EQ(test, reg(shared, e, &cid), 0);
+		KUNIT_EXPECT_EQ(test, charge(shared, cid, 200, 0, 0, NULL), 0);
+		KUNIT_EXPECT_EQ(test, wait_used(fd, id, 200), 200ULL);
+		close(shared);
+		close(e);
+		KUNIT_EXPECT_EQ(test, wait_used(fd, id, 0), 0ULL);
+	}
+	for (round = 0; round < 2; round++) {
+		/* round 1: the child uses a connection the parent keeps */
+		shared = round ? dial(d.sock, SOCK_SEQPACKET) : -1;
+		KUNIT_ASSERT_EQ(test, pipe2(p, O_CLOEXEC), 0);
+		child = fork();
+		KUNIT_ASSERT_GE(test, child, 0);
+		if (!child) {
+			int c = shared >= 0 ? shared :
+				dial(d.sock, SOCK_SEQPACKET);
+			int e = eventfd(0, EFD_CLOEXEC);
+			u64 cid;
+
+			if (c < 0 || reg(c, e, &cid) ||
+			    charge(c, cid, 700, 0, 0, NULL))
+				_exit(1);
+			ok = 1;
+			if (write(p[1], &ok, 1) != 1)
+				_exit(1);
+			pause();
+			_exit(0);
+		}
+		close(p[1]);
+		ok = 0;
+		KUNIT_EXPECT_EQ(test, (long)read(p[0], &ok, 1), 1L);
+		close(p[0]);
+		KUNIT_EXPECT_EQ(test, ok, 1);
+		KUNIT_EXPECT_EQ(test, wait_used(fd, id, 700), 700ULL);
+		KUNIT_EXPECT_EQ(test, listed(&d, child), 1);
+		kill(child, SIGKILL);
+		waitpid(child, NULL, 0);
+		KUNIT_EXPECT_EQ(test, wait_used(fd, id, 0), 0ULL);
+		/* and its budget is whole again */
+		KUNIT_EXPECT_EQ(test, charge(fd, id, 1000, 0, 0, NULL), 0);
+		KUNIT_EXPECT_EQ(test, uncharge(fd, id, 1000, NULL), 0);
+		KUNIT_EXPECT_EQ(test, listed_wait(&d, child, 0), 0);
+		if (shared >= 0)
+			close(shared);
+	}
+	/* the children's eventfds were closed with their holders */
+	KUNIT_EXPECT_EQ(test, fds_wait(d.pid, before), before);
+	close(fd);
+	close(efd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/* A refused charge asks the holder that has it: eventfd, read, answer. */
+static void nxqd_test_ticket(struct kunit *test)
+{
+	struct nxq_ticket t = { .size = sizeof(t) };
+	struct nxq_ticket_answer a = { .size = sizeof(a) };
+	struct pollfd pf;
+	struct daemon d;
+	struct tcg cg;
+	int fd, efa, efb;
+	u64 ida, idb, n = 0, charged;
+	size_t rlen;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efa = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	efb = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efa, &ida), 0);
+	KUNIT_ASSERT_EQ(test, reg(fd, efb, &idb), 0);
+	KUNIT_ASSERT_EQ(test, charge(fd, ida, 1000, 0, 0, NULL), 0);
+	/* no ticket yet */
+	t.holder_id = ida;
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_TICKET_READ, 0, &t, sizeof(t),
+				   &t, &rlen), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, charge(fd, idb, 500, 0, 0, NULL), -EDQUOT);
+	/* A is asked, on its eventfd */
+	pf.fd = efa;
+	pf.events = POLLIN;
+	KUNIT_EXPECT_EQ(test, poll(&pf, 1, 2000), 1);
+	KUNIT_EXPECT_EQ(test, (long)read(efa, &n, sizeof(n)), 8L);
+	KUNIT_EXPECT_GE(test, n, 1ULL);
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_TICKET_READ, 0, &t, sizeof(t),
+				   &t, &rlen), 0);
+	KUNIT_EXPECT_NE(test, t.generation, 0ULL);
+	KUNIT_EXPECT_GE(test, t.bytes, 500ULL);
+	KUNIT_EXPECT_EQ(test, t.reason, NXQ_TICKET_REASON_MAX);
+	/* B's own ticket is not A's */
+	t.holder_id = idb;
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_TICKET_READ, 0, &t, sizeof(t),
+				   NULL, &rlen), -EAGAIN);
+	/* A answers, releasing 500; a second answer is stale */
+	a.holder_id = ida;
+	a.generation = t.generation;
+	a.released = 500;
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_TICKET_ANSWER, 0, &a, sizeof(a),
+				   &a, &rlen), 0);
+	KUNIT_EXPECT_EQ(test, a.charged, 500ULL);
+	KUNIT_EXPECT_NE(test, call(fd, NXQ_IOC_TICKET_ANSWER, 0, &a,
+				   sizeof(a), NULL, &rlen), 0);
+	KUNIT_EXPECT_EQ(test, charge(fd, idb, 500, 0, 0, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 500ULL);
+	close(fd);
+	close(efa);
+	close(efb);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/* A charge that waits ends, granting nothing, when its connection goes. */
+static void nxqd_test_close_ends_wait(struct kunit *test)
+{
+	struct nxq_charge c = { .size = sizeof(c) };
+	struct nxqd_req req = { .cmd = NXQ_IOC_CHARGE };
+	unsigned char msg[sizeof(req) + sizeof(c)];
+	struct nxq_status st;
+	struct daemon d;
+	struct tcg cg;
+	int fd, w, efa, efb, threads, i;
+	u64 ida, idb;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efa = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	efb = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efa, &ida), 0);
+	KUNIT_ASSERT_EQ(test, reg(fd, efb, &idb), 0);
+	KUNIT_ASSERT_EQ(test, charge(fd, ida, 1000, 0, 0, NULL), 0);
+	w = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, w, 0);
+	/* B waits up to 20 s on another connection of this process */
+	c.flags = NXQ_CHARGE_WAIT;
+	c.holder_id = idb;
+	c.bytes = 500;
+	c.timeout_ns = 20ULL * NSEC_PER_SEC;
+	memcpy(msg, &req, sizeof(req));
+	memcpy(msg + sizeof(req), &c, sizeof(c));
+	KUNIT_ASSERT_EQ(test, (long)send(w, msg, sizeof(msg), 0),
+			(long)sizeof(msg));
+	usleep_range(200000, 201000);
+	threads = count_threads(d.pid);
+	close(w);
+	/* its thread ends: the wait was interrupted, not timed out */
+	for (i = 0; i < 200 && count_threads(d.pid) != threads - 1; i++)
+		usleep_range(10000, 11000);
+	KUNIT_EXPECT_EQ(test, count_threads(d.pid), threads - 1);
+	/* room now: nothing is granted to the charge that went away */
+	KUNIT_EXPECT_EQ(test, uncharge(fd, ida, 1000, NULL), 0);
+	usleep_range(100000, 101000);
+	KUNIT_EXPECT_EQ(test, status(fd, idb, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.holder_charge, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.device_used, 0ULL);
+	close(fd);
+	close(efa);
+	close(efb);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/*
+ * The restarted client: a child process that registers and charges 600
+ * on a fresh connection when told ('c' on @cmd; the result on @res).
+ */
+static void client_loop(const char *sock, int cmd, int res)
+{
+	int c = -1, e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), err;
+	char op;
+	u64 id;
+
+	while (read(cmd, &op, 1) == 1 && op == 'c') {
+		if (c >= 0)
+			close(c);
+		c = dial(sock, SOCK_SEQPACKET);
+		err = c < 0 ? c : reg(c, e, &id);
+		if (!err)
+			err = charge(c, id, 600, 0, 0, NULL);
+		if (write(res, &err, sizeof(err)) != sizeof(err))
+			break;
+	}
+	_exit(0);
+}
+
+static int tell(int cmd, int res)
+{
+	int err = 1;
+
+	if (write(cmd, "c", 1) != 1 || read(res, &err, sizeof(err)) !=
+	    sizeof(err))
+		return 1;
+	return err;
+}
+
+/* After a restart, the listed clients restore first. */
+static void nxqd_test_restart_grace(struct kunit *test)
+{
+	const char *const grace5[] = { "-G", "5000", NULL };
+	const char *const grace8[] = { "-G", "800", NULL };
+	int cmd[2], res[2], fd, efd;
+	struct daemon d;
+	struct tcg cg;
+	pid_t x;
+	u64 id, t0, t;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	KUNIT_ASSERT_EQ(test, pipe2(cmd, O_CLOEXEC), 0);
+	KUNIT_ASSERT_EQ(test, pipe2(res, O_CLOEXEC), 0);
+	x = fork();
+	KUNIT_ASSERT_GE(test, x, 0);
+	if (!x) {
+		close(cmd[1]);
+		close(res[0]);
+		client_loop(d.sock, cmd[0], res[1]);
+	}
+	close(cmd[0]);
+	close(res[1]);
+	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0]), 0);
+	KUNIT_EXPECT_EQ(test, listed(&d, x), 1);
+
+	/* a crash: the list stays; the next daemon gives X 5 s */
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGKILL), 128 + SIGKILL);
+	d.pid = spawn_args(test, &d, grace5);
+	wait_up(test, &d);
+	t0 = now_ms();
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efd, &id), 0);
+	/* this process was not listed: it waits its turn */
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 600, 0, 0, NULL), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 600, NXQ_CHARGE_WAIT,
+				     100 * NSEC_PER_MSEC, NULL), -ETIMEDOUT);
+	/* X comes back and restores its 600; the window closes early */
+	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0]), 0);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 600, 0, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 400, 0, 0, NULL), 0);
+	t = now_ms() - t0;
+	KUNIT_EXPECT_LT(test, t, 4000ULL);
+	close(fd);
+	close(efd);
+	KUNIT_EXPECT_EQ(test, listed_wait(&d, getpid(), 0), 0);
+
+	/* a clean stop keeps the list too; this window ends by time */
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	KUNIT_EXPECT_EQ(test, listed(&d, x), 1);
+	d.pid = spawn_args(test, &d, grace8);
+	wait_up(test, &d);
+	t0 = now_ms();
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efd, &id), 0);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 100, 0, 0, NULL), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 100, NXQ_CHARGE_WAIT,
+				     5ULL * NSEC_PER_SEC, NULL), 0);
+	t = now_ms() - t0;
+	KUNIT_EXPECT_GE(test, t, 500ULL);
+	KUNIT_EXPECT_LT(test, t, 4000ULL);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 100, 0, 0, NULL), 0);
+	close(fd);
+	close(efd);
+	close(cmd[1]);	/* X exits */
+	waitpid(x, NULL, 0);
+	close(res[0]);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/* At most 64 connections per process: the next one is closed at once. */
+static void nxqd_test_conn_bound(struct kunit *test)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	int fds[NXQD_CONN_PER_PROC_T + 1], i, ok = 0, extra;
+	struct daemon d;
+	size_t rlen;
+
+	start(test, &d);
+	for (i = 0; i < NXQD_CONN_PER_PROC_T; i++) {
+		fds[i] = dial(d.sock, SOCK_SEQPACKET);
+		ok += fds[i] >= 0 && !call(fds[i], NXQ_IOC_VERSION, 0, &v,
+					   sizeof(v), NULL, &rlen);
+	}
+	KUNIT_EXPECT_EQ(test, ok, NXQD_CONN_PER_PROC_T);
+	extra = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_EXPECT_EQ(test, extra >= 0 ? call(extra, NXQ_IOC_VERSION, 0, &v,
+						sizeof(v), NULL, &rlen) : 1, 1);
+	if (extra >= 0)
+		close(extra);
+	/* one closed: room for one again */
+	close(fds[0]);
+	for (i = 0, ok = 1; i < 100 && ok; i++) {
+		usleep_range(10000, 11000);
+		extra = dial(d.sock, SOCK_SEQPACKET);
+		ok = extra < 0 || call(extra, NXQ_IOC_VERSION, 0, &v,
+				       sizeof(v), NULL, &rlen);
+		if (extra >= 0)
+			close(extra);
+	}
+	KUNIT_EXPECT_EQ(test, ok, 0);
+	for (i = 1; i < NXQD_CONN_PER_PROC_T; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+}
+
+static struct kunit_case nxqd_client_cases[] = {
+	KUNIT_CASE(nxqd_test_charge),
+	KUNIT_CASE(nxqd_test_register_fds),
+	KUNIT_CASE(nxqd_test_other_process),
+	KUNIT_CASE(nxqd_test_sigkill),
+	KUNIT_CASE(nxqd_test_ticket),
+	KUNIT_CASE(nxqd_test_close_ends_wait),
+	KUNIT_CASE(nxqd_test_restart_grace),
+	KUNIT_CASE(nxqd_test_conn_bound),
+	{}
+};
+
+static struct kunit_suite nxqd_client_suite = {
+	.name = "nxquotad-client",
+	.test_cases = nxqd_client_cases,
+};
+
+kunit_test_suite(nxqd_client_suite);
