@@ -73,8 +73,12 @@ static uint64_t now_ns(void)
 
 static void xread(int fd, void *b, size_t n)
 {
-	if (read(fd, b, n) != (ssize_t)n)
-		DIE("read: %s", strerror(errno));
+	ssize_t r = read(fd, b, n);
+
+	if (r == 0)
+		DIE("the other process (%s) exited", getpid() == getpgrp() ? "holder" : "waiter");
+	if (r != (ssize_t)n)
+		DIE("read: %s", r < 0 ? strerror(errno) : "short");
 }
 
 static void xwrite(int fd, const void *b, size_t n)
