@@ -5,7 +5,10 @@
  * over a root-only SOCK_SEQPACKET socket (NXQD_CONTROL_PATH, mode 0600).
  *
  * One netlink message per SEQPACKET message, both ways (daemon/proto.h).
- * Messages are built and taken apart with libnl-3; what is checked is
+ * Messages are built and taken apart with libnl-3 (its core library only:
+ * the genl header is a fixed struct after the netlink header, and
+ * libnl-genl-3 is missing where the daemon matters most, e.g. the GPU
+ * host's Ubuntu image); what is checked is
  * what the kernel's generic netlink checks for the module's family:
  *  - a message without NLM_F_REQUEST, or of a control type, is ignored;
  *  - shorter than its genl header: -EINVAL; unknown command, a do of a
@@ -55,7 +58,7 @@
 #include <netlink/netlink.h>
 #include <netlink/msg.h>
 #include <netlink/attr.h>
-#include <netlink/genl/genl.h>
+#include <linux/genetlink.h>
 
 #include "ledger.h"
 #include "nxqd.h"
@@ -149,8 +152,8 @@ static int ctl_validate(struct ctl_req *r, const struct ctl_pol *pol,
 	struct nlattr *a;
 	int rem;
 
-	nla_for_each_attr(a, genlmsg_attrdata(r->gh, 0),
-			  genlmsg_attrlen(r->gh, 0), rem) {
+	nla_for_each_attr(a, nlmsg_attrdata(r->nlh, GENL_HDRLEN),
+			  nlmsg_attrlen(r->nlh, GENL_HDRLEN), rem) {
 		int type = nla_type(a), len = nla_len(a);
 		const struct ctl_pol *p;
 		const char *s;
@@ -212,14 +215,31 @@ static bool ctl_missing(struct ctl_req *r, int type)
 
 /* ---- replies ------------------------------------------------------------- */
 
+/* libnl-genl's genlmsg_put(): the netlink header, then the genl one. */
+static struct genlmsghdr *ctl_genl_put(struct nl_msg *m, u32 port, u32 seq,
+				       int flags, u8 cmd)
+{
+	struct nlmsghdr *h;
+	struct genlmsghdr *g;
+
+	h = nlmsg_put(m, port, seq, NXQD_GENL_ID, GENL_HDRLEN, flags);
+	if (!h)
+		return NULL;
+	g = nlmsg_data(h);
+	g->cmd = cmd;
+	g->version = NXQUOTA_FAMILY_VERSION;
+	g->reserved = 0;
+	return g;
+}
+
 static struct nl_msg *ctl_msg_new(struct ctl_req *r, int flags, u8 cmd)
 {
 	struct nl_msg *m = nlmsg_alloc_size(PATH_MAX + 2048);
 
 	if (!m)
 		return NULL;
-	if (!genlmsg_put(m, r->nlh->nlmsg_pid, r->nlh->nlmsg_seq, NXQD_GENL_ID,
-			 0, flags, cmd, NXQUOTA_FAMILY_VERSION)) {
+	if (!ctl_genl_put(m, r->nlh->nlmsg_pid, r->nlh->nlmsg_seq, flags,
+			  cmd)) {
 		nlmsg_free(m);
 		return NULL;
 	}
@@ -817,8 +837,7 @@ void nxqd_ctl_event(const struct nxq_event *ev)
 		return;
 	}
 	m = nlmsg_alloc_size(1024);
-	if (!m || !genlmsg_put(m, 0, 0, NXQD_GENL_ID, 0, 0, NXQUOTA_CMD_EVENT,
-			       NXQUOTA_FAMILY_VERSION) ||
+	if (!m || !ctl_genl_put(m, 0, 0, 0, NXQUOTA_CMD_EVENT) ||
 	    nla_put_u32(m, NXQUOTA_A_EVENT_TYPE, type) ||
 	    (ev->device && nla_put_string(m, NXQUOTA_A_EVENT_DEVICE,
 					  ev->device)) ||

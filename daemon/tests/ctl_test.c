@@ -23,7 +23,7 @@
 #include <netlink/netlink.h>
 #include <netlink/msg.h>
 #include <netlink/attr.h>
-#include <netlink/genl/genl.h>
+#include <linux/genetlink.h>
 
 #include "../proto.h"
 
@@ -201,10 +201,16 @@ static struct nl_msg *req(u8 cmd, int flags)
 {
 	struct nl_msg *m = nlmsg_alloc();
 
-	if (m)
-		genlmsg_put(m, 0, seq++, NXQD_GENL_ID, 0,
-			    flags | NLM_F_REQUEST | NLM_F_ACK, cmd,
-			    NXQUOTA_FAMILY_VERSION);
+	struct nlmsghdr *h;
+	struct genlmsghdr *g;
+
+	if (!m)
+		return NULL;
+	h = nlmsg_put(m, 0, seq++, NXQD_GENL_ID, GENL_HDRLEN,
+		      flags | NLM_F_REQUEST | NLM_F_ACK);
+	g = nlmsg_data(h);
+	g->cmd = cmd;
+	g->version = NXQUOTA_FAMILY_VERSION;
 	return m;
 }
 
@@ -282,8 +288,8 @@ static int call(int fd, struct nl_msg *m, struct reply *r)
 static void attrs(struct reply *r, int i, struct nlattr **tb, int maxattr)
 {
 	memset(tb, 0, sizeof(*tb) * (maxattr + 1));
-	nla_parse(tb, maxattr, genlmsg_attrdata(nlmsg_data(r->m[i]), 0),
-		  genlmsg_attrlen(nlmsg_data(r->m[i]), 0), NULL);
+	nla_parse(tb, maxattr, nlmsg_attrdata(r->m[i], GENL_HDRLEN),
+		  nlmsg_attrlen(r->m[i], GENL_HDRLEN), NULL);
 }
 
 static int dev_add(int fd, const char *key, u64 cap, const char *devt,
@@ -719,8 +725,8 @@ static u32 next_event(int fd, int ms, struct nlattr **tb)
 		    g->cmd != NXQUOTA_CMD_EVENT)
 			continue;
 		memset(tb, 0, sizeof(*tb) * (NXQUOTA_A_EVENT_MAX + 1));
-		nla_parse(tb, NXQUOTA_A_EVENT_MAX, genlmsg_attrdata(g, 0),
-			  genlmsg_attrlen(g, 0), NULL);
+		nla_parse(tb, NXQUOTA_A_EVENT_MAX, nlmsg_attrdata(h, GENL_HDRLEN),
+			  nlmsg_attrlen(h, GENL_HDRLEN), NULL);
 		return tb[NXQUOTA_A_EVENT_TYPE] ?
 		       nla_get_u32(tb[NXQUOTA_A_EVENT_TYPE]) : 0;
 	}
@@ -742,8 +748,8 @@ static int drain(int fd, u64 *last_max, u64 *last_min)
 		if (h->nlmsg_type != NXQD_GENL_ID)
 			continue;
 		nla_parse(tb, NXQUOTA_A_EVENT_MAX,
-			  genlmsg_attrdata(nlmsg_data(h), 0),
-			  genlmsg_attrlen(nlmsg_data(h), 0), NULL);
+			  nlmsg_attrdata(h, GENL_HDRLEN),
+			  nlmsg_attrlen(h, GENL_HDRLEN), NULL);
 		if (!tb[NXQUOTA_A_EVENT_TYPE] ||
 		    nla_get_u32(tb[NXQUOTA_A_EVENT_TYPE]) !=
 		    NXQUOTA_EVENT_TYPE_BUDGET_CHANGED)
