@@ -13,7 +13,10 @@
 #                   build/demo-gpu
 #   make install    library, headers, pkg-config file, man pages, the tool
 #                   (if built), the module source for DKMS and the udev
-#                   rule; DESTDIR=, PREFIX= (default /usr/local)
+#                   rule, nxquotad with its systemd units (socket units for
+#                   its client and control sockets), man page and the
+#                   sysusers snippet of the group nxquota; DESTDIR=,
+#                   PREFIX= (default /usr/local)
 #   make install-dkms  make install, then register, build and install the
 #                   module through DKMS for the running kernel, load it at
 #                   boot and now (root, no DESTDIR)
@@ -34,10 +37,17 @@ DKMSSRCDIR ?= $(PREFIX)/src/nxquota-$(VERSION)
 ifeq ($(PREFIX),/usr)
 UDEVRULESDIR  ?= /usr/lib/udev/rules.d
 MODULESLOADDIR ?= /usr/lib/modules-load.d
+SYSTEMDUNITDIR ?= /usr/lib/systemd/system
+SYSUSERSDIR   ?= /usr/lib/sysusers.d
 else
 UDEVRULESDIR  ?= /etc/udev/rules.d
 MODULESLOADDIR ?= /etc/modules-load.d
+SYSTEMDUNITDIR ?= /etc/systemd/system
+SYSUSERSDIR   ?= /etc/sysusers.d
 endif
+# nxquotad as installed: the daemon's build without the sanitizers.
+NXQD_RELEASE := daemon/build/release/nxquotad
+NXQD_UNITS := packaging/nxquotad.socket packaging/nxquotad-control.socket
 # The module source DKMS builds: what kmod/Kbuild needs, nothing else.
 KMOD_SRC := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild kmod/Kconfig
 
@@ -113,6 +123,15 @@ install: lib tools
 	sed 's|@VERSION@|$(VERSION)|' packaging/dkms.conf.in > $(DESTDIR)$(DKMSSRCDIR)/dkms.conf
 	chmod 644 $(DESTDIR)$(DKMSSRCDIR)/dkms.conf
 	install -D -m 644 packaging/60-nxquota.rules $(DESTDIR)$(UDEVRULESDIR)/60-nxquota.rules
+	$(MAKE) -C daemon B=build/release SAN= build/release/nxquotad
+	install -D -m 755 $(NXQD_RELEASE) $(DESTDIR)$(SBINDIR)/nxquotad
+	install -D -m 644 man/man8/nxquotad.8 $(DESTDIR)$(MANDIR)/man8/nxquotad.8
+	install -d $(DESTDIR)$(SYSTEMDUNITDIR)
+	sed 's|@SBINDIR@|$(SBINDIR)|' packaging/nxquotad.service > \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/nxquotad.service
+	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/nxquotad.service
+	install -m 644 $(NXQD_UNITS) $(DESTDIR)$(SYSTEMDUNITDIR)/
+	install -D -m 644 packaging/nxquota.sysusers $(DESTDIR)$(SYSUSERSDIR)/nxquota.conf
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then set -x; ldconfig; fi
 
 # DKMS registers on this machine: no DESTDIR.  KVER picks another kernel
@@ -143,7 +162,11 @@ uninstall:
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/man3/*.3))) \
 		$(DESTDIR)$(MANDIR)/man8/nxquotactl.8 $(DESTDIR)$(SBINDIR)/nxquotactl \
 		$(DESTDIR)$(UDEVRULESDIR)/60-nxquota.rules \
-		$(DESTDIR)$(MODULESLOADDIR)/nxquota.conf
+		$(DESTDIR)$(MODULESLOADDIR)/nxquota.conf \
+		$(DESTDIR)$(SBINDIR)/nxquotad $(DESTDIR)$(MANDIR)/man8/nxquotad.8 \
+		$(DESTDIR)$(SYSTEMDUNITDIR)/nxquotad.service \
+		$(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(notdir $(NXQD_UNITS))) \
+		$(DESTDIR)$(SYSUSERSDIR)/nxquota.conf
 	rm -rf $(DESTDIR)$(DKMSSRCDIR)
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then set -x; ldconfig; fi
 

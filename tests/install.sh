@@ -36,6 +36,12 @@ l libnxquota.so.0 usr/lib/libnxquota.so
 f 644 usr/lib/libnxquota.a
 f 644 usr/lib/pkgconfig/nxquota.pc
 f 644 usr/lib/udev/rules.d/60-nxquota.rules
+f 755 usr/sbin/nxquotad
+f 644 usr/share/man/man8/nxquotad.8
+f 644 usr/lib/systemd/system/nxquotad.service
+f 644 usr/lib/systemd/system/nxquotad.socket
+f 644 usr/lib/systemd/system/nxquotad-control.socket
+f 644 usr/lib/sysusers.d/nxquota.conf
 f 644 $src/dkms.conf
 f 644 $src/VERSION
 f 644 $src/include/uapi/linux/nxquota.h
@@ -74,6 +80,37 @@ grep -Eq '^KERNEL=="nxquota",.*GROUP="nxquota", MODE="0660"' "$root/usr/lib/udev
 	fail "udev rule does not give /dev/nxquota group nxquota, mode 0660"
 grep -qx "PACKAGE_VERSION=\"$version\"" "$root/$src/dkms.conf" ||
 	fail "dkms.conf does not carry version $version"
+# nxquotad: the release build (no sanitizer), its units where systemd
+# reads them, naming the installed binary; the client socket for the group
+# nxquota (0660), the control socket root's (0600); the group is created.
+units=$root/usr/lib/systemd/system
+! readelf -d "$root/usr/sbin/nxquotad" | grep -q 'NEEDED.*lib[at]san' ||
+	fail "the installed nxquotad is a sanitizer build"
+"$root/usr/sbin/nxquotad" -x >/dev/null 2>&1 && fail "nxquotad -x: exit 0"
+[ $? = 2 ] || fail "nxquotad -x: not a usage error"
+grep -qx "ExecStart=/usr/sbin/nxquotad" "$units/nxquotad.service" ||
+	fail "nxquotad.service does not start /usr/sbin/nxquotad"
+for kv in ListenSequentialPacket=/run/nxquota/nxquota.sock SocketGroup=nxquota \
+	SocketMode=0660 FileDescriptorName=client; do
+	grep -qx "$kv" "$units/nxquotad.socket" || fail "nxquotad.socket lacks $kv"
+done
+for kv in ListenSequentialPacket=/run/nxquota/control.sock SocketMode=0600 \
+	FileDescriptorName=control; do
+	grep -qx "$kv" "$units/nxquotad-control.socket" ||
+		fail "nxquotad-control.socket lacks $kv"
+done
+grep -qx "g nxquota -" "$root/usr/lib/sysusers.d/nxquota.conf" ||
+	fail "the sysusers snippet does not create the group nxquota"
+if command -v systemd-analyze >/dev/null; then
+	# verified in a copy whose ExecStart is the binary in DESTDIR
+	mkdir "$tmp/units"
+	sed "s|^ExecStart=/usr/sbin/|ExecStart=$root/usr/sbin/|" \
+		"$units/nxquotad.service" >"$tmp/units/nxquotad.service"
+	cp "$units/nxquotad.socket" "$units/nxquotad-control.socket" "$tmp/units/"
+	(cd "$tmp/units" && systemd-analyze verify --man=no ./nxquotad.service \
+		./nxquotad.socket ./nxquotad-control.socket) >"$tmp/verify.log" 2>&1 ||
+		{ cat "$tmp/verify.log"; fail "systemd-analyze verify of the units"; }
+fi
 echo "install: tree ok ($(wc -l <"$tmp/got") files and links, soname $soname)"
 
 # ---- 2. pkg-config and a program built against the installed tree -------
