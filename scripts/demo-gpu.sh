@@ -98,6 +98,13 @@ if [ "$MODE" = prebuild ]; then
 	exit 0
 fi
 
+# What this machine offers (printed, so that one run tells what is missing).
+echo "== this machine: $(uname -sr); cgroup2: $(awk '$0 ~ / - cgroup2 / { print $5; exit }' \
+	/proc/self/mountinfo | grep . || echo none); libnl-genl-3 headers: $(
+	[ -f /usr/include/libnl3/netlink/genl/genl.h ] && echo yes || echo no); gnuplot: $(
+	command -v gnuplot >/dev/null && echo yes || echo no); pidfd_open: $(
+	python3 -c 'import os; os.close(os.pidfd_open(os.getpid())); print("yes")' 2>/dev/null ||
+	echo "no (or no python3)")"
 echo "== build: the library, bench/gpu_tenant and bench/gpu_press"
 t=$TOP/bench/gpu_tenant; p=$TOP/bench/gpu_press
 nice make -s -C "$TOP/bench" >/dev/null 2>"$OUT/build.log" ||
@@ -144,10 +151,15 @@ DPID=
 PIDS=
 CGS=
 cleanup() {
+	st=$?
 	for p in $PIDS; do kill "$p" 2>/dev/null; done
 	for p in $PIDS; do wait "$p" 2>/dev/null; done
 	[ -n "$DPID" ] && { kill "$DPID" 2>/dev/null; wait "$DPID" 2>/dev/null; }
 	for c in $CGS; do rmdir "$CGROOT$c" 2>/dev/null; done
+	if [ "$st" != 0 ] && [ -s "$RUN/nxquotad.log" ]; then
+		echo "== the end of nxquotad's log:"
+		tail -n 20 "$RUN/nxquotad.log"
+	fi
 	rm -rf "$RUN"
 }
 trap cleanup EXIT
