@@ -1,0 +1,157 @@
+#!/bin/sh
+# nxquotactl against nxquotad: the same commands and the same output as
+# against the module, over the daemon's control socket.
+#  - a daemon (daemon/build/nxquotad, or $NXQD_BIN) on sockets and a state
+#    directory in a fresh directory, its cgroup2 root (-C) a fresh
+#    directory of the first cgroup2 mount with cgroups a and a/b;
+#  - devices register/default-max/list, set, status (table and --json),
+#    metrics, clear, unregister, events: each checked against the lines
+#    the tool prints for the module (the same printf formats: headers,
+#    columns, metric names), and against the daemon's state;
+#  - the errors: an unknown cgroup (exit 1, the module's message), no
+#    authority at all (exit 3, naming the module and the daemon), a
+#    non-root caller (exit 4).
+# Needs root and a cgroup2 mount; says "skipped" (exit 77) otherwise.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tool=${NXQUOTACTL:-$top/tools/nxquotactl}
+bin=${NXQD_BIN:-$top/daemon/build/nxquotad}
+fail() { echo "daemon-ctl: FAIL: $*"; exit 1; }
+
+[ "$(id -u)" = 0 ] || { echo "daemon-ctl: skipped: needs root"; exit 77; }
+[ -x "$tool" ] || fail "no $tool (make -C tools)"
+[ -x "$bin" ] || fail "no $bin (make -C daemon)"
+mnt=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
+[ -n "$mnt" ] || { echo "daemon-ctl: skipped: no cgroup2 mount"; exit 77; }
+
+tmp=$(mktemp -d /tmp/nxq-dctl.XXXXXX)
+cg=$mnt/nxq-dctl.$$
+pid=
+cleanup() {
+	[ -z "$pid" ] || { kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; }
+	[ -z "${epid:-}" ] || { kill "$epid" 2>/dev/null; wait "$epid" 2>/dev/null; }
+	rmdir "$cg/a/b" "$cg/a" "$cg" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+mkdir "$cg" "$cg/a" "$cg/a/b" || { echo "daemon-ctl: skipped: cannot create cgroups in $mnt"; exit 77; }
+ctl=$tmp/control.sock
+
+"$bin" -s "$tmp/nxquota.sock" -c "$ctl" -S "$tmp/state" -C "$cg" -G 0 \
+	2>"$tmp/log" &
+pid=$!
+i=0
+while [ ! -S "$ctl" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
+[ -S "$ctl" ] || { cat "$tmp/log"; fail "the daemon did not start"; }
+
+run() {	# run ARGS...: the tool against the daemon; out, err, rc
+	"$tool" --control "$ctl" "$@" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+ok() { run "$@"; [ $rc = 0 ] || fail "nxquotactl $*: exit $rc: $(cat "$tmp/err")"; }
+has() {	# has FILE TEXT: a line of FILE is exactly TEXT
+	grep -qxF -- "$2" "$1" || { cat "$1"; fail "no line '$2' in $1"; }
+}
+
+# ---- devices --------------------------------------------------------------
+ok devices register gpu0 8G 195:0
+ok devices default-max gpu0 1G
+ok devices
+has "$tmp/out" "$(printf '%-40s %9s %9s %7s' DEVICE CAPACITY USED HOLDERS)"
+has "$tmp/out" "$(printf '%-40s %9s %9s %7u' gpu0 8G 0 0)"
+ok --json devices
+has "$tmp/out" '[{"key":"gpu0","capacity":8589934592,"used":0,"holders":0}]'
+run devices register gpu0 8G
+[ $rc = 1 ] || fail "registering twice: exit $rc"
+grep -q "EEXIST.*device already registered" "$tmp/err" ||
+	fail "registering twice: $(cat "$tmp/err")"
+
+# ---- set, status ----------------------------------------------------------
+ok set /a/b gpu0 max=2G min=512M kill-on-ignore=1 priority-max=2
+run set /nope gpu0 max=1G
+[ $rc = 1 ] || fail "set on a missing cgroup: exit $rc"
+grep -q "ENOENT.*no such cgroup" "$tmp/err" || fail "set /nope: $(cat "$tmp/err")"
+ok status
+has "$tmp/out" "$(printf '%-40s %9s %9s %7s %8s %8s %11s %9s %8s' DEVICE \
+	CAPACITY USED HOLDERS DENIALS TICKETS DEVT DEF.MAX EV.DROP)"
+has "$tmp/out" "$(printf '%-40s %9s %9s %7u %8u %8u %11s %9s %8u' gpu0 8G 0 \
+	0 0 0 195:0 1G 0)"
+has "$tmp/out" "BUDGETS (bytes are charge, not residency)"
+has "$tmp/out" "$(printf '%-16s %-28s %8s %8s %8s %8s %8s %7s %7s %s' DEVICE \
+	CGROUP MAX MIN EFF.MIN CURRENT BORROWED HOLDERS DENIALS \
+	'LIMITS(holders/waiters/prio/wait ms)')"
+has "$tmp/out" "$(printf '%-16s %-28s %8s %8s %8s %8s %8s %7u %7u %s' gpu0 \
+	'    b' 2G 512M 0 0 0 0 0 '1024/64/2/30000  kill-on-ignore')"
+has "$tmp/out" "HOLDERS"
+ok --json status
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1]));
+b = [n for n in d["budgets"] if n["path"] == "/a/b"][0]
+assert b["max"] == 2 << 30 and b["min"] == 512 << 20 and b["kill_on_ignore"], b
+assert [n for n in d["budgets"] if n["path"] == "/"][0]["parent_id"] is None
+assert d["devices"][0]["devt"] == "195:0" and d["holders"] == []' "$tmp/out" ||
+	fail "status --json: $(cat "$tmp/out")"
+
+# ---- metrics --------------------------------------------------------------
+ok metrics
+has "$tmp/out" '# TYPE nxquota_device_capacity_bytes gauge'
+has "$tmp/out" 'nxquota_device_capacity_bytes{device="gpu0"} 8589934592'
+has "$tmp/out" 'nxquota_budget_max_bytes{device="gpu0",cgroup="/a/b"} 2147483648'
+has "$tmp/out" 'nxquota_budget_max_bytes{device="gpu0",cgroup="/"} +Inf'
+has "$tmp/out" 'nxquota_device_events_dropped_total{device="gpu0"} 0'
+
+# ---- events ---------------------------------------------------------------
+"$tool" --control "$ctl" events >"$tmp/events" 2>&1 &
+epid=$!
+sleep 0.3
+ok set /a gpu0 max=3G
+i=0
+while ! grep -q "budget-changed.*device=gpu0.*max=3G" "$tmp/events" &&
+	[ $i -lt 300 ]; do sleep 0.01; i=$((i + 1)); done
+grep -q "budget-changed.*device=gpu0 cgroup=[0-9]* max=3G min=0" "$tmp/events" ||
+	fail "events: $(cat "$tmp/events")"
+kill "$epid"; wait "$epid" 2>/dev/null; epid=
+
+# ---- the state file has it; clear, unregister -----------------------------
+grep -q '^budget gpu0 /a/b max=2147483648 min=536870912 kill_on_ignore=1 ' \
+	"$tmp/state/state" || fail "state: $(cat "$tmp/state/state")"
+ok clear /a/b gpu0
+ok clear /a gpu0
+ok --json status
+grep -q '"path":"/a/b"' "$tmp/out" && fail "cleared, still there: $(cat "$tmp/out")"
+run devices unregister nope
+[ $rc = 1 ] && grep -q ENODEV "$tmp/err" || fail "unregister nope: $rc $(cat "$tmp/err")"
+ok devices unregister gpu0
+ok devices
+[ "$(wc -l <"$tmp/out")" = 1 ] || fail "unregistered, still listed: $(cat "$tmp/out")"
+
+# ---- who may ask; no authority --------------------------------------------
+chmod 755 "$tmp"
+if command -v setpriv >/dev/null; then
+	setpriv --reuid=65534 --regid=65534 --clear-groups \
+		"$tool" --control "$ctl" devices >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ $rc = 4 ] && grep -q "permission denied" "$tmp/err" ||
+		fail "as nobody: exit $rc: $(cat "$tmp/err")"
+fi
+"$tool" --control "$tmp/none.sock" status >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ $rc = 3 ] || fail "--control to nothing: exit $rc"
+grep -q "no nxquotad control socket at $tmp/none.sock" "$tmp/err" ||
+	fail "--control to nothing: $(cat "$tmp/err")"
+if [ ! -d /sys/module/nxquota ]; then
+	NXQUOTA_CONTROL=$tmp/none.sock "$tool" status >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	[ $rc = 3 ] || fail "no authority: exit $rc"
+	grep -q "module is not loaded.*nxquotad does not answer at $tmp/none.sock" \
+		"$tmp/err" || fail "no authority: $(cat "$tmp/err")"
+	# and the environment's path is the daemon's when the module is absent
+	NXQUOTA_CONTROL=$ctl "$tool" devices >"$tmp/out" 2>"$tmp/err" ||
+		fail "NXQUOTA_CONTROL: $(cat "$tmp/err")"
+fi
+
+kill "$pid"
+wait "$pid"
+rc=$?
+pid=
+[ $rc = 0 ] || { cat "$tmp/log"; fail "the daemon exited $rc"; }
+echo "daemon-ctl: ok (devices, set, status, --json, metrics, events, clear, errors; exit codes 1, 3, 4)"
