@@ -31,7 +31,7 @@ stage kmod-style tests/kmod-style.sh
 stage kunit tests/kunit/run.sh
 stage daemon make -s -C daemon check check-mutants
 stage lib make -s -C lib check
-stage preload make -s -C preload check
+stage preload make -s -C preload check check-mutants
 stage pytorch-host make -s -C integrations/pytorch check-host
 stage tools sh -c 'make -s -C tools check && make -s -C tools static'
 stage install tests/install.sh

@@ -11,6 +11,9 @@ rc=0
 fail() { echo "app.sh: FAIL: $*"; rc=1; }
 
 export LD_LIBRARY_PATH="$here/drv"
+# no authority here: no module, no daemon
+NXQUOTA_SOCKET=
+export NXQUOTA_SOCKET
 "$here/app" bare || fail "bare run"
 
 # no authority: pass-through, said once
@@ -26,6 +29,11 @@ if [ -x "$top/tools/nxquota-run" ]; then
 	NXQ_DEV=/nonexistent NXQ_PRELOAD_LIB=$so "$top/tools/nxquota-run" -- \
 		"$here/app" preload 2>"$err" || { cat "$err"; fail "nxquota-run"; }
 	"$top/tools/nxquota-run" 2>/dev/null && fail "nxquota-run without a command succeeded"
+	if [ "$so" -ef "$top/preload/libnxquota-preload.so" ]; then
+		# the in-tree shim, found next to the script
+		NXQ_DEV=/nonexistent "$top/tools/nxquota-run" --wait 10 -- \
+			"$here/app" preload 2>"$err" || { cat "$err"; fail "nxquota-run (in-tree)"; }
+	fi
 fi
 [ $rc = 0 ] && echo "app.sh: ok"
 exit $rc

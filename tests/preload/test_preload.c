@@ -624,6 +624,7 @@ static void test_no_authority(void **st)
 
 	assert_true(fd >= 0 && saved >= 0);
 	setenv("NXQ_DEV", "/nonexistent/nxquota", 1);
+	setenv("NXQUOTA_SOCKET", "", 1);	/* and no daemon either */
 	nxqp__test_authority(NULL, NULL);	/* the library's own choice */
 	dup2(fd, 2);
 	for (int i = 0; i < 3; i++) {
@@ -635,6 +636,7 @@ static void test_no_authority(void **st)
 	dup2(saved, 2);
 	close(saved);
 	unsetenv("NXQ_DEV");
+	unsetenv("NXQUOTA_SOCKET");
 	assert_int_equal(nxqp__test_state(), -1);
 	assert_int_equal(d_calls("cuMemAlloc_v2"), calls + 3);
 	assert_int_equal(counters().charges, 0);

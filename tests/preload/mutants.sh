@@ -1,0 +1,65 @@
+#!/bin/sh
+# Each mutant breaks preload.c once; the tests must fail on every one
+# (a mutant that passes is a test that checks nothing).  Built in a
+# temporary directory: the tree's objects are not touched.
+# Usage: mutants.sh (from make -C preload check-mutants)
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+tmp=$(mktemp -d /tmp/nxqp-mut.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+CC=${CC:-cc}
+inc="-I$top/include -I$top/include/uapi -I$top/lib -I$tmp -I$top/preload -D_GNU_SOURCE"
+survived=0
+n=0
+
+# name~sed expression on preload.c~what runs (test: test_preload, app: app.sh)
+while IFS='~' read -r name expr what; do
+	[ -n "$name" ] || continue
+	n=$((n + 1))
+	sed "$expr" "$top/preload/preload.c" > "$tmp/preload.c" || exit 1
+	if cmp -s "$tmp/preload.c" "$top/preload/preload.c"; then
+		echo "mutant $name: did not apply (the source changed?)"
+		survived=$((survived + 1))
+		continue
+	fi
+	cp "$top/preload/preload.h" "$tmp/"
+	$CC -O2 -fPIC -fvisibility=hidden -pthread -foptimize-sibling-calls $inc -c \
+		-o "$tmp/preload.o" "$tmp/preload.c" || { echo "mutant $name: build failed"; exit 1; }
+	if [ "$what" = app ]; then
+		$CC -O2 -shared -Wl,--version-script="$top/preload/preload.map" -o "$tmp/lib.so" \
+			"$tmp/preload.o" "$top/lib/libnxquota.a" -ldl -pthread || exit 1
+		cp "$tmp/lib.so" "$tmp/libnxquota-preload.so"
+		if "$here/app.sh" "$tmp/libnxquota-preload.so" >"$tmp/out" 2>&1; then
+			echo "mutant $name: SURVIVED"; survived=$((survived + 1))
+		else
+			echo "mutant $name: killed ($(grep -m1 FAIL "$tmp/out"))"
+		fi
+		continue
+	fi
+	$CC -O2 $inc -rdynamic -o "$tmp/t" "$here/test_preload.c" "$tmp/preload.o" \
+		"$top/lib/libnxquota.a" -lcmocka -ldl -pthread || exit 1
+	if CMOCKA_TEST_ABORT=0 LD_LIBRARY_PATH="$here/drv" timeout 60 "$tmp/t" >"$tmp/out" 2>&1; then
+		echo "mutant $name: SURVIVED"; survived=$((survived + 1))
+	else
+		echo "mutant $name: killed ($(grep -m1 -E 'FAILED  \] test|Timeout|ERROR' "$tmp/out" || echo "exit status"))"
+	fi
+done <<'MUT'
+no-depth-guard~s/^\tif (depth)$/\tif (0)/~test
+charge-after-driver~/^EXPORT CUresult cuMemAlloc_v2/,/^}/{s/^\tif (charge_plain(ord, bytesize, \&holder))$/\tif (0)/;s/^\tcr = f(dptr, bytesize);$/\tcr = f(dptr, bytesize); if (!cr \&\& charge_plain(ord, bytesize, \&holder)) return CUDA_ERROR_OUT_OF_MEMORY;/}~test
+free-keeps-charge~s/^\t\t\trelease_tracked(K_PTR, e);$/\t\t\tfree(e);/~test
+release-keeps-charge~s/^\t\t\trelease_tracked(K_HANDLE, e);$/\t\t\tfree(e);/~test
+no-getprocaddress-swap~s/^\t\*pfn = wrapper\[i\];$/\t(void)0;/~test
+no-dlsym-swap~s/^\t\t\treturn wrapper\[i\];$/\t\t\treturn p;/~test
+dlsym-not-tail-call~s/^\treturn real_dlsym(handle, name);$/\tvoid *volatile r = real_dlsym(handle, name); return r;/~app
+pool-charged-per-block~s/^\tif (pool_settle(p, 1)) {$/\tif (0) {/~test
+trim-keeps-charge~/^EXPORT CUresult cuMemPoolTrimTo/,/^}/s/^\t\tpool_settle(p, 0);$/\t\t;/~test
+ticket-answers-zero~s/^\t\treleased = pools_trim(ord);$/\t\treleased = 0; pools_trim(ord);/~test
+pool-holder-no-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS)) {$/\tif (0) {/~test
+plain-holder-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS)) {$/\tif (S.ctx->features \& NXQ_FEAT_TICKETS) {/~test
+no-fork-reset~s/^\tpthread_atfork(fork_prepare, fork_parent, fork_child);$/\tpthread_atfork(fork_prepare, fork_parent, NULL);/~test
+no-authority-not-kept~s/^\t__atomic_store_n(\&S.state, st, __ATOMIC_RELEASE);$/\t__atomic_store_n(\&S.state, st > 0 ? st : 0, __ATOMIC_RELEASE);/~test
+unknown-device-refused~s/^\tif (r == -ENOENT || r == -ENODEV) {$/\tif (0) {/~test
+MUT
+echo "mutants: $n, survived: $survived"
+[ "$survived" -eq 0 ]
