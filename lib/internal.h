@@ -114,8 +114,8 @@ extern const struct nxq_kops nxq__sock_kops;	/* sock.c: nxquotad's client socket
 int nxq__sock_open(const char *path, void **kprivp);
 /* NXQD_SOCKET_PATH; the tests point it elsewhere. */
 extern const char *nxq__sock_default;
-/* Tests: reconnects done, restores refused, connections made. */
-void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[3]);
+/* Tests: reconnects done, restores refused, connections made and refused. */
+void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[4]);
 
 /* Test entry points: a context on given kernel ops, an arena on given backend ops. */
 int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *kops,

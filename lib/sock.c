@@ -14,9 +14,11 @@
  *    or connects a new one, and pushes it back when answered.  Holders
  *    are valid on every connection of the process, so a charge waiting
  *    in the daemon holds one connection while the pressure thread reads
- *    and answers its tickets on another.  Connections are closed only by
- *    a reconnect and by close: a holder ends when its registering
- *    connection closes.
+ *    and answers its tickets on another; waiting charges never hold the
+ *    last one.  Connections are closed only by a reconnect and by close
+ *    (a holder ends when its registering connection closes), and when the
+ *    daemon refuses a new one (its bound on connections per process):
+ *    the pool then keeps to the ones it has.
  *  - the holders (lib ids = table index + 1, stable across reconnects;
  *    the daemon's ids change): what is needed to register one again
  *    (device, priority, our duplicates of its eventfd and device node)
@@ -78,6 +80,8 @@ const char *nxq__sock_default = NXQD_SOCKET_PATH;
 
 struct sk_conn {
 	int fd;
+	int fresh;			/* no reply read on it yet */
+	int waiting;			/* held by a waiting charge */
 	struct sk_conn *next;		/* in the pool */
 	struct sk_conn *all;		/* every connection (for sk_forget) */
 };
@@ -101,6 +105,8 @@ struct sk {
 	pthread_cond_t cv;		/* a connection came back */
 	struct sk_conn *pool, *all;
 	int nconns;
+	int cap;			/* SK_CONNS_MAX, lower once the daemon refused one */
+	int nwait;			/* connections held by waiting charges */
 	unsigned int epoch;		/* bumped by each reconnect */
 	int broken;			/* the last reconnect failed */
 	struct sk_holder **h;
@@ -109,7 +115,7 @@ struct sk {
 	uint64_t syn_next;
 	int reported;
 	/* for the tests */
-	unsigned long reconnects, restores_refused, conns_made;
+	unsigned long reconnects, restores_refused, conns_made, conns_refused;
 };
 
 static int is_gone(int r)
@@ -216,6 +222,7 @@ static struct sk_conn *conn_new(struct sk *s, int fd)
 	if (!c)
 		return NULL;
 	c->fd = fd;
+	c->fresh = 1;
 	c->all = s->all;	/* under s->mu */
 	s->all = c;
 	s->conns_made++;
@@ -233,69 +240,115 @@ static void conn_unlink(struct sk *s, struct sk_conn *c)
 		}
 }
 
-static int conn_get(struct sk *s, struct sk_conn **cp)
+/*
+ * A connection for one request: a pooled one, else a new one up to
+ * s->cap, else wait for one to come back.  A waiting charge never takes
+ * the last connection (s->nwait < s->cap - 1): the pressure thread must
+ * be able to answer the tickets that would grant it.  If a new connection
+ * fails while others exist, the daemon is bounding this process (64
+ * connections per process): make do with those.
+ */
+static int conn_get(struct sk *s, struct sk_conn **cp, int waiting)
 {
-	struct sk_conn *c;
+	struct sk_conn *c = NULL;
 	int fd;
 
 	pthread_mutex_lock(&s->mu);
-	while (!s->pool && s->nconns >= SK_CONNS_MAX)
+	for (;;) {
+		if (waiting && s->cap > 1 && s->nwait >= s->cap - 1) {
+			pthread_cond_wait(&s->cv, &s->mu);
+			continue;
+		}
+		if (s->pool) {
+			c = s->pool;
+			s->pool = c->next;
+			break;
+		}
+		if (s->nconns < s->cap) {
+			s->nconns++;
+			pthread_mutex_unlock(&s->mu);
+			fd = sk_connect(s);
+			pthread_mutex_lock(&s->mu);
+			c = fd >= 0 ? conn_new(s, fd) : NULL;
+			if (c)
+				break;
+			s->nconns--;
+			if (fd >= 0)
+				close(fd);
+			if (!s->nconns) {
+				pthread_cond_broadcast(&s->cv);
+				pthread_mutex_unlock(&s->mu);
+				return fd < 0 ? fd : -ENOMEM;
+			}
+			s->cap = s->nconns;
+			continue;
+		}
 		pthread_cond_wait(&s->cv, &s->mu);
-	if (s->pool) {
-		c = s->pool;
-		s->pool = c->next;
-		pthread_mutex_unlock(&s->mu);
-		*cp = c;
-		return 0;
 	}
-	s->nconns++;
+	c->waiting = waiting;
+	s->nwait += waiting;
 	pthread_mutex_unlock(&s->mu);
-	fd = sk_connect(s);
-	pthread_mutex_lock(&s->mu);
-	c = fd >= 0 ? conn_new(s, fd) : NULL;
-	if (!c) {
-		s->nconns--;
-		pthread_cond_signal(&s->cv);
-	}
-	pthread_mutex_unlock(&s->mu);
-	if (!c) {
-		if (fd >= 0)
-			close(fd);
-		return fd < 0 ? fd : -ENOMEM;
-	}
 	*cp = c;
 	return 0;
 }
 
-/* broken: the daemon went away on it; closed (the reconnect follows). */
-static void conn_put(struct sk *s, struct sk_conn *c, int broken)
+/* broken: closed (the daemon went away on it, or refused it: refused). */
+static void conn_put(struct sk *s, struct sk_conn *c, int broken, int refused)
 {
 	pthread_mutex_lock(&s->mu);
+	s->nwait -= c->waiting;
+	c->waiting = 0;
 	if (broken) {
 		conn_unlink(s, c);
 		close(c->fd);
 		free(c);
 		s->nconns--;
+		if (refused && s->nconns)
+			s->cap = s->nconns;
 	} else {
 		c->next = s->pool;
 		s->pool = c;
 	}
-	pthread_cond_signal(&s->cv);
+	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 }
 
-/* One request on a pooled connection: 0 with *errp, or a transport error. */
+/*
+ * One request on a pooled connection: 0 with *errp, or a transport error.
+ * A new connection that ends before its first reply while others are
+ * open was refused by the daemon's bound, not lost with the daemon: the
+ * request (never read) goes on another connection.
+ */
 static int sk_req(struct sk *s, uint32_t cmd, void *arg, uint32_t len, uint32_t outlen,
 		  const int *fds, int nfds, int *errp)
 {
-	struct sk_conn *c;
-	int r = conn_get(s, &c);
+	int waiting = _IOC_NR(cmd) == _IOC_NR(NXQ_IOC_CHARGE) &&
+		      (((struct nxq_charge *)arg)->flags & NXQ_CHARGE_WAIT);
 
-	if (r)
+	for (;;) {
+		struct sk_conn *c;
+		int r = conn_get(s, &c, waiting), gone, others;
+
+		if (r)
+			return r;
+		r = sk_xfer(c->fd, cmd, arg, len, outlen, fds, nfds, errp);
+		gone = is_gone(r);
+		if (gone && c->fresh) {
+			pthread_mutex_lock(&s->mu);
+			others = s->nconns - 1;
+			if (others > 0)
+				s->conns_refused++;
+			pthread_mutex_unlock(&s->mu);
+			if (others > 0) {
+				conn_put(s, c, 1, 1);
+				continue;
+			}
+		}
+		if (!r)
+			c->fresh = 0;
+		conn_put(s, c, gone, 0);
 		return r;
-	r = sk_xfer(c->fd, cmd, arg, len, outlen, fds, nfds, errp);
-	conn_put(s, c, is_gone(r));
-	return r;
+	}
 }
 
 /* ---- holders ---- */
@@ -427,6 +480,8 @@ static int sk_reconnect(struct nxq_ctx *ctx, unsigned int epoch)
 		free(c);
 	}
 	s->nconns = 0;
+	s->nwait = 0;
+	s->cap = SK_CONNS_MAX;
 	/* After a failed reconnect, one more try per call rather than a full wait each. */
 	deadline = now_ms() + (s->broken ? 0 : s->reconnect_ms);
 	for (;;) {
@@ -1033,16 +1088,18 @@ int nxq__sock_open(const char *path, void **kprivp)
 		return -ENOMEM;
 	}
 	s->nconns = 1;
+	s->cap = SK_CONNS_MAX;
 	*kprivp = s;
 	return 0;
 }
 
-/* For the tests: reconnects done, restores refused, connections made. */
-void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[3])
+/* For the tests: reconnects done, restores refused, connections made and refused. */
+void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[4])
 {
 	const struct sk *s = ctx->kpriv;
 
 	out[0] = s->reconnects;
 	out[1] = s->restores_refused;
 	out[2] = s->conns_made;
+	out[3] = s->conns_refused;
 }

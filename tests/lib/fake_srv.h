@@ -66,6 +66,10 @@ struct fake_srv {
 	uint64_t next_id, next_gen;
 	uint64_t cap, used;
 	int victim;			/* holder index ticketed by a waiting charge, -1 */
+	int conn_limit;			/* open connections beyond it closed at accept; 0: none */
+	int conns_refused;
+	int die_on;			/* _IOC_NR of a command: die on receiving it (once) */
+	uint64_t die_cap;		/* and start again with this capacity */
 	/* what was seen */
 	int msgs, cred_bad, cred_seen;
 	int versions, registers, reg_nfds, reg_evfd_ok, reg_refused, unregisters;
@@ -307,6 +311,20 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 	return -ENOTTY;
 }
 
+static void fs_stop(void);
+static void fs_start(uint64_t cap);
+
+static void *fs_die_fn(void *arg)
+{
+	(void)arg;
+	fs_stop();
+	usleep(100000);
+	fs_start(fs.die_cap);
+	return NULL;
+}
+
+static pthread_t fs_die_th;
+
 static void *fs_conn(void *arg)
 {
 	int slot = (int)(intptr_t)arg, fd = fs.cfd[slot];
@@ -335,6 +353,18 @@ static void *fs_conn(void *arg)
 		if (n <= 0)
 			break;
 		pthread_mutex_lock(&fs.mu);
+		if (fs.die_on && (size_t)n >= sizeof(in.req) &&
+		    _IOC_NR(in.req.cmd) == (unsigned int)fs.die_on) {
+			/* the daemon dies with this request read, not answered */
+			fs.die_on = 0;
+			pthread_mutex_unlock(&fs.mu);
+			for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
+				if (c->cmsg_type == SCM_RIGHTS)
+					for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
+						close(((int *)CMSG_DATA(c))[i]);
+			pthread_create(&fs_die_th, NULL, fs_die_fn, NULL);
+			break;
+		}
 		fs.msgs++;
 		fs_sender = 0;
 		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
@@ -399,6 +429,12 @@ static void *fs_accept(void *arg)
 				break;
 			continue;
 		}
+		if (fs.conn_limit && fs.open_conns >= fs.conn_limit) {
+			fs.conns_refused++;	/* as nxquotad's bound per process */
+			pthread_mutex_unlock(&fs.mu);
+			close(fd);
+			continue;
+		}
 		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
 		fs.accepted++;
 		fs.open_conns++;
@@ -425,6 +461,8 @@ static void fs_start(uint64_t cap)
 	fs.used = 0;
 	fs.cap = cap;
 	fs.victim = -1;
+	fs.conn_limit = 0;
+	fs.conns_refused = 0;
 	fs.next_id = 1 + 1000 * (uint64_t)fs.restarts;
 	fs.owner = getpid();
 	pthread_mutex_unlock(&fs.mu);

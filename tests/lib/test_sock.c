@@ -214,13 +214,127 @@ static void test_pool_under_waiting_charge(void **state)
 	assert_int_equal(fs_used(), 0);
 }
 
+/*
+ * The daemon refuses a new connection (its bound per process): that is
+ * not the daemon going away -- no reconnect, no registration again; the
+ * request waits for a connection the process has.
+ */
+static struct {
+	struct nxq_arena *a;
+	void *p;
+	int r;
+} slow;
+
+static void *slow_fn(void *arg)
+{
+	(void)arg;
+	slow.r = nxq_alloc(slow.a, 2 * MiB, 0, &slow.p);
+	return NULL;
+}
+
+static void test_conn_refused_is_not_gone(void **state)
+{
+	struct nxq_ctx *c;
+	struct nxq_arena *a, *b;
+	unsigned long k[4];
+	pthread_t t;
+	void *p, *q;
+	int i;
+
+	fs_stop();
+	fs_start(4 * MiB);
+	fs_zero();
+	c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
+	a = mk(c, 0, 300);
+	b = mk(c, 0, 0);
+	fs.conn_limit = 1;		/* the one connection the context has */
+	assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &p), 0);
+	/* A's growth waits on the only connection ... */
+	slow.a = a;
+	pthread_create(&t, NULL, slow_fn, NULL);
+	for (i = 0; i < 5000 && !__atomic_load_n(&fs.waiting, __ATOMIC_RELAXED); i++)
+		usleep(1000);
+	assert_true(i < 5000);
+	/* ... B's request needs another, which the daemon refuses */
+	assert_int_equal(nxq_alloc(b, G, 0, &q), -EDQUOT);
+	pthread_join(t, NULL);
+	assert_int_equal(slow.r, -ETIMEDOUT);
+	nxq__sock_counters(c, k);
+	assert_int_equal(k[0], 0);		/* no reconnect */
+	assert_true(k[3] >= 1);			/* it met the refusal */
+	assert_true(fs.conns_refused >= 1);
+	assert_int_equal(fs.registers, 2);	/* nothing registered again */
+	assert_int_equal(fs_holder_charged(0), 4 * MiB);
+	assert_int_equal(fs_used(), 4 * MiB);
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_arena_destroy(b), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
+/*
+ * Eight growths wait at once (as many as the pool's connections): at most
+ * seven wait in the daemon, so the pressure thread still has a connection
+ * for the ticket whose answer grants them all.
+ */
+#define NW 8
+static struct {
+	struct nxq_arena *a[NW];
+	void *p[NW];
+	int r[NW];
+} many;
+
+static void *many_fn(void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	many.r[i] = nxq_alloc(many.a[i], 2 * MiB, 0, &many.p[i]);
+	return NULL;
+}
+
+static void test_waiting_charges_leave_a_connection(void **state)
+{
+	struct nxq_ctx *c;
+	struct nxq_arena *b;
+	pthread_t t[NW];
+	int i;
+
+	fs_stop();
+	fs_start(16 * MiB);
+	fs_zero();
+	c = open_ctx(0, NULL);
+	for (i = 0; i < NW; i++)
+		many.a[i] = mk(c, 0, 8000);
+	b = mk(c, 64 * MiB, 0);
+	idle_granules(b, 8);			/* full of B's idle memory */
+	for (i = 0; i < NW; i++)
+		pthread_create(&t[i], NULL, many_fn, (void *)(intptr_t)i);
+	for (i = 0; i < 5000 && __atomic_load_n(&fs.waiting, __ATOMIC_RELAXED) < NW - 1; i++)
+		usleep(1000);
+	assert_true(i < 5000);
+	usleep(500000);				/* the eighth gets as far as it can */
+	fs_ticket(NW, 16 * MiB);		/* B is asked for everything */
+	for (i = 0; i < NW; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(many.r[i], 0);
+	}
+	assert_true(fs.max_open_conns <= 8);
+	assert_int_equal(fs_used(), 16 * MiB);
+	for (i = 0; i < NW; i++) {
+		assert_int_equal(nxq_free(many.a[i], many.p[i]), 0);
+		assert_int_equal(nxq_arena_destroy(many.a[i]), 0);
+	}
+	assert_int_equal(nxq_arena_destroy(b), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
 /* ---- reconnect ---- */
 
 static void test_reconnect_restores(void **state)
 {
 	struct nxq_ctx *c = open_ctx(0, NULL);
 	struct nxq_arena *a = mk(c, 0, 0), *b = mk(c, 64 * MiB, 0);
-	unsigned long k[3];
+	unsigned long k[4];
 	uint64_t ca, cb;
 	void *p, *q;
 
@@ -260,6 +374,60 @@ static void test_reconnect_restores(void **state)
 
 	assert_int_equal(nxq_free(a, p), 0);
 	assert_int_equal(nxq_free(a, q), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_arena_destroy(b), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	assert_int_equal(fs_used(), 0);
+}
+
+/*
+ * The daemon dies with an uncharge read and not answered: it is not sent
+ * again (the restore already charged without it), nor is a ticket answer.
+ */
+static void test_uncharge_and_answer_in_flight(void **state)
+{
+	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
+	struct nxq_arena *a = mk(c, 0, 0), *b = mk(c, 64 * MiB, 0);
+	unsigned long k[4];
+	struct nxq_stats s;
+	void *p[3];
+
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(nxq_alloc(a, G, 0, &p[i]), 0);
+	idle_granules(b, 3);
+	assert_int_equal(fs_used(), 12 * MiB);
+
+	fs_zero();
+	fs.die_cap = 64 * MiB;
+	fs.die_on = _IOC_NR(NXQ_IOC_UNCHARGE);
+	assert_int_equal(nxq_free(a, p[2]), 0);
+	assert_true(nxq_arena_trim(a, 0, 0) >= 0);	/* the uncharge the daemon dies on */
+	pthread_join(fs_die_th, NULL);
+	nxq__sock_counters(c, k);
+	assert_int_equal(k[0], 1);
+	assert_int_equal(charged(a), 4 * MiB);
+	assert_int_equal(fs_holder_charged(0), 4 * MiB);
+	assert_int_equal(fs_holder_charged(1), 6 * MiB);
+	assert_int_equal(fs.uncharges, 0);		/* not sent again */
+	assert_int_equal(fs_used(), 10 * MiB);
+
+	fs_zero();
+	fs.die_cap = 64 * MiB;
+	fs.die_on = _IOC_NR(NXQ_IOC_TICKET_ANSWER);
+	fs_ticket(1, 2 * MiB);
+	assert_int_equal(nxq_ctx_handle_pressure(c), 1);	/* the answer it dies on */
+	pthread_join(fs_die_th, NULL);
+	st(b, &s);
+	assert_int_equal(s.answers, 1);
+	assert_int_equal(s.charged, 4 * MiB);
+	nxq__sock_counters(c, k);
+	assert_int_equal(k[0], 2);
+	assert_int_equal(fs_holder_charged(1), 4 * MiB);	/* restored without it */
+	assert_int_equal(fs_holder_charged(0), 4 * MiB);
+	assert_int_equal(fs_used(), 8 * MiB);
+
+	assert_int_equal(nxq_free(a, p[0]), 0);
+	assert_int_equal(nxq_free(a, p[1]), 0);
 	assert_int_equal(nxq_arena_destroy(a), 0);
 	assert_int_equal(nxq_arena_destroy(b), 0);
 	assert_int_equal(nxq_ctx_close(c), 0);
@@ -340,7 +508,7 @@ static void test_restore_refused(void **state)
 {
 	struct nxq_ctx *c = open_ctx(0, on_event);
 	struct nxq_arena *a = mk(c, 64 * MiB, 0), *b = mk(c, 0, 0);
-	unsigned long k[3];
+	unsigned long k[4];
 	struct nxq_stats s;
 	void *p[4], *q;
 
@@ -491,8 +659,12 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_framing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_under_waiting_charge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_conn_refused_is_not_gone, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_waiting_charges_leave_a_connection, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_restores, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_waiting_charge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_uncharge_and_answer_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_selection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
