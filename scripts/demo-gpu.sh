@@ -462,6 +462,16 @@ done
 awk -F, '$2 == "static" { s += $3; n++ } $2 == "nxquota" { x += $3; m++ }
 	END { if (n && m && x > 0) printf "BENCH gpu_idle ratio idle_reserved static/nxquota=%.1f (means)\n", (s / n) / (x / m);
 	      else if (n && m) printf "BENCH gpu_idle ratio idle_reserved static/nxquota=inf (nxquota: none idle)\n" }' "$OUT/idle.csv"
+# What lending must show: training above its half at some tick under
+# nxquota, never under the split; less memory stranded than the split.
+tmax() { awk -F, 'NR > 1 && $5 > m { m = $5 } END { printf "%.0f\n", m }' "$1"; }
+hs=$(tmax "$RUN/static-training.csv"); hn=$(tmax "$RUN/nxquota-training.csv")
+echo "   training's largest use: static $(mib "${hs:-0}"), nxquota $(mib "${hn:-0}") (half: $(mib $((CAP / 2))))"
+[ "${hs:-0}" -le $((CAP / 2)) ] || unexpected "training used more than its half under the static split"
+[ "${hn:-0}" -gt $((CAP / 2)) ] || unexpected "training never borrowed beyond its half under nxquota"
+awk -F, '$2 == "static" { s += $6; n++ } $2 == "nxquota" { x += $6; m++ }
+	END { exit !(n && m && x / m < s / n) }' "$OUT/idle.csv" ||
+	unexpected "nxquota left as much memory stranded as the static split"
 cp "$RUN"/static-*.csv "$RUN"/nxquota-*.csv "$RUN"/static-*.out "$RUN"/nxquota-*.out "$OUT/" 2>/dev/null
 if [ -n "$GNUPLOT" ] && command -v "$GNUPLOT" >/dev/null; then
 	"$GNUPLOT" -e "csv='$OUT/idle.csv'; png='$OUT/idle.png'; cap=$CAP" "$TOP/bench/idle-chart.gp" &&
