@@ -23,7 +23,10 @@
 # and inference's waiting charge is granted.  Each step is checked against
 # the authority (nxquotactl status) and printed; an unexpected outcome is
 # printed as UNEXPECTED and makes the script fail.  Writes DIR/charge.csv
-# (t_ms,event,group,current_bytes,detail: the columns of make demo's CSV)
+# (t_ms,event,group,current_bytes,detail: the columns of make demo's CSV;
+# current_bytes is each tenant's charge as its library sampled it, every
+# change and every 100 ms: one holder per cgroup, so its node's current,
+# which the steps check against nxquotactl status)
 # and DIR/charge.png (gnuplot) or DIR/charge.svg (no gnuplot: drawn by
 # bench/csv2svg.awk).
 #
