@@ -453,6 +453,9 @@ static void figure_a(struct nxq_ctx *c, uint64_t x)
 			printf("BENCH gpu_press what=kill-baseline bytes=%llu n=3 median_ms=%.1f (%s)\n",
 			       (unsigned long long)x, km, fake ? "fake driver: until waitpid" :
 			       "SIGKILL until cuMemGetInfo shows the bytes free");
+		printf("BENCH gpu_press what=negotiation bytes=%llu median_us=%.1f (pressure - fits - "
+		       "release: the refusal, the ticket, the answer and the grant, medians)\n",
+		       (unsigned long long)x, pm - fm - rm);
 		printf("BENCH gpu_press ratio bytes=%llu pressure/fits=%.2f pressure/pipe=%.1f "
 		       "kill/pressure=%.1f moved_GiB_per_s=%.2f (medians)\n", (unsigned long long)x,
 		       pm / fm, pm / qm, km < 0 ? -1.0 : km * 1e3 / pm,
