@@ -111,7 +111,6 @@ static unsigned long nxqd_refused;	/* connections over a bound */
 static int nxqd_epfd = -1, nxqd_stopfd = -1, nxqd_lfd = -1;
 static pthread_t nxqd_watcher, nxqd_acceptor;
 static char nxqd_sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
-static volatile bool nxqd_stopping;
 
 /* ---- processes ---- */
 
@@ -270,6 +269,7 @@ size_t nxqd_client_list(struct nxqd_client_id *ids, size_t max)
 		if (n < max) {
 			ids[n].pid = p->tgid;
 			ids[n].start = p->start;
+			ids[n].holders = p->nr_holders;
 		}
 		n++;
 	}
@@ -338,14 +338,12 @@ static struct nxq_holder *nxqd_holder_get(u64 id, pid_t pid,
 	return h;
 }
 
-/* Take @e out of the table; nxqd_lock held.  Returns true if the
- * set of processes with holders changed.
- */
-static bool nxqd_hent_unlink(struct nxqd_hent *e)
+/* Take @e out of the table; nxqd_lock held. */
+static void nxqd_hent_unlink(struct nxqd_hent *e)
 {
 	xa_erase(&nxqd_holders, e->id);
 	e->conn->nr_holders--;
-	return !--e->proc->nr_holders;
+	e->proc->nr_holders--;
 }
 
 static void nxqd_hent_end(struct nxqd_hent *e)
@@ -361,7 +359,6 @@ static void nxqd_end_holders(struct nxqd_conn *c, struct nxqd_proc *p)
 	struct nxqd_hent *e, **ends = NULL;
 	size_t n = 0, cap = 0, i;
 	unsigned long id;
-	bool changed = false;
 
 	pthread_mutex_lock(&nxqd_lock);
 	xa_for_each(&nxqd_holders, id, e) {
@@ -376,14 +373,14 @@ static void nxqd_end_holders(struct nxqd_conn *c, struct nxqd_proc *p)
 				break;	/* the rest at the next call */
 			ends = m;
 		}
-		changed |= nxqd_hent_unlink(e);
+		nxqd_hent_unlink(e);
 		ends[n++] = e;
 	}
 	pthread_mutex_unlock(&nxqd_lock);
 	for (i = 0; i < n; i++)
 		nxqd_hent_end(ends[i]);
 	free(ends);
-	if (changed)
+	if (n)
 		nxqd_restart_save();
 }
 
@@ -473,7 +470,6 @@ static int nxqd_ioc_register(struct nxqd_req_ctx *r, struct nxq_holder *unused,
 	struct nxq_node *node;
 	char cg[4096];
 	int want, evfd = -1, devfd = -1, err, i;
-	bool first = false;
 
 	if (a->priority > NXQ_PRIORITY_MAX || a->reserved)
 		return -EINVAL;
@@ -565,7 +561,7 @@ static int nxqd_ioc_register(struct nxqd_req_ctx *r, struct nxq_holder *unused,
 	} while (err == -EBUSY);
 	if (!err) {
 		r->c->nr_holders++;
-		first = !proc->nr_holders++;
+		proc->nr_holders++;
 	}
 	pthread_mutex_unlock(&nxqd_lock);
 	if (err) {
@@ -574,8 +570,7 @@ static int nxqd_ioc_register(struct nxqd_req_ctx *r, struct nxq_holder *unused,
 		return err;
 	}
 	a->holder_id = e->id;
-	if (first)
-		nxqd_restart_save();
+	nxqd_restart_save();
 	nxqd_restart_registered(proc->tgid, proc->start);
 	return 0;
 
@@ -592,7 +587,6 @@ static int nxqd_ioc_unregister(struct nxqd_req_ctx *r, struct nxq_holder *h,
 {
 	struct nxq_holder_id *a = karg;
 	struct nxqd_hent *e;
-	bool changed;
 
 	pthread_mutex_lock(&nxqd_lock);
 	e = xa_load(&nxqd_holders, a->holder_id);
@@ -600,11 +594,10 @@ static int nxqd_ioc_unregister(struct nxqd_req_ctx *r, struct nxq_holder *h,
 		pthread_mutex_unlock(&nxqd_lock);
 		return -ENOENT;
 	}
-	changed = nxqd_hent_unlink(e);
+	nxqd_hent_unlink(e);
 	pthread_mutex_unlock(&nxqd_lock);
 	nxqd_hent_end(e);
-	if (changed)
-		nxqd_restart_save();
+	nxqd_restart_save();
 	return 0;
 }
 
@@ -676,6 +669,7 @@ static int nxqd_ioc_charge(struct nxqd_req_ctx *r, struct nxq_holder *h,
 			err = -ETIMEDOUT;
 		else
 			err = nxq_charge(h, a->bytes, timeout, &a->charged);
+		nxqd_restart_charged(proc->tgid, proc->start);
 	}
 	if (a->timeout_ns)
 		nxqd_wait_end(r->c);
@@ -1070,7 +1064,7 @@ static void *nxqd_accept_main(void *unused)
 		{ .fd = nxqd_stopfd, .events = POLLIN },
 	};
 
-	while (!nxqd_stopping) {
+	for (;;) {
 		if (poll(pfd, 2, -1) < 0)
 			continue;
 		if (pfd[1].revents)
@@ -1269,7 +1263,6 @@ void nxqd_client_stop(void)
 	struct nxqd_conn *c;
 	u64 one = 1;
 
-	nxqd_stopping = true;
 	if (write(nxqd_stopfd, &one, sizeof(one)) < 0)
 		return;
 	pthread_join(nxqd_acceptor, NULL);

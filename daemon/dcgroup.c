@@ -51,8 +51,8 @@ int nxqd_cgroup_init(const char *dir)
 	while (fgets(line, sizeof(line), mi)) {
 		/* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS [OPT...] - FSTYPE ... */
 		n = 0;
-		for (p = strtok(line, " \n"); p && n < 10;
-		     p = strtok(NULL, " \n"))
+		for (p = strtok(line, "\n "); p && n < 10;
+		     p = strtok(NULL, "\n "))
 			f[n++] = p;
 		sep = NULL;
 		for (i = 6; i < n; i++) {
@@ -206,7 +206,7 @@ struct nxq_node *nxqd_node_for_path(struct nxq_device *dev, const char *path)
 		u64 id;
 
 		if (!end) {
-			strcpy(prefix, "/");
+			strscpy(prefix, "/", sizeof(prefix));
 		} else {
 			memcpy(prefix, norm, end);
 			prefix[end] = '\0';

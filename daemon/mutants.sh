@@ -110,7 +110,12 @@ mutant wait-outlives-peer DAEMON_SRCS DAEMON_BIN client.c \
 	'nxquotad-client.nxqd_test_close_ends_wait' 'Expected'
 # The daemon: no grace window after a restart.
 mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \
-	's/while (nxqd_rs_open_locked() \&\& !nxqd_rs_listed(tgid, start)) {/while (0 \&\& !nxqd_rs_listed(tgid, start)) {/' \
+	's/while (nxqd_rs_open_locked() \&\& !nxqd_rs_find(tgid, start)) {/while (0 \&\& !nxqd_rs_find(tgid, start)) {/' \
+	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
+# The daemon: a listed client counts as restored at its first charge, not
+# after re-registering every holder it had.
+mutant restored-too-early DAEMON_SRCS DAEMON_BIN restart.c \
+	's/if (e \&\& e->seen >= e->holders \&\& !e->restored) {/if (e \&\& !e->restored) {/' \
 	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
 # The runner itself: a suite meant to fail must fail exactly so.
 make -s COMPAT_TESTS=compat/kunit_selftest.c COMPAT_BIN="$tmp/selftest" \

@@ -99,16 +99,19 @@ int nxqd_cgroup_of_pid(pid_t pid, char *buf, size_t len);
 int nxqd_client_start(const char *path, const char *group);
 /* Stop serving: end every connection, detach every holder. */
 void nxqd_client_stop(void);
+/* The ledger's holder_signal and holder_kill hooks (device lock held). */
+void nxqd_holder_signal(struct nxq_holder *h);
+void nxqd_holder_kill(struct nxq_holder *h);
 
 /* ---- restart.c: the client list and the grace window ---- */
 
 /*
- * Read the client list left in @dir (pid and start time of processes
- * that had holders), keep the living ones, and open the grace window of
+ * Read the client list left in @dir (pid, start time and number of
+ * holders of the processes that had holders), keep the living ones, and open the grace window of
  * @grace_ms if any.  Return: 0 or -errno.
  */
 int nxqd_restart_init(const char *dir, unsigned int grace_ms);
-/* The set of processes with holders changed: rewrite the list. */
+/* The holders of a process changed: rewrite the list. */
 void nxqd_restart_save(void);
 /*
  * May the process @tgid (started at @start, /proc/PID/stat ticks) charge
@@ -118,8 +121,15 @@ void nxqd_restart_save(void);
  * (-ETIMEDOUT) or the calling task is signalled (-EINTR).
  */
 int nxqd_restart_gate(pid_t tgid, u64 start, u64 *timeout_ns);
-/* A process registered a holder: a listed one is restored. */
+/*
+ * A process registered a holder, or a charge of it is done: a listed
+ * process is restored once it registered as many holders as it had and
+ * charged after the last (or NXQD_RESTORE_SETTLE_MS passed after it: its
+ * last holder had nothing to charge).
+ */
 void nxqd_restart_registered(pid_t tgid, u64 start);
+void nxqd_restart_charged(pid_t tgid, u64 start);
+#define NXQD_RESTORE_SETTLE_MS	200
 /* Stop: the list on disk stays as it is (a restart finds it). */
 void nxqd_restart_exit(void);
 
@@ -127,6 +137,7 @@ void nxqd_restart_exit(void);
 struct nxqd_client_id {
 	pid_t pid;
 	u64 start;
+	unsigned int holders;
 };
 /* The start time of @pid (/proc/PID/stat field 22), 0 if none. */
 u64 nxqd_proc_start_time(pid_t pid);

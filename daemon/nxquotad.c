@@ -26,9 +26,6 @@
 struct nxq_ledger nxqd_ledger;
 int nxqd_verbose;
 
-void nxqd_holder_signal(struct nxq_holder *h);
-void nxqd_holder_kill(struct nxq_holder *h);
-
 const struct nxq_ledger_ops nxqd_ledger_ops = {
 	.key_put	= nxqd_cgroup_key_put,
 	.key_dead	= nxqd_cgroup_key_dead,

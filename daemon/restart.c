@@ -3,15 +3,19 @@
  * nxquotad's restart: the client list and the grace window.
  *
  * The daemon keeps, in its state directory, the list of the processes
- * that have holders ("clients": one "PID START" line each, START the
- * process's start time from /proc/PID/stat), rewritten (tmp, fsync,
- * rename) whenever that set changes.  A daemon that starts and finds such
- * a list keeps the processes still alive (same pid, same start time) and
- * opens a grace window of grace_ms: until it ends, or until every listed
- * process still alive has registered a holder again, charges of other
- * processes get -EAGAIN (no wait) or wait for the window's end, so that
- * the listed clients re-charge what they held first and what fit before
- * fits again.
+ * that have holders ("clients": one "PID START HOLDERS" line each, START
+ * the process's start time from /proc/PID/stat, HOLDERS how many it has),
+ * rewritten (tmp, fsync, rename) whenever a registration or a holder's end
+ * changes it.  A daemon that starts and finds such a list keeps the
+ * processes still alive (same pid, same start time) and opens a grace
+ * window of grace_ms.  Until it ends, charges of processes not listed get
+ * -EAGAIN (no wait) or wait for its end, so that the listed clients
+ * re-charge what they held first and what fit before fits again.  The
+ * window closes early once every listed process still alive is restored:
+ * it registered HOLDERS holders again and a charge of it completed after
+ * the last of them -- or NXQD_RESTORE_SETTLE_MS passed after it, for a
+ * last holder that had nothing to charge.  (libnxquota restores holder by
+ * holder: register, then charge what it held.)
  */
 #include <linux/types.h>
 #include <fcntl.h>
@@ -33,6 +37,9 @@ static char nxqd_rs_file[PATH_MAX];
 static struct nxqd_rs_ent {
 	pid_t pid;
 	u64 start;
+	unsigned int holders;		/* it had */
+	unsigned int seen;		/* registered again */
+	u64 last_ns;			/* when the last of them came */
 	bool restored;
 } *nxqd_rs_list;			/* nxqd_rs_lock */
 static size_t nxqd_rs_n;		/* nxqd_rs_lock */
@@ -60,10 +67,16 @@ static bool nxqd_rs_open_locked(void)
 	if (!nxqd_rs_end_ns)
 		return false;
 	if (nxqd_mono_ns() < nxqd_rs_end_ns) {
-		for (i = 0; i < nxqd_rs_n; i++)
-			if (!nxqd_rs_list[i].restored &&
-			    nxqd_rs_alive(&nxqd_rs_list[i]))
+		for (i = 0; i < nxqd_rs_n; i++) {
+			struct nxqd_rs_ent *e = &nxqd_rs_list[i];
+
+			if (!e->restored && e->seen >= e->holders &&
+			    nxqd_mono_ns() - e->last_ns >=
+			    NXQD_RESTORE_SETTLE_MS * NSEC_PER_MSEC)
+				e->restored = true;
+			if (!e->restored && nxqd_rs_alive(e))
 				return true;
+		}
 	}
 	nxqd_rs_end_ns = 0;
 	if (nxqd_verbose)
@@ -76,6 +89,8 @@ int nxqd_restart_init(const char *dir, unsigned int grace_ms)
 	unsigned long long start;
 	struct nxqd_rs_ent *m;
 	size_t cap = 0, alive = 0;
+	unsigned int holders;
+	char line[128];
 	FILE *f;
 	int pid;
 
@@ -87,9 +102,10 @@ int nxqd_restart_init(const char *dir, unsigned int grace_ms)
 	f = fopen(nxqd_rs_file, "re");
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
-	while (fscanf(f, "%d %llu", &pid, &start) == 2 &&
-	       nxqd_rs_n < NXQD_LIST_MAX) {
-		if (pid <= 0)
+	while (fgets(line, sizeof(line), f) && nxqd_rs_n < NXQD_LIST_MAX) {
+		holders = 1;
+		if (sscanf(line, "%d %llu %u", &pid, &start, &holders) < 2 ||
+		    pid <= 0 || !holders)
 			continue;
 		if (nxqd_rs_n == cap) {
 			cap = cap ? 2 * cap : 64;
@@ -99,9 +115,10 @@ int nxqd_restart_init(const char *dir, unsigned int grace_ms)
 			nxqd_rs_list = m;
 		}
 		m = &nxqd_rs_list[nxqd_rs_n];
+		memset(m, 0, sizeof(*m));
 		m->pid = pid;
 		m->start = start;
-		m->restored = false;
+		m->holders = holders;
 		if (nxqd_rs_alive(m)) {
 			nxqd_rs_n++;
 			alive++;
@@ -129,16 +146,6 @@ void nxqd_restart_exit(void)
 	pthread_mutex_unlock(&nxqd_rs_lock);
 }
 
-static bool nxqd_rs_listed(pid_t tgid, u64 start)
-{
-	size_t i;
-
-	for (i = 0; i < nxqd_rs_n; i++)
-		if (nxqd_rs_list[i].pid == tgid &&
-		    nxqd_rs_list[i].start == start)
-			return true;
-	return false;
-}
 
 void nxqd_restart_save(void)
 {
@@ -175,8 +182,8 @@ void nxqd_restart_save(void)
 		goto out;
 	}
 	for (i = 0; i < got; i++)
-		fprintf(f, "%d %llu\n", ids[i].pid,
-			(unsigned long long)ids[i].start);
+		fprintf(f, "%d %llu %u\n", ids[i].pid,
+			(unsigned long long)ids[i].start, ids[i].holders);
 	/* listed clients not back yet stay listed while the window is open */
 	if (nxqd_rs_open_locked()) {
 		for (i = 0; i < nxqd_rs_n; i++) {
@@ -188,8 +195,9 @@ void nxqd_restart_save(void)
 				dup |= ids[k].pid == e->pid &&
 				       ids[k].start == e->start;
 			if (!dup && !e->restored)
-				fprintf(f, "%d %llu\n", e->pid,
-					(unsigned long long)e->start);
+				fprintf(f, "%d %llu %u\n", e->pid,
+					(unsigned long long)e->start,
+					e->holders);
 		}
 	}
 	if (fflush(f) || fsync(fileno(f))) {
@@ -205,16 +213,38 @@ out:
 	free(ids);
 }
 
-void nxqd_restart_registered(pid_t tgid, u64 start)
+static struct nxqd_rs_ent *nxqd_rs_find(pid_t tgid, u64 start)
 {
 	size_t i;
 
+	for (i = 0; i < nxqd_rs_n; i++)
+		if (nxqd_rs_list[i].pid == tgid &&
+		    nxqd_rs_list[i].start == start)
+			return &nxqd_rs_list[i];
+	return NULL;
+}
+
+void nxqd_restart_registered(pid_t tgid, u64 start)
+{
+	struct nxqd_rs_ent *e;
+
 	pthread_mutex_lock(&nxqd_rs_lock);
-	if (nxqd_rs_end_ns) {
-		for (i = 0; i < nxqd_rs_n; i++)
-			if (nxqd_rs_list[i].pid == tgid &&
-			    nxqd_rs_list[i].start == start)
-				nxqd_rs_list[i].restored = true;
+	e = nxqd_rs_end_ns ? nxqd_rs_find(tgid, start) : NULL;
+	if (e) {
+		e->seen++;
+		e->last_ns = nxqd_mono_ns();
+	}
+	pthread_mutex_unlock(&nxqd_rs_lock);
+}
+
+void nxqd_restart_charged(pid_t tgid, u64 start)
+{
+	struct nxqd_rs_ent *e;
+
+	pthread_mutex_lock(&nxqd_rs_lock);
+	e = nxqd_rs_end_ns ? nxqd_rs_find(tgid, start) : NULL;
+	if (e && e->seen >= e->holders && !e->restored) {
+		e->restored = true;
 		nxqd_rs_open_locked();
 	}
 	pthread_mutex_unlock(&nxqd_rs_lock);
@@ -226,7 +256,7 @@ int nxqd_restart_gate(pid_t tgid, u64 start, u64 *timeout_ns)
 	int err = 0;
 
 	pthread_mutex_lock(&nxqd_rs_lock);
-	while (nxqd_rs_open_locked() && !nxqd_rs_listed(tgid, start)) {
+	while (nxqd_rs_open_locked() && !nxqd_rs_find(tgid, start)) {
 		if (!*timeout_ns) {
 			err = -EAGAIN;
 			break;

@@ -35,7 +35,7 @@ static bool cg_root(char *root, size_t len)
 		return false;
 	while (!found && fgets(line, sizeof(line), mi)) {
 		n = 0;
-		for (p = strtok(line, " \n"); p && n < 10; p = strtok(NULL, " \n"))
+		for (p = strtok(line, "\n "); p && n < 10; p = strtok(NULL, "\n "))
 			f[n++] = p;
 		for (i = 6; i + 1 < n; i++) {
 			if (!strcmp(f[i], "-")) {
@@ -143,7 +143,7 @@ static int reg_fds(int fd, int efd, int devfd, u64 *id, const int *fds,
 	size_t rlen;
 	int err;
 
-	strcpy(r.device, KEY);
+	strscpy(r.device, KEY, sizeof(r.device));
 	if (devfd >= 0) {
 		r.flags = NXQ_HOLDER_DEVFD;
 		r.devfd = devfd;
@@ -233,11 +233,10 @@ static u64 now_ms(void)
 	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
 }
 
-/* The pids in the daemon's client list (@d's clients file), or -1. */
+/* How often @pid is in the daemon's client list (@d's clients file). */
 static int listed(struct daemon *d, pid_t pid)
 {
-	char p[128];
-	unsigned long long start;
+	char p[128], line[128];
 	int n = 0, got;
 	FILE *f;
 
@@ -245,8 +244,8 @@ static int listed(struct daemon *d, pid_t pid)
 	f = fopen(p, "re");
 	if (!f)
 		return errno == ENOENT ? 0 : -1;
-	while (fscanf(f, "%d %llu", &got, &start) == 2)
-		n += got == pid;
+	while (fgets(line, sizeof(line), f))
+		n += sscanf(line, "%d", &got) == 1 && got == pid;
 	fclose(f);
 	return n;
 }
@@ -327,7 +326,7 @@ static void nxqd_test_charge(struct kunit *test)
 		struct nxq_holder_reg r = { .size = sizeof(r), .eventfd = -1 };
 		size_t rlen;
 
-		strcpy(r.device, "nodev");
+		strscpy(r.device, "nodev", sizeof(r.device));
 		KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_HOLDER_REGISTER, 0, &r,
 					   sizeof(r), NULL, &rlen), -ENODEV);
 	}
@@ -360,7 +359,8 @@ static void nxqd_test_register_fds(struct kunit *test)
 	KUNIT_ASSERT_GE(test, nul, 0);
 	KUNIT_ASSERT_GE(test, zero, 0);
 	/* a first holder: the daemon keeps a pidfd for this process */
-	fds[0] = efd, fds[1] = nul;
+	fds[0] = efd;
+	fds[1] = nul;
 	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, nul, &id, fds, 2), 0);
 	KUNIT_EXPECT_EQ(test, unreg(fd, id), 0);
 	usleep_range(100000, 101000);
@@ -373,23 +373,28 @@ static void nxqd_test_register_fds(struct kunit *test)
 	/* none announced, one sent */
 	KUNIT_EXPECT_EQ(test, reg_fds(fd, -1, -1, &id, &efd, 1), -EBADF);
 	/* one too many */
-	fds[0] = efd, fds[1] = nul, fds[2] = efd2;
+	fds[0] = efd;
+	fds[1] = nul;
+	fds[2] = efd2;
 	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, nul, &id, fds, 3), -EBADF);
 	/* an "eventfd" that is a pipe */
-	fds[0] = p[0], fds[1] = nul;
+	fds[0] = p[0];
+	fds[1] = nul;
 	KUNIT_EXPECT_EQ(test, reg_fds(fd, p[0], nul, &id, fds, 2), -EINVAL);
 	/* a descriptor with another command */
 	KUNIT_EXPECT_EQ(test, call_fds(fd, NXQ_IOC_VERSION, 0, &v, sizeof(v),
 				       NULL, &rlen, &efd, 1), -EINVAL);
 	/* the device's node: required, and the right one */
 	KUNIT_EXPECT_EQ(test, reg(fd, efd, &id), -EACCES);
-	fds[0] = efd, fds[1] = zero;
+	fds[0] = efd;
+	fds[1] = zero;
 	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, zero, &id, fds, 2), -EACCES);
 	/* nothing was kept: every descriptor received is closed */
 	KUNIT_EXPECT_EQ(test, fds_wait(d.pid, before), before);
 	KUNIT_EXPECT_EQ(test, listed(&d, getpid()), 0);
 	/* and the right way works, keeping just the eventfd */
-	fds[0] = efd, fds[1] = nul;
+	fds[0] = efd;
+	fds[1] = nul;
 	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, nul, &id, fds, 2), 0);
 	KUNIT_EXPECT_EQ(test, charge(fd, id, 100, 0, 0, NULL), 0);
 	KUNIT_EXPECT_EQ(test, count_fds(d.pid), before + 1);
@@ -661,35 +666,48 @@ static void nxqd_test_close_ends_wait(struct kunit *test)
 }
 
 /*
- * The restarted client: a child process that registers and charges 600
- * on a fresh connection when told ('c' on @cmd; the result on @res).
+ * The restarted client, a child process that does what it is told on
+ * @cmd and answers each with an errno on @res: 'n' a new connection, 'r'
+ * register a holder on it, 'h' charge 300 on the last holder.
  */
 static void client_loop(const char *sock, int cmd, int res)
 {
 	int c = -1, e = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK), err;
 	char op;
-	u64 id;
+	u64 id = 0;
 
-	while (read(cmd, &op, 1) == 1 && op == 'c') {
-		if (c >= 0)
-			close(c);
-		c = dial(sock, SOCK_SEQPACKET);
-		err = c < 0 ? c : reg(c, e, &id);
-		if (!err)
-			err = charge(c, id, 600, 0, 0, NULL);
+	while (read(cmd, &op, 1) == 1) {
+		switch (op) {
+		case 'n':
+			if (c >= 0)
+				close(c);
+			c = dial(sock, SOCK_SEQPACKET);
+			err = c < 0 ? c : 0;
+			break;
+		case 'r':
+			err = reg(c, e, &id);
+			break;
+		case 'h':
+			err = charge(c, id, 300, 0, 0, NULL);
+			break;
+		default:
+			err = -EINVAL;
+		}
 		if (write(res, &err, sizeof(err)) != sizeof(err))
 			break;
 	}
 	_exit(0);
 }
 
-static int tell(int cmd, int res)
+/* Tell the client to do @ops, one by one; the first error, or 0. */
+static int tell(int cmd, int res, const char *ops)
 {
-	int err = 1;
+	int err = 0;
 
-	if (write(cmd, "c", 1) != 1 || read(res, &err, sizeof(err)) !=
-	    sizeof(err))
-		return 1;
+	for (; *ops && !err; ops++)
+		if (write(cmd, ops, 1) != 1 ||
+		    read(res, &err, sizeof(err)) != sizeof(err))
+			return 1;
 	return err;
 }
 
@@ -717,7 +735,8 @@ static void nxqd_test_restart_grace(struct kunit *test)
 	}
 	close(cmd[0]);
 	close(res[1]);
-	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0]), 0);
+	/* X holds 600 in two holders */
+	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0], "nrhrh"), 0);
 	KUNIT_EXPECT_EQ(test, listed(&d, x), 1);
 
 	/* a crash: the list stays; the next daemon gives X 5 s */
@@ -733,8 +752,13 @@ static void nxqd_test_restart_grace(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, charge(fd, id, 600, 0, 0, NULL), -EAGAIN);
 	KUNIT_EXPECT_EQ(test, charge(fd, id, 600, NXQ_CHARGE_WAIT,
 				     100 * NSEC_PER_MSEC, NULL), -ETIMEDOUT);
-	/* X comes back and restores its 600; the window closes early */
-	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0]), 0);
+	/* X comes back holder by holder; until its last charge, Y waits */
+	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0], "nrh"), 0);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 100, 0, 0, NULL), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0], "r"), 0);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 100, 0, 0, NULL), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0], "h"), 0);
+	/* restored: the window closed early, and X's 600 came first */
 	KUNIT_EXPECT_EQ(test, charge(fd, id, 600, 0, 0, NULL), -EDQUOT);
 	KUNIT_EXPECT_EQ(test, charge(fd, id, 400, 0, 0, NULL), 0);
 	t = now_ms() - t0;
