@@ -8,6 +8,10 @@
  *                 them through: no authority here); dlsym(RTLD_NEXT) from
  *                 another library still finds the library after that one
  *   app bare      the same calls give the driver's own entry points
+ *   app budget    (daemon.sh, under a budget) takes 1 MiB blocks with
+ *                 cuMemAlloc until refused and says
+ *                 "allocated N error E", waits for a line on stdin, frees
+ *                 them, says "freed", waits for a line, exits
  * Exit 0 when all holds, 1 with a message otherwise.
  */
 #define _GNU_SOURCE
@@ -27,6 +31,37 @@ static int from_preload(void *fn)
 	Dl_info di;
 
 	return fn && dladdr(fn, &di) && di.dli_fname && strstr(di.dli_fname, "libnxquota-preload");
+}
+
+static int budget(CUresult (*gpa)(const char *, void **, int, uint64_t, int *))
+{
+	CUresult (*alloc)(CUdeviceptr *, size_t);
+	CUresult (*fr)(CUdeviceptr);
+	CUdeviceptr p[64];
+	CUresult e = 0;
+	char line[16];
+	int n;
+
+	if (gpa("cuMemAlloc", (void **)&alloc, 12000, 0, NULL) ||
+	    gpa("cuMemFree", (void **)&fr, 12000, 0, NULL))
+		return 1;
+	for (n = 0; n < 64; n++) {
+		e = alloc(&p[n], 1 << 20);
+		if (e)
+			break;
+	}
+	printf("allocated %d error %d\n", n, e);
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	while (n--)
+		if (fr(p[n]))
+			return 1;
+	printf("freed\n");
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		return 1;
+	return 0;
 }
 
 int main(int argc, char **argv)
@@ -51,6 +86,8 @@ int main(int argc, char **argv)
 	CHECK(gpa && calls);
 	if (!gpa || !calls)
 		return 1;
+	if (argc > 1 && !strcmp(argv[1], "budget"))
+		return budget(gpa);
 	CHECK(from_preload((void *)gpa) == want);
 	CHECK(gpa("cuMemAlloc", (void **)&alloc, 12000, 0, NULL) == 0);
 	CHECK(gpa("cuMemFree", (void **)&fr, 12000, 0, NULL) == 0);
