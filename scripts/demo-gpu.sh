@@ -52,6 +52,7 @@ done
 mkdir -p "$OUT" || exit 1
 OUT=$(cd "$OUT" && pwd)
 
+J=-j$(nproc 2>/dev/null || echo 1)
 GNUPLOT=${GNUPLOT-gnuplot}	# GNUPLOT= draws SVG with bench/csv2svg.awk
 rc=0
 say() { echo; echo "== $*"; }
@@ -69,7 +70,7 @@ size() {	# "8G" -> bytes
 # ---- the driver: a GPU, or the fake one ----------------------------------
 FAKE=${NXQ_FAKE_CUDA:-}
 if [ -n "$FAKE" ]; then
-	make -s -C "$TOP/tests/fakecuda" >/dev/null || exit 1
+	make -s $J -C "$TOP/tests/fakecuda" >/dev/null || exit 1
 	export LD_LIBRARY_PATH=$TOP/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 	export NXQ_FAKE_CUDA=1
 fi
@@ -85,11 +86,11 @@ pick() {	# name built-path: the built one, else the carried one
 }
 if [ "$MODE" = prebuild ]; then
 	mkdir -p "$BIN" || exit 1
-	make -s -C "$TOP/bench" || exit 1
+	make -s $J -C "$TOP/bench" || exit 1
 	cp "$TOP/bench/gpu_tenant" "$TOP/bench/gpu_press" "$BIN/"
 	# libnl linked statically, the C library dynamically (devices sync dlopens libcuda)
 	nl="-Wl,-Bstatic -lnl-genl-3 -lnl-3 -Wl,-Bdynamic"
-	make -s -C "$TOP/daemon" B="$BIN/daemon" SAN= NL_LIBS="$nl" "$BIN/daemon/nxquotad" || exit 1
+	make -s $J -C "$TOP/daemon" B="$BIN/daemon" SAN= NL_LIBS="$nl" "$BIN/daemon/nxquotad" || exit 1
 	cp "$BIN/daemon/nxquotad" "$BIN/"
 	# tools/Makefile's nxquotactl rule, with libnl static
 	cc -O2 -g -std=gnu11 -I"$TOP/include/uapi" -I"$TOP/lib" \
@@ -110,7 +111,7 @@ echo "== this machine: $(uname -sr); cgroup2: $(awk '$0 ~ / - cgroup2 / { print 
 	echo "no (or no python3)")"
 echo "== build: the library, bench/gpu_tenant and bench/gpu_press"
 t=$TOP/bench/gpu_tenant; p=$TOP/bench/gpu_press
-nice make -s -C "$TOP/bench" >/dev/null 2>"$OUT/build.log" ||
+nice make -s $J -C "$TOP/bench" >/dev/null 2>"$OUT/build.log" ||
 	{ t=/nonexistent; p=/nonexistent; tail -5 "$OUT/build.log"; }
 TENANT=$(pick gpu_tenant "$t") || exit 1
 PRESS=$(pick gpu_press "$p") || exit 1
@@ -142,9 +143,9 @@ echo "== build: nxquotad and nxquotactl"
 # The daemon without sanitizers (SAN=): the figures time it.
 DBUILD=$TOP/build/nxquotad-demo
 d=$DBUILD/nxquotad; c=$TOP/tools/nxquotactl
-nice make -s -C "$TOP/daemon" B="$DBUILD" SAN= "$DBUILD/nxquotad" >/dev/null 2>>"$OUT/build.log" ||
+nice make -s $J -C "$TOP/daemon" B="$DBUILD" SAN= "$DBUILD/nxquotad" >/dev/null 2>>"$OUT/build.log" ||
 	{ d=/nonexistent; tail -5 "$OUT/build.log"; }
-nice make -s -C "$TOP/tools" >/dev/null 2>>"$OUT/build.log" || { c=/nonexistent; tail -5 "$OUT/build.log"; }
+nice make -s $J -C "$TOP/tools" >/dev/null 2>>"$OUT/build.log" || { c=/nonexistent; tail -5 "$OUT/build.log"; }
 NXQD=$(pick nxquotad "$d") || exit 1
 CTL=$(pick nxquotactl "$c") || exit 1
 
@@ -408,8 +409,8 @@ mkcg $T
 echo
 echo "== (c) idle-reserved memory: static split vs nxquota, ${SECS} s each, capacity $(mib "$CAP")"
 plan() {	# mode
-	# both start on the same CLOCK_MONOTONIC tick, 3 s from now (CUDA set up)
-	t0=$(( $("$TENANT" --now) + 3000000 ))
+	# both start on the same CLOCK_MONOTONIC tick, 5 s from now (CUDA set up)
+	t0=$(( $("$TENANT" --now) + 5000000 ))
 	if [ "$1" = static ]; then
 		io="--unmanaged $((CAP / 2))"; to="--unmanaged $((CAP / 2))"
 	else
