@@ -356,6 +356,9 @@ static void plan_run(const char *plan, uint64_t cap, uint64_t start_us, uint64_t
 	if (!f)
 		die("%s: %s", samples, strerror(errno));
 	fprintf(f, "tick,t_ms,group,demand,in_use,mapped,charged,refused\n");
+	if (now_us() > start_us)
+		fprintf(stderr, "gpu_tenant %s: ready %.0f ms after the start: the first ticks "
+			"run late\n", name, (double)(now_us() - start_us) / 1e3);
 	for (uint64_t k = 0; k < ticks; k++) {
 		uint64_t at = start_us + k * tick_ms * 1000, got = 0, held, want, refused = 0;
 		struct nxq_stats s;
