@@ -428,6 +428,7 @@ plan() {	# mode
 	p2=$!
 	wait $p1 || { unexpected "$1 inference failed"; cat "$RUN/$1-inference.out"; }
 	wait $p2 || { unexpected "$1 training failed"; cat "$RUN/$1-training.out"; }
+	grep -h "run late" "$RUN/$1-inference.out" "$RUN/$1-training.out" | sed 's/^/   /'
 }
 "$CTL" devices capacity "$KEY" "$CAP" || unexpected "capacity"
 "$CTL" set $I "$KEY" max="$CAP" min=$((CAP / 2)) || unexpected "budget $I"
