@@ -358,7 +358,7 @@ static struct sk_holder *holder_get(struct sk *s, uint64_t id)
 	struct sk_holder *h = NULL;
 
 	pthread_mutex_lock(&s->mu);
-	if (id && id <= (uint64_t)s->nh && s->h[id - 1]->live)
+	if (id && id <= (uint64_t)s->nh && s->h[id - 1] && s->h[id - 1]->live)
 		h = s->h[id - 1];
 	pthread_mutex_unlock(&s->mu);
 	return h;
@@ -495,7 +495,7 @@ static int sk_reconnect(struct nxq_ctx *ctx, unsigned int epoch)
 			if (!r && !err && v.abi_version != NXQ_ABI_VERSION)
 				r = -EPROTO;
 			for (int i = 0; !r && i < s->nh; i++)
-				if (s->h[i]->live)
+				if (s->h[i] && s->h[i]->live)
 					r = restore_holder(s, fd, s->h[i]);
 			if (!r)
 				break;
@@ -696,12 +696,16 @@ static int sk_unregister(struct nxq_ctx *ctx, uint64_t holder)
 	if (hid.holder_id)
 		r = sk_req(s, SK_IOC(NXQ_IOC_HOLDER_UNREGISTER), &hid, sizeof(hid), 0, NULL, 0,
 			   &err);
+	/* No other call uses it now (the arena is detached): free it; ids are not reused. */
+	pthread_mutex_lock(&s->mu);
+	s->h[holder - 1] = NULL;
+	pthread_mutex_unlock(&s->mu);
 	sk_end(ctx);
 	if (h->evfd >= 0)
 		close(h->evfd);
 	if (h->devfd >= 0)
 		close(h->devfd);
-	h->evfd = h->devfd = -1;
+	free(h);
 	if (is_gone(r))		/* ended with the connection; the restore leaves it out */
 		return sk_reconnect(ctx, epoch);
 	return r ? r : err;
@@ -1002,6 +1006,8 @@ static void sk_free(struct sk *s, int child)
 		free(c);
 	}
 	for (int i = 0; i < s->nh; i++) {
+		if (!s->h[i])
+			continue;
 		if (s->h[i]->evfd >= 0)
 			close(s->h[i]->evfd);
 		if (s->h[i]->devfd >= 0)

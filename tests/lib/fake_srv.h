@@ -553,6 +553,17 @@ static void fs_zero(void)
 	pthread_mutex_unlock(&fs.mu);
 }
 
+/* A counter of fs, read under its lock. */
+static int fs_get(const int *field)
+{
+	int v;
+
+	pthread_mutex_lock(&fs.mu);
+	v = *field;
+	pthread_mutex_unlock(&fs.mu);
+	return v;
+}
+
 static uint64_t fs_holder_charged(int i)
 {
 	uint64_t v;

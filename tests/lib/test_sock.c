@@ -245,14 +245,14 @@ static void test_conn_refused_is_not_gone(void **state)
 	fs_start(4 * MiB);
 	fs_zero();
 	c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
-	a = mk(c, 0, 300);
+	a = mk(c, 0, 2000);
 	b = mk(c, 0, 0);
 	fs.conn_limit = 1;		/* the one connection the context has */
 	assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &p), 0);
 	/* A's growth waits on the only connection ... */
 	slow.a = a;
 	pthread_create(&t, NULL, slow_fn, NULL);
-	for (i = 0; i < 5000 && !__atomic_load_n(&fs.waiting, __ATOMIC_RELAXED); i++)
+	for (i = 0; i < 5000 && !fs_get(&fs.wait_charges); i++)
 		usleep(1000);
 	assert_true(i < 5000);
 	/* ... B's request needs another, which the daemon refuses */
@@ -309,7 +309,7 @@ static void test_waiting_charges_leave_a_connection(void **state)
 	idle_granules(b, 8);			/* full of B's idle memory */
 	for (i = 0; i < NW; i++)
 		pthread_create(&t[i], NULL, many_fn, (void *)(intptr_t)i);
-	for (i = 0; i < 5000 && __atomic_load_n(&fs.waiting, __ATOMIC_RELAXED) < NW - 1; i++)
+	for (i = 0; i < 5000 && fs_get(&fs.waiting) < NW - 1; i++)
 		usleep(1000);
 	assert_true(i < 5000);
 	usleep(500000);				/* the eighth gets as far as it can */
@@ -464,7 +464,7 @@ static void test_reconnect_waiting_charge(void **state)
 	assert_int_equal(nxq_alloc(a, 8 * MiB, 0, &p), 0);
 	waiter.a = a;
 	pthread_create(&t, NULL, waiter_fn, NULL);
-	for (i = 0; i < 5000 && !__atomic_load_n(&fs.waiting, __ATOMIC_RELAXED); i++)
+	for (i = 0; i < 5000 && !fs_get(&fs.waiting); i++)
 		usleep(1000);
 	assert_true(i < 5000);
 	fs_stop();
