@@ -68,6 +68,7 @@ struct fake_srv {
 	int victim;			/* holder index ticketed by a waiting charge, -1 */
 	int conn_limit;			/* open connections beyond it closed at accept; 0: none */
 	int conns_refused;
+	int hostile;			/* see fs_hostile() */
 	int die_on;			/* _IOC_NR of a command: die on receiving it (once) */
 	uint64_t die_cap;		/* and start again with this capacity */
 	/* what was seen */
@@ -311,8 +312,66 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 	return -ENOTTY;
 }
 
+/* A counter of fs, read under its lock. */
+static int fs_get(const int *field)
+{
+	int v;
+
+	pthread_mutex_lock(&fs.mu);
+	v = *field;
+	pthread_mutex_unlock(&fs.mu);
+	return v;
+}
+
 static void fs_stop(void);
 static void fs_start(uint64_t cap);
+
+/*
+ * A hostile daemon (fs.hostile): 1 attaches a descriptor to the reply,
+ * 2 answers a positive "errno", 3 a reply shorter than its header,
+ * 4 a reply longer than any struct.  Returns 1 if it replied.
+ */
+static int fs_hostile(int fd, void *rep, size_t len)
+{
+	union {
+		char c[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	static char big[NXQD_ARG_MAX + 64];
+	struct iovec iov = { rep, len };
+	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+	int mode = fs_get(&fs.hostile), x;
+
+	switch (mode) {
+	case 1:
+		x = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		memset(&cm, 0, sizeof(cm));
+		m.msg_control = cm.c;
+		m.msg_controllen = sizeof(cm.c);
+		c = CMSG_FIRSTHDR(&m);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &x, sizeof(int));
+		sendmsg(fd, &m, MSG_NOSIGNAL);
+		close(x);
+		return 1;
+	case 2:
+		((struct nxqd_rep *)rep)->err = 5;
+		send(fd, rep, len, MSG_NOSIGNAL);
+		return 1;
+	case 3:
+		send(fd, rep, 3, MSG_NOSIGNAL);
+		return 1;
+	case 4:
+		memset(big, 0, sizeof(big));
+		memcpy(big, rep, len);
+		send(fd, big, sizeof(big), MSG_NOSIGNAL);
+		return 1;
+	}
+	return 0;
+}
 
 static void *fs_die_fn(void *arg)
 {
@@ -402,6 +461,8 @@ static void *fs_conn(void *arg)
 		out.rep.err = r;
 		out.rep.reserved = 0;
 		memcpy(out.arg, in.arg, outlen);
+		if (fs_hostile(fd, &out, sizeof(out.rep) + (r ? 0 : outlen)))
+			continue;
 		if (send(fd, &out, sizeof(out.rep) + (r ? 0 : outlen), MSG_NOSIGNAL) < 0)
 			break;
 	}
@@ -463,6 +524,7 @@ static void fs_start(uint64_t cap)
 	fs.victim = -1;
 	fs.conn_limit = 0;
 	fs.conns_refused = 0;
+	fs.hostile = 0;
 	fs.next_id = 1 + 1000 * (uint64_t)fs.restarts;
 	fs.owner = getpid();
 	pthread_mutex_unlock(&fs.mu);
@@ -551,17 +613,6 @@ static void fs_zero(void)
 	fs.accepted = 0;
 	fs.max_open_conns = fs.open_conns;
 	pthread_mutex_unlock(&fs.mu);
-}
-
-/* A counter of fs, read under its lock. */
-static int fs_get(const int *field)
-{
-	int v;
-
-	pthread_mutex_lock(&fs.mu);
-	v = *field;
-	pthread_mutex_unlock(&fs.mu);
-	return v;
 }
 
 static uint64_t fs_holder_charged(int i)

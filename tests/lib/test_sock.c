@@ -20,6 +20,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -550,6 +551,49 @@ static void test_restore_refused(void **state)
 	assert_int_equal(fs_used(), 0);
 }
 
+/*
+ * A hostile daemon (whatever $NXQUOTA_SOCKET points at): descriptors in
+ * replies are closed, malformed replies are -EPROTO and change nothing,
+ * and the library neither crashes nor reads past what came.
+ */
+static int nfds_open(void)
+{
+	int n = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n - 1;	/* the DIR's own */
+}
+
+static void test_hostile_daemon(void **state)
+{
+	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
+	struct nxq_arena *a = mk(c, 0, 0);
+	void *p, *q;
+	int before;
+
+	assert_int_equal(nxq_alloc(a, G, 0, &p), 0);
+	before = nfds_open();
+	fs.hostile = 1;				/* a descriptor with the reply */
+	assert_int_equal(nxq_alloc(a, G, 0, &q), 0);
+	assert_int_equal(nfds_open(), before);	/* closed, not kept */
+	assert_int_equal(nxq_free(a, q), 0);
+	assert_true(nxq_arena_trim(a, 0, 0) >= 0);
+	for (int mode = 2; mode <= 4; mode++) {
+		fs.hostile = mode;
+		assert_int_equal(nxq_alloc(a, G, 0, &q), -EPROTO);
+		assert_int_equal(charged(a), 2 * MiB);	/* nothing taken as granted */
+	}
+	fs.hostile = 0;
+	assert_int_equal(nfds_open(), before);
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
 /* ---- choosing the authority ---- */
 
 static int accepted(void)
@@ -666,6 +710,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reconnect_waiting_charge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uncharge_and_answer_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_daemon, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_selection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
 	};
