@@ -71,6 +71,7 @@ struct nxqd_proc {
 	pid_t tgid;
 	u64 start;			/* /proc/PID/stat field 22 */
 	int pidfd;
+	int cgfd;			/* its /proc/PID/cgroup, or -1 */
 	int refs;			/* nxqd_lock: list + holders */
 	unsigned int nr_holders;	/* nxqd_lock */
 	bool dead;			/* nxqd_lock: its pidfd polled */
@@ -174,6 +175,8 @@ static void nxqd_proc_put_locked(struct nxqd_proc *p)
 	if (--p->refs)
 		return;
 	close(p->pidfd);
+	if (p->cgfd >= 0)
+		close(p->cgfd);
 	free(p);
 }
 
@@ -228,6 +231,20 @@ static struct nxqd_proc *nxqd_proc_get(struct nxqd_conn *c, pid_t pid,
 		close(pidfd);
 		return ERR_PTR(-ENOMEM);
 	}
+	/* read at each charge: the charge follows a process that moved */
+	{
+		char file[64];
+
+		snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+		p->cgfd = open(file, O_RDONLY | O_CLOEXEC);
+	}
+	if (p->cgfd < 0 || nxqd_pidfd_exited(pidfd)) {
+		if (p->cgfd >= 0)
+			close(p->cgfd);
+		close(pidfd);
+		free(p);
+		return ERR_PTR(-ESRCH);
+	}
 	p->tgid = pid;
 	p->start = start;
 	p->pidfd = pidfd;
@@ -237,6 +254,7 @@ static struct nxqd_proc *nxqd_proc_get(struct nxqd_conn *c, pid_t pid,
 		if (cur->tgid == pid && !cur->dead) {	/* made meanwhile */
 			cur->refs++;
 			pthread_mutex_unlock(&nxqd_lock);
+			close(p->cgfd);
 			close(pidfd);
 			free(p);
 			return cur;
@@ -248,6 +266,7 @@ static struct nxqd_proc *nxqd_proc_get(struct nxqd_conn *c, pid_t pid,
 		int err = -errno;
 
 		pthread_mutex_unlock(&nxqd_lock);
+		close(p->cgfd);
 		close(pidfd);
 		free(p);
 		return ERR_PTR(err);
@@ -513,7 +532,7 @@ static int nxqd_ioc_register(struct nxqd_req_ctx *r, struct nxq_holder *unused,
 		proc = NULL;
 		goto out_files;
 	}
-	err = nxqd_cgroup_of_pid(r->pid, cg, sizeof(cg));
+	err = nxqd_cgroup_read(proc->cgfd, cg, sizeof(cg));
 	if (err)
 		goto out_files;
 
@@ -627,6 +646,37 @@ static int nxqd_ioc_charge_check(const void *karg)
 	return 0;
 }
 
+/*
+ * The module's nxq_follow_cgroup(): a process moved to another cgroup
+ * charges its new cgroup from its next charge on; what it charged before
+ * stays where it was (a residue).
+ */
+static int nxqd_follow_cgroup(struct nxq_holder *h, struct nxqd_proc *p)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *node;
+	char cg[4096];
+	int err;
+
+	if (nxqd_cgroup_read(p->cgfd, cg, sizeof(cg)))
+		return 0;	/* exiting: its holders end */
+	if (!strcmp(cg, nxqd_cgroup_key_path(READ_ONCE(h->node)->key)))
+		return 0;
+	mutex_lock(&nxqd_ledger.lock);
+	node = nxqd_node_for_path(dev, cg);
+	if (IS_ERR(node)) {
+		err = PTR_ERR(node);
+	} else {
+		err = nxq_holder_rehome(h, node);
+		if (err)
+			nxq_node_put(node);
+		if (err == -ENOENT)	/* detached, or moved already */
+			err = 0;
+	}
+	mutex_unlock(&nxqd_ledger.lock);
+	return err;
+}
+
 /* A waiting charge: the watcher interrupts it if the peer hangs up. */
 static void nxqd_wait_begin(struct nxqd_conn *c)
 {
@@ -660,6 +710,9 @@ static int nxqd_ioc_charge(struct nxqd_req_ctx *r, struct nxq_holder *h,
 	u64 timeout = a->timeout_ns;
 	int err;
 
+	err = nxqd_follow_cgroup(h, proc);
+	if (err)
+		return err;
 	if (timeout)
 		nxqd_wait_begin(r->c);
 	/* after a restart, the listed clients restore first */

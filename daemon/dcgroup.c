@@ -283,31 +283,41 @@ out:
 	return err;
 }
 
-int nxqd_cgroup_of_pid(pid_t pid, char *buf, size_t len)
+int nxqd_cgroup_read(int fd, char *buf, size_t len)
 {
-	char file[64], line[PATH_MAX + 8];
-	int err = -ENOENT;
+	char text[PATH_MAX + 4096], *line, *end;
+	ssize_t got;
 	size_t n;
-	FILE *f;
 
-	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
-	f = fopen(file, "re");
-	if (!f)
-		return errno == ENOENT ? -ESRCH : -errno;
-	while (fgets(line, sizeof(line), f)) {
+	got = pread(fd, text, sizeof(text) - 1, 0);
+	if (got < 0)
+		return errno == ESRCH ? -ESRCH : -errno;
+	text[got] = '\0';
+	/* "0::PATH" is the cgroup2 line, among v1 hierarchies' lines */
+	for (line = text; line && *line; line = end ? end + 1 : NULL) {
+		end = strchr(line, '\n');
 		if (strncmp(line, "0::", 3))
 			continue;
-		n = strcspn(line + 3, "\n");
-		line[3 + n] = '\0';
-		/* " (deleted)": the process is in a removed cgroup */
-		if (n >= len || line[3] != '/') {
-			err = -ENAMETOOLONG;
-			break;
-		}
-		memcpy(buf, line + 3, n + 1);
-		err = 0;
-		break;
+		n = end ? (size_t)(end - line) - 3 : strlen(line + 3);
+		if (n >= len || line[3] != '/')
+			return -ENAMETOOLONG;
+		memcpy(buf, line + 3, n);
+		buf[n] = '\0';
+		return 0;
 	}
-	fclose(f);
+	return -ENOENT;
+}
+
+int nxqd_cgroup_of_pid(pid_t pid, char *buf, size_t len)
+{
+	char file[64];
+	int fd, err;
+
+	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	err = nxqd_cgroup_read(fd, buf, len);
+	close(fd);
 	return err;
 }

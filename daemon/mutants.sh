@@ -117,6 +117,10 @@ mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \
 mutant restored-too-early DAEMON_SRCS DAEMON_BIN restart.c \
 	's/if (e \&\& e->seen >= e->holders \&\& !e->restored) {/if (e \&\& !e->restored) {/' \
 	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
+# The daemon: a charge does not follow a process to its new cgroup.
+mutant no-follow-cgroup DAEMON_SRCS DAEMON_BIN client.c \
+	's/err = nxqd_follow_cgroup(h, proc);/err = 0 \&\& nxqd_follow_cgroup(h, proc);/' \
+	'nxquotad-client.nxqd_test_migrate' 'Expected'
 # The runner itself: a suite meant to fail must fail exactly so.
 make -s COMPAT_TESTS=compat/kunit_selftest.c COMPAT_BIN="$tmp/selftest" \
 	"$tmp/selftest" >"$tmp/selftest.build" 2>&1 || {

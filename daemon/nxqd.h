@@ -88,6 +88,8 @@ int nxqd_budget_set(const char *key, const char *path,
  * Return: 0 or -errno (-ESRCH: no such process).
  */
 int nxqd_cgroup_of_pid(pid_t pid, char *buf, size_t len);
+/* The same from an open /proc/PID/cgroup (read again from its start). */
+int nxqd_cgroup_read(int fd, char *buf, size_t len);
 
 /* ---- client.c: the client socket ---- */
 

@@ -121,6 +121,21 @@ static void write_state(struct kunit *test, struct daemon *d, u64 cap,
 	KUNIT_ASSERT_EQ(test, fclose(f), 0);
 }
 
+/* One more budget line in the state file. */
+static void add_budget(struct kunit *test, struct daemon *d, const char *path,
+		       u64 max)
+{
+	char p[128];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/state", d->dir);
+	f = fopen(p, "ae");
+	KUNIT_ASSERT_NOT_NULL(test, f);
+	fprintf(f, "budget " KEY " %s max=%llu min=0 kill_on_ignore=0 holders_max=- waiters_max=- priority_max=- wait_max_ms=-\n",
+		path, (unsigned long long)max);
+	KUNIT_ASSERT_EQ(test, fclose(f), 0);
+}
+
 /* A daemon with KEY of 1 MB and a max of @max on @cg. */
 static void start_with(struct kunit *test, struct daemon *d, struct tcg *cg,
 		       u64 max, const char *devt)
@@ -552,6 +567,59 @@ static void nxqd_test_sigkill(struct kunit *test)
 	cg_leave(&cg);
 }
 
+/*
+ * A process moved to another cgroup charges the new one from its next
+ * charge on; what it charged before stays where it was (atk_migrate).
+ */
+static void nxqd_test_migrate(struct kunit *test)
+{
+	struct nxq_status st;
+	struct daemon d;
+	struct tcg c1, c2;
+	struct stat s1, s2;
+	char procs[600], pid[32];
+	int fd, efd;
+	u64 id;
+
+	cg_enter(test, &c2);	/* made first, left last */
+	cg_enter(test, &c1);
+	prepare(test, &d);
+	write_state(test, &d, 1000000, "-", c1.rel, 100);
+	add_budget(test, &d, c2.rel, 8);
+	d.pid = spawn(test, &d);
+	wait_up(test, &d);
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efd, &id), 0);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 10, 0, 0, NULL), 0);
+	/* moved to c2 (max 8): 10 more is over c2's max, 5 fits there */
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", c2.dir);
+	snprintf(pid, sizeof(pid), "%d", (int)getpid());
+	KUNIT_ASSERT_EQ(test, write_str(procs, pid), 0);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 10, 0, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, charge(fd, id, 5, 0, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, status(fd, id, &st), 0);
+	KUNIT_EXPECT_EQ(test, stat(c1.dir, &s1), 0);
+	KUNIT_EXPECT_EQ(test, stat(c2.dir, &s2), 0);
+	KUNIT_EXPECT_EQ(test, st.cgroup_id, (u64)s2.st_ino);
+	KUNIT_EXPECT_NE(test, st.cgroup_id, (u64)s1.st_ino);
+	KUNIT_EXPECT_EQ(test, st.node_current, 5ULL);
+	KUNIT_EXPECT_EQ(test, st.node_max, 8ULL);
+	KUNIT_EXPECT_EQ(test, st.holder_charge, 15ULL);
+	KUNIT_EXPECT_EQ(test, st.device_used, 15ULL);
+	KUNIT_EXPECT_EQ(test, uncharge(fd, id, 15, NULL), 0);
+	KUNIT_EXPECT_EQ(test, status(fd, id, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.node_current, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.device_used, 0ULL);
+	close(fd);
+	close(efd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&c1);	/* back to c2's cgroup.procs... then out of c2 */
+	cg_leave(&c2);
+}
+
 /* A refused charge asks the holder that has it: eventfd, read, answer. */
 static void nxqd_test_ticket(struct kunit *test)
 {
@@ -837,6 +905,7 @@ static struct kunit_case nxqd_client_cases[] = {
 	KUNIT_CASE(nxqd_test_register_fds),
 	KUNIT_CASE(nxqd_test_other_process),
 	KUNIT_CASE(nxqd_test_sigkill),
+	KUNIT_CASE(nxqd_test_migrate),
 	KUNIT_CASE(nxqd_test_ticket),
 	KUNIT_CASE(nxqd_test_close_ends_wait),
 	KUNIT_CASE(nxqd_test_restart_grace),
