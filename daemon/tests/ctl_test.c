@@ -30,15 +30,19 @@
 struct daemon {
 	char dir[64], sock[96], ctl[96], state[96], log[96], cg[600];
 	pid_t pid;
+	int passfd;		/* >= 0: passed as systemd's "control" */
 };
 
+/* A connection whose reads give up after 10 s: no case hangs. */
 static int dial(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	struct timeval tv = { 10, 0 };
 
 	if (fd < 0)
 		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		int e = -errno;
@@ -61,6 +65,16 @@ static void spawn(struct kunit *test, struct daemon *d)
 		log = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (log >= 0)
 			dup2(log, 2);
+		if (d->passfd >= 0) {	/* sd_listen_fds(3)'s protocol */
+			char pid[16];
+
+			if (dup2(d->passfd, 3) != 3)
+				_exit(126);
+			snprintf(pid, sizeof(pid), "%d", getpid());
+			setenv("LISTEN_PID", pid, 1);
+			setenv("LISTEN_FDS", "1", 1);
+			setenv("LISTEN_FDNAMES", "control", 1);
+		}
 		execl(bin, "nxquotad", "-v", "-s", d->sock, "-c", d->ctl,
 		      "-S", d->state, "-C", d->cg, "-G", "0", (char *)NULL);
 		_exit(127);
@@ -142,6 +156,7 @@ static void start(struct kunit *test, struct daemon *d)
 	snprintf(d->state, sizeof(d->state), "%s/state", d->dir);
 	snprintf(d->log, sizeof(d->log), "%s/log", d->dir);
 	d->pid = 0;
+	d->passfd = -1;
 	cgroup_dir(d);
 	if (!d->cg[0]) {
 		rmdir(d->dir);
@@ -979,6 +994,54 @@ static void ctl_test_restart(struct kunit *test)
 	cleanup(&d);
 }
 
+/*
+ * Socket activation: a control socket passed as systemd passes it
+ * (LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES=control on fd 3) is the one
+ * served; the daemon binds no other, leaves its mode alone and does not
+ * remove it at exit (the socket unit owns it).
+ */
+static void ctl_test_socket_activation(struct kunit *test)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char passed[128];
+	struct daemon d;
+	struct reply r;
+	struct stat st;
+	int fd, lfd;
+
+	start(test, &d);	/* the daemon binding its own */
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+
+	snprintf(passed, sizeof(passed), "%s/passed.sock", d.dir);
+	KUNIT_ASSERT_LT(test, strlen(passed), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, passed, strlen(passed) + 1);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	KUNIT_ASSERT_GE(test, lfd, 0);
+	KUNIT_ASSERT_EQ(test, bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	KUNIT_ASSERT_EQ(test, chmod(passed, 0640), 0);
+	KUNIT_ASSERT_EQ(test, listen(lfd, 8), 0);
+	unlink(d.ctl);
+	d.passfd = lfd;
+	spawn(test, &d);
+	close(lfd);
+	snprintf(d.ctl, sizeof(d.ctl), "%s/passed.sock", d.dir);
+	KUNIT_ASSERT_TRUE(test, wait_up(&d));
+	fd = dial(passed);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_EXPECT_EQ(test, dev_add(fd, "gpu0", 1 << 20, NULL, &r), 0);
+	KUNIT_EXPECT_EQ(test, dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.n, 1);
+	reply_free(&r);
+	close(fd);
+	KUNIT_ASSERT_EQ(test, stat(passed, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.st_mode & 07777, 0640);
+	snprintf(passed, sizeof(passed), "%s/control.sock", d.dir);
+	KUNIT_EXPECT_NE(test, access(passed, F_OK), 0);	/* not bound */
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	KUNIT_EXPECT_EQ(test, access(d.ctl, F_OK), 0);	/* left in place */
+	cleanup(&d);
+}
+
 static struct kunit_case ctl_cases[] = {
 	KUNIT_CASE(ctl_test_root_only),
 	KUNIT_CASE(ctl_test_devices),
@@ -986,6 +1049,7 @@ static struct kunit_case ctl_cases[] = {
 	KUNIT_CASE(ctl_test_budgets),
 	KUNIT_CASE(ctl_test_events),
 	KUNIT_CASE(ctl_test_restart),
+	KUNIT_CASE(ctl_test_socket_activation),
 	{}
 };
 
