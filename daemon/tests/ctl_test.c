@@ -12,8 +12,10 @@
  */
 #include <kunit/test.h>
 #include <linux/nxquota.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -62,6 +64,8 @@ static void spawn(struct kunit *test, struct daemon *d)
 	d->pid = fork();
 	KUNIT_ASSERT_GE(test, d->pid, 0);
 	if (!d->pid) {
+		/* a case that ends on a failed ASSERT leaves no daemon */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		log = open(d->log, O_WRONLY | O_CREAT | O_APPEND, 0600);
 		if (log >= 0)
 			dup2(log, 2);
@@ -118,6 +122,32 @@ static void rmcg(struct daemon *d, const char *rel)
 	rmdir(p);
 }
 
+/*
+ * Remove what a run that ended on a failed ASSERT left in @mnt: the
+ * nxqd-ctl.PID.N cgroups of processes that are gone.
+ */
+static void sweep(const char *mnt)
+{
+	static const char *const sub[] = { "/a/b", "/a", "/c", "" };
+	char p[700];
+	struct dirent *e;
+	DIR *dir = opendir(mnt);
+	int pid, i;
+
+	while (dir && (e = readdir(dir))) {
+		if (sscanf(e->d_name, "nxqd-ctl.%d.", &pid) != 1 ||
+		    !kill(pid, 0) || errno != ESRCH)
+			continue;
+		for (i = 0; i < 4; i++) {
+			snprintf(p, sizeof(p), "%s/%s%s", mnt, e->d_name,
+				 sub[i]);
+			rmdir(p);
+		}
+	}
+	if (dir)
+		closedir(dir);
+}
+
 /* A fresh directory on the first cgroup2 mount, or "" if none. */
 static void cgroup_dir(struct daemon *d)
 {
@@ -136,6 +166,7 @@ static void cgroup_dir(struct daemon *d)
 			if (!strcmp(f[i], "-"))
 				break;
 		if (i + 1 < k && !strcmp(f[i + 1], "cgroup2")) {
+			sweep(f[4]);
 			snprintf(d->cg, sizeof(d->cg), "%s/nxqd-ctl.%d.%d",
 				 f[4], getpid(), n++);
 			break;
