@@ -7,7 +7,13 @@
 # has no eventfd and cannot borrow beyond the guarantee (issue 13, item 2).
 # The daemon's "used" is 8 MiB
 # while it holds them and 0 after its frees; a second run SIGKILLed while
-# holding leaves 0 behind.  Needs root, a cgroup2 mount and the binaries
+# holding leaves 0 behind.  Then two unmodified processes share the device
+# (capacity 64M): B, a borrower (min 0), holds 64 MiB reserved and unused
+# in its stream-ordered pool; G, guaranteed 32M, allocates 16 MiB with
+# cuMemAlloc and --wait: the daemon tickets B, B's shim trims its pool and
+# answers, G is granted; B is charged 0 after.  Last, the cost of a
+# charged cuMemAlloc/cuMemFree pair through the daemon's socket (a figure,
+# not a check).  Needs root, a cgroup2 mount and the binaries
 # (daemon/build/nxquotad, tools/nxquotactl); otherwise says why and passes
 # as skipped.  Usage: daemon.sh PATH/libnxquota-preload.so
 set -u
@@ -33,7 +39,7 @@ cleanup() {
 	[ -n "$apid" ] && kill -9 "$apid" 2>/dev/null
 	[ -n "$dpid" ] && kill -9 "$dpid" 2>/dev/null
 	wait 2>/dev/null
-	rmdir "$cgroot/$cg" 2>/dev/null
+	rmdir "$cgroot/$cg/b" "$cgroot/$cg/g" "$cgroot/$cg" 2>/dev/null
 	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -100,5 +106,52 @@ i=0
 while u=$(used); [ "$u" != 0 ] && [ $i -lt 200 ]; do i=$((i + 1)); sleep 0.01; done
 [ "$u" = 0 ] || fail "used $u after SIGKILL"
 
-[ $rc = 0 ] && echo "daemon.sh: ok (min 8M, max 16M: 8 blocks granted, the 9th OUT_OF_MEMORY; 0 after frees and after SIGKILL)"
+# ---- two processes: the guaranteed one gets its memory back from the pool of the other
+ctl devices capacity "$key" 64M >/dev/null || fail "capacity"
+mkdir "$cgroot/$cg/b" "$cgroot/$cg/g" 2>/dev/null
+ctl set "/$cg" "$key" min=32M max=64M >/dev/null || fail "set parent"
+ctl set "/$cg/b" "$key" max=64M >/dev/null || fail "set b"
+ctl set "/$cg/g" "$key" min=32M max=64M >/dev/null || fail "set g"
+bench() {	# N cgroup args...: in the background, in cgroup, output in $tmp/out.N; $! its pid
+	n=$1 c=$2
+	shift 2
+	mkfifo "$tmp/in.$n"
+	(
+		echo 0 >"$cgroot/$c/cgroup.procs"
+		exec env NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent \
+			LD_LIBRARY_PATH="$here/drv" \
+			"$top/tools/nxquota-run" --lib "$so" "$@" \
+			<"$tmp/in.$n" >"$tmp/out.$n" 2>"$tmp/err.$n"
+	) &
+}
+bench b "$cg/b" -- "$here/bench_preload" pool 40
+bpid=$!
+exec 7>"$tmp/in.b"
+await b "pool 40 error 0" || true
+u=$(used); [ "$u" = 67108864 ] || fail "B's pool: used $u, not its 64 MiB reservation"
+bench g "$cg/g" --wait 5000 -- "$here/bench_preload" plain 16
+gpid=$!
+exec 8>"$tmp/in.g"
+await g "plain" || true
+grep -q "plain 16 error 0" "$tmp/out.g" || fail "G: $(cat "$tmp/out.g") $(cat "$tmp/err.g"), not 16 blocks"
+u=$(used); [ "$u" = 16777216 ] || fail "used $u after G's grant, not G's 16 MiB (B trimmed to 0)"
+t=$(ctl --json status "$key" | tr '{' '\n' | grep "\"key\":\"$key\"" | sed -n 's/.*"tickets":\([0-9]*\).*/\1/p')
+[ "${t:-0}" -ge 1 ] || fail "no ticket counted ($t)"
+echo >&7; echo >&8
+exec 7>&- 8>&-
+wait "$bpid" "$gpid"
+rmdir "$cgroot/$cg/b" "$cgroot/$cg/g" 2>/dev/null
+
+# ---- a figure: charged pairs through the daemon
+ctl set "/$cg" "$key" min=64M max=64M >/dev/null
+fig=$(
+	echo 0 >"$cgroot/$cg/cgroup.procs"
+	NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent LD_LIBRARY_PATH="$here/drv" \
+		LD_PRELOAD=$so "$here/bench_preload" pairs 20000 4096 | head -n1
+)
+bare=$(LD_LIBRARY_PATH="$here/drv" "$here/bench_preload" pairs 20000 4096 | head -n1)
+echo "daemon.sh: fake driver alone: ${bare#pairs: }"
+echo "daemon.sh: charged through nxquotad: ${fig#pairs: }"
+
+[ $rc = 0 ] && echo "daemon.sh: ok (min 8M, max 16M: 8 blocks granted, the 9th OUT_OF_MEMORY; 0 after frees and after SIGKILL; G granted through B's ticket answer)"
 exit $rc

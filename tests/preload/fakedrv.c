@@ -204,6 +204,36 @@ EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
 	return CUDA_SUCCESS;
 }
 
+/* A context per device, as the runtime sets them up. */
+EXPORT CUresult cuDeviceGet(CUdevice *d, int ord)
+{
+	if (ord < 0 || ord >= NDEV)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*d = ord;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
+{
+	if (d < 0 || d >= NDEV)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*c = (CUcontext)(uintptr_t)(d + 1);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxSetCurrent(CUcontext c)
+{
+	curdev = (int)(uintptr_t)c - 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT void fakedrv_sync(void);
+EXPORT CUresult cuStreamSynchronize(CUstream s)
+{
+	fakedrv_sync();
+	return CUDA_SUCCESS;
+}
+
 #define CTX() do { if (curdev < 0) return CUDA_ERROR_INVALID_CONTEXT; } while (0)
 
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
@@ -374,7 +404,8 @@ L(cuMemAlloc_v2) L(cuMemAllocPitch_v2) L(cuMemFree_v2) L(cuMemAllocManaged) L(cu
 L(cuMemRelease) L(cuMemAllocAsync) L(cuMemAllocAsync_ptsz) L(cuMemAllocFromPoolAsync)
 L(cuMemAllocFromPoolAsync_ptsz) L(cuMemFreeAsync) L(cuMemFreeAsync_ptsz) L(cuMemPoolTrimTo)
 L(cuMemPoolCreate) L(cuMemPoolDestroy) L(cuMemPoolGetAttribute) L(cuDeviceGetMemPool)
-L(cuCtxGetDevice) L(cuInit)
+L(cuCtxGetDevice) L(cuInit) L(cuDeviceGet) L(cuDevicePrimaryCtxRetain) L(cuCtxSetCurrent)
+L(cuStreamSynchronize) L(cuDeviceGetUuid_v2)
 #undef L
 
 /* ---- cuGetProcAddress: base names, versions and stream flavours as the driver has them ---- */
@@ -422,6 +453,16 @@ static void *proc(const char *n, int ver, uint64_t flags)
 		return (void *)l_cuCtxGetDevice;
 	if (IS("cuInit"))
 		return (void *)l_cuInit;
+	if (IS("cuDeviceGet"))
+		return (void *)l_cuDeviceGet;
+	if (IS("cuDevicePrimaryCtxRetain"))
+		return (void *)l_cuDevicePrimaryCtxRetain;
+	if (IS("cuCtxSetCurrent"))
+		return (void *)l_cuCtxSetCurrent;
+	if (IS("cuStreamSynchronize"))
+		return (void *)l_cuStreamSynchronize;
+	if (IS("cuDeviceGetUuid"))
+		return (void *)l_cuDeviceGetUuid_v2;
 	if (IS("cuGetProcAddress"))
 		return ver >= 12000 ? (void *)l_cuGetProcAddress_v2 : (void *)l_cuGetProcAddress;
 #undef IS
