@@ -1,0 +1,227 @@
+#!/bin/sh
+# tests/preload/gpu.sh - issue 13's GPU checks of libnxquota-preload.so on
+# GPU 0, with nxquotad as the authority (no module needed):
+#   budget    unmodified PyTorch in a cgroup with min=max=BUDGET, with the
+#             native allocator and with expandable_segments:True: the OOM
+#             comes at the budget (what the ledger holds is within one
+#             block of it, never above), reported as torch's OutOfMemoryError
+#   retry     PyTorch's free-the-cache-and-retry path works against the ledger
+#   kills     KILLS SIGKILLs of allocating processes at random points: the
+#             ledger's used and holders back to 0
+#   share     two unmodified PyTorch processes: a borrower whose stream-
+#             ordered pool (backend:cudaMallocAsync) holds memory it no
+#             longer uses, and a guaranteed one that asks with --wait: the
+#             borrower's shim trims on the ticket, the guaranteed one is
+#             granted
+#   overhead  cuMemAlloc/cuMemFree pairs and a training loop, with and
+#             without the shim (figures, not checks)
+# Usage, as root:  tests/preload/gpu.sh [BUDGET_MIB]   (default 4096)
+#   KILLS=N (default 1000); OUT=DIR (default build/preload-gpu) keeps logs
+#   and results.txt; NXQ_FAKE_CUDA=1 runs what needs no PyTorch on the fake
+#   driver tests/preload/drv.  No GPU (or no root): "skipped: ..." and 0.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+BUDGET=${1:-4096}
+KILLS=${KILLS:-1000}
+OUT=${OUT:-$top/build/preload-gpu}
+FAKE=${NXQ_FAKE_CUDA:-}
+mkdir -p "$OUT" || exit 1
+: >"$OUT/results.txt"
+rc=0
+say() { echo "$*" | tee -a "$OUT/results.txt"; }
+fail() { say "gpu.sh: FAIL: $*"; rc=1; }
+
+[ "$(id -u)" = 0 ] || { echo "gpu.sh: skipped: needs root (cgroups)"; exit 0; }
+[ -n "$FAKE" ] && export LD_LIBRARY_PATH=$here/drv${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+
+echo "== build"
+make -s -C "$top/preload" >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
+make -s -C "$here" bench_preload drv/libcuda.so.1 >>"$OUT/build.log" 2>&1 ||
+	{ cat "$OUT/build.log"; exit 1; }
+SO=$top/preload/libnxquota-preload.so
+B=$here/bench_preload
+KEY=$("$B" key 2>"$OUT/probe.log") || { echo "gpu.sh: skipped: no GPU ($(cat "$OUT/probe.log"))"; exit 0; }
+TORCH=
+if [ -z "$FAKE" ] && python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+	TORCH=python3
+else
+	say "gpu.sh: no PyTorch with CUDA here (or the fake driver): budget, retry, share skipped"
+fi
+# nxquotad and nxquotactl: built here, else carried (scripts/demo-gpu.sh --prebuild)
+# (NXQD_BIN, NXQCTL_BIN: use these instead)
+D=${NXQD_BIN:-$OUT/d/nxquotad}
+[ -n "${NXQD_BIN:-}" ] || make -s -C "$top/daemon" B="$OUT/d" SAN= "$D" >>"$OUT/build.log" 2>&1 ||
+	D=$top/build/demo-gpu-bin/nxquotad
+C=${NXQCTL_BIN:-$top/tools/nxquotactl}
+[ -n "${NXQCTL_BIN:-}" ] || make -s -C "$top/tools" >>"$OUT/build.log" 2>&1 ||
+	C=$top/build/demo-gpu-bin/nxquotactl
+[ -x "$D" ] && [ -x "$C" ] || { tail "$OUT/build.log"; echo "gpu.sh: no nxquotad/nxquotactl"; exit 1; }
+
+CGROOT=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
+if [ -z "$CGROOT" ]; then
+	mkdir -p /run/nxqp-cgroup2 && mount -t cgroup2 cgroup2 /run/nxqp-cgroup2
+	CGROOT=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
+fi
+[ -n "$CGROOT" ] || { echo "gpu.sh: no cgroup2 mount, and none could be mounted"; exit 1; }
+
+RUN=$(mktemp -d /tmp/nxqp-gpu.XXXXXX)
+CG=nxqp-gpu-$$
+DPID=
+cleanup() {
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
+	wait 2>/dev/null
+	for c in a b g k o ""; do rmdir "$CGROOT/$CG/$c" 2>/dev/null; done
+	cp "$RUN"/*.log "$OUT/" 2>/dev/null
+	rm -rf "$RUN"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+trap '' PIPE	# a FIFO whose reader is gone: an error, not the end of this script
+export NXQUOTA_SOCKET=$RUN/client.sock NXQ_DEV=/nonexistent/nxquota
+mkdir "$RUN/state" "$CGROOT/$CG" || exit 1
+"$D" -s "$NXQUOTA_SOCKET" -c "$RUN/ctl.sock" -S "$RUN/state" -C "$CGROOT" >"$RUN/nxquotad.log" 2>&1 &
+DPID=$!
+for _ in $(seq 100); do
+	[ -S "$NXQUOTA_SOCKET" ] && [ -S "$RUN/ctl.sock" ] && break
+	sleep 0.1
+done
+ctl() { "$C" --control "$RUN/ctl.sock" "$@"; }
+dev() {	# a field of the device in the JSON status
+	ctl --json status "$KEY" | tr '{' '\n' | grep "\"key\":\"$KEY\"" |
+		sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | head -n1
+}
+if [ -n "$FAKE" ]; then ctl devices register "$KEY" 64G; else ctl devices sync; fi >/dev/null ||
+	{ fail "device registration"; exit 1; }
+say "gpu.sh: $KEY, capacity $(dev capacity) B in the ledger; budget ${BUDGET} MiB"
+
+# run NAME CGROUP [nxquota-run options] -- CMD...: in the background in the
+# cgroup, stdin from a FIFO (fd 9 held open here), output in $RUN/NAME.out
+run() {
+	n=$1 c=$2
+	shift 2
+	mkfifo "$RUN/$n.in"
+	(
+		echo 0 >"$CGROOT/$CG/$c/cgroup.procs"
+		exec "$top/tools/nxquota-run" --lib "$SO" "$@" <"$RUN/$n.in" >"$RUN/$n.out" 2>"$RUN/$n.log"
+	) &
+	PID=$!
+	exec 9>"$RUN/$n.in"
+}
+await() {	# NAME TEXT [SECONDS]
+	i=0
+	until grep -q "$2" "$RUN/$1.out" 2>/dev/null; do
+		i=$((i + 1))
+		[ $i -lt $((${3:-120} * 10)) ] || { fail "$1: no '$2' ($(tail -3 "$RUN/$1.log"))"; return 1; }
+		kill -0 "$PID" 2>/dev/null || { sleep 0.2; grep -q "$2" "$RUN/$1.out" && return 0;
+			fail "$1 exited: $(cat "$RUN/$1.out") $(tail -3 "$RUN/$1.log")"; return 1; }
+		sleep 0.1
+	done
+}
+zero() {	# the ledger empty within 5 s
+	t=0
+	while { [ "$(dev used)" != 0 ] || [ "$(dev holders)" != 0 ]; } && [ $t -lt 50 ]; do
+		t=$((t + 1)); sleep 0.1
+	done
+	[ "$(dev used)" = 0 ] && [ "$(dev holders)" = 0 ]
+}
+finish() { echo >&9 2>/dev/null; exec 9>&-; wait "$PID"; }
+budget() {	# SUB max=/min=...
+	c=$1
+	shift
+	mkdir -p "$CGROOT/$CG/$c"
+	ctl set "/$CG/$c" "$KEY" "$@" >/dev/null || fail "set $c $*"
+}
+
+ctl set "/$CG" "$KEY" min=$((BUDGET * 2))M max=$((BUDGET * 2))M >/dev/null || fail "set /$CG"
+B_BYTES=$((BUDGET * 1048576))
+
+if [ -n "$TORCH" ]; then
+	for conf in "" expandable_segments:True; do
+		echo "== budget (${conf:-native})"
+		budget a min=${BUDGET}M max=${BUDGET}M
+		run oom a -- env PYTORCH_CUDA_ALLOC_CONF="$conf" python3 "$here/torch_budget.py" oom 256
+		if await oom "oom blocks="; then
+			used=$(dev used)
+			say "budget ${conf:-native}: $(cat "$RUN/oom.out"); ledger used=$used of $B_BYTES"
+			[ "$used" -le "$B_BYTES" ] || fail "used $used above the budget"
+			[ $((B_BYTES - used)) -lt $(((256 + 20) * 1048576)) ] ||
+				fail "OOM with $((B_BYTES - used)) bytes of the budget left"
+			grep -q "CUDA_ERROR\|nxquota-preload" "$RUN/oom.log" &&
+				say "   its stderr: $(head -3 "$RUN/oom.log")"
+		fi
+		finish
+		zero || fail "used $(dev used) after exit"
+
+		echo "== retry (${conf:-native})"
+		run retry a -- env PYTORCH_CUDA_ALLOC_CONF="$conf" python3 "$here/torch_budget.py" \
+			retry "$BUDGET"
+		await retry "retry ok" && say "retry ${conf:-native}: $(cat "$RUN/retry.out")"
+		finish
+	done
+fi
+
+echo "== kills ($KILLS SIGKILLs)"
+budget k min=1G max=1G
+i=0
+while [ $i -lt "$KILLS" ]; do
+	(
+		echo 0 >"$CGROOT/$CG/k/cgroup.procs"
+		exec env LD_PRELOAD="$SO" "$B" churn 64 >/dev/null 2>&1
+	) &
+	p=$!
+	sleep "$(awk -v s="$i" 'BEGIN { srand(s); printf "%.3f", rand() * 0.4 }')"
+	kill -9 "$p" 2>/dev/null
+	wait "$p" 2>/dev/null
+	i=$((i + 1))
+done
+zero
+say "kills: $KILLS SIGKILLs; ledger used=$(dev used) holders=$(dev holders)"
+zero || fail "leaked after the kills"
+
+if [ -n "$TORCH" ]; then
+	echo "== share"
+	cap=$((BUDGET * 2))
+	ctl devices capacity "$KEY" "${cap}M" >/dev/null || fail "capacity"
+	budget b max=${cap}M
+	budget g min=${BUDGET}M max=${cap}M
+	run borrow b -- env PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
+		python3 "$here/torch_budget.py" borrow $((cap * 3 / 4))
+	BPID=$PID
+	exec 8>&9
+	if await borrow "borrow ready"; then
+		say "share: borrower: $(cat "$RUN/borrow.out"); ledger used=$(dev used)"
+		t0=$(dev tickets)
+		run take g --wait 60000 -- python3 "$here/torch_budget.py" take "$BUDGET"
+		await take "take" 120
+		say "share: guaranteed: $(cat "$RUN/take.out"); tickets $t0 -> $(dev tickets);" \
+			"ledger used=$(dev used) of ${cap} MiB"
+		grep -q "take ok" "$RUN/take.out" || fail "the guaranteed process was not granted"
+		finish
+	fi
+	echo >&8 2>/dev/null; exec 8>&-; wait "$BPID"
+	ctl devices sync >/dev/null 2>&1	# the real capacity back (or leave it: the daemon goes)
+fi
+
+echo "== overhead"
+budget o min=${BUDGET}M max=${BUDGET}M
+for size in 4096 2097152; do
+	bare=$("$B" pairs 20000 $size | head -n1)
+	shim=$(
+		echo 0 >"$CGROOT/$CG/o/cgroup.procs"
+		LD_PRELOAD=$SO "$B" pairs 20000 $size | head -n1
+	)
+	say "overhead: bare ${bare#pairs: }"
+	say "overhead: shim ${shim#pairs: }"
+done
+if [ -n "$TORCH" ]; then
+	for pre in "" "$SO"; do
+		t=$(
+			echo 0 >"$CGROOT/$CG/o/cgroup.procs"
+			LD_PRELOAD=$pre python3 "$here/torch_budget.py" train 200
+		)
+		say "overhead: training 200 steps ${pre:+with the shim}${pre:-without}: $t"
+	done
+fi
+[ $rc = 0 ] && say "gpu.sh: ok" || say "gpu.sh: FAILED"
+exit $rc
