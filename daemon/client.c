@@ -314,13 +314,34 @@ static void nxqd_holder_put(struct nxq_holder *h)
 	nxq_holder_put(h, nxqd_free_priv);
 }
 
-/* The ledger's holder_signal hook: add 1 to the eventfd (non-blocking). */
+/*
+ * The ledger's holder_signal hook: add 1 to the eventfd, never blocking
+ * (it runs under the device lock, as eventfd_signal() in the module).
+ * The open file is shared with the tenant, who may clear O_NONBLOCK and
+ * fill the counter: the flag is set again if cleared, and a counter with
+ * no room for 1 is left as it is (the holder is asked anyway: its ticket
+ * is open and readable).  A tenant clearing the flag between the check
+ * and the write could still make this write wait -- a window of a few
+ * instructions, which the daemon does not close.
+ */
 void nxqd_holder_signal(struct nxq_holder *h)
 {
 	struct nxqd_efd *e = h->priv;
+	struct pollfd pf;
 	u64 one = 1;
+	int fl;
 
-	if (e && write(e->fd, &one, sizeof(one)) < 0 && nxqd_verbose)
+	if (!e)
+		return;
+	fl = fcntl(e->fd, F_GETFL);
+	if (fl < 0 || (!(fl & O_NONBLOCK) &&
+		       fcntl(e->fd, F_SETFL, fl | O_NONBLOCK)))
+		return;
+	pf.fd = e->fd;
+	pf.events = POLLOUT;
+	if (poll(&pf, 1, 0) != 1 || !(pf.revents & POLLOUT))
+		return;
+	if (write(e->fd, &one, sizeof(one)) < 0 && nxqd_verbose)
 		fprintf(stderr, "nxquotad: eventfd of pid %u: %s\n", h->tgid,
 			strerror(errno));
 }

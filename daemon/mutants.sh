@@ -121,6 +121,10 @@ mutant restored-too-early DAEMON_SRCS DAEMON_BIN restart.c \
 mutant no-follow-cgroup DAEMON_SRCS DAEMON_BIN client.c \
 	's/err = nxqd_follow_cgroup(h, proc);/err = 0 \&\& nxqd_follow_cgroup(h, proc);/' \
 	'nxquotad-client.nxqd_test_migrate' 'Expected'
+# The daemon: holder_signal writes the tenant's eventfd as it finds it.
+mutant signal-may-block DAEMON_SRCS DAEMON_BIN client.c \
+	'/^void nxqd_holder_signal(/,/^}/s/^\tif (!e)$/\tif (!e || write(e->fd, \&one, sizeof(one)) || 1)/' \
+	'nxquotad-client.nxqd_test_eventfd_full' 'Expected'
 # The runner itself: a suite meant to fail must fail exactly so.
 make -s COMPAT_TESTS=compat/kunit_selftest.c COMPAT_BIN="$tmp/selftest" \
 	"$tmp/selftest" >"$tmp/selftest.build" 2>&1 || {

@@ -680,6 +680,51 @@ static void nxqd_test_ticket(struct kunit *test)
 	cg_leave(&cg);
 }
 
+/*
+ * A tenant that fills its eventfd and makes it blocking does not stall
+ * the daemon: the signal that would wait is skipped, the ticket is open.
+ */
+static void nxqd_test_eventfd_full(struct kunit *test)
+{
+	struct nxq_ticket t = { .size = sizeof(t) };
+	struct timeval tv = { .tv_sec = 3 };
+	u64 big = 0xfffffffffffffffeULL;
+	struct daemon d;
+	struct tcg cg;
+	int fd, efa, efb;
+	u64 ida, idb;
+	size_t rlen;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_EQ(test, setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+					 sizeof(tv)), 0);
+	efa = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	efb = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efa, &ida), 0);
+	KUNIT_ASSERT_EQ(test, reg(fd, efb, &idb), 0);
+	KUNIT_ASSERT_EQ(test, charge(fd, ida, 1000, 0, 0, NULL), 0);
+	/* the shared file: full, and blocking again */
+	KUNIT_ASSERT_EQ(test, (long)write(efa, &big, sizeof(big)), 8L);
+	KUNIT_ASSERT_EQ(test, fcntl(efa, F_SETFL, 0), 0);
+	/* B's refusal asks A; the daemon answers within the timeout */
+	KUNIT_EXPECT_EQ(test, charge(fd, idb, 500, 0, 0, NULL), -EDQUOT);
+	t.holder_id = ida;
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_TICKET_READ, 0, &t, sizeof(t),
+				   &t, &rlen), 0);
+	KUNIT_EXPECT_GE(test, t.bytes, 500ULL);
+	/* (had a write waited, this read lets it go) */
+	KUNIT_EXPECT_EQ(test, (long)read(efa, &big, sizeof(big)), 8L);
+	close(fd);
+	close(efa);
+	close(efb);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
 /* A charge that waits ends, granting nothing, when its connection goes. */
 static void nxqd_test_close_ends_wait(struct kunit *test)
 {
@@ -907,6 +952,7 @@ static struct kunit_case nxqd_client_cases[] = {
 	KUNIT_CASE(nxqd_test_sigkill),
 	KUNIT_CASE(nxqd_test_migrate),
 	KUNIT_CASE(nxqd_test_ticket),
+	KUNIT_CASE(nxqd_test_eventfd_full),
 	KUNIT_CASE(nxqd_test_close_ends_wait),
 	KUNIT_CASE(nxqd_test_restart_grace),
 	KUNIT_CASE(nxqd_test_conn_bound),
