@@ -11,13 +11,16 @@
  * host's Ubuntu image); what is checked is
  * what the kernel's generic netlink checks for the module's family:
  *  - a message without NLM_F_REQUEST, or of a control type, is ignored;
- *  - shorter than its genl header: -EINVAL; unknown command, a do of a
- *    dump-only command or a dump of a do-only one: -EOPNOTSUPP;
+ *  - shorter than its genl header, a genl header's reserved byte set, or
+ *    flags other than REQUEST, ACK, ECHO and DUMP: -EINVAL (the kernel's
+ *    genl_header_check()); unknown command, a do of a dump-only command
+ *    or a dump of a do-only one: -EOPNOTSUPP;
  *  - attributes are validated strictly against the module's policies
  *    (the kernel's __nla_validate_parse() with NL_VALIDATE_STRICT):
  *    unknown types (0 or above the command's maxattr) and attributes the
- *    policy does not name -EINVAL, a fixed-size integer of the wrong
- *    length -EINVAL, a string without its NUL -EINVAL or longer than the
+ *    policy does not name -EINVAL (a command without a policy takes no
+ *    attribute at all: genl's reject-all policy), a fixed-size integer
+ *    of the wrong length -EINVAL, a string without its NUL -EINVAL or longer than the
  *    policy's -ERANGE, kill-on-ignore above 1 -ERANGE, bytes left over
  *    -EINVAL, NLA_F_NESTED on a scalar -EINVAL;
  *  - then the handler's rules and errnos, the same as kmod/netlink.c's.
@@ -898,8 +901,8 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len)
 {
 	struct ctl_req r = { .c = c, .nlh = buf };
 	const struct ctl_op *op = NULL;
+	int err, flags;
 	size_t i;
-	int err;
 
 	/* netlink_rcv_skb(): what is not a request is not answered. */
 	if (len < NLMSG_HDRLEN || r.nlh->nlmsg_len < NLMSG_HDRLEN ||
@@ -918,6 +921,19 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len)
 		goto ack;
 	}
 	r.gh = nlmsg_data(r.nlh);
+	/* genl_header_check() */
+	err = -EINVAL;
+	if (r.gh->reserved) {
+		r.msg = "genlmsghdr.reserved field is not 0";
+		goto ack;
+	}
+	flags = r.nlh->nlmsg_flags;
+	if ((flags & NLM_F_DUMP) == NLM_F_DUMP)
+		flags &= ~NLM_F_DUMP;
+	if (flags & ~(NLM_F_REQUEST | NLM_F_ACK | NLM_F_ECHO)) {
+		r.msg = "ambiguous or reserved bits set in nlmsg_flags";
+		goto ack;
+	}
 	for (i = 0; i < ARRAY_SIZE(ctl_ops); i++)
 		if (ctl_ops[i].cmd == r.gh->cmd)
 			op = &ctl_ops[i];
@@ -930,11 +946,10 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len)
 	} else if (!op->doit) {
 		goto ack;
 	}
-	if (op->pol) {
-		err = ctl_validate(&r, op->pol, op->maxattr);
-		if (err)
-			goto ack;
-	}
+	/* no policy: genl's reject-all policy, no attribute at all */
+	err = ctl_validate(&r, op->pol, op->maxattr);
+	if (err)
+		goto ack;
 	if ((r.nlh->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP) {
 		err = op->dumpit(&r);
 	} else {

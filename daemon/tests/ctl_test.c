@@ -523,9 +523,26 @@ static void ctl_test_devices(struct kunit *test)
 	cleanup(&d);
 }
 
+static int raw_full(int fd, u8 cmd, int flags, u8 reserved,
+		    const void *payload, size_t len, size_t cut,
+		    struct reply *r);
+
 /* Raw bytes: a genl header of @cmd with @flags, then @len bytes. */
 static int raw(int fd, u8 cmd, int flags, const void *payload, size_t len,
 	       size_t cut, struct reply *r)
+{
+	return raw_full(fd, cmd, flags, 0, payload, len, cut, r);
+}
+
+static int raw_hdr(int fd, u8 cmd, int flags, u8 reserved,
+		   const void *payload, size_t len, struct reply *r)
+{
+	return raw_full(fd, cmd, flags, reserved, payload, len, 0, r);
+}
+
+static int raw_full(int fd, u8 cmd, int flags, u8 reserved,
+		    const void *payload, size_t len, size_t cut,
+		    struct reply *r)
 {
 	unsigned char buf[512];
 	struct nlmsghdr *h = (void *)buf;
@@ -538,6 +555,7 @@ static int raw(int fd, u8 cmd, int flags, const void *payload, size_t len,
 	h->nlmsg_seq = seq++;
 	g->cmd = cmd;
 	g->version = NXQUOTA_FAMILY_VERSION;
+	g->reserved = reserved;
 	memcpy(buf + NLMSG_HDRLEN + GENL_HDRLEN, payload, len);
 	if (send(fd, buf, h->nlmsg_len, MSG_NOSIGNAL) != (ssize_t)h->nlmsg_len)
 		return 1;
@@ -641,6 +659,19 @@ static void ctl_test_validation(struct kunit *test)
 	n += put_attr(p + n, NXQUOTA_A_BUDGET_KILL_ON_IGNORE, &two, 1);
 	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_BUDGET_SET, rq, p, n, 0, &r),
 			-ERANGE);
+	/* The genl header's reserved byte; flags genl does not take */
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, "x7", 3);
+	n += put_attr(p + n, NXQUOTA_A_DEVICE_CAPACITY, &cap, 8);
+	KUNIT_EXPECT_EQ(test, raw_hdr(fd, NXQUOTA_CMD_DEVICE_ADD, rq, 1, p, n,
+				      &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_ADD,
+				  rq | NLM_F_REPLACE, p, n, 0, &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_GET, rq | NLM_F_ROOT,
+				  p, 0, 0, &r), -EINVAL);	/* half a dump */
+	/* A command without a policy takes no attribute */
+	n = put_attr(p, NXQUOTA_A_DEVICE_KEY, "ok0", 4);
+	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_GET, rq | NLM_F_DUMP,
+				  p, n, 0, &r), -EINVAL);
 	/* Commands: unknown, a do of a dump, a dump of a do */
 	KUNIT_EXPECT_EQ(test, raw(fd, 200, rq, p, 0, 0, &r), -EOPNOTSUPP);
 	KUNIT_EXPECT_EQ(test, raw(fd, NXQUOTA_CMD_DEVICE_GET, rq, p, 0, 0, &r),
