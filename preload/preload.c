@@ -436,7 +436,8 @@ static int dev_state(int ord, int pool)
 		goto out;
 	}
 	memcpy(reg.device, d->key, sizeof(reg.device));
-	if (pool && (S.ctx->features & NXQ_FEAT_TICKETS)) {
+	/* an eventfd only where someone will read it: else tickets would wait in vain */
+	if (pool && (S.ctx->features & NXQ_FEAT_TICKETS) && !ticket_thread_start_locked()) {
 		evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (evfd < 0)
 			say("eventfd: %s: pool memory on %s cannot be asked back", strerror(errno),
@@ -459,11 +460,12 @@ static int dev_state(int ord, int pool)
 			d->pholder = reg.holder_id;
 			d->evfd = evfd;
 			evfd = -1;
-			if (d->evfd >= 0 && ticket_thread_start_locked() == 0) {
+			if (d->evfd >= 0) {
 				struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)ord };
 
 				if (epoll_ctl(S.epfd, EPOLL_CTL_ADD, d->evfd, &ev))
-					say("epoll_ctl: %s", strerror(errno));
+					say("epoll_ctl: %s: tickets for %s go unanswered", strerror(errno),
+					    d->key);
 			}
 		} else {
 			d->holder = reg.holder_id;
@@ -1021,7 +1023,19 @@ static uint64_t pools_trim(int ord)
 
 		if (!__atomic_load_n(&p->pool, __ATOMIC_ACQUIRE) || p->dev != ord)
 			continue;
-		pthread_mutex_lock(&p->mu);
+		/*
+		 * A pool busy with an allocation for more than 10 ms (one that
+		 * may be waiting for a grant this very ticket is part of) is
+		 * skipped: the answer says what the others gave.
+		 */
+		int busy = pthread_mutex_trylock(&p->mu);
+
+		for (int k = 0; busy && k < 20; k++) {
+			usleep(500);
+			busy = pthread_mutex_trylock(&p->mu);
+		}
+		if (busy)
+			continue;
 		if (p->pool && p->dev == ord) {
 			depth++;
 			trim(p->pool, 0);

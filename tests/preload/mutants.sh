@@ -55,8 +55,8 @@ dlsym-not-tail-call~s/^\treturn real_dlsym(handle, name);$/\tvoid *volatile r = 
 pool-charged-per-block~s/^\tif (pool_settle(p, 1)) {$/\tif (0) {/~test
 trim-keeps-charge~/^EXPORT CUresult cuMemPoolTrimTo/,/^}/s/^\t\tpool_settle(p, 0);$/\t\t;/~test
 ticket-answers-zero~s/^\t\treleased = pools_trim(ord);$/\t\treleased = 0; pools_trim(ord);/~test
-pool-holder-no-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS)) {$/\tif (0) {/~test
-plain-holder-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS)) {$/\tif (S.ctx->features \& NXQ_FEAT_TICKETS) {/~test
+pool-holder-no-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\& !ticket_thread_start_locked()) {$/\tif (0) {/~test
+plain-holder-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\& !ticket_thread_start_locked()) {$/\tif ((S.ctx->features \& NXQ_FEAT_TICKETS) \&\& !ticket_thread_start_locked()) {/~test
 no-fork-reset~s/^\tpthread_atfork(fork_prepare, fork_parent, fork_child);$/\tpthread_atfork(fork_prepare, fork_parent, NULL);/~test
 no-authority-not-kept~s/^\t__atomic_store_n(\&S.state, st, __ATOMIC_RELEASE);$/\t__atomic_store_n(\&S.state, st > 0 ? st : 0, __ATOMIC_RELEASE);/~test
 unknown-device-refused~s/^\tif (r == -ENOENT || r == -ENODEV) {$/\tif (0) {/~test
