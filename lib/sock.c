@@ -351,6 +351,23 @@ static int sk_req(struct sk *s, uint32_t cmd, void *arg, uint32_t len, uint32_t 
 	}
 }
 
+/*
+ * A request about a holder the library holds: -ENOENT from the daemon
+ * means it no longer knows the holder -- it restarted (and this request
+ * went on a connection made to the new daemon before anyone noticed) or
+ * dropped the holder's connection -- so it is handled as the daemon going
+ * away: reconnect and restore.
+ */
+static int sk_hreq(struct sk *s, uint32_t cmd, void *arg, uint32_t len, uint32_t outlen,
+		   int *errp)
+{
+	int r = sk_req(s, cmd, arg, len, outlen, NULL, 0, errp);
+
+	if (!r && *errp == -ENOENT)
+		r = -ENOTCONN;
+	return r;
+}
+
 /* ---- holders ---- */
 
 static struct sk_holder *holder_get(struct sk *s, uint64_t id)
@@ -717,7 +734,7 @@ static int sk_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint6
 	uint64_t deadline = timeout_ns ? nxq__now_ns() + timeout_ns : 0;
 	struct sk_holder *h;
 	unsigned int epoch;
-	int err = 0, r;
+	int err = 0, r, tries = 0;
 
 	for (;;) {
 		struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT };
@@ -754,7 +771,7 @@ static int sk_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint6
 			c.flags = NXQ_CHARGE_WAIT;
 			c.timeout_ns = deadline > now ? deadline - now : 1;
 		}
-		r = sk_req(s, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c), NULL, 0, &err);
+		r = sk_hreq(s, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c), &err);
 		if (!r && !err) {
 			pthread_mutex_lock(&s->mu);
 			h->charged += bytes;
@@ -772,6 +789,8 @@ undo:
 		if (!is_gone(r))
 			return r;
 		/* Never granted: ask again, as new, once the holders are back. */
+		if (++tries > 3)	/* a daemon that forgets us at once, again and again */
+			return nxq__err(r, "nxquota: nxquotad keeps losing this holder");
 		r = sk_reconnect(ctx, epoch);
 		if (r)
 			return r;
@@ -811,7 +830,7 @@ static int sk_uncharge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
 	c.bytes = bytes - local;
 	pthread_mutex_unlock(&s->mu);
 	if (c.bytes && c.holder_id)
-		r = sk_req(s, SK_IOC(NXQ_IOC_UNCHARGE), &c, sizeof(c), sizeof(c), NULL, 0, &err);
+		r = sk_hreq(s, SK_IOC(NXQ_IOC_UNCHARGE), &c, sizeof(c), sizeof(c), &err);
 	sk_end(ctx);
 	if (is_gone(r))		/* not sent again: the restore charged without it */
 		return sk_reconnect(ctx, epoch);
@@ -843,7 +862,7 @@ static int sk_set_reclaimable(struct nxq_ctx *ctx, uint64_t holder, uint64_t byt
 		rc.bytes = h->charged - h->unbacked;
 	pthread_mutex_unlock(&s->mu);
 	if (rc.holder_id)
-		r = sk_req(s, SK_IOC(NXQ_IOC_SET_RECLAIMABLE), &rc, sizeof(rc), 0, NULL, 0, &err);
+		r = sk_hreq(s, SK_IOC(NXQ_IOC_SET_RECLAIMABLE), &rc, sizeof(rc), 0, &err);
 	sk_end(ctx);
 	if (is_gone(r))		/* the restore reports it again */
 		return sk_reconnect(ctx, epoch);
@@ -889,8 +908,7 @@ static int sk_ticket_read(struct nxq_ctx *ctx, uint64_t holder, struct nxq_ticke
 			sk_end(ctx);
 			return -EAGAIN;
 		}
-		r = sk_req(s, SK_IOC(NXQ_IOC_TICKET_READ), t, sizeof(*t), sizeof(*t), NULL, 0,
-			   &err);
+		r = sk_hreq(s, SK_IOC(NXQ_IOC_TICKET_READ), t, sizeof(*t), sizeof(*t), &err);
 		sk_end(ctx);
 		if (!r) {
 			t->holder_id = holder;
@@ -945,8 +963,7 @@ static int sk_ticket_answer(struct nxq_ctx *ctx, uint64_t holder, uint64_t gener
 		pthread_mutex_unlock(&s->mu);
 		if (c.bytes && c.holder_id) {
 			c.flags = 0;
-			r = sk_req(s, SK_IOC(NXQ_IOC_UNCHARGE), &c, sizeof(c), sizeof(c), NULL, 0,
-				   &err);
+			r = sk_hreq(s, SK_IOC(NXQ_IOC_UNCHARGE), &c, sizeof(c), sizeof(c), &err);
 		}
 		/* What is still unbacked: ask the daemon again. */
 		pthread_mutex_lock(&s->mu);
@@ -955,8 +972,7 @@ static int sk_ticket_answer(struct nxq_ctx *ctx, uint64_t holder, uint64_t gener
 		pthread_mutex_unlock(&s->mu);
 		if (!r && c.bytes && c.holder_id) {
 			c.flags = NXQ_CHARGE_NOWAIT;
-			r = sk_req(s, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c), NULL, 0,
-				   &err);
+			r = sk_hreq(s, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c), &err);
 		}
 		pthread_mutex_lock(&s->mu);
 		if (c.bytes && (r || err || !c.holder_id))
@@ -974,8 +990,8 @@ static int sk_ticket_answer(struct nxq_ctx *ctx, uint64_t holder, uint64_t gener
 	local = released > h->charged - h->unbacked ? released - (h->charged - h->unbacked) : 0;
 	a.released = released - local;
 	pthread_mutex_unlock(&s->mu);
-	r = a.holder_id ? sk_req(s, SK_IOC(NXQ_IOC_TICKET_ANSWER), &a, sizeof(a), sizeof(a),
-				 NULL, 0, &err) : -ENOTCONN;
+	r = a.holder_id ? sk_hreq(s, SK_IOC(NXQ_IOC_TICKET_ANSWER), &a, sizeof(a), sizeof(a),
+				  &err) : 0;
 	if (!r && err) {
 		sk_end(ctx);
 		return err;	/* -ESTALE and the like: nothing uncharged */

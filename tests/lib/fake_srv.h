@@ -602,6 +602,15 @@ static void fs_join_later(void)
 	pthread_join(fs_later.th, NULL);
 }
 
+/* The daemon forgets holder i (as a restarted one would), nothing else. */
+static void fs_forget(int i)
+{
+	pthread_mutex_lock(&fs.mu);
+	if (fs.h[i].live)
+		fs_end_holder(&fs.h[i]);
+	pthread_mutex_unlock(&fs.mu);
+}
+
 /* Reset the counters (not the state). */
 static void fs_zero(void)
 {

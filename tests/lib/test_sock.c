@@ -435,6 +435,41 @@ static void test_uncharge_and_answer_in_flight(void **state)
 	assert_int_equal(fs_used(), 0);
 }
 
+/*
+ * The daemon answers -ENOENT for a holder the library holds: it lost it
+ * (here, a connection made to a restarted daemon before anyone noticed
+ * the old one went): reconnect and restore, then the charge as new.
+ */
+static void test_enoent_is_lost(void **state)
+{
+	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
+	struct nxq_arena *a = mk(c, 0, 0), *b = mk(c, 0, 0);
+	unsigned long k[4];
+	void *p, *q, *x;
+
+	assert_int_equal(nxq_alloc(a, 2 * G, 0, &p), 0);
+	assert_int_equal(nxq_alloc(b, G, 0, &x), 0);
+	fs_forget(0);				/* A's holder: gone, uncharged */
+	fs_zero();
+	assert_int_equal(fs_used(), 2 * MiB);
+	assert_int_equal(nxq_alloc(a, G, 0, &q), 0);
+	nxq__sock_counters(c, k);
+	assert_int_equal(k[0], 1);
+	assert_int_equal(fs.registers, 2);	/* both again: the connections were closed */
+	assert_int_equal(charged(a), 6 * MiB);
+	/* the old connections' holders end as the daemon sees them close */
+	for (int i = 0; i < 1000 && fs_used() != charged(a) + charged(b); i++)
+		usleep(1000);
+	assert_int_equal(fs_used(), charged(a) + charged(b));
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_free(a, q), 0);
+	assert_int_equal(nxq_free(b, x), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_arena_destroy(b), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	assert_int_equal(fs_used(), 0);
+}
+
 static struct {
 	struct nxq_arena *a;
 	void *p;
@@ -709,6 +744,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reconnect_restores, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_waiting_charge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uncharge_and_answer_in_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_enoent_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_daemon, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_selection, setup, teardown),
