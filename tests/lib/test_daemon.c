@@ -461,6 +461,9 @@ static void test_two_tenants_restart(void **state)
 	dev_status(&used, &holders);
 	assert_int_equal(used, 0);
 	assert_int_equal(holders, 0);
+	/* and the daemon (an ASan build in make check) saw nothing wrong */
+	assert_int_equal(run("! grep -E 'AddressSanitizer|runtime error|WARNING|BUG' %s/nxquotad.log",
+			     tmp), 0);
 }
 
 int main(void)
