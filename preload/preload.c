@@ -15,8 +15,9 @@
  *    handle of libcuda.so.1, which searches libcuda only, not the
  *    preloaded libraries; dlsym is interposed for the wrapped names (and
  *    tail-calls glibc's for everything else, so that RTLD_NEXT stays
- *    relative to the real caller).  Lookups made by libnxquota itself are
- *    left alone: a process that links the library is charged by it.
+ *    relative to the real caller).  Lookups made by libnxquota.so, or by
+ *    any library between nxquota_preload_exempt(1) and (0), are left
+ *    alone: a process that links the library is charged by it.
  *
  * What is charged (see preload/README.md for the reasons):
  *  - cuMemAlloc_v2, cuMemAllocPitch_v2, cuMemAllocManaged: the bytes asked
@@ -115,6 +116,7 @@ static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
 
 static __thread int depth __attribute__((tls_model("initial-exec")));
+static __thread int exempt __attribute__((tls_model("initial-exec")));	/* see nxquota_preload_exempt() */
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void say(const char *fmt, ...)
@@ -1187,6 +1189,8 @@ static void substitute(const char *sym, void **pfn, int ver, uint64_t flags)
 
 	if (!sym || !pfn || !*pfn)
 		return;
+	if (exempt)
+		return;
 	i = wrapped_variant(sym, ver, flags);
 	if (i < 0)
 		return;
@@ -1230,7 +1234,17 @@ static int wrapped_name(const char *name)
 	return -1;
 }
 
-/* Is the caller libnxquota itself (which charges its own mappings)? */
+/*
+ * A library that charges its own mappings (libnxquota, linked in or not)
+ * resolves its entry points between nxquota_preload_exempt(1) and (0): on
+ * that thread, dlsym and cuGetProcAddress give it the driver's own.
+ */
+EXPORT void nxquota_preload_exempt(int on)
+{
+	exempt = !!on;
+}
+
+/* Is the caller libnxquota.so itself (which charges its own mappings)? */
 static int caller_is_libnxquota(const void *ret)
 {
 	Dl_info di;
@@ -1249,7 +1263,7 @@ void *dlsym(void *handle, const char *name)
 	int i;
 
 	pthread_once(&dlsym_once, dlsym_init);
-	i = handle == RTLD_NEXT ? -1 : wrapped_name(name);
+	i = handle == RTLD_NEXT || exempt ? -1 : wrapped_name(name);
 	if (i >= 0 && !caller_is_libnxquota(__builtin_return_address(0))) {
 		void *p = real_dlsym(handle, name);
 

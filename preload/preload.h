@@ -48,6 +48,14 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool);
 CUresult cuGetProcAddress(const char *sym, void **pfn, int ver, uint64_t flags);
 CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, uint64_t flags, int *status);
 
+/*
+ * Exported: between nxquota_preload_exempt(1) and (0), this thread's
+ * dlsym() and cuGetProcAddress() give the driver's own entry points (for a
+ * library that charges its own mappings; find it with
+ * dlsym(RTLD_DEFAULT, "nxquota_preload_exempt"): absent without the shim).
+ */
+void nxquota_preload_exempt(int on);
+
 /* What the shim did, for the tests. */
 struct nxqp_counters {
 	uint64_t holders;	/* holders registered */

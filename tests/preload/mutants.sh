@@ -60,6 +60,7 @@ plain-holder-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&
 no-fork-reset~s/^\tpthread_atfork(fork_prepare, fork_parent, fork_child);$/\tpthread_atfork(fork_prepare, fork_parent, NULL);/~test
 no-authority-not-kept~s/^\t__atomic_store_n(\&S.state, st, __ATOMIC_RELEASE);$/\t__atomic_store_n(\&S.state, st > 0 ? st : 0, __ATOMIC_RELEASE);/~test
 unknown-device-refused~s/^\tif (r == -ENOENT || r == -ENODEV) {$/\tif (0) {/~test
+exempt-ignored~s/^\texempt = !!on;$/\t(void)on;/~test
 MUT
 echo "mutants: $n, survived: $survived"
 [ "$survived" -eq 0 ]

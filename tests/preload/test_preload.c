@@ -469,6 +469,24 @@ static void test_getprocaddress_v2(void **st) { each_kind(P_GPA2); }
 static void test_getprocaddress_v1(void **st) { each_kind(P_GPA1); }
 static void test_dlsym_handle(void **st) { each_kind(P_DLSYM); }
 
+/* A library that charges its own mappings gets the driver's entry points while exempt. */
+static void test_exempt(void **st)
+{
+	void *fn = NULL, *gpa;
+
+	nxquota_preload_exempt(1);
+	gpa = dlsym(drv, "cuGetProcAddress_v2");
+	assert_ptr_not_equal(gpa, (void *)cuGetProcAddress_v2);
+	assert_int_equal(cuGetProcAddress_v2("cuMemCreate", &fn, 12000, 0, NULL), 0);
+	assert_ptr_equal(fn, d_proc("cuMemCreate", 12000, 0));
+	assert_ptr_not_equal(dlsym(drv, "cuMemAlloc_v2"), (void *)cuMemAlloc_v2);
+	nxquota_preload_exempt(0);
+	assert_ptr_equal(dlsym(drv, "cuGetProcAddress_v2"), (void *)cuGetProcAddress_v2);
+	assert_int_equal(cuGetProcAddress_v2("cuMemCreate", &fn, 12000, 0, NULL), 0);
+	assert_ptr_equal(fn, (void *)cuMemCreate);
+	assert_int_equal(K.charges, 0);
+}
+
 /* A refused charge: CUDA_ERROR_OUT_OF_MEMORY, the driver not called, nothing changed. */
 static void test_refused(void **st)
 {
@@ -776,6 +794,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_getprocaddress_v2, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_getprocaddress_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dlsym_handle, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_exempt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_refused_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
