@@ -34,10 +34,13 @@ mutant() {
 	}
 	set +e
 	if [ "$var" = DAEMON_SRCS ]; then
-		# the daemon is mutated; the transport suite runs against it
-		make -s build/transport-kunit >/dev/null 2>&1
+		# the daemon is mutated; the transport suite (or, for the
+		# control socket's cases, ctl-kunit) runs against it
+		suite=build/transport-kunit
+		case $cases in nxquotad_ctl*) suite=build/ctl-kunit ;; esac
+		make -s "$suite" >/dev/null 2>&1
 		NXQD_BIN=$tmp/$name/kunit ASAN_OPTIONS=detect_leaks=0 \
-			UK_KUNIT_TIMEOUT=60 build/transport-kunit "$cases" \
+			UK_KUNIT_TIMEOUT=60 "$suite" "$cases" \
 			>"$tmp/$name/run.log" 2>&1
 	else
 		ASAN_OPTIONS=detect_leaks=0 UK_KUNIT_TIMEOUT=60 \
@@ -125,6 +128,35 @@ mutant no-follow-cgroup DAEMON_SRCS DAEMON_BIN client.c \
 mutant signal-may-block DAEMON_SRCS DAEMON_BIN client.c \
 	'/^void nxqd_holder_signal(/,/^}/s/^\tif (!e)$/\tif (!e || write(e->fd, \&one, sizeof(one)) || 1)/' \
 	'nxquotad-client.nxqd_test_eventfd_full' 'Expected'
+# The control socket: a peer that is not root is served (only the mode
+# kept it out).
+mutant ctl-any-uid DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/cred.uid != 0) {/cred.uid == 12345) {/' \
+	'nxquotad_ctl.ctl_test_root_only' 'Expected'
+# The control socket: attributes above the command's maxattr accepted.
+mutant ctl-maxattr-unchecked DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/if (type == 0 || type > maxattr) {/if (type == 0) {/' \
+	'nxquotad_ctl.ctl_test_validation' 'Expected'
+# The control socket: the genl header's reserved byte not checked.
+mutant ctl-reserved-unchecked DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/if (r.gh->reserved) {/if (0) {/' \
+	'nxquotad_ctl.ctl_test_validation' 'Expected'
+# Events a full subscriber refused are not counted in events_dropped.
+mutant ctl-drops-uncounted DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/if (dropped \&\& ev->dropped)/if (0 \&\& dropped \&\& ev->dropped)/' \
+	'nxquotad_ctl.ctl_test_events' 'Expected'
+# A control socket passed by systemd is ignored.
+mutant ctl-no-activation DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/int fd = nxqd_listen_fds("control");/int fd = -1;/' \
+	'nxquotad_ctl.ctl_test_socket_activation' 'Expected'
+# The new state is written but never renamed into place.
+mutant state-not-renamed DAEMON_SRCS DAEMON_BIN state.c \
+	's/if (!err \&\& rename(tmp, dst))/if (!err \&\& unlink(tmp))/' \
+	'nxquotad_ctl.ctl_test_restart' 'Expected'
+# A budget's own max is not restored as its own.
+mutant state-own-max-lost DAEMON_SRCS DAEMON_BIN state.c \
+	's/\t\tr.set_max = true;/\t\tr.set_max = false;/' \
+	'nxquotad_ctl.ctl_test_restart' 'Expected'
 # The runner itself: a suite meant to fail must fail exactly so.
 make -s COMPAT_TESTS=compat/kunit_selftest.c COMPAT_BIN="$tmp/selftest" \
 	"$tmp/selftest" >"$tmp/selftest.build" 2>&1 || {
