@@ -37,6 +37,10 @@
  * ticket answer (the local charge already excludes it, so the restore
  * did too): nothing is granted twice and nothing is lost.
  *
+ * A restore charge answered -EAGAIN (the daemon's grace after a restart
+ * holds back a process it did not list) is asked again with
+ * NXQ_CHARGE_WAIT, up to NXQUOTA_RECONNECT_MS.
+ *
  * A restore the daemon refuses (the memory no longer fits: another
  * process took it meanwhile, a budget was lowered) leaves the holder's
  * charge "unbacked": held by the library, not charged by the daemon.  It
@@ -447,6 +451,17 @@ static int restore_holder(struct sk *s, int fd, struct sk_holder *h)
 		c.holder_id = h->dmn_id;
 		c.bytes = h->charged;
 		r = sk_xfer(fd, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c), NULL, 0, &err);
+		if (!r && err == -EAGAIN) {
+			/*
+			 * The daemon's grace after a restart holds back processes
+			 * it did not list (we may have registered just before it
+			 * died): wait for the grace to end, as a new charge would.
+			 */
+			c.flags = NXQ_CHARGE_WAIT;
+			c.timeout_ns = s->reconnect_ms * 1000000ULL;
+			r = sk_xfer(fd, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c), NULL, 0,
+				    &err);
+		}
 		if (r)
 			return r;
 		if (err)

@@ -69,6 +69,8 @@ struct fake_srv {
 	int conn_limit;			/* open connections beyond it closed at accept; 0: none */
 	int conns_refused;
 	int hostile;			/* see fs_hostile() */
+	int grace_eagain;		/* this many NOWAIT charges get -EAGAIN (a grace) */
+	int next_grace;			/* grace_eagain of the next fs_start() */
 	int die_on;			/* _IOC_NR of a command: die on receiving it (once) */
 	uint64_t die_cap;		/* and start again with this capacity */
 	/* what was seen */
@@ -147,6 +149,10 @@ static int fs_charge(struct nxq_charge *c)
 	if (!h)
 		return -ENOENT;
 	fs.charges++;
+	if (!(c->flags & NXQ_CHARGE_WAIT) && fs.grace_eagain > 0) {
+		fs.grace_eagain--;
+		return -EAGAIN;
+	}
 	if (!(c->flags & NXQ_CHARGE_WAIT)) {
 		if (fs.used + c->bytes > fs.cap)
 			return -EDQUOT;
@@ -525,6 +531,8 @@ static void fs_start(uint64_t cap)
 	fs.conn_limit = 0;
 	fs.conns_refused = 0;
 	fs.hostile = 0;
+	fs.grace_eagain = fs.next_grace;
+	fs.next_grace = 0;
 	fs.next_id = 1 + 1000 * (uint64_t)fs.restarts;
 	fs.owner = getpid();
 	pthread_mutex_unlock(&fs.mu);

@@ -519,6 +519,37 @@ static void test_reconnect_waiting_charge(void **state)
 	assert_int_equal(nxq_ctx_close(c), 0);
 }
 
+/*
+ * The restarted daemon's grace holds back a process it did not list
+ * (-EAGAIN to a NOWAIT charge): the restore waits for the grace to end
+ * instead of giving the memory back.
+ */
+static void test_restore_in_grace(void **state)
+{
+	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
+	struct nxq_arena *a = mk(c, 0, 0);
+	unsigned long k[4];
+	void *p, *q;
+
+	assert_int_equal(nxq_alloc(a, 2 * G, 0, &p), 0);
+	fs_stop();
+	fs_zero();
+	fs.next_grace = 1;
+	fs_start_later(64 * MiB, 100);
+	assert_int_equal(nxq_alloc(a, G, 0, &q), 0);
+	fs_join_later();
+	nxq__sock_counters(c, k);
+	assert_int_equal(k[0], 1);
+	assert_int_equal(k[1], 0);		/* not refused */
+	assert_int_equal(fs.wait_charges, 1);	/* the restore, asked again to wait */
+	assert_int_equal(fs_holder_charged(0), 6 * MiB);
+	assert_int_equal(fs_used(), charged(a));
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_free(a, q), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
 static struct {
 	int tickets;
 	uint32_t reason;
@@ -746,6 +777,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_uncharge_and_answer_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enoent_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restore_in_grace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_daemon, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_selection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
