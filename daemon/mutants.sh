@@ -149,6 +149,10 @@ mutant ctl-drops-uncounted DAEMON_SRCS DAEMON_BIN ctl.c \
 mutant ctl-no-activation DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/int fd = nxqd_listen_fds("control");/int fd = -1;/' \
 	'nxquotad_ctl.ctl_test_socket_activation' 'Expected'
+# The control socket: no bound on its connections.
+mutant ctl-conns-unbounded DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/ctl_nconns >= NXQD_CTL_CONNS/ctl_nconns >= 100000/' \
+	'nxquotad_ctl.ctl_test_bounds' 'Expected'
 # The new state is written but never renamed into place.
 mutant state-not-renamed DAEMON_SRCS DAEMON_BIN state.c \
 	's/if (!err \&\& rename(tmp, dst))/if (!err \&\& unlink(tmp))/' \

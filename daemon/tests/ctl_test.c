@@ -1104,6 +1104,64 @@ static void ctl_test_socket_activation(struct kunit *test)
 	cleanup(&d);
 }
 
+/*
+ * Bounds: at most 64 control connections (the 65th is closed unanswered,
+ * a freed slot serves again), and a message larger than the daemon reads
+ * is refused with -EMSGSIZE, the connection still usable.
+ */
+static void ctl_test_bounds(struct kunit *test)
+{
+	static unsigned char big[70000];
+	struct nlmsghdr *h = (void *)big;
+	int fds[64], extra, i, n = 0;
+	struct daemon d;
+	struct reply r;
+	char c;
+
+	start(test, &d);
+	for (i = 0; i < 64; i++) {
+		fds[i] = dial(d.ctl);
+		if (fds[i] >= 0)
+			n++;
+	}
+	KUNIT_ASSERT_EQ(test, n, 64);
+	/* every one is served, the last one too */
+	KUNIT_EXPECT_EQ(test, dump(fds[63], NXQUOTA_CMD_DEVICE_GET, 0, NULL,
+				   &r), 0);
+	extra = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, extra, 0);
+	KUNIT_EXPECT_EQ(test, recv(extra, &c, 1, 0), 0);	/* closed */
+	close(extra);
+	close(fds[0]);
+	for (i = 0; i < 200; i++) {	/* its thread ends, its slot frees */
+		extra = dial(d.ctl);
+		KUNIT_ASSERT_GE(test, extra, 0);
+		if (!dump(extra, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r))
+			break;
+		close(extra);
+		extra = -1;
+		usleep_range(10000, 11000);
+	}
+	KUNIT_EXPECT_GE(test, extra, 0);
+
+	h->nlmsg_len = sizeof(big);
+	h->nlmsg_type = NXQD_GENL_ID;
+	h->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	h->nlmsg_seq = 4242;
+	KUNIT_ASSERT_EQ(test, send(fds[1], big, sizeof(big), 0),
+			(ssize_t)sizeof(big));
+	KUNIT_EXPECT_EQ(test, read_reply(fds[1], 4242, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.err, -EMSGSIZE);
+	KUNIT_EXPECT_EQ(test, dev_add(fds[1], "gpu0", 1, NULL, &r), 0);
+
+	for (i = 1; i < 64; i++)
+		close(fds[i]);
+	if (extra >= 0)
+		close(extra);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
 static struct kunit_case ctl_cases[] = {
 	KUNIT_CASE(ctl_test_root_only),
 	KUNIT_CASE(ctl_test_devices),
@@ -1112,6 +1170,7 @@ static struct kunit_case ctl_cases[] = {
 	KUNIT_CASE(ctl_test_events),
 	KUNIT_CASE(ctl_test_restart),
 	KUNIT_CASE(ctl_test_socket_activation),
+	KUNIT_CASE(ctl_test_bounds),
 	{}
 };
 
