@@ -193,6 +193,7 @@ struct dev {
 	int pstate;		/* DS_*: the pool holder (atomic) */
 	uint64_t holder;	/* allocations only the application frees: no eventfd */
 	uint64_t pholder;	/* stream-ordered pools: eventfd where tickets exist */
+	uint64_t credit;	/* plain holder: charged, held by no allocation (atomic) */
 	int evfd;
 	char key[NXQ_DEVICE_KEY_MAX];
 };
@@ -210,6 +211,7 @@ static struct {
 	struct nxq_ctx *ctx;
 	struct nxq_ctx *stale;	/* the parent's context, in a forked child */
 	uint64_t wait_ns;
+	uint64_t batch;		/* NXQ_PRELOAD_BATCH */
 	struct dev dev[MAXDEV];
 	struct pool pool[MAXPOOL];
 	int epfd, stopfd, thread_on;
@@ -367,6 +369,11 @@ static int authority_init(void)
 	if (nxq__env_ms("NXQ_PRELOAD_WAIT_MS", &ms) < 0)
 		say("NXQ_PRELOAD_WAIT_MS is not a number of milliseconds: not waiting");
 	S.wait_ns = ms * 1000000ULL;
+	S.batch = 2ULL << 20;
+	if (nxq__env_size("NXQ_PRELOAD_BATCH", &S.batch) < 0) {
+		say("NXQ_PRELOAD_BATCH is not a size: charging each allocation exactly");
+		S.batch = 0;
+	}
 	if (S.test_set)
 		r = S.test_kops ? nxq__ctx_open_kops(&o, S.test_kops, S.test_kpriv, &S.ctx)
 				: nxq_ctx_open(&o, &S.ctx);
@@ -516,6 +523,58 @@ static void uncharge(uint64_t holder, uint64_t bytes)
 		CNT(uncharges);
 }
 
+/*
+ * The plain holder's credit: bytes charged ahead (up to NXQ_PRELOAD_BATCH
+ * beyond what an allocation needs) or left by frees (up to twice that), so
+ * that allocation/free pairs of small sizes ask the authority once, not
+ * twice per pair.  A charge the authority refuses with the batch is asked
+ * again without it, and the credit the process holds counts towards it:
+ * the refusal comes exactly where the process's cgroup is full.  The
+ * authority sees the credit as charge (it is: charge, not residency).
+ */
+static int plain_take(int ord, uint64_t bytes)
+{
+	struct dev *d = &S.dev[ord];
+	uint64_t cur = __atomic_load_n(&d->credit, __ATOMIC_RELAXED), took, need;
+
+	for (;;) {
+		if (cur >= bytes) {
+			if (__atomic_compare_exchange_n(&d->credit, &cur, cur - bytes, 0,
+							__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				return 0;
+		} else if (__atomic_compare_exchange_n(&d->credit, &cur, 0, 0, __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED)) {
+			break;
+		}
+	}
+	took = cur;
+	need = bytes - took;
+	if (S.batch && need + S.batch > need &&
+	    !S.ctx->kops->charge(S.ctx, d->holder, need + S.batch, 0)) {
+		CNT(charges);
+		__atomic_add_fetch(&d->credit, S.batch, __ATOMIC_RELAXED);
+		return 0;
+	}
+	if (!charge(d->holder, need))
+		return 0;
+	__atomic_add_fetch(&d->credit, took, __ATOMIC_RELAXED);
+	return -1;
+}
+
+static void plain_give(int ord, uint64_t bytes)
+{
+	struct dev *d = &S.dev[ord];
+	uint64_t cur = __atomic_add_fetch(&d->credit, bytes, __ATOMIC_RELAXED);
+
+	while (cur > 2 * S.batch) {
+		if (__atomic_compare_exchange_n(&d->credit, &cur, S.batch, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED)) {
+			uncharge(d->holder, cur - S.batch);
+			return;
+		}
+	}
+}
+
 /* The device of the calling thread's current context, or -1. */
 static int cur_dev(void)
 {
@@ -546,7 +605,7 @@ static int charge_plain(int ord, uint64_t bytes, uint64_t *holderp)
 		CNT(refused);
 		return -1;
 	}
-	if (charge(S.dev[ord].holder, bytes))
+	if (plain_take(ord, bytes))
 		return -1;
 	*holderp = S.dev[ord].holder;
 	return 0;
@@ -564,14 +623,14 @@ static CUresult settle(int kind, uint64_t key, uint64_t bytes, int ord, uint64_t
 	depth++;
 	undo(key);
 	depth--;
-	uncharge(holder, bytes);
+	plain_give(ord, bytes);
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 static void release_tracked(int kind, struct ent *e)
 {
 	if (e->dev >= 0 && e->dev < MAXDEV && S.dev[e->dev].holder)
-		uncharge(S.dev[e->dev].holder, e->bytes);
+		plain_give(e->dev, e->bytes);
 	free(e);
 	(void)kind;
 }
@@ -613,7 +672,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 	depth--;
 	if (cr) {
 		if (holder)
-			uncharge(holder, bytesize);
+			plain_give(ord, bytesize);
 		return cr;
 	}
 	return settle(K_PTR, *dptr, bytesize, ord, holder, undo_ptr);
@@ -644,21 +703,21 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t widt
 	depth--;
 	if (cr) {
 		if (holder)
-			uncharge(holder, ahead);
+			plain_give(ord, ahead);
 		return cr;
 	}
 	if (!holder)
 		return CUDA_SUCCESS;
 	bytes = (uint64_t)*pitch * height;
-	if (bytes > ahead && charge(holder, bytes - ahead)) {
+	if (bytes > ahead && plain_take(ord, bytes - ahead)) {
 		depth++;
 		undo_ptr(*dptr);
 		depth--;
-		uncharge(holder, ahead);
+		plain_give(ord, ahead);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	if (bytes < ahead)
-		uncharge(holder, ahead - bytes);
+		plain_give(ord, ahead - bytes);
 	return settle(K_PTR, *dptr, bytes, ord, holder, undo_ptr);
 }
 
@@ -684,7 +743,7 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
 	depth--;
 	if (cr) {
 		if (holder)
-			uncharge(holder, bytesize);
+			plain_give(ord, bytesize);
 		return cr;
 	}
 	return settle(K_PTR, *dptr, bytesize, ord, holder, undo_ptr);
@@ -737,7 +796,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	depth--;
 	if (cr) {
 		if (holder)
-			uncharge(holder, size);
+			plain_give(ord, size);
 		return cr;
 	}
 	return settle(K_HANDLE, *handle, size, ord, holder, undo_handle);

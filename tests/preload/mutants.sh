@@ -61,6 +61,8 @@ no-fork-reset~s/^\tpthread_atfork(fork_prepare, fork_parent, fork_child);$/\tpth
 no-authority-not-kept~s/^\t__atomic_store_n(\&S.state, st, __ATOMIC_RELEASE);$/\t__atomic_store_n(\&S.state, st > 0 ? st : 0, __ATOMIC_RELEASE);/~test
 unknown-device-refused~s/^\tif (r == -ENOENT || r == -ENODEV) {$/\tif (0) {/~test
 exempt-ignored~s/^\texempt = !!on;$/\t(void)on;/~test
+batch-refusal-not-exact~/^static int plain_take/,/^}/s/^\tif (!charge(d->holder, need))$/\tif (0)/~test
+credit-not-kept~s/^\twhile (cur > 2 \* S.batch) {$/\twhile (cur > 0) {/~test
 MUT
 echo "mutants: $n, survived: $survived"
 [ "$survived" -eq 0 ]

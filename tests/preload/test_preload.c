@@ -231,6 +231,8 @@ static int group_setup(void **st)
 	d_pool = (void (*)(CUmemoryPool, uint64_t *, uint64_t *))dlsym(drv, "fakedrv_pool");
 	d_freeasync = (CUresult (*)(CUdeviceptr, CUstream))dlsym(drv, "cuMemFreeAsync");
 	d_getpool = (CUresult (*)(CUmemoryPool *, CUdevice))dlsym(drv, "cuDeviceGetMemPool");
+	/* exact charges, so that the counts below say what each call did; test_batch turns it on */
+	setenv("NXQ_PRELOAD_BATCH", "0", 1);
 	return d_calls && d_fail && d_reset && d_setdev && d_proc && d_pool && d_freeasync &&
 	       d_getpool ? 0 : -1;
 }
@@ -468,6 +470,37 @@ static void test_direct(void **st) { each_kind(P_DIRECT); }
 static void test_getprocaddress_v2(void **st) { each_kind(P_GPA2); }
 static void test_getprocaddress_v1(void **st) { each_kind(P_GPA1); }
 static void test_dlsym_handle(void **st) { each_kind(P_DLSYM); }
+
+/* Charged ahead in batches: small pairs ask the authority once; a refusal is still exact. */
+static void test_batch(void **st)
+{
+	unsigned long long p, q;
+
+	setenv("NXQ_PRELOAD_BATCH", "2M", 1);
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(cuMemAlloc_v2(&p, 4096), 0);
+		assert_int_equal(cuMemFree_v2(p), 0);
+	}
+	assert_int_equal(K.charges, 1);			/* 4096 + the batch, once */
+	assert_int_equal(K.uncharges, 0);
+	assert_int_equal(K.charged, 2 * MiB + 4096);	/* the credit */
+	/* a large one takes the credit, charges the rest and a batch; its free keeps one batch */
+	assert_int_equal(cuMemAlloc_v2(&p, 8 * MiB), 0);
+	assert_int_equal(K.charged, 10 * MiB);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(K.charged, 2 * MiB);
+	/* at the cap: the batch is refused, the exact rest granted, then nothing more */
+	K.cap = 3 * MiB;
+	assert_int_equal(cuMemAlloc_v2(&p, 3 * MiB), 0);
+	assert_int_equal(K.charged, 3 * MiB);
+	assert_int_equal(cuMemAlloc_v2(&q, 1), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(K.charged, 3 * MiB);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(K.charged, 3 * MiB);		/* within two batches: kept */
+	assert_int_equal(cuMemAlloc_v2(&p, 3 * MiB), 0);	/* from the credit alone */
+	assert_int_equal(cuMemFree_v2(p), 0);
+	setenv("NXQ_PRELOAD_BATCH", "0", 1);
+}
 
 /* A library that charges its own mappings gets the driver's entry points while exempt. */
 static void test_exempt(void **st)
@@ -795,6 +828,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_getprocaddress_v1, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dlsym_handle, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_exempt, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_batch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_refused_ahead, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
