@@ -5,11 +5,17 @@
 #   NXQ_MODE      "test" (run the scenarios) or "demo" (run /demo.sh)
 #   NXQ_SCENARIOS the scenario names, in order
 #   NXQ_TIMEOUT   seconds each scenario may run
+#   NXQ_AUTHORITY "module" (default) or "daemon": the module is not loaded;
+#                 /bin/nxquotad runs (restarted if a scenario killed it),
+#                 the scenarios talk to its sockets, /tools/nxq-sweep
+#                 removes leftover devices, and the last result is
+#                 "nxquotad" (it exits 0 on SIGTERM, its log is clean)
 #
 # Every line the host reads starts with "NXQ-":
 #   NXQ-BOOT <kernel release>
 #   NXQ-RESULT <name> pass|fail|skip <reason>    one per scenario, then
 #   NXQ-RESULT rmmod ...                          the final unload
+#   NXQ-RESULT nxquotad ...                       or the daemon's exit
 #   NXQ-DMESG-BEGIN / NXQ-DMESG-END               the whole kernel log
 #   NXQ-DEMO <line>                               demo mode: the narrative
 #   NXQ-CSV-BEGIN / NXQ-CSV <line> / NXQ-CSV-END  demo mode: its charge.csv
@@ -38,6 +44,44 @@ now_cs() {
 }
 
 loaded() { grep -q '^nxquota ' /proc/modules; }
+
+# ---- nxquotad (NXQ_AUTHORITY=daemon) ----
+NXQD_PID=
+NXQD_SOCK=/run/nxquota/nxquota.sock
+NXQD_CTL=/run/nxquota/control.sock
+NXQD_CHILD=0
+daemon_mode() { [ "${NXQ_AUTHORITY:-module}" = daemon ]; }
+# A scenario that restarts the daemon (daemon_restart) starts "$NXQD_START"
+# with its output appended to $NXQD_LOG and writes the new pid to
+# $NXQD_PIDFILE; sweep adopts it.
+export NXQD_START=/bin/nxquotad NXQD_LOG=/tmp/nxqd.log NXQD_PIDFILE=/tmp/nxqd.pid
+
+# Start the daemon and wait (5 s) for both its sockets.
+daemon_start() {
+	mkdir -p /run/nxquota /var/lib/nxquota
+	$NXQD_START >> "$NXQD_LOG" 2>&1 &
+	NXQD_PID=$!
+	NXQD_CHILD=1
+	echo "$NXQD_PID" > "$NXQD_PIDFILE"
+	i=0
+	while [ $i -lt 50 ]; do
+		[ -S "$NXQD_SOCK" ] && [ -S "$NXQD_CTL" ] && return 0
+		kill -0 "$NXQD_PID" 2>/dev/null || return 1
+		sleep 0.1
+		i=$((i + 1))
+	done
+	return 1
+}
+
+daemon_alive() {
+	[ -n "$NXQD_PID" ] && [ -d "/proc/$NXQD_PID" ] &&
+		! grep -q '^State:.*Z' "/proc/$NXQD_PID/status" 2>/dev/null
+}
+
+# Lines of the daemon's log that are failures.
+daemon_bad_log() {
+	grep -E 'AddressSanitizer|runtime error|WARNING|BUG|ASSERTION' /tmp/nxqd.log 2>/dev/null
+}
 
 load_module() {
 	insmod "$NXQ_KO" || return 1
@@ -76,6 +120,7 @@ kill_leftovers() {
 	for p in /proc/[0-9]*; do
 		pid=${p#/proc/}
 		[ "$pid" = 1 ] && continue
+		[ "$pid" = "$NXQD_PID" ] && continue
 		read -r stat < "$p/stat" 2>/dev/null || continue
 		comm=${stat#*(}
 		comm=${comm%)*}
@@ -93,8 +138,16 @@ kill_leftovers() {
 # Put the module back into a clean state; $left says what had to be cleaned.
 sweep() {
 	left=""
+	if daemon_mode; then
+		read -r p < "$NXQD_PIDFILE"
+		[ "$p" = "$NXQD_PID" ] || { NXQD_PID=$p; NXQD_CHILD=0; }
+	fi
 	kill_leftovers
 	[ -n "$killed" ] && left="$left processes:$killed"
+	if daemon_mode; then
+		sweep_daemon
+		return
+	fi
 	if ! loaded; then
 		left="$left module-unloaded"
 		load_module || left="$left insmod-failed"
@@ -118,19 +171,55 @@ sweep() {
 	done
 }
 
+# The daemon's side of sweep: alive, its socket root's, no device left.
+sweep_daemon() {
+	if ! daemon_alive; then
+		wait "$NXQD_PID" 2>/dev/null
+		left="$left nxquotad-died"
+		daemon_start || left="$left nxquotad-restart-failed"
+	fi
+	chown 0:0 "$NXQD_SOCK" 2>/dev/null
+	chmod 0600 "$NXQD_SOCK" 2>/dev/null
+	for d in $(/tools/nxq-sweep 2>/tmp/sweep.err); do
+		left="$left $d"
+	done
+	[ -s /tmp/sweep.err ] && left="$left sweep:$(head -n 1 /tmp/sweep.err)"
+	sweep_cgroups
+}
+
+sweep_cgroups() {
+	for c in $(find /sys/fs/cgroup -mindepth 1 -depth -type d 2>/dev/null); do
+		for p in $(cat "$c/cgroup.procs" 2>/dev/null); do
+			echo "$p" > /sys/fs/cgroup/cgroup.procs 2>/dev/null
+		done
+		rmdir "$c" 2>/dev/null
+		left="$left cgroup:${c#/sys/fs/cgroup}"
+	done
+}
+
 result() {	# name status reason...
 	n=$1; s=$2; shift 2
 	echo "NXQ-RESULT $n $s $*"
 }
 
-if ! load_module; then
+if daemon_mode; then
+	if ! daemon_start; then
+		sed 's/^/  [nxquotad] /' /tmp/nxqd.log
+		for name in $NXQ_SCENARIOS; do
+			result "$name" fail "nxquotad did not start (its log is above)"
+		done
+		result nxquotad fail "did not start"
+		finish
+	fi
+	echo "NXQ-DAEMON $NXQD_PID"
+elif ! load_module; then
 	for name in $NXQ_SCENARIOS; do
 		result "$name" fail "insmod failed or /dev/nxquota, /sys/kernel/nxquota missing"
 	done
 	result rmmod fail "module never loaded"
 	finish
 fi
-echo "NXQ-LOADED $(cat /sys/kernel/nxquota/abi_version 2>/dev/null)"
+daemon_mode || echo "NXQ-LOADED $(cat /sys/kernel/nxquota/abi_version 2>/dev/null)"
 
 for name in $NXQ_SCENARIOS; do
 	echo "NXQ-START $name"
@@ -166,6 +255,29 @@ for name in $NXQ_SCENARIOS; do
 	fi
 	result "$name" "$status" "$why (${secs}s)"
 done
+
+# The daemon's end: SIGTERM, exit 0 within 5 s, nothing bad in its log.
+if daemon_mode; then
+	kill -TERM "$NXQD_PID" 2>/dev/null
+	i=0
+	while daemon_alive && [ $i -lt 50 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	sed 's/^/  [nxquotad] /' /tmp/nxqd.log | tail -n 40
+	st=0
+	[ "$NXQD_CHILD" = 1 ] && ! daemon_alive && { wait "$NXQD_PID"; st=$?; }
+	if daemon_alive; then
+		result nxquotad fail "still running 5 s after SIGTERM"
+	elif [ "$st" != 0 ]; then
+		result nxquotad fail "exited with status $st on SIGTERM"
+	elif [ -n "$(daemon_bad_log)" ]; then
+		result nxquotad fail "its log: $(daemon_bad_log | head -n 1)"
+	else
+		result nxquotad pass "ok"
+	fi
+	finish
+fi
 
 # The final unload: nothing may be open, and it must take everything away.
 before=$(splat_count)

@@ -6,6 +6,14 @@
 #   tests/vm/run.sh --bench [--kernel KVER] [NAME...]   the figures: programs
 #       in tests/vm/bench/ run like scenarios; their "BENCH ..." lines are
 #       printed after the results
+#   --authority module|daemon|both   which ledger the scenarios talk to
+#       (default module): daemon boots without the module and runs
+#       nxquotad (daemon/build/nxquotad-static, make -C daemon static);
+#       both boots each kernel twice.  Results of the daemon pass are
+#       labelled KVER/daemon, its console is build/vm/KVER/console-daemon.log.
+#   --admin genl   with the module: the scenarios' sysfs helpers speak the
+#       module's generic netlink family instead (the daemon's translation,
+#       checked against the kernel); scenarios about sysfs keep sysfs
 #
 # For each kernel that scripts/deps.sh --print lists (or each --kernel,
 # matched exactly or as a prefix: "6.1", "6.12"), it builds the module
@@ -36,12 +44,15 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 2
 out=build/vm
+daemon_bin=daemon/build/nxquotad-static
 vm_timeout=${NXQ_VM_TIMEOUT:-180}
 scen_timeout=${NXQ_SCEN_TIMEOUT:-60}
 splat='WARNING:|BUG:|Oops|Call Trace|lockdep|possible circular locking|KASAN|UBSAN|refcount_t|list_add corruption|general protection'
 
 demo=0
 bench=0
+authority=module
+admin=sysfs
 sdir=tests/vm/scenarios
 ko_dir=
 want_kernels=()
@@ -53,6 +64,12 @@ while [ $# -gt 0 ]; do
 	--kernel) [ $# -ge 2 ] || { echo "vm: --kernel needs a value" >&2; exit 2; }
 		want_kernels+=("$2"); shift ;;
 	--kernel=*) want_kernels+=("${1#*=}") ;;
+	--authority) [ $# -ge 2 ] || { echo "vm: --authority needs a value" >&2; exit 2; }
+		authority=$2; shift ;;
+	--authority=*) authority=${1#*=} ;;
+	--admin) [ $# -ge 2 ] || { echo "vm: --admin needs a value" >&2; exit 2; }
+		admin=$2; shift ;;
+	--admin=*) admin=${1#*=} ;;
 	--ko-dir) [ $# -ge 2 ] || { echo "vm: --ko-dir needs a value" >&2; exit 2; }
 		ko_dir=$(cd "$2" && pwd) || exit 2; shift ;;
 	-h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -61,6 +78,17 @@ while [ $# -gt 0 ]; do
 	esac
 	shift
 done
+
+case "$authority" in
+module) auths=(module) ;;
+daemon) auths=(daemon) ;;
+both) auths=(module daemon) ;;
+*) echo "vm: --authority module, daemon or both, not $authority" >&2; exit 2 ;;
+esac
+case "$admin" in
+sysfs|genl) ;;
+*) echo "vm: --admin sysfs or genl, not $admin" >&2; exit 2 ;;
+esac
 
 npass=0 nfail=0 nskip=0
 report() {	# kver name status reason
@@ -190,7 +218,8 @@ pack() {	# kver ko mode scenario...
 	ln -s ../bin "$root/usr/sbin"
 	install -m 755 tests/vm/init.sh "$root/init"
 	[ ! -f tests/vm/demo.sh ] || install -m 755 tests/vm/demo.sh "$root/demo.sh"
-	install -m 644 "$ko" "$root/lib/nxquota.ko"
+	[ -z "$ko" ] || install -m 644 "$ko" "$root/lib/nxquota.ko"
+	[ "$auth" != daemon ] || install -m 755 "$daemon_bin" "$root/bin/nxquotad"
 	for a in "$@"; do
 		install -m 755 "$bin/$a" "$root/scen/$a"
 	done
@@ -206,7 +235,9 @@ pack() {	# kver ko mode scenario...
 	NXQ_MODE=$mode
 	NXQ_SCENARIOS="$*"
 	NXQ_TIMEOUT=$scen_timeout
+	export NXQ_AUTHORITY=$auth
 	EOF
+	[ "$admin" != genl ] || echo "export NXQ_ADMIN=genl" >> "$root/etc/nxq.conf"
 	# Knobs of the race, fuzz and bench programs (numbers only) go along.
 	env | grep -E '^NXQ_(RACE|FUZZ|BENCH)_[A-Z0-9_]*=[0-9]+$' |
 		sed 's/^/export /' >> "$root/etc/nxq.conf"
@@ -216,8 +247,8 @@ pack() {	# kver ko mode scenario...
 
 # Boot it; the console goes to build/vm/KVER/console.log ($1's dir).  In
 # demo mode the demo's own lines are also shown live, without the kernel's.
-boot() {	# kver img
-	local kver=$1 img=$2 log=$out/$1/console.log rc
+boot() {	# kver img [log suffix]
+	local kver=$1 img=$2 log=$out/$1/console${3:-}.log rc
 	local qemu=(timeout -k 5 "$vm_timeout" qemu-system-x86_64 -accel tcg
 		-m 1024 -smp 2 -nographic -no-reboot -nic none
 		-kernel "$img" -initrd "$out/$kver/initramfs.cpio.gz"
@@ -264,11 +295,19 @@ demo_data() {	# kver log
 
 run_kernel() {	# kver img kdir
 	local kver=$1 img=$2 kdir=$3 ko s t0 secs rc line st why=
-	local run=()
+	local run=() label=$1 sfx=
 	mkdir -p "$out/$kver"
-	rm -f "$out/$kver/console.log"
+	if [ "$auth" = daemon ]; then
+		label=$kver/daemon
+		sfx=-daemon
+	fi
+	rm -f "$out/$kver/console$sfx.log"
 
-	if [ -n "$ko_dir" ]; then
+	if [ "$auth" = daemon ]; then
+		ko=
+		[ -x "$daemon_bin" ] ||
+			why="no $daemon_bin (make -C daemon static)"
+	elif [ -n "$ko_dir" ]; then
 		ko=$ko_dir/$kver/nxquota.ko
 	else
 		ko=build/kmod/$kver/nxquota.ko
@@ -280,11 +319,11 @@ run_kernel() {	# kver img kdir
 			why="does not build: see $out/$kver/kmod-build.log"
 		fi
 	fi
-	[ -z "$why" ] && [ ! -f "$ko" ] && why="no $ko"
+	[ -z "$why" ] && [ -n "$ko" ] && [ ! -f "$ko" ] && why="no $ko"
 	if [ -n "$why" ]; then
-		report "$kver" module fail "$why"
+		report "$label" "$auth" fail "$why"
 		for s in "${scen[@]}"; do
-			report "$kver" "$s" fail "not run: no module"
+			report "$label" "$s" fail "not run: no $auth"
 		done
 		return
 	fi
@@ -292,17 +331,17 @@ run_kernel() {	# kver img kdir
 	for s in "${scen[@]}"; do
 		case "${pre[$s]:-}" in
 		"") run+=("$s") ;;
-		skip\ *) report "$kver" "$s" skip "${pre[$s]#skip }" ;;
-		*) report "$kver" "$s" fail "${pre[$s]#fail }" ;;
+		skip\ *) report "$label" "$s" skip "${pre[$s]#skip }" ;;
+		*) report "$label" "$s" fail "${pre[$s]#fail }" ;;
 		esac
 	done
 
 	pack "$kver" "$ko" "$([ $demo = 1 ] && echo demo || echo test)" "${run[@]}"
 	t0=$SECONDS
-	boot "$kver" "$img"
+	boot "$kver" "$img" "$sfx"
 	rc=$?
 	secs=$((SECONDS - t0))
-	local log=$out/$kver/console.log stopped
+	local log=$out/$kver/console$sfx.log stopped
 	if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then
 		stopped="the VM timed out after ${vm_timeout}s"
 	elif grep -a -q 'Kernel panic' "$log"; then
@@ -314,23 +353,25 @@ run_kernel() {	# kver img kdir
 	if [ $demo = 1 ]; then
 		line=$(grep -a -o 'NXQ-DEMO-EXIT [0-9]*' "$log" | tail -n 1)
 		if [ -z "$line" ]; then
-			report "$kver" demo fail "no exit status: $stopped (see $log)"
+			report "$label" demo fail "no exit status: $stopped (see $log)"
 		elif [ "${line#NXQ-DEMO-EXIT }" = 0 ]; then
-			report "$kver" demo pass "ok (${secs}s)"
+			report "$label" demo pass "ok (${secs}s)"
 		else
-			report "$kver" demo fail "demo.sh failed ($line; see $log)"
+			report "$label" demo fail "demo.sh failed ($line; see $log)"
 		fi
 		demo_data "$kver" "$log"
 	else
-		for s in "${run[@]}" rmmod; do
+		local last=rmmod
+		[ "$auth" = daemon ] && last=nxquotad
+		for s in "${run[@]}" "$last"; do
 			line=$(grep -a -o "NXQ-RESULT $s .*" "$log" | tail -n 1)
 			if [ -z "$line" ]; then
-				report "$kver" "$s" fail "no result: $stopped"
+				report "$label" "$s" fail "no result: $stopped"
 				continue
 			fi
 			line=${line#NXQ-RESULT $s }
 			st=${line%% *}
-			report "$kver" "$s" "$st" "${line#"$st" }"
+			report "$label" "$s" "$st" "${line#"$st" }"
 		done
 	fi
 
@@ -338,23 +379,25 @@ run_kernel() {	# kver img kdir
 
 	line=$(grep -a -o 'NXQ-BOOT .*' "$log" | head -n 1)
 	if [ -z "$line" ]; then
-		report "$kver" boot fail "the VM never reached /init (see $log)"
+		report "$label" boot fail "the VM never reached /init (see $log)"
 	elif [ "${line#NXQ-BOOT }" != "$kver" ]; then
-		report "$kver" boot fail "booted ${line#NXQ-BOOT }, expected $kver"
+		report "$label" boot fail "booted ${line#NXQ-BOOT }, expected $kver"
 	fi
 	if ! grep -a -q 'NXQ-DONE' "$log"; then
-		report "$kver" shutdown fail "/init did not finish: $stopped (see $log)"
+		report "$label" shutdown fail "/init did not finish: $stopped (see $log)"
 	fi
 	s=$(splats "$log")
 	if [ -n "$s" ]; then
-		report "$kver" kernel-log fail "$(echo "$s" | wc -l) splat line(s), first: $(echo "$s" | head -n 1)"
+		report "$label" kernel-log fail "$(echo "$s" | wc -l) splat line(s), first: $(echo "$s" | head -n 1)"
 		echo "$s" | head -n 20 | sed 's/^/    /'
 	fi
 	echo "vm: $kver: booted and ran in ${secs}s; console log: $log"
 }
 
 for k in "${kernels[@]}"; do
-	# shellcheck disable=SC2086
-	run_kernel $k
+	for auth in "${auths[@]}"; do
+		# shellcheck disable=SC2086
+		run_kernel $k
+	done
 done
 summary

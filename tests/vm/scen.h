@@ -63,7 +63,9 @@
 #define SC_SYSFS	"/sys/kernel/nxquota"
 #define SC_DEVICES	SC_SYSFS "/devices"
 #define SC_CGROOT	"/sys/fs/cgroup"
-#define SC_DEVNODE	"/dev/" NXQ_DEVICE_NAME
+#define SC_DEVNODE_PATH	"/dev/" NXQ_DEVICE_NAME
+/* /dev/nxquota, or in daemon mode nxquotad's client socket (authority.h) */
+#define SC_DEVNODE	sc_devnode()
 
 #define SC_KIB		1024ULL
 #define SC_MIB		(1024ULL * 1024)
@@ -123,9 +125,16 @@ static SC_UNUSED const char *sc_rcname(long rc)
 static void sc_cleanup(void);
 static void sc_dump_state(void);
 
+static int sc_child_skipped(void);
+
 static __attribute__((noreturn)) void sc_exit(int code)
 {
 	if (getpid() == sc_main_pid) {
+		if (code == SC_FAIL && sc_child_skipped()) {
+			sc_log("SKIP: a child process skipped (its SKIP line "
+			       "says why); the failure above follows from it");
+			code = SC_SKIP;
+		}
 		if (code == SC_FAIL)
 			sc_dump_state();
 		if (code != SC_PASS)
@@ -223,6 +232,16 @@ static int sc_errno(void)
 	return -errno;
 }
 
+#include "authority.h"
+
+/* A path of the module's sysfs tree (translated in NXQ_ADMIN=genl mode). */
+static SC_UNUSED int sc_is_sysfs(const char *path)
+{
+	size_t n = strlen(SC_SYSFS);
+
+	return !strncmp(path, SC_SYSFS, n) && (!path[n] || path[n] == '/');
+}
+
 /* ---- sysfs ----------------------------------------------------------- */
 
 /* Write s to path in one write(2): 0 or -errno (from open or write). */
@@ -232,6 +251,8 @@ static SC_UNUSED int sc_write(const char *path, const char *s)
 	ssize_t n;
 	int fd, rc = 0;
 
+	if (sc_is_sysfs(path) && sc_admin_genl())
+		return sc_admin_write(path, s);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return sc_errno();
@@ -262,6 +283,8 @@ static SC_UNUSED int sc_read(const char *path, char *buf, size_t size)
 	ssize_t n;
 	int fd;
 
+	if (sc_is_sysfs(path) && sc_admin_genl())
+		return sc_admin_read(path, buf, size);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return sc_errno();
@@ -275,6 +298,36 @@ static SC_UNUSED int sc_read(const char *path, char *buf, size_t size)
 	buf[n] = 0;
 	if (n > 0 && buf[n - 1] == '\n')
 		buf[--n] = 0;
+	return n;
+}
+
+/*
+ * Read a file's bytes as they are, newline included (size - 1 at most,
+ * NUL-terminated): length or -errno.  Translated files read as sysfs
+ * prints them: the text and a newline.
+ */
+static SC_UNUSED int sc_read_raw(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	if (sc_is_sysfs(path) && sc_admin_genl()) {
+		n = sc_admin_read(path, buf, size - 1);
+		if (n < 0)
+			return n;
+		buf[n++] = '\n';
+		buf[n] = 0;
+		return n;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return sc_errno();
+	n = read(fd, buf, size - 1);
+	if (n < 0)
+		n = sc_errno();
+	close(fd);
+	if (n >= 0)
+		buf[n] = 0;
 	return n;
 }
 
@@ -348,6 +401,8 @@ static SC_UNUSED int sc_exists(const char *path)
 {
 	struct stat st;
 
+	if (sc_is_sysfs(path) && sc_admin_genl())
+		return sc_admin_exists(path);
 	return stat(path, &st) == 0;
 }
 
@@ -422,7 +477,7 @@ static SC_UNUSED const char *sc_cg_path(const char *cg, const char *file)
 	static __thread int i;
 	char *p = buf[i++ & 3];
 
-	snprintf(p, 256, SC_CGROOT "%s%s%s", strcmp(cg, "/") ? cg : "",
+	snprintf(p, 256, "%s%s%s%s", sc_cgroot(), strcmp(cg, "/") ? cg : "",
 		 file ? "/" : "", file ? file : "");
 	return p;
 }
@@ -476,10 +531,17 @@ static SC_UNUSED uint64_t sc_cg_id_at(const char *file, int line,
 
 static SC_UNUSED int sc_open(void)
 {
-	int fd = open(SC_DEVNODE, O_RDWR | O_CLOEXEC);
+	int fd;
 
-	if (fd < 0)
-		return sc_errno();
+	if (sc_daemon()) {
+		fd = sc_d_connect();
+		if (fd < 0)
+			return fd;
+	} else {
+		fd = open(SC_DEVNODE_PATH, O_RDWR | O_CLOEXEC);
+		if (fd < 0)
+			return sc_errno();
+	}
 	if (getpid() == sc_main_pid && sc_track.nfds < SC_TRACK_MAX)
 		sc_track.fds[sc_track.nfds++] = fd;
 	return fd;
@@ -492,14 +554,21 @@ static SC_UNUSED int sc_close(int fd)
 	for (i = 0; i < sc_track.nfds; i++)
 		if (sc_track.fds[i] == fd)
 			sc_track.fds[i] = -1;
+	if (sc_daemon()) {
+		sc_d_close_spares(fd);
+		return sc_d_close(fd);
+	}
 	return close(fd) < 0 ? sc_errno() : 0;
 }
 
 /* Any ioctl: its return value or -errno. */
 static SC_UNUSED long sc_ioctl(int fd, unsigned long cmd, void *arg)
 {
-	long rc = ioctl(fd, cmd, arg);
+	long rc;
 
+	if (sc_daemon())
+		return sc_d_ioctl(fd, cmd, arg);
+	rc = ioctl(fd, cmd, arg);
 	return rc < 0 ? -errno : rc;
 }
 
@@ -689,9 +758,12 @@ static SC_UNUSED int sc_wait(pid_t pid)
 	return 128 + WTERMSIG(status);
 }
 
-/* A child must exit with status 0. */
+/* A child must exit with status 0 (77: it skipped; so does the scenario). */
 #define CHECK_CHILD_OK(pid) do {					\
 	int _s = sc_wait(pid);						\
+	if (_s == SC_SKIP)						\
+		SKIP("child %d (%s) skipped (its SKIP line says why)",	\
+		     (int)(pid), #pid);					\
 	if (_s != 0)							\
 		FAIL("child %d (%s) exited with status %d", (int)(pid),	\
 		     #pid, _s);						\
@@ -745,8 +817,9 @@ static SC_UNUSED void sc_drop_to_nobody(void)
 	int n;
 
 	/* What the udev rule does for the node's group (here nobody's). */
-	if (chown(SC_DEVNODE, 0, 65534) < 0 || chmod(SC_DEVNODE, 0660) < 0)
-		FAIL("give %s to group 65534: %s", SC_DEVNODE,
+	if (chown(sc_devnode(), 0, 65534) < 0 ||
+	    chmod(sc_devnode(), 0660) < 0)
+		FAIL("give %s to group 65534: %s", sc_devnode(),
 		     sc_errname(errno));
 	if (setgroups(0, NULL) < 0 || setresgid(65534, 65534, 65534) < 0 ||
 	    setresuid(65534, 65534, 65534) < 0)
@@ -824,11 +897,80 @@ static void sc_dump_dir(const char *dir, int depth, int *budget)
 }
 
 /* On failure, show what the module's sysfs tree holds (bounded). */
+static int sc_dump_nl_cb(struct nlattr **tb, void *arg)
+{
+	const int *attrs = arg;
+	char line[768];
+	int i, n = 0;
+
+	for (i = 1; attrs[i] && n < (int)sizeof(line) - 64; i++) {
+		struct nlattr *a = tb[attrs[i]];
+		uint64_t v = 0;
+
+		if (!a)
+			continue;
+		if (a->nla_len - NLA_HDRLEN == 8)
+			memcpy(&v, (char *)a + NLA_HDRLEN, 8);
+		else if (a->nla_len - NLA_HDRLEN == 4)
+			memcpy(&v, (char *)a + NLA_HDRLEN, 4);
+		else if (a->nla_len - NLA_HDRLEN == 1)
+			v = *((uint8_t *)a + NLA_HDRLEN);
+		else {
+			n += snprintf(line + n, sizeof(line) - n, " %d=%.64s",
+				      attrs[i], (char *)a + NLA_HDRLEN);
+			continue;
+		}
+		n += snprintf(line + n, sizeof(line) - n, " %d=%llu", attrs[i],
+			      (unsigned long long)v);
+	}
+	sc_log("  state: %s%s", attrs[0] == NXQUOTA_CMD_DEVICE_GET ?
+	       "device" : "budget", line);
+	return 0;
+}
+
+/* On failure, show what the module's sysfs tree holds (bounded). */
 static void sc_dump_state(void)
 {
+	static const int dev[] = { NXQUOTA_CMD_DEVICE_GET,
+		NXQUOTA_A_DEVICE_KEY, NXQUOTA_A_DEVICE_CAPACITY,
+		NXQUOTA_A_DEVICE_USED, NXQUOTA_A_DEVICE_HOLDERS, 0 };
+	static const int bud[] = { NXQUOTA_CMD_BUDGET_GET,
+		NXQUOTA_A_BUDGET_DEVICE, NXQUOTA_A_BUDGET_CGROUP_ID,
+		NXQUOTA_A_BUDGET_CGROUP_PATH, NXQUOTA_A_BUDGET_MAX,
+		NXQUOTA_A_BUDGET_MIN, NXQUOTA_A_BUDGET_CURRENT,
+		NXQUOTA_A_BUDGET_HOLDERS, 0 };
+	struct sc_nlreq m;
 	int budget = 150;
 
-	sc_dump_dir(SC_DEVICES, 0, &budget);
+	if (!sc_admin_genl()) {
+		sc_dump_dir(SC_DEVICES, 0, &budget);
+		return;
+	}
+	sc_log("  state: (netlink attribute numbers of the dumps)");
+	sc_nl_init(&m, NXQUOTA_CMD_DEVICE_GET, 1);
+	sc_nl_talk(&m, sc_dump_nl_cb, (void *)dev);
+	sc_nl_init(&m, NXQUOTA_CMD_BUDGET_GET, 1);
+	sc_nl_talk(&m, sc_dump_nl_cb, (void *)bud);
+}
+
+/* Did a child of the scenario exit with SC_SKIP (reaped here if so)? */
+static int sc_child_skipped(void)
+{
+	int i, st, round;
+
+	/* A child that just exited may not be reapable yet: 100 ms. */
+	for (round = 0; round < 10; round++) {
+		for (i = 0; i < sc_track.npids; i++)
+			if (sc_track.pids[i] > 0 &&
+			    waitpid(sc_track.pids[i], &st, WNOHANG) ==
+			    sc_track.pids[i]) {
+				sc_track.pids[i] = 0;
+				if (WIFEXITED(st) && WEXITSTATUS(st) == SC_SKIP)
+					return 1;
+			}
+		usleep(10000);
+	}
+	return 0;
 }
 
 /* Undo whatever the helpers created; used when a scenario stops early. */
@@ -842,8 +984,11 @@ static void sc_cleanup(void)
 			waitpid(sc_track.pids[i], NULL, 0);
 		}
 	for (i = 0; i < sc_track.nfds; i++)
-		if (sc_track.fds[i] >= 0)
+		if (sc_track.fds[i] >= 0) {
+			if (sc_daemon())
+				sc_d_close_spares(sc_track.fds[i]);
 			close(sc_track.fds[i]);
+		}
 	sc_cg_enter("/");
 	for (i = 0; i < sc_track.nkeys; i++)
 		if (sc_track.keys[i][0])
@@ -859,7 +1004,7 @@ static void sc_cleanup(void)
  */
 static SC_UNUSED void sc_init(int argc, char **argv)
 {
-	const char *slash;
+	const char *slash, *s, *why;
 
 	(void)argc;
 	sc_main_pid = getpid();
@@ -869,11 +1014,33 @@ static SC_UNUSED void sc_init(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);	/* a dead peer is EPIPE, reported */
 	if (geteuid() != 0)
 		SKIP("needs root (runs inside the test VM)");
-	if (!sc_exists(SC_SYSFS) || !sc_exists(SC_DEVNODE))
+	s = getenv("NXQ_AUTHORITY");
+	if (s && *s && strcmp(s, "module") && strcmp(s, "daemon"))
+		FAIL("NXQ_AUTHORITY=%s: module or daemon", s);
+	why = sc_module_only_why(sc_name);
+	if (why && sc_daemon())
+		SKIP("daemon mode: about the module (%s)", why);
+	if (why)
+		sc_native_sysfs = 1;	/* NXQ_ADMIN=genl: its real files */
+	if (sc_daemon()) {
+		struct sc_nlreq m;
+		int rc, fd = sc_d_connect();
+
+		if (fd < 0)
+			FAIL("nxquotad's client socket %s: %s",
+			     sc_client_path(), sc_errname(-fd));
+		close(fd);
+		sc_nl_init(&m, NXQUOTA_CMD_DEVICE_GET, 1);
+		rc = sc_nl_talk(&m, NULL, NULL);
+		if (rc < 0)
+			FAIL("nxquotad's control socket %s: %s",
+			     sc_control_path(), sc_errname(-rc));
+	} else if (!sc_exists(SC_SYSFS) || !sc_exists(SC_DEVNODE)) {
 		FAIL("module not loaded: %s or %s missing", SC_SYSFS,
 		     SC_DEVNODE);
-	if (!sc_exists(SC_CGROOT "/cgroup.procs"))
-		SKIP("cgroup2 not mounted at %s", SC_CGROOT);
+	}
+	if (!sc_exists(sc_cg_path("/", "cgroup.procs")))
+		SKIP("cgroup2 not mounted at %s", sc_cgroot());
 	CHECK_OK(sc_cg_enter("/"));
 }
 

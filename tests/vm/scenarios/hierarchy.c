@@ -33,12 +33,8 @@ static void check_path(uint64_t id, const char *want)
 	char buf[256], shown[512];
 	size_t i, j = 0;
 	ssize_t n;
-	int f;
 
-	f = open(sc_node_path(KEY, id, "path"), O_RDONLY);
-	CHECK(f >= 0);
-	n = read(f, buf, sizeof(buf));
-	close(f);
+	n = sc_read_raw(sc_node_path(KEY, id, "path"), buf, sizeof(buf));
 	CHECK(n >= 0);
 	if ((size_t)n == strlen(want) + 1 && !memcmp(buf, want, n - 1) &&
 	    buf[n - 1] == '\n')
