@@ -31,9 +31,10 @@ stage kmod-style tests/kmod-style.sh
 stage kunit tests/kunit/run.sh
 stage daemon make -s -C daemon check check-mutants
 stage lib make -s -C lib check
-stage preload make -s -C preload check check-mutants
 stage pytorch-host make -s -C integrations/pytorch check-host
 stage tools sh -c 'make -s -C tools check && make -s -C tools static'
+# after tools and daemon: tests/preload/daemon.sh uses nxquotad and nxquotactl
+stage preload make -s -C preload check check-mutants
 stage install tests/install.sh
 stage docs tests/docs.sh
 stage vm tests/vm/run.sh
