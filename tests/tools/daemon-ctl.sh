@@ -102,11 +102,15 @@ has "$tmp/out" 'nxquota_device_events_dropped_total{device="gpu0"} 0'
 # ---- events ---------------------------------------------------------------
 "$tool" --control "$ctl" events >"$tmp/events" 2>&1 &
 epid=$!
-sleep 0.3
-ok set /a gpu0 max=3G
+# set again until the listener (subscribed some time after its start)
+# shows it
 i=0
 while ! grep -q "budget-changed.*device=gpu0.*max=3G" "$tmp/events" &&
-	[ $i -lt 300 ]; do sleep 0.01; i=$((i + 1)); done
+	[ $i -lt 100 ]; do
+	ok set /a gpu0 max=3G
+	sleep 0.1
+	i=$((i + 1))
+done
 grep -q "budget-changed.*device=gpu0 cgroup=[0-9]* max=3G min=0" "$tmp/events" ||
 	fail "events: $(cat "$tmp/events")"
 kill "$epid"; wait "$epid" 2>/dev/null; epid=
