@@ -40,9 +40,13 @@ ctl=$tmp/control.sock
 "$bin" -s "$tmp/nxquota.sock" -c "$ctl" -S "$tmp/state" -C "$cg" -G 0 \
 	2>"$tmp/log" &
 pid=$!
-i=0
-while [ ! -S "$ctl" ] && [ $i -lt 500 ]; do sleep 0.01; i=$((i + 1)); done
-[ -S "$ctl" ] || { cat "$tmp/log"; fail "the daemon did not start"; }
+i=0	# until it answers (the file exists a moment before it listens)
+until "$tool" --control "$ctl" devices >/dev/null 2>&1; do
+	[ $i -lt 500 ] && kill -0 "$pid" 2>/dev/null ||
+		{ cat "$tmp/log"; fail "the daemon did not start"; }
+	sleep 0.01
+	i=$((i + 1))
+done
 
 run() {	# run ARGS...: the tool against the daemon; out, err, rc
 	"$tool" --control "$ctl" "$@" >"$tmp/out" 2>"$tmp/err"
