@@ -573,6 +573,50 @@ out:
 }
 
 /*
+ * A holder the daemon did not register again at the last restore (its
+ * device was not there yet, say): register it now and restore its charge,
+ * on a pooled connection (s->rw for writing: nothing in flight).  0 once
+ * the daemon has it, -ENOLINK if it still refuses.
+ */
+static int sk_readopt(struct nxq_ctx *ctx, uint64_t holder)
+{
+	struct sk *s = ctx->kpriv;
+	struct nxq_holder_reg reg;
+	struct sk_holder *h;
+	struct sk_conn *c;
+	int fds[2], n, err = 0, r = -ENOLINK;
+
+	pthread_rwlock_wrlock(&s->rw);
+	h = holder <= (uint64_t)s->nh ? s->h[holder - 1] : NULL;
+	if (!h || !h->live || h->dmn_id || s->broken) {
+		r = h && h->dmn_id ? 0 : -ENOLINK;
+		goto out;
+	}
+	c = s->pool;
+	if (!c)
+		goto out;
+	n = holder_fds(h, &reg, fds);
+	if (sk_xfer(c->fd, SK_IOC(NXQ_IOC_HOLDER_REGISTER), &reg, sizeof(reg), sizeof(reg), fds,
+		    n, &err) || err || !reg.holder_id)
+		goto out;	/* a lost connection: the next call reconnects */
+	h->dmn_id = reg.holder_id;
+	r = 0;
+	if (h->unbacked) {
+		struct nxq_charge ch = { .size = sizeof(ch), .flags = NXQ_CHARGE_NOWAIT,
+					 .holder_id = h->dmn_id, .bytes = h->unbacked };
+
+		if (!sk_xfer(c->fd, SK_IOC(NXQ_IOC_CHARGE), &ch, sizeof(ch), sizeof(ch), NULL, 0,
+			     &err) && !err) {
+			h->unbacked = 0;
+			h->syn_pending = 0;
+		}
+	}
+out:
+	pthread_rwlock_unlock(&s->rw);
+	return r;
+}
+
+/*
  * Start a request: s->rw held for reading, the epoch noted.  A context
  * whose last reconnect failed tries once more first.
  */
@@ -749,7 +793,7 @@ static int sk_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint6
 	uint64_t deadline = timeout_ns ? nxq__now_ns() + timeout_ns : 0;
 	struct sk_holder *h;
 	unsigned int epoch;
-	int err = 0, r, tries = 0;
+	int err = 0, r, tries = 0, readopted = 0;
 
 	for (;;) {
 		struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT };
@@ -767,8 +811,10 @@ static int sk_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint6
 		if (!h->dmn_id) {
 			pthread_mutex_unlock(&s->mu);
 			sk_end(ctx);
-			return nxq__err(-ENOLINK, "nxquota: nxquotad did not take this holder back "
-					"after its restart");
+			if (readopted++ || sk_readopt(ctx, holder))
+				return nxq__err(-ENOLINK, "nxquota: nxquotad did not take this holder "
+						"back after its restart");
+			continue;
 		}
 		/* Bytes held but unbacked since a restore are asked for first. */
 		take = h->unbacked;

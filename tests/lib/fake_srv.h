@@ -71,6 +71,8 @@ struct fake_srv {
 	int hostile;			/* see fs_hostile() */
 	int grace_eagain;		/* this many NOWAIT charges get -EAGAIN (a grace) */
 	int next_grace;			/* grace_eagain of the next fs_start() */
+	int refuse_registers;		/* this many registrations get -ENODEV */
+	int next_refuse;		/* refuse_registers of the next fs_start() */
 	int die_on;			/* _IOC_NR of a command: die on receiving it (once) */
 	uint64_t die_cap;		/* and start again with this capacity */
 	/* what was seen */
@@ -216,6 +218,10 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 		if ((reg->flags & NXQ_HOLDER_DEVFD) &&
 		    (fstat(fds[nfds - 1], &st) || !S_ISCHR(st.st_mode)))
 			return -EACCES;
+		if (fs.refuse_registers > 0) {
+			fs.refuse_registers--;
+			return -ENODEV;	/* its device not registered again yet */
+		}
 		if (!strcmp(reg->device, "nodev") || fs.nh == FS_MAXH) {
 			fs.reg_refused++;
 			return -ENODEV;
@@ -533,6 +539,8 @@ static void fs_start(uint64_t cap)
 	fs.hostile = 0;
 	fs.grace_eagain = fs.next_grace;
 	fs.next_grace = 0;
+	fs.refuse_registers = fs.next_refuse;
+	fs.next_refuse = 0;
 	fs.next_id = 1 + 1000 * (uint64_t)fs.restarts;
 	fs.owner = getpid();
 	pthread_mutex_unlock(&fs.mu);

@@ -550,6 +550,39 @@ static void test_restore_in_grace(void **state)
 	assert_int_equal(nxq_ctx_close(c), 0);
 }
 
+/*
+ * The restarted daemon refuses the holder at first (its device is not
+ * registered again yet): the holder's next charge registers it again and
+ * restores what it holds, then is charged.
+ */
+static void test_readopt(void **state)
+{
+	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
+	struct nxq_arena *a = mk(c, 0, 0);
+	unsigned long k[4];
+	void *p, *q;
+
+	assert_int_equal(nxq_alloc(a, 2 * G, 0, &p), 0);
+	fs_stop();
+	fs_zero();
+	fs.next_refuse = 1;
+	fs_start_later(64 * MiB, 100);
+	assert_int_equal(nxq_alloc(a, G, 0, &q), 0);
+	fs_join_later();
+	nxq__sock_counters(c, k);
+	assert_int_equal(k[0], 1);
+	assert_int_equal(k[1], 1);		/* the refusal was seen */
+	assert_int_equal(fs.registers, 2);	/* refused, then taken */
+	assert_int_equal(charged(a), 6 * MiB);
+	assert_int_equal(fs_holder_charged(0), 6 * MiB);
+	assert_int_equal(fs_used(), 6 * MiB);
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_free(a, q), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	assert_int_equal(fs_used(), 0);
+}
+
 static struct {
 	int tickets;
 	uint32_t reason;
@@ -778,6 +811,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_enoent_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_in_grace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readopt, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_daemon, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_selection, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
