@@ -182,6 +182,10 @@ zero || fail "leaked after the kills"
 if [ -n "$TORCH" ]; then
 	echo "== share"
 	cap=$((BUDGET * 2))
+	# only b and g under the parent's min now: the ledger divides a parent's
+	# protection among its children by their configured min
+	ctl clear "/$CG/a" "$KEY" >/dev/null 2>&1
+	ctl clear "/$CG/k" "$KEY" >/dev/null 2>&1
 	ctl devices capacity "$KEY" "${cap}M" >/dev/null || fail "capacity"
 	budget b max=${cap}M
 	budget g min=${BUDGET}M max=${cap}M
