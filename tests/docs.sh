@@ -121,7 +121,7 @@ for w in "$tmp"/blocks/*.where; do
 	fi
 	nc=$((nc + 1))
 	if [ "$mark" = run ]; then
-		if ! LD_LIBRARY_PATH=lib NXQ_DEV=/nonexistent/nxquota timeout 20 "$b" \
+		if ! LD_LIBRARY_PATH=lib NXQ_DEV=/nonexistent/nxquota NXQUOTA_SOCKET= timeout 20 "$b" \
 			>"$b.out" 2>&1; then
 			fail "$where: example exits non-zero:"
 			sed 's/^/    /' "$b.out"
