@@ -1322,6 +1322,12 @@ void *dlsym(void *handle, const char *name)
 	int i;
 
 	pthread_once(&dlsym_once, dlsym_init);
+	if (__builtin_expect(!real_dlsym, 0)) {
+		static int said;
+
+		SAY_ONCE(said, "glibc's dlsym not found (dlvsym): every dlsym() fails");
+		return NULL;
+	}
 	i = handle == RTLD_NEXT || exempt ? -1 : wrapped_name(name);
 	if (i >= 0 && !caller_is_libnxquota(__builtin_return_address(0))) {
 		void *p = real_dlsym(handle, name);
