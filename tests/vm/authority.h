@@ -626,6 +626,46 @@ static int sc_nl_talk(struct sc_nlreq *m, sc_nl_cb cb, void *arg)
 	return rc;
 }
 
+static int sc_d_pid_cb(struct nlattr **tb, void *arg)
+{
+	uint32_t *want = arg, pid;
+
+	if (!tb[NXQUOTA_A_HOLDER_PID])
+		return 0;
+	memcpy(&pid, (char *)tb[NXQUOTA_A_HOLDER_PID] + NLA_HDRLEN,
+	       sizeof(pid));
+	if (pid == want[0])
+		want[1]++;
+	return 0;
+}
+
+/*
+ * A process of ours has been reaped: wait (5 s) until the daemon has
+ * ended its holders, as the module has by the time wait(2) returns (the
+ * exit closed its files).  The daemon learns of it from the connections'
+ * ends and the pidfd, a moment later.  0, or -ETIMEDOUT / -errno.
+ */
+static SC_UNUSED int sc_d_wait_released(pid_t pid)
+{
+	struct timespec ts = { 0, 2000000 };
+	uint32_t want[2];
+	struct sc_nlreq m;
+	int i, rc = 0;
+
+	for (i = 0; i < 2500; i++) {
+		want[0] = (uint32_t)pid;
+		want[1] = 0;
+		sc_nl_init(&m, NXQUOTA_CMD_HOLDER_GET, 1);
+		rc = sc_nl_talk(&m, sc_d_pid_cb, want);
+		if (rc < 0)
+			return rc;
+		if (!want[1])
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return -ETIMEDOUT;
+}
+
 /* ---- sysfs text, as the module parses and prints it -------------------- */
 
 /* kstrtou64(s, 10): digits, an optional '+' first and '\n' last. */

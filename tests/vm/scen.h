@@ -753,6 +753,8 @@ static SC_UNUSED int sc_wait(pid_t pid)
 	for (i = 0; i < sc_track.npids; i++)
 		if (sc_track.pids[i] == pid)
 			sc_track.pids[i] = 0;
+	if (sc_daemon() && geteuid() == 0)
+		sc_d_wait_released(pid);	/* as close() at exit has */
 	if (WIFEXITED(status))
 		return WEXITSTATUS(status);
 	return 128 + WTERMSIG(status);
