@@ -16,7 +16,8 @@
 #   overhead  cuMemAlloc/cuMemFree pairs and a training loop, with and
 #             without the shim (figures, not checks)
 # Usage, as root:  tests/preload/gpu.sh [BUDGET_MIB]   (default 4096)
-#   KILLS=N (default 1000); OUT=DIR (default build/preload-gpu) keeps logs
+#   PARTS="budget kills share overhead" (the default: all; budget includes
+#   retry) runs some; KILLS=N (default 1000); OUT=DIR (default build/preload-gpu) keeps logs
 #   and results.txt; NXQ_FAKE_CUDA=1 runs what needs no PyTorch on the fake
 #   driver tests/preload/drv.  No GPU (or no root): "skipped: ..." and 0.
 set -u
@@ -24,6 +25,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 BUDGET=${1:-4096}
 KILLS=${KILLS:-1000}
+PARTS=${PARTS:-budget kills share overhead}
+want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 OUT=${OUT:-$top/build/preload-gpu}
 FAKE=${NXQ_FAKE_CUDA:-}
 mkdir -p "$OUT" || exit 1
@@ -136,7 +139,7 @@ budget() {	# SUB max=/min=...
 ctl set "/$CG" "$KEY" min=$((BUDGET * 2))M max=$((BUDGET * 2))M >/dev/null || fail "set /$CG"
 B_BYTES=$((BUDGET * 1048576))
 
-if [ -n "$TORCH" ]; then
+if [ -n "$TORCH" ] && want budget; then
 	for conf in "" expandable_segments:True; do
 		echo "== budget (${conf:-native})"
 		budget a min=${BUDGET}M max=${BUDGET}M
@@ -161,25 +164,27 @@ if [ -n "$TORCH" ]; then
 	done
 fi
 
-echo "== kills ($KILLS SIGKILLs)"
-budget k min=1G max=1G
-i=0
-while [ $i -lt "$KILLS" ]; do
-	(
-		echo 0 >"$CGROOT/$CG/k/cgroup.procs"
-		exec env LD_PRELOAD="$SO" "$B" churn 64 >/dev/null 2>&1
-	) &
-	p=$!
-	sleep "$(awk -v s="$i" 'BEGIN { srand(s); printf "%.3f", rand() * 0.4 }')"
-	kill -9 "$p" 2>/dev/null
-	wait "$p" 2>/dev/null
-	i=$((i + 1))
-done
-zero
-say "kills: $KILLS SIGKILLs; ledger used=$(dev used) holders=$(dev holders)"
-zero || fail "leaked after the kills"
+if want kills; then
+	echo "== kills ($KILLS SIGKILLs)"
+	budget k min=1G max=1G
+	i=0
+	while [ $i -lt "$KILLS" ]; do
+		(
+			echo 0 >"$CGROOT/$CG/k/cgroup.procs"
+			exec env LD_PRELOAD="$SO" "$B" churn 64 >/dev/null 2>&1
+		) &
+		p=$!
+		sleep "$(awk -v s="$i" 'BEGIN { srand(s); printf "%.3f", rand() * 0.4 }')"
+		kill -9 "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+		i=$((i + 1))
+	done
+	zero
+	say "kills: $KILLS SIGKILLs; ledger used=$(dev used) holders=$(dev holders)"
+	zero || fail "leaked after the kills"
+fi
 
-if [ -n "$TORCH" ]; then
+if [ -n "$TORCH" ] && want share; then
 	echo "== share"
 	cap=$((BUDGET * 2))
 	# only b and g under the parent's min now: the ledger divides a parent's
@@ -207,9 +212,9 @@ if [ -n "$TORCH" ]; then
 	ctl devices sync >/dev/null 2>&1	# the real capacity back (or leave it: the daemon goes)
 fi
 
-echo "== overhead"
-budget o min=${BUDGET}M max=${BUDGET}M
-for size in 4096 2097152; do
+want overhead && echo "== overhead"
+want overhead && budget o min=${BUDGET}M max=${BUDGET}M
+want overhead && for size in 4096 2097152 67108864; do
 	bare=$("$B" pairs 20000 $size | head -n1)
 	shim=$(
 		echo 0 >"$CGROOT/$CG/o/cgroup.procs"
@@ -218,7 +223,7 @@ for size in 4096 2097152; do
 	say "overhead: bare ${bare#pairs: }"
 	say "overhead: shim ${shim#pairs: }"
 done
-if [ -n "$TORCH" ]; then
+if [ -n "$TORCH" ] && want overhead; then
 	for pre in "" "$SO"; do
 		t=$(
 			echo 0 >"$CGROOT/$CG/o/cgroup.procs"
