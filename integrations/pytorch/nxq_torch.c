@@ -275,6 +275,14 @@ static int read_config(void)
 	    (r = env_size("NXQ_TORCH_VA_SIZE", 0, &o->va_size)) < 0 ||
 	    (r = env_size("NXQ_TORCH_HANDLE_POOL", 1, &o->handle_pool)) < 0)
 		return r;
+	/*
+	 * 16 MiB physical handles at most, not the library's 64 MiB: one growth
+	 * then overshoots what PyTorch asked by less than a handle of 16 MiB,
+	 * which keeps the peak at expandable segments' (bench_torch.py, configs
+	 * tensor-async and tensor-async-gb64); growth is rare in a training loop.
+	 */
+	if (!o->grow_batch && !getenv("NXQ_GROW_BATCH"))
+		o->grow_batch = 16ULL << 20;
 	if ((r = env_size("NXQ_TORCH_RETAIN_IDLE", 1, &o->retain_idle)) < 0)
 		return r;
 	if (!r && !getenv("NXQ_RETAIN_IDLE"))

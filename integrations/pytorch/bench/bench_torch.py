@@ -50,10 +50,11 @@ CONFIGS = {
     "tensor-sync": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "sync"}),
     "tensor-async": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async"}),
     "pool": ("nxq", {"NXQ_TORCH_ROUTE": "pool"}),
-    # Not in the default set: the tensor route with smaller physical handles
-    # (grow_batch), which bounds how far one growth can overshoot its need.
-    "tensor-async-gb16": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async",
-                                  "NXQ_TORCH_GROW_BATCH": "16M"}),
+    # Not in the default set: the tensor route with other physical handle
+    # sizes (grow_batch; the integration's default is 16M), which bound how
+    # far one growth can overshoot its need.
+    "tensor-async-gb64": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async",
+                                  "NXQ_TORCH_GROW_BATCH": "64M"}),
     "tensor-async-gb4": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async",
                                  "NXQ_TORCH_GROW_BATCH": "4M"}),
 }
