@@ -98,7 +98,11 @@ struct nxqd_hent {
 	struct nxq_holder *h;		/* the table's reference */
 	struct nxqd_proc *proc;
 	struct nxqd_conn *conn;		/* the registering connection */
+	bool charged;			/* nxqd_lock: a charge was asked */
 };
+
+unsigned int nxqd_conn_per_proc = NXQD_CONN_PER_PROC;
+unsigned int nxqd_conn_per_uid = NXQD_CONN_PER_UID;
 
 static pthread_mutex_t nxqd_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t nxqd_conns_cond = PTHREAD_COND_INITIALIZER;
@@ -510,6 +514,8 @@ static int nxqd_ioc_register(struct nxqd_req_ctx *r, struct nxq_holder *unused,
 	struct nxq_node *node;
 	char cg[4096];
 	int want, evfd = -1, devfd = -1, err, i;
+	u64 id = 0, start;
+	pid_t tgid;
 
 	if (a->priority > NXQ_PRIORITY_MAX || a->reserved)
 		return -EINVAL;
@@ -593,12 +599,24 @@ static int nxqd_ioc_register(struct nxqd_req_ctx *r, struct nxq_holder *unused,
 	e->h = h;
 	e->proc = proc;
 	e->conn = r->c;
+	/* once in the table, the holder may end (and free @e, @proc) */
+	tgid = proc->tgid;
+	start = proc->start;
 	pthread_mutex_lock(&nxqd_lock);
+	/*
+	 * A process whose exit the watcher has seen is not watched any
+	 * more: its holder would never end.
+	 */
+	err = proc->dead ? -ESRCH : 0;
 	/* ids are not reused while the daemon runs (2^32 registrations) */
-	do {
-		e->id = (nxqd_next_id++ % U32_MAX) + 1;
-		err = xa_insert(&nxqd_holders, e->id, e, GFP_KERNEL);
-	} while (err == -EBUSY);
+	while (!err) {
+		id = (nxqd_next_id++ % U32_MAX) + 1;
+		e->id = id;
+		err = xa_insert(&nxqd_holders, id, e, GFP_KERNEL);
+		if (err != -EBUSY)
+			break;
+		err = 0;
+	}
 	if (!err) {
 		r->c->nr_holders++;
 		proc->nr_holders++;
@@ -609,9 +627,9 @@ static int nxqd_ioc_register(struct nxqd_req_ctx *r, struct nxq_holder *unused,
 		free(e);
 		return err;
 	}
-	a->holder_id = e->id;
+	a->holder_id = id;
 	nxqd_restart_save();
-	nxqd_restart_registered(proc->tgid, proc->start);
+	nxqd_restart_registered(tgid, start);
 	return 0;
 
 out_files:
@@ -698,6 +716,22 @@ static int nxqd_follow_cgroup(struct nxq_holder *h, struct nxqd_proc *p)
 	return err;
 }
 
+/* Is this the first charge on holder @id (@h)?  Once true per holder. */
+static bool nxqd_first_charge(struct nxq_holder *h, u64 id)
+{
+	struct nxqd_hent *e;
+	bool first = false;
+
+	pthread_mutex_lock(&nxqd_lock);
+	e = xa_load(&nxqd_holders, id);
+	if (e && e->h == h && !e->charged) {
+		e->charged = true;
+		first = true;
+	}
+	pthread_mutex_unlock(&nxqd_lock);
+	return first;
+}
+
 /* A waiting charge: the watcher interrupts it if the peer hangs up. */
 static void nxqd_wait_begin(struct nxqd_conn *c)
 {
@@ -737,7 +771,8 @@ static int nxqd_ioc_charge(struct nxqd_req_ctx *r, struct nxq_holder *h,
 	if (timeout)
 		nxqd_wait_begin(r->c);
 	/* after a restart, the listed clients restore first */
-	err = nxqd_restart_gate(proc->tgid, proc->start, &timeout);
+	err = nxqd_restart_gate(proc->tgid, proc->start,
+				nxqd_first_charge(h, a->holder_id), &timeout);
 	if (!err) {
 		if (a->timeout_ns && !timeout)
 			err = -ETIMEDOUT;
@@ -1081,7 +1116,7 @@ static bool nxqd_conn_allowed(struct nxqd_conn *c)
 		per_pid += o->peer.pid == c->peer.pid;
 		per_uid += o->peer.uid == c->peer.uid;
 	}
-	return per_pid < NXQD_CONN_PER_PROC && per_uid < NXQD_CONN_PER_UID;
+	return per_pid < nxqd_conn_per_proc && per_uid < nxqd_conn_per_uid;
 }
 
 static void nxqd_accept_one(int lfd)

@@ -113,7 +113,11 @@ mutant wait-outlives-peer DAEMON_SRCS DAEMON_BIN client.c \
 	'nxquotad-client.nxqd_test_close_ends_wait' 'Expected'
 # The daemon: no grace window after a restart.
 mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \
-	's/while (nxqd_rs_open_locked() \&\& !nxqd_rs_find(tgid, start)) {/while (0 \&\& !nxqd_rs_find(tgid, start)) {/' \
+	's/while (nxqd_rs_open_locked() \&\& !(first/while (0 \&\& !(first/' \
+	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
+# The daemon: a listed client grows during the window, not only restores.
+mutant listed-grows-in-grace DAEMON_SRCS DAEMON_BIN restart.c \
+	's/!(first \&\& nxqd_rs_find(tgid, start))/!nxqd_rs_find(tgid, start)/' \
 	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
 # The daemon: a listed client counts as restored at its first charge, not
 # after re-registering every holder it had.

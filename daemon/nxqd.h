@@ -30,9 +30,13 @@
 /* Deepest cgroup level a holder or budget may name (as the module). */
 #define NXQD_MAX_DEPTH		64
 
-/* Connections one process (its tgid) and one uid may have open. */
-#define NXQD_CONN_PER_PROC	64
-#define NXQD_CONN_PER_UID	1024
+/*
+ * Connections one process (its tgid) and one uid may have open, by
+ * default (nxquotad -P, -U): each is a thread of the daemon.
+ */
+#define NXQD_CONN_PER_PROC	1024
+#define NXQD_CONN_PER_UID	4096
+extern unsigned int nxqd_conn_per_proc, nxqd_conn_per_uid;
 
 /* Default grace window after a restart that found a client list (-G). */
 #define NXQD_GRACE_MS		5000
@@ -117,12 +121,13 @@ int nxqd_restart_init(const char *dir, unsigned int grace_ms);
 void nxqd_restart_save(void);
 /*
  * May the process @tgid (started at @start, /proc/PID/stat ticks) charge
- * now?  0 outside the grace window or for a listed process; in it, for
- * another: -EAGAIN if @timeout_ns is 0, else waits until the window ends
- * (0, *@timeout_ns reduced by the wait), *@timeout_ns runs out
+ * now?  0 outside the grace window, or for a listed process's restore
+ * (@first: the first charge on a holder it registered); in it, for any
+ * other charge: -EAGAIN if @timeout_ns is 0, else waits until the window
+ * ends (0, *@timeout_ns reduced by the wait), *@timeout_ns runs out
  * (-ETIMEDOUT) or the calling task is signalled (-EINTR).
  */
-int nxqd_restart_gate(pid_t tgid, u64 start, u64 *timeout_ns);
+int nxqd_restart_gate(pid_t tgid, u64 start, bool first, u64 *timeout_ns);
 /*
  * A process registered a holder, or a charge of it is done: a listed
  * process is restored once it registered as many holders as it had and

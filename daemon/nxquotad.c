@@ -11,7 +11,8 @@
  * processes that hold holders (restart.c).
  *
  * Usage: nxquotad [-s SOCKET] [-c CONTROL] [-g GROUP] [-S STATEDIR]
- *                 [-G GRACE_MS] [-C CGROUP2DIR] [-v]
+ *                 [-G GRACE_MS] [-C CGROUP2DIR] [-P PER_PROCESS]
+ *                 [-U PER_UID] [-v]
  */
 #include <linux/types.h>
 #include <getopt.h>
@@ -34,23 +35,38 @@ const struct nxq_ledger_ops nxqd_ledger_ops = {
 	.event		= nxqd_ctl_event,
 };
 
+/* A number for an option, 1..INT_MAX (0 too if @zero_ok); -1 if bad. */
+static long nxqd_num(const char *s, bool zero_ok)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || *end || end == s || v > INT_MAX || (!v && !zero_ok) ||
+	    *s == '-')
+		return -1;
+	return v;
+}
+
 static void nxqd_usage(void)
 {
 	fprintf(stderr,
 		"usage: nxquotad [-s SOCKET] [-c CONTROL] [-g GROUP] [-S STATEDIR]\n"
-		"                [-G GRACE_MS] [-C CGROUP2DIR] [-v]\n");
+		"                [-G GRACE_MS] [-C CGROUP2DIR] [-P PER_PROCESS]\n"
+		"                [-U PER_UID] [-v]\n");
 }
 
 int main(int argc, char **argv)
 {
 	const char *path = NULL, *ctl = NULL, *group = NULL, *cgdir = NULL;
 	const char *statedir = NXQD_STATE_DIR;
-	unsigned long grace = NXQD_GRACE_MS;
-	char ctlbuf[PATH_MAX], *end;
+	long grace = NXQD_GRACE_MS, n;
+	char ctlbuf[PATH_MAX];
 	sigset_t set;
 	int opt, err, sig;
 
-	while ((opt = getopt(argc, argv, "s:c:g:S:G:C:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:g:S:G:C:P:U:v")) != -1) {
 		switch (opt) {
 		case 's':
 			path = optarg;
@@ -65,12 +81,23 @@ int main(int argc, char **argv)
 			statedir = optarg;
 			break;
 		case 'G':
-			errno = 0;
-			grace = strtoul(optarg, &end, 10);
-			if (errno || *end || end == optarg || grace > INT_MAX) {
+			grace = nxqd_num(optarg, true);
+			if (grace < 0) {
 				nxqd_usage();
 				return 2;
 			}
+			break;
+		case 'P':
+		case 'U':
+			n = nxqd_num(optarg, false);
+			if (n < 0) {
+				nxqd_usage();
+				return 2;
+			}
+			if (opt == 'P')
+				nxqd_conn_per_proc = n;
+			else
+				nxqd_conn_per_uid = n;
 			break;
 		case 'C':
 			cgdir = optarg;

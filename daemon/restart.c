@@ -8,8 +8,9 @@
  * rewritten (tmp, fsync, rename) whenever a registration or a holder's end
  * changes it.  A daemon that starts and finds such a list keeps the
  * processes still alive (same pid, same start time) and opens a grace
- * window of grace_ms.  Until it ends, charges of processes not listed get
- * -EAGAIN (no wait) or wait for its end, so that the listed clients
+ * window of grace_ms.  Until it ends, charges get -EAGAIN (no wait) or
+ * wait for its end, but for the restores of listed processes (the first
+ * charge on each holder they register), so that the listed clients
  * re-charge what they held first and what fit before fits again.  The
  * window closes early once every listed process still alive is restored:
  * it registered HOLDERS holders again and a charge of it completed after
@@ -250,13 +251,18 @@ void nxqd_restart_charged(pid_t tgid, u64 start)
 	pthread_mutex_unlock(&nxqd_rs_lock);
 }
 
-int nxqd_restart_gate(pid_t tgid, u64 start, u64 *timeout_ns)
+int nxqd_restart_gate(pid_t tgid, u64 start, bool first, u64 *timeout_ns)
 {
 	u64 t0 = nxqd_mono_ns(), now;
+	bool waited = false;
 	int err = 0;
 
 	pthread_mutex_lock(&nxqd_rs_lock);
-	while (nxqd_rs_open_locked() && !nxqd_rs_find(tgid, start)) {
+	/*
+	 * A listed process's restore passes; its new charges wait with the
+	 * others', so that every listed process restores before any grows.
+	 */
+	while (nxqd_rs_open_locked() && !(first && nxqd_rs_find(tgid, start))) {
 		if (!*timeout_ns) {
 			err = -EAGAIN;
 			break;
@@ -273,10 +279,16 @@ int nxqd_restart_gate(pid_t tgid, u64 start, u64 *timeout_ns)
 		/* a short sleep: the window ends by time or by registrations */
 		pthread_mutex_unlock(&nxqd_rs_lock);
 		usleep(10000);
+		waited = true;
 		pthread_mutex_lock(&nxqd_rs_lock);
 	}
 	pthread_mutex_unlock(&nxqd_rs_lock);
-	if (!err && *timeout_ns) {
+	/*
+	 * Only a wait here shortens the charge's timeout: the ledger treats
+	 * a charge that will not wait a whole ticket_timeout_ms differently
+	 * (charge.c's "impatient"), so an unchanged one must reach it whole.
+	 */
+	if (!err && waited) {
 		now = nxqd_mono_ns() - t0;
 		*timeout_ns = now >= *timeout_ns ? 0 : *timeout_ns - now;
 	}

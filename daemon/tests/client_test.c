@@ -15,8 +15,8 @@
 #include "client_harness.h"
 
 #define KEY	"host0"
-/* The contract's bound on connections per process. */
-#define NXQD_CONN_PER_PROC_T	64
+/* The bound on connections per process the case sets (-P). */
+#define NXQD_CONN_PER_PROC_T	16
 
 struct tcg {
 	char rel[96];		/* "/nxqd-test.PID.N" */
@@ -868,6 +868,8 @@ static void nxqd_test_restart_grace(struct kunit *test)
 	/* X comes back holder by holder; until its last charge, Y waits */
 	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0], "nrh"), 0);
 	KUNIT_EXPECT_EQ(test, charge(fd, id, 100, 0, 0, NULL), -EAGAIN);
+	/* X's new charges wait too: restores first, growth after */
+	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0], "h"), -EAGAIN);
 	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0], "r"), 0);
 	KUNIT_EXPECT_EQ(test, charge(fd, id, 100, 0, 0, NULL), -EAGAIN);
 	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0], "h"), 0);
@@ -907,15 +909,19 @@ static void nxqd_test_restart_grace(struct kunit *test)
 	cg_leave(&cg);
 }
 
-/* At most 64 connections per process: the next one is closed at once. */
+/* At most -P connections per process: the next one is closed at once. */
 static void nxqd_test_conn_bound(struct kunit *test)
 {
 	struct nxq_version v = { .size = sizeof(v) };
+	const char *const per_proc[] = { "-P", "16", NULL };
 	int fds[NXQD_CONN_PER_PROC_T + 1], i, ok = 0, extra;
 	struct daemon d;
 	size_t rlen;
 
-	start(test, &d);
+	prepare(test, &d);
+	d.pid = spawn_args(test, &d, per_proc);
+	wait_up(test, &d);
+	usleep_range(100000, 101000);	/* wait_up's connection is gone */
 	for (i = 0; i < NXQD_CONN_PER_PROC_T; i++) {
 		fds[i] = dial(d.sock, SOCK_SEQPACKET);
 		ok += fds[i] >= 0 && !call(fds[i], NXQ_IOC_VERSION, 0, &v,
