@@ -128,7 +128,7 @@ static void rmcg(struct daemon *d, const char *rel)
  */
 static void sweep(const char *mnt)
 {
-	static const char *const sub[] = { "/a/b", "/a", "/c", "" };
+	static const char *const sub[] = { "/a/b", "/a", "/c", "/s p%", "" };
 	char p[700];
 	struct dirent *e;
 	DIR *dir = opendir(mnt);
@@ -138,7 +138,7 @@ static void sweep(const char *mnt)
 		if (sscanf(e->d_name, "nxqd-ctl.%d.", &pid) != 1 ||
 		    !kill(pid, 0) || errno != ESRCH)
 			continue;
-		for (i = 0; i < 4; i++) {
+		for (i = 0; i < 5; i++) {
 			snprintf(p, sizeof(p), "%s/%s%s", mnt, e->d_name,
 				 sub[i]);
 			rmdir(p);
@@ -223,6 +223,7 @@ static void cleanup(struct daemon *d)
 	rmcg(d, "/a/b");
 	rmcg(d, "/a");
 	rmcg(d, "/c");
+	rmcg(d, "/s p%");
 	rmcg(d, "");
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", d->dir);
 	if (system(cmd))
@@ -959,6 +960,10 @@ static void ctl_test_restart(struct kunit *test)
 					 U32_MAX, &r), 0);
 	KUNIT_ASSERT_EQ(test, budget_set(fd, "/a", "gpu0", 0, 7 << 20, -1,
 					 U32_MAX, &r), 0);
+	/* a name with a blank and a '%': written escaped, read back */
+	KUNIT_ASSERT_EQ(test, mkcg(&d, "/s p%"), 0);
+	KUNIT_ASSERT_EQ(test, budget_set(fd, "/s p%", "gpu1", 9 << 20, 0, -1,
+					 U32_MAX, &r), 0);
 	close(fd);
 	snprintf(path, sizeof(path), "%s/state", d.state);
 	KUNIT_ASSERT_TRUE(test, read_file(path, before, sizeof(before)) > 0);
@@ -1025,6 +1030,10 @@ static void ctl_test_restart(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MIN]), 5 << 20);
 	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MAX]),
 			NXQ_UNLIMITED);
+	i = find_budget(&r, "/s p%");
+	KUNIT_ASSERT_GE(test, i, 0);
+	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MAX]), 9 << 20);
 	reply_free(&r);
 	/*
 	 * What the restarted daemon holds is what it had, own values and
