@@ -39,7 +39,8 @@ stage tools sh -c 'make -s -C tools check && make -s -C tools static'
 stage preload make -s -C preload check check-mutants
 stage install tests/install.sh
 stage docs tests/docs.sh
-stage vm tests/vm/run.sh
+# every scenario on both kernels, against the module and against nxquotad
+stage vm tests/vm/run.sh --authority both
 # reads the vm stage's console logs: before demo, which boots 6.12 again
 stage sysfs-doc tests/sysfs-doc.sh
 stage demo tests/demo-check.sh

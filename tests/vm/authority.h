@@ -138,8 +138,6 @@ static const struct {
 	{ "nl_press_events", "the kernel's generic netlink socket" },
 	{ "nl_tool", "nxquotactl over the kernel's netlink" },
 	{ "press_kill_paths", "rmmod while a charge waits" },
-	{ "lib_host_budget", "libnxquota's host backend on /dev/nxquota" },
-	{ "press_lib_callback", "libnxquota's holder on /dev/nxquota" },
 };
 
 static SC_UNUSED const char *sc_module_only_why(const char *name)
