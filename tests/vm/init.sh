@@ -162,13 +162,7 @@ sweep() {
 		left="$left device:$key"
 		echo "$key" > /sys/kernel/nxquota/devices/unregister 2>/dev/null
 	done
-	for c in $(find /sys/fs/cgroup -mindepth 1 -depth -type d 2>/dev/null); do
-		for p in $(cat "$c/cgroup.procs" 2>/dev/null); do
-			echo "$p" > /sys/fs/cgroup/cgroup.procs 2>/dev/null
-		done
-		rmdir "$c" 2>/dev/null
-		left="$left cgroup:${c#/sys/fs/cgroup}"
-	done
+	sweep_cgroups
 }
 
 # The daemon's side of sweep: alive, its socket root's, no device left.
@@ -187,6 +181,7 @@ sweep_daemon() {
 	sweep_cgroups
 }
 
+# Every cgroup a scenario left: its processes to the root, then rmdir.
 sweep_cgroups() {
 	for c in $(find /sys/fs/cgroup -mindepth 1 -depth -type d 2>/dev/null); do
 		for p in $(cat "$c/cgroup.procs" 2>/dev/null); do
