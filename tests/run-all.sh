@@ -30,9 +30,10 @@ stage kmod-build make -s kmod
 stage kmod-style tests/kmod-style.sh
 stage kunit tests/kunit/run.sh
 stage daemon make -s -C daemon check check-mutants
-# the real-kernel scenarios against nxquotad, here, as root (no VM)
-stage daemon-scen tests/daemon-scen.sh
 stage lib make -s -C lib check
+# the real-kernel scenarios against nxquotad, here, as root (no VM;
+# after lib: lib_host_budget links libnxquota.a)
+stage daemon-scen tests/daemon-scen.sh
 stage pytorch-host make -s -C integrations/pytorch check-host
 stage tools sh -c 'make -s -C tools check && make -s -C tools static'
 # after tools and daemon: tests/preload/daemon.sh uses nxquotad and nxquotactl
