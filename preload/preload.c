@@ -89,6 +89,14 @@ enum {
 	R_cuMemPoolGetAttribute,
 	R_cuMemFreeAsync,
 	R_cuMemFreeAsync_ptsz,
+	R_cuDevicePrimaryCtxGetState,
+	R_cuDevicePrimaryCtxRetain,
+	R_cuDevicePrimaryCtxRelease_v2,
+	R_cuCtxPushCurrent_v2,
+	R_cuCtxPopCurrent_v2,
+	R_cuCtxSynchronize,
+	R_cuStreamSynchronize,
+	R_cuStreamSynchronize_ptsz,
 	NREAL
 };
 
@@ -102,6 +110,14 @@ static const char *const rname[NREAL] = {
 	[R_cuMemPoolGetAttribute] = "cuMemPoolGetAttribute",
 	[R_cuMemFreeAsync] = "cuMemFreeAsync",
 	[R_cuMemFreeAsync_ptsz] = "cuMemFreeAsync_ptsz",
+	[R_cuDevicePrimaryCtxGetState] = "cuDevicePrimaryCtxGetState",
+	[R_cuDevicePrimaryCtxRetain] = "cuDevicePrimaryCtxRetain",
+	[R_cuDevicePrimaryCtxRelease_v2] = "cuDevicePrimaryCtxRelease_v2",
+	[R_cuCtxPushCurrent_v2] = "cuCtxPushCurrent_v2",
+	[R_cuCtxPopCurrent_v2] = "cuCtxPopCurrent_v2",
+	[R_cuCtxSynchronize] = "cuCtxSynchronize",
+	[R_cuStreamSynchronize] = "cuStreamSynchronize",
+	[R_cuStreamSynchronize_ptsz] = "cuStreamSynchronize_ptsz",
 };
 
 static void *const wrapper[NWRAP] = {
@@ -216,7 +232,7 @@ static struct {
 	struct pool pool[MAXPOOL];
 	int epfd, stopfd, thread_on;
 	pthread_t thread;
-	int said_none, said_err, said_pool, said_hash, said_gpa;
+	int said_none, said_err, said_pool, said_hash, said_gpa, said_sync;
 	/* tests */
 	int test_set;
 	const struct nxq_kops *test_kops;
@@ -958,9 +974,15 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 		CUresult (*trim)(CUmemoryPool, size_t) =
 			(CUresult (*)(CUmemoryPool, size_t))R(R_cuMemPoolTrimTo);
 
+		int si = fri == R_cuMemFreeAsync_ptsz && R(R_cuStreamSynchronize_ptsz)
+			 ? R_cuStreamSynchronize_ptsz : R_cuStreamSynchronize;
+		CUresult (*sync)(CUstream) = (CUresult (*)(CUstream))R(si);
+
 		depth++;
 		if (!cr && fr)
 			fr(*dptr, s);
+		if (!cr && sync)
+			sync(s);	/* a trim gives back only frees the host saw complete */
 		if (trim)
 			trim(p->pool, 0);
 		depth--;
@@ -1070,6 +1092,47 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 
 /* ---- pressure tickets: trim the device's pools ---- */
 
+/*
+ * Let the driver see every stream-ordered free of device ord complete.
+ * cuMemPoolTrimTo cannot give back memory whose cuMemFreeAsync has not
+ * been observed complete by the host ("can count as outstanding", its
+ * documentation says), and an application such as PyTorch's
+ * cudaMallocAsync backend frees with cudaFreeAsync and need not
+ * synchronise before it goes idle: without this, a ticket trims nothing
+ * (what the H200 showed).  PyTorch's own emptyCache() synchronises the
+ * device before its trim for the same reason.  The ticket thread has no
+ * context: it borrows the device's primary context while the application
+ * has it active (never creating one), synchronises it, and puts it back.
+ * Returns 0 when synchronised.
+ */
+static int dev_sync(int ord)
+{
+	CUresult (*state)(CUdevice, unsigned int *, int *) =
+		(CUresult (*)(CUdevice, unsigned int *, int *))R(R_cuDevicePrimaryCtxGetState);
+	CUresult (*retain)(CUcontext *, CUdevice) =
+		(CUresult (*)(CUcontext *, CUdevice))R(R_cuDevicePrimaryCtxRetain);
+	CUresult (*release)(CUdevice) = (CUresult (*)(CUdevice))R(R_cuDevicePrimaryCtxRelease_v2);
+	CUresult (*push)(CUcontext) = (CUresult (*)(CUcontext))R(R_cuCtxPushCurrent_v2);
+	CUresult (*pop)(CUcontext *) = (CUresult (*)(CUcontext *))R(R_cuCtxPopCurrent_v2);
+	CUresult (*sync)(void) = (CUresult (*)(void))R(R_cuCtxSynchronize);
+	unsigned int flags;
+	CUcontext c, old;
+	int active = 0, r = -1;
+
+	if (!state || !retain || !release || !push || !pop || !sync)
+		return -1;
+	if (state(ord, &flags, &active) || !active)
+		return -1;
+	if (retain(&c, ord))
+		return -1;
+	if (!push(c)) {
+		r = sync() ? -1 : 0;
+		pop(&old);
+	}
+	release(ord);
+	return r;
+}
+
 /* Trim every pool of ord to what it uses; the bytes uncharged-to-be. */
 static uint64_t pools_trim(int ord)
 {
@@ -1079,6 +1142,9 @@ static uint64_t pools_trim(int ord)
 
 	if (!trim)
 		return 0;
+	if (dev_sync(ord))
+		SAY_ONCE(S.said_sync, "cannot synchronise device %d's primary context: a "
+			 "ticket gives back only the pool memory whose frees completed", ord);
 	for (int i = 0; i < MAXPOOL; i++) {
 		struct pool *p = &S.pool[i];
 
@@ -1379,7 +1445,7 @@ static void fork_child(void)
 		S.thread_on = 0;
 	}
 	state_drop_locked(0);
-	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = 0;
+	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = S.said_sync = 0;
 }
 
 __attribute__((constructor)) static void preload_init(void)
@@ -1400,7 +1466,7 @@ void nxqp__test_authority(const struct nxq_kops *kops, void *kpriv)
 	S.test_set = 1;
 	S.test_kops = kops;
 	S.test_kpriv = kpriv;
-	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = 0;
+	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = S.said_sync = 0;
 	memset(&S.cnt, 0, sizeof(S.cnt));
 	pthread_mutex_unlock(&S.lock);
 }

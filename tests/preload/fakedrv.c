@@ -12,8 +12,14 @@
  * preloaded wrapper sees the inner call).
  *
  * Pools reserve in 32 MiB chunks and keep what they reserved until
- * cuMemPoolTrimTo (or fakedrv_sync(), which trims to the release
- * threshold, as a synchronisation does).  Control: fakedrv_fail(name, nth)
+ * cuMemPoolTrimTo (or a synchronisation, which trims to the release
+ * threshold, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, default 0).  As on the
+ * real driver, cuMemFreeAsync only enqueues the free: the block stays
+ * used (not reusable, not trimmable) until a synchronisation observes it
+ * (cuStreamSynchronize, fakedrv_sync(): every pool; cuCtxSynchronize: the
+ * current context's device, and only on a thread that has a context made
+ * current -- cuCtxSetCurrent, cuCtxPushCurrent_v2, fakedrv_set_device,
+ * fakedrv_reset; a thread of its own has none).  Control: fakedrv_fail(name, nth)
  * fails the nth next call (0: every call, -1: none) with OUT_OF_MEMORY;
  * fakedrv_calls(name); fakedrv_stat("allocs"|"handles"|"reserved"|"used");
  * fakedrv_set_device(ord) (-1: no current context).
@@ -33,20 +39,21 @@
 #define CHUNK	(32ULL << 20)
 
 typedef struct fpool *CUmemoryPool;
-struct fpool { int dev, live; uint64_t reserved, used, threshold; };
+struct fpool { int dev, live; uint64_t reserved, used, threshold, pending; };
 
 struct alloc {
 	uint64_t va, size;
-	int kind;		/* 0 plain, 1 managed, 2 pool block, 3 handle */
+	int kind;		/* 0 plain, 1 managed, 2 pool block, 3 handle, 4 freed pending */
 	struct fpool *pool;
 	struct alloc *next;
 };
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static __thread int curdev;
+static __thread int bound, saved_dev, saved_bound;	/* a context made current; the push stack (1) */
 static uint64_t next_va = 0x100000000ULL;
 static struct alloc *allocs;
-static struct fpool defpool[NDEV] = { { 0, 1, 0, 0, 0 }, { 1, 1, 0, 0, 0 } };
+static struct fpool defpool[NDEV] = { { .dev = 0, .live = 1 }, { .dev = 1, .live = 1 } };
 
 static struct { const char *name; long n, fail_at; int fail_all; } cnt[64];
 static int ncnt;
@@ -95,7 +102,7 @@ EXPORT long fakedrv_calls(const char *name)
 	return n;
 }
 
-EXPORT void fakedrv_set_device(int d) { curdev = d; }
+EXPORT void fakedrv_set_device(int d) { curdev = d; bound = d >= 0; }
 
 static uint64_t newva(uint64_t size)
 {
@@ -134,7 +141,7 @@ static CUresult drop(uint64_t va, int kind)
 
 	pthread_mutex_lock(&mu);
 	for (pp = &allocs; (a = *pp); pp = &a->next)
-		if (a->va == va && (kind == 3 ? a->kind == 3 : a->kind != 3))
+		if (a->va == va && a->kind != 4 && (kind == 3 ? a->kind == 3 : a->kind != 3))
 			break;
 	if (!a) {
 		pthread_mutex_unlock(&mu);
@@ -154,7 +161,7 @@ EXPORT long fakedrv_stat(const char *what)
 
 	pthread_mutex_lock(&mu);
 	for (struct alloc *a = allocs; a; a = a->next) {
-		if (!strcmp(what, "allocs") && a->kind != 3)
+		if (!strcmp(what, "allocs") && a->kind != 3 && a->kind != 4)
 			n++;
 		if (!strcmp(what, "handles") && a->kind == 3)
 			n++;
@@ -171,18 +178,41 @@ static void trim(struct fpool *p, uint64_t keep)
 {
 	uint64_t floor = p->used > keep ? p->used : keep;
 
+	if (floor >= p->reserved)
+		return;
 	floor = (floor + CHUNK - 1) / CHUNK * CHUNK;
 	if (p->reserved > floor)
 		p->reserved = floor;
 }
 
-/* A synchronisation: every pool gives back what it holds above its threshold. */
+/*
+ * A synchronisation (dev -1: every device): the pending frees complete,
+ * then every pool gives back what it holds above its threshold.
+ */
+static void sync_dev(int dev)
+{
+	struct alloc **pp, *a;
+
+	pthread_mutex_lock(&mu);
+	for (pp = &allocs; (a = *pp);) {
+		if (a->kind == 4 && (dev < 0 || a->pool->dev == dev)) {
+			a->pool->used -= a->size;
+			a->pool->pending -= a->size;
+			*pp = a->next;
+			free(a);
+			continue;
+		}
+		pp = &a->next;
+	}
+	for (int i = 0; i < NDEV; i++)
+		if (dev < 0 || i == dev)
+			trim(&defpool[i], defpool[i].threshold);
+	pthread_mutex_unlock(&mu);
+}
+
 EXPORT void fakedrv_sync(void)
 {
-	pthread_mutex_lock(&mu);
-	for (int i = 0; i < NDEV; i++)
-		trim(&defpool[i], defpool[i].threshold);
-	pthread_mutex_unlock(&mu);
+	sync_dev(-1);
 }
 
 EXPORT CUresult cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
@@ -224,13 +254,61 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 EXPORT CUresult cuCtxSetCurrent(CUcontext c)
 {
 	curdev = (int)(uintptr_t)c - 1;
+	bound = c != NULL;
 	return CUDA_SUCCESS;
 }
 
-EXPORT void fakedrv_sync(void);
+/* The application's primary contexts are active (it retained them). */
+EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *flags, int *active)
+{
+	hit("cuDevicePrimaryCtxGetState");
+	if (d < 0 || d >= NDEV)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*flags = 0;
+	*active = 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
+{
+	return d < 0 || d >= NDEV ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
+{
+	if (!c)
+		return CUDA_ERROR_INVALID_VALUE;
+	saved_dev = curdev;
+	saved_bound = bound;
+	curdev = (int)(uintptr_t)c - 1;
+	bound = 1;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
+{
+	if (!bound)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (c)
+		*c = (CUcontext)(uintptr_t)(curdev + 1);
+	curdev = saved_dev;
+	bound = saved_bound;
+	return CUDA_SUCCESS;
+}
+
+/* Every stream of the current context: its device's pending frees complete. */
+EXPORT CUresult cuCtxSynchronize(void)
+{
+	hit("cuCtxSynchronize");
+	if (!bound || curdev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	sync_dev(curdev);
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuStreamSynchronize(CUstream s)
 {
-	fakedrv_sync();
+	sync_dev(-1);
 	return CUDA_SUCCESS;
 }
 
@@ -333,12 +411,25 @@ EXPORT CUresult cuMemPoolGetAttribute(CUmemoryPool p, int attr, void *v)
 	if (!p || !v)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mu);
-	if (attr == 5)
+	if (attr == 4)
+		*(uint64_t *)v = p->threshold;
+	else if (attr == 5)
 		*(uint64_t *)v = p->reserved;
 	else if (attr == 7)
 		*(uint64_t *)v = p->used;
 	pthread_mutex_unlock(&mu);
-	return attr == 5 || attr == 7 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+	return attr >= 4 && attr <= 7 && attr != 6 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* CU_MEMPOOL_ATTR_RELEASE_THRESHOLD (4) only: what PyTorch sets (UINT64_MAX). */
+EXPORT CUresult cuMemPoolSetAttribute(CUmemoryPool p, int attr, void *v)
+{
+	if (!p || !v || attr != 4)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	p->threshold = *(uint64_t *)v;
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool p, size_t keep)
@@ -370,10 +461,21 @@ EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dp, size_t n, CUstream s)
 	return cuMemAllocFromPoolAsync(dp, n, &defpool[curdev], s);
 }
 
+/* Enqueued: the block stays used until a synchronisation sees the free. */
 EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 {
+	struct alloc *a;
+
 	hit("cuMemFreeAsync");
-	return drop(p, 2);
+	pthread_mutex_lock(&mu);
+	for (a = allocs; a && !(a->va == p && a->kind == 2); a = a->next)
+		;
+	if (a) {
+		a->kind = 4;
+		a->pool->pending += a->size;
+	}
+	pthread_mutex_unlock(&mu);
+	return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dp, size_t n, CUstream s)
@@ -405,7 +507,9 @@ L(cuMemRelease) L(cuMemAllocAsync) L(cuMemAllocAsync_ptsz) L(cuMemAllocFromPoolA
 L(cuMemAllocFromPoolAsync_ptsz) L(cuMemFreeAsync) L(cuMemFreeAsync_ptsz) L(cuMemPoolTrimTo)
 L(cuMemPoolCreate) L(cuMemPoolDestroy) L(cuMemPoolGetAttribute) L(cuDeviceGetMemPool)
 L(cuCtxGetDevice) L(cuInit) L(cuDeviceGet) L(cuDevicePrimaryCtxRetain) L(cuCtxSetCurrent)
-L(cuStreamSynchronize) L(cuDeviceGetUuid_v2)
+L(cuStreamSynchronize) L(cuDeviceGetUuid_v2) L(cuDevicePrimaryCtxGetState)
+L(cuDevicePrimaryCtxRelease_v2) L(cuCtxPushCurrent_v2) L(cuCtxPopCurrent_v2) L(cuCtxSynchronize)
+L(cuMemPoolSetAttribute)
 #undef L
 
 /* ---- cuGetProcAddress: base names, versions and stream flavours as the driver has them ---- */
@@ -461,6 +565,18 @@ static void *proc(const char *n, int ver, uint64_t flags)
 		return (void *)l_cuCtxSetCurrent;
 	if (IS("cuStreamSynchronize"))
 		return (void *)l_cuStreamSynchronize;
+	if (IS("cuDevicePrimaryCtxGetState"))
+		return (void *)l_cuDevicePrimaryCtxGetState;
+	if (IS("cuDevicePrimaryCtxRelease"))
+		return (void *)l_cuDevicePrimaryCtxRelease_v2;
+	if (IS("cuCtxPushCurrent"))
+		return (void *)l_cuCtxPushCurrent_v2;
+	if (IS("cuCtxPopCurrent"))
+		return (void *)l_cuCtxPopCurrent_v2;
+	if (IS("cuCtxSynchronize"))
+		return (void *)l_cuCtxSynchronize;
+	if (IS("cuMemPoolSetAttribute"))
+		return (void *)l_cuMemPoolSetAttribute;
 	if (IS("cuDeviceGetUuid"))
 		return (void *)l_cuDeviceGetUuid_v2;
 	if (IS("cuGetProcAddress"))
@@ -494,13 +610,17 @@ extern __typeof(cuGetProcAddress_v2) l_cuGetProcAddress_v2
 /* Between test cases: pools back to what they use, no failures pending. */
 EXPORT void fakedrv_reset(void)
 {
+	sync_dev(-1);
 	pthread_mutex_lock(&mu);
-	for (int i = 0; i < NDEV; i++)
+	for (int i = 0; i < NDEV; i++) {
+		defpool[i].threshold = 0;
 		trim(&defpool[i], 0);
+	}
 	for (int i = 0; i < ncnt; i++)
 		cnt[i].fail_all = 0, cnt[i].fail_at = 0;
 	pthread_mutex_unlock(&mu);
 	curdev = 0;
+	bound = 1;
 }
 
 /* What cuGetProcAddress gives without a shim in front: the driver's own code. */

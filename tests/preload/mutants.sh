@@ -62,6 +62,9 @@ no-authority-not-kept~s/^\t__atomic_store_n(\&S.state, st, __ATOMIC_RELEASE);$/\
 unknown-device-refused~s/^\tif (r == -ENOENT || r == -ENODEV) {$/\tif (0) {/~test
 exempt-ignored~s/^\texempt = !!on;$/\t(void)on;/~test
 batch-refusal-not-exact~/^static int plain_take/,/^}/s/^\tif (!charge(d->holder, need))$/\tif (0)/~test
+ticket-no-sync~s/^\tif (dev_sync(ord))$/\tif (0 \&\& dev_sync(ord))/~test
+ticket-sync-no-context~s/^\tif (!push(c)) {$/\tif (1) {/~test
+rollback-no-sync~s/^\t\tif (!cr \&\& sync)$/\t\tif (0)/~test
 credit-not-kept~s/^\twhile (cur > 2 \* S.batch) {$/\twhile (cur > 0) {/~test
 MUT
 echo "mutants: $n, survived: $survived"
