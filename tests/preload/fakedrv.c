@@ -19,7 +19,8 @@
  * (cuStreamSynchronize, fakedrv_sync(): every pool; cuCtxSynchronize: the
  * current context's device, and only on a thread that has a context made
  * current -- cuCtxSetCurrent, cuCtxPushCurrent_v2, fakedrv_set_device,
- * fakedrv_reset; a thread of its own has none).  Control: fakedrv_fail(name, nth)
+ * fakedrv_reset; a thread of its own has none).  An allocation on the
+ * stream a pending free was enqueued on reuses it (stream order).  Control: fakedrv_fail(name, nth)
  * fails the nth next call (0: every call, -1: none) with OUT_OF_MEMORY;
  * fakedrv_calls(name); fakedrv_stat("allocs"|"handles"|"reserved"|"used");
  * fakedrv_set_device(ord) (-1: no current context).
@@ -45,6 +46,7 @@ struct alloc {
 	uint64_t va, size;
 	int kind;		/* 0 plain, 1 managed, 2 pool block, 3 handle, 4 freed pending */
 	struct fpool *pool;
+	CUstream stream;	/* a pool block's free: the stream it was enqueued on */
 	struct alloc *next;
 };
 
@@ -444,12 +446,32 @@ EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool p, size_t keep)
 	return CUDA_SUCCESS;
 }
 
+/* Blocks freed on stream s are reusable by s at once (stream order). */
+static void reuse(struct fpool *p, CUstream s)
+{
+	struct alloc **pp, *a;
+
+	pthread_mutex_lock(&mu);
+	for (pp = &allocs; (a = *pp);) {
+		if (a->kind == 4 && a->pool == p && a->stream == s) {
+			p->used -= a->size;
+			p->pending -= a->size;
+			*pp = a->next;
+			free(a);
+			continue;
+		}
+		pp = &a->next;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dp, size_t n, CUmemoryPool p, CUstream s)
 {
 	if (hit("cuMemAllocFromPoolAsync"))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (!dp || !n || !p || !p->live)
 		return CUDA_ERROR_INVALID_VALUE;
+	reuse(p, s);
 	return add(2, (n + 511) / 512 * 512, p, (uint64_t *)dp);
 }
 
@@ -472,6 +494,7 @@ EXPORT CUresult cuMemFreeAsync(CUdeviceptr p, CUstream s)
 		;
 	if (a) {
 		a->kind = 4;
+		a->stream = s;
 		a->pool->pending += a->size;
 	}
 	pthread_mutex_unlock(&mu);

@@ -17,7 +17,8 @@
 #             without the shim (figures, not checks)
 # Usage, as root:  tests/preload/gpu.sh [BUDGET_MIB]   (default 4096)
 #   PARTS="budget kills share overhead" (the default: all; budget includes
-#   retry) runs some; KILLS=N (default 1000); OUT=DIR (default build/preload-gpu) keeps logs
+#   retry) runs some; KILLS=N (default 1000), KPAR=N of them at a time
+#   (default 16); OUT=DIR (default build/preload-gpu) keeps logs
 #   and results.txt; NXQ_FAKE_CUDA=1 runs what needs no PyTorch on the fake
 #   driver tests/preload/drv.  No GPU (or no root): "skipped: ..." and 0.
 set -u
@@ -103,6 +104,7 @@ say "gpu.sh: $KEY, capacity $(dev capacity) B in the ledger; budget ${BUDGET} Mi
 run() {
 	n=$1 c=$2
 	shift 2
+	rm -f "$RUN/$n.in" "$RUN/$n.out"	# a name used before (budget/retry run twice)
 	mkfifo "$RUN/$n.in"
 	(
 		echo 0 >"$CGROOT/$CG/$c/cgroup.procs"
@@ -164,24 +166,57 @@ if [ -n "$TORCH" ] && want budget; then
 	done
 fi
 
+# One allocating process, SIGKILLed: at a random point up to 0.4 s after
+# its start (process start, CUDA init, context), or, for every other one,
+# 0-20 ms after it said "ready" (its alloc/free loop in flight).
+killone() {	# SEED
+	ko=$RUN/k.$1
+	(
+		echo 0 >"$CGROOT/$CG/k/cgroup.procs"
+		exec env LD_PRELOAD="$SO" "$B" churn 64 >"$ko" 2>/dev/null
+	) &
+	kp=$!
+	set -- $(awk -v s="$1" 'BEGIN { srand(s); a = rand() < 0.5;
+		printf "%d %.3f %.3f", a, rand() * 0.4, rand() * 0.02 }')
+	if [ "$1" = 1 ]; then
+		kt=0
+		until grep -q ready "$ko" 2>/dev/null || [ $kt -ge 200 ]; do
+			kt=$((kt + 1)); sleep 0.05
+		done
+		sleep "$3"
+	else
+		sleep "$2"
+	fi
+	kill -9 "$kp" 2>/dev/null
+	wait "$kp" 2>/dev/null
+	grep -q ready "$ko" 2>/dev/null && echo r >>"$RUN/k.ready"
+	rm -f "$ko"
+}
+
 if want kills; then
-	echo "== kills ($KILLS SIGKILLs)"
+	KPAR=${KPAR:-16}
+	echo "== kills ($KILLS SIGKILLs, $KPAR at a time)"
 	budget k min=1G max=1G
-	i=0
-	while [ $i -lt "$KILLS" ]; do
+	: >"$RUN/k.ready"
+	k0=$(date +%s)
+	kw=
+	for w in $(seq 0 $((KPAR - 1))); do
 		(
-			echo 0 >"$CGROOT/$CG/k/cgroup.procs"
-			exec env LD_PRELOAD="$SO" "$B" churn 64 >/dev/null 2>&1
+			i=$w
+			while [ $i -lt "$KILLS" ]; do
+				killone $i
+				i=$((i + KPAR))
+			done
 		) &
-		p=$!
-		sleep "$(awk -v s="$i" 'BEGIN { srand(s); printf "%.3f", rand() * 0.4 }')"
-		kill -9 "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-		i=$((i + 1))
+		kw="$kw $!"
 	done
+	wait $kw
+	k1=$(date +%s)
 	zero
-	say "kills: $KILLS SIGKILLs; ledger used=$(dev used) holders=$(dev holders)"
+	say "kills: $KILLS SIGKILLs in $((k1 - k0)) s ($(wc -l <"$RUN/k.ready") after 'ready'," \
+		"allocating); ledger used=$(dev used) holders=$(dev holders) within 5 s"
 	zero || fail "leaked after the kills"
+	ctl clear "/$CG/k" "$KEY" >/dev/null 2>&1
 fi
 
 if [ -n "$TORCH" ] && want share; then
@@ -191,6 +226,7 @@ if [ -n "$TORCH" ] && want share; then
 	# protection among its children by their configured min
 	ctl clear "/$CG/a" "$KEY" >/dev/null 2>&1
 	ctl clear "/$CG/k" "$KEY" >/dev/null 2>&1
+	ctl clear "/$CG/o" "$KEY" >/dev/null 2>&1
 	ctl devices capacity "$KEY" "${cap}M" >/dev/null || fail "capacity"
 	budget b max=${cap}M
 	budget g min=${BUDGET}M max=${cap}M
