@@ -165,6 +165,10 @@ mutant state-not-renamed DAEMON_SRCS DAEMON_BIN state.c \
 mutant state-own-max-lost DAEMON_SRCS DAEMON_BIN state.c \
 	's/\t\tr.set_max = true;/\t\tr.set_max = false;/' \
 	'nxquotad_ctl.ctl_test_restart' 'Expected'
+# The daemon: the client socket stays root's whatever -g says.
+mutant group-ignored DAEMON_SRCS DAEMON_BIN client.c \
+	's/^\t\tmode = 0660;/\t\tmode = 0600;/' \
+	'nxquotad-transport.nxqd_test_group' 'Expected'
 # The runner itself: a suite meant to fail must fail exactly so.
 make -s COMPAT_TESTS=compat/kunit_selftest.c COMPAT_BIN="$tmp/selftest" \
 	"$tmp/selftest" >"$tmp/selftest.build" 2>&1 || {

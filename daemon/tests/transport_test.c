@@ -208,12 +208,36 @@ static void nxqd_test_one_daemon(struct kunit *test)
 	cleanup(test, &d);
 }
 
+/* -g: the client socket's group and mode; a group that is not: exit 1. */
+static void nxqd_test_group(struct kunit *test)
+{
+	const char *const bad[] = { "-g", "no-such-group.nxqd", NULL };
+	const char *const root[] = { "-g", "0", NULL };
+	struct daemon d;
+	struct stat st;
+	int status = 0;
+
+	prepare(test, &d);
+	d.pid = spawn_args(test, &d, bad);
+	KUNIT_ASSERT_EQ(test, waitpid(d.pid, &status, 0), d.pid);
+	KUNIT_EXPECT_TRUE(test, WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	KUNIT_EXPECT_NE(test, stat(d.sock, &st), 0);
+	d.pid = spawn_args(test, &d, root);
+	wait_up(test, &d);
+	KUNIT_EXPECT_EQ(test, stat(d.sock, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.st_mode & 0777, 0660U);
+	KUNIT_EXPECT_EQ(test, st.st_gid, 0U);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+}
+
 static struct kunit_case nxqd_cases[] = {
 	KUNIT_CASE(nxqd_test_version),
 	KUNIT_CASE(nxqd_test_bad_requests),
 	KUNIT_CASE(nxqd_test_seqpacket),
 	KUNIT_CASE(nxqd_test_peercred),
 	KUNIT_CASE(nxqd_test_one_daemon),
+	KUNIT_CASE(nxqd_test_group),
 	{}
 };
 
