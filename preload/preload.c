@@ -210,6 +210,7 @@ struct dev {
 	uint64_t holder;	/* allocations only the application frees: no eventfd */
 	uint64_t pholder;	/* stream-ordered pools: eventfd where tickets exist */
 	uint64_t credit;	/* plain holder: charged, held by no allocation (atomic) */
+	uint64_t last;		/* plain holder: the size of the last granted allocation (atomic) */
 	int evfd;
 	char key[NXQ_DEVICE_KEY_MAX];
 };
@@ -513,6 +514,7 @@ static int charge(uint64_t holder, uint64_t bytes)
 
 	if (!bytes)
 		return 0;
+	CNT(trips);
 	r = S.ctx->kops->charge(S.ctx, holder, bytes, S.wait_ns);
 	if (!r) {
 		CNT(charges);
@@ -531,6 +533,7 @@ static void uncharge(uint64_t holder, uint64_t bytes)
 
 	if (!bytes)
 		return;
+	CNT(trips);
 	r = S.ctx->kops->uncharge(S.ctx, holder, bytes);
 	if (r)
 		SAY_ONCE(S.said_err, "uncharge of %llu bytes failed: %s",
@@ -540,10 +543,14 @@ static void uncharge(uint64_t holder, uint64_t bytes)
 }
 
 /*
- * The plain holder's credit: bytes charged ahead (up to NXQ_PRELOAD_BATCH
- * beyond what an allocation needs) or left by frees (up to twice that), so
- * that allocation/free pairs of small sizes ask the authority once, not
- * twice per pair.  A charge the authority refuses with the batch is asked
+ * The plain holder's credit: bytes charged but held by no allocation, so
+ * that repeated allocation/free pairs ask the authority once, not twice
+ * per pair, whatever their size.  A charge that needs the authority asks
+ * for NXQ_PRELOAD_BATCH more than the allocation needs; a free gives its
+ * bytes to the credit, which keeps up to one batch plus the size of the
+ * last allocation (so a warm loop of any size stays in the process) and
+ * gives the excess back.  A ticket to the device's pool holder gives all
+ * of it back.  A charge the authority refuses with the batch is asked
  * again without it, and the credit the process holds counts towards it:
  * the refusal comes exactly where the process's cgroup is full.  The
  * authority sees the credit as charge (it is: charge, not residency).
@@ -557,7 +564,7 @@ static int plain_take(int ord, uint64_t bytes)
 		if (cur >= bytes) {
 			if (__atomic_compare_exchange_n(&d->credit, &cur, cur - bytes, 0,
 							__ATOMIC_RELAXED, __ATOMIC_RELAXED))
-				return 0;
+				goto granted;
 		} else if (__atomic_compare_exchange_n(&d->credit, &cur, 0, 0, __ATOMIC_RELAXED,
 						       __ATOMIC_RELAXED)) {
 			break;
@@ -565,30 +572,57 @@ static int plain_take(int ord, uint64_t bytes)
 	}
 	took = cur;
 	need = bytes - took;
-	if (S.batch && need + S.batch > need &&
-	    !S.ctx->kops->charge(S.ctx, d->holder, need + S.batch, 0)) {
-		CNT(charges);
-		__atomic_add_fetch(&d->credit, S.batch, __ATOMIC_RELAXED);
-		return 0;
+	if (S.batch && need + S.batch > need) {
+		CNT(trips);
+		if (!S.ctx->kops->charge(S.ctx, d->holder, need + S.batch, 0)) {
+			CNT(charges);
+			__atomic_add_fetch(&d->credit, S.batch, __ATOMIC_RELAXED);
+			goto granted;
+		}
 	}
 	if (!charge(d->holder, need))
-		return 0;
+		goto granted;
 	__atomic_add_fetch(&d->credit, took, __ATOMIC_RELAXED);
 	return -1;
+granted:
+	if (__atomic_load_n(&d->last, __ATOMIC_RELAXED) != bytes)
+		__atomic_store_n(&d->last, bytes, __ATOMIC_RELAXED);
+	return 0;
 }
 
 static void plain_give(int ord, uint64_t bytes)
 {
 	struct dev *d = &S.dev[ord];
-	uint64_t cur = __atomic_add_fetch(&d->credit, bytes, __ATOMIC_RELAXED);
+	uint64_t cur, keep;
 
-	while (cur > 2 * S.batch) {
-		if (__atomic_compare_exchange_n(&d->credit, &cur, S.batch, 0, __ATOMIC_RELAXED,
+	if (!S.batch) {		/* exact: every free asks the authority */
+		uncharge(d->holder, bytes);
+		return;
+	}
+	cur = __atomic_add_fetch(&d->credit, bytes, __ATOMIC_RELAXED);
+	keep = S.batch + __atomic_load_n(&d->last, __ATOMIC_RELAXED);
+	if (keep < S.batch)
+		keep = UINT64_MAX;	/* overflow: keep it all */
+	while (cur > keep) {
+		if (__atomic_compare_exchange_n(&d->credit, &cur, keep, 0, __ATOMIC_RELAXED,
 						__ATOMIC_RELAXED)) {
-			uncharge(d->holder, cur - S.batch);
+			uncharge(d->holder, cur - keep);
 			return;
 		}
 	}
+}
+
+/* A ticket reached the device: the plain holder's whole credit goes back. */
+static void plain_drop_credit(int ord)
+{
+	struct dev *d = &S.dev[ord];
+	uint64_t c;
+
+	if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != DS_CHARGE)
+		return;
+	c = __atomic_exchange_n(&d->credit, 0, __ATOMIC_RELAXED);
+	if (c)
+		uncharge(d->holder, c);
 }
 
 /* The device of the calling thread's current context, or -1. */
@@ -884,9 +918,16 @@ static struct pool *pool_slot(CUmemoryPool pool, int dev, int create)
 
 /*
  * Bring a pool's charge to what it reserves (p->mu held); up only when
- * may_grow (the charge may be refused: -1).
+ * may_grow (the charge may be refused: -1).  Down, up to keep bytes above
+ * the reservation stay charged: after an allocation, the charge ahead of
+ * its size, so that the next pair of the same size needs no authority
+ * (the pool's "used" counts a stream-ordered free until the driver has
+ * seen it done, though the same stream reuses the block at once; without
+ * this each such pair would charge ahead and settle back: two trips).  An
+ * overcharge, never an undercharge; a trim, a ticket or a destroy settle
+ * it exactly.
  */
-static int pool_settle(struct pool *p, int may_grow)
+static int pool_settle(struct pool *p, int may_grow, uint64_t keep)
 {
 	uint64_t res, h = S.dev[p->dev].pholder;
 
@@ -896,9 +937,9 @@ static int pool_settle(struct pool *p, int may_grow)
 		if (!may_grow || charge(h, res - p->charged))
 			return -1;
 		p->charged = res;
-	} else if (res < p->charged) {
-		uncharge(h, p->charged - res);
-		p->charged = res;
+	} else if (res + keep < p->charged && res + keep >= res) {
+		uncharge(h, p->charged - res - keep);
+		p->charged = res + keep;
 	}
 	return 0;
 }
@@ -967,7 +1008,7 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 	depth++;
 	cr = CALL();
 	depth--;
-	if (pool_settle(p, 1)) {
+	if (pool_settle(p, 1, cr ? 0 : (size + POOL_STEP - 1) / POOL_STEP * POOL_STEP)) {
 		/* grew past its charge and the rest was refused: give it back */
 		CUresult (*fr)(CUdeviceptr, CUstream) =
 			(CUresult (*)(CUdeviceptr, CUstream))R(fri);
@@ -986,7 +1027,7 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 		if (trim)
 			trim(p->pool, 0);
 		depth--;
-		pool_settle(p, 0);
+		pool_settle(p, 0, 0);
 		cr = CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	pthread_mutex_unlock(&p->mu);
@@ -1041,7 +1082,7 @@ EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
 	cr = f(pool, keep);
 	depth--;
 	if (!cr)
-		pool_settle(p, 0);
+		pool_settle(p, 0, 0);
 	pthread_mutex_unlock(&p->mu);
 	return cr;
 }
@@ -1189,6 +1230,7 @@ static void handle_tickets(int ord)
 		return;
 	while (!(r = S.ctx->kops->ticket_read(S.ctx, d->pholder, &t))) {
 		CNT(tickets);
+		plain_drop_credit(ord);
 		released = pools_trim(ord);
 		r = S.ctx->kops->ticket_answer(S.ctx, d->pholder, t.generation, released, NULL);
 		if (r) {
@@ -1367,6 +1409,12 @@ static int wrapped_name(const char *name)
 EXPORT void nxquota_preload_exempt(int on)
 {
 	exempt = !!on;
+}
+
+/* Exported: how many times this process asked the authority (charges and uncharges). */
+EXPORT uint64_t nxquota_preload_authority_trips(void)
+{
+	return __atomic_load_n(&S.cnt.trips, __ATOMIC_RELAXED);
 }
 
 /* Is the caller libnxquota.so itself (which charges its own mappings)? */

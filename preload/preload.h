@@ -56,6 +56,12 @@ CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, uint64_t flag
  */
 void nxquota_preload_exempt(int on);
 
+/*
+ * Exported: how many charges and uncharges this process sent to the
+ * authority so far (bench_preload prints it per allocation/free pair).
+ */
+uint64_t nxquota_preload_authority_trips(void);
+
 /* What the shim did, for the tests. */
 struct nxqp_counters {
 	uint64_t holders;	/* holders registered */
@@ -63,6 +69,7 @@ struct nxqp_counters {
 	uint64_t uncharges;
 	uint64_t refused;	/* allocations refused (CUDA_ERROR_OUT_OF_MEMORY) */
 	uint64_t tickets, answers, answered_bytes;
+	uint64_t trips;		/* charges and uncharges sent to the authority */
 	long tracked;		/* pointers and handles remembered */
 };
 

@@ -9,7 +9,10 @@
  *   bench_preload pairs N SIZE   N cuMemAlloc/cuMemFree pairs of SIZE bytes,
  *                                then N cuMemAllocAsync/cuMemFreeAsync
  *                                pairs (stream 0, one sync at the end):
- *                                "pairs: ... ns/pair" lines
+ *                                "pairs: ... ns/pair" lines; under the
+ *                                shim each says how many charges and
+ *                                uncharges reached the authority per pair
+ *                                (its nxquota_preload_authority_trips())
  *   bench_preload churn MIB      forever: allocate MIB 1 MiB blocks, free
  *                                them (for kill -9 at random points);
  *                                "ready" once the context is up
@@ -158,6 +161,10 @@ int main(int argc, char **argv)
 	{
 		long n = atol(argv[2]);
 		size_t size = strtoull(argv[3], NULL, 0);
+		uint64_t (*trips)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT,
+						"nxquota_preload_authority_trips");
+		uint64_t t0 = 0;
+		char tr[64] = "";
 		CUdeviceptr p;
 		double t;
 
@@ -165,14 +172,20 @@ int main(int argc, char **argv)
 			CK(alloc(&p, size));
 			CK(fr(p));
 		}
+#define TRIPS_START() (t0 = trips ? trips() : 0)
+#define TRIPS_END() (trips ? snprintf(tr, sizeof(tr), ", %.3f authority trips/pair", \
+				       (double)(trips() - t0) / n) : 0)
+		TRIPS_START();
 		t = now();
 		for (long i = 0; i < n; i++) {
 			CK(alloc(&p, size));
 			CK(fr(p));
 		}
 		t = now() - t;
-		printf("pairs: cuMemAlloc+cuMemFree %zu B: %ld in %.3f s, %.0f ns/pair\n", size, n,
-		       t, t / n * 1e9);
+		TRIPS_END();
+		printf("pairs: cuMemAlloc+cuMemFree %zu B: %ld in %.3f s, %.0f ns/pair%s\n", size,
+		       n, t, t / n * 1e9, tr);
+		TRIPS_START();
 		t = now();
 		for (long i = 0; i < n; i++) {
 			CK(aalloc(&p, size, NULL));
@@ -180,8 +193,9 @@ int main(int argc, char **argv)
 		}
 		CK(ssync(NULL));
 		t = now() - t;
-		printf("pairs: cuMemAllocAsync+cuMemFreeAsync %zu B: %ld in %.3f s, %.0f ns/pair\n",
-		       size, n, t, t / n * 1e9);
+		TRIPS_END();
+		printf("pairs: cuMemAllocAsync+cuMemFreeAsync %zu B: %ld in %.3f s, %.0f ns/pair%s\n",
+		       size, n, t, t / n * 1e9, tr);
 	}
 	return 0;
 }

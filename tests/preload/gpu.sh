@@ -250,14 +250,22 @@ fi
 
 want overhead && echo "== overhead"
 want overhead && budget o min=${BUDGET}M max=${BUDGET}M
+# ns/pair of a "pairs: ..." line
+nspp() { sed -n 's/.* \([0-9][0-9]*\) ns\/pair.*/\1/p'; }
 want overhead && for size in 4096 2097152 67108864; do
-	bare=$("$B" pairs 20000 $size | head -n1)
-	shim=$(
+	"$B" pairs 20000 $size >"$RUN/bare.txt" 2>&1
+	(
 		echo 0 >"$CGROOT/$CG/o/cgroup.procs"
-		LD_PRELOAD=$SO "$B" pairs 20000 $size | head -n1
-	)
-	say "overhead: bare ${bare#pairs: }"
-	say "overhead: shim ${shim#pairs: }"
+		LD_PRELOAD=$SO "$B" pairs 20000 $size
+	) >"$RUN/shim.txt" 2>&1
+	for l in 1 2; do
+		bare=$(sed -n "${l}p" "$RUN/bare.txt")
+		shim=$(sed -n "${l}p" "$RUN/shim.txt")
+		r=$(printf '%s\n%s\n' "$bare" "$shim" | nspp | awk 'NR == 1 { b = $1 }
+			NR == 2 && b > 0 { printf "%.3f", $1 / b }')
+		say "overhead: bare ${bare#pairs: }"
+		say "overhead: shim ${shim#pairs: } (x${r:-?})"
+	done
 done
 if [ -n "$TORCH" ] && want overhead; then
 	for pre in "" "$SO"; do
@@ -265,7 +273,8 @@ if [ -n "$TORCH" ] && want overhead; then
 			echo 0 >"$CGROOT/$CG/o/cgroup.procs"
 			LD_PRELOAD=$pre python3 "$here/torch_budget.py" train 200
 		)
-		say "overhead: training 200 steps ${pre:+with the shim}${pre:-without}: $t"
+		lbl=without; [ -n "$pre" ] && lbl="with the shim"
+		say "overhead: training 200 steps $lbl: $t"
 	done
 fi
 [ $rc = 0 ] && say "gpu.sh: ok" || say "gpu.sh: FAILED"

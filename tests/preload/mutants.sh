@@ -52,8 +52,8 @@ release-keeps-charge~s/^\t\t\trelease_tracked(K_HANDLE, e);$/\t\t\tfree(e);/~tes
 no-getprocaddress-swap~s/^\t\*pfn = wrapper\[i\];$/\t(void)0;/~test
 no-dlsym-swap~s/^\t\t\treturn wrapper\[i\];$/\t\t\treturn p;/~test
 dlsym-not-tail-call~s/^\treturn real_dlsym(handle, name);$/\tvoid *volatile r = real_dlsym(handle, name); return r;/~app
-pool-charged-per-block~s/^\tif (pool_settle(p, 1)) {$/\tif (0) {/~test
-trim-keeps-charge~/^EXPORT CUresult cuMemPoolTrimTo/,/^}/s/^\t\tpool_settle(p, 0);$/\t\t;/~test
+pool-charged-per-block~s/^\tif (pool_settle(p, 1, cr ? 0 : (size + POOL_STEP - 1) \/ POOL_STEP \* POOL_STEP)) {$/\tif (0) {/~test
+trim-keeps-charge~/^EXPORT CUresult cuMemPoolTrimTo/,/^}/s/^\t\tpool_settle(p, 0, 0);$/\t\t;/~test
 ticket-answers-zero~s/^\t\treleased = pools_trim(ord);$/\t\treleased = 0; pools_trim(ord);/~test
 pool-holder-no-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\& !ticket_thread_start_locked()) {$/\tif (0) {/~test
 plain-holder-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\& !ticket_thread_start_locked()) {$/\tif ((S.ctx->features \& NXQ_FEAT_TICKETS) \&\& !ticket_thread_start_locked()) {/~test
@@ -65,7 +65,10 @@ batch-refusal-not-exact~/^static int plain_take/,/^}/s/^\tif (!charge(d->holder,
 ticket-no-sync~s/^\tif (dev_sync(ord))$/\tif (0 \&\& dev_sync(ord))/~test
 ticket-sync-no-context~s/^\tif (!push(c)) {$/\tif (1) {/~test
 rollback-no-sync~s/^\t\tif (!cr \&\& sync)$/\t\tif (0)/~test
-credit-not-kept~s/^\twhile (cur > 2 \* S.batch) {$/\twhile (cur > 0) {/~test
+credit-not-kept~s/^\twhile (cur > keep) {$/\tkeep = 0; while (cur > keep) {/~test
+credit-keeps-batch-only~s/^\tkeep = S.batch + __atomic_load_n(\&d->last, __ATOMIC_RELAXED);$/\tkeep = S.batch;/~test
+pool-settles-exactly~s/^\tif (pool_settle(p, 1, cr ? 0 : (size + POOL_STEP - 1) \/ POOL_STEP \* POOL_STEP)) {$/\tif (pool_settle(p, 1, 0)) {/~test
+ticket-keeps-credit~s/^\t\tplain_drop_credit(ord);$/\t\t;/~test
 MUT
 echo "mutants: $n, survived: $survived"
 [ "$survived" -eq 0 ]

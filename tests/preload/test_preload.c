@@ -477,9 +477,12 @@ static void test_getprocaddress_v1(void **st) { each_kind(P_GPA1); }
 static void test_dlsym_handle(void **st) { each_kind(P_DLSYM); }
 
 /* Charged ahead in batches: small pairs ask the authority once; a refusal is still exact. */
+static void ticket(int stale);
+
 static void test_batch(void **st)
 {
 	unsigned long long p, q;
+	uint64_t t0;
 
 	setenv("NXQ_PRELOAD_BATCH", "2M", 1);
 	for (int i = 0; i < 1000; i++) {
@@ -489,11 +492,24 @@ static void test_batch(void **st)
 	assert_int_equal(K.charges, 1);			/* 4096 + the batch, once */
 	assert_int_equal(K.uncharges, 0);
 	assert_int_equal(K.charged, 2 * MiB + 4096);	/* the credit */
-	/* a large one takes the credit, charges the rest and a batch; its free keeps one batch */
+	assert_int_equal(counters().trips, 1);
+	/* a large one takes the credit, charges the rest and a batch; its free keeps it all */
 	assert_int_equal(cuMemAlloc_v2(&p, 8 * MiB), 0);
 	assert_int_equal(K.charged, 10 * MiB);
 	assert_int_equal(cuMemFree_v2(p), 0);
-	assert_int_equal(K.charged, 2 * MiB);
+	assert_int_equal(K.charged, 10 * MiB);		/* a batch + the last size */
+	/* a warm loop of 64 MiB pairs: one trip to warm up, then none */
+	t0 = counters().trips;
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(cuMemAlloc_v2(&p, 64 * MiB), 0);
+		assert_int_equal(cuMemFree_v2(p), 0);
+	}
+	assert_int_equal(counters().trips, t0 + 1);
+	assert_int_equal(K.charged, 66 * MiB);
+	/* a small one after: the excess beyond a batch + its size goes back at its free */
+	assert_int_equal(cuMemAlloc_v2(&p, 4096), 0);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(K.charged, 2 * MiB + 4096);
 	/* at the cap: the batch is refused, the exact rest granted, then nothing more */
 	K.cap = 3 * MiB;
 	assert_int_equal(cuMemAlloc_v2(&p, 3 * MiB), 0);
@@ -501,10 +517,45 @@ static void test_batch(void **st)
 	assert_int_equal(cuMemAlloc_v2(&q, 1), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(K.charged, 3 * MiB);
 	assert_int_equal(cuMemFree_v2(p), 0);
-	assert_int_equal(K.charged, 3 * MiB);		/* within two batches: kept */
+	assert_int_equal(K.charged, 3 * MiB);		/* a batch + the last size: kept */
 	assert_int_equal(cuMemAlloc_v2(&p, 3 * MiB), 0);	/* from the credit alone */
 	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(K.charged, 3 * MiB);
+	/* a ticket to the device's pool holder: the whole credit goes back too */
+	K.cap = 0;
+	assert_int_equal(cuMemAllocAsync(&q, MiB, NULL), 0);
+	assert_int_equal(d_freeasync(q, NULL), 0);
+	assert_int_equal(K.charged, 3 * MiB + CHUNK);
+	ticket(0);
+	assert_int_equal(K.answered, CHUNK);
+	assert_int_equal(K.charged, 0);
 	setenv("NXQ_PRELOAD_BATCH", "0", 1);
+}
+
+/*
+ * Stream-ordered pairs of one size on one stream: the block freed is
+ * reused at once, but the pool counts it used until a synchronisation;
+ * the charge ahead of one allocation stays, so a warm loop asks nothing.
+ */
+static void test_pool_pairs(void **st)
+{
+	unsigned long long p;
+	uint64_t t0, res, used;
+
+	assert_int_equal(cuMemAllocAsync(&p, 64 * MiB, NULL), 0);
+	assert_int_equal(d_freeasync(p, NULL), 0);
+	t0 = counters().trips;
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(cuMemAllocAsync(&p, 64 * MiB, NULL), 0);
+		assert_int_equal(d_freeasync(p, NULL), 0);
+	}
+	assert_int_equal(counters().trips, t0 + 1);	/* the first charge ahead */
+	d_pool(pool_of(A_ASYNC), &res, &used);
+	assert_int_equal(res, 64 * MiB);
+	assert_int_equal(K.charged, 128 * MiB);		/* at most one allocation above */
+	d_sync();
+	assert_int_equal(cuMemPoolTrimTo(pool_of(A_ASYNC), 0), 0);
+	assert_int_equal(K.charged, 0);
 }
 
 /* A library that charges its own mappings gets the driver's entry points while exempt. */
@@ -854,6 +905,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_registration, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_authority, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ticket, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pool_pairs, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	};
