@@ -84,7 +84,7 @@ static const struct {
 	E(cuMemGetInfo, "cuMemGetInfo_v2", 0),
 };
 
-static void cuda_load_once(void)
+static void cuda_load_entries(void)
 {
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	gpa_v2_t gpa2;
@@ -129,6 +129,26 @@ static void cuda_load_once(void)
 		memcpy((char *)&cuda + entries[i].off, &p, sizeof(p));
 	}
 	cuda.driver_version = ver;
+}
+
+/*
+ * Under libnxquota-preload.so (LD_PRELOAD), dlsym() and cuGetProcAddress()
+ * hand out the shim's charging wrappers for cuMemCreate & co; this library
+ * charges its own mappings, so it resolves its entry points with the shim's
+ * exemption on (nxquota_preload_exempt, absent without the shim).  The shim
+ * knows libnxquota.so by its file name, but not a copy linked in statically
+ * (the PyTorch integration's libnxq_torch.so): without this, such a process
+ * would be charged twice for its arena's handles.
+ */
+static void cuda_load_once(void)
+{
+	void (*exempt)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "nxquota_preload_exempt");
+
+	if (exempt)
+		exempt(1);
+	cuda_load_entries();
+	if (exempt)
+		exempt(0);
 }
 
 const struct nxq_cuda *nxq__cuda_load(int *err)
