@@ -888,11 +888,15 @@ static int pool_attr(CUmemoryPool pool, int attr, uint64_t *v)
 /* The slot of pool (created with dev if absent and dev is given); NULL if none. */
 static struct pool *pool_slot(CUmemoryPool pool, int dev, int create)
 {
+	static __thread struct pool *last __attribute__((tls_model("initial-exec")));
 	struct pool *p = NULL;
 
+	/* this thread's last pool first: a warm loop does not scan the slots */
+	if (last && __atomic_load_n(&last->pool, __ATOMIC_ACQUIRE) == pool)
+		return last;
 	for (int i = 0; i < MAXPOOL; i++)
 		if (__atomic_load_n(&S.pool[i].pool, __ATOMIC_ACQUIRE) == pool)
-			return &S.pool[i];
+			return last = &S.pool[i];
 	if (!create)
 		return NULL;
 	pthread_mutex_lock(&S.lock);

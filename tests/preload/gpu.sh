@@ -39,6 +39,8 @@ fail() { say "gpu.sh: FAIL: $*"; rc=1; }
 [ "$(id -u)" = 0 ] || { echo "gpu.sh: skipped: needs root (cgroups)"; exit 0; }
 [ -n "$FAKE" ] && export LD_LIBRARY_PATH=$here/drv${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
+T0=$(date +%s)
+hdr() { echo "== $* (at $(($(date +%s) - T0)) s)"; }
 echo "== build"
 make -s -C "$top/preload" >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
 make -s -C "$here" bench_preload drv/libcuda.so.1 >>"$OUT/build.log" 2>&1 ||
@@ -143,7 +145,7 @@ B_BYTES=$((BUDGET * 1048576))
 
 if [ -n "$TORCH" ] && want budget; then
 	for conf in "" expandable_segments:True; do
-		echo "== budget (${conf:-native})"
+		hdr "budget (${conf:-native})"
 		budget a min=${BUDGET}M max=${BUDGET}M
 		run oom a -- env PYTORCH_CUDA_ALLOC_CONF="$conf" python3 "$here/torch_budget.py" oom 256
 		if await oom "oom blocks="; then
@@ -158,7 +160,7 @@ if [ -n "$TORCH" ] && want budget; then
 		finish
 		zero || fail "used $(dev used) after exit"
 
-		echo "== retry (${conf:-native})"
+		hdr "retry (${conf:-native})"
 		run retry a -- env PYTORCH_CUDA_ALLOC_CONF="$conf" python3 "$here/torch_budget.py" \
 			retry "$BUDGET"
 		await retry "retry ok" && say "retry ${conf:-native}: $(cat "$RUN/retry.out")"
@@ -195,7 +197,7 @@ killone() {	# SEED
 
 if want kills; then
 	KPAR=${KPAR:-16}
-	echo "== kills ($KILLS SIGKILLs, $KPAR at a time)"
+	hdr "kills ($KILLS SIGKILLs, $KPAR at a time)"
 	budget k min=1G max=1G
 	: >"$RUN/k.ready"
 	k0=$(date +%s)
@@ -220,7 +222,7 @@ if want kills; then
 fi
 
 if [ -n "$TORCH" ] && want share; then
-	echo "== share"
+	hdr share
 	cap=$((BUDGET * 2))
 	# only b and g under the parent's min now: the ledger divides a parent's
 	# protection among its children by their configured min
@@ -241,14 +243,18 @@ if [ -n "$TORCH" ] && want share; then
 		await take "take" 120
 		say "share: guaranteed: $(cat "$RUN/take.out"); tickets $t0 -> $(dev tickets);" \
 			"ledger used=$(dev used) of ${cap} MiB"
-		grep -q "take ok" "$RUN/take.out" || fail "the guaranteed process was not granted"
+		grep -q "take ok" "$RUN/take.out" || {
+			fail "the guaranteed process was not granted"
+			say "   borrower's stderr: $(tail -3 "$RUN/borrow.log" | tr '\n' ' ')"
+			say "   taker's stderr: $(tail -3 "$RUN/take.log" | tr '\n' ' ')"
+		}
 		finish
 	fi
 	echo >&8 2>/dev/null; exec 8>&-; wait "$BPID"
 	ctl devices sync >/dev/null 2>&1	# the real capacity back (or leave it: the daemon goes)
 fi
 
-want overhead && echo "== overhead"
+want overhead && hdr overhead
 want overhead && budget o min=${BUDGET}M max=${BUDGET}M
 # ns/pair of a "pairs: ..." line
 nspp() { sed -n 's/.* \([0-9][0-9]*\) ns\/pair.*/\1/p'; }
@@ -277,5 +283,5 @@ if [ -n "$TORCH" ] && want overhead; then
 		say "overhead: training 200 steps $lbl: $t"
 	done
 fi
-[ $rc = 0 ] && say "gpu.sh: ok" || say "gpu.sh: FAILED"
+[ $rc = 0 ] && say "gpu.sh: ok ($(($(date +%s) - T0)) s)" || say "gpu.sh: FAILED ($(($(date +%s) - T0)) s)"
 exit $rc
