@@ -1147,10 +1147,11 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
  * (what the H200 showed).  PyTorch's own emptyCache() synchronises the
  * device before its trim for the same reason.  The ticket thread has no
  * context: it borrows the device's primary context while the application
- * has it active (never creating one), synchronises it, and puts it back.
+ * has it active (never creating one), synchronises it, keeps it current
+ * for the trims (dev_sync_end() puts it back).
  * Returns 0 when synchronised.
  */
-static int dev_sync(int ord)
+static int dev_sync(int ord, int *pushed)
 {
 	CUresult (*state)(CUdevice, unsigned int *, int *) =
 		(CUresult (*)(CUdevice, unsigned int *, int *))R(R_cuDevicePrimaryCtxGetState);
@@ -1158,24 +1159,37 @@ static int dev_sync(int ord)
 		(CUresult (*)(CUcontext *, CUdevice))R(R_cuDevicePrimaryCtxRetain);
 	CUresult (*release)(CUdevice) = (CUresult (*)(CUdevice))R(R_cuDevicePrimaryCtxRelease_v2);
 	CUresult (*push)(CUcontext) = (CUresult (*)(CUcontext))R(R_cuCtxPushCurrent_v2);
-	CUresult (*pop)(CUcontext *) = (CUresult (*)(CUcontext *))R(R_cuCtxPopCurrent_v2);
 	CUresult (*sync)(void) = (CUresult (*)(void))R(R_cuCtxSynchronize);
 	unsigned int flags;
-	CUcontext c, old;
-	int active = 0, r = -1;
+	CUcontext c;
+	int active = 0;
 
-	if (!state || !retain || !release || !push || !pop || !sync)
+	*pushed = 0;
+	if (!state || !retain || !release || !push || !sync || !R(R_cuCtxPopCurrent_v2))
 		return -1;
 	if (state(ord, &flags, &active) || !active)
 		return -1;
 	if (retain(&c, ord))
 		return -1;
-	if (!push(c)) {
-		r = sync() ? -1 : 0;
-		pop(&old);
+	if (push(c)) {
+		release(ord);
+		return -1;
 	}
+	*pushed = 1;
+	return sync() ? -1 : 0;
+}
+
+/* After dev_sync() and the trims: the borrowed context popped and released. */
+static void dev_sync_end(int ord, int pushed)
+{
+	CUresult (*release)(CUdevice) = (CUresult (*)(CUdevice))R(R_cuDevicePrimaryCtxRelease_v2);
+	CUresult (*pop)(CUcontext *) = (CUresult (*)(CUcontext *))R(R_cuCtxPopCurrent_v2);
+	CUcontext old;
+
+	if (!pushed)
+		return;
+	pop(&old);
 	release(ord);
-	return r;
 }
 
 /* Trim every pool of ord to what it uses; the bytes uncharged-to-be. */
@@ -1184,10 +1198,12 @@ static uint64_t pools_trim(int ord)
 	CUresult (*trim)(CUmemoryPool, size_t) =
 		(CUresult (*)(CUmemoryPool, size_t))R(R_cuMemPoolTrimTo);
 	uint64_t released = 0, res;
+	int pushed;
 
 	if (!trim)
 		return 0;
-	if (dev_sync(ord))
+	/* the context stays current for the trims too (a driver may want one) */
+	if (dev_sync(ord, &pushed))
 		SAY_ONCE(S.said_sync, "cannot synchronise device %d's primary context: a "
 			 "ticket gives back only the pool memory whose frees completed", ord);
 	for (int i = 0; i < MAXPOOL; i++) {
@@ -1220,6 +1236,7 @@ static uint64_t pools_trim(int ord)
 		}
 		pthread_mutex_unlock(&p->mu);
 	}
+	dev_sync_end(ord, pushed);
 	return released;
 }
 
