@@ -182,7 +182,8 @@ killone() {	# SEED
 		printf "%d %.3f %.3f", a, rand() * 0.4, rand() * 0.02 }')
 	if [ "$1" = 1 ]; then
 		kt=0
-		until grep -q ready "$ko" 2>/dev/null || [ $kt -ge 200 ]; do
+		until grep -q ready "$ko" 2>/dev/null || [ $kt -ge 200 ] ||
+			! kill -0 "$kp" 2>/dev/null; do
 			kt=$((kt + 1)); sleep 0.05
 		done
 		sleep "$3"
@@ -191,6 +192,8 @@ killone() {	# SEED
 	fi
 	kill -9 "$kp" 2>/dev/null
 	wait "$kp" 2>/dev/null
+	kst=$?
+	[ $kst = 137 ] || echo "$kst" >>"$RUN/k.self"	# ended before the SIGKILL
 	grep -q ready "$ko" 2>/dev/null && echo r >>"$RUN/k.ready"
 	rm -f "$ko"
 }
@@ -200,6 +203,7 @@ if want kills; then
 	hdr "kills ($KILLS SIGKILLs, $KPAR at a time)"
 	budget k min=1G max=1G
 	: >"$RUN/k.ready"
+	: >"$RUN/k.self"
 	k0=$(date +%s)
 	kw=
 	for w in $(seq 0 $((KPAR - 1))); do
@@ -218,6 +222,8 @@ if want kills; then
 	say "kills: $KILLS SIGKILLs in $((k1 - k0)) s ($(wc -l <"$RUN/k.ready") after 'ready'," \
 		"allocating); ledger used=$(dev used) holders=$(dev holders) within 5 s"
 	zero || fail "leaked after the kills"
+	[ ! -s "$RUN/k.self" ] || fail "$(wc -l <"$RUN/k.self") processes ended before" \
+		"their SIGKILL (statuses $(sort -u "$RUN/k.self" | tr '\n' ' '))"
 	ctl clear "/$CG/k" "$KEY" >/dev/null 2>&1
 fi
 
