@@ -169,7 +169,7 @@ if [ -n "$TORCH" ] && want budget; then
 fi
 
 # One allocating process, SIGKILLed: at a random point up to 0.4 s after
-# its start (process start, CUDA init, context), or, for every other one,
+# its start (process start, CUDA init, context), or, for a third of them,
 # 0-20 ms after it said "ready" (its alloc/free loop in flight).
 killone() {	# SEED
 	ko=$RUN/k.$1
@@ -178,7 +178,7 @@ killone() {	# SEED
 		exec env LD_PRELOAD="$SO" "$B" churn 64 >"$ko" 2>/dev/null
 	) &
 	kp=$!
-	set -- $(awk -v s="$1" 'BEGIN { srand(s); a = rand() < 0.5;
+	set -- $(awk -v s="$1" 'BEGIN { srand(s); a = rand() < 0.34;
 		printf "%d %.3f %.3f", a, rand() * 0.4, rand() * 0.02 }')
 	if [ "$1" = 1 ]; then
 		kt=0
