@@ -70,6 +70,8 @@ if ! nice -n 10 make -s -C daemon all > "$out/daemon-build.log" 2>&1; then
 fi
 daemon=daemon/build/nxquotad
 cflags=(-O2 -Wall -Werror -Iinclude/uapi -Itests/vm -pthread)
+! grep -q NXQUOTA_A_DEVICE_WAITERS include/uapi/linux/nxquota.h ||
+	cflags+=(-DSC_HAVE_DEVICE_WAITERS)	# see tests/vm/authority.h
 build() {	# src dst [args]
 	local src=$1 dst=$2
 	shift 2

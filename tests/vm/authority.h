@@ -32,7 +32,8 @@
  *
  * Not translated: devices/KEY/waiters has no netlink attribute; a read of
  * it SKIPs the scenario with that reason (unless the header has
- * NXQUOTA_A_DEVICE_WAITERS).  Scenarios about the module itself are listed
+ * NXQUOTA_A_DEVICE_WAITERS: an enum member, so tests/vm/run.sh and
+ * tests/daemon-scen.sh grep for it and pass -DSC_HAVE_DEVICE_WAITERS).  Scenarios about the module itself are listed
  * in sc_module_only[]: SKIP in daemon mode, and in NXQ_ADMIN=genl mode
  * they keep the real sysfs files they are about.
  *
@@ -862,7 +863,7 @@ static const struct sc_sattr sc_dev_attrs[] = {
 	{ "kills", NXQUOTA_A_DEVICE_KILLS, SC_F_U64, 0 },
 	{ "waits", NXQUOTA_A_DEVICE_WAITS, SC_F_U64, 0 },
 	{ "timeouts", NXQUOTA_A_DEVICE_TIMEOUTS, SC_F_U64, 0 },
-#ifdef NXQUOTA_A_DEVICE_WAITERS
+#ifdef SC_HAVE_DEVICE_WAITERS	/* an enum: run.sh greps the header */
 	{ "waiters", NXQUOTA_A_DEVICE_WAITERS, SC_F_U32, 0 },
 #else
 	{ "waiters", 0, SC_F_NONE, 0 },

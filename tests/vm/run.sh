@@ -150,6 +150,9 @@ fi
 # ---- userspace programs (kernel-independent, built once) ----------------
 
 cflags=(-static -O2 -Wall -Werror -Iinclude/uapi -Itests/vm)
+# authority.h reads devices/KEY/waiters over netlink once the family has it
+! grep -q NXQUOTA_A_DEVICE_WAITERS include/uapi/linux/nxquota.h ||
+	cflags+=(-DSC_HAVE_DEVICE_WAITERS)
 bin=$out/bin
 mkdir -p "$bin" "$bin/tools"
 
