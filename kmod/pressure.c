@@ -1,0 +1,434 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquota ledger, layer 3: pressure (see pressure.h).
+ *
+ * When a charge is not granted at once, tickets are opened on victims for
+ * the shortfall (see Documentation/userspace-api/nxquota.rst), each
+ * signalled through the holder_signal hook (an eventfd).  No ticket is
+ * due sooner than the device's ticket_timeout_ms after it was opened or
+ * raised.  A holder that answers short or lets its ticket expire is
+ * passed by (declined_ns) for charges queued before that -- and, for
+ * charges that will not wait a floor, queued up to ticket_timeout_ms
+ * after -- and the shortfall moves on to the next victim at once.  Only a
+ * RECALL ticket whose deadline passed can lead to a kill.
+ */
+#include <linux/ktime.h>
+#include <linux/overflow.h>
+#include <linux/lockdep.h>
+#include <linux/errno.h>
+
+#include "pressure.h"
+
+/* The most waiters one declined ticket re-asks for. */
+#define NXQ_REASK_MAX	16
+
+/* The deadline of a ticket asked now by an asker due at @deadline. */
+static u64 nxq_ticket_deadline(struct nxq_device *dev, u64 deadline, u64 now)
+{
+	u64 floor = now + (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC;
+
+	return max(deadline, floor);
+}
+
+/* Open or raise @v's ticket by @bytes. */
+static void nxq_ticket_ask(struct nxq_holder *v, u64 bytes, u32 reason,
+			   u32 level, u64 deadline, u64 now)
+{
+	struct nxq_device *dev = v->node->dev;
+	struct nxq_ticket_state *t = &v->ticket;
+	const struct nxq_ledger_ops *ops = dev->ledger->ops;
+	struct nxq_node *n;
+
+	lockdep_assert_held(&dev->lock);
+	deadline = nxq_ticket_deadline(dev, deadline, now);
+	if (!t->open) {
+		t->open = true;
+		t->bytes = 0;
+		t->opened_ns = now;
+		t->deadline_ns = deadline;
+		t->level = level;
+	} else {
+		/* Never sooner than the floor after the last raise. */
+		t->deadline_ns = max(t->deadline_ns, deadline);
+		t->level = max(t->level, level);
+	}
+	t->reason = reason;
+	t->bytes = min(size_add(t->bytes, bytes), v->charge);
+	t->generation = ++dev->ticket_gen;
+	dev->tickets++;
+	dev->bytes_asked += bytes;
+	for (n = v->node; n; n = n->parent) {
+		n->tickets++;
+		n->bytes_asked += bytes;
+	}
+	nxq_event(dev, NXQ_EV_TICKET_ISSUED, NULL, v, t->bytes, t->generation,
+		  reason);
+	if (ops && ops->holder_signal)
+		ops->holder_signal(v);
+}
+
+/* How a shortfall picks its victims. */
+struct nxq_victims {
+	struct nxq_holder *asker;	/* never asked itself; may be NULL */
+	struct nxq_node *top;		/* only holders at or below, or NULL */
+	bool borrowers;			/* only holders whose node borrows */
+	u32 reason, level;
+	u64 deadline, now;
+	u64 since;			/* pass by who declined at or after */
+	u64 excess_pass;		/* node excess cache of this search */
+};
+
+/*
+ * A node's usage above its effective min, computed once per search
+ * (nxq_node_emin() is O(depth); a search meets each node many times).
+ */
+static u64 nxq_excess(struct nxq_victims *vs, struct nxq_node *n)
+{
+	u64 emin;
+
+	lockdep_assert_held(&n->dev->lock);
+	if (!vs->excess_pass || n->ex_pass != vs->excess_pass) {
+		emin = nxq_node_emin(n);
+		n->ex_excess = n->usage > emin ? n->usage - emin : 0;
+		n->ex_pass = vs->excess_pass;
+	}
+	return n->ex_excess;
+}
+
+/*
+ * May @v be asked (or its open ticket count as asked)?  Not the asker,
+ * not a holder that cannot be asked, has nothing, was killed, declined
+ * since the asker queued, or let an open ticket expire.
+ */
+static bool nxq_victim_ok(struct nxq_victims *vs, struct nxq_holder *v)
+{
+	struct nxq_node *n = v->node;
+
+	lockdep_assert_held(&n->dev->lock);
+	if (v == vs->asker || !v->priv || v->detached || !v->charge ||
+	    v->killed)
+		return false;
+	if (v->declined_ns && v->declined_ns >= vs->since)
+		return false;
+	if (v->ticket.open && v->ticket.deadline_ns <= vs->now) {
+		v->declined_ns = vs->now;	/* ignored: counts as declined */
+		if (v->declined_ns >= vs->since)
+			return false;
+	}
+	if (vs->top && !nxq_is_below(n, vs->top))
+		return false;
+	if (vs->borrowers && !nxq_excess(vs, n))
+		return false;
+	return true;
+}
+
+/*
+ * The order victims are asked in.  Round 0 asks holders for what they
+ * report reclaimable, most first; round 1 asks the holders round 0 did
+ * not reach for their charge; round 2 asks anyone for the rest of its
+ * charge.  In rounds 1 and 2 the most borrowed node goes first among
+ * borrowers, then the largest charge.  True if @a goes before @b.
+ */
+static bool nxq_victim_before(struct nxq_victims *vs, int round,
+			      struct nxq_holder *a, struct nxq_holder *b)
+{
+	u64 ea, eb;
+
+	lockdep_assert_held(&a->node->dev->lock);
+	if (!round && a->reclaimable != b->reclaimable)
+		return a->reclaimable > b->reclaimable;
+	if (vs->borrowers && a->node != b->node) {
+		ea = nxq_excess(vs, a->node);
+		eb = nxq_excess(vs, b->node);
+		if (ea != eb)
+			return ea > eb;
+	}
+	return a->charge > b->charge;
+}
+
+/*
+ * The next holder a victim search looks at after @v (NULL: the first), or
+ * NULL past the end of the list or after NXQ_SCAN_MAX of them; *@i counts
+ * them.
+ */
+static struct nxq_holder *nxq_scan_next(struct nxq_device *dev,
+					struct nxq_holder *v, unsigned int *i)
+{
+	struct list_head *next = v ? v->link.next : dev->holders.next;
+
+	if (next == &dev->holders || *i >= NXQ_SCAN_MAX)
+		return NULL;
+	(*i)++;
+	dev->victim_visits++;
+	return list_entry(next, struct nxq_holder, link);
+}
+
+/*
+ * Ask victims for @shortfall bytes, counting what open tickets already
+ * ask of them (asks for the same shortfall coalesce): first what they
+ * report reclaimable, then the charge of holders not asked yet, then the
+ * rest of anyone's charge, until the asks cover it.  At most
+ * NXQ_MAX_VICTIMS holders a round, each at most once.  Each round is one
+ * pass over the holders that keeps the best NXQ_MAX_VICTIMS in order.
+ * The holders looked at are the first NXQ_SCAN_MAX of the device's list
+ * (the order above holds among them): at most 4 x NXQ_SCAN_MAX visits,
+ * O(NXQ_SCAN_MAX x depth), under the lock.  When the list is longer and
+ * the search asked, those holders move to the list's tail, so the next
+ * search looks at the next NXQ_SCAN_MAX.
+ */
+static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
+		    u64 shortfall)
+{
+	struct nxq_holder *v, *last = NULL, *cand[NXQ_MAX_VICTIMS];
+	u64 pass, first = 0, want, can, asked = 0;
+	int i, n, pos, round;
+	unsigned int seen = 0;
+
+	lockdep_assert_held(&dev->lock);
+	dev->searches++;
+	vs->excess_pass = ++dev->excess_pass;
+	v = NULL;
+	while ((v = nxq_scan_next(dev, v, &seen))) {
+		last = v;
+		if (v->ticket.open && nxq_victim_ok(vs, v))
+			asked = size_add(asked, v->ticket.bytes);
+	}
+	if (asked >= shortfall)
+		return;
+	shortfall -= asked;
+
+	for (round = 0; round < 3 && shortfall; round++) {
+		pass = ++dev->victim_pass;
+		if (!round)
+			first = pass;
+		n = 0;
+		seen = 0;
+		v = NULL;
+		while ((v = nxq_scan_next(dev, v, &seen))) {
+			if ((round == 0 && !v->reclaimable) ||
+			    (round == 1 && v->victim_pass == first) ||
+			    !nxq_victim_ok(vs, v))
+				continue;
+			if (n == NXQ_MAX_VICTIMS &&
+			    !nxq_victim_before(vs, round, v, cand[n - 1]))
+				continue;
+			pos = n < NXQ_MAX_VICTIMS ? n++ : n - 1;
+			/* Strictly before: ties keep the list's order. */
+			while (pos &&
+			       nxq_victim_before(vs, round, v, cand[pos - 1])) {
+				cand[pos] = cand[pos - 1];
+				pos--;
+			}
+			cand[pos] = v;
+		}
+		for (i = 0; i < n && shortfall; i++) {
+			v = cand[i];
+			v->victim_pass = pass;
+			can = round ? v->charge : v->reclaimable;
+			if (v->ticket.open)
+				can -= min(can, v->ticket.bytes);
+			want = min(can, shortfall);
+			if (!want)
+				continue;
+			nxq_ticket_ask(v, want, vs->reason, vs->level,
+				       vs->deadline, vs->now);
+			shortfall -= want;
+		}
+	}
+	/* Cut short: the next search starts after these. */
+	if (last && last->link.next != &dev->holders)
+		list_bulk_move_tail(&dev->holders, dev->holders.next,
+				    &last->link);
+}
+
+/**
+ * nxq_ask_for() - open tickets for a waiter that was not granted
+ * @dev: the device
+ * @w: the waiter, with err and hit set by the queue
+ * @now: ktime_get_ns()
+ *
+ * Inside the constraint it hit: under a max, that subtree; the device,
+ * its borrowers.  Coalesced (see struct nxq_ask_stamp).
+ *
+ * Context: the device lock is held.
+ */
+void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
+{
+	struct nxq_victims vs = {
+		.asker = w->h,
+		.deadline = w->deadline_ns,
+		.now = now,
+	};
+	u64 floor = (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC;
+	struct nxq_ask_stamp *st;
+	bool impatient;
+	u64 need, room, m;
+
+	lockdep_assert_held(&dev->lock);
+	/*
+	 * Pass by holders that declined since this charge was queued.  A
+	 * charge that will not wait a floor for the answer (no wait, or a
+	 * shorter timeout) also passes by those that declined less than a
+	 * floor before it: a loop of such charges asks a holder that
+	 * answered short at most once per ticket_timeout_ms.
+	 */
+	vs.since = w->enqueued_ns;
+	impatient = !w->deadline_ns || w->deadline_ns - w->enqueued_ns < floor;
+	if (impatient)
+		vs.since = w->enqueued_ns > floor ? w->enqueued_ns - floor : 1;
+	if (w->err == -EDQUOT) {
+		m = nxq_node_eff_max(w->hit);
+		/* A holder without an eventfd hit its own emin: no ask. */
+		if (!w->h->priv && w->hit == w->h->node &&
+		    w->hit->usage + w->bytes <= m)
+			return;
+		room = m > w->hit->usage ? m - w->hit->usage : 0;
+		vs.top = w->hit;
+		st = &w->hit->ask_max;
+		vs.reason = NXQ_TICKET_REASON_MAX;
+		vs.level = NXQ_TICKET_LEVEL_ASK;
+	} else if (w->err == -ENOSPC) {
+		room = dev->capacity > dev->used ? dev->capacity - dev->used : 0;
+		vs.borrowers = true;
+		st = &dev->ask_dev;
+		vs.reason = NXQ_TICKET_REASON_DEVICE;
+		vs.level = w->h->node->usage + w->bytes <=
+			nxq_node_emin(w->h->node) ?
+			NXQ_TICKET_LEVEL_RECALL : NXQ_TICKET_LEVEL_ASK;
+	} else {
+		return;
+	}
+	need = size_add(w->bytes, nxq_queued_ahead(dev, w));
+	if (need <= room)
+		return;
+	need -= room;
+	/*
+	 * A loop of charges that will not wait a floor searches once per
+	 * floor for the same constraint, unless someone asked declined or
+	 * the shortfall grew: the search is bounded, but a storm of them
+	 * would still hold the lock most of the time.
+	 */
+	if (impatient && st->ns && now - st->ns < floor &&
+	    st->gen == dev->decline_gen && need <= st->shortfall)
+		return;
+	st->ns = now;
+	st->shortfall = need;
+	st->gen = dev->decline_gen;
+	nxq_ask(dev, &vs, need);
+}
+
+/**
+ * nxq_reask() - let the first waiters ask again after a decline
+ * @dev: the device
+ *
+ * Something asked was declined (a short or zero answer, a victim gone):
+ * the first NXQ_REASK_MAX waiters ask again, past those who declined.
+ *
+ * Context: the device lock is held.
+ */
+void nxq_reask(struct nxq_device *dev)
+{
+	struct nxq_waiter *w;
+	u64 now = ktime_get_ns();
+	int n = 0;
+
+	lockdep_assert_held(&dev->lock);
+	list_for_each_entry(w, &dev->waiters, link) {
+		if (w->result != 1 || !w->deadline_ns)
+			continue;
+		nxq_ask_for(dev, w, now);
+		if (++n == NXQ_REASK_MAX)
+			break;
+	}
+}
+
+/**
+ * nxq_ask_budget() - ask a subtree to shrink after its max was lowered
+ * @node: the node whose max is now below its usage
+ * @excess: usage minus max
+ *
+ * Context: the device lock is held.
+ */
+void nxq_ask_budget(struct nxq_node *node, u64 excess)
+{
+	u64 now = ktime_get_ns();
+	struct nxq_victims vs = {
+		.top = node,
+		.reason = NXQ_TICKET_REASON_BUDGET,
+		.level = NXQ_TICKET_LEVEL_ASK,
+		.now = now,
+		.deadline = now,	/* the floor */
+		.since = U64_MAX,
+	};
+
+	lockdep_assert_held(&node->dev->lock);
+	nxq_ask(node->dev, &vs, excess);
+}
+
+static bool nxq_kill_policy(struct nxq_node *n)
+{
+	lockdep_assert_held(&n->dev->lock);
+	for (; n; n = n->parent)
+		if (n->kill_on_ignore)
+			return true;
+	return false;
+}
+
+/**
+ * nxq_escalate() - a waiter's deadline passed: kill who ignored a RECALL
+ * @dev: the device
+ * @w: the waiter
+ *
+ * Kills the victims in its scope that let a RECALL ticket pass its
+ * deadline (never sooner than the floor after it was opened or raised)
+ * unanswered, where the policy says so; never the waiter's own process.
+ *
+ * Context: the device lock is held; the kill hook must not sleep.
+ * Return: true if any was killed.
+ */
+bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
+{
+	const struct nxq_ledger_ops *ops = dev->ledger->ops;
+	u64 now = ktime_get_ns();
+	struct nxq_victims vs = {
+		.asker = w->h,
+		.now = 0,		/* expiry is checked below */
+		.since = U64_MAX,
+	};
+	struct nxq_holder *v;
+	bool killed = false;
+	struct nxq_node *n;
+
+	lockdep_assert_held(&dev->lock);
+	if (w->err != -ENOSPC)
+		return false;		/* only a guarantee called back */
+	/*
+	 * A wait shorter than the floor cannot see its own RECALL expire:
+	 * no walk over the device's holders for it (a loop of such waits
+	 * would hold the lock for O(holders) each).
+	 */
+	if (w->deadline_ns - w->enqueued_ns <
+	    (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC)
+		return false;
+	vs.borrowers = true;
+	list_for_each_entry(v, &dev->holders, link) {
+		if (!v->ticket.open ||
+		    v->ticket.level != NXQ_TICKET_LEVEL_RECALL ||
+		    v->ticket.deadline_ns > now ||
+		    !nxq_victim_ok(&vs, v) || !nxq_kill_policy(v->node))
+			continue;
+		/* Never the waiter's own process, whatever the policy. */
+		if (v->owner && v->owner == w->h->owner)
+			continue;
+		v->killed = true;
+		dev->kills++;
+		for (n = v->node; n; n = n->parent)
+			n->kills++;
+		nxq_event(dev, NXQ_EV_KILLED, NULL, v, v->charge,
+			  v->ticket.generation, v->ticket.reason);
+		if (ops && ops->holder_kill)
+			ops->holder_kill(v);
+		killed = true;
+	}
+	return killed;
+}
