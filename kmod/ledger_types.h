@@ -176,7 +176,7 @@ struct nxq_device {
 	u64 used;			/* lock */
 	u64 denials;			/* lock */
 	u64 capacity_hits;		/* lock */
-	struct list_head holders;	/* lock: attached holders */
+	struct list_head holders;	/* lock: attached holders, all nodes */
 	struct list_head waiters;	/* lock: struct nxq_waiter */
 	wait_queue_head_t wq;		/* waiters sleep here */
 	u64 ticket_gen;			/* lock */
@@ -237,6 +237,13 @@ struct nxq_node {
 	struct nxq_ask_stamp ask_max;	/* dev->lock: last search for this
 					 * node's max
 					 */
+	struct list_head children;	/* dev->lock, changed also under
+					 * dev->ledger->lock: child nodes
+					 */
+	struct list_head sibling;	/* in parent->children, as children */
+	struct list_head holders;	/* dev->lock: attached holders whose
+					 * node this is (nxq_holder.node_link)
+					 */
 	struct rcu_head rcu;		/* freed after a grace period */
 };
 
@@ -268,6 +275,10 @@ struct nxq_holder {
 	void *priv;			/* the caller's (an eventfd context) */
 	struct pid *owner;		/* registering process, a ref */
 	struct list_head link;		/* node->dev->holders, dev->lock */
+	struct list_head node_link;	/* node->holders, dev->lock: a victim
+					 * search under a max walks only the
+					 * subtree's lists
+					 */
 	bool detached;			/* node->dev->lock */
 	u64 charge;			/* node->dev->lock */
 	u64 reclaimable;		/* node->dev->lock */

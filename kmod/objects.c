@@ -60,6 +60,7 @@ static void nxq_node_release(struct nxq_node *node)
 			node->usage = 0;
 		if (parent)
 			parent->children_min -= node->min;
+		list_del_init(&node->sibling);
 		node->dev->emin_gen++;
 		spin_unlock(&node->dev->lock);
 		nxq_node_free(node);
@@ -344,6 +345,7 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 			spin_lock(&dev->lock);
 			if (node->parent)
 				node->parent->children_min -= node->min;
+			list_del_init(&node->sibling);
 			dev->emin_gen++;
 			spin_unlock(&dev->lock);
 			if (node->parent)
@@ -484,6 +486,9 @@ struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
 	node->key = key;
 	node->max = NXQ_UNLIMITED;
 	memset32(node->lim, NXQ_LIMIT_UNSET, NXQ_NR_LIMITS);
+	INIT_LIST_HEAD(&node->children);
+	INIT_LIST_HEAD(&node->sibling);
+	INIT_LIST_HEAD(&node->holders);
 	node->refs = 1;
 	err = xa_insert(&dev->nodes, id, node, GFP_KERNEL_ACCOUNT);
 	if (err)
@@ -495,8 +500,12 @@ struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
 			goto fail;
 		}
 	}
-	if (parent)
+	if (parent) {
 		parent->refs++;
+		spin_lock(&dev->lock);
+		list_add_tail(&node->sibling, &parent->children);
+		spin_unlock(&dev->lock);
+	}
 	return node;
 fail:
 	kfree(node);
@@ -673,6 +682,7 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 		n->subtree_holders++;
 	dev->nr_holders++;
 	list_add_tail(&h->link, &dev->holders);
+	list_add_tail(&h->node_link, &node->holders);
 	nxq_event(dev, NXQ_EV_HOLDER_ADDED, NULL, h, 0, priority, 0);
 	spin_unlock(&dev->lock);
 	return h;
@@ -733,6 +743,7 @@ int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node)
 	for (n = node; n; n = n->parent)
 		n->subtree_holders++;
 	h->node = node;
+	list_move_tail(&h->node_link, &node->holders);
 	spin_unlock(&dev->lock);
 	kfree(r);
 	if (drop)
@@ -762,6 +773,7 @@ void nxq_holder_detach(struct nxq_holder *h)
 		asked = h->ticket.open;
 		h->detached = true;
 		list_del_init(&h->link);
+		list_del_init(&h->node_link);
 		nxq_event(dev, NXQ_EV_HOLDER_REMOVED, NULL, h, h->charge, 0, 0);
 		woke = nxq_waiters_cancel(dev, h);
 		if (h->charge)

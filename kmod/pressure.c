@@ -147,20 +147,112 @@ static bool nxq_victim_before(struct nxq_victims *vs, int round,
 }
 
 /*
- * The next holder a victim search looks at after @v (NULL: the first), or
- * NULL past the end of the list or after NXQ_SCAN_MAX of them; *@i counts
- * them.
+ * Where a victim search looks: the device's holder list when its scope is
+ * the device, else the holder lists of the nodes of the scope's subtree,
+ * in pre-order.  At most NXQ_SCAN_MAX holders and nodes a pass.
  */
-static struct nxq_holder *nxq_scan_next(struct nxq_device *dev,
-					struct nxq_holder *v, unsigned int *i)
-{
-	struct list_head *next = v ? v->link.next : dev->holders.next;
+struct nxq_scan {
+	struct nxq_device *dev;
+	struct nxq_node *top;		/* NULL: the device's list */
+	struct nxq_node *node;		/* whose holders are walked */
+	struct nxq_holder *v;		/* the last looked at, or NULL */
+	unsigned int seen;		/* holders and nodes looked at */
+};
 
-	if (next == &dev->holders || *i >= NXQ_SCAN_MAX)
-		return NULL;
-	(*i)++;
-	dev->victim_visits++;
-	return list_entry(next, struct nxq_holder, link);
+static void nxq_scan_start(struct nxq_scan *sc, struct nxq_device *dev,
+			   struct nxq_node *top)
+{
+	lockdep_assert_held(&dev->lock);
+	sc->dev = dev;
+	sc->top = top;
+	sc->node = top;
+	sc->v = NULL;
+	sc->seen = 0;
+}
+
+/* The node after @n in a pre-order walk of @top's subtree, or NULL. */
+static struct nxq_node *nxq_subtree_next(struct nxq_node *n,
+					 struct nxq_node *top)
+{
+	lockdep_assert_held(&n->dev->lock);
+	if (!list_empty(&n->children))
+		return list_first_entry(&n->children, struct nxq_node,
+					sibling);
+	for (; n != top; n = n->parent)
+		if (!list_is_last(&n->sibling, &n->parent->children))
+			return list_next_entry(n, sibling);
+	return NULL;
+}
+
+/*
+ * The next holder a victim search looks at (the first after
+ * nxq_scan_start()), or NULL past the end of the scope or after
+ * NXQ_SCAN_MAX holders and nodes.
+ */
+static struct nxq_holder *nxq_scan_next(struct nxq_scan *sc)
+{
+	struct nxq_device *dev = sc->dev;
+	struct list_head *next;
+
+	lockdep_assert_held(&dev->lock);
+	if (!sc->top) {
+		next = sc->v ? sc->v->link.next : dev->holders.next;
+		if (next == &dev->holders || sc->seen >= NXQ_SCAN_MAX)
+			return NULL;
+		sc->seen++;
+		dev->victim_visits++;
+		sc->v = list_entry(next, struct nxq_holder, link);
+		return sc->v;
+	}
+	for (;;) {
+		if (sc->seen >= NXQ_SCAN_MAX)
+			return NULL;
+		next = sc->v ? sc->v->node_link.next : sc->node->holders.next;
+		if (next != &sc->node->holders) {
+			sc->seen++;
+			dev->victim_visits++;
+			sc->v = list_entry(next, struct nxq_holder, node_link);
+			return sc->v;
+		}
+		sc->node = nxq_subtree_next(sc->node, sc->top);
+		if (!sc->node)
+			return NULL;
+		sc->v = NULL;
+		sc->seen++;
+	}
+}
+
+/*
+ * A search was cut short at @sc's position: the next one starts there.
+ * On the device's list, the holders looked at move to its tail.  In a
+ * subtree, the holders looked at of the node it stopped in move to that
+ * node's tail, and every node from there up to the scope's top moves to
+ * the tail of its parent's children, with the siblings before it: the
+ * next search looks at the siblings it did not reach first, then the
+ * rest of the node it stopped in.  The scope's top's own holders come
+ * first in every search (they rotate when a search stops among them).
+ */
+static void nxq_scan_rotate(struct nxq_scan *sc)
+{
+	struct list_head *head;
+	struct nxq_node *n;
+
+	lockdep_assert_held(&sc->dev->lock);
+	if (!sc->top) {
+		head = &sc->dev->holders;
+		if (sc->v && !list_is_last(&sc->v->link, head))
+			list_bulk_move_tail(head, head->next, &sc->v->link);
+		return;
+	}
+	if (!sc->node)
+		return;		/* the whole subtree was looked at */
+	head = &sc->node->holders;
+	if (sc->v && !list_is_last(&sc->v->node_link, head))
+		list_bulk_move_tail(head, head->next, &sc->v->node_link);
+	for (n = sc->node; n != sc->top; n = n->parent) {
+		head = &n->parent->children;
+		list_bulk_move_tail(head, head->next, &n->sibling);
+	}
 }
 
 /*
@@ -170,41 +262,41 @@ static struct nxq_holder *nxq_scan_next(struct nxq_device *dev,
  * rest of anyone's charge, until the asks cover it.  At most
  * NXQ_MAX_VICTIMS holders a round, each at most once.  Each round is one
  * pass over the holders that keeps the best NXQ_MAX_VICTIMS in order.
- * The holders looked at are the first NXQ_SCAN_MAX of the device's list
- * (the order above holds among them): at most 4 x NXQ_SCAN_MAX visits,
- * O(NXQ_SCAN_MAX x depth), under the lock.  When the list is longer and
- * the search asked, those holders move to the list's tail, so the next
- * search looks at the next NXQ_SCAN_MAX.
+ * The holders looked at are those of the search's scope only -- the
+ * device's list for the device, the lists of the subtree's nodes under a
+ * max -- and at most NXQ_SCAN_MAX of them (the order above holds among
+ * them): at most 4 x NXQ_SCAN_MAX visits, O(NXQ_SCAN_MAX x depth), under
+ * the lock.  When the scope holds more, the next search starts where this
+ * one stopped (nxq_scan_rotate()).
  */
 static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 		    u64 shortfall)
 {
-	struct nxq_holder *v, *last = NULL, *cand[NXQ_MAX_VICTIMS];
+	struct nxq_holder *v, *cand[NXQ_MAX_VICTIMS];
 	u64 pass, first = 0, want, can, asked = 0;
 	int i, n, pos, round;
-	unsigned int seen = 0;
+	struct nxq_scan sc, last;
 
 	lockdep_assert_held(&dev->lock);
 	dev->searches++;
 	vs->excess_pass = ++dev->excess_pass;
-	v = NULL;
-	while ((v = nxq_scan_next(dev, v, &seen))) {
-		last = v;
+	nxq_scan_start(&sc, dev, vs->top);
+	while ((v = nxq_scan_next(&sc))) {
 		if (v->ticket.open && nxq_victim_ok(vs, v))
 			asked = size_add(asked, v->ticket.bytes);
 	}
 	if (asked >= shortfall)
 		return;
 	shortfall -= asked;
+	last = sc;
 
 	for (round = 0; round < 3 && shortfall; round++) {
 		pass = ++dev->victim_pass;
 		if (!round)
 			first = pass;
 		n = 0;
-		seen = 0;
-		v = NULL;
-		while ((v = nxq_scan_next(dev, v, &seen))) {
+		nxq_scan_start(&sc, dev, vs->top);
+		while ((v = nxq_scan_next(&sc))) {
 			if ((round == 0 && !v->reclaimable) ||
 			    (round == 1 && v->victim_pass == first) ||
 			    !nxq_victim_ok(vs, v))
@@ -236,9 +328,8 @@ static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
 		}
 	}
 	/* Cut short: the next search starts after these. */
-	if (last && last->link.next != &dev->holders)
-		list_bulk_move_tail(&dev->holders, dev->holders.next,
-				    &last->link);
+	if (last.seen >= NXQ_SCAN_MAX)
+		nxq_scan_rotate(&last);
 }
 
 /**

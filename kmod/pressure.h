@@ -26,11 +26,12 @@
 #define NXQ_MAX_VICTIMS		64
 
 /*
- * The most holders one victim search looks at: the first NXQ_SCAN_MAX of
- * the device's holder list, in at most four passes, so that a search
+ * The most holders (and nodes) one victim search looks at in its scope:
+ * the device's holder list for the device, the holder lists of a
+ * subtree's nodes under a max; in at most four passes, so that a search
  * holds the device lock for O(NXQ_SCAN_MAX x depth) whatever the device
- * holds.  A search that asked and was cut short moves the holders it
- * looked at to the list's tail: successive searches cover everyone.
+ * holds.  A search cut short starts the next one where it stopped
+ * (nxq_scan_rotate()): successive searches cover everyone.
  */
 #define NXQ_SCAN_MAX		1024
 

@@ -416,6 +416,95 @@ static void nxq_test_search_bound(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * A search under a max looks only at its subtree's holders, however many
+ * the device has elsewhere: the holders registered first (b's) do not
+ * fill its window.
+ */
+static void nxq_test_search_scope(struct kunit *test)
+{
+	const int nr = NXQ_SCAN_MAX + 10;
+	struct tree *t = tree_new(test, 10 * GiB);
+	struct nxq_holder **hb = kunit_kcalloc(test, nr, sizeof(*hb),
+					       GFP_KERNEL);
+	struct nxq_holder *hv, *ha;
+	u64 visits;
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, hb);
+	spin_lock(&t->dev->lock);
+	t->b->lim[NXQ_LIM_HOLDERS] = nr;
+	spin_unlock(&t->dev->lock);
+	for (i = 0; i < nr; i++) {
+		hb[i] = holder_new(test, t, t->b);
+		KUNIT_ASSERT_EQ(test, nxq_charge(hb[i], SZ_4K, 0, NULL), 0);
+	}
+	hv = holder_new(test, t, t->c);
+	ha = holder_new(test, t, t->c);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 10 * MiB, 0, NULL), 0);
+	nxq_node_set_max(t->c, 11 * MiB);
+	visits = t->dev->victim_visits;
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 2 * MiB, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, ticket(test, hv, 0).bytes, 1 * MiB);
+	/* Two holders in c, four passes at most. */
+	KUNIT_EXPECT_LE(test, t->dev->victim_visits - visits, 8ULL);
+	KUNIT_EXPECT_EQ(test, t->dev->tickets, 1ULL);
+	for (i = 0; i < nr; i++)
+		holder_free(hb[i]);
+	holder_free(hv);
+	holder_free(ha);
+	tree_free(t);
+}
+
+/*
+ * A subtree with more holders than a search looks at: the next search
+ * starts where the last stopped, so a holder in a later child is reached.
+ */
+static void nxq_test_search_rotate(struct kunit *test)
+{
+	const int nr = NXQ_SCAN_MAX + 10;
+	struct tree *t = tree_new(test, 10 * GiB);
+	struct nxq_holder **hc = kunit_kcalloc(test, nr, sizeof(*hc),
+					       GFP_KERNEL);
+	struct fake_key kd = {};
+	struct nxq_holder *hv, *ha;
+	struct nxq_node *d;
+	int i;
+
+	KUNIT_ASSERT_NOT_NULL(test, hc);
+	mutex_lock(&t->l.lock);
+	d = nxq_node_get(t->dev, t->a, 5, &kd);
+	mutex_unlock(&t->l.lock);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(d));
+	spin_lock(&t->dev->lock);
+	t->a->lim[NXQ_LIM_HOLDERS] = nr + 2;
+	t->c->lim[NXQ_LIM_HOLDERS] = nr;
+	spin_unlock(&t->dev->lock);
+	/* c's holders have nothing to give; d's one has. */
+	for (i = 0; i < nr; i++)
+		hc[i] = holder_new(test, t, t->c);
+	hv = holder_new(test, t, d);
+	ha = holder_new(test, t, t->a);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 10 * MiB, 0, NULL), 0);
+	nxq_node_set_max(t->a, 11 * MiB);
+	/* The first search looks at a's own holder and at c's only. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 2 * MiB, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->dev->searches, 1ULL);
+	ticket(test, hv, -EAGAIN);
+	/* A floor later the next one goes on from there, and reaches d. */
+	KUNIT_ASSERT_EQ(test, nxq_device_set_ticket_timeout(t->dev, 1), 0);
+	msleep(20);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 2 * MiB, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->dev->searches, 2ULL);
+	KUNIT_EXPECT_EQ(test, ticket(test, hv, 0).bytes, 1 * MiB);
+	for (i = 0; i < nr; i++)
+		holder_free(hc[i]);
+	holder_free(hv);
+	holder_free(ha);
+	tree_put(t, d);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_pressure_cases[] = {
 	KUNIT_CASE(nxq_test_victims_max),
 	KUNIT_CASE(nxq_test_victims_device),
@@ -426,6 +515,8 @@ static struct kunit_case nxq_pressure_cases[] = {
 	KUNIT_CASE(nxq_test_coalesce),
 	KUNIT_CASE(nxq_test_no_kill_on_ask),
 	KUNIT_CASE(nxq_test_search_bound),
+	KUNIT_CASE(nxq_test_search_scope),
+	KUNIT_CASE(nxq_test_search_rotate),
 	{}
 };
 
