@@ -47,6 +47,8 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 {
 	struct nxq_device *dev = h->node->dev;
 	struct nxq_waiter w = { .h = h, .bytes = bytes, .result = 1 };
+	struct nxq_node *fit_hit = NULL;
+	int fit_err = 0;
 	bool escalated = false;
 	u64 now, deadline, cap;
 	int err = 0;
@@ -65,8 +67,8 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 	}
 	/* Nobody waits for room on this path: no queue to respect. */
 	if (!nxq_path_blocked(dev, h->node)) {
-		err = nxq_fits(h, bytes, &w.hit);
-		if (!err) {
+		fit_err = nxq_fits(h, bytes, &fit_hit);
+		if (!fit_err) {
 			nxq_commit(h, bytes);
 			goto out;
 		}
@@ -78,8 +80,24 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 		goto out;
 	}
 
-	/* Contended: queue, let the queue decide, ask for the shortfall. */
 	w.node = h->node;
+	/*
+	 * No wait and nobody queued: the queue would only say again what
+	 * nxq_fits() said.  Refuse and ask for the shortfall without
+	 * queueing -- a loop of refused charges holds the lock no longer.
+	 */
+	if (!timeout_ns && fit_err && list_empty(&dev->waiters)) {
+		now = ktime_get_ns();
+		w.enqueued_ns = now;
+		w.err = fit_err;
+		w.hit = fit_hit;
+		nxq_ask_for(dev, &w, now);
+		nxq_count_denial(h, bytes, fit_err, fit_hit);
+		err = fit_err;
+		goto out;
+	}
+
+	/* Contended: queue, let the queue decide, ask for the shortfall. */
 	w.hit = NULL;
 	if (timeout_ns) {
 		cap = (u64)nxq_node_limit(w.node, NXQ_LIM_WAIT_MS) *

@@ -62,19 +62,22 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 		.type = type,
 		.device = dev->key,
 		.dropped = &dev->events_dropped,
-		.ts_ns = ktime_get_ns(),
 		.bytes = bytes,
 		.value = value,
 		.reason = reason,
 	};
+	bool idle;
 
 	if (!ops)
 		return;
 	if (ops->changed)
 		ops->changed();
 	if (!ops->event || type == NXQ_EV_HOLDER_ADDED ||
-	    type == NXQ_EV_HOLDER_REMOVED)
+	    type == NXQ_EV_HOLDER_REMOVED ||
+	    (ops->listening && !ops->listening()))
 		return;
+	/* Only now: on some clocksources (a VM's HPET) a read is slow. */
+	ev.ts_ns = ktime_get_ns();
 	if (!node && h)
 		node = h->node;
 	ev.cgroup_id = node ? node->id : 0;
@@ -85,8 +88,14 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 		atomic64_inc(&dev->events_dropped);
 		return;
 	}
+	/*
+	 * The work empties the ring, checking under ev_lock: it needs
+	 * scheduling only when it may have seen the ring empty.
+	 */
+	idle = dev->ev_head == dev->ev_tail;
 	dev->ev_ring[dev->ev_head % NXQ_EV_RING] = ev;
 	dev->ev_head++;
 	spin_unlock(&dev->ev_lock);
-	schedule_work(&dev->ev_work);
+	if (idle)
+		schedule_work(&dev->ev_work);
 }

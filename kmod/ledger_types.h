@@ -133,6 +133,10 @@ struct nxq_budget_req {
  *	with the device lock or the ledger lock held: must not sleep
  * @event: report an event; called from a work item, in process context,
  *	with no ledger lock held, in the order the events happened
+ * @listening: would an event reach anyone now?  Called with the device
+ *	lock or the ledger lock held: must not sleep.  False: events are
+ *	not queued at all (nobody misses them; none counts as dropped).
+ *	Absent: always true
  */
 struct nxq_ledger_ops {
 	void (*key_put)(void *key);
@@ -145,6 +149,7 @@ struct nxq_ledger_ops {
 	void (*holder_signal)(struct nxq_holder *h);
 	void (*changed)(void);
 	void (*event)(const struct nxq_event *ev);
+	bool (*listening)(void);
 };
 
 struct nxq_ledger {
