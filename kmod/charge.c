@@ -279,6 +279,7 @@ int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
 		if (released)
 			nxq_uncharge_locked(h, released);
 		h->ticket.open = false;
+		list_del_init(&h->recall_link);
 		dev->bytes_released += released;
 		for (n = h->node; n; n = n->parent)
 			n->bytes_released += released;

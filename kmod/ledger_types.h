@@ -203,6 +203,12 @@ struct nxq_device {
 					 */
 	u64 victim_visits;		/* lock: holders looked at by searches */
 	u64 searches;			/* lock: victim searches run */
+	struct list_head recalls;	/* lock: holders with an open RECALL
+					 * ticket (nxq_holder.recall_link)
+					 */
+	u64 escalate_visits;		/* lock: holders looked at by
+					 * escalations
+					 */
 	u64 decline_gen;		/* lock: bumped when an asked holder
 					 * declines (short answer, detach)
 					 */
@@ -280,6 +286,9 @@ struct nxq_holder {
 	void *priv;			/* the caller's (an eventfd context) */
 	struct pid *owner;		/* registering process, a ref */
 	struct list_head link;		/* node->dev->holders, dev->lock */
+	struct list_head recall_link;	/* node->dev->lock: in dev->recalls
+					 * while its ticket is an open RECALL
+					 */
 	struct list_head node_link;	/* node->holders, dev->lock: a victim
 					 * search under a max walks only the
 					 * subtree's lists

@@ -217,6 +217,7 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	xa_init(&dev->nodes);
 	INIT_LIST_HEAD(&dev->holders);
 	INIT_LIST_HEAD(&dev->waiters);
+	INIT_LIST_HEAD(&dev->recalls);
 	init_waitqueue_head(&dev->wq);
 	dev->capacity = capacity;
 	dev->emin_gen = 1;
@@ -672,6 +673,7 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 	}
 	kref_init(&h->ref);
 	INIT_LIST_HEAD(&h->residue);
+	INIT_LIST_HEAD(&h->recall_link);
 	h->node = node;
 	h->priority = priority;
 	h->priv = priv;
@@ -780,6 +782,7 @@ void nxq_holder_detach(struct nxq_holder *h)
 			nxq_uncharge_locked(h, h->charge);
 		h->reclaimable = 0;
 		h->ticket.open = false;
+		list_del_init(&h->recall_link);
 		if (woke)
 			wake_up_all(&dev->wq);
 		nxq_dispatch_holder(dev, h);

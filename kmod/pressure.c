@@ -52,6 +52,8 @@ static void nxq_ticket_ask(struct nxq_holder *v, u64 bytes, u32 reason,
 		t->deadline_ns = max(t->deadline_ns, deadline);
 		t->level = max(t->level, level);
 	}
+	if (t->level == NXQ_TICKET_LEVEL_RECALL && list_empty(&v->recall_link))
+		list_add_tail(&v->recall_link, &dev->recalls);
 	t->reason = reason;
 	t->bytes = min(size_add(t->bytes, bytes), v->charge);
 	t->generation = ++dev->ticket_gen;
@@ -473,6 +475,8 @@ static bool nxq_kill_policy(struct nxq_node *n)
  * Kills the victims in its scope that let a RECALL ticket pass its
  * deadline (never sooner than the floor after it was opened or raised)
  * unanswered, where the policy says so; never the waiter's own process.
+ * Looks only at the holders with an open RECALL ticket (dev->recalls),
+ * not at every holder of the device.
  *
  * Context: the device lock is held; the kill hook must not sleep.
  * Return: true if any was killed.
@@ -502,7 +506,8 @@ bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
 	    (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC)
 		return false;
 	vs.borrowers = true;
-	list_for_each_entry(v, &dev->holders, link) {
+	list_for_each_entry(v, &dev->recalls, recall_link) {
+		dev->escalate_visits++;
 		if (!v->ticket.open ||
 		    v->ticket.level != NXQ_TICKET_LEVEL_RECALL ||
 		    v->ticket.deadline_ns > now ||

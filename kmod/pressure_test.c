@@ -163,9 +163,13 @@ static void nxq_test_escalation(struct kunit *test)
 	struct tree *t = tree_new(test, 1000 * MiB);
 	struct nxq_holder *hb = holder_new(test, t, t->b);
 	struct nxq_holder *ha = holder_new(test, t, t->a);
+	struct nxq_holder *idle[16];
 	struct waiter_thread w;
 	int i;
 
+	/* Holders with no ticket: an escalation does not look at them. */
+	for (i = 0; i < ARRAY_SIZE(idle); i++)
+		idle[i] = holder_new(test, t, t->c);
 	fake_nr_killed = 0;
 	nxq_node_set_min(t->a, 600 * MiB);
 	nxq_node_set_kill_on_ignore(t->b, true);
@@ -190,6 +194,7 @@ static void nxq_test_escalation(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, fake_nr_killed, 1);
 	KUNIT_EXPECT_PTR_EQ(test, fake_killed[0], hb);
 	KUNIT_EXPECT_EQ(test, t->b->kills, 1ULL);
+	KUNIT_EXPECT_EQ(test, t->dev->escalate_visits, 1ULL);
 	nxq_holder_detach(hb);		/* the process dies */
 	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
 	KUNIT_EXPECT_EQ(test, usage(t->a), 500 * MiB);
@@ -198,6 +203,8 @@ static void nxq_test_escalation(struct kunit *test)
 
 	nxq_holder_put(hb, NULL);
 	holder_free(ha);
+	for (i = 0; i < ARRAY_SIZE(idle); i++)
+		holder_free(idle[i]);
 	tree_free(t);
 }
 
