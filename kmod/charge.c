@@ -87,11 +87,9 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 	 * queueing -- a loop of refused charges holds the lock no longer.
 	 */
 	if (!timeout_ns && fit_err && list_empty(&dev->waiters)) {
-		now = ktime_get_ns();
-		w.enqueued_ns = now;
 		w.err = fit_err;
 		w.hit = fit_hit;
-		nxq_ask_for(dev, &w, now);
+		nxq_ask_for(dev, &w, 0);
 		nxq_count_denial(h, bytes, fit_err, fit_hit);
 		err = fit_err;
 		goto out;

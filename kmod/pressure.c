@@ -13,6 +13,7 @@
  * RECALL ticket whose deadline passed can lead to a kill.
  */
 #include <linux/ktime.h>
+#include <linux/timekeeping.h>
 #include <linux/overflow.h>
 #include <linux/lockdep.h>
 #include <linux/errno.h>
@@ -338,7 +339,10 @@ static void nxq_ask(struct nxq_device *dev, struct nxq_victims *vs,
  * nxq_ask_for() - open tickets for a waiter that was not granted
  * @dev: the device
  * @w: the waiter, with err and hit set by the queue
- * @now: ktime_get_ns()
+ * @now: ktime_get_ns() when it was queued; or 0 for a no-wait charge
+ *	that was never queued: the clock is read (and w->enqueued_ns set)
+ *	only if a search is due, the coalescing check using the coarse
+ *	clock, which never runs ahead (so it never searches sooner)
  *
  * Inside the constraint it hit: under a max, that subtree; the device,
  * its borrowers.  Coalesced (see struct nxq_ask_stamp).
@@ -350,25 +354,14 @@ void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
 	struct nxq_victims vs = {
 		.asker = w->h,
 		.deadline = w->deadline_ns,
-		.now = now,
 	};
 	u64 floor = (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC;
 	struct nxq_ask_stamp *st;
 	bool impatient;
-	u64 need, room, m;
+	u64 need, room, m, c;
 
 	lockdep_assert_held(&dev->lock);
-	/*
-	 * Pass by holders that declined since this charge was queued.  A
-	 * charge that will not wait a floor for the answer (no wait, or a
-	 * shorter timeout) also passes by those that declined less than a
-	 * floor before it: a loop of such charges asks a holder that
-	 * answered short at most once per ticket_timeout_ms.
-	 */
-	vs.since = w->enqueued_ns;
 	impatient = !w->deadline_ns || w->deadline_ns - w->enqueued_ns < floor;
-	if (impatient)
-		vs.since = w->enqueued_ns > floor ? w->enqueued_ns - floor : 1;
 	if (w->err == -EDQUOT) {
 		m = nxq_node_eff_max(w->hit);
 		/* A holder without an eventfd hit its own emin: no ask. */
@@ -401,9 +394,27 @@ void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
 	 * the shortfall grew: the search is bounded, but a storm of them
 	 * would still hold the lock most of the time.
 	 */
-	if (impatient && st->ns && now - st->ns < floor &&
-	    st->gen == dev->decline_gen && need <= st->shortfall)
-		return;
+	if (impatient && st->ns && st->gen == dev->decline_gen &&
+	    need <= st->shortfall) {
+		c = now ?: ktime_get_coarse_ns();
+		if (c < st->ns || c - st->ns < floor)
+			return;
+	}
+	if (!now) {
+		now = ktime_get_ns();
+		w->enqueued_ns = now;
+	}
+	vs.now = now;
+	/*
+	 * Pass by holders that declined since this charge was queued.  A
+	 * charge that will not wait a floor for the answer (no wait, or a
+	 * shorter timeout) also passes by those that declined less than a
+	 * floor before it: a loop of such charges asks a holder that
+	 * answered short at most once per ticket_timeout_ms.
+	 */
+	vs.since = w->enqueued_ns;
+	if (impatient)
+		vs.since = w->enqueued_ns > floor ? w->enqueued_ns - floor : 1;
 	st->ns = now;
 	st->shortfall = need;
 	st->gen = dev->decline_gen;
