@@ -317,6 +317,7 @@ void nxq_waiters_del(struct nxq_node *node)
 {
 	struct nxq_node *n;
 
+	lockdep_assert_held(&node->dev->lock);
 	for (n = node; n; n = n->parent)
 		n->subtree_waiters--;
 }

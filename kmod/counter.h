@@ -82,6 +82,7 @@ static inline u64 __nxq_node_eff_max(const struct nxq_node *node)
  */
 static inline u64 nxq_own(struct nxq_holder *h)
 {
+	lockdep_assert_held(&h->node->dev->lock);
 	return h->charge - h->residue_bytes;
 }
 

@@ -53,6 +53,7 @@ static void nxq_node_release(struct nxq_node *node)
 {
 	struct nxq_node *parent;
 
+	lockdep_assert_held(&node->dev->ledger->lock);
 	while (node && !nxq_node_needed(node)) {
 		parent = node->parent;
 		spin_lock(&node->dev->lock);

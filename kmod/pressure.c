@@ -26,8 +26,10 @@
 /* The deadline of a ticket asked now by an asker due at @deadline. */
 static u64 nxq_ticket_deadline(struct nxq_device *dev, u64 deadline, u64 now)
 {
-	u64 floor = now + (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC;
+	u64 floor;
 
+	lockdep_assert_held(&dev->lock);
+	floor = now + (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC;
 	return max(deadline, floor);
 }
 
