@@ -64,13 +64,13 @@ mutant() {
 
 # A rule of the ledger: the max check sees only the new charge, not what
 # is already charged.
-mutant max-ignores-usage LEDGER_SRCS LEDGER_BIN charge.c \
+mutant max-ignores-usage LEDGER_SRCS LEDGER_BIN counter.c \
 	's/if (sum > nxq_node_eff_max(n)) {/if (bytes > nxq_node_eff_max(n)) {/' \
-	'nxquota.*' 'Expected'
+	'nxquota-*' 'Expected'
 # A lock of the ledger: nxq_uncharge() without the device lock.
 mutant uncharge-unlocked LEDGER_SRCS LEDGER_BIN charge.c \
 	'/^int nxq_uncharge(/,/^}/{/spin_lock(&dev->lock);/d;/spin_unlock(&dev->lock);/d}' \
-	'nxquota.nxq_test_max' 'lockdep_assert_held(&dev->lock): not held'
+	'nxquota-counter.nxq_test_max' 'lockdep_assert_held(&dev->lock): not held'
 # The compat layer: lockdep_assert_held() satisfied by any holder.
 mutant held-by-anyone COMPAT_SRCS COMPAT_BIN uk.c \
 	's/if (!uk_lock_held_by_me(l))/if (!uk_lock_is_locked(l))/' \

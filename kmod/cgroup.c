@@ -212,4 +212,5 @@ const struct nxq_ledger_ops nxq_cgroup_ledger_ops = {
 	.holder_signal	= nxq_holder_signal,
 	.changed	= nxq_nl_changed,
 	.event		= nxq_nl_event,
+	.listening	= nxq_nl_listening,
 };

@@ -2,7 +2,7 @@
 /*
  * nxquota: per-cgroup device-memory budgets for GPU nodes.
  *
- * The module owns one ledger (ledger.c) and thin shells over it:
+ * The module owns one ledger (ledger.h) and thin shells over it:
  * /dev/nxquota (cdev.c), /sys/kernel/nxquota (sysfs.c), the generic
  * netlink family "nxquota" (netlink.c) and the cgroup glue (cgroup.c).
  * Init builds them inside out, exit tears them down outside in; exit runs

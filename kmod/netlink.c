@@ -761,6 +761,24 @@ static size_t nxq_nl_event_size(void)
 }
 
 /**
+ * nxq_nl_listening() - the ledger's listening hook: does anyone listen?
+ *
+ * A racy look (a listener that joins now sees the events from its join
+ * on); it spares the ledger queueing events nobody gets, as a refused
+ * charge in a loop would.
+ *
+ * Context: any; does not sleep (RCU).
+ * Return: true if the family is registered and the events group has a
+ * listener.
+ */
+bool nxq_nl_listening(void)
+{
+	return READ_ONCE(nxq_nl_live) &&
+	       genl_has_listeners(&nxq_nl_family, &init_net,
+				  NXQ_NL_MCGRP_EVENTS) > 0;
+}
+
+/**
  * nxq_nl_event() - send a ledger event to the "events" multicast group
  * @ev: the event
  *

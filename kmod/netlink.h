@@ -15,6 +15,7 @@ int nxq_nl_init(void);
 void nxq_nl_exit(void);
 void nxq_nl_event(const struct nxq_event *ev);
 void nxq_nl_changed(void);
+bool nxq_nl_listening(void);
 #else
 static inline int nxq_nl_init(void)
 {
@@ -31,6 +32,11 @@ static inline void nxq_nl_event(const struct nxq_event *ev)
 
 static inline void nxq_nl_changed(void)
 {
+}
+
+static inline bool nxq_nl_listening(void)
+{
+	return false;
 }
 #endif
 

@@ -1,33 +1,91 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nxquota ledger: devices, hierarchical budget nodes, holders, charges.
- *
- * See ledger.h for the objects, their lifetimes and the two locks.  The
- * charge path takes only nxq_device.lock, walks the node chain twice
- * (check, then commit) and allocates nothing: either every node on the
- * path and the device are charged, or nothing is.
+ * nxquota ledger, layer 4: devices, budget nodes and holders (see
+ * objects.h; their fields and locks in ledger_types.h).
  */
 #include <linux/slab.h>
 #include <linux/string.h>
-#include <linux/overflow.h>
-#include <linux/math64.h>
 #include <linux/lockdep.h>
 #include <linux/bug.h>
 #include <linux/errno.h>
 #include <linux/err.h>
 
-#include "ledger.h"
+#include "objects.h"
+
+/*
+ * A node is needed while something references it, or while it carries a
+ * budget for a key that is still alive.
+ */
+static bool nxq_node_needed(struct nxq_node *node)
+{
+	struct nxq_ledger *l = node->dev->ledger;
+	bool budget;
+	int i;
+
+	lockdep_assert_held(&l->lock);
+	if (node->refs)
+		return true;
+	if (l->ops && l->ops->key_dead && l->ops->key_dead(node->key))
+		return false;
+	spin_lock(&node->dev->lock);
+	budget = node->max_set || node->min || node->kill_on_ignore;
+	for (i = 0; i < NXQ_NR_LIMITS; i++)
+		budget |= node->lim[i] != NXQ_LIMIT_UNSET;
+	spin_unlock(&node->dev->lock);
+	return budget;
+}
+
+static void nxq_node_free(struct nxq_node *node)
+{
+	struct nxq_ledger *l = node->dev->ledger;
+
+	lockdep_assert_held(&l->lock);
+	if (l->ops && l->ops->node_removed)
+		l->ops->node_removed(node);
+	xa_erase(&node->dev->nodes, node->id);
+	if (l->ops && l->ops->key_put)
+		l->ops->key_put(node->key);
+	kfree_rcu(node, rcu);
+}
+
+/* Free @node if it is not needed, then its parent likewise. */
+static void nxq_node_release(struct nxq_node *node)
+{
+	struct nxq_node *parent;
+
+	lockdep_assert_held(&node->dev->ledger->lock);
+	while (node && !nxq_node_needed(node)) {
+		parent = node->parent;
+		spin_lock(&node->dev->lock);
+		if (WARN_ON_ONCE(node->usage))
+			node->usage = 0;
+		if (parent)
+			parent->children_min -= node->min;
+		list_del_init(&node->sibling);
+		node->dev->emin_gen++;
+		spin_unlock(&node->dev->lock);
+		nxq_node_free(node);
+		if (!parent)
+			break;
+		WARN_ON_ONCE(!parent->refs);
+		parent->refs--;
+		node = parent;
+	}
+}
 
 /**
  * nxq_ledger_init() - initialise an empty ledger
  * @l: the ledger
  * @ops: shell hooks, or NULL
+ *
+ * Context: any; the ledger is not in use yet.
  */
 void nxq_ledger_init(struct nxq_ledger *l, const struct nxq_ledger_ops *ops)
 {
 	mutex_init(&l->reg_lock);
 	mutex_init(&l->lock);
 	INIT_LIST_HEAD(&l->devices);
+	l->closing = false;
 	l->ops = ops;
 }
 
@@ -37,6 +95,8 @@ void nxq_ledger_init(struct nxq_ledger *l, const struct nxq_ledger_ops *ops)
  *
  * Devices that still have holders are a caller bug and are leaked with a
  * warning rather than freed under their holders.
+ *
+ * Context: process context; sleeps; no holder is left.
  */
 void nxq_ledger_destroy(struct nxq_ledger *l)
 {
@@ -67,6 +127,7 @@ void nxq_ledger_destroy(struct nxq_ledger *l)
  * nxq_device_key_valid() - check a device key's syntax
  * @key: NUL-terminated string
  *
+ * Context: any.
  * Return: true if @key is 1..NXQ_DEVICE_KEY_MAX-1 characters of
  * [A-Za-z0-9._:-], and not "." or ".." (it names a sysfs directory).
  */
@@ -105,6 +166,7 @@ static struct nxq_device *__nxq_device_find(struct nxq_ledger *l,
  * @l: the ledger, whose lock the caller holds
  * @key: the device key
  *
+ * Context: the ledger lock is held.
  * Return: the device, valid while the ledger lock is held, or NULL.
  */
 struct nxq_device *nxq_device_find(struct nxq_ledger *l, const char *key)
@@ -156,6 +218,7 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	xa_init(&dev->nodes);
 	INIT_LIST_HEAD(&dev->holders);
 	INIT_LIST_HEAD(&dev->waiters);
+	INIT_LIST_HEAD(&dev->recalls);
 	init_waitqueue_head(&dev->wq);
 	dev->capacity = capacity;
 	dev->emin_gen = 1;
@@ -192,439 +255,12 @@ fail:
 	return ERR_PTR(err);
 }
 
-static void nxq_node_free(struct nxq_node *node)
-{
-	struct nxq_ledger *l = node->dev->ledger;
-
-	lockdep_assert_held(&l->lock);
-	if (l->ops && l->ops->node_removed)
-		l->ops->node_removed(node);
-	xa_erase(&node->dev->nodes, node->id);
-	if (l->ops && l->ops->key_put)
-		l->ops->key_put(node->key);
-	kfree_rcu(node, rcu);
-}
-
-/*
- * A node is needed while something references it, or while it carries a
- * budget for a key that is still alive.
- */
-static bool nxq_node_needed(struct nxq_node *node)
-{
-	struct nxq_ledger *l = node->dev->ledger;
-	bool budget;
-	int i;
-
-	lockdep_assert_held(&l->lock);
-	if (node->refs)
-		return true;
-	if (l->ops && l->ops->key_dead && l->ops->key_dead(node->key))
-		return false;
-	spin_lock(&node->dev->lock);
-	budget = node->max_set || node->min || node->kill_on_ignore;
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		budget |= node->lim[i] != NXQ_LIMIT_UNSET;
-	spin_unlock(&node->dev->lock);
-	return budget;
-}
-
-/* Free @node if it is not needed, then its parent likewise. */
-static void nxq_node_release(struct nxq_node *node)
-{
-	struct nxq_node *parent;
-
-	while (node && !nxq_node_needed(node)) {
-		parent = node->parent;
-		spin_lock(&node->dev->lock);
-		if (WARN_ON_ONCE(node->usage))
-			node->usage = 0;
-		if (parent)
-			parent->children_min -= node->min;
-		node->dev->emin_gen++;
-		spin_unlock(&node->dev->lock);
-		nxq_node_free(node);
-		if (!parent)
-			break;
-		WARN_ON_ONCE(!parent->refs);
-		parent->refs--;
-		node = parent;
-	}
-}
-
-/**
- * nxq_node_put() - drop a reference taken by nxq_node_get()
- * @node: the node; the ledger lock is held
- */
-void nxq_node_put(struct nxq_node *node)
-{
-	lockdep_assert_held(&node->dev->ledger->lock);
-	if (WARN_ON_ONCE(!node->refs))
-		return;
-	node->refs--;
-	nxq_node_release(node);
-}
-
-/**
- * nxq_node_prune() - free a node that is no longer needed
- * @node: the node; the ledger lock is held
- *
- * Called after its budget was cleared or its key died.
- */
-void nxq_node_prune(struct nxq_node *node)
-{
-	lockdep_assert_held(&node->dev->ledger->lock);
-	nxq_node_release(node);
-}
-
-/**
- * nxq_device_prune() - free every node of a device that is not needed
- * @dev: the device; the ledger lock is held
- *
- * Removes budgets left on dead keys.  O(nodes); slow paths only.
- */
-void nxq_device_prune(struct nxq_device *dev)
-{
-	struct nxq_node *node;
-	unsigned long id;
-	bool again;
-
-	lockdep_assert_held(&dev->ledger->lock);
-	do {
-		again = false;
-		xa_for_each(&dev->nodes, id, node) {
-			if (!nxq_node_needed(node)) {
-				nxq_node_release(node);
-				again = true;
-				break;
-			}
-		}
-	} while (again);
-}
-
-/**
- * nxq_node_find() - look a node up by id
- * @dev: the device; the ledger lock is held
- * @id: the key's id
- *
- * Return: the node (no reference taken) or NULL.
- */
-struct nxq_node *nxq_node_find(struct nxq_device *dev, u64 id)
-{
-	lockdep_assert_held(&dev->ledger->lock);
-	return xa_load(&dev->nodes, id);
-}
-
-/**
- * nxq_node_get() - find or create the node for @id under @parent
- * @dev: the device; the ledger lock is held and the device is not dead
- * @parent: the parent node (the caller holds a reference), or NULL for
- *	the root of the tree
- * @id: the key's id
- * @key: the key; on success the ledger owns one reference to it when it
- *	created the node, else the caller keeps its own
- *
- * Return: the node with a reference taken, ERR_PTR(-EINVAL) if @id exists
- * under another parent or a second root is asked for, -ENOMEM, or the
- * shell's error.
- */
-struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
-			      u64 id, void *key)
-{
-	struct nxq_ledger *l = dev->ledger;
-	struct nxq_node *node;
-	int err;
-
-	lockdep_assert_held(&l->lock);
-	node = xa_load(&dev->nodes, id);
-	if (node) {
-		if (node->parent != parent)
-			return ERR_PTR(-EINVAL);
-		node->refs++;
-		return node;
-	}
-
-	/* A tenant's registration makes nodes: its memory cgroup pays. */
-	node = kzalloc(sizeof(*node), GFP_KERNEL_ACCOUNT);
-	if (!node)
-		return ERR_PTR(-ENOMEM);
-	node->dev = dev;
-	node->parent = parent;
-	node->id = id;
-	node->key = key;
-	node->max = NXQ_UNLIMITED;
-	memset32(node->lim, NXQ_LIMIT_UNSET, NXQ_NR_LIMITS);
-	node->refs = 1;
-	err = xa_insert(&dev->nodes, id, node, GFP_KERNEL_ACCOUNT);
-	if (err)
-		goto fail;
-	if (l->ops && l->ops->node_added) {
-		err = l->ops->node_added(node);
-		if (err) {
-			xa_erase(&dev->nodes, id);
-			goto fail;
-		}
-	}
-	if (parent)
-		parent->refs++;
-	return node;
-fail:
-	kfree(node);
-	return ERR_PTR(err);
-}
-
-/**
- * nxq_node_set_max() - set a node's hard cap
- * @node: the node
- * @max: bytes, or NXQ_UNLIMITED
- *
- * Lowering max below the node's usage takes nothing back: it refuses
- * further charges and opens NXQ_TICKET_REASON_BUDGET tickets on the
- * subtree's holders for the excess.  Raising it serves waiters.  The max
- * becomes the node's own: a top-level node no longer takes the device's
- * default_max.
- *
- * Context: takes the device lock.
- */
-void nxq_node_set_max(struct nxq_node *node, u64 max)
-{
-	struct nxq_device *dev = node->dev;
-
-	spin_lock(&dev->lock);
-	node->max = max;
-	node->max_set = true;
-	nxq_event(dev, NXQ_EV_BUDGET_CHANGED, node, NULL, max, node->min, 0);
-	if (node->usage > max)
-		nxq_ask_budget(node, node->usage - max);
-	nxq_dispatch(dev);
-	spin_unlock(&dev->lock);
-}
-
-/**
- * nxq_node_set_min() - set a node's guarantee
- * @node: the node
- * @min: bytes
- */
-void nxq_node_set_min(struct nxq_node *node, u64 min)
-{
-	spin_lock(&node->dev->lock);
-	if (node->parent)
-		node->parent->children_min += min - node->min;
-	node->min = min;
-	node->dev->emin_gen++;
-	nxq_event(node->dev, NXQ_EV_BUDGET_CHANGED, node, NULL, node->max,
-		  min, 0);
-	spin_unlock(&node->dev->lock);
-}
-
-/**
- * nxq_node_clear_budget() - forget a node's max, min and kill policy, and
- * free it if nothing else needs it
- * @node: the node; the ledger lock is held; @node may be freed
- */
-void nxq_node_clear_budget(struct nxq_node *node)
-{
-	struct nxq_device *dev = node->dev;
-
-	lockdep_assert_held(&dev->ledger->lock);
-	nxq_node_set_max(node, NXQ_UNLIMITED);
-	nxq_node_set_min(node, 0);
-	spin_lock(&dev->lock);
-	node->max_set = false;
-	node->kill_on_ignore = false;
-	memset32(node->lim, NXQ_LIMIT_UNSET, NXQ_NR_LIMITS);
-	nxq_dispatch(dev);	/* a cleared max may free room, or bind */
-	spin_unlock(&dev->lock);
-	nxq_node_prune(node);
-}
-
-/**
- * nxq_node_apply() - apply a budget request to a node
- * @node: the node; the ledger lock is held
- * @r: what to change
- *
- * The one budget-setting function behind sysfs and netlink.
- *
- * Context: ledger lock held; takes the device lock.
- */
-void nxq_node_apply(struct nxq_node *node, const struct nxq_budget_req *r)
-{
-	int i;
-
-	lockdep_assert_held(&node->dev->ledger->lock);
-	if (r->set_max)
-		nxq_node_set_max(node, r->max);
-	if (r->set_min)
-		nxq_node_set_min(node, r->min);
-	if (r->set_kill)
-		nxq_node_set_kill_on_ignore(node, r->kill_on_ignore);
-	if (!r->set_lim)
-		return;
-	spin_lock(&node->dev->lock);
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		if (r->set_lim & BIT(i))
-			node->lim[i] = r->lim[i];
-	spin_unlock(&node->dev->lock);
-}
-
-static const u32 nxq_limit_default[NXQ_NR_LIMITS] = {
-	[NXQ_LIM_HOLDERS]	= NXQ_DEFAULT_HOLDERS_MAX,
-	[NXQ_LIM_WAITERS]	= NXQ_DEFAULT_WAITERS_MAX,
-	[NXQ_LIM_PRIORITY]	= NXQ_DEFAULT_PRIORITY_MAX,
-	[NXQ_LIM_WAIT_MS]	= NXQ_DEFAULT_WAIT_MAX_MS,
-};
-
-/**
- * nxq_node_limit() - a node's effective limit
- * @node: the node
- * @which: enum nxq_limit
- *
- * The node's own value, else its nearest ancestor's, else the module's
- * default -- except that the subtree counts (holders, waiters) of the root
- * node are unbounded unless set on the root itself.  O(depth).
- *
- * Context: the device lock is held.
- * Return: the limit.
- */
-u32 nxq_node_limit(struct nxq_node *node, enum nxq_limit which)
-{
-	struct nxq_node *n;
-
-	lockdep_assert_held(&node->dev->lock);
-	for (n = node; n; n = n->parent)
-		if (n->lim[which] != NXQ_LIMIT_UNSET)
-			return n->lim[which];
-	if (!node->parent &&
-	    (which == NXQ_LIM_HOLDERS || which == NXQ_LIM_WAITERS))
-		return U32_MAX;
-	return nxq_limit_default[which];
-}
-
-/**
- * nxq_node_eff_max() - the max a charge meets at a node
- * @node: the node
- *
- * Its own max if set; else the device's default_max for a top-level node
- * (a child of the root); else unlimited (deeper nodes are covered by
- * their top-level ancestor, the root by the capacity).
- *
- * Context: the device lock is held.
- * Return: bytes, or NXQ_UNLIMITED.
- */
-u64 nxq_node_eff_max(struct nxq_node *node)
-{
-	lockdep_assert_held(&node->dev->lock);
-	return __nxq_node_eff_max(node);
-}
-
-/**
- * nxq_node_set_kill_on_ignore() - set a node's escalation policy
- * @node: the node
- * @on: kill holders at or below it that ignore tickets past a deadline
- */
-void nxq_node_set_kill_on_ignore(struct nxq_node *node, bool on)
-{
-	spin_lock(&node->dev->lock);
-	node->kill_on_ignore = on;
-	spin_unlock(&node->dev->lock);
-}
-
-/**
- * nxq_node_emin() - a node's effective min; the device lock is held
- * @node: the node
- *
- * Effective min, top-down: the root's is the device capacity; a child's is
- * its min, scaled by parent_emin / children_min when its siblings' mins
- * together exceed what the parent can guarantee (as mm/page_counter.c
- * shares protection among overcommitted siblings).  Cached per node
- * (emin, emin_gen) and recomputed only after a min, a children_min or
- * the capacity changed (dev->emin_gen): O(1) when cached, O(depth) at
- * most.  Unlike page_counter's emin it does not follow usage; see
- * Documentation/design.rst.
- *
- * Return: bytes.
- */
-u64 nxq_node_emin(struct nxq_node *node)
-{
-	struct nxq_device *dev = node->dev;
-	u64 pe;
-
-	lockdep_assert_held(&dev->lock);
-	if (node->emin_gen == dev->emin_gen)
-		return node->emin;
-	if (!node->parent) {
-		node->emin = dev->capacity;
-	} else {
-		pe = nxq_node_emin(node->parent);
-		if (node->parent->children_min > pe)
-			node->emin = mul_u64_u64_div_u64(node->min, pe,
-						node->parent->children_min);
-		else
-			node->emin = min(node->min, pe);
-	}
-	node->emin_gen = dev->emin_gen;
-	return node->emin;
-}
-
-static void __nxq_node_budget(struct nxq_node *node, struct nxq_budget *b)
-{
-	struct nxq_device *dev = node->dev;
-	struct nxq_node *n;
-	u64 room;
-
-	lockdep_assert_held(&dev->lock);
-	b->current_bytes = node->usage;
-	b->max = node->max;
-	b->min = node->min;
-	b->effective_min = nxq_node_emin(node);
-	b->borrowed = node->usage > b->effective_min ?
-		node->usage - b->effective_min : 0;
-	b->max_hits = node->max_hits;
-	b->denials = node->denials;
-	b->capacity = dev->capacity;
-	b->used = dev->used;
-	room = dev->capacity > dev->used ? dev->capacity - dev->used : 0;
-	for (n = node; n; n = n->parent) {
-		u64 m = nxq_node_eff_max(n);
-
-		room = min(room, m > n->usage ? m - n->usage : 0);
-	}
-	b->headroom = room;
-}
-
-/**
- * nxq_node_budget() - read a node's budget and counters consistently
- * @node: the node
- * @b: filled in
- */
-void nxq_node_budget(struct nxq_node *node, struct nxq_budget *b)
-{
-	spin_lock(&node->dev->lock);
-	__nxq_node_budget(node, b);
-	spin_unlock(&node->dev->lock);
-}
-
-/**
- * nxq_holder_budget() - read a holder's charge and its node's budget
- * consistently
- * @h: the holder
- * @b: filled in
- * @charge: set to the holder's charge
- * @reclaimable: set to the holder's reclaimable bytes
- */
-void nxq_holder_budget(struct nxq_holder *h, struct nxq_budget *b,
-		       u64 *charge, u64 *reclaimable)
-{
-	spin_lock(&h->node->dev->lock);
-	__nxq_node_budget(h->node, b);
-	*charge = h->charge;
-	*reclaimable = h->reclaimable;
-	spin_unlock(&h->node->dev->lock);
-}
-
 /**
  * nxq_device_set_capacity() - change a device's capacity
  * @dev: the device
  * @capacity: bytes; may be below what is charged
+ *
+ * Context: takes the device lock.
  */
 void nxq_device_set_capacity(struct nxq_device *dev, u64 capacity)
 {
@@ -711,6 +347,7 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 			spin_lock(&dev->lock);
 			if (node->parent)
 				node->parent->children_min -= node->min;
+			list_del_init(&node->sibling);
 			dev->emin_gen++;
 			spin_unlock(&dev->lock);
 			if (node->parent)
@@ -739,6 +376,254 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 	kfree(dev->ev_ring);
 	kfree(dev);
 	return 0;
+}
+
+/**
+ * nxq_device_prune() - free every node of a device that is not needed
+ * @dev: the device; the ledger lock is held
+ *
+ * Removes budgets left on dead keys.  O(nodes); slow paths only.
+ *
+ * Context: the ledger lock is held; takes the device lock.
+ */
+void nxq_device_prune(struct nxq_device *dev)
+{
+	struct nxq_node *node;
+	unsigned long id;
+	bool again;
+
+	lockdep_assert_held(&dev->ledger->lock);
+	do {
+		again = false;
+		xa_for_each(&dev->nodes, id, node) {
+			if (!nxq_node_needed(node)) {
+				nxq_node_release(node);
+				again = true;
+				break;
+			}
+		}
+	} while (again);
+}
+
+/**
+ * nxq_node_put() - drop a reference taken by nxq_node_get()
+ * @node: the node; the ledger lock is held
+ *
+ * Context: the ledger lock is held; takes the device lock.
+ */
+void nxq_node_put(struct nxq_node *node)
+{
+	lockdep_assert_held(&node->dev->ledger->lock);
+	if (WARN_ON_ONCE(!node->refs))
+		return;
+	node->refs--;
+	nxq_node_release(node);
+}
+
+/**
+ * nxq_node_prune() - free a node that is no longer needed
+ * @node: the node; the ledger lock is held
+ *
+ * Called after its budget was cleared or its key died.
+ *
+ * Context: the ledger lock is held; takes the device lock.
+ */
+void nxq_node_prune(struct nxq_node *node)
+{
+	lockdep_assert_held(&node->dev->ledger->lock);
+	nxq_node_release(node);
+}
+
+/**
+ * nxq_node_find() - look a node up by id
+ * @dev: the device; the ledger lock is held
+ * @id: the key's id
+ *
+ * Context: the ledger lock is held.
+ * Return: the node (no reference taken) or NULL.
+ */
+struct nxq_node *nxq_node_find(struct nxq_device *dev, u64 id)
+{
+	lockdep_assert_held(&dev->ledger->lock);
+	return xa_load(&dev->nodes, id);
+}
+
+/**
+ * nxq_node_get() - find or create the node for @id under @parent
+ * @dev: the device; the ledger lock is held and the device is not dead
+ * @parent: the parent node (the caller holds a reference), or NULL for
+ *	the root of the tree
+ * @id: the key's id
+ * @key: the key; on success the ledger owns one reference to it when it
+ *	created the node, else the caller keeps its own
+ *
+ * Context: the ledger lock is held; sleeps (allocates).
+ * Return: the node with a reference taken, ERR_PTR(-EINVAL) if @id exists
+ * under another parent or a second root is asked for, -ENOMEM, or the
+ * shell's error.
+ */
+struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
+			      u64 id, void *key)
+{
+	struct nxq_ledger *l = dev->ledger;
+	struct nxq_node *node;
+	int err;
+
+	lockdep_assert_held(&l->lock);
+	node = xa_load(&dev->nodes, id);
+	if (node) {
+		if (node->parent != parent)
+			return ERR_PTR(-EINVAL);
+		node->refs++;
+		return node;
+	}
+
+	/* A tenant's registration makes nodes: its memory cgroup pays. */
+	node = kzalloc(sizeof(*node), GFP_KERNEL_ACCOUNT);
+	if (!node)
+		return ERR_PTR(-ENOMEM);
+	node->dev = dev;
+	node->parent = parent;
+	node->id = id;
+	node->key = key;
+	node->max = NXQ_UNLIMITED;
+	memset32(node->lim, NXQ_LIMIT_UNSET, NXQ_NR_LIMITS);
+	INIT_LIST_HEAD(&node->children);
+	INIT_LIST_HEAD(&node->sibling);
+	INIT_LIST_HEAD(&node->holders);
+	node->refs = 1;
+	err = xa_insert(&dev->nodes, id, node, GFP_KERNEL_ACCOUNT);
+	if (err)
+		goto fail;
+	if (l->ops && l->ops->node_added) {
+		err = l->ops->node_added(node);
+		if (err) {
+			xa_erase(&dev->nodes, id);
+			goto fail;
+		}
+	}
+	if (parent) {
+		parent->refs++;
+		spin_lock(&dev->lock);
+		list_add_tail(&node->sibling, &parent->children);
+		spin_unlock(&dev->lock);
+	}
+	return node;
+fail:
+	kfree(node);
+	return ERR_PTR(err);
+}
+
+/**
+ * nxq_node_set_max() - set a node's hard cap
+ * @node: the node
+ * @max: bytes, or NXQ_UNLIMITED
+ *
+ * Lowering max below the node's usage takes nothing back: it refuses
+ * further charges and opens NXQ_TICKET_REASON_BUDGET tickets on the
+ * subtree's holders for the excess.  Raising it serves waiters.  The max
+ * becomes the node's own: a top-level node no longer takes the device's
+ * default_max.
+ *
+ * Context: takes the device lock.
+ */
+void nxq_node_set_max(struct nxq_node *node, u64 max)
+{
+	struct nxq_device *dev = node->dev;
+
+	spin_lock(&dev->lock);
+	node->max = max;
+	node->max_set = true;
+	nxq_event(dev, NXQ_EV_BUDGET_CHANGED, node, NULL, max, node->min, 0);
+	if (node->usage > max)
+		nxq_ask_budget(node, node->usage - max);
+	nxq_dispatch(dev);
+	spin_unlock(&dev->lock);
+}
+
+/**
+ * nxq_node_set_min() - set a node's guarantee
+ * @node: the node
+ * @min: bytes
+ *
+ * Context: takes the device lock.
+ */
+void nxq_node_set_min(struct nxq_node *node, u64 min)
+{
+	spin_lock(&node->dev->lock);
+	if (node->parent)
+		node->parent->children_min += min - node->min;
+	node->min = min;
+	node->dev->emin_gen++;
+	nxq_event(node->dev, NXQ_EV_BUDGET_CHANGED, node, NULL, node->max,
+		  min, 0);
+	spin_unlock(&node->dev->lock);
+}
+
+/**
+ * nxq_node_set_kill_on_ignore() - set a node's escalation policy
+ * @node: the node
+ * @on: kill holders at or below it that ignore tickets past a deadline
+ *
+ * Context: takes the device lock.
+ */
+void nxq_node_set_kill_on_ignore(struct nxq_node *node, bool on)
+{
+	spin_lock(&node->dev->lock);
+	node->kill_on_ignore = on;
+	spin_unlock(&node->dev->lock);
+}
+
+/**
+ * nxq_node_clear_budget() - forget a node's max, min and kill policy, and
+ * free it if nothing else needs it
+ * @node: the node; the ledger lock is held; @node may be freed
+ *
+ * Context: the ledger lock is held; takes the device lock.
+ */
+void nxq_node_clear_budget(struct nxq_node *node)
+{
+	struct nxq_device *dev = node->dev;
+
+	lockdep_assert_held(&dev->ledger->lock);
+	nxq_node_set_max(node, NXQ_UNLIMITED);
+	nxq_node_set_min(node, 0);
+	spin_lock(&dev->lock);
+	node->max_set = false;
+	node->kill_on_ignore = false;
+	memset32(node->lim, NXQ_LIMIT_UNSET, NXQ_NR_LIMITS);
+	nxq_dispatch(dev);	/* a cleared max may free room, or bind */
+	spin_unlock(&dev->lock);
+	nxq_node_prune(node);
+}
+
+/**
+ * nxq_node_apply() - apply a budget request to a node
+ * @node: the node; the ledger lock is held
+ * @r: what to change
+ *
+ * The one budget-setting function behind sysfs and netlink.
+ *
+ * Context: ledger lock held; takes the device lock.
+ */
+void nxq_node_apply(struct nxq_node *node, const struct nxq_budget_req *r)
+{
+	int i;
+
+	lockdep_assert_held(&node->dev->ledger->lock);
+	if (r->set_max)
+		nxq_node_set_max(node, r->max);
+	if (r->set_min)
+		nxq_node_set_min(node, r->min);
+	if (r->set_kill)
+		nxq_node_set_kill_on_ignore(node, r->kill_on_ignore);
+	if (!r->set_lim)
+		return;
+	spin_lock(&node->dev->lock);
+	for (i = 0; i < NXQ_NR_LIMITS; i++)
+		if (r->set_lim & BIT(i))
+			node->lim[i] = r->lim[i];
+	spin_unlock(&node->dev->lock);
 }
 
 /**
@@ -789,6 +674,7 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 	}
 	kref_init(&h->ref);
 	INIT_LIST_HEAD(&h->residue);
+	INIT_LIST_HEAD(&h->recall_link);
 	h->node = node;
 	h->priority = priority;
 	h->priv = priv;
@@ -799,6 +685,7 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 		n->subtree_holders++;
 	dev->nr_holders++;
 	list_add_tail(&h->link, &dev->holders);
+	list_add_tail(&h->node_link, &node->holders);
 	nxq_event(dev, NXQ_EV_HOLDER_ADDED, NULL, h, 0, priority, 0);
 	spin_unlock(&dev->lock);
 	return h;
@@ -859,11 +746,53 @@ int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node)
 	for (n = node; n; n = n->parent)
 		n->subtree_holders++;
 	h->node = node;
+	list_move_tail(&h->node_link, &node->holders);
 	spin_unlock(&dev->lock);
 	kfree(r);
 	if (drop)
 		nxq_node_put(drop);
 	return 0;
+}
+
+/**
+ * nxq_holder_detach() - uncharge a holder completely and refuse it any
+ * further charge
+ * @h: the holder
+ *
+ * Idempotent.  Cancels the holder's own queued charges (-ENOENT), closes
+ * its ticket (what it was asked moves on to other victims) and serves the
+ * queue with what it released.  The holder's memory and node reference go
+ * with its last nxq_holder_put().
+ *
+ * Context: takes the device lock.
+ */
+void nxq_holder_detach(struct nxq_holder *h)
+{
+	struct nxq_device *dev = h->node->dev;
+	bool woke, asked;
+
+	spin_lock(&dev->lock);
+	if (!h->detached) {
+		asked = h->ticket.open;
+		h->detached = true;
+		list_del_init(&h->link);
+		list_del_init(&h->node_link);
+		nxq_event(dev, NXQ_EV_HOLDER_REMOVED, NULL, h, h->charge, 0, 0);
+		woke = nxq_waiters_cancel(dev, h);
+		if (h->charge)
+			nxq_uncharge_locked(h, h->charge);
+		h->reclaimable = 0;
+		h->ticket.open = false;
+		list_del_init(&h->recall_link);
+		if (woke)
+			wake_up_all(&dev->wq);
+		nxq_dispatch_holder(dev, h);
+		if (asked) {
+			dev->decline_gen++;
+			nxq_reask(dev);
+		}
+	}
+	spin_unlock(&dev->lock);
 }
 
 /**

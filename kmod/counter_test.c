@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite of the ledger's counter layer (counter.c): hierarchical counters: max, min and effective min, overflow, limits, concurrent charges.
+ */
+#include "ledger_test.h"
+
+/* Up to max and no further; a refusal changes no counter. */
+static void nxq_test_max(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 10 * GiB);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+	struct nxq_budget b;
+	u64 charged;
+
+	nxq_node_set_max(t->c, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 60 * MiB, 0, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 60 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 40 * MiB, 0, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, 0, &charged), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, charged, 100 * MiB);
+
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.current_bytes, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, b.max_hits, 1ULL);
+	KUNIT_EXPECT_EQ(test, b.denials, 1ULL);
+	KUNIT_EXPECT_EQ(test, b.headroom, 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 100 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 100 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 0ULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 100 * MiB);
+	/* The ancestors saw the denial, the sibling did not. */
+	nxq_node_budget(t->a, &b);
+	KUNIT_EXPECT_EQ(test, b.denials, 1ULL);
+	KUNIT_EXPECT_EQ(test, b.max_hits, 0ULL);
+	nxq_node_budget(t->b, &b);
+	KUNIT_EXPECT_EQ(test, b.denials, 0ULL);
+
+	/* Lowering max below usage takes nothing back but refuses more. */
+	nxq_node_set_max(t->c, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 100 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 10 * MiB, &charged), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 41 * MiB, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 49 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 1, 0, NULL), -EDQUOT);
+
+	holder_free(h);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	tree_free(t);
+}
+
+/* A parent's max binds every child; the capacity binds everyone. */
+static void nxq_test_hierarchy(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_holder *ha = holder_new(test, t, t->a);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_budget bd;
+
+	nxq_node_set_max(t->a, 300 * MiB);
+	nxq_node_set_max(t->c, 500 * MiB);	/* looser than its parent */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 200 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 100 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 1, 0, NULL), -EDQUOT);
+	nxq_node_budget(t->a, &bd);
+	KUNIT_EXPECT_EQ(test, bd.max_hits, 2ULL);
+	nxq_node_budget(t->c, &bd);
+	KUNIT_EXPECT_EQ(test, bd.max_hits, 0ULL);
+	KUNIT_EXPECT_EQ(test, bd.headroom, 0ULL);
+
+	/* b has no max: the device's capacity stops it. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 724 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 1, 0, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, usage(t->root), GiB);
+	KUNIT_EXPECT_EQ(test, t->dev->capacity_hits, 1ULL);
+	KUNIT_EXPECT_EQ(test, t->dev->denials, 3ULL);
+
+	/* Capacity lowered below use: nothing taken, nothing more given. */
+	nxq_device_set_capacity(t->dev, 512 * MiB);
+	KUNIT_EXPECT_EQ(test, used(t->dev), GiB);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hb, 100 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hb, 1, 0, NULL), -ENOSPC);
+
+	holder_free(hc);
+	holder_free(ha);
+	holder_free(hb);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 0ULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	tree_free(t);
+}
+
+/* Counters never wrap; bad sizes change nothing. */
+static void nxq_test_overflow(struct kunit *test)
+{
+	struct tree *t = tree_new(test, U64_MAX);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+	struct nxq_holder *h2 = holder_new(test, t, t->b);
+	u64 charged;
+
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 0, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 10, 0, &charged), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 11, 0, &charged), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, charged, U64_MAX - 10);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 11, 0, NULL), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, U64_MAX, 0, NULL), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 10, 0, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, U64_MAX);
+	KUNIT_EXPECT_EQ(test, used(t->dev), U64_MAX);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 0ULL);
+
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 0, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h2, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, U64_MAX, &charged), 0);
+	KUNIT_EXPECT_EQ(test, charged, 0ULL);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 1, NULL), -EINVAL);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+
+	/* With a finite capacity, a huge charge is refused as ENOSPC. */
+	nxq_device_set_capacity(t->dev, GiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 1, 0, NULL), -ENOSPC);
+	nxq_node_set_max(t->c, GiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, U64_MAX - 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+
+	holder_free(h);
+	holder_free(h2);
+	tree_free(t);
+}
+
+static void nxq_test_reclaimable(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+
+	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h, 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 100 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h, 100 * MiB + 1), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h, 80 * MiB), 0);
+	KUNIT_EXPECT_EQ(test, h->reclaimable, 80 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 50 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, h->reclaimable, 50 * MiB);
+	holder_free(h);
+	tree_free(t);
+}
+
+/* Effective min: proportional when siblings overcommit their parent. */
+static void nxq_test_effective_min(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 1000 * MiB);
+	struct nxq_holder *h = holder_new(test, t, t->b);
+	struct nxq_budget bd;
+
+	nxq_node_set_min(t->a, 300 * MiB);
+	nxq_node_set_min(t->b, 200 * MiB);
+	nxq_node_budget(t->a, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 300 * MiB);
+	nxq_node_budget(t->root, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 1000 * MiB);
+
+	/* 600 + 900 > 1000: shares scaled to 400 and 600. */
+	nxq_node_set_min(t->a, 600 * MiB);
+	nxq_node_set_min(t->b, 900 * MiB);
+	nxq_node_budget(t->a, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 400 * MiB);
+	nxq_node_budget(t->b, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 600 * MiB);
+
+	/* c asks for more than a can give: capped by a's share. */
+	nxq_node_set_min(t->c, 800 * MiB);
+	nxq_node_budget(t->c, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 400 * MiB);
+
+	/* Borrowed: usage above the effective min. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, 700 * MiB, 0, NULL), 0);
+	nxq_node_budget(t->b, &bd);
+	KUNIT_EXPECT_EQ(test, bd.borrowed, 100 * MiB);
+	nxq_node_set_min(t->b, 0);
+	nxq_node_budget(t->b, &bd);
+	KUNIT_EXPECT_EQ(test, bd.borrowed, 700 * MiB);
+	nxq_node_budget(t->a, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 600 * MiB);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 600 * MiB);
+	holder_free(h);
+	tree_free(t);
+}
+
+/*
+ * Effective mins are cached per node and recomputed after every change
+ * of a min (a sibling's included) or of the capacity, never served stale.
+ */
+static void nxq_test_emin_cache(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_budget b;
+	u64 gen;
+
+	nxq_node_set_min(t->a, 80 * MiB);
+	nxq_node_set_min(t->c, 75 * MiB);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 75 * MiB);
+	spin_lock(&t->dev->lock);
+	gen = t->dev->emin_gen;
+	KUNIT_EXPECT_EQ(test, t->c->emin_gen, gen);
+	KUNIT_EXPECT_EQ(test, t->a->emin_gen, gen);
+	KUNIT_EXPECT_EQ(test, t->a->emin, 80 * MiB);
+	spin_unlock(&t->dev->lock);
+	/* A sibling's min overcommits the root: a gets 80/120 of 100. */
+	nxq_node_set_min(t->b, 40 * MiB);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min,
+			mul_u64_u64_div_u64(80 * MiB, 100 * MiB, 120 * MiB));
+	/* The capacity: a gets 80/120 of 60, c all of that. */
+	nxq_device_set_capacity(t->dev, 60 * MiB);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 40 * MiB);
+	/* The sibling's min gone: a gets min(80, 60). */
+	nxq_node_set_min(t->b, 0);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 60 * MiB);
+	nxq_node_budget(t->a, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min, 60 * MiB);
+	tree_free(t);
+}
+
+/* default_max binds unbudgeted top-level nodes; no eventfd, no borrow. */
+static void nxq_test_default_max(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_holder *hn;
+	int err;
+
+	nxq_device_set_default_max(t->dev, 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->a->max_hits, 1ULL);
+	nxq_device_set_default_max(t->dev, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 10 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	/* a's own max covers its subtree: c, without one, is not bound. */
+	nxq_node_set_max(t->a, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 40 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hc, 50 * MiB, NULL), 0);
+
+	/* A holder that cannot be asked cannot go above its emin (0). */
+	mutex_lock(&t->l.lock);
+	t->b->refs++;
+	hn = nxq_holder_create(t->b, 0, NULL, NULL, 0, &err);
+	mutex_unlock(&t->l.lock);
+	KUNIT_ASSERT_NOT_NULL(test, hn);
+	nxq_device_set_default_max(t->dev, NXQ_UNLIMITED);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hn, 1, 0, NULL), -EDQUOT);
+	nxq_node_set_min(t->b, 5 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hn, 5 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hn, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->dev->tickets, 0ULL);
+
+	holder_free(hn);
+	holder_free(hc);
+	tree_free(t);
+}
+
+/* Per-cgroup limits: priority_max, holders_max, waiters_max, waits. */
+static void nxq_test_limits(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_holder *h[3], *hv, *hp;
+	struct waiter_thread w;
+	int err, i;
+
+	/* Defaults: a's priority_max is root's here (raised by tree_new). */
+	spin_lock(&t->dev->lock);
+	t->root->lim[NXQ_LIM_PRIORITY] = NXQ_LIMIT_UNSET;
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_PRIORITY), 0U);
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_HOLDERS),
+			(u32)NXQ_DEFAULT_HOLDERS_MAX);
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->root, NXQ_LIM_HOLDERS),
+			U32_MAX);
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_WAIT_MS),
+			(u32)NXQ_DEFAULT_WAIT_MAX_MS);
+	/* Inherited from the nearest ancestor that sets one. */
+	t->a->lim[NXQ_LIM_HOLDERS] = 2;
+	t->a->lim[NXQ_LIM_WAITERS] = 1;
+	t->a->lim[NXQ_LIM_WAIT_MS] = 30;
+	spin_unlock(&t->dev->lock);
+
+	mutex_lock(&t->l.lock);
+	t->c->refs++;
+	hp = nxq_holder_create(t->c, 1, &err, NULL, 0, &err);
+	KUNIT_EXPECT_NULL(test, hp);
+	KUNIT_EXPECT_EQ(test, err, -EPERM);
+	t->c->refs--;
+	mutex_unlock(&t->l.lock);
+
+	h[0] = holder_new(test, t, t->c);
+	h[1] = holder_new(test, t, t->a);
+	mutex_lock(&t->l.lock);
+	t->c->refs++;
+	hp = nxq_holder_create(t->c, 0, &err, NULL, 0, &err);
+	KUNIT_EXPECT_NULL(test, hp);
+	KUNIT_EXPECT_EQ(test, err, -EMFILE);
+	t->c->refs--;
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_holders, 2U);
+	h[2] = holder_new(test, t, t->b);	/* b's subtree is not a's */
+
+	/* One waiter in a's subtree; the second gets EAGAIN at once. */
+	hv = h[2];
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 100 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w, h[0], 10 * MiB, 5000);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h[1], MiB, NSEC_PER_SEC, NULL),
+			-EAGAIN);
+	/* The wait is clamped to a's wait_max_ms (30 ms, not 5 s). */
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_waiters, 0U);
+
+	for (i = 0; i < 3; i++)
+		holder_free(h[i]);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_holders, 0U);
+	tree_free(t);
+}
+
+/* Two threads charge and uncharge against one max: never above it. */
+struct race {
+	struct nxq_holder *h;
+	struct nxq_node *cap;
+	struct completion done;
+	int refusals;
+	bool over;
+};
+
+static int race_fn(void *arg)
+{
+	struct race *r = arg;
+	int i;
+
+	for (i = 0; i < 20000; i++) {
+		if (nxq_charge(r->h, 3 * MiB, 0, NULL)) {
+			r->refusals++;
+			continue;
+		}
+		if (usage(r->cap) > 10 * MiB)
+			r->over = true;
+		nxq_uncharge(r->h, 3 * MiB, NULL);
+		if (!(i % 256))
+			cond_resched();
+	}
+	complete(&r->done);
+	return 0;
+}
+
+static void nxq_test_race(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct race r[3];
+	int i, refusals = 0;
+
+	nxq_node_set_max(t->a, 10 * MiB);	/* room for three of four */
+	for (i = 0; i < 3; i++) {
+		r[i].h = holder_new(test, t, i == 2 ? t->a : t->c);
+		r[i].cap = t->a;
+		r[i].refusals = 0;
+		r[i].over = false;
+		init_completion(&r[i].done);
+	}
+	for (i = 0; i < 3; i++)
+		KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(race_fn, &r[i],
+							    "nxq-race%d", i)));
+	for (i = 0; i < 3; i++) {
+		wait_for_completion(&r[i].done);
+		KUNIT_EXPECT_FALSE(test, r[i].over);
+		refusals += r[i].refusals;
+	}
+	KUNIT_EXPECT_EQ(test, usage(t->a), 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	KUNIT_EXPECT_EQ(test, t->a->max_hits, (u64)refusals);
+	for (i = 0; i < 3; i++)
+		holder_free(r[i].h);
+	tree_free(t);
+}
+
+static struct kunit_case nxq_counter_cases[] = {
+	KUNIT_CASE(nxq_test_max),
+	KUNIT_CASE(nxq_test_hierarchy),
+	KUNIT_CASE(nxq_test_overflow),
+	KUNIT_CASE(nxq_test_reclaimable),
+	KUNIT_CASE(nxq_test_effective_min),
+	KUNIT_CASE(nxq_test_emin_cache),
+	KUNIT_CASE(nxq_test_default_max),
+	KUNIT_CASE(nxq_test_limits),
+	KUNIT_CASE(nxq_test_race),
+	{}
+};
+
+static struct kunit_suite nxq_counter_suite = {
+	.name = "nxquota-counter",
+	.test_cases = nxq_counter_cases,
+};
+
+kunit_test_suite(nxq_counter_suite);

@@ -1,0 +1,330 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nxquota ledger objects: their fields, lifetimes and locks.
+ *
+ * The ledger knows nothing of files, ioctls, sysfs or cgroups: a budget
+ * node is keyed by an id and an opaque key pointer that the caller owns
+ * (the module passes struct cgroup *, KUnit passes fakes).  The shells
+ * (cdev.c, sysfs.c, cgroup.c) are thin layers over this API (ledger.h).
+ *
+ * This header only defines the objects, shared by every layer of the
+ * ledger (see ledger.h for the layers); it declares no function.
+ *
+ * Objects and lifetimes:
+ *  - struct nxq_ledger: one per module (KUnit makes its own).  Owns the
+ *    device list.
+ *  - struct nxq_device: created by nxq_device_add(), destroyed by
+ *    nxq_device_remove(), which is refused while holders exist.
+ *  - struct nxq_node: one per (key, device).  Counted references: one per
+ *    child node, one per holder; a node with no reference is kept while it
+ *    has a budget (max or min set) and its key is alive, else freed.
+ *  - struct nxq_holder: created by nxq_holder_create() with one kref; the
+ *    creator's reference is dropped after nxq_holder_detach().  A holder
+ *    holds a reference on its node, which keeps its device alive.
+ *  - Holders and nodes are freed after an RCU grace period, and a removed
+ *    device after synchronize_rcu(): a caller that found a holder under
+ *    rcu_read_lock() may use it, its nodes and its device, without a
+ *    kref, until rcu_read_unlock() -- for calls that do not sleep
+ *    (nxq_charge() with no timeout, nxq_uncharge()); a holder detached
+ *    meanwhile gets -ENOENT as with a kref.
+ *
+ * Locking (outer to inner):
+ *  - nxq_ledger.reg_lock (mutex): device registration and removal, whole;
+ *    a key is free again only once its removal, sysfs included, is done.
+ *  - nxq_ledger.lock (mutex): the device list, node creation and removal,
+ *    node reference counts, device removal.  Sleeps; never taken on the
+ *    charge path.
+ *  - nxq_device.lock (spinlock): every counter of the device and of its
+ *    nodes and holders (usage, max, min, charge, reclaimable, events).
+ *    Held for O(tree depth) at most; nothing allocates under it.
+ */
+#ifndef _NXQ_LEDGER_TYPES_H
+#define _NXQ_LEDGER_TYPES_H
+
+#include <linux/types.h>
+#include <linux/atomic.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/spinlock.h>
+#include <linux/kref.h>
+#include <linux/xarray.h>
+#include <linux/wait.h>
+#include <linux/time64.h>
+#include <linux/workqueue.h>
+#include <linux/rcupdate.h>
+#include <linux/nxquota.h>
+
+struct nxq_ledger;
+struct nxq_device;
+struct nxq_node;
+struct nxq_holder;
+struct pid;
+struct nxq_event;
+
+/**
+ * struct nxq_ask_stamp - the last victim search for one constraint
+ * @ns: when it ran (ktime_get_ns()), 0 never
+ * @shortfall: what it asked for
+ * @gen: nxq_device.decline_gen then
+ *
+ * A charge that will not wait ticket_timeout_ms searches again for the
+ * same constraint only when a floor passed since, an asked holder
+ * declined since, or its shortfall is larger than the last one.
+ */
+struct nxq_ask_stamp {
+	u64 ns;
+	u64 shortfall;
+	u64 gen;
+};
+
+/*
+ * Per-cgroup limits (struct nxq_limits): a node's own value, or
+ * NXQ_LIMIT_UNSET to inherit its nearest ancestor's; with none set, the
+ * module-wide defaults below.  holders_max and waiters_max bound a subtree
+ * (the root's only when set on the root itself); priority_max and
+ * wait_max_ms bind the holders of the node itself.
+ */
+#define NXQ_LIMIT_UNSET			U32_MAX
+#define NXQ_DEFAULT_HOLDERS_MAX		1024
+#define NXQ_DEFAULT_WAITERS_MAX		64
+#define NXQ_DEFAULT_PRIORITY_MAX	0
+#define NXQ_DEFAULT_WAIT_MAX_MS		30000
+
+enum nxq_limit {
+	NXQ_LIM_HOLDERS,
+	NXQ_LIM_WAITERS,
+	NXQ_LIM_PRIORITY,
+	NXQ_LIM_WAIT_MS,
+	NXQ_NR_LIMITS,
+};
+
+/**
+ * struct nxq_budget_req - what one budget-setting call changes
+ * @set_max: change @max; @max: bytes or NXQ_UNLIMITED ("max")
+ * @set_min: change @min; @min: bytes
+ * @set_kill: change @kill_on_ignore
+ * @kill_on_ignore: the escalation policy
+ * @set_lim: bit i set: change @lim[i] (enum nxq_limit)
+ * @lim: the limits' new values (NXQ_LIMIT_UNSET to inherit)
+ */
+struct nxq_budget_req {
+	bool set_max, set_min, set_kill, kill_on_ignore;
+	u64 max, min;
+	unsigned int set_lim;
+	u32 lim[NXQ_NR_LIMITS];
+};
+
+/**
+ * struct nxq_ledger_ops - hooks for the shells; every member optional
+ * @key_put: drop the caller's reference on a node key (called once, when
+ *	the node is freed)
+ * @key_dead: true if the key's object is gone (a removed cgroup)
+ * @device_added: a device was added (ledger lock held)
+ * @device_removed: a device was removed (ledger lock NOT held); after it
+ *	returns nothing may still use the device's shell objects
+ * @node_added: a node was created (ledger lock held)
+ * @node_removed: a node is about to be freed (ledger lock held); must not
+ *	take the ledger lock, nor wait for anything that does
+ * @holder_kill: kill the process owning a holder (device lock held: must
+ *	not sleep)
+ * @holder_signal: tell a holder a ticket was opened or raised (device
+ *	lock held: must not sleep)
+ * @changed: the ledger changed (every event, multicast or not); called
+ *	with the device lock or the ledger lock held: must not sleep
+ * @event: report an event; called from a work item, in process context,
+ *	with no ledger lock held, in the order the events happened
+ * @listening: would an event reach anyone now?  Called with the device
+ *	lock or the ledger lock held: must not sleep.  False: events are
+ *	not queued at all (nobody misses them; none counts as dropped).
+ *	Absent: always true
+ */
+struct nxq_ledger_ops {
+	void (*key_put)(void *key);
+	bool (*key_dead)(void *key);
+	int (*device_added)(struct nxq_device *dev);
+	void (*device_removed)(struct nxq_device *dev);
+	int (*node_added)(struct nxq_node *node);
+	void (*node_removed)(struct nxq_node *node);
+	void (*holder_kill)(struct nxq_holder *h);
+	void (*holder_signal)(struct nxq_holder *h);
+	void (*changed)(void);
+	void (*event)(const struct nxq_event *ev);
+	bool (*listening)(void);
+};
+
+struct nxq_ledger {
+	struct mutex reg_lock;		/* see the top of this file */
+	struct mutex lock;		/* see the top of this file */
+	struct list_head devices;	/* lock */
+	bool closing;			/* lock: no more devices */
+	const struct nxq_ledger_ops *ops;
+};
+
+struct nxq_device {
+	struct nxq_ledger *ledger;
+	struct list_head link;		/* ledger->lock */
+	struct xarray nodes;		/* id -> node; ledger->lock */
+	bool dead;			/* ledger->lock */
+	unsigned int nr_holders;	/* ledger->lock: holders not yet freed */
+	char key[NXQ_DEVICE_KEY_MAX];
+	void *priv;			/* the sysfs shell's */
+	dev_t devt;			/* node proving access, 0: none; const */
+	atomic64_t events_dropped;	/* events no listener got */
+	spinlock_t ev_lock;		/* the ring below; inside dev->lock */
+	struct nxq_event *ev_ring;	/* ev_lock: NXQ_EV_RING entries */
+	unsigned int ev_head, ev_tail;	/* ev_lock */
+	struct work_struct ev_work;	/* sends the ring's events */
+
+	spinlock_t lock;		/* the counters, see above */
+	u64 capacity;			/* lock */
+	u64 default_max;		/* lock: max of unbudgeted top-level nodes */
+	u64 used;			/* lock */
+	u64 denials;			/* lock */
+	u64 capacity_hits;		/* lock */
+	struct list_head holders;	/* lock: attached holders, all nodes */
+	struct list_head waiters;	/* lock: struct nxq_waiter */
+	wait_queue_head_t wq;		/* waiters sleep here */
+	u64 ticket_gen;			/* lock */
+	u32 ticket_timeout_ms;		/* lock: deadline of unwaited asks */
+	u64 tickets;			/* lock: tickets opened or raised */
+	u64 bytes_asked;		/* lock */
+	u64 bytes_released;		/* lock: released in answers */
+	u64 kills;			/* lock */
+	u64 waits;			/* lock: charges that had to wait */
+	u64 timeouts;			/* lock: waits that ran out */
+	u64 dispatch_pass;		/* lock */
+	unsigned int nr_dev_blocked;	/* lock: waiters short of capacity */
+	u64 victim_pass;		/* lock */
+	u64 excess_pass;		/* lock: node excess cache generation */
+	u64 emin_gen;			/* lock: generation of the cached
+					 * effective mins; bumped by every
+					 * change of a min, children_min or
+					 * the capacity
+					 */
+	u64 victim_visits;		/* lock: holders looked at by searches */
+	u64 searches;			/* lock: victim searches run */
+	struct list_head recalls;	/* lock: holders with an open RECALL
+					 * ticket (nxq_holder.recall_link)
+					 */
+	u64 escalate_visits;		/* lock: holders looked at by
+					 * escalations
+					 */
+	u64 decline_gen;		/* lock: bumped when an asked holder
+					 * declines (short answer, detach)
+					 */
+	struct nxq_ask_stamp ask_dev;	/* lock: last search for capacity */
+};
+
+struct nxq_node {
+	struct nxq_device *dev;
+	struct nxq_node *parent;	/* holds a reference */
+	u64 id;
+	void *key;
+	unsigned int refs;		/* dev->ledger->lock */
+	unsigned int nr_holders;	/* dev->ledger->lock */
+	unsigned int subtree_holders;	/* dev->ledger->lock: here and below */
+	void *priv;			/* the sysfs shell's */
+
+	u64 usage;			/* dev->lock */
+	u64 max;			/* dev->lock */
+	bool max_set;			/* dev->lock: max is the node's own */
+	u32 lim[NXQ_NR_LIMITS];		/* dev->lock: own, or NXQ_LIMIT_UNSET */
+	unsigned int subtree_waiters;	/* dev->lock: waiting here and below */
+	u64 min;			/* dev->lock */
+	u64 children_min;		/* dev->lock: sum of children's min */
+	u64 emin;			/* dev->lock: cached effective min, */
+	u64 emin_gen;			/* valid while == dev->emin_gen */
+	u64 max_hits;			/* dev->lock */
+	u64 denials;			/* dev->lock */
+	bool kill_on_ignore;		/* dev->lock: escalation policy */
+	u64 tickets;			/* dev->lock: for holders at or below */
+	u64 bytes_asked;		/* dev->lock */
+	u64 bytes_released;		/* dev->lock */
+	u64 kills;			/* dev->lock */
+	u64 blocked_pass;		/* dev->lock: dispatch scratch */
+	unsigned int nr_blocked;	/* dev->lock: waiters held up here */
+	u64 ex_pass;			/* dev->lock: victim-search scratch: */
+	u64 ex_excess;			/* usage above emin in that search */
+	struct nxq_ask_stamp ask_max;	/* dev->lock: last search for this
+					 * node's max
+					 */
+	struct list_head children;	/* dev->lock, changed also under
+					 * dev->ledger->lock: child nodes
+					 */
+	struct list_head sibling;	/* in parent->children, as children */
+	struct list_head holders;	/* dev->lock: attached holders whose
+					 * node this is (nxq_holder.node_link)
+					 */
+	struct rcu_head rcu;		/* freed after a grace period */
+};
+
+/**
+ * struct nxq_ticket_state - a holder's ticket, under the device lock
+ * @generation: current generation, 0 before the first ticket
+ * @open: a ticket is open (asked, not yet answered)
+ * @bytes: bytes asked by the open ticket
+ * @deadline_ns: ktime_get_ns() time after which the asker escalates
+ * @opened_ns: when the ticket was opened
+ * @reason: NXQ_TICKET_REASON_*
+ * @level: NXQ_TICKET_LEVEL_*
+ */
+struct nxq_ticket_state {
+	u64 generation;
+	bool open;
+	u64 bytes;
+	u64 deadline_ns;
+	u64 opened_ns;
+	u32 reason;
+	u32 level;
+};
+
+struct nxq_holder {
+	struct kref ref;
+	struct nxq_node *node;		/* holds a node reference */
+	u32 priority;
+	u32 tgid;			/* its tgid, initial pid namespace */
+	void *priv;			/* the caller's (an eventfd context) */
+	struct pid *owner;		/* registering process, a ref */
+	struct list_head link;		/* node->dev->holders, dev->lock */
+	struct list_head recall_link;	/* node->dev->lock: in dev->recalls
+					 * while its ticket is an open RECALL
+					 */
+	struct list_head node_link;	/* node->holders, dev->lock: a victim
+					 * search under a max walks only the
+					 * subtree's lists
+					 */
+	bool detached;			/* node->dev->lock */
+	u64 charge;			/* node->dev->lock */
+	u64 reclaimable;		/* node->dev->lock */
+	struct nxq_ticket_state ticket;	/* node->dev->lock */
+	bool killed;			/* node->dev->lock */
+	u64 declined_ns;		/* node->dev->lock: last short answer or
+					 * ignored ticket; asks for waiters
+					 * queued before it pass it by
+					 */
+	u64 victim_pass;		/* node->dev->lock: victim scratch */
+	struct list_head residue;	/* node->dev->lock: struct nxq_residue,
+					 * charges left on earlier nodes
+					 */
+	u64 residue_bytes;		/* node->dev->lock: their sum; the
+					 * rest of charge is on node
+					 */
+	struct rcu_head rcu;		/* freed after a grace period: the
+					 * file's lookup takes its kref
+					 * under RCU
+					 */
+};
+
+/**
+ * struct nxq_residue - a holder's charge left on a node it moved from
+ * @link: in nxq_holder.residue
+ * @node: the earlier node (a reference)
+ * @bytes: what stays charged there until released
+ */
+struct nxq_residue {
+	struct list_head link;
+	struct nxq_node *node;
+	u64 bytes;
+};
+
+#endif /* _NXQ_LEDGER_TYPES_H */

@@ -1,0 +1,206 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite of the ledger's objects layer (objects.c): the objects: device keys, node and holder lifetimes, detach, device removal, rehoming.
+ */
+#include "ledger_test.h"
+
+static void nxq_test_device_keys(struct kunit *test)
+{
+	struct nxq_ledger l;
+	struct nxq_device *d;
+	char longkey[NXQ_DEVICE_KEY_MAX + 1];
+
+	KUNIT_EXPECT_TRUE(test, nxq_device_key_valid("GPU-8f1c2e4a-0d9b-4c1e-9a57-2b6d3f0e1a42"));
+	KUNIT_EXPECT_TRUE(test, nxq_device_key_valid("host0"));
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid(""));
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid("a b"));
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid("a/b"));
+	/* they would name the devices directory or its parent in sysfs */
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid("."));
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid(".."));
+	KUNIT_EXPECT_TRUE(test, nxq_device_key_valid("..."));
+	memset(longkey, 'x', sizeof(longkey) - 1);
+	longkey[sizeof(longkey) - 1] = '\0';
+	KUNIT_EXPECT_FALSE(test, nxq_device_key_valid(longkey));
+	longkey[NXQ_DEVICE_KEY_MAX - 1] = '\0';
+	KUNIT_EXPECT_TRUE(test, nxq_device_key_valid(longkey));
+
+	nxq_ledger_init(&l, &fake_ops);
+	d = nxq_device_add(&l, "gpu0", GiB, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(d));
+	KUNIT_EXPECT_PTR_EQ(test, nxq_device_add(&l, "gpu0", GiB, 0),
+			    ERR_PTR(-EEXIST));
+	KUNIT_EXPECT_PTR_EQ(test, nxq_device_add(&l, "bad key", GiB, 0),
+			    ERR_PTR(-EINVAL));
+	mutex_lock(&l.lock);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_device_find(&l, "gpu0"), d);
+	KUNIT_EXPECT_NULL(test, nxq_device_find(&l, "gpu1"));
+	mutex_unlock(&l.lock);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&l, "gpu1"), -ENOENT);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&l, "gpu0"), 0);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&l, "gpu0"), -ENOENT);
+	nxq_ledger_destroy(&l);
+}
+
+/* Detach uncharges everything, once; a detached holder is refused. */
+static void nxq_test_detach(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h1 = holder_new(test, t, t->c);
+	struct nxq_holder *h2 = holder_new(test, t, t->c);
+	u64 charged;
+
+	KUNIT_EXPECT_EQ(test, nxq_charge(h1, 10 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 20 * MiB, 0, NULL), 0);
+	kref_get(&h1->ref);	/* an ioctl still in flight */
+	nxq_holder_detach(h1);
+	nxq_holder_detach(h1);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 20 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 20 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h1, 1, 0, &charged), -ENOENT);
+	KUNIT_EXPECT_EQ(test, charged, 0ULL);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h1, 1, NULL), -ENOENT);
+	KUNIT_EXPECT_EQ(test, nxq_set_reclaimable(h1, 0), -ENOENT);
+	/* The device stays busy until the in-flight reference is gone. */
+	nxq_holder_put(h1, NULL);
+	KUNIT_EXPECT_EQ(test, t->dev->nr_holders, 2U);
+	nxq_holder_put(h1, NULL);
+	KUNIT_EXPECT_EQ(test, t->dev->nr_holders, 1U);
+	holder_free(h2);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	tree_free(t);
+}
+
+/* Nodes live while referenced or budgeted; dead keys lose budgets. */
+static void nxq_test_node_lifetime(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_node *d;
+	struct fake_key *kd = kunit_kzalloc(test, sizeof(*kd), GFP_KERNEL);
+	struct nxq_holder *h;
+
+	KUNIT_ASSERT_NOT_NULL(test, kd);
+	mutex_lock(&t->l.lock);
+	d = nxq_node_get(t->dev, t->c, 50, kd);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(d));
+	/* The same id under another parent is refused. */
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_get(t->dev, t->b, 50, kd),
+			    ERR_PTR(-EINVAL));
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, t->c->refs, 2U);
+
+	/* A budget keeps the node after its last reference. */
+	nxq_node_set_min(d, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, t->c->children_min, 10 * MiB);
+	tree_put(t, d);
+	mutex_lock(&t->l.lock);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_find(t->dev, 50), d);
+	mutex_unlock(&t->l.lock);
+
+	/* A holder on it, then its key dies: kept until the holder goes. */
+	h = holder_new(test, t, d);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, MiB, 0, NULL), 0);
+	kd->dead = true;
+	mutex_lock(&t->l.lock);
+	nxq_device_prune(t->dev);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_find(t->dev, 50), d);
+	mutex_unlock(&t->l.lock);
+	holder_free(h);
+	mutex_lock(&t->l.lock);
+	KUNIT_EXPECT_NULL(test, nxq_node_find(t->dev, 50));
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, kd->puts, 1);
+	KUNIT_EXPECT_EQ(test, t->c->refs, 1U);
+	KUNIT_EXPECT_EQ(test, t->c->children_min, 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+
+	/* Clearing a budget and pruning frees an unreferenced node. */
+	mutex_lock(&t->l.lock);
+	d = nxq_node_get(t->dev, t->b, 51, kd);
+	mutex_unlock(&t->l.lock);
+	kd->dead = false;
+	nxq_node_set_max(d, MiB);
+	tree_put(t, d);
+	mutex_lock(&t->l.lock);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_find(t->dev, 51), d);
+	/* "max" is a budget of its own now; clearing forgets it. */
+	nxq_node_set_max(d, NXQ_UNLIMITED);
+	nxq_node_prune(d);
+	KUNIT_EXPECT_PTR_EQ(test, nxq_node_find(t->dev, 51), d);
+	nxq_node_clear_budget(d);
+	KUNIT_EXPECT_NULL(test, nxq_node_find(t->dev, 51));
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, kd->puts, 2);
+	tree_free(t);
+	/* Every key was put exactly once when the tree went. */
+	KUNIT_EXPECT_EQ(test, t->k[1].puts, 1);
+	KUNIT_EXPECT_EQ(test, t->k[4].puts, 1);
+}
+
+/* A device with holders cannot go; budgets go with the device. */
+static void nxq_test_device_remove(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+
+	nxq_node_set_max(t->a, MiB);
+	nxq_node_set_min(t->b, MiB);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&t->l, "gpu0"), -EBUSY);
+	holder_free(h);
+	tree_put(t, t->c);
+	tree_put(t, t->b);
+	tree_put(t, t->a);
+	tree_put(t, t->root);
+	/* a and b are still budgeted, so nodes remain until the device goes. */
+	mutex_lock(&t->l.lock);
+	KUNIT_EXPECT_NOT_NULL(test, nxq_node_find(t->dev, 2));
+	KUNIT_EXPECT_NOT_NULL(test, nxq_node_find(t->dev, 3));
+	KUNIT_EXPECT_NULL(test, nxq_node_find(t->dev, 4));
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&t->l, "gpu0"), 0);
+	KUNIT_EXPECT_EQ(test, t->k[1].puts, 1);
+	KUNIT_EXPECT_EQ(test, t->k[2].puts, 1);
+	KUNIT_EXPECT_EQ(test, t->k[3].puts, 1);
+	KUNIT_EXPECT_EQ(test, t->k[4].puts, 1);
+	nxq_ledger_destroy(&t->l);
+}
+
+/* Moved to another node: new charges there, old ones stay until freed. */
+static void nxq_test_rehome(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+
+	KUNIT_ASSERT_EQ(test, nxq_charge(h, 10 * MiB, 0, NULL), 0);
+	mutex_lock(&t->l.lock);
+	t->b->refs++;
+	KUNIT_EXPECT_EQ(test, nxq_holder_rehome(h, t->b), 0);
+	mutex_unlock(&t->l.lock);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h, 5 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 10 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 5 * MiB);
+	KUNIT_EXPECT_EQ(test, h->charge, 15 * MiB);
+	/* The old node's charge goes first. */
+	KUNIT_ASSERT_EQ(test, nxq_uncharge(h, 12 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 0ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 3 * MiB);
+	holder_free(h);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	tree_free(t);
+}
+
+static struct kunit_case nxq_objects_cases[] = {
+	KUNIT_CASE(nxq_test_device_keys),
+	KUNIT_CASE(nxq_test_detach),
+	KUNIT_CASE(nxq_test_node_lifetime),
+	KUNIT_CASE(nxq_test_device_remove),
+	KUNIT_CASE(nxq_test_rehome),
+	{}
+};
+
+static struct kunit_suite nxq_objects_suite = {
+	.name = "nxquota-objects",
+	.test_cases = nxq_objects_cases,
+};
+
+kunit_test_suite(nxq_objects_suite);

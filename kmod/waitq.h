@@ -1,0 +1,124 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nxquota ledger, layer 2: the fair wait queue.  A charge that is not
+ * granted at once waits as a struct nxq_waiter (on the charger's stack)
+ * in the device's queue, kept in key order (enqueue time minus priority x
+ * NXQ_AGING_NS); nxq_dispatch() grants, in one pass, the waiters that fit
+ * their path and whose room no waiter before them was promised.  Each
+ * node counts the waiters its max holds up, the device those short of
+ * capacity: a charge or release whose path has none skips the queue.
+ *
+ * Runs under nxq_device.lock (the sleep drops it); calls the counters and
+ * events below it, nothing above.
+ */
+#ifndef _NXQ_WAITQ_H
+#define _NXQ_WAITQ_H
+
+#include "counter.h"
+
+/*
+ * Waiters gain one priority point per this long queued, at most
+ * NXQ_PRIORITY_MAX points: the bounded aging of the fair queue.
+ */
+#define NXQ_AGING_NS		(10 * NSEC_PER_MSEC)
+
+/**
+ * struct nxq_waiter - a queued charge, on its charger's stack (charge.c)
+ *
+ * Fields are under the device lock, except that the charger reads
+ * @result without it while sleeping.
+ */
+struct nxq_waiter {
+	struct list_head link;		/* dev->waiters, in key order */
+	struct nxq_holder *h;
+	struct nxq_node *node;		/* h->node when queued */
+	u64 bytes;
+	u64 enqueued_ns;
+	s64 key;			/* enqueued_ns - priority x aging */
+	u64 deadline_ns;		/* of its wait; 0 for a no-wait */
+	int result;			/* 1 waiting, 0 granted, <0 cancelled */
+	int err;			/* why not granted: -EDQUOT, -ENOSPC */
+	struct nxq_node *hit;		/* with -EDQUOT: the node at max */
+	struct nxq_node *blk_node;	/* counted in blk_node->nr_blocked */
+	bool blk_dev;			/* counted in dev->nr_dev_blocked */
+};
+
+void nxq_enqueue(struct nxq_device *dev, struct nxq_waiter *w);
+void nxq_waiter_set(struct nxq_device *dev, struct nxq_waiter *w,
+		    int err, struct nxq_node *hit);
+bool nxq_path_blocked(struct nxq_device *dev, struct nxq_node *node);
+void nxq_dispatch(struct nxq_device *dev);
+void nxq_dispatch_path(struct nxq_device *dev, struct nxq_node *node);
+void nxq_dispatch_holder(struct nxq_device *dev, struct nxq_holder *h);
+bool nxq_waiters_cancel(struct nxq_device *dev, struct nxq_holder *h);
+u64 nxq_queued_ahead(struct nxq_device *dev, struct nxq_waiter *me);
+int nxq_sleep(struct nxq_device *dev, struct nxq_waiter *w, u64 deadline);
+
+/**
+ * nxq_fast_fits() - the fast path's test, in one walk
+ * @h: the holder
+ * @bytes: what it charges
+ *
+ * Nobody waits on @h's path or on the device, and @bytes fits every max
+ * and the capacity.  False sends the charge to the full checks
+ * (nxq_path_blocked(), nxq_fits()), which give the same answer and say
+ * why; a holder without an eventfd always goes there.  Inline: this and
+ * nxq_commit() are the whole of an uncontended charge.
+ *
+ * Context: the device lock is held.
+ * Return: true if the charge may be committed at once.
+ */
+static inline bool nxq_fast_fits(struct nxq_holder *h, u64 bytes)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *n;
+	u64 sum;
+
+	lockdep_assert_held(&dev->lock);
+	if (dev->nr_dev_blocked || !h->priv ||
+	    check_add_overflow(h->charge, bytes, &sum) ||
+	    check_add_overflow(dev->used, bytes, &sum) ||
+	    sum > dev->capacity)
+		return false;
+	for (n = h->node; n; n = n->parent)
+		if (n->nr_blocked ||
+		    check_add_overflow(n->usage, bytes, &sum) ||
+		    sum > __nxq_node_eff_max(n))
+			return false;
+	return true;
+}
+
+/**
+ * nxq_uncharge_fast() - nxq_uncharge_locked() and nxq_dispatch_holder()
+ * in one walk
+ * @h: the holder, with no residue
+ * @bytes: at most its charge
+ *
+ * Uncharges its path, and dispatches if a waiter waits on the path or on
+ * the device.
+ *
+ * Context: the device lock is held.
+ */
+static inline void nxq_uncharge_fast(struct nxq_holder *h, u64 bytes)
+{
+	struct nxq_device *dev = h->node->dev;
+	bool blocked = dev->nr_dev_blocked;
+	struct nxq_node *n;
+
+	lockdep_assert_held(&dev->lock);
+	for (n = h->node; n; n = n->parent) {
+		WARN_ON_ONCE(n->usage < bytes);
+		n->usage -= bytes;
+		blocked |= n->nr_blocked;
+	}
+	WARN_ON_ONCE(dev->used < bytes);
+	dev->used -= bytes;
+	h->charge -= bytes;
+	h->reclaimable = min(h->reclaimable, h->charge);
+	if (h->ticket.open)
+		h->ticket.bytes = min(h->ticket.bytes, h->charge);
+	if (blocked)
+		nxq_dispatch(dev);
+}
+
+#endif /* _NXQ_WAITQ_H */

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * KUnit suite of the ledger's waitq layer (waitq.c): the fair wait queue: waits, grants, order, aging, the cost of a dispatch.
+ */
+#include "ledger_test.h"
+
+/* A waiter is granted when its victim answers; or times out cleanly. */
+static void nxq_test_wait(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *hw = holder_new(test, t, t->c);
+	struct nxq_ticket_state ts;
+	struct waiter_thread w;
+
+	nxq_node_set_max(t->a, 100 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 90 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_set_reclaimable(hv, 90 * MiB), 0);
+
+	waiter_start(test, t, &w, hw, 50 * MiB, 5000);
+	ts = ticket(test, hv, 0);
+	KUNIT_EXPECT_EQ(test, ts.bytes, 40 * MiB);
+	KUNIT_EXPECT_EQ(test, t->dev->waits, 1ULL);
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(hv, ts.generation, 40 * MiB,
+						NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	KUNIT_EXPECT_EQ(test, hw->charge, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 100 * MiB);
+
+	/* The victim ignores: the waiter fails at its deadline, unchanged. */
+	waiter_start(test, t, &w, hw, 10 * MiB, 30);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, hw->charge, 50 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 100 * MiB);
+	KUNIT_EXPECT_EQ(test, t->dev->timeouts, 1ULL);
+	KUNIT_EXPECT_EQ(test, fake_nr_killed, 0);	/* no policy */
+	KUNIT_EXPECT_TRUE(test, list_empty(&t->dev->waiters));
+
+	/* Unregistered while waiting: cancelled. */
+	waiter_start(test, t, &w, hw, 10 * MiB, 5000);
+	nxq_holder_detach(hw);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -ENOENT);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 50 * MiB);
+
+	nxq_holder_put(hw, NULL);
+	holder_free(hv);
+	tree_free(t);
+}
+
+/* Priority first, bounded aging, and no newcomer takes the head's room. */
+static void nxq_test_fair_queue(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *hl = holder_prio(test, t, t->c, 0);
+	struct nxq_holder *hu = holder_prio(test, t, t->c, NXQ_PRIORITY_MAX);
+	struct nxq_holder *hn = holder_prio(test, t, t->c, 5);
+	struct waiter_thread wl, wu;
+
+	nxq_node_set_max(t->c, 100 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 95 * MiB, 0, NULL), 0);
+
+	waiter_start(test, t, &wl, hl, 80 * MiB, 5000);	/* large, first */
+	msleep(100);	/* ten aging points */
+	/* A newcomer of lower effective priority cannot take freed room. */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, 10 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hn, 10 * MiB, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 85 * MiB);
+	/* A small urgent request goes before the large one. */
+	waiter_start(test, t, &wu, hu, 15 * MiB, 5000);
+	KUNIT_EXPECT_EQ(test, waiter_end(&wu), 0);
+	KUNIT_EXPECT_FALSE(test, completion_done(&wl.done));
+	/* The large one gets its room when it is there. */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, 85 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&wl), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 95 * MiB);
+
+	holder_free(hv);
+	holder_free(hl);
+	holder_free(hu);
+	holder_free(hn);
+	tree_free(t);
+}
+
+/* The queue is kept in key order: one pass serves it. */
+static void nxq_test_queue_order(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *h0 = holder_prio(test, t, t->c, 0);
+	struct nxq_holder *h1 = holder_prio(test, t, t->c, 100);
+	struct nxq_holder *h9 = holder_prio(test, t, t->c, 900);
+	struct waiter_thread w0, w1, w9;
+	u64 pass;
+
+	nxq_node_set_max(t->c, 100 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 100 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w0, h0, MiB, 5000);
+	waiter_start(test, t, &w1, h1, MiB, 5000);
+	waiter_start(test, t, &w9, h9, MiB, 5000);
+	/* Order: 900 first, then 100 (a second of head start), then 0. */
+	spin_lock(&t->dev->lock);
+	KUNIT_EXPECT_PTR_EQ(test, list_first_entry(&t->dev->waiters,
+				struct nxq_waiter, link)->h, h9);
+	KUNIT_EXPECT_PTR_EQ(test, list_last_entry(&t->dev->waiters,
+				struct nxq_waiter, link)->h, h0);
+	pass = t->dev->dispatch_pass;
+	spin_unlock(&t->dev->lock);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w9), 0);
+	/* One uncharge, one dispatch pass. */
+	KUNIT_EXPECT_EQ(test, t->dev->dispatch_pass, pass + 1);
+	KUNIT_EXPECT_FALSE(test, completion_done(&w1.done));
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w1), 0);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w0), 0);
+
+	holder_free(hv);
+	holder_free(h0);
+	holder_free(h1);
+	holder_free(h9);
+	tree_free(t);
+}
+
+/* Waiters under one max cost a charge elsewhere nothing: no dispatch. */
+static void nxq_test_dispatch_cost(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *hn = holder_new(test, t, t->b);
+	struct nxq_holder *hw[8];
+	struct waiter_thread w[8];
+	u64 pass;
+	int i;
+
+	nxq_node_set_max(t->c, 10 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 10 * MiB, 0, NULL), 0);
+	for (i = 0; i < 8; i++) {
+		hw[i] = holder_new(test, t, t->c);
+		waiter_start(test, t, &w[i], hw[i], MiB, 5000);
+	}
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 8U);
+	spin_lock(&t->dev->lock);
+	pass = t->dev->dispatch_pass;
+	spin_unlock(&t->dev->lock);
+	/* The neighbour under b: fast path both ways, no pass over them. */
+	for (i = 0; i < 10; i++) {
+		KUNIT_EXPECT_EQ(test, nxq_charge(hn, MiB, 0, NULL), 0);
+		KUNIT_EXPECT_EQ(test, nxq_uncharge(hn, MiB, NULL), 0);
+	}
+	KUNIT_EXPECT_EQ(test, t->dev->dispatch_pass, pass);
+	/* A release under c serves them, in order. */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, 8 * MiB, NULL), 0);
+	for (i = 0; i < 8; i++)
+		KUNIT_EXPECT_EQ(test, waiter_end(&w[i]), 0);
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 0U);
+	KUNIT_EXPECT_EQ(test, t->dev->nr_dev_blocked, 0U);
+	for (i = 0; i < 8; i++)
+		holder_free(hw[i]);
+	holder_free(hv);
+	holder_free(hn);
+	tree_free(t);
+}
+
+static struct kunit_case nxq_waitq_cases[] = {
+	KUNIT_CASE(nxq_test_wait),
+	KUNIT_CASE(nxq_test_fair_queue),
+	KUNIT_CASE(nxq_test_queue_order),
+	KUNIT_CASE(nxq_test_dispatch_cost),
+	{}
+};
+
+static struct kunit_suite nxq_waitq_suite = {
+	.name = "nxquota-waitq",
+	.test_cases = nxq_waitq_cases,
+};
+
+kunit_test_suite(nxq_waitq_suite);
