@@ -353,7 +353,7 @@ static int ctl_put_device(struct nl_msg *m, struct nxq_device *dev)
 {
 	u64 capacity, used, denials, hits, tickets, asked, released, kills;
 	u64 waits, timeouts, default_max;
-	u32 timeout_ms;
+	u32 timeout_ms, waiters;
 	char devt[32];
 
 	lockdep_assert_held(&nxqd_ledger.lock);
@@ -370,6 +370,7 @@ static int ctl_put_device(struct nl_msg *m, struct nxq_device *dev)
 	timeouts = dev->timeouts;
 	timeout_ms = dev->ticket_timeout_ms;
 	default_max = dev->default_max;
+	waiters = dev->nr_waiters;
 	spin_unlock(&dev->lock);
 	snprintf(devt, sizeof(devt), "%u:%u", major(dev->devt),
 		 minor(dev->devt));
@@ -389,7 +390,8 @@ static int ctl_put_device(struct nl_msg *m, struct nxq_device *dev)
 	    (dev->devt && nla_put_string(m, NXQUOTA_A_DEVICE_DEVT, devt)) ||
 	    nla_put_u64(m, NXQUOTA_A_DEVICE_DEFAULT_MAX, default_max) ||
 	    nla_put_u64(m, NXQUOTA_A_DEVICE_EVENTS_DROPPED,
-			atomic64_read(&dev->events_dropped)))
+			atomic64_read(&dev->events_dropped)) ||
+	    nla_put_u32(m, NXQUOTA_A_DEVICE_WAITERS, waiters))
 		return -EMSGSIZE;
 	return 0;
 }

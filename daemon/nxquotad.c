@@ -2,8 +2,8 @@
 /*
  * nxquotad - the nxquota authority where the module cannot load.
  *
- * Built from the module's ledger layers (kmod/ledger.c, kmod/charge.c)
- * over daemon/compat; this file plays the part of the module's main.c:
+ * Built from the module's ledger layers (kmod/event.c, counter.c, waitq.c,
+ * pressure.c, objects.c, charge.c) over daemon/compat; this file plays the part of the module's main.c:
  * it wires the ledger's hooks to the daemon's shells (nxqd.h) and starts
  * them.  The client socket (client.c) speaks the ioctls of /dev/nxquota,
  * the control socket (ctl.c) the generic netlink family; devices and

@@ -114,7 +114,7 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 	if (w.err == -EOVERFLOW || !timeout_ns) {
 		struct nxq_node *hit = w.hit;
 
-		list_del(&w.link);
+		nxq_dequeue(dev, &w);
 		err = w.err;
 		nxq_waiter_set(dev, &w, 0, NULL);
 		w.err = err;	/* uncounted, for the asks and the denial */
@@ -145,7 +145,7 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 				deadline = U64_MAX;
 			continue;
 		}
-		list_del(&w.link);
+		nxq_dequeue(dev, &w);
 		if (err == -ETIMEDOUT) {
 			dev->timeouts++;
 			nxq_count_denial(h, bytes, w.err, w.hit);

@@ -220,6 +220,8 @@ static inline void waiter_start(struct kunit *test, struct tree *t,
 		n = 0;
 		list_for_each(p, &t->dev->waiters)
 			n++;
+		/* the count sysfs and netlink report follows the queue */
+		KUNIT_EXPECT_EQ(test, t->dev->nr_waiters, n);
 		spin_unlock(&t->dev->lock);
 		if (n > before || completion_done(&w->done))
 			return;

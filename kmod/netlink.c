@@ -215,7 +215,7 @@ static void *nxq_nl_dump_hdr(struct sk_buff *skb, struct netlink_callback *cb,
 struct nxq_nl_dev_counters {
 	u64 capacity, used, denials, capacity_hits, tickets, bytes_asked;
 	u64 bytes_released, kills, waits, timeouts, default_max, dropped;
-	u32 ticket_timeout_ms, holders;
+	u32 ticket_timeout_ms, holders, waiters;
 };
 
 static int nxq_nl_put_device(struct sk_buff *skb, struct netlink_callback *cb,
@@ -239,6 +239,7 @@ static int nxq_nl_put_device(struct sk_buff *skb, struct netlink_callback *cb,
 	c.timeouts = dev->timeouts;
 	c.ticket_timeout_ms = dev->ticket_timeout_ms;
 	c.default_max = dev->default_max;
+	c.waiters = dev->nr_waiters;
 	spin_unlock(&dev->lock);
 	c.holders = dev->nr_holders;
 	c.dropped = atomic64_read(&dev->events_dropped);
@@ -277,7 +278,8 @@ static int nxq_nl_put_device(struct sk_buff *skb, struct netlink_callback *cb,
 	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_DEFAULT_MAX,
 			      c.default_max, NXQUOTA_A_DEVICE_PAD) ||
 	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_EVENTS_DROPPED,
-			      c.dropped, NXQUOTA_A_DEVICE_PAD)) {
+			      c.dropped, NXQUOTA_A_DEVICE_PAD) ||
+	    nla_put_u32(skb, NXQUOTA_A_DEVICE_WAITERS, c.waiters)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}

@@ -300,12 +300,10 @@ static ssize_t waiters_show(struct kobject *kobj, struct kobj_attribute *attr,
 			    char *buf)
 {
 	struct nxq_device *dev = to_dev(kobj);
-	struct list_head *p;
-	unsigned int n = 0;
+	unsigned int n;
 
 	spin_lock(&dev->lock);
-	list_for_each(p, &dev->waiters)
-		n++;
+	n = dev->nr_waiters;
 	spin_unlock(&dev->lock);
 	return sysfs_emit(buf, "%u\n", n);
 }

@@ -45,6 +45,7 @@ void nxq_enqueue(struct nxq_device *dev, struct nxq_waiter *w)
 	lockdep_assert_held(&dev->lock);
 	w->key = (s64)w->enqueued_ns -
 		 (s64)w->h->priority * (s64)NXQ_AGING_NS;
+	dev->nr_waiters++;
 	list_for_each_entry_reverse(pos, &dev->waiters, link) {
 		if (pos->key <= w->key) {
 			list_add(&w->link, &pos->link);
@@ -52,6 +53,23 @@ void nxq_enqueue(struct nxq_device *dev, struct nxq_waiter *w)
 		}
 	}
 	list_add(&w->link, &dev->waiters);
+}
+
+/**
+ * nxq_dequeue() - take a waiter off the queue
+ * @dev: the device
+ * @w: a queued waiter
+ *
+ * Keeps the device's count of queued waiters (nr_waiters), which sysfs and
+ * netlink report without walking the queue.
+ *
+ * Context: the device lock is held.
+ */
+void nxq_dequeue(struct nxq_device *dev, struct nxq_waiter *w)
+{
+	lockdep_assert_held(&dev->lock);
+	list_del_init(&w->link);
+	dev->nr_waiters--;
 }
 
 /**
@@ -162,7 +180,7 @@ void nxq_dispatch(struct nxq_device *dev)
 			nxq_commit(w->h, w->bytes);
 			nxq_waiter_set(dev, w, 0, NULL);
 			w->result = 0;
-			list_del_init(&w->link);
+			nxq_dequeue(dev, w);
 			woke = true;
 			continue;
 		}
@@ -302,7 +320,7 @@ bool nxq_waiters_cancel(struct nxq_device *dev, struct nxq_holder *h)
 			continue;
 		nxq_waiter_set(dev, w, 0, NULL);
 		w->result = -ENOENT;
-		list_del_init(&w->link);
+		nxq_dequeue(dev, w);
 		woke = true;
 	}
 	return woke;

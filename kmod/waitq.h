@@ -44,6 +44,7 @@ struct nxq_waiter {
 };
 
 void nxq_enqueue(struct nxq_device *dev, struct nxq_waiter *w);
+void nxq_dequeue(struct nxq_device *dev, struct nxq_waiter *w);
 void nxq_waiter_set(struct nxq_device *dev, struct nxq_waiter *w,
 		    int err, struct nxq_node *hit);
 bool nxq_path_blocked(struct nxq_device *dev, struct nxq_node *node);
