@@ -506,6 +506,8 @@ static void ctl_test_devices(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, nla_get_string(tb[NXQUOTA_A_DEVICE_DEVT]),
 			   "195:0");
 	KUNIT_EXPECT_EQ(test, nla_get_u32(tb[NXQUOTA_A_DEVICE_HOLDERS]), 0);
+	KUNIT_ASSERT_NOT_NULL(test, tb[NXQUOTA_A_DEVICE_WAITERS]);
+	KUNIT_EXPECT_EQ(test, nla_get_u32(tb[NXQUOTA_A_DEVICE_WAITERS]), 0);
 	KUNIT_EXPECT_EQ(test, r.m[0]->nlmsg_flags & NLM_F_MULTI,
 			NLM_F_MULTI);
 	reply_free(&r);
