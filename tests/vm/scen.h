@@ -1024,6 +1024,16 @@ static SC_UNUSED void sc_init(int argc, char **argv)
 		SKIP("daemon mode: about the module (%s)", why);
 	if (why)
 		sc_native_sysfs = 1;	/* NXQ_ADMIN=genl: its real files */
+	/*
+	 * 1000 waiters against nxquotad are 1000 connections, so 1000 daemon
+	 * threads: setting them up under TCG takes longer than a scenario
+	 * may (timed out at 60 s on both kernels).  The daemon-scen stage
+	 * runs it against nxquotad on the host (2.8 s there).
+	 */
+	if (sc_daemon() && getenv("NXQ_KO") && !strcmp(sc_name, "atk_stall"))
+		SKIP("daemon mode in the VM: 1000 waiting connections are 1000 "
+		     "nxquotad threads, too slow to start under TCG; "
+		     "tests/daemon-scen.sh runs it against nxquotad on the host");
 	if (sc_daemon()) {
 		struct sc_nlreq m;
 		int rc, fd = sc_d_connect();
