@@ -132,6 +132,11 @@ install: lib tools
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/nxquotad.service
 	install -m 644 $(NXQD_UNITS) $(DESTDIR)$(SYSTEMDUNITDIR)/
 	install -D -m 644 packaging/nxquota.sysusers $(DESTDIR)$(SYSUSERSDIR)/nxquota.conf
+	$(MAKE) -C preload install PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) DESTDIR=$(DESTDIR)
+	install -d $(DESTDIR)$(PREFIX)/bin
+	sed 's|@LIBDIR@|$(LIBDIR)|' tools/nxquota-run > $(DESTDIR)$(PREFIX)/bin/nxquota-run
+	chmod 755 $(DESTDIR)$(PREFIX)/bin/nxquota-run
+	install -D -m 644 man/man1/nxquota-run.1 $(DESTDIR)$(MANDIR)/man1/nxquota-run.1
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then set -x; ldconfig; fi
 
 # DKMS registers on this machine: no DESTDIR.  KVER picks another kernel
@@ -166,7 +171,9 @@ uninstall:
 		$(DESTDIR)$(SBINDIR)/nxquotad $(DESTDIR)$(MANDIR)/man8/nxquotad.8 \
 		$(DESTDIR)$(SYSTEMDUNITDIR)/nxquotad.service \
 		$(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(notdir $(NXQD_UNITS))) \
-		$(DESTDIR)$(SYSUSERSDIR)/nxquota.conf
+		$(DESTDIR)$(SYSUSERSDIR)/nxquota.conf \
+		$(DESTDIR)$(LIBDIR)/libnxquota-preload.so \
+		$(DESTDIR)$(PREFIX)/bin/nxquota-run $(DESTDIR)$(MANDIR)/man1/nxquota-run.1
 	rm -rf $(DESTDIR)$(DKMSSRCDIR)
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then set -x; ldconfig; fi
 

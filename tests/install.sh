@@ -42,6 +42,9 @@ f 644 usr/lib/systemd/system/nxquotad.service
 f 644 usr/lib/systemd/system/nxquotad.socket
 f 644 usr/lib/systemd/system/nxquotad-control.socket
 f 644 usr/lib/sysusers.d/nxquota.conf
+f 755 usr/lib/libnxquota-preload.so
+f 755 usr/bin/nxquota-run
+f 644 usr/share/man/man1/nxquota-run.1
 f 644 $src/dkms.conf
 f 644 $src/VERSION
 f 644 $src/include/uapi/linux/nxquota.h
@@ -76,6 +79,8 @@ done
 soname=$(readelf -d "$root/usr/lib/libnxquota.so.$version" |
 	sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libnxquota.so.0 ] || fail "soname is '$soname', not libnxquota.so.0"
+grep -q '^libdir="/usr/lib"' "$root/usr/bin/nxquota-run" ||
+	fail "nxquota-run does not look for the shim in the installed libdir"
 grep -Eq '^KERNEL=="nxquota",.*GROUP="nxquota", MODE="0660"' "$root/usr/lib/udev/rules.d/60-nxquota.rules" ||
 	fail "udev rule does not give /dev/nxquota group nxquota, mode 0660"
 grep -qx "PACKAGE_VERSION=\"$version\"" "$root/$src/dkms.conf" ||
