@@ -674,17 +674,6 @@ static void nxqd_ioc_register_undo(struct nxqd_req_ctx *r,
 	nxqd_holder_put(h);
 }
 
-static int nxqd_ioc_charge_check(const void *karg)
-{
-	const struct nxq_charge *a = karg;
-
-	if ((a->flags & NXQ_CHARGE_NOWAIT) && (a->flags & NXQ_CHARGE_WAIT))
-		return -EINVAL;
-	if (!!(a->flags & NXQ_CHARGE_WAIT) != !!a->timeout_ns)
-		return -EINVAL;
-	return 0;
-}
-
 /*
  * The module's nxq_follow_cgroup(): a process moved to another cgroup
  * charges its new cgroup from its next charge on; what it charged before
@@ -794,13 +783,6 @@ static void nxqd_ioc_charge_undo(struct nxqd_req_ctx *r, struct nxq_holder *h,
 	nxq_uncharge(h, a->bytes, NULL);
 }
 
-static int nxqd_ioc_uncharge_check(const void *karg)
-{
-	const struct nxq_charge *a = karg;
-
-	return a->timeout_ns ? -EINVAL : 0;
-}
-
 static int nxqd_ioc_uncharge(struct nxqd_req_ctx *r, struct nxq_holder *h,
 			     void *karg)
 {
@@ -820,45 +802,19 @@ static int nxqd_ioc_reclaimable(struct nxqd_req_ctx *r, struct nxq_holder *h,
 static int nxqd_ioc_status(struct nxqd_req_ctx *r, struct nxq_holder *h,
 			   void *karg)
 {
-	struct nxq_status *a = karg;
-	struct nxq_budget b;
-
-	nxq_holder_budget(h, &b, &a->holder_charge, &a->holder_reclaimable);
-	a->cgroup_id = READ_ONCE(h->node)->id;
-	a->node_current = b.current_bytes;
-	a->node_max = b.max;
-	a->node_min = b.min;
-	a->node_effective_min = b.effective_min;
-	a->headroom = b.headroom;
-	a->device_capacity = b.capacity;
-	a->device_used = b.used;
-	return 0;
+	return nxq_abi_status(h, karg);
 }
 
 static int nxqd_ioc_ticket_read(struct nxqd_req_ctx *r, struct nxq_holder *h,
 				void *karg)
 {
-	struct nxq_ticket *a = karg;
-	struct nxq_ticket_state t;
-	int err;
-
-	err = nxq_ticket_read(h, &t);
-	if (err)
-		return err;
-	a->generation = t.generation;
-	a->bytes = t.bytes;
-	a->deadline_ns = t.deadline_ns;
-	a->reason = t.reason;
-	a->level = t.level;
-	return 0;
+	return nxq_abi_ticket_read(h, karg);
 }
 
 static int nxqd_ioc_ticket_answer(struct nxqd_req_ctx *r,
 				  struct nxq_holder *h, void *karg)
 {
-	struct nxq_ticket_answer *a = karg;
-
-	return nxq_ticket_answer(h, a->generation, a->released, &a->charged);
+	return nxq_abi_ticket_answer(h, karg);
 }
 
 #define NXQD_IOC(c, type, v0, fl, hold, o, chk, handler, und)		\
@@ -876,10 +832,10 @@ static const struct nxqd_ioc nxqd_iocs[] = {
 		 NXQ_HOLDER_ID_SIZE_VER0, 0, true, false, NULL,
 		 nxqd_ioc_unregister, NULL),
 	NXQD_IOC(NXQ_IOC_CHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
-		 NXQ_CHARGE_FLAGS_ALL, true, true, nxqd_ioc_charge_check,
+		 NXQ_CHARGE_FLAGS_ALL, true, true, nxq_abi_charge_check,
 		 nxqd_ioc_charge, nxqd_ioc_charge_undo),
 	NXQD_IOC(NXQ_IOC_UNCHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
-		 0, true, true, nxqd_ioc_uncharge_check, nxqd_ioc_uncharge,
+		 0, true, true, nxq_abi_uncharge_check, nxqd_ioc_uncharge,
 		 NULL),
 	NXQD_IOC(NXQ_IOC_SET_RECLAIMABLE, struct nxq_reclaimable,
 		 NXQ_RECLAIMABLE_SIZE_VER0, 0, true, false, NULL,

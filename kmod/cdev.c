@@ -471,17 +471,6 @@ static long nxq_ioc_charge_fast(struct nxq_file *f, struct nxq_holder *h,
 	return nxq_charge(h, a->bytes, 0, &a->charged);
 }
 
-static int nxq_ioc_charge_check(const void *karg)
-{
-	const struct nxq_charge *a = karg;
-
-	if ((a->flags & NXQ_CHARGE_NOWAIT) && (a->flags & NXQ_CHARGE_WAIT))
-		return -EINVAL;
-	if (!!(a->flags & NXQ_CHARGE_WAIT) != !!a->timeout_ns)
-		return -EINVAL;
-	return 0;
-}
-
 static long nxq_ioc_charge(struct nxq_file *f, struct nxq_holder *h,
 			   void *karg)
 {
@@ -503,13 +492,6 @@ static void nxq_ioc_charge_undo(struct nxq_file *f, struct nxq_holder *h,
 	nxq_uncharge(h, a->bytes, NULL);
 }
 
-static int nxq_ioc_uncharge_check(const void *karg)
-{
-	const struct nxq_charge *a = karg;
-
-	return a->timeout_ns ? -EINVAL : 0;
-}
-
 static long nxq_ioc_uncharge(struct nxq_file *f, struct nxq_holder *h,
 			     void *karg)
 {
@@ -529,45 +511,19 @@ static long nxq_ioc_reclaimable(struct nxq_file *f, struct nxq_holder *h,
 static long nxq_ioc_status(struct nxq_file *f, struct nxq_holder *h,
 			   void *karg)
 {
-	struct nxq_status *a = karg;
-	struct nxq_budget b;
-
-	nxq_holder_budget(h, &b, &a->holder_charge, &a->holder_reclaimable);
-	a->cgroup_id = READ_ONCE(h->node)->id;
-	a->node_current = b.current_bytes;
-	a->node_max = b.max;
-	a->node_min = b.min;
-	a->node_effective_min = b.effective_min;
-	a->headroom = b.headroom;
-	a->device_capacity = b.capacity;
-	a->device_used = b.used;
-	return 0;
+	return nxq_abi_status(h, karg);
 }
 
 static long nxq_ioc_ticket_read(struct nxq_file *f, struct nxq_holder *h,
 				void *karg)
 {
-	struct nxq_ticket *a = karg;
-	struct nxq_ticket_state t;
-	int err;
-
-	err = nxq_ticket_read(h, &t);
-	if (err)
-		return err;
-	a->generation = t.generation;
-	a->bytes = t.bytes;
-	a->deadline_ns = t.deadline_ns;
-	a->reason = t.reason;
-	a->level = t.level;
-	return 0;
+	return nxq_abi_ticket_read(h, karg);
 }
 
 static long nxq_ioc_ticket_answer(struct nxq_file *f, struct nxq_holder *h,
 				  void *karg)
 {
-	struct nxq_ticket_answer *a = karg;
-
-	return nxq_ticket_answer(h, a->generation, a->released, &a->charged);
+	return nxq_abi_ticket_answer(h, karg);
 }
 
 #define NXQ_IOC(c, type, v0, fl, hold, o, chk, handler, und)		\
@@ -589,11 +545,11 @@ static const struct nxq_ioc nxq_iocs[] = {
 		NXQ_HOLDER_ID_SIZE_VER0, 0, true, false, NULL,
 		nxq_ioc_unregister, NULL),
 	NXQ_IOC_FAST(NXQ_IOC_CHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
-		     NXQ_CHARGE_FLAGS_ALL, true, nxq_ioc_charge_check,
+		     NXQ_CHARGE_FLAGS_ALL, true, nxq_abi_charge_check,
 		     nxq_ioc_charge, nxq_ioc_charge_undo,
 		     nxq_ioc_charge_fast),
 	NXQ_IOC_FAST(NXQ_IOC_UNCHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
-		     0, true, nxq_ioc_uncharge_check, nxq_ioc_uncharge, NULL,
+		     0, true, nxq_abi_uncharge_check, nxq_ioc_uncharge, NULL,
 		     nxq_ioc_uncharge),
 	NXQ_IOC(NXQ_IOC_SET_RECLAIMABLE, struct nxq_reclaimable,
 		NXQ_RECLAIMABLE_SIZE_VER0, 0, true, false, NULL,

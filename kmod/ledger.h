@@ -25,5 +25,6 @@
 
 #include "objects.h"
 #include "charge.h"
+#include "abi.h"
 
 #endif /* _NXQ_LEDGER_H */
