@@ -50,6 +50,18 @@ void nxq__seg_account(struct nxq_arena *a, uint64_t off, uint64_t size, int busy
 	}
 }
 
+/* Who refused: the module, nxquotad, or the process-local cap. */
+static const char *authority(const struct nxq_arena *a)
+{
+	const char *n = a->ctx->kops->name;
+
+	if (!strcmp(n, "nxquota"))
+		return "the module";
+	if (!strcmp(n, "unmanaged"))
+		return "the process-local cap";
+	return n;
+}
+
 /* ---- the handle pool ---- */
 
 static int pool_push(struct nxq_arena *a, uint64_t h, uint64_t size)
@@ -179,8 +191,9 @@ static int map_seg(struct nxq_arena *a, uint64_t s, uint64_t size, const struct 
 		r = nxq__k_charge(a, need - pre);
 		if (r) {
 			nxq__k_uncharge(a, pre);
-			return nxq__err(r, "nxquota: %s: the module refused %llu bytes: %s",
-					a->key, (unsigned long long)(need - pre), strerror(-r));
+			return nxq__err(r, "nxquota: %s: %s refused %llu bytes: %s",
+					a->key, authority(a), (unsigned long long)(need - pre),
+					strerror(-r));
 		}
 	} else if (pre > need) {
 		nxq__k_uncharge(a, pre - need);
@@ -333,13 +346,13 @@ int nxq__grow_wait(struct nxq_arena *a, uint64_t size, uint64_t align)
 		if (r == -EINTR)
 			r = -ETIMEDOUT;
 		if (r == -ETIMEDOUT)
-			return nxq__err(r, "nxquota: %s: waited %llu ms for %llu bytes and the module "
+			return nxq__err(r, "nxquota: %s: waited %llu ms for %llu bytes and %s "
 					"did not grant them (timed out: the holders asked released "
 					"too little)", a->key,
 					(unsigned long long)(waited / 1000000),
-					(unsigned long long)bytes);
-		return nxq__err(r, "nxquota: %s: the module refused %llu bytes (waiting up to "
-				"%llu ms): %s", a->key, (unsigned long long)bytes,
+					(unsigned long long)bytes, authority(a));
+		return nxq__err(r, "nxquota: %s: %s refused %llu bytes (waiting up to "
+				"%llu ms): %s", a->key, authority(a), (unsigned long long)bytes,
 				(unsigned long long)(a->grow_timeout_ns / 1000000), strerror(-r));
 	}
 	a->charged += bytes;
