@@ -265,6 +265,12 @@ pack() {	# kver ko mode scenario...
 
 # Boot it; the console goes to build/vm/KVER/console.log ($1's dir).  In
 # demo mode the demo's own lines are also shown live, without the kernel's.
+# tsc=reliable: under TCG the clocksource watchdog may find the TSC skewed
+# against the HPET at any time and switch clocksources; the static key it
+# flips (sched_clock_stable) is patched with text_poke's int3 while the
+# other vCPU runs, and TCG has turned that into "Oops: int3" in
+# sched_clock_cpu and a panic (6.12, daemon pass, during sigkill).  With
+# the watchdog off nothing is patched after boot.
 boot() {	# kver img [log suffix]
 	local kver=$1 img=$2 log=$out/$1/console${3:-}.log rc
 	local vt=$vm_timeout
@@ -272,7 +278,7 @@ boot() {	# kver img [log suffix]
 	local qemu=(timeout -k 5 "$vt" qemu-system-x86_64 -accel tcg
 		-m 1024 -smp 2 -nographic -no-reboot -nic none
 		-kernel "$img" -initrd "$out/$kver/initramfs.cpio.gz"
-		-append "console=ttyS0 panic=-1 loglevel=5")
+		-append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable")
 	if [ $demo = 1 ]; then
 		"${qemu[@]}" < /dev/null 2>&1 | tr -d '\r' | tee "$log" |
 			sed -u -n 's/^.*NXQ-DEMO //p'

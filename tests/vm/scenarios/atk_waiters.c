@@ -53,6 +53,8 @@ int main(int argc, char **argv)
 	tn_kill(pa);
 	WAIT_U64(sc_dev_path(KEY, "waiters"), 0);
 	WAIT_U64(sc_dev_path(KEY, "used"), 0);
+	/* nxquotad ends a killed process's holders when it sees the exit */
+	WAIT_U64(sc_dev_path(KEY, "holders"), 0);
 
 	CHECK_OK(sc_dev_unregister(KEY));
 	CHECK_OK(sc_cg_remove(CA));
