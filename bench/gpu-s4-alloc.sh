@@ -1,0 +1,71 @@
+#!/bin/bash
+# Issue 12, session 4: the allocator's GPU figures on one H200, about 4 minutes.
+#
+#   OUT=/some/dir bash bench/gpu-s4-alloc.sh      (cwd: an unpacked git archive of HEAD)
+#
+# Runs, each with its own timeout and log under $OUT:
+#   1. python3 integrations/pytorch/bench/bench_torch.py --runs 2 --windows 2
+#        --models small,decoder --configs native,native-expandable,tensor-async
+#      (steps/s, peak cudaMemGetInfo MiB, losses; torch.log, torch.json)
+#   2. make -s -C lib check-gpu                  (check-gpu.log)
+#   3. make -s -C lib bench-gpu                  (bench-gpu.log: warm pairs,
+#      growth per GiB against one cudaMalloc / one big handle)
+#   4. python3 integrations/pytorch/tests/run_gpu_tests.py   (gpu-tests.log)
+# and prints PASS/FAIL lines with the figures; "SUMMARY" at the end.
+set -u
+OUT=${OUT:-/tmp/nxq-s4-out}
+mkdir -p "$OUT"
+t0=$(date +%s)
+main() {
+el() { echo "[+$(( $(date +%s) - t0 ))s] $*"; }
+verdict() { # name rc
+	if [ "$2" -eq 0 ]; then echo "PASS $1"; else echo "FAIL $1 (rc $2)"; fi
+}
+
+el "build: lib, then the PyTorch integration and the torch peer in parallel"
+make -s -j16 -C lib all > "$OUT/build.log" 2>&1
+verdict "build lib" $?
+( make -s -C integrations/pytorch all > "$OUT/build-torch.log" 2>&1; echo "rc=$?" >> "$OUT/build-torch.log" ) &
+tb=$!
+( bench/build-torch-peer.sh bench/torch_peer.cpp bench/torch_peer > "$OUT/build-peer.log" 2>&1 ) &
+pb=$!
+
+el "check-gpu"
+timeout 45 make -s -C lib check-gpu > "$OUT/check-gpu.log" 2>&1
+rc=$?; tail -4 "$OUT/check-gpu.log"; verdict "check-gpu" $rc
+
+wait $tb; wait $pb
+grep -q "rc=0" "$OUT/build-torch.log"; verdict "build integrations/pytorch" $?
+
+el "bench_torch.py (native, native-expandable, tensor-async; small, decoder)"
+timeout 160 python3 integrations/pytorch/bench/bench_torch.py --runs 2 --windows 2 \
+	--models small,decoder --configs native,native-expandable,tensor-async \
+	--out "$OUT/torch.json" > "$OUT/torch.log" 2>&1
+rc=$?
+grep -E "^\| |^workload|^torch " "$OUT/torch.log"
+verdict "bench_torch ran" $rc
+grep -q "^targets:" "$OUT/torch.log" || echo "FAIL torch: no targets table (skipped or failed: see torch.log)"
+# steps/s >= 1.00x native, peak <= native-expandable, losses bitwise equal
+grep -E "^  (small|decoder) " "$OUT/torch.log" | while read -r m c _ s _ p _ l; do
+	for x in "steps/s:$s" "peak:$p" "losses:$l"; do
+		[ "${x#*:}" = met ] && echo "PASS torch $m $c ${x%%:*}" || echo "FAIL torch $m $c ${x%%:*}"
+	done
+done
+
+el "bench-gpu"
+timeout 75 make -s -C lib bench-gpu > "$OUT/bench-gpu.log" 2>&1
+rc=$?
+grep -E "ns |ms |x |PASS|FAIL|handles per GiB" "$OUT/bench-gpu.log" | head -40
+verdict "bench-gpu ran" $rc
+
+el "run_gpu_tests.py"
+timeout 110 python3 integrations/pytorch/tests/run_gpu_tests.py > "$OUT/gpu-tests.log" 2>&1
+rc=$?; tail -8 "$OUT/gpu-tests.log"; verdict "run_gpu_tests.py" $rc
+
+el "done"
+}
+
+main 2>&1 | tee "$OUT/run.log"
+echo "SUMMARY: $(grep -c '^PASS' "$OUT/run.log") PASS, $(grep -c '^FAIL' "$OUT/run.log") FAIL; logs in $OUT"
+grep '^FAIL' "$OUT/run.log"
+exit 0
