@@ -73,6 +73,17 @@ const char *nxq_format_size(uint64_t v, bool is_max, char *buf)
 	return buf;
 }
 
+const char *nxq_format_ssize(int64_t v, char *buf)
+{
+	char abs[NXQ_FMT_SIZE_LEN];
+	uint64_t m = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+
+	nxq_format_size(m, false, abs);
+	/* "16383.9P" at most: the precision only quiets the compiler */
+	snprintf(buf, NXQ_FMT_SIZE_LEN, "%s%.30s", v < 0 ? "-" : "", abs);
+	return buf;
+}
+
 void nxq_json_string(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;

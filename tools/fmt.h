@@ -31,6 +31,12 @@ int nxq_parse_size(const char *s, bool allow_max, uint64_t *out);
  */
 const char *nxq_format_size(uint64_t v, bool is_max, char *buf);
 
+/*
+ * The same for a signed byte count: "-" and the magnitude when negative
+ * ("-1.5G"), as nxq_format_size() otherwise.  Returns buf.
+ */
+const char *nxq_format_ssize(int64_t v, char *buf);
+
 /* Write s as a JSON string, quotes included. */
 void nxq_json_string(FILE *f, const char *s);
 

@@ -116,6 +116,21 @@ static void test_format(void **state)
 	fmt_is(2048, true, "2K");
 }
 
+/* Signed: unattributed bytes may be negative (charged ahead of mapping). */
+static void test_format_signed(void **state)
+{
+	char buf[NXQ_FMT_SIZE_LEN];
+
+	(void)state;
+	assert_string_equal(nxq_format_ssize(0, buf), "0");
+	assert_string_equal(nxq_format_ssize(545259520, buf), "520M");
+	assert_string_equal(nxq_format_ssize(-545259520, buf), "-520M");
+	assert_string_equal(nxq_format_ssize(-1536, buf), "-1.5K");
+	assert_string_equal(nxq_format_ssize(-1, buf), "-1");
+	assert_string_equal(nxq_format_ssize(INT64_MIN, buf), "-8192P");
+	assert_string_equal(nxq_format_ssize(INT64_MAX, buf), "8191.9P");
+}
+
 /* What format prints, parse reads back when it is exact. */
 static void test_roundtrip(void **state)
 {
@@ -190,6 +205,7 @@ int main(void)
 		cmocka_unit_test(test_parse_max),
 		cmocka_unit_test(test_parse_garbage),
 		cmocka_unit_test(test_format),
+		cmocka_unit_test(test_format_signed),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_prom_label),
