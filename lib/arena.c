@@ -203,14 +203,14 @@ static struct blk *slow_fit(struct nxq_arena *a, struct nxq_stream *s, uint64_t 
 	 */
 	if (a->owned - (s ? s->bs.bytes : 0) || !TAILQ_EMPTY(&a->pend))
 		a->starved = 1;
-	r = nxq__grow(a, size, align);
+	r = nxq__grow(a, s, size, align);
 	if (r && (!TAILQ_EMPTY(&a->pend) || a->owned)) {
 		/* Refused: wait for stream frees rather than fail. */
 		nxq__fence_streams(a, NULL);
 		nxq__poll_pending(a, 2);
 		if ((b = nxq__find_fit(a, s, size, align)))
 			return b;
-		r = nxq__grow(a, size, align);
+		r = nxq__grow(a, s, size, align);
 	}
 	if (r && (r == -EDQUOT || r == -ENOSPC) && a->grow_timeout_ns &&
 	    !nxq__in_handler(a->ctx)) {
@@ -224,6 +224,8 @@ static struct blk *slow_fit(struct nxq_arena *a, struct nxq_stream *s, uint64_t 
 		*rp = r;
 		return NULL;
 	}
+	if (s)
+		nxq__absorb(a, s);	/* growth may have extended a block s owns */
 	b = nxq__find_fit(a, s, size, align);
 	if (!b)
 		*rp = nxq__err(-EFAULT, "nxquota: internal error: no fit after growth");

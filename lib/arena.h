@@ -191,7 +191,7 @@ void nxq__poll_pending(struct nxq_arena *a, int mode);
 
 /* mapping.c */
 void nxq__seg_account(struct nxq_arena *a, uint64_t off, uint64_t size, int busy);
-int nxq__grow(struct nxq_arena *a, uint64_t size, uint64_t align);
+int nxq__grow(struct nxq_arena *a, struct nxq_stream *st, uint64_t size, uint64_t align);
 int nxq__grow_wait(struct nxq_arena *a, uint64_t size, uint64_t align);
 uint64_t nxq__release_idle(struct nxq_arena *a, uint64_t want, int to_pool);
 uint64_t nxq__release_pool(struct nxq_arena *a, uint64_t want);

@@ -5,7 +5,9 @@
  * needs, and at least a quarter of what is mapped already (a power of two
  * from one granule up to grow_batch) -- so that growing by a GiB costs a
  * few handle creations and mappings, as one cudaMalloc of it would, rather
- * than one per granule.  A handle is unmapped only whole, when no byte of
+ * than one per granule.  Where the highest mapped bytes are free, a growth
+ * maps only what the allocation is missing above them, as PyTorch's
+ * expandable segments do (tail_need()).  A handle is unmapped only whole, when no byte of
  * it is in use or owned by a stream, so a ticket is answered within one
  * handle of what it asks.  Unmapped handles go to the pool (still
  * charged) while it has room, else back to the driver.
@@ -271,13 +273,69 @@ static uint64_t grow_target(const struct nxq_arena *a)
 	return rdup(t, a->granule);
 }
 
-int nxq__grow(struct nxq_arena *a, uint64_t size, uint64_t align)
+/*
+ * Growth at the top, as expandable segments grow: when the highest mapped
+ * bytes are a free block usable here (FREE, or OWNED by the allocating
+ * stream st) and the VA right above is unmapped, an allocation that does
+ * not fit anywhere starts in that block and only what is missing is
+ * mapped, right above it.  Returns the bytes to map (granule-rounded) and
+ * the slot to map them at in *slot, or 0 where there is no such tail.
+ */
+static uint64_t tail_need(const struct nxq_arena *a, const struct nxq_stream *st,
+			  uint64_t size, uint64_t align, uint64_t *slot)
 {
-	uint64_t g = a->granule, need = rdup(size, g), hs = grow_target(a);
+	struct seg *last = TAILQ_LAST(&a->segs, segq);
+	struct blk *b = TAILQ_LAST(&a->addr, blk_tailq);
+	uint64_t top, start, need;
+
+	if (!last || !b)
+		return 0;
+	top = last->off + last->size;
+	if (b->off + b->size != top ||
+	    !(b->state == B_FREE || (b->state == B_OWNED && st && b->owner == st)))
+		return 0;
+	start = align_up(a->base + b->off, align) - a->base;
+	if (start >= top)
+		return 0;
+	need = rdup(start + size - top, a->granule);
+	*slot = top / a->granule;
+	return run_free(a, *slot, need / a->granule) ? need : 0;
+}
+
+int nxq__grow(struct nxq_arena *a, struct nxq_stream *st, uint64_t size, uint64_t align)
+{
+	uint64_t g = a->granule, need = rdup(size, g), hs = grow_target(a), tn, ts = 0;
 	uint64_t tries[2];
 	int64_t i, s;
 	int ntries = 0, r = -ENOMEM;
 
+	tn = tail_need(a, st, size, align < QUANTUM ? QUANTUM : align, &ts);
+	if (tn) {
+		/* A pooled handle that covers what is missing, else a new one. */
+		i = pool_fit(a, tn);
+		if (i >= 0 && run_free(a, ts, a->pool[i].size / g)) {
+			struct pooled ph = pool_take(a, (uint64_t)i);
+
+			r = map_seg(a, ts, ph.size, &ph, 0);
+			if (!r) {
+				nxq__report_reclaimable(a);
+				return 0;
+			}
+		}
+		/*
+		 * Just what is missing, no more: the block below already holds
+		 * the rest, and rounding up to a handle of grow_target() here
+		 * would overshoot the peak by up to that handle (the replay of
+		 * PyTorch's traces, tests/lib/replay.c, shows it).
+		 */
+		r = map_seg(a, ts, tn, NULL, 0);
+		if (!r) {
+			nxq__report_reclaimable(a);
+			return 0;
+		}
+		if (refused(r) || r != -ENOMEM)
+			return r;	/* a whole new block would be refused too */
+	}
 	if (align < g)
 		align = g;
 	/* A pooled handle that holds the request: no charge, no creation. */

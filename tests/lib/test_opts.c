@@ -76,8 +76,13 @@ static void test_env_applied(void **state)
 	assert_int_equal(s.granule, 4 * MiB);
 	assert_int_equal(s.va_size, GiB);
 	assert_int_equal(s.mapped, 4 * MiB);		/* one granule first */
-	/* at 64 MiB mapped a growth is a quarter (16 MiB) capped by grow_batch */
+	/* the free tail is extended by what is missing: 64 MiB mapped */
 	assert_int_equal(nxq_alloc(a, 60 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_arena_stats(a, &s), 0);
+	assert_int_equal(s.mapped, 64 * MiB);
+	assert_int_equal(nxq_alloc(a, 4 * MiB - 256, 0, &p), 0);	/* fills it */
+	/* no free tail: at 64 MiB mapped a growth is a quarter (16 MiB)
+	 * capped by grow_batch */
 	assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &p), 0);
 	assert_int_equal(nxq_arena_stats(a, &s), 0);
 	assert_int_equal(s.mapped, 72 * MiB);
@@ -89,6 +94,7 @@ static void test_env_applied(void **state)
 		assert_int_equal(nxq__arena_create_be(c, &o, &fake_be, &a), 0);
 		assert_int_equal(nxq_alloc(a, 1, 0, &p), 0);
 		assert_int_equal(nxq_alloc(a, 60 * MiB, 0, &p), 0);
+		assert_int_equal(nxq_alloc(a, 4 * MiB - 256, 0, &p), 0);
 		assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &p), 0);
 		assert_int_equal(nxq_arena_stats(a, &s), 0);
 		assert_int_equal(s.mapped, 80 * MiB);
