@@ -359,7 +359,7 @@ static int report(const char *what, struct reply *r)
 	int err = -r->error;
 
 	if (err == EPERM) {
-		warnx_("%s: permission denied (needs CAP_NET_ADMIN)", what);
+		warnx_("%s: permission denied (needs CAP_SYS_ADMIN)", what);
 		return EX_PERM;
 	}
 	warnx_("%s: %s (%s)%s%s", what, strerror(err), nxq_errno_name(err),
@@ -1657,7 +1657,7 @@ static int cmd_events(struct ctl *n, int argc)
 	if (err < 0) {
 		if (err == -NLE_PERM) {
 			warnx_("events: permission denied (joining the events "
-			       "group needs CAP_NET_ADMIN)");
+			       "group needs CAP_SYS_ADMIN)");
 			return EX_PERM;
 		}
 		warnx_("events: cannot join the group: %s", nl_geterror(err));
