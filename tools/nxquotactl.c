@@ -773,6 +773,7 @@ static void attribute(struct ledger *l, const char *device,
 {
 	struct nxq_nvml *nv = &at->nv;
 	struct holder *h = l->holders.v;
+	const char *e;
 	struct arow *r;
 	struct asum *s;
 	size_t i, j;
@@ -781,6 +782,11 @@ static void attribute(struct ledger *l, const char *device,
 	at->rows = (struct vec){ .size = sizeof(struct arow) };
 	at->cgroups = (struct vec){ .size = sizeof(struct asum) };
 	at->devices = (struct vec){ .size = sizeof(struct asum) };
+	e = getenv("NXQUOTA_NVML");
+	if (e && !strcmp(e, "0")) {
+		snprintf(at->why, sizeof(at->why), "not read (NXQUOTA_NVML=0)");
+		return;
+	}
 	if (nvml_allowed(at->why, sizeof(at->why)))
 		return;
 	if (nxq_nvml_read(nv, at->why, sizeof(at->why)))
@@ -955,7 +961,7 @@ static void attribution_table(const struct attribution *at)
 
 	if (!at->shown) {
 		printf("\nnvml: %s%s\n",
-		       strncmp(at->why, "not shown", 9) ? "not available: " : "",
+		       strncmp(at->why, "not ", 4) ? "not available: " : "",
 		       at->why);
 		return;
 	}

@@ -29,6 +29,7 @@ unlisted-holders-dropped@nxquotactl.c@		r = arow_get(&at->rows, key, h->pid);@		
 device-filter-ignored@nxquotactl.c@		if (device && strcmp(device, key))\n			continue;\n		r = arow_get(&at->rows, key, nv->procs[i].pid);@		r = arow_get(&at->rows, key, nv->procs[i].pid);
 no-shutdown@nvml.c@	a.shutdown();\n	return 0;@	return 0;
 series-without-nvml@nxquotactl.c@	if (!at.shown) {\n		attribution_free(&at);@	if (0) {\n		attribution_free(&at);
+env-switch-ignored@nxquotactl.c@	if (e && !strcmp(e, "0")) {@	if (e && 0) {
 cgroup-sums-merged@nxquotactl.c@		if (!s || s->device != r->device || strcmp(s->cgroup, cg)) {@		if (!s || s->device != r->device) {
 EOF
 

@@ -18,7 +18,7 @@
 #  - NVML missing (no library; nvmlInit_v2 failing): said once, the
 #    command still succeeds, the series are absent;
 #  - a caller without CAP_SYS_ADMIN, or in a user namespace, sees none of
-#    it and the library is not even loaded.
+#    it and the library is not even loaded; nor with NXQUOTA_NVML=0.
 # NXQUOTACTL overrides the tool (tests/tools/nvml-mutants.sh uses it).
 # Needs root and a cgroup2 mount; says "skipped" (exit 77) otherwise.
 set -u
@@ -294,6 +294,14 @@ if ! ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1; then
 		fail "no library: $(cat "$tmp/out")"
 	fake=$here/nvml
 fi
+
+# ---- switched off: NXQUOTA_NVML=0 (scripts that poll status) --------------------
+: >"$tmp/nvml.log"
+NXQUOTA_NVML=0 run status
+[ $rc = 0 ] || fail "NXQUOTA_NVML=0: exit $rc"
+has "$tmp/out" "nvml: not read (NXQUOTA_NVML=0)"
+hasnt "$tmp/out" UNATTRIBUTED
+[ ! -s "$tmp/nvml.log" ] || fail "NXQUOTA_NVML=0 loaded the library: $(cat "$tmp/nvml.log")"
 
 # ---- who may see it --------------------------------------------------------------
 : >"$tmp/nvml.log"
