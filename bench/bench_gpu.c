@@ -12,10 +12,12 @@
  *     (c10::cuda::CUDACachingAllocator::raw_alloc/raw_delete, timed by
  *     bench/torch_peer, a C++ program built against the installed PyTorch,
  *     on the same mix and window; "not measured" where it is absent);
- *  2. growth per GiB: nxq growing an arena by 1 GiB (one allocation, and
- *     in 16 MiB allocations), against one cuMemAlloc of 1 GiB, one big
- *     handle (cuMemCreate + cuMemMap + cuMemSetAccess of the whole GiB)
- *     and the old scheme of one handle per 2 MiB granule;
+ *  2. growth per GiB: nxq growing an empty arena by 1 GiB (one
+ *     allocation, and in 16 MiB allocations with the default grow_batch,
+ *     with grow_batch 1 GiB, and with NXQ_GROW_MIN=1G too), with the
+ *     handles each created, against one cuMemAlloc of 1 GiB, one big
+ *     handle (cuMemCreate + cuMemMap + cuMemSetAccess of the whole GiB),
+ *     64 MiB handles and one handle per 2 MiB granule;
  *  3. system calls per warm allocation, counted with ptrace on the calling
  *     thread (PTRACE_SYSCALL entry stops between two marker syscalls);
  *  4. charge requests per GiB grown, counted through the kernel ops table;
@@ -343,14 +345,25 @@ static double torch_peer(const char *self, long ops, int reps, char *why, size_t
 
 /* ---- 2. growth per GiB ---- */
 
+/*
+ * nxq growing a fresh arena by total bytes in piece-byte allocations, with
+ * grow_batch batch (0: the default) and $NXQ_GROW_MIN gmin (NULL: unset);
+ * *handles: the handles (growths) it took.
+ */
 static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, uint64_t batch,
-			 int reps)
+			 const char *gmin, int reps, uint64_t *handles)
 {
 	double v[16];
 	void **ps = calloc(total / piece + 1, sizeof(*ps));
+	char *saved = getenv("NXQ_GROW_MIN") ? strdup(getenv("NXQ_GROW_MIN")) : NULL;
 
+	if (gmin)
+		setenv("NXQ_GROW_MIN", gmin, 1);
+	else
+		unsetenv("NXQ_GROW_MIN");
 	for (int r = 0; r < reps + 1; r++) {
 		struct nxq_arena *a = cuda_arena(c, batch, NXQ_OPT_ZERO, NXQ_OPT_ZERO);
+		struct nxq_stats s = { .size = sizeof(s) };
 		uint64_t n = total / piece;
 		double t = now();
 
@@ -358,10 +371,17 @@ static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, uint
 			NX(nxq_alloc(a, piece, 0, &ps[i]));
 		if (r)
 			v[r - 1] = (now() - t) * (double)(1ULL << 30) / (double)total;
+		NX(nxq_arena_stats(a, &s));
+		*handles = s.grows;
 		for (uint64_t i = 0; i < n; i++)
 			NX(nxq_free(a, ps[i]));
 		nxq_arena_destroy(a);
 	}
+	if (saved)
+		setenv("NXQ_GROW_MIN", saved, 1);
+	else
+		unsetenv("NXQ_GROW_MIN");
+	free(saved);
 	free(ps);
 	return median(v, reps);
 }
@@ -576,33 +596,61 @@ int main(int argc, char **argv)
 	/* 2. growth per GiB */
 	{
 		const uint64_t total = short_run ? (64ULL << 20) : (1ULL << 30);
-		double one = growth_nxq(c, total, total, 0, reps);
-		double pieces = growth_nxq(c, total, 16ULL << 20, 0, reps);
-		double pieces_big = growth_nxq(c, total, 16ULL << 20, 1ULL << 30, reps);
-		double cm = growth_cumemalloc(total, total, reps);
-		double cm16 = growth_cumemalloc(total, 16ULL << 20, reps);
-		double big = growth_handles(dev, total, total, g, reps);
-		double h64 = growth_handles(dev, total, 64ULL << 20, g, reps);
-		double small = growth_handles(dev, total, g, g, reps);
+		const uint64_t piece = 16ULL << 20;
+		static const struct {
+			const char *name;
+			uint64_t piece, batch;
+			const char *gmin;
+		} cf[] = {
+			{ "one allocation of it all, defaults", 0, 0, NULL },
+			{ "16 MiB pieces, defaults (grow_batch 64 MiB)", 1, 0, NULL },
+			{ "16 MiB pieces, grow_batch 1 GiB", 1, 1ULL << 30, NULL },
+			{ "16 MiB pieces, grow_batch 1 GiB, NXQ_GROW_MIN=1G", 1, 1ULL << 30, "1G" },
+		};
+		double tg[4], cm, cm16, big, h64, small;
+		uint64_t nh[4];
+		char gm[32];
 
-		printf("  2. growth per GiB (%llu MiB grown, host time scaled to 1 GiB, median):\n",
+		snprintf(gm, sizeof(gm), "%lluM", (unsigned long long)(total >> 20));
+		for (int i = 0; i < 4; i++)
+			tg[i] = growth_nxq(c, total, cf[i].piece ? piece : total, cf[i].batch,
+					  cf[i].gmin ? (short_run ? gm : cf[i].gmin) : NULL, reps,
+					  &nh[i]);
+		cm = growth_cumemalloc(total, total, reps);
+		cm16 = growth_cumemalloc(total, piece, reps);
+		big = growth_handles(dev, total, total, g, reps);
+		h64 = growth_handles(dev, total, 64ULL << 20, g, reps);
+		small = growth_handles(dev, total, g, g, reps);
+
+		printf("  2. growth per GiB (%llu MiB grown from an empty arena, host time scaled "
+		       "to 1 GiB, median; handles: physical handles created):\n",
 		       (unsigned long long)(total >> 20));
-		printf("     nxq_alloc of it all (one handle)            %9.3f ms  %5.2fx cuMemAlloc"
-		       "  %5.2fx big handle\n", one * 1e3, one / cm, one / big);
-		printf("     nxq_alloc in 16 MiB pieces (handles grow)   %9.3f ms  %5.2fx cuMemAlloc"
-		       "  %5.2fx big handle  %5.2fx cuMemAlloc in 16 MiB pieces\n", pieces * 1e3,
-		       pieces / cm, pieces / big, pieces / cm16);
-		printf("       the same, grow_batch 1 GiB (fewer handles) %8.3f ms  %5.2fx cuMemAlloc"
-		       "  %5.2fx big handle\n", pieces_big * 1e3, pieces_big / cm, pieces_big / big);
-		printf("     one cuMemAlloc of it all                    %9.3f ms\n", cm * 1e3);
-		printf("     cuMemAlloc in 16 MiB pieces                 %9.3f ms\n", cm16 * 1e3);
-		printf("     one handle: create + map + set access       %9.3f ms\n", big * 1e3);
+		for (int i = 0; i < 4; i++) {
+			int met = tg[i] <= 1.2 * cm && tg[i] <= 1.2 * big;
+
+			printf("     nxq: %-48s %8.3f ms  %5.2fx cudaMalloc  %5.2fx big handle  "
+			       "%3llu handles  %s\n", cf[i].name, tg[i] * 1e3, tg[i] / cm, tg[i] / big,
+			       (unsigned long long)nh[i], met ? "target met" : "target MISSED");
+		}
+		printf("     one cuMemAlloc (cudaMalloc) of it all       %9.3f ms\n", cm * 1e3);
+		printf("     cuMemAlloc in 16 MiB pieces                 %9.3f ms  %5.2fx cudaMalloc\n",
+		       cm16 * 1e3, cm16 / cm);
+		printf("     one big handle: create + map + set access   %9.3f ms  %5.2fx cudaMalloc\n",
+		       big * 1e3, big / cm);
 		printf("     64 MiB handles: create + map + set access   %9.3f ms  %5.2fx big handle\n",
 		       h64 * 1e3, h64 / big);
-		printf("     one handle per granule (the old scheme)     %9.3f ms  %5.2fx big handle\n",
-		       small * 1e3, small / big);
-		printf("     (targets: nxq <= 1.2x cuMemAlloc and <= 1.2x one big handle; no module "
-		       "here: the real NXQ_IOC_CHARGE is one per handle, see 4.)\n");
+		printf("     %llu MiB handles (one per granule)            %9.3f ms  %5.2fx big handle\n",
+		       (unsigned long long)(g >> 20), small * 1e3, small / big);
+		printf("     (targets: <= 1.2x cudaMalloc of the same total and <= 1.2x one big "
+		       "handle; no module here: the real NXQ_IOC_CHARGE is one per handle, see 4.)\n");
+		if (!short_run) {
+			/* the configuration meant to meet it; the defaults are reported above */
+			int met = tg[3] <= 1.2 * cm && tg[3] <= 1.2 * big;
+
+			printf("%s growth per GiB in 16 MiB pieces with NXQ_GROW_MIN=1G: %.2fx "
+			       "cudaMalloc, %.2fx big handle (target <= 1.2x both)\n",
+			       met ? "PASS" : "FAIL", tg[3] / cm, tg[3] / big);
+		}
 	}
 
 	/* 4. charge requests per GiB grown */

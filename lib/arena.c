@@ -36,14 +36,14 @@ int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 	struct nxq_arena_opts o;
 	struct nxq_be_cfg cfg = { 0 };
 	struct nxq_arena *a;
-	uint64_t va, batch, retain, pool, gran, wait_ms;
+	uint64_t va, batch, retain, pool, gran, wait_ms, gmin;
 	char key[NXQ_DEVICE_KEY_MAX] = "";
 	int r;
 
 	if (!arenap || !ctx)
 		return nxq__err(-EINVAL, "nxquota: NULL context or arenap");
 	*arenap = NULL;
-	r = nxq__read_arena_opts(opts, &o, &va, &batch, &retain, &pool, &gran, &wait_ms);
+	r = nxq__read_arena_opts(opts, &o, &va, &batch, &retain, &pool, &gran, &wait_ms, &gmin);
 	if (r)
 		return r;
 	if (wait_ms && ctx->managed && !(ctx->features & NXQ_FEAT_CHARGE_WAIT))
@@ -86,6 +86,7 @@ int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 	a->va_size = rdup(va, a->granule);
 	a->nslots = a->va_size / a->granule;
 	a->grow_batch = rdup(batch, a->granule);
+	a->grow_min = rdup(gmin, a->granule);
 	a->retain_idle = retain;
 	a->handle_pool = pool;
 	a->slots = calloc(a->nslots, sizeof(*a->slots));

@@ -128,6 +128,7 @@ struct nxq_arena {
 
 	uint64_t base, va_size, granule, nslots;
 	uint64_t grow_batch, retain_idle, handle_pool;
+	uint64_t grow_min;			/* the least one growth maps */
 
 	/* mapping.c */
 	struct seg **slots;
@@ -207,6 +208,6 @@ void nxq__reclaim_fini(struct nxq_arena *a);
 /* options.c */
 int nxq__read_arena_opts(const struct nxq_arena_opts *in, struct nxq_arena_opts *o,
 			 uint64_t *va, uint64_t *batch, uint64_t *retain, uint64_t *pool,
-			 uint64_t *gran, uint64_t *wait_ms);
+			 uint64_t *gran, uint64_t *wait_ms, uint64_t *gmin);
 
 #endif /* NXQ_ARENA_H */

@@ -260,17 +260,30 @@ undo:
 	return r;
 }
 
-/* A power of two near a quarter of what is mapped, from a granule to grow_batch. */
+/*
+ * The handle a growth maps beyond what the allocation needs: a power of
+ * two near a quarter of what is mapped, from a granule up to grow_batch
+ * (handles grow with the arena, and a ticket is answered within one
+ * handle, at most a quarter of what is mapped); never below grow_min.
+ *
+ * grow_batch only caps: below 4 * grow_batch mapped the quarter decides,
+ * so growing an empty arena by 1 GiB in 16 MiB pieces creates about 20
+ * handles whether grow_batch is 64 MiB or 1 GiB (tests/lib/test_cuda.c
+ * counts them).  Growth at the cost of one mapping from the first byte
+ * takes grow_min ($NXQ_GROW_MIN): the first growth maps that much.
+ */
 static uint64_t grow_target(const struct nxq_arena *a)
 {
 	uint64_t t = a->mapped / 4;
 
 	if (t <= a->granule)
-		return a->granule;
-	t = 1ULL << (63 - __builtin_clzll(t));
+		t = a->granule;
+	else
+		t = 1ULL << (63 - __builtin_clzll(t));
 	if (t > a->grow_batch)
 		t = a->grow_batch;
-	return rdup(t, a->granule);
+	t = rdup(t, a->granule);
+	return t < a->grow_min ? a->grow_min : t;
 }
 
 /*
@@ -323,18 +336,27 @@ int nxq__grow(struct nxq_arena *a, struct nxq_stream *st, uint64_t size, uint64_
 			}
 		}
 		/*
-		 * Just what is missing, no more: the block below already holds
-		 * the rest, and rounding up to a handle of grow_target() here
-		 * would overshoot the peak by up to that handle (the replay of
-		 * PyTorch's traces, tests/lib/replay.c, shows it).
+		 * Just what is missing (at least grow_min), no more: the block
+		 * below already holds the rest, and rounding up to a handle of
+		 * grow_target() here would overshoot the peak by up to that
+		 * handle (the replay of PyTorch's traces, tests/lib/replay.c,
+		 * shows it).  Refused: just what is missing.
 		 */
-		r = map_seg(a, ts, tn, NULL, 0);
-		if (!r) {
-			nxq__report_reclaimable(a);
-			return 0;
+		if (a->grow_min > tn && run_free(a, ts, a->grow_min / g))
+			tries[ntries++] = a->grow_min;
+		tries[ntries++] = tn;
+		for (int t = 0; t < ntries; t++) {
+			r = map_seg(a, ts, tries[t], NULL, 0);
+			if (!r) {
+				nxq__report_reclaimable(a);
+				return 0;
+			}
+			if (!refused(r) && r != -ENOMEM)
+				return r;
 		}
-		if (refused(r) || r != -ENOMEM)
+		if (refused(r))
 			return r;	/* a whole new block would be refused too */
+		ntries = 0;
 	}
 	if (align < g)
 		align = g;

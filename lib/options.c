@@ -120,7 +120,7 @@ static int opt_size(uint64_t opt, const char *env, uint64_t def, int zero_ok,
 
 int nxq__read_arena_opts(const struct nxq_arena_opts *in, struct nxq_arena_opts *o,
 			   uint64_t *va, uint64_t *batch, uint64_t *retain, uint64_t *pool,
-			   uint64_t *gran, uint64_t *wait_ms)
+			   uint64_t *gran, uint64_t *wait_ms, uint64_t *gmin)
 {
 	int r;
 
@@ -146,7 +146,9 @@ int nxq__read_arena_opts(const struct nxq_arena_opts *in, struct nxq_arena_opts 
 	    (r = opt_size(o->grow_batch, "NXQ_GROW_BATCH", 64 * MiB, 0, "grow_batch", batch)) ||
 	    (r = opt_size(o->retain_idle, "NXQ_RETAIN_IDLE", 64 * MiB, 1, "retain_idle", retain)) ||
 	    (r = opt_size(o->handle_pool, "NXQ_HANDLE_POOL", 64 * MiB, 1, "handle_pool", pool)) ||
-	    (r = opt_size(o->granule, "NXQ_GRANULE", 0, 0, "granule", gran)))
+	    (r = opt_size(o->granule, "NXQ_GRANULE", 0, 0, "granule", gran)) ||
+	    /* no option field yet: the environment only; 0 is one granule */
+	    (r = opt_size(0, "NXQ_GROW_MIN", 0, 1, "grow_min", gmin)))
 		return r;
 	if (o->grow_timeout_ms == NXQ_OPT_ZERO) {
 		*wait_ms = 0;

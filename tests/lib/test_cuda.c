@@ -27,6 +27,7 @@
 #include "cuda_api.h"
 
 #define MiB (1ULL << 20)
+#define GiB (1ULL << 30)
 
 static const struct nxq_cuda *cu;
 static void (*f_fail)(const char *, long, int);
@@ -326,6 +327,87 @@ static void test_async_free_trim(void **state)
 	assert_int_equal(cu->cuCtxPopCurrent(NULL), 0);
 }
 
+/*
+ * Handles per GiB grown, counted at the fake driver (cuMemCreate): an
+ * arena grown in 16 MiB allocations from empty up to gibs GiB with
+ * grow_batch batch (0: the default); per[i] the handles created while
+ * the i-th GiB was mapped.  Every growth is one handle, mapped and made
+ * accessible once.
+ */
+static void grow_counts(uint64_t batch, int gibs, long *per)
+{
+	struct nxq_arena_opts o = {
+		.size = sizeof(o), .backend = NXQ_BACKEND_CUDA, .va_size = 16 * GiB,
+		.grow_batch = batch, .retain_idle = NXQ_OPT_ZERO, .handle_pool = NXQ_OPT_ZERO,
+	};
+	long c0 = f_calls("cuMemCreate"), m0 = f_calls("cuMemMap"), s0;
+	long a0 = f_calls("cuMemSetAccess");
+	uint64_t n = (uint64_t)gibs * 64;
+	void **p = calloc(n, sizeof(*p));
+	struct nxq_arena *a = NULL;
+	struct nxq_stats s;
+	int gib = 0;
+
+	assert_non_null(p);
+	assert_int_equal(nxq_arena_create(ctx, &o, &a), 0);
+	s0 = c0;
+	for (uint64_t i = 0; i < n; i++) {
+		assert_int_equal(nxq_alloc(a, 16 * MiB, 0, &p[i]), 0);
+		st(a, &s);
+		while (gib < gibs && s.mapped >= (uint64_t)(gib + 1) * GiB) {
+			per[gib++] = f_calls("cuMemCreate") - s0;
+			s0 = f_calls("cuMemCreate");
+		}
+	}
+	assert_int_equal(gib, gibs);
+	assert_int_equal(f_calls("cuMemMap") - m0, f_calls("cuMemCreate") - c0);
+	assert_int_equal(f_calls("cuMemSetAccess") - a0, f_calls("cuMemCreate") - c0);
+	st(a, &s);
+	assert_int_equal(s.grows, f_calls("cuMemCreate") - c0);
+	for (uint64_t i = 0; i < n; i++)
+		assert_int_equal(nxq_free(a, p[i]), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	free(p);
+}
+
+/*
+ * Handles grow with the arena: a quarter of what is mapped, up to
+ * grow_batch; NXQ_GROW_MIN makes the first growth that large.  The
+ * counts are exact (the policy is deterministic): a change that makes
+ * handles stop growing (one size for all) or grow slower fails here.
+ */
+static void test_handles_per_gib(void **state)
+{
+	long per[6];
+
+	if (!cu)
+		skip();
+	unsetenv("NXQ_GROW_MIN");
+	/* default grow_batch (64 MiB): 16 MiB handles up to 128 MiB mapped,
+	 * then 32, then 64 MiB ones: 8 + 4 + 4 + 8 in the first GiB, 16 in
+	 * the second (64 MiB each) */
+	grow_counts(0, 2, per);
+	print_message("handles per GiB, grow_batch 64 MiB: %ld, %ld\n", per[0], per[1]);
+	assert_int_equal(per[0], 24);
+	assert_int_equal(per[1], 16);
+	/* grow_batch 1 GiB: the same quarter-of-mapped ramp, then larger
+	 * handles: by the sixth GiB at most two */
+	grow_counts(GiB, 6, per);
+	print_message("handles per GiB, grow_batch 1 GiB: %ld %ld %ld %ld %ld %ld\n",
+		      per[0], per[1], per[2], per[3], per[4], per[5]);
+	assert_true(per[0] <= 20);
+	assert_true(per[1] <= 4);
+	assert_true(per[5] <= 2);
+	for (int i = 1; i < 6; i++)
+		assert_true(per[i] <= per[i - 1]);
+	/* NXQ_GROW_MIN=1G: one handle for the whole first GiB */
+	setenv("NXQ_GROW_MIN", "1G", 1);
+	grow_counts(GiB, 1, per);
+	unsetenv("NXQ_GROW_MIN");
+	print_message("handles per GiB, grow_batch 1 GiB, NXQ_GROW_MIN 1 GiB: %ld\n", per[0]);
+	assert_int_equal(per[0], 1);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -337,6 +419,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_sync_free_waits_for_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_sync_under_lock, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_async_free_trim, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_handles_per_gib, setup, teardown),
 	};
 
 	if (load()) {

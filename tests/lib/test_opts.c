@@ -16,7 +16,7 @@
 
 static const char *envs[] = { "NXQ_VA_SIZE", "NXQ_GROW_BATCH", "NXQ_RETAIN_IDLE",
 			      "NXQ_HANDLE_POOL", "NXQ_GRANULE", "NXQ_UNMANAGED_CAP", "NXQ_DEV",
-			      "NXQ_GROW_TIMEOUT_MS", "NXQ_REPORT_INTERVAL_MS" };
+			      "NXQ_GROW_TIMEOUT_MS", "NXQ_REPORT_INTERVAL_MS", "NXQ_GROW_MIN" };
 
 static int clear_env(void **state)
 {
@@ -100,6 +100,15 @@ static void test_env_applied(void **state)
 		assert_int_equal(s.mapped, 80 * MiB);
 		assert_int_equal(nxq_arena_destroy(a), 0);
 	}
+	/* NXQ_GROW_MIN: the first growth maps that much (rounded to granules) */
+	setenv("NXQ_GROW_MIN", "30M", 1);
+	assert_int_equal(nxq__arena_create_be(c, NULL, &fake_be, &a), 0);
+	assert_int_equal(nxq_alloc(a, 1, 0, &p), 0);
+	assert_int_equal(nxq_arena_stats(a, &s), 0);
+	assert_int_equal(s.mapped, 32 * MiB);
+	assert_int_equal(s.grows, 1);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	unsetenv("NXQ_GROW_MIN");
 	assert_int_equal(nxq_ctx_close(c), 0);
 }
 
@@ -109,6 +118,7 @@ static void test_env_malformed(void **state)
 		{ "NXQ_VA_SIZE", "lots" }, { "NXQ_GROW_BATCH", "12Q" },
 		{ "NXQ_RETAIN_IDLE", "-1" }, { "NXQ_HANDLE_POOL", "1.5M" },
 		{ "NXQ_GRANULE", "" }, { "NXQ_VA_SIZE", "0" }, { "NXQ_GROW_BATCH", "0" },
+		{ "NXQ_GROW_MIN", "1G2" },
 	};
 	struct nxq_ctx *c = fctx();
 
