@@ -238,6 +238,25 @@ has "$tmp/out" "nxquota_device_nvml_bytes{device=\"$B\"} 104857600"
 has "$tmp/out" "nxquota_device_nvml_unavailable_processes{device=\"$A\"} 1"
 has "$tmp/out" "nxquota_holder_charge_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\",holder=\"0\"} 268435456"
 
+# the text format (0.0.4): each family typed once, its samples right after
+# its TYPE, no series twice, every value a number
+python3 - "$tmp/out" <<'EOF' || fail "metrics are not valid text format: $(cat "$tmp/out")"
+import re, sys
+typed, seen, cur = set(), set(), None
+for n, l in enumerate(open(sys.argv[1]).read().split("\n")[:-1], 1):
+    if l.startswith("# TYPE "):
+        name, kind = l[7:].split(" ")
+        assert name not in typed and kind in ("gauge", "counter"), (n, l)
+        typed.add(name); cur = name
+        continue
+    if l.startswith("#"):
+        continue
+    m = re.fullmatch(r'([a-z_]+)(\{(?:[a-z_]+="(?:[^"\\]|\\.)*",?)*\})? (\S+)', l)
+    assert m and m.group(1) == cur, (n, l)
+    assert l.rsplit(" ", 1)[0] not in seen, ("duplicate", n, l)
+    seen.add(l.rsplit(" ", 1)[0])
+    float(m.group(3))
+EOF
 # ---- the first version of the process query: its smaller struct -----------------
 fake=$here/nvml-v1
 ok --json status
