@@ -61,6 +61,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -212,6 +213,9 @@ struct dev {
 	uint64_t credit;	/* plain holder: charged, held by no allocation (atomic) */
 	uint64_t last;		/* plain holder: the size of the last granted allocation (atomic) */
 	int evfd;
+	int plevfd;		/* the plain holder's eventfd: a PyTorch process (see py_release) */
+	int collect;		/* a ticket collects the plain holder's frees (atomic; col_mu) */
+	uint64_t collected;	/* under col_mu */
 	char key[NXQ_DEVICE_KEY_MAX];
 };
 
@@ -233,7 +237,16 @@ static struct {
 	struct pool pool[MAXPOOL];
 	int epfd, stopfd, thread_on;
 	pthread_t thread;
-	int said_none, said_err, said_pool, said_hash, said_gpa, said_sync;
+	int said_none, said_err, said_pool, said_hash, said_gpa, said_sync, said_py;
+	/* PyTorch's cache (see py_release) */
+	pthread_mutex_t col_mu;	/* d->collect, d->collected */
+	pthread_mutex_t py_mu;	/* py_pending, py_done; py_cv */
+	pthread_cond_t py_cv;	/* CLOCK_MONOTONIC */
+	int py_pending;		/* a callback is queued and has not run yet */
+	uint64_t py_done;	/* callbacks run */
+	uint64_t py_wait_ns;	/* NXQ_PRELOAD_PY_WAIT_MS */
+	int py_torch;		/* -1 not looked at, 0 no, 1 a PyTorch process */
+	int verbose;		/* NXQ_PRELOAD_VERBOSE: each ticket answer said */
 	/* tests */
 	int test_set;
 	const struct nxq_kops *test_kops;
@@ -344,6 +357,8 @@ static void state_drop_locked(int close_ctx)
 	for (int i = 0; i < MAXDEV; i++) {
 		if (S.dev[i].evfd > 0)
 			close(S.dev[i].evfd);
+		if (S.dev[i].plevfd > 0)
+			close(S.dev[i].plevfd);
 		memset(&S.dev[i], 0, sizeof(S.dev[i]));
 	}
 	for (int i = 0; i < MAXPOOL; i++) {
@@ -386,6 +401,12 @@ static int authority_init(void)
 	if (nxq__env_ms("NXQ_PRELOAD_WAIT_MS", &ms) < 0)
 		say("NXQ_PRELOAD_WAIT_MS is not a number of milliseconds: not waiting");
 	S.wait_ns = ms * 1000000ULL;
+	ms = 250;
+	if (nxq__env_ms("NXQ_PRELOAD_PY_WAIT_MS", &ms) < 0)
+		say("NXQ_PRELOAD_PY_WAIT_MS is not a number of milliseconds: 250");
+	S.py_wait_ns = ms * 1000000ULL;
+	S.verbose = getenv("NXQ_PRELOAD_VERBOSE") && strcmp(getenv("NXQ_PRELOAD_VERBOSE"), "0");
+	S.py_torch = -1;
 	S.batch = 2ULL << 20;
 	if (nxq__env_size("NXQ_PRELOAD_BATCH", &S.batch) < 0) {
 		say("NXQ_PRELOAD_BATCH is not a size: charging each allocation exactly");
@@ -434,6 +455,7 @@ static int dev_key(int ord, char key[NXQ_DEVICE_KEY_MAX])
 }
 
 static int ticket_thread_start_locked(void);
+static int py_torch_locked(void);
 
 /*
  * Register device ord's holder (pool: the pool holder) once; the state
@@ -462,12 +484,18 @@ static int dev_state(int ord, int pool)
 		goto out;
 	}
 	memcpy(reg.device, d->key, sizeof(reg.device));
-	/* an eventfd only where someone will read it: else tickets would wait in vain */
-	if (pool && (S.ctx->features & NXQ_FEAT_TICKETS) && !ticket_thread_start_locked()) {
+	/*
+	 * An eventfd only where someone will read it and can give something
+	 * back: else tickets would wait in vain.  The pool holder: trims.  The
+	 * plain holder: only in a PyTorch process, whose cached segments
+	 * torch.cuda.empty_cache() releases (py_release()).
+	 */
+	if ((pool || py_torch_locked() > 0) && (S.ctx->features & NXQ_FEAT_TICKETS) &&
+	    !ticket_thread_start_locked()) {
 		evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (evfd < 0)
-			say("eventfd: %s: pool memory on %s cannot be asked back", strerror(errno),
-			    d->key);
+			say("eventfd: %s: %s memory on %s cannot be asked back", strerror(errno),
+			    pool ? "pool" : "PyTorch's cached", d->key);
 		reg.eventfd = evfd;
 	}
 	r = S.ctx->kops->holder_register(S.ctx, &reg);
@@ -495,6 +523,20 @@ static int dev_state(int ord, int pool)
 			}
 		} else {
 			d->holder = reg.holder_id;
+			d->plevfd = evfd;
+			evfd = -1;
+			if (d->plevfd >= 0) {
+				/* MAXDEV + ord: the plain holder's tickets */
+				struct epoll_event ev = { .events = EPOLLIN,
+							  .data.u32 = (uint32_t)(MAXDEV + ord) };
+
+				if (epoll_ctl(S.epfd, EPOLL_CTL_ADD, d->plevfd, &ev))
+					say("epoll_ctl: %s: tickets for %s go unanswered", strerror(errno),
+					    d->key);
+				else if (S.verbose)
+					say("%s: a PyTorch process: its cached segments are given back "
+					    "on a ticket (torch.cuda.empty_cache())", d->key);
+			}
 		}
 	}
 	if (evfd >= 0)
@@ -590,11 +632,17 @@ granted:
 	return 0;
 }
 
+static int collect_add(struct dev *d, uint64_t bytes);
+
 static void plain_give(int ord, uint64_t bytes)
 {
 	struct dev *d = &S.dev[ord];
 	uint64_t cur, keep;
 
+	/* a ticket is collecting what PyTorch's empty_cache() frees: its answer */
+	if (__builtin_expect(__atomic_load_n(&d->collect, __ATOMIC_ACQUIRE), 0) &&
+	    collect_add(d, bytes))
+		return;
 	if (!S.batch) {		/* exact: every free asks the authority */
 		uncharge(d->holder, bytes);
 		return;
@@ -1240,6 +1288,230 @@ static uint64_t pools_trim(int ord)
 	return released;
 }
 
+/* ---- PyTorch's cached segments: torch.cuda.empty_cache() on a ticket ---- */
+
+/*
+ * PyTorch's native caching allocator keeps the segments it got from
+ * cudaMalloc (cuMemAlloc_v2; cuMemCreate with expandable segments) after
+ * their tensors are gone; only its emptyCache() gives them back, and the
+ * shim sees those frees (cuMemFree_v2, cuMemRelease).  How the ticket
+ * thread gets emptyCache() run, and why this way (preload/README.md,
+ * "PyTorch's cache", has the whole argument):
+ *
+ *  - not the C++ allocator object (c10::cuda::CUDACachingAllocator::
+ *    allocator, an atomic pointer to a class whose emptyCache is a virtual
+ *    call): calling it from C relies on a vtable slot, which changes with
+ *    PyTorch's version, and runs it on a thread PyTorch never expects;
+ *  - not PyGILState_Ensure() on the ticket thread: the main thread may hold
+ *    the GIL inside a CUDA call that waits for this very ticket's answer
+ *    (an allocation with NXQ_PRELOAD_WAIT_MS, or torch code that calls
+ *    CUDA without releasing the GIL): a deadlock, or an answer as late as
+ *    that call;
+ *  - Py_AddPendingCall() (CPython's stable ABI; documented as callable from
+ *    any thread without the GIL): the callback runs in the main thread, with
+ *    the GIL, at its next bytecode boundary -- exactly as if the program had
+ *    called torch.cuda.empty_cache() between two of its statements, which
+ *    is PyTorch's public, supported use.  The main thread is then inside
+ *    no PyTorch call; other threads' allocations are serialised against
+ *    emptyCache() by the allocator's own lock, as for any user call.
+ *
+ * The ticket thread does not wait for the callback beyond NXQ_PRELOAD_PY_
+ * WAIT_MS (250 ms; at most half the time to the ticket's deadline): a main
+ * thread that reaches no bytecode boundary (a long C call, blocked in
+ * read()) gets its ticket answered with what was released so far (the
+ * credit, possibly 0); when its callback runs later, those frees are
+ * uncharged on their own (and the credit with them).
+ *
+ * Everything is found with dlsym(RTLD_DEFAULT): a process that is not
+ * Python has none of these symbols and is untouched.  A Python process is
+ * a PyTorch process when libc10_cuda.so (PyTorch's CUDA allocator) is
+ * loaded at its plain holder's registration (no GIL needed to ask the
+ * loader); the callback itself empties the cache only if sys.modules has
+ * torch.cuda and the current stream is not capturing a CUDA graph.
+ */
+static struct {
+	int (*is_init)(void);
+	int (*add_pending)(int (*)(void *), void *);
+	void *(*moddict)(void);
+	void *(*dict_get)(void *, const char *);
+	void *(*call_method)(void *, const char *, const char *, ...);
+	int (*is_true)(void *);
+	void (*decref)(void *);
+	void (*err_clear)(void);
+} P;
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* With S.lock held: 1 when this is a PyTorch process (decided once). */
+static int py_torch_locked(void)
+{
+	const char *env = getenv("NXQ_PRELOAD_TORCH");
+	void *h;
+
+	if (S.py_torch >= 0)
+		return S.py_torch;
+	S.py_torch = 0;
+	if ((env && !strcmp(env, "off")) || !R(R_cuCtxGetDevice) || !real_dlsym)
+		return 0;
+#define PYSYM(f, n) (*(void **)&P.f = real_dlsym(RTLD_DEFAULT, n))
+	if (!PYSYM(is_init, "Py_IsInitialized") || !PYSYM(add_pending, "Py_AddPendingCall") ||
+	    !PYSYM(moddict, "PyImport_GetModuleDict") ||
+	    !PYSYM(dict_get, "PyDict_GetItemString") ||
+	    !PYSYM(call_method, "PyObject_CallMethod") || !PYSYM(is_true, "PyObject_IsTrue") ||
+	    !PYSYM(decref, "Py_DecRef") || !PYSYM(err_clear, "PyErr_Clear"))
+		return 0;	/* not Python */
+#undef PYSYM
+	if (!P.is_init())
+		return 0;
+	h = dlopen("libc10_cuda.so", RTLD_LAZY | RTLD_NOLOAD);
+	if (!h)
+		return 0;	/* Python without PyTorch's CUDA allocator */
+	dlclose(h);
+	S.py_torch = 1;
+	return 1;
+}
+
+/* plain_give() while a ticket collects: 1 when the bytes went to its answer. */
+static int collect_add(struct dev *d, uint64_t bytes)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&S.col_mu);
+	if (d->collect) {
+		d->collected += bytes;
+		r = 1;
+	}
+	pthread_mutex_unlock(&S.col_mu);
+	return r;
+}
+
+/* The pending call: in the main thread, with the GIL, between two bytecodes. */
+static int py_cb(void *arg)
+{
+	void *mods = P.moddict(), *m, *r;
+	int late = 1;
+
+	(void)arg;
+	m = mods ? P.dict_get(mods, "torch.cuda") : NULL;	/* borrowed; NULL: not imported */
+	if (m) {
+		r = P.call_method(m, "is_current_stream_capturing", NULL);
+		if (r && !P.is_true(r)) {
+			P.decref(r);
+			r = P.call_method(m, "empty_cache", NULL);
+		}
+		if (r)
+			P.decref(r);
+		else
+			P.err_clear();	/* ours, not the program's: none was pending here */
+	}
+	pthread_mutex_lock(&S.py_mu);
+	S.py_pending = 0;
+	S.py_done++;
+	pthread_cond_broadcast(&S.py_cv);
+	pthread_mutex_unlock(&S.py_mu);
+	CNT(py_calls);
+	/* no ticket collected the frees (it was answered before): uncharge them */
+	for (int i = 0; i < MAXDEV; i++)
+		if (__atomic_load_n(&S.dev[i].collect, __ATOMIC_ACQUIRE))
+			late = 0;
+	if (late)
+		for (int i = 0; i < MAXDEV; i++)
+			if (S.dev[i].plevfd > 0)
+				plain_drop_credit(i);
+	return 0;
+}
+
+/*
+ * A ticket to device ord's plain holder (a PyTorch process): the bytes to
+ * answer with -- the credit, and what the plain holder's frees give back
+ * while the callback runs (or until the wait ends).  No trip to the
+ * authority: the answer itself uncharges them.
+ */
+static uint64_t py_release(int ord, const struct nxq_ticket *t)
+{
+	struct dev *d = &S.dev[ord];
+	uint64_t start = now_ns(), until, done0, released, credit;
+	struct timespec ts;
+	int ran, queued = 1;
+
+	pthread_mutex_lock(&S.col_mu);
+	credit = __atomic_exchange_n(&d->credit, 0, __ATOMIC_RELAXED);
+	d->collected = credit;
+	__atomic_store_n(&d->collect, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&S.col_mu);
+
+	until = start + S.py_wait_ns;
+	if (t->deadline_ns > start && (t->deadline_ns - start) / 2 < S.py_wait_ns)
+		until = start + (t->deadline_ns - start) / 2;
+	pthread_mutex_lock(&S.py_mu);
+	done0 = S.py_done;
+	if (!S.py_pending) {
+		if (P.is_init() && !P.add_pending(py_cb, NULL))
+			S.py_pending = 1;
+		else
+			queued = 0;
+	}
+	while (queued && S.py_done == done0) {
+		uint64_t now = now_ns();
+
+		if (now >= until)
+			break;
+		ts.tv_sec = (time_t)(until / 1000000000ULL);
+		ts.tv_nsec = (long)(until % 1000000000ULL);
+		pthread_cond_timedwait(&S.py_cv, &S.py_mu, &ts);
+	}
+	ran = S.py_done != done0;
+	pthread_mutex_unlock(&S.py_mu);
+
+	pthread_mutex_lock(&S.col_mu);
+	__atomic_store_n(&d->collect, 0, __ATOMIC_RELEASE);
+	released = d->collected;
+	d->collected = 0;
+	pthread_mutex_unlock(&S.col_mu);
+	if (!ran)
+		CNT(py_late);
+	if (S.verbose)
+		say("ticket on %s's plain holder: %llu bytes asked; answer %llu bytes (credit "
+		    "%llu, empty_cache %s) after %llu ms", d->key, (unsigned long long)t->bytes,
+		    (unsigned long long)released, (unsigned long long)credit,
+		    !queued ? "not queued" : ran ? "ran" : "not run yet",
+		    (unsigned long long)((now_ns() - start) / 1000000ULL));
+	else if (!queued)
+		SAY_ONCE(S.said_py, "Py_AddPendingCall failed: a ticket is answered with the "
+			 "credit only");
+	return released;
+}
+
+static void handle_plain_tickets(int ord)
+{
+	struct dev *d = &S.dev[ord];
+	struct nxq_ticket t;
+	uint64_t cnt, released;
+	int r;
+
+	if (read(d->plevfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return;
+	while (!(r = S.ctx->kops->ticket_read(S.ctx, d->holder, &t))) {
+		CNT(tickets);
+		released = py_release(ord, &t);
+		r = S.ctx->kops->ticket_answer(S.ctx, d->holder, t.generation, released, NULL);
+		if (r) {
+			uncharge(d->holder, released);
+			if (r == -ESTALE)
+				continue;
+			break;
+		}
+		CNT(answers);
+		__atomic_add_fetch(&S.cnt.answered_bytes, released, __ATOMIC_RELAXED);
+	}
+}
+
 static void handle_tickets(int ord)
 {
 	struct dev *d = &S.dev[ord];
@@ -1281,7 +1553,10 @@ static void *ticket_thread(void *arg)
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.u32 == UINT32_MAX)
 				return NULL;
-			handle_tickets((int)ev[i].data.u32);
+			if (ev[i].data.u32 >= MAXDEV)
+				handle_plain_tickets((int)(ev[i].data.u32 - MAXDEV));
+			else
+				handle_tickets((int)ev[i].data.u32);
 		}
 	}
 	return NULL;
@@ -1482,6 +1757,8 @@ void *dlsym(void *handle, const char *name)
 
 /* ---- fork ---- */
 
+static void py_locks_init(void);
+
 static void fork_prepare(void)
 {
 	pthread_mutex_lock(&S.lock);
@@ -1507,6 +1784,7 @@ static void fork_child(void)
 	for (int i = 0; i < MAXPOOL; i++)
 		pthread_mutex_init(&S.pool[i].mu, NULL);
 	pthread_mutex_init(&S.lock, NULL);
+	py_locks_init();	/* the parent's pending call does not run here */
 	if (S.thread_on) {
 		close(S.epfd);
 		close(S.stopfd);
@@ -1515,10 +1793,26 @@ static void fork_child(void)
 	}
 	state_drop_locked(0);
 	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = S.said_sync = 0;
+	S.said_py = 0;
+}
+
+/* The locks of the PyTorch path (at load, and again in a forked child). */
+static void py_locks_init(void)
+{
+	pthread_condattr_t ca;
+
+	pthread_mutex_init(&S.col_mu, NULL);
+	pthread_mutex_init(&S.py_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&S.py_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	S.py_pending = 0;
 }
 
 __attribute__((constructor)) static void preload_init(void)
 {
+	py_locks_init();
 	pthread_once(&shard_once, shard_init);
 	for (int i = 0; i < MAXPOOL; i++)
 		pthread_mutex_init(&S.pool[i].mu, NULL);
@@ -1536,6 +1830,7 @@ void nxqp__test_authority(const struct nxq_kops *kops, void *kpriv)
 	S.test_kops = kops;
 	S.test_kpriv = kpriv;
 	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = S.said_sync = 0;
+	S.said_py = 0;
 	memset(&S.cnt, 0, sizeof(S.cnt));
 	pthread_mutex_unlock(&S.lock);
 }

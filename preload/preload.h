@@ -70,6 +70,8 @@ struct nxqp_counters {
 	uint64_t refused;	/* allocations refused (CUDA_ERROR_OUT_OF_MEMORY) */
 	uint64_t tickets, answers, answered_bytes;
 	uint64_t trips;		/* charges and uncharges sent to the authority */
+	uint64_t py_calls;	/* torch.cuda.empty_cache() callbacks run (a PyTorch process) */
+	uint64_t py_late;	/* plain-holder tickets answered before their callback ran */
 	long tracked;		/* pointers and handles remembered */
 };
 
