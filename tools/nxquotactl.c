@@ -799,12 +799,11 @@ static void attribute(struct ledger *l, const char *device,
 		if (device && strcmp(device, key))
 			continue;
 		r = arow_get(&at->rows, key, nv->procs[i].pid);
-		/* listed twice (MIG instances): the sum */
-		if (r->listed && r->nvml != NXQ_NVML_NA &&
-		    nv->procs[i].bytes != NXQ_NVML_NA)
-			r->nvml += nv->procs[i].bytes;
-		else
+		/* listed twice (MIG instances): the sum, n/a if either is */
+		if (!r->listed || nv->procs[i].bytes == NXQ_NVML_NA)
 			r->nvml = nv->procs[i].bytes;
+		else if (r->nvml != NXQ_NVML_NA)
+			r->nvml += nv->procs[i].bytes;
 		r->listed = true;
 	}
 	for (i = 0; i < l->holders.n; i++, h++) {

@@ -30,6 +30,7 @@ device-filter-ignored@nxquotactl.c@		if (device && strcmp(device, key))\n			cont
 no-shutdown@nvml.c@	a.shutdown();\n	return 0;@	return 0;
 series-without-nvml@nxquotactl.c@	if (!at.shown) {\n		attribution_free(&at);@	if (0) {\n		attribution_free(&at);
 env-switch-ignored@nxquotactl.c@	if (e && !strcmp(e, "0")) {@	if (e && 0) {
+twice-not-summed@nxquotactl.c@			r->nvml += nv->procs[i].bytes;@			r->nvml = nv->procs[i].bytes;
 cgroup-sums-merged@nxquotactl.c@		if (!s || s->device != r->device || strcmp(s->cgroup, cg)) {@		if (!s || s->device != r->device) {
 EOF
 

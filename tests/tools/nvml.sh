@@ -263,6 +263,16 @@ ok --json status
 check_json "$tmp/out" nvmlDeviceGetComputeRunningProcesses
 fake=$here/nvml
 
+# ---- a pid listed twice on a device (MIG instances): summed; n/a wins ---------
+printf '%s\n' "$A $p2 100" "$A $p2 200" "$B $p2 na" "$B $p2 300" >"$tmp/twice.txt"
+FAKE_NVML_FILE=$tmp/twice.txt run --json status
+[ $rc = 0 ] || fail "listed twice: exit $rc"
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))["nvml"]
+r = {x["device"]: x for x in d["processes"] if x["pid"] == int(sys.argv[2])}
+assert r[sys.argv[3]]["nvml_bytes"] == 300 and r[sys.argv[3]]["unattributed"] == 300, r
+assert r[sys.argv[4]]["nvml_bytes"] is None and r[sys.argv[4]]["unattributed"] is None, r' \
+	"$tmp/out" "$p2" "$A" "$B" || fail "listed twice: $(cat "$tmp/out")"
+
 # ---- 300 processes, a count that grows between calls ---------------------------
 for i in $(seq 1 300); do echo "$B $((4000000 + i)) $((i * 1048576))"; done \
 	>"$tmp/many.txt"
