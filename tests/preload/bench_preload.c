@@ -24,11 +24,38 @@
  *                                keeps its reservation): "pool N error E",
  *                                then waits for a line on stdin
  *   bench_preload key            the GPU-<uuid> key of device 0
+ *   bench_preload cycle MIB HOLD_MS
+ *                                until a line on stdin: one cuMemAlloc of
+ *                                MIB, held HOLD_MS, freed, HOLD_MS pause;
+ *                                then "cycle: N granted, M refused"
+ *   bench_preload inter N SIZE ROUNDS
+ *                                in one process, ROUNDS alternating batches
+ *                                (ABBA) of N pairs through the driver's own
+ *                                entry points (resolved between
+ *                                nxquota_preload_exempt(1) and (0): the
+ *                                shim's cuGetProcAddress and dlsym then give
+ *                                the driver's) and through the shim's: for
+ *                                cuMemAlloc and cuMemAllocAsync pairs, an
+ *                                "inter: ..." line with the median ns/pair of
+ *                                each, the median of the per-round ratios,
+ *                                authority trips and (on the fake driver)
+ *                                driver calls per pair.  Without the shim
+ *                                both sides are the driver ("no shim").
+ *   bench_preload med N SIZE ROUNDS
+ *                                ROUNDS batches of N pairs: "med: KIND SIZE
+ *                                B: X ns/pair" (the median batch) for
+ *                                cuMemAlloc and cuMemAllocAsync pairs (for
+ *                                bare/shim processes alternated by gpu.sh)
+ *   bench_preload rt N SIZE ROUNDS LIBCUDART
+ *                                the same for cudaMalloc/cudaFree pairs of
+ *                                the CUDA runtime (dlopen(LIBCUDART)), which
+ *                                reaches the driver through cuGetProcAddress
  *
  * On tests/fakecuda (make -C preload bench-fake) it only shows that it runs.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +64,7 @@
 #include "cuda_api.h"
 
 static CUresult (*gpa)(const char *, void **, int, uint64_t, int *);
+static void *libcuda;
 
 static void *get(const char *name)
 {
@@ -57,7 +85,165 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
+static int cmpd(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmpd);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
 #define CK(x) do { CUresult r_ = (x); if (r_) { fprintf(stderr, "bench_preload: %s: %d\n", #x, r_); exit(1); } } while (0)
+
+struct side {
+	CUresult (*alloc)(CUdeviceptr *, size_t);
+	CUresult (*fr)(CUdeviceptr);
+	CUresult (*aalloc)(CUdeviceptr *, size_t, CUstream);
+	CUresult (*afree)(CUdeviceptr, CUstream);
+	CUresult (*ssync)(CUstream);
+};
+
+/* n pairs of kind k (0 cuMemAlloc, 1 cuMemAllocAsync) through sd: ns per pair. */
+static double batch(const struct side *sd, int k, long n, size_t size)
+{
+	CUdeviceptr p;
+	double t = now();
+
+	if (!k) {
+		for (long i = 0; i < n; i++) {
+			CK(sd->alloc(&p, size));
+			CK(sd->fr(p));
+		}
+	} else {
+		for (long i = 0; i < n; i++) {
+			CK(sd->aalloc(&p, size, NULL));
+			CK(sd->afree(p, NULL));
+		}
+		CK(sd->ssync(NULL));
+	}
+	return (now() - t) / n * 1e9;
+}
+
+/*
+ * The driver's side: with the shim loaded, its exemption makes this
+ * thread's dlsym() and cuGetProcAddress() give the driver's entry points.
+ */
+static int real_side(struct side *sd)
+{
+	void (*ex)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "nxquota_preload_exempt");
+	CUresult (*g)(const char *, void **, int, uint64_t, int *);
+	CUresult (*keep)(const char *, void **, int, uint64_t, int *) = gpa;
+
+	if (!ex)
+		return 0;
+	ex(1);
+	g = (CUresult (*)(const char *, void **, int, uint64_t, int *))
+		dlsym(libcuda, "cuGetProcAddress_v2");
+	gpa = g;
+	sd->alloc = get("cuMemAlloc");
+	sd->fr = get("cuMemFree");
+	sd->aalloc = get("cuMemAllocAsync");
+	sd->afree = get("cuMemFreeAsync");
+	sd->ssync = get("cuStreamSynchronize");
+	gpa = keep;
+	ex(0);
+	return 1;
+}
+
+static int inter(long n, size_t size, int rounds,
+		 CUresult (*alloc)(CUdeviceptr *, size_t), CUresult (*fr)(CUdeviceptr),
+		 CUresult (*aalloc)(CUdeviceptr *, size_t, CUstream),
+		 CUresult (*afree)(CUdeviceptr, CUstream), CUresult (*ssync)(CUstream))
+{
+	struct side sd[2] = { { alloc, fr, aalloc, afree, ssync }, { alloc, fr, aalloc, afree,
+								     ssync } };
+	uint64_t (*trips)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT,
+					"nxquota_preload_authority_trips");
+	long (*calls)(void) = (long (*)(void))dlsym(libcuda, "fakedrv_calls_total");
+	double *v[3];
+	int shim = real_side(&sd[0]);	/* sd[0]: the driver's, sd[1]: as the program gets them */
+
+	if (n <= 0 || rounds <= 0)
+		return 2;
+	for (int i = 0; i < 3; i++)
+		if (!(v[i] = calloc((size_t)rounds, sizeof(double))))
+			return 1;
+	for (int k = 0; k < 2; k++) {
+		uint64_t tr = 0;
+		long c[2] = { 0, 0 };
+
+		batch(&sd[0], k, 100, size);	/* warm up both */
+		batch(&sd[1], k, 100, size);
+		for (int r = 0; r < rounds; r++) {
+			for (int j = 0; j < 2; j++) {
+				int w = (r & 1) ^ j;	/* ABBA: alternate who goes first */
+				uint64_t t0 = w && trips ? trips() : 0;
+				long c0 = calls ? calls() : 0;
+
+				v[w][r] = batch(&sd[w], k, n, size);
+				if (w && trips)
+					tr += trips() - t0;
+				if (calls)
+					c[w] += calls() - c0;
+			}
+			v[2][r] = v[1][r] / v[0][r];
+		}
+		printf("inter: %s %zu B: driver %.0f ns/pair, %s %.0f ns/pair, x%.3f (median of %d "
+		       "per-round ratios; %d rounds of %ld)", k ? "cuMemAllocAsync+cuMemFreeAsync"
+		       : "cuMemAlloc+cuMemFree", size, median(v[0], rounds),
+		       shim ? "shim" : "no shim", median(v[1], rounds), median(v[2], rounds),
+		       rounds, rounds, n);
+		if (trips)
+			printf(", %.3f authority trips/pair", (double)tr / ((double)n * rounds));
+		if (calls)
+			printf(", driver calls/pair %.2f vs %.2f", (double)c[1] / ((double)n * rounds),
+			       (double)c[0] / ((double)n * rounds));
+		printf("\n");
+	}
+	return 0;
+}
+
+/* cudaMalloc/cudaFree pairs through the CUDA runtime. */
+static int rt(long n, size_t size, int rounds, const char *lib)
+{
+	void *h = dlopen(lib, RTLD_NOW);
+	int (*setdev)(int), (*mal)(void **, size_t), (*fre)(void *);
+	double *v = calloc((size_t)rounds + 1, sizeof(double));
+	void *p;
+
+	if (!h || !v || n <= 0 || rounds <= 0) {
+		fprintf(stderr, "bench_preload: %s\n", h ? "bad arguments" : dlerror());
+		return 1;
+	}
+	setdev = (int (*)(int))dlsym(h, "cudaSetDevice");
+	mal = (int (*)(void **, size_t))dlsym(h, "cudaMalloc");
+	fre = (int (*)(void *))dlsym(h, "cudaFree");
+	if (!setdev || !mal || !fre || setdev(0)) {
+		fprintf(stderr, "bench_preload: no cudaSetDevice/cudaMalloc/cudaFree in %s\n", lib);
+		return 1;
+	}
+	for (int i = 0; i < 100; i++)
+		if (mal(&p, size) || fre(p))
+			return 1;
+	for (int r = 0; r < rounds; r++) {
+		double t = now();
+
+		for (long i = 0; i < n; i++)
+			if (mal(&p, size) || fre(p)) {
+				fprintf(stderr, "bench_preload: cudaMalloc/cudaFree failed\n");
+				return 1;
+			}
+		v[r] = (now() - t) / n * 1e9;
+	}
+	printf("rt: cudaMalloc+cudaFree %zu B: %.0f ns/pair (median of %d batches of %ld)\n", size,
+	       median(v, rounds), rounds, n);
+	return 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -76,12 +262,19 @@ int main(int argc, char **argv)
 
 	if (argc < 2 || (strcmp(argv[1], "key") && (argc < 3 ||
 	    (strcmp(argv[1], "pairs") && strcmp(argv[1], "churn") && strcmp(argv[1], "plain") &&
-	     strcmp(argv[1], "pool"))))) {
+	     strcmp(argv[1], "pool") && strcmp(argv[1], "inter") && strcmp(argv[1], "med") &&
+	     strcmp(argv[1], "cycle") &&
+	     strcmp(argv[1], "rt")))) ||
+	    ((!strcmp(argv[1], "inter") || !strcmp(argv[1], "med")) && argc < 5) ||
+	    (!strcmp(argv[1], "rt") && argc < 6)) {
 		fprintf(stderr, "usage: bench_preload pairs N SIZE | churn MIB | plain MIB | "
-			"pool MIB | key\n");
+			"pool MIB | key | inter N SIZE ROUNDS | med N SIZE ROUNDS | "
+			"rt N SIZE ROUNDS LIBCUDART\n");
 		return 2;
 	}
-	h = dlopen("libcuda.so.1", RTLD_NOW);
+	if (!strcmp(argv[1], "rt"))
+		return rt(atol(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]), argv[5]);
+	h = libcuda = dlopen("libcuda.so.1", RTLD_NOW);
 	if (!h) {
 		fprintf(stderr, "bench_preload: %s\n", dlerror());
 		return 1;
@@ -139,6 +332,50 @@ int main(int argc, char **argv)
 		return fgets(line, sizeof(line), stdin) ? 0 : 1;
 	}
 
+	if (!strcmp(argv[1], "inter"))
+		return inter(atol(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]), alloc, fr,
+			     aalloc, afree, ssync);
+	if (!strcmp(argv[1], "med")) {
+		long n = atol(argv[2]);
+		size_t size = strtoull(argv[3], NULL, 0);
+		int rounds = atoi(argv[4]);
+		struct side sd = { alloc, fr, aalloc, afree, ssync };
+		double *v = calloc((size_t)rounds + 1, sizeof(double));
+
+		if (!v || n <= 0 || rounds <= 0)
+			return 2;
+		for (int k = 0; k < 2; k++) {
+			batch(&sd, k, 100, size);	/* warm up */
+			for (int r = 0; r < rounds; r++)
+				v[r] = batch(&sd, k, n, size);
+			printf("med: %s %zu B: %.0f ns/pair (median of %d batches of %ld)\n",
+			       k ? "cuMemAllocAsync+cuMemFreeAsync" : "cuMemAlloc+cuMemFree", size,
+			       median(v, rounds), rounds, n);
+		}
+		return 0;
+	}
+	if (!strcmp(argv[1], "cycle") && argc >= 4) {
+		size_t size = strtoull(argv[2], NULL, 0) << 20;
+		struct timespec hold = { 0, atol(argv[3]) * 1000000L };
+		long ok = 0, no = 0;
+		CUdeviceptr p;
+		struct pollfd pfd = { .fd = 0, .events = POLLIN };
+
+		printf("cycle ready\n");
+		fflush(stdout);
+		while (poll(&pfd, 1, 0) == 0) {
+			if (alloc(&p, size)) {
+				no++;
+			} else {
+				ok++;
+				nanosleep(&hold, NULL);
+				CK(fr(p));
+			}
+			nanosleep(&hold, NULL);
+		}
+		printf("cycle: %ld granted, %ld refused\n", ok, no);
+		return 0;
+	}
 	if (!strcmp(argv[1], "churn")) {
 		long n = atol(argv[2]);
 		CUdeviceptr *p = calloc((size_t)n, sizeof(*p));

@@ -60,10 +60,13 @@ static struct fpool defpool[NDEV] = { { .dev = 0, .live = 1 }, { .dev = 1, .live
 static struct { const char *name; long n, fail_at; int fail_all; } cnt[64];
 static int ncnt;
 
+static long total;	/* every counted call (fakedrv_calls_total) */
+
 static int hit(const char *name)
 {
 	int i, fail = 0;
 
+	__atomic_add_fetch(&total, 1, __ATOMIC_RELAXED);
 	pthread_mutex_lock(&mu);
 	for (i = 0; i < ncnt && strcmp(cnt[i].name, name); i++)
 		;
@@ -102,6 +105,12 @@ EXPORT long fakedrv_calls(const char *name)
 			n = cnt[i].n;
 	pthread_mutex_unlock(&mu);
 	return n;
+}
+
+/* Every counted driver call so far (bench_preload: driver calls per pair). */
+EXPORT long fakedrv_calls_total(void)
+{
+	return __atomic_load_n(&total, __ATOMIC_RELAXED);
 }
 
 EXPORT void fakedrv_set_device(int d) { curdev = d; bound = d >= 0; }
@@ -221,6 +230,7 @@ EXPORT CUresult cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
 
 EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 {
+	hit("cuCtxGetDevice");
 	if (curdev < 0)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*d = curdev;
@@ -233,6 +243,16 @@ EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
 		return CUDA_ERROR_INVALID_DEVICE;
 	for (int i = 0; i < 16; i++)
 		u->bytes[i] = (char)(0x10 * (d + 1) + i);
+	return CUDA_SUCCESS;
+}
+
+/* NDEV devices, or FAKEDRV_NDEV=1: one (device 1 then does not exist). */
+EXPORT CUresult cuDeviceGetCount(int *n)
+{
+	const char *e = getenv("FAKEDRV_NDEV");
+
+	hit("cuDeviceGetCount");
+	*n = e && !strcmp(e, "1") ? 1 : NDEV;
 	return CUDA_SUCCESS;
 }
 
@@ -375,6 +395,7 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
 
 EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *p, CUdevice d)
 {
+	hit("cuDeviceGetMemPool");
 	if (d < 0 || d >= NDEV)
 		return CUDA_ERROR_INVALID_DEVICE;
 	*p = &defpool[d];
@@ -532,7 +553,7 @@ L(cuMemPoolCreate) L(cuMemPoolDestroy) L(cuMemPoolGetAttribute) L(cuDeviceGetMem
 L(cuCtxGetDevice) L(cuInit) L(cuDeviceGet) L(cuDevicePrimaryCtxRetain) L(cuCtxSetCurrent)
 L(cuStreamSynchronize) L(cuDeviceGetUuid_v2) L(cuDevicePrimaryCtxGetState)
 L(cuDevicePrimaryCtxRelease_v2) L(cuCtxPushCurrent_v2) L(cuCtxPopCurrent_v2) L(cuCtxSynchronize)
-L(cuMemPoolSetAttribute)
+L(cuMemPoolSetAttribute) L(cuDeviceGetCount)
 #undef L
 
 /* ---- cuGetProcAddress: base names, versions and stream flavours as the driver has them ---- */
@@ -578,6 +599,8 @@ static void *proc(const char *n, int ver, uint64_t flags)
 		return (void *)l_cuDeviceGetMemPool;
 	if (IS("cuCtxGetDevice"))
 		return (void *)l_cuCtxGetDevice;
+	if (IS("cuDeviceGetCount"))
+		return (void *)l_cuDeviceGetCount;
 	if (IS("cuInit"))
 		return (void *)l_cuInit;
 	if (IS("cuDeviceGet"))

@@ -16,12 +16,18 @@
                                        MIB in 256 MiB tensors, drop them:
                                        the stream-ordered pool keeps them
                                        reserved; "borrow ready", wait stdin
+    torch_budget.py borrowpoll MIB     (the native allocator) the same, then
+                                       poll stdin every 20 ms (as a server
+                                       between requests: the main thread
+                                       runs bytecode); at the line print
+                                       "reserved=R"
     torch_budget.py take MIB           allocate MIB in 256 MiB tensors:
                                        "take ok" or "take oom after N"
     torch_budget.py train STEPS        a small MLP's training steps:
                                        "train seconds=S"
 Nothing here knows about nxquota: that is the point.
 """
+import select
 import sys
 import time
 
@@ -58,6 +64,14 @@ def main():
         del held
         print(f"borrow ready reserved={torch.cuda.memory_reserved()}", flush=True)
         sys.stdin.readline()
+    elif mode == "borrowpoll":
+        held = [block(256) for _ in range(arg // 256)]
+        del held
+        print(f"borrow ready reserved={torch.cuda.memory_reserved()}", flush=True)
+        while not select.select([sys.stdin], [], [], 0.02)[0]:
+            pass
+        sys.stdin.readline()
+        print(f"reserved={torch.cuda.memory_reserved()}", flush=True)
     elif mode == "take":
         held = []
         try:
