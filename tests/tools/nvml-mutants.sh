@@ -31,6 +31,8 @@ no-shutdown@nvml.c@	a.shutdown();\n	return 0;@	return 0;
 series-without-nvml@nxquotactl.c@	if (!at.shown) {\n		attribution_free(&at);@	if (0) {\n		attribution_free(&at);
 env-switch-ignored@nxquotactl.c@	if (e && !strcmp(e, "0")) {@	if (e && 0) {
 twice-not-summed@nxquotactl.c@			r->nvml += nv->procs[i].bytes;@			r->nvml = nv->procs[i].bytes;
+charged-not-summed@nxquotactl.c@		r->charged += h->charge;@		r->charged = h->charge;
+holders-not-counted@nxquotactl.c@		r->holders++;@		r->holders = 1;
 cgroup-sums-merged@nxquotactl.c@		if (!s || s->device != r->device || strcmp(s->cgroup, cg)) {@		if (!s || s->device != r->device) {
 EOF
 

@@ -6,7 +6,7 @@
 # its control socket, its cgroup root the cgroup2 mount) with a fake
 # libnvidia-ml.so.1 (tests/tools/fakenvml.c) found through LD_LIBRARY_PATH:
 #  - holders that charged known bytes from known pids (nxq-hold, built from
-#    tests/vm/tools), processes NVML lists with no holder at all (a sleep),
+#    tests/vm/tools; hold2: one process, two holders), processes NVML lists with no holder at all (a sleep),
 #    a holder NVML does not list, a figure NVML does not give
 #    (NVML_VALUE_NOT_AVAILABLE), a device NVML lists and the ledger does
 #    not know: every figure checked to the byte, and the cgroup of each
@@ -53,9 +53,11 @@ trap cleanup EXIT
 mkdir "$cg" "$cg/a" "$cg/b" "$cg/c" ||
 	{ echo "nvml.sh: skipped: cannot create cgroups in $mnt"; exit 77; }
 
-gcc -O2 -Wall -Werror -I"$top/include/uapi" -I"$top/tests/vm" -pthread \
-	-o "$tmp/nxq-hold" "$top/tests/vm/tools/nxq-hold.c" 2>"$tmp/cc.log" ||
-	{ cat "$tmp/cc.log"; fail "nxq-hold does not build"; }
+for p in "$top/tests/vm/tools/nxq-hold.c" "$here/hold2.c"; do
+	gcc -O2 -Wall -Werror -I"$top/include/uapi" -I"$top/tests/vm" -pthread \
+		-o "$tmp/$(basename "$p" .c)" "$p" 2>"$tmp/cc.log" ||
+		{ cat "$tmp/cc.log"; fail "$p does not build"; }
+done
 
 ctl=$tmp/control.sock
 "$bin" -s "$tmp/client.sock" -c "$ctl" -S "$tmp/state" -C "$mnt" -G 0 \
@@ -107,7 +109,19 @@ idle() {
 	done
 }
 
-hold p1 a 268435456;	p1=$hpid	# 256 MiB charged ...
+# p1: two holders (hold2) of 128 MiB each: 256 MiB charged ...
+mkfifo "$tmp/in.p1"
+NXQ_AUTHORITY=daemon NXQUOTA_SOCKET=$tmp/client.sock NXQ_CGROOT=$mnt \
+	"$tmp/hold2" "$A" "/$T/a" 134217728 134217728 <"$tmp/in.p1" >"$tmp/out.p1" 2>&1 &
+p1=$!
+kids="$kids $p1"
+exec 6>"$tmp/in.p1"
+i=0
+until grep -q granted "$tmp/out.p1"; do
+	[ $i -lt 500 ] || fail "hold2: $(cat "$tmp/out.p1")"
+	sleep 0.01
+	i=$((i + 1))
+done
 hold p3 a 1073741824;	p3=$hpid	# 1 GiB charged ...
 hold p5 c 67108864;	p5=$hpid	# 64 MiB charged, not in NVML
 idle b;			p2=$ipid	# no holder at all
@@ -150,7 +164,7 @@ def row(dev, pid, cg, src, listed, nvml, charged, holders, un):
             "listed": listed, "nvml_bytes": nvml, "charged": charged,
             "holders": holders, "unattributed": un}
     assert r == want, (r, want)
-row(A, p1, T + "/a", "ledger", True, 813694976, 268435456, 1, 545259520)
+row(A, p1, T + "/a", "ledger", True, 813694976, 268435456, 2, 545259520)
 row(A, p3, T + "/a", "ledger", True, 536870912, 1073741824, 1, -536870912)
 row(A, p5, T + "/c", "ledger", False, 0, 67108864, 1, -67108864)
 row(A, p2, T + "/b", "proc", True, 545259520, 0, 0, 545259520)
@@ -185,7 +199,7 @@ check_json "$tmp/out" nvmlDeviceGetComputeRunningProcesses_v3
 grep -q "^shutdown" "$tmp/nvml.log" || fail "nvmlShutdown not called: $(cat "$tmp/nvml.log")"
 # the ledger's own part is unchanged
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
-assert sorted(h["charge"] for h in d["holders"]) == [67108864, 268435456, 1073741824], d["holders"]' \
+assert sorted(h["charge"] for h in d["holders"]) == [67108864, 134217728, 134217728, 1073741824], d["holders"]' \
 	"$tmp/out" || fail "holders: $(cat "$tmp/out")"
 
 # ---- status: the table ---------------------------------------------------------
@@ -193,7 +207,7 @@ ok status
 has "$tmp/out" "$(printf '%-16s %-28s %8s %9s %9s %12s %7s' DEVICE CGROUP PID \
 	NVML CHARGED UNATTRIBUTED HOLDERS)"
 has "$tmp/out" "$(printf '%-16s %-28s %8u %9s %9s %12s %7u' "$A" "/$T/a" "$p1" \
-	776M 256M 520M 1)"
+	776M 256M 520M 2)"
 has "$tmp/out" "$(printf '%-16s %-28s %8u %9s %9s %12s %7u' "$A" "/$T/a" "$p3" \
 	512M 1G -512M 1)"
 has "$tmp/out" "$(printf '%-16s %-28s %8u %9s %9s %12s %7u' "$A" "/$T/c" "$p5" \
@@ -236,7 +250,7 @@ has "$tmp/out" "nxquota_cgroup_nvml_bytes{device=\"$A\",cgroup=\"/$T/b\"} 545259
 has "$tmp/out" "nxquota_device_unattributed_bytes{device=\"$A\"} 486539264"
 has "$tmp/out" "nxquota_device_nvml_bytes{device=\"$B\"} 104857600"
 has "$tmp/out" "nxquota_device_nvml_unavailable_processes{device=\"$A\"} 1"
-has "$tmp/out" "nxquota_holder_charge_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\",holder=\"0\"} 268435456"
+has "$tmp/out" "nxquota_holder_charge_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\",holder=\"0\"} 134217728"
 
 # the text format (0.0.4): each family typed once, its samples right after
 # its TYPE, no series twice, every value a number
@@ -309,13 +323,13 @@ FAKE_NVML_INIT=9 run --json status
 [ $rc = 0 ] || fail "nvmlInit_v2 failing, --json: exit $rc"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
 assert d["nvml"] == {"available": False, "reason": "nvmlInit_v2: Driver Not Loaded (NVML error 9)"}, d["nvml"]
-assert len(d["holders"]) == 3' "$tmp/out" || fail "--json without NVML: $(cat "$tmp/out")"
+assert len(d["holders"]) == 4' "$tmp/out" || fail "--json without NVML: $(cat "$tmp/out")"
 FAKE_NVML_INIT=9 run metrics
 [ $rc = 0 ] || fail "metrics without NVML: exit $rc"
 has "$tmp/out" 'nxquota_nvml_available 0'
 hasnt "$tmp/out" 'nxquota_process_'
 hasnt "$tmp/out" 'unattributed_bytes'
-has "$tmp/out" "nxquota_holder_charge_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\",holder=\"0\"} 268435456"
+has "$tmp/out" "nxquota_holder_charge_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\",holder=\"0\"} 134217728"
 if ! ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1; then
 	fake=/nonexistent
 	ok status
