@@ -1948,7 +1948,9 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: %s [--json] [--control PATH] COMMAND [ARGS]\n"
-		"  status [DEVICE]                   devices, budget tree, holders\n"
+		"  status [DEVICE]                   devices, budget tree, holders;\n"
+		"                                    for root, NVML's bytes per process\n"
+		"                                    against the ledger's (unattributed)\n"
 		"  set CGROUP DEVICE [max=SIZE] [min=SIZE] [kill-on-ignore=0|1]\n"
 		"  clear CGROUP DEVICE               drop a cgroup's budget\n"
 		"  devices                           list devices\n"
@@ -1964,7 +1966,7 @@ static void usage(FILE *f)
 		"max= also takes \"max\".  Bytes are charge, not residency.\n"
 		"Authority: the module if loaded, else nxquotad's control socket\n"
 		"(NXQUOTA_CONTROL, default " NXQD_CONTROL_PATH ");\n"
-		"--control PATH: the daemon at PATH only.\n",
+		"--control PATH: the daemon at PATH only.  NXQUOTA_NVML=0: no NVML.\n",
 		prog);
 }
 
