@@ -336,14 +336,14 @@ int nxq__grow(struct nxq_arena *a, struct nxq_stream *st, uint64_t size, uint64_
 			}
 		}
 		/*
-		 * Just what is missing (at least grow_min), no more: the block
-		 * below already holds the rest, and rounding up to a handle of
-		 * grow_target() here would overshoot the peak by up to that
-		 * handle (the replay of PyTorch's traces, tests/lib/replay.c,
-		 * shows it).  Refused: just what is missing.
+		 * What is missing, at least one handle of grow_target() (and
+		 * grow_min), not what the whole allocation needs: the block
+		 * below holds the rest.  Refused: just what is missing.  (The
+		 * PyTorch integration keeps grow_batch at 4 MiB so that this
+		 * handle overshoots a peak by little: tests/lib/replay.c.)
 		 */
-		if (a->grow_min > tn && run_free(a, ts, a->grow_min / g))
-			tries[ntries++] = a->grow_min;
+		if (hs > tn && run_free(a, ts, hs / g))
+			tries[ntries++] = hs;
 		tries[ntries++] = tn;
 		for (int t = 0; t < ntries; t++) {
 			r = map_seg(a, ts, tries[t], NULL, 0);

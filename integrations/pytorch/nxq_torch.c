@@ -276,13 +276,15 @@ static int read_config(void)
 	    (r = env_size("NXQ_TORCH_HANDLE_POOL", 1, &o->handle_pool)) < 0)
 		return r;
 	/*
-	 * 16 MiB physical handles at most, not the library's 64 MiB: one growth
-	 * then overshoots what PyTorch asked by less than a handle of 16 MiB,
-	 * which keeps the peak at expandable segments' (bench_torch.py, configs
-	 * tensor-async and tensor-async-gb64); growth is rare in a training loop.
+	 * 4 MiB physical handles at most beyond what an allocation is missing,
+	 * not the library's 64 MiB: one growth then overshoots what PyTorch
+	 * asked by less than 4 MiB (the replay of PyTorch's traces,
+	 * tests/lib/replay.c, maps 14 MiB more with 16 MiB ones on "small",
+	 * above expandable segments' peak); growth is rare in a training loop
+	 * (bench_torch.py, configs tensor-async, -gb16 and -gb64).
 	 */
 	if (!o->grow_batch && !getenv("NXQ_GROW_BATCH"))
-		o->grow_batch = 16ULL << 20;
+		o->grow_batch = 4ULL << 20;
 	if ((r = env_size("NXQ_TORCH_RETAIN_IDLE", 1, &o->retain_idle)) < 0)
 		return r;
 	if (!r && !getenv("NXQ_RETAIN_IDLE"))

@@ -19,7 +19,7 @@
  * peak of mapped (or cudaMalloc'ed) memory on the same run.
  *
  * Options:
- *   --grow-batch N[K|M|G]  the arena's grow_batch (default 16M, the
+ *   --grow-batch N[K|M|G]  the arena's grow_batch (default 4M, the
  *                          integration's default)
  *   --sync                 plain nxq_alloc/nxq_free
  *   --chain                one arena for the traces in turn, as the
@@ -300,7 +300,7 @@ int main(int argc, char **argv)
 {
 	struct nxq_ctx_opts co = { .size = sizeof(co), .flags = NXQ_CTX_UNMANAGED };
 	struct nxq_ctx *ctx;
-	uint64_t grow_batch = 16ULL << 20;
+	uint64_t grow_batch = 4ULL << 20;
 	double max_hpg = 0;
 	int sync = 0, check = 0, chain = 0, rc = 0, i;
 	struct nxq_arena *a = NULL;

@@ -51,12 +51,12 @@ CONFIGS = {
     "tensor-async": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async"}),
     "pool": ("nxq", {"NXQ_TORCH_ROUTE": "pool"}),
     # Not in the default set: the tensor route with other physical handle
-    # sizes (grow_batch; the integration's default is 16M), which bound how
+    # sizes (grow_batch; the integration's default is 4M), which bound how
     # far one growth can overshoot its need.
     "tensor-async-gb64": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async",
                                   "NXQ_TORCH_GROW_BATCH": "64M"}),
-    "tensor-async-gb4": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async",
-                                 "NXQ_TORCH_GROW_BATCH": "4M"}),
+    "tensor-async-gb16": ("nxq", {"NXQ_TORCH_ROUTE": "tensor", "NXQ_TORCH_FREE": "async",
+                                  "NXQ_TORCH_GROW_BATCH": "16M"}),
 }
 DEFAULT_CONFIGS = ["native", "native-expandable", "tensor-sync", "tensor-async", "pool"]
 
