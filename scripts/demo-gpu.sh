@@ -95,7 +95,7 @@ if [ "$MODE" = prebuild ]; then
 	# tools/Makefile's nxquotactl rule, with libnl static
 	cc -O2 -g -std=gnu11 -I"$TOP/include/uapi" -I"$TOP/lib" \
 		-DNXQ_VERSION="\"$(cat "$TOP/VERSION")\"" $(pkg-config --cflags libnl-genl-3.0) \
-		-o "$BIN/nxquotactl" "$TOP/tools/nxquotactl.c" "$TOP/tools/fmt.c" $nl -ldl -pthread ||
+		-o "$BIN/nxquotactl" "$TOP/tools/nxquotactl.c" "$TOP/tools/fmt.c" "$TOP/tools/nvml.c" $nl -ldl -pthread ||
 		exit 1
 	ls -l "$BIN"
 	echo "demo-gpu: carry build/demo-gpu-bin to the GPU machine"
