@@ -85,6 +85,7 @@ enum {
 #undef W
 	NWRAP,
 	R_cuCtxGetDevice = NWRAP,
+	R_cuDeviceGetCount,
 	R_cuDeviceGetUuid_v2,
 	R_cuDeviceGetMemPool,
 	R_cuMemPoolGetAttribute,
@@ -106,6 +107,7 @@ static const char *const rname[NREAL] = {
 	NXQP_WRAPPED(W)
 #undef W
 	[R_cuCtxGetDevice] = "cuCtxGetDevice",
+	[R_cuDeviceGetCount] = "cuDeviceGetCount",
 	[R_cuDeviceGetUuid_v2] = "cuDeviceGetUuid_v2",
 	[R_cuDeviceGetMemPool] = "cuDeviceGetMemPool",
 	[R_cuMemPoolGetAttribute] = "cuMemPoolGetAttribute",
@@ -223,6 +225,7 @@ struct pool {
 	CUmemoryPool pool;	/* NULL: free slot */
 	int dev;		/* -1: not device memory, not charged */
 	uint64_t charged;	/* under mu */
+	uint64_t reserved;	/* under mu: its reservation when last asked */
 	pthread_mutex_t mu;
 };
 
@@ -247,12 +250,13 @@ static struct {
 	uint64_t py_wait_ns;	/* NXQ_PRELOAD_PY_WAIT_MS */
 	int py_torch;		/* -1 not looked at, 0 no, 1 a PyTorch process */
 	int verbose;		/* NXQ_PRELOAD_VERBOSE: each ticket answer said */
+	int one_dev;		/* -1 not asked, 1: the process sees one device (cur_dev) */
 	/* tests */
 	int test_set;
 	const struct nxq_kops *test_kops;
 	void *test_kpriv;
 	struct nxqp_counters cnt;
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .stopfd = -1 };
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .stopfd = -1, .one_dev = -1 };
 
 #define CNT(f) __atomic_add_fetch(&S.cnt.f, 1, __ATOMIC_RELAXED)
 
@@ -288,10 +292,29 @@ static unsigned int hidx(uint64_t k)
 	return (unsigned int)(k & ((1U << HBITS) - 1));
 }
 
+/*
+ * One entry kept per thread: a warm allocation/free pair reuses it instead
+ * of a malloc() and a free() (a thread that ends leaves its one entry).
+ */
+static __thread struct ent *spare __attribute__((tls_model("initial-exec")));
+
+static void ent_free(struct ent *e)
+{
+	if (!spare)
+		spare = e;
+	else
+		free(e);
+}
+
 static int track(int kind, uint64_t key, uint64_t bytes, int dev)
 {
-	struct ent *e = malloc(sizeof(*e));
+	struct ent *e = spare;
 	unsigned int i = hidx(key);
+
+	if (e)
+		spare = NULL;
+	else
+		e = malloc(sizeof(*e));
 
 	if (!e)
 		return -ENOMEM;
@@ -372,6 +395,7 @@ static void state_drop_locked(int close_ctx)
 			S.stale = S.ctx;
 	}
 	S.ctx = NULL;
+	S.one_dev = -1;
 	__atomic_store_n(&S.state, 0, __ATOMIC_RELEASE);
 }
 
@@ -673,11 +697,30 @@ static void plain_drop_credit(int ord)
 		uncharge(d->holder, c);
 }
 
-/* The device of the calling thread's current context, or -1. */
+/*
+ * The device of the calling thread's current context, or -1.  A process
+ * that sees one device (CUDA_VISIBLE_DEVICES, a one-GPU container: the
+ * usual case) allocates on device 0 or, without a context, not at all
+ * (the driver's CUDA_ERROR_INVALID_CONTEXT gives the charge back): no
+ * driver call per allocation to ask.  The count is asked once (S.one_dev).
+ */
 static int cur_dev(void)
 {
 	CUresult (*f)(CUdevice *) = (CUresult (*)(CUdevice *))R(R_cuCtxGetDevice);
+	int one = __atomic_load_n(&S.one_dev, __ATOMIC_RELAXED);
 	CUdevice d;
+
+	if (__builtin_expect(one < 0, 0)) {
+		CUresult (*cnt)(int *) = (CUresult (*)(int *))R(R_cuDeviceGetCount);
+		int n;
+
+		if (cnt && !cnt(&n)) {	/* not cached if it failed (before cuInit) */
+			one = n == 1;
+			__atomic_store_n(&S.one_dev, one, __ATOMIC_RELAXED);
+		}
+	}
+	if (one > 0)
+		return 0;
 
 	if (!f || f(&d))
 		return -1;
@@ -729,7 +772,7 @@ static void release_tracked(int kind, struct ent *e)
 {
 	if (e->dev >= 0 && e->dev < MAXDEV && S.dev[e->dev].holder)
 		plain_give(e->dev, e->bytes);
-	free(e);
+	ent_free(e);
 	(void)kind;
 }
 
@@ -959,6 +1002,7 @@ static struct pool *pool_slot(CUmemoryPool pool, int dev, int create)
 	if (p && p->pool != pool) {
 		p->dev = dev;
 		p->charged = 0;
+		p->reserved = 0;
 		__atomic_store_n(&p->pool, pool, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&S.lock);
@@ -985,6 +1029,7 @@ static int pool_settle(struct pool *p, int may_grow, uint64_t keep)
 
 	if (pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT_, &res))
 		return 0;	/* cannot tell: keep the charge */
+	p->reserved = res;
 	if (res > p->charged) {
 		if (!may_grow || charge(h, res - p->charged))
 			return -1;
@@ -1047,7 +1092,15 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	pthread_mutex_lock(&p->mu);
-	if (pool_attr(p->pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT_, &used))
+	/*
+	 * What the pool uses is at most what it reserved when last asked
+	 * (pool_settle() after each allocation, trims, tickets; it only
+	 * shrinks by itself): when that bound leaves room, no driver call to
+	 * ask (a warm loop); else the pool is asked what it uses.
+	 */
+	used = p->reserved;
+	if (used + size > p->charged &&
+	    pool_attr(p->pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT_, &used))
 		used = p->charged;
 	need = 0;
 	if (used + size > p->charged)
@@ -1276,10 +1329,12 @@ static uint64_t pools_trim(int ord)
 			depth++;
 			trim(p->pool, 0);
 			depth--;
-			if (!pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT_, &res) &&
-			    res < p->charged) {
-				released += p->charged - res;
-				p->charged = res;
+			if (!pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT_, &res)) {
+				p->reserved = res;
+				if (res < p->charged) {
+					released += p->charged - res;
+					p->charged = res;
+				}
 			}
 		}
 		pthread_mutex_unlock(&p->mu);

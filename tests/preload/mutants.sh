@@ -2,7 +2,7 @@
 # Each mutant breaks preload.c once; the tests must fail on every one
 # (a mutant that passes is a test that checks nothing).  Built in a
 # temporary directory: the tree's objects are not touched.
-# Usage: mutants.sh (from make -C preload check-mutants)
+# Usage: mutants.sh (from make -C preload check-mutants); ONLY=REGEX: some of them
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -13,9 +13,12 @@ inc="-I$top/include -I$top/include/uapi -I$top/lib -I$tmp -I$top/preload -D_GNU_
 survived=0
 n=0
 
-# name~sed expression on preload.c~what runs (test: test_preload, app: app.sh)
+# name~sed expression on preload.c~what runs (test: test_preload, app: app.sh,
+# py: py.sh, the .so against nxquotad with a fake torch.cuda: root only, else skipped)
 while IFS='~' read -r name expr what; do
 	[ -n "$name" ] || continue
+	# ONLY=REGEX: only the mutants whose names match
+	[ -z "${ONLY:-}" ] || echo "$name" | grep -qE "$ONLY" || continue
 	n=$((n + 1))
 	sed "$expr" "$top/preload/preload.c" > "$tmp/preload.c" || exit 1
 	if cmp -s "$tmp/preload.c" "$top/preload/preload.c"; then
@@ -26,11 +29,15 @@ while IFS='~' read -r name expr what; do
 	cp "$top/preload/preload.h" "$tmp/"
 	$CC -O2 -fPIC -fvisibility=hidden -pthread -foptimize-sibling-calls $inc -c \
 		-o "$tmp/preload.o" "$tmp/preload.c" || { echo "mutant $name: build failed"; exit 1; }
-	if [ "$what" = app ]; then
+	if [ "$what" = app ] || [ "$what" = py ]; then
 		$CC -O2 -shared -Wl,--version-script="$top/preload/preload.map" -o "$tmp/lib.so" \
 			"$tmp/preload.o" "$top/lib/libnxquota.a" -ldl -pthread || exit 1
 		cp "$tmp/lib.so" "$tmp/libnxquota-preload.so"
-		if "$here/app.sh" "$tmp/libnxquota-preload.so" >"$tmp/out" 2>&1; then
+		timeout 180 "$here/$what.sh" "$tmp/libnxquota-preload.so" >"$tmp/out" 2>&1
+		st=$?
+		if grep -q "skipped" "$tmp/out"; then
+			echo "mutant $name: not run ($(grep -m1 skipped "$tmp/out"))"
+		elif [ $st = 0 ]; then
 			echo "mutant $name: SURVIVED"; survived=$((survived + 1))
 		else
 			echo "mutant $name: killed ($(grep -m1 FAIL "$tmp/out"))"
@@ -55,8 +62,8 @@ dlsym-not-tail-call~s/^\treturn real_dlsym(handle, name);$/\tvoid *volatile r = 
 pool-charged-per-block~s/^\tif (pool_settle(p, 1, cr ? 0 : (size + POOL_STEP - 1) \/ POOL_STEP \* POOL_STEP)) {$/\tif (0) {/~test
 trim-keeps-charge~/^EXPORT CUresult cuMemPoolTrimTo/,/^}/s/^\t\tpool_settle(p, 0, 0);$/\t\t;/~test
 ticket-answers-zero~s/^\t\treleased = pools_trim(ord);$/\t\treleased = 0; pools_trim(ord);/~test
-pool-holder-no-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\& !ticket_thread_start_locked()) {$/\tif (0) {/~test
-plain-holder-eventfd~s/^\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\& !ticket_thread_start_locked()) {$/\tif ((S.ctx->features \& NXQ_FEAT_TICKETS) \&\& !ticket_thread_start_locked()) {/~test
+pool-holder-no-eventfd~s/^\tif ((pool || py_torch_locked() > 0) \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\&$/\tif (0 \&\&/~test
+plain-holder-eventfd~s/^\tif ((pool || py_torch_locked() > 0) \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\&$/\tif ((S.ctx->features \& NXQ_FEAT_TICKETS) \&\&/~test
 no-fork-reset~s/^\tpthread_atfork(fork_prepare, fork_parent, fork_child);$/\tpthread_atfork(fork_prepare, fork_parent, NULL);/~test
 no-authority-not-kept~s/^\t__atomic_store_n(\&S.state, st, __ATOMIC_RELEASE);$/\t__atomic_store_n(\&S.state, st > 0 ? st : 0, __ATOMIC_RELEASE);/~test
 unknown-device-refused~s/^\tif (r == -ENOENT || r == -ENODEV) {$/\tif (0) {/~test
@@ -69,6 +76,14 @@ credit-not-kept~s/^\twhile (cur > keep) {$/\tkeep = 0; while (cur > keep) {/~tes
 credit-keeps-batch-only~s/^\tkeep = S.batch + __atomic_load_n(\&d->last, __ATOMIC_RELAXED);$/\tkeep = S.batch;/~test
 pool-settles-exactly~s/^\tif (pool_settle(p, 1, cr ? 0 : (size + POOL_STEP - 1) \/ POOL_STEP \* POOL_STEP)) {$/\tif (pool_settle(p, 1, 0)) {/~test
 ticket-keeps-credit~s/^\t\tplain_drop_credit(ord);$/\t\t;/~test
+one-device-always~s/^\tif (one > 0)$/\tif (1)/~test
+one-device-never~s/^\t\t\tone = n == 1;$/\t\t\tone = 0;/~test
+pool-used-not-bounded~s/^\tused = p->reserved;$/\tused = 0;/~test
+py-plain-no-eventfd~s/^\tif ((pool || py_torch_locked() > 0) \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\&$/\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\&/~py
+py-any-python~s/^\t\treturn 0;\t\/\* Python without PyTorch's CUDA allocator \*\/$/\t\treturn S.py_torch = 1;/~py
+py-frees-not-answered~s/^\treleased = d->collected;$/\treleased = credit;/~py
+py-wait-unbounded~s/^\t\tif (now >= until)$/\t\tif (0)/~py
+py-no-empty-cache~s/^\t\t\tr = P.call_method(m, "empty_cache", NULL);$/\t\t\tr = NULL;/~py
 MUT
 echo "mutants: $n, survived: $survived"
 [ "$survived" -eq 0 ]

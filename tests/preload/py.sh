@@ -156,6 +156,7 @@ for sc in share busy; do
 		awk -v a="$at" -v c="$call" 'BEGIN { exit !(c >= a + 2.9) }' ||
 			fail "busy: empty_cache at $call, B slept from $at for 3 s"
 	fi
+	u=$(used); echo "py.sh: $sc: ledger used $u with G holding 16 MiB"
 	u=$(used); [ "$u" -le $((19 * MiB)) ] || fail "$sc: used $u with B's cache empty and G's 16 MiB"
 	echo >&8
 	exec 9>&- 8>&-

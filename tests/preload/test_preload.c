@@ -833,6 +833,56 @@ static void test_ticket(void **st)
 }
 
 /* A forked child charges through its own holders; the parent's stay as they were. */
+/*
+ * A process that sees one device: no driver call per allocation to find
+ * it (cuCtxGetDevice); a warm stream-ordered pair whose pool is charged
+ * one allocation above its reservation asks the pool once (its
+ * reservation after the allocation), not what it uses before.  Two devices: the
+ * current context's device is asked, and device 1's allocation is charged
+ * to device 1.
+ */
+static void test_one_device(void **st)
+{
+	unsigned long long p;
+	long c, a;
+
+	setenv("FAKEDRV_NDEV", "1", 1);
+	setup(st);
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	for (int i = 0; i < 2; i++) {	/* the second charges one allocation ahead */
+		assert_int_equal(cuMemAllocAsync(&p, 64 * MiB, NULL), 0);
+		assert_int_equal(d_freeasync(p, NULL), 0);
+	}
+	c = d_calls("cuCtxGetDevice");
+	a = d_calls("cuMemPoolGetAttribute");
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+		assert_int_equal(cuMemFree_v2(p), 0);
+		assert_int_equal(cuMemAllocAsync(&p, 64 * MiB, NULL), 0);
+		assert_int_equal(d_freeasync(p, NULL), 0);
+	}
+	assert_int_equal(d_calls("cuCtxGetDevice"), c);
+	assert_int_equal(d_calls("cuMemPoolGetAttribute"), a + 10);
+	assert_non_null(kholder_of(DEV0, 0));
+	assert_int_equal(kholder_of(DEV0, 0)->charged, 0);
+	d_sync();
+	assert_int_equal(cuMemPoolTrimTo(pool_of(A_ASYNC), 0), 0);
+
+	unsetenv("FAKEDRV_NDEV");
+	setup(st);
+	d_setdev(1);
+	c = d_calls("cuCtxGetDevice");
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_int_equal(d_calls("cuCtxGetDevice"), c + 1);
+	assert_non_null(kholder_of(DEV1, 0));
+	assert_int_equal(kholder_of(DEV1, 0)->charged, MiB);
+	assert_null(kholder_of(DEV0, 0));
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(K.charged, 0);
+	d_setdev(0);
+}
+
 static void test_fork(void **st)
 {
 	unsigned long long p;
@@ -906,6 +956,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_authority, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ticket, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_pairs, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_one_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	};
