@@ -163,6 +163,36 @@ static SC_UNUSED void cb_null_pairs(int fd, uint64_t id, uint64_t bytes,
 	free(w);
 }
 
+/*
+ * n pairs on holder a and n on holder b (of another device), one of
+ * each in turn: the same process, the same moment, two ledgers.
+ */
+static SC_UNUSED void cb_pairs_ab(int fd, uint64_t a, uint64_t b,
+				  uint64_t bytes, int n, int max_ms,
+				  struct cb_stat *sa, struct cb_stat *sb)
+{
+	uint64_t *v = calloc(n, sizeof(*v)), *w = calloc(n, sizeof(*w));
+	uint64_t end = sc_now_ms() + max_ms;
+	int i;
+
+	CHECK(v && w);
+	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++) {
+		v[i] = cb_pair1(fd, a, bytes, i);
+		w[i] = cb_pair1(fd, b, bytes, i);
+	}
+	*sa = cb_stats(v, i);
+	*sb = cb_stats(w, i);
+	free(v);
+	free(w);
+}
+
+static SC_UNUSED int cb_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 static SC_UNUSED void cb_ratio(const char *prog, const char *what,
 			       struct cb_stat a, struct cb_stat b,
 			       const char *target)
@@ -192,15 +222,15 @@ struct cb_nb {
 	int cmd, rep;
 };
 
-static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
-				  const char *key, int cpu)
+static SC_UNUSED void cb_nb_start2(struct cb_nb *nb, const char *cg,
+				   const char *key, const char *key2, int cpu)
 {
 	int c[2], r[2];
 
 	CHECK(pipe(c) == 0 && pipe(r) == 0);
 	nb->pid = sc_fork();
 	if (nb->pid == 0) {
-		uint64_t id = 0, op;
+		uint64_t id = 0, id2 = 0, op;
 		int fd, efd;
 
 		close(c[1]);
@@ -212,6 +242,8 @@ static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
 		CHECK_OK(fd);
 		efd = sc_eventfd();
 		CHECK_OK(sc_register(fd, key, efd, 0, &id));
+		if (key2)
+			CHECK_OK(sc_register(fd, key2, efd, 0, &id2));
 		for (;;) {
 			struct cb_stat s;
 
@@ -219,11 +251,16 @@ static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
 				_exit(0);
 			if (op == 0)
 				_exit(0);
-			if (op == 3) {
+			if (op == 3 || op == 4) {
 				struct cb_stat two[2];
 
-				cb_null_pairs(fd, id, CB_M, 6000, 30000,
-					      &two[0], &two[1]);
+				if (op == 3)
+					cb_null_pairs(fd, id, CB_M, 6000,
+						      30000, &two[0],
+						      &two[1]);
+				else
+					cb_pairs_ab(fd, id, id2, CB_M, 6000,
+						    30000, &two[0], &two[1]);
 				if (write(r[1], two, sizeof(two)) !=
 				    sizeof(two))
 					_exit(1);
@@ -243,6 +280,12 @@ static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
 	nb->rep = r[0];
 }
 
+static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
+				  const char *key, int cpu)
+{
+	cb_nb_start2(nb, cg, key, NULL, cpu);
+}
+
 /* op 1: null ioctls, 2: pairs. */
 static SC_UNUSED struct cb_stat cb_nb_measure(struct cb_nb *nb, int op)
 {
@@ -256,19 +299,28 @@ static SC_UNUSED struct cb_stat cb_nb_measure(struct cb_nb *nb, int op)
 	return s;
 }
 
-/* The null ioctl and the pair, interleaved (op 3). */
-static SC_UNUSED void cb_nb_measure2(struct cb_nb *nb, struct cb_stat *nul,
-				     struct cb_stat *pair)
+/*
+ * Two series, interleaved: op 3, the null ioctl and the pair; op 4
+ * (cb_nb_start2()), the pair on key and the pair on key2.
+ */
+static SC_UNUSED void cb_nb_measure_op(struct cb_nb *nb, int op,
+				       struct cb_stat *x, struct cb_stat *y)
 {
 	struct cb_stat two[2];
 	struct pollfd p = { .fd = nb->rep, .events = POLLIN };
 
-	CHECK_OK(sc_send(nb->cmd, 3));
+	CHECK_OK(sc_send(nb->cmd, op));
 	if (poll(&p, 1, 60000) != 1 || read(nb->rep, two, sizeof(two)) !=
 	    sizeof(two))
 		FAIL("no figures from the neighbour");
-	*nul = two[0];
-	*pair = two[1];
+	*x = two[0];
+	*y = two[1];
+}
+
+static SC_UNUSED void cb_nb_measure2(struct cb_nb *nb, struct cb_stat *nul,
+				     struct cb_stat *pair)
+{
+	cb_nb_measure_op(nb, 3, nul, pair);
 }
 
 static SC_UNUSED void cb_nb_stop(struct cb_nb *nb)
