@@ -39,6 +39,7 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/sched/signal.h>
+#include <linux/indirect_call_wrapper.h>
 
 #include "internal.h"
 #include "compat.h"
@@ -121,11 +122,15 @@ static void nxq_file_holder_put(struct nxq_holder *h)
  */
 static struct nxq_holder *nxq_file_holder_rcu(struct nxq_file *f, u64 id)
 {
+	XA_STATE(xas, &f->holders, id);
 	struct nxq_holder *h;
 
 	if (!id || id > U32_MAX)
 		return NULL;
-	h = xa_load(&f->holders, id);
+	/* xa_load() without its own rcu_read_lock(): the caller's will do. */
+	do {
+		h = xas_load(&xas);
+	} while (xas_retry(&xas, h));
 	if (h && h->owner != task_tgid(current))
 		h = NULL;
 	return h;
@@ -468,6 +473,8 @@ static long nxq_ioc_charge_fast(struct nxq_file *f, struct nxq_holder *h,
 	if (a->timeout_ns ||
 	    cgroup_id(task_dfl_cgroup(current)) != READ_ONCE(h->node)->id)
 		return NXQ_IOC_SLOW;
+	if (nxq_try_charge(h, a->bytes, &a->charged))
+		return 0;
 	return nxq_charge(h, a->bytes, 0, &a->charged);
 }
 
@@ -497,6 +504,8 @@ static long nxq_ioc_uncharge(struct nxq_file *f, struct nxq_holder *h,
 {
 	struct nxq_charge *a = karg;
 
+	if (nxq_try_uncharge(h, a->bytes, &a->charged))
+		return 0;
 	return nxq_uncharge(h, a->bytes, &a->charged);
 }
 
@@ -604,8 +613,14 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		return err;
 	if (op->flags != NXQ_IOC_NO_FLAGS && (karg.head.flags & ~op->flags))
 		return -EINVAL;
+	/*
+	 * The charge and uncharge checks and handlers are called directly
+	 * when they are the table's: an indirect call is a retpoline, and
+	 * this is the path every arena growth and shrink takes.
+	 */
 	if (op->check) {
-		err = op->check(&karg);
+		err = INDIRECT_CALL_2(op->check, nxq_abi_charge_check,
+				      nxq_abi_uncharge_check, &karg);
 		if (err)
 			return err;
 	}
@@ -619,7 +634,9 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	if (op->fast) {
 		rcu_read_lock();
 		h = nxq_file_holder_rcu(f, karg.head.holder_id);
-		err = h ? op->fast(f, h, &karg) : -ENOENT;
+		err = h ? INDIRECT_CALL_2(op->fast, nxq_ioc_charge_fast,
+					  nxq_ioc_uncharge, f, h, &karg) :
+			  -ENOENT;
 		rcu_read_unlock();
 		if (err != NXQ_IOC_SLOW) {
 			if (!err && op->out) {

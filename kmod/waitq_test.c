@@ -163,11 +163,78 @@ static void nxq_test_dispatch_cost(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * The ioctl's inline fast paths charge exactly what nxq_charge() would
+ * with nobody waiting, and decline (changing nothing) whenever the full
+ * path must decide: over a max, a waiter on the path, 0 bytes, residue,
+ * more than the charge, a detached holder.
+ */
+static void nxq_test_try_charge(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h = holder_new(test, t, t->c);
+	struct nxq_holder *hw = holder_new(test, t, t->c);
+	struct waiter_thread w;
+	u64 charged = 7;
+
+	nxq_node_set_max(t->c, 100 * MiB);
+	KUNIT_EXPECT_TRUE(test, nxq_try_charge(h, 60 * MiB, &charged));
+	KUNIT_EXPECT_EQ(test, charged, 60 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 60 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 60 * MiB);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 60 * MiB);
+	charged = 7;
+	KUNIT_EXPECT_FALSE(test, nxq_try_charge(h, 41 * MiB, &charged));
+	KUNIT_EXPECT_FALSE(test, nxq_try_charge(h, 0, &charged));
+	KUNIT_EXPECT_FALSE(test, nxq_try_uncharge(h, 0, &charged));
+	KUNIT_EXPECT_FALSE(test, nxq_try_uncharge(h, 61 * MiB, &charged));
+	KUNIT_EXPECT_EQ(test, charged, 7ULL);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 60 * MiB);
+
+	/* A waiter on the path: 1 byte fits, but the queue decides. */
+	waiter_start(test, t, &w, hw, 50 * MiB, 5000);
+	KUNIT_EXPECT_FALSE(test, nxq_try_charge(h, 1, &charged));
+	KUNIT_EXPECT_EQ(test, usage(t->c), 60 * MiB);
+	/* An uncharge serves it. */
+	KUNIT_EXPECT_TRUE(test, nxq_try_uncharge(h, 20 * MiB, &charged));
+	KUNIT_EXPECT_EQ(test, charged, 40 * MiB);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 90 * MiB);
+
+	/* Residue from a move: nxq_uncharge() decides which node first. */
+	mutex_lock(&t->l.lock);
+	t->b->refs++;
+	KUNIT_EXPECT_EQ(test, nxq_holder_rehome(h, t->b), 0);
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_FALSE(test, nxq_try_uncharge(h, MiB, &charged));
+	KUNIT_EXPECT_EQ(test, usage(t->c), 90 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, 40 * MiB, NULL), 0);
+	KUNIT_EXPECT_TRUE(test, nxq_try_charge(h, MiB, &charged));
+	KUNIT_EXPECT_EQ(test, usage(t->b), MiB);
+	/* A moved holder keeps its residue list: always the full path. */
+	KUNIT_EXPECT_FALSE(test, nxq_try_uncharge(h, MiB, &charged));
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(h, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 0ULL);
+
+	/* Detached: neither. */
+	nxq_holder_detach(hw);
+	KUNIT_EXPECT_FALSE(test, nxq_try_charge(hw, MiB, &charged));
+	KUNIT_EXPECT_FALSE(test, nxq_try_uncharge(hw, MiB, &charged));
+	KUNIT_EXPECT_EQ(test, usage(t->c), 0ULL);
+
+	nxq_holder_put(hw, NULL);
+	holder_free(h);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_waitq_cases[] = {
 	KUNIT_CASE(nxq_test_wait),
 	KUNIT_CASE(nxq_test_fair_queue),
 	KUNIT_CASE(nxq_test_queue_order),
 	KUNIT_CASE(nxq_test_dispatch_cost),
+	KUNIT_CASE(nxq_test_try_charge),
 	{}
 };
 

@@ -278,7 +278,8 @@ boot() {	# kver img [log suffix]
 	local qemu=(timeout -k 5 "$vt" qemu-system-x86_64 -accel tcg
 		-m 1024 -smp 2 -nographic -no-reboot -nic none
 		-kernel "$img" -initrd "$out/$kver/initramfs.cpio.gz"
-		-append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable")
+		-append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable"
+		${NXQ_QEMU_EXTRA:-})
 	if [ $demo = 1 ]; then
 		"${qemu[@]}" < /dev/null 2>&1 | tr -d '\r' | tee "$log" |
 			sed -u -n 's/^.*NXQ-DEMO //p'

@@ -89,31 +89,108 @@ static SC_UNUSED struct cb_stat cb_null(int fd, int n, int max_ms)
 	}
 }
 
+/*
+ * One charge+uncharge pair of bytes on holder id, timed around the two
+ * ioctl()s alone, as cb_null() times its ioctl(): the arguments are
+ * filled in before the clock starts.  Returns its ns.
+ */
+static SC_UNUSED uint64_t cb_pair1(int fd, uint64_t id, uint64_t bytes, int i)
+{
+	struct nxq_charge c, u;
+	uint64_t t0, t;
+	int rc, ru;
+
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	c.holder_id = id;
+	c.bytes = bytes;
+	u = c;
+	t0 = sc_now_ns();
+	rc = ioctl(fd, NXQ_IOC_CHARGE, &c);
+	ru = ioctl(fd, NXQ_IOC_UNCHARGE, &u);
+	t = sc_now_ns() - t0;
+	if (rc < 0 || ru < 0)
+		FAIL("pair %d: %s: %s", i, rc < 0 ? "charge" : "uncharge",
+		     sc_errname(errno));
+	return t;
+}
+
 /* n charge+uncharge pairs of bytes on holder id, or fewer in max_ms. */
 static SC_UNUSED struct cb_stat cb_pairs(int fd, uint64_t id, uint64_t bytes,
 					 int n, int max_ms)
 {
-	uint64_t *v = calloc(n, sizeof(*v)), t0, end = sc_now_ms() + max_ms;
+	uint64_t *v = calloc(n, sizeof(*v)), end = sc_now_ms() + max_ms;
 	int i;
-	long rc;
 
 	CHECK(v);
-	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++) {
-		t0 = sc_now_ns();
-		rc = sc_charge(fd, id, bytes, NULL);
-		if (rc)
-			FAIL("pair %d: charge: %s", i, sc_errname((int)-rc));
-		rc = sc_uncharge(fd, id, bytes, NULL);
-		if (rc)
-			FAIL("pair %d: uncharge: %s", i, sc_errname((int)-rc));
-		v[i] = sc_now_ns() - t0;
-	}
+	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++)
+		v[i] = cb_pair1(fd, id, bytes, i);
 	{
 		struct cb_stat s = cb_stats(v, i);
 
 		free(v);
 		return s;
 	}
+}
+
+/*
+ * n null ioctls and n pairs, alternately: one of each in turn, so that
+ * a slow spell of the host (TCG on a shared machine) falls on both
+ * series alike and their ratio is side by side.
+ */
+static SC_UNUSED void cb_null_pairs(int fd, uint64_t id, uint64_t bytes,
+				    int n, int max_ms, struct cb_stat *nul,
+				    struct cb_stat *pair)
+{
+	uint64_t *v = calloc(n, sizeof(*v)), *w = calloc(n, sizeof(*w));
+	uint64_t t0, end = sc_now_ms() + max_ms;
+	struct nxq_version ver;
+	int i;
+
+	CHECK(v && w);
+	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++) {
+		memset(&ver, 0, sizeof(ver));
+		ver.size = sizeof(ver);
+		t0 = sc_now_ns();
+		if (ioctl(fd, NXQ_IOC_VERSION, &ver) < 0)
+			FAIL("NXQ_IOC_VERSION: %s", sc_errname(errno));
+		v[i] = sc_now_ns() - t0;
+		w[i] = cb_pair1(fd, id, bytes, i);
+	}
+	*nul = cb_stats(v, i);
+	*pair = cb_stats(w, i);
+	free(v);
+	free(w);
+}
+
+/*
+ * n pairs on holder a and n on holder b (of another device), one of
+ * each in turn: the same process, the same moment, two ledgers.
+ */
+static SC_UNUSED void cb_pairs_ab(int fd, uint64_t a, uint64_t b,
+				  uint64_t bytes, int n, int max_ms,
+				  struct cb_stat *sa, struct cb_stat *sb)
+{
+	uint64_t *v = calloc(n, sizeof(*v)), *w = calloc(n, sizeof(*w));
+	uint64_t end = sc_now_ms() + max_ms;
+	int i;
+
+	CHECK(v && w);
+	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++) {
+		v[i] = cb_pair1(fd, a, bytes, i);
+		w[i] = cb_pair1(fd, b, bytes, i);
+	}
+	*sa = cb_stats(v, i);
+	*sb = cb_stats(w, i);
+	free(v);
+	free(w);
+}
+
+static SC_UNUSED int cb_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
 }
 
 static SC_UNUSED void cb_ratio(const char *prog, const char *what,
@@ -145,15 +222,15 @@ struct cb_nb {
 	int cmd, rep;
 };
 
-static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
-				  const char *key, int cpu)
+static SC_UNUSED void cb_nb_start2(struct cb_nb *nb, const char *cg,
+				   const char *key, const char *key2, int cpu)
 {
 	int c[2], r[2];
 
 	CHECK(pipe(c) == 0 && pipe(r) == 0);
 	nb->pid = sc_fork();
 	if (nb->pid == 0) {
-		uint64_t id = 0, op;
+		uint64_t id = 0, id2 = 0, op;
 		int fd, efd;
 
 		close(c[1]);
@@ -165,6 +242,8 @@ static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
 		CHECK_OK(fd);
 		efd = sc_eventfd();
 		CHECK_OK(sc_register(fd, key, efd, 0, &id));
+		if (key2)
+			CHECK_OK(sc_register(fd, key2, efd, 0, &id2));
 		for (;;) {
 			struct cb_stat s;
 
@@ -172,6 +251,21 @@ static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
 				_exit(0);
 			if (op == 0)
 				_exit(0);
+			if (op == 3 || op == 4) {
+				struct cb_stat two[2];
+
+				if (op == 3)
+					cb_null_pairs(fd, id, CB_M, 6000,
+						      30000, &two[0],
+						      &two[1]);
+				else
+					cb_pairs_ab(fd, id, id2, CB_M, 6000,
+						    30000, &two[0], &two[1]);
+				if (write(r[1], two, sizeof(two)) !=
+				    sizeof(two))
+					_exit(1);
+				continue;
+			}
 			if (op == 1)
 				s = cb_null(fd, 3000, 20000);
 			else
@@ -186,6 +280,12 @@ static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
 	nb->rep = r[0];
 }
 
+static SC_UNUSED void cb_nb_start(struct cb_nb *nb, const char *cg,
+				  const char *key, int cpu)
+{
+	cb_nb_start2(nb, cg, key, NULL, cpu);
+}
+
 /* op 1: null ioctls, 2: pairs. */
 static SC_UNUSED struct cb_stat cb_nb_measure(struct cb_nb *nb, int op)
 {
@@ -197,6 +297,30 @@ static SC_UNUSED struct cb_stat cb_nb_measure(struct cb_nb *nb, int op)
 	    sizeof(s))
 		FAIL("no figures from the neighbour");
 	return s;
+}
+
+/*
+ * Two series, interleaved: op 3, the null ioctl and the pair; op 4
+ * (cb_nb_start2()), the pair on key and the pair on key2.
+ */
+static SC_UNUSED void cb_nb_measure_op(struct cb_nb *nb, int op,
+				       struct cb_stat *x, struct cb_stat *y)
+{
+	struct cb_stat two[2];
+	struct pollfd p = { .fd = nb->rep, .events = POLLIN };
+
+	CHECK_OK(sc_send(nb->cmd, op));
+	if (poll(&p, 1, 60000) != 1 || read(nb->rep, two, sizeof(two)) !=
+	    sizeof(two))
+		FAIL("no figures from the neighbour");
+	*x = two[0];
+	*y = two[1];
+}
+
+static SC_UNUSED void cb_nb_measure2(struct cb_nb *nb, struct cb_stat *nul,
+				     struct cb_stat *pair)
+{
+	cb_nb_measure_op(nb, 3, nul, pair);
 }
 
 static SC_UNUSED void cb_nb_stop(struct cb_nb *nb)
