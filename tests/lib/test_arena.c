@@ -196,6 +196,56 @@ static void test_batching(void **state)
 	teardown_checks(a);
 }
 
+/*
+ * Growth at the top: a request that fits nowhere starts in the free block
+ * at the top of what is mapped and maps only what is missing above it (at
+ * least a handle of the grow target: 2 MiB here), as expandable segments
+ * grow; a block the allocating stream owns counts too.  A refused
+ * extension fails with nothing changed.
+ */
+static void test_tail_growth(void **state)
+{
+	struct nxq_arena *a = mk(2 * MiB, GiB, 0, 0);
+	struct nxq_stats s, s0;
+	void *p, *q, *r, *x;
+	int stream;
+
+	assert_int_equal(nxq_alloc(a, 10 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_alloc(a, 4 * MiB, 0, &q), 0);	/* a fresh 4 MiB handle */
+	assert_int_equal(nxq_free(a, q), 0);			/* the top 4 MiB are free */
+	assert_int_equal(nxq_alloc(a, 9 * MiB, 0, &r), 0);
+	assert_ptr_equal(r, q);					/* started in them */
+	st(a, &s);
+	assert_int_equal(s.mapped, 20 * MiB);			/* + 6, not + 9 or 10 */
+	assert_int_equal(s.grows, 3);
+	check_acct(a);
+	/* freed on a stream: that stream's larger request extends it */
+	assert_int_equal(nxq_free_async(a, r, &stream), 0);
+	assert_int_equal(nxq_alloc_async(a, 12 * MiB, 0, &stream, &x), 0);
+	assert_ptr_equal(x, r);
+	st(a, &s);
+	assert_int_equal(s.mapped, 22 * MiB);
+	assert_int_equal(s.grows, 4);
+	check_acct(a);
+	/* refused: nothing mapped, charged or handed out */
+	assert_int_equal(nxq_free(a, x), 0);
+	st(a, &s0);
+	fk.cap = s0.charged + MiB;
+	assert_int_equal(nxq_alloc(a, 14 * MiB, 0, &x), -EDQUOT);
+	st(a, &s);
+	assert_int_equal(s.mapped, s0.mapped);
+	assert_int_equal(s.charged, s0.charged);
+	assert_int_equal(s.in_use, s0.in_use);
+	check_acct(a);
+	fk.cap = s0.charged + 2 * MiB;
+	assert_int_equal(nxq_alloc(a, 14 * MiB, 0, &x), 0);	/* exactly what is missing */
+	assert_ptr_equal(x, r);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, x), 0);
+	assert_int_equal(nxq_free(a, p), 0);
+	teardown_checks(a);
+}
+
 /* A refused handle falls back to exactly what the allocation needs. */
 static void test_batch_fallback_and_refusal(void **state)
 {
@@ -793,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_coalescing),
 		cmocka_unit_test(test_warm_path_no_calls),
 		cmocka_unit_test(test_batching),
+		cmocka_unit_test(test_tail_growth),
 		cmocka_unit_test(test_batch_fallback_and_refusal),
 		cmocka_unit_test(test_failure_injection),
 		cmocka_unit_test(test_fence_failure),
