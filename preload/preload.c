@@ -226,6 +226,7 @@ struct pool {
 	int dev;		/* -1: not device memory, not charged */
 	uint64_t charged;	/* under mu */
 	uint64_t reserved;	/* under mu: its reservation when last asked */
+	uint64_t used_ub;	/* under mu: what it used when last asked, plus what was allocated since */
 	pthread_mutex_t mu;
 };
 
@@ -276,7 +277,7 @@ struct ent {
 static struct ent *tab[2][1U << HBITS];
 static pthread_mutex_t shard[NSHARD];
 static pthread_once_t shard_once = PTHREAD_ONCE_INIT;
-static long tracked;
+static long tracked[NSHARD];	/* entries per shard, under its lock (no atomic per pair) */
 
 static void shard_init(void)
 {
@@ -324,8 +325,8 @@ static int track(int kind, uint64_t key, uint64_t bytes, int dev)
 	pthread_mutex_lock(&shard[i % NSHARD]);
 	e->next = tab[kind][i];
 	tab[kind][i] = e;
+	tracked[i % NSHARD]++;
 	pthread_mutex_unlock(&shard[i % NSHARD]);
-	__atomic_add_fetch(&tracked, 1, __ATOMIC_RELAXED);
 	return 0;
 }
 
@@ -340,11 +341,10 @@ static struct ent *untrack(int kind, uint64_t key)
 		if ((*pp)->key == key) {
 			e = *pp;
 			*pp = e->next;
+			tracked[i % NSHARD]--;
 			break;
 		}
 	pthread_mutex_unlock(&shard[i % NSHARD]);
-	if (e)
-		__atomic_sub_fetch(&tracked, 1, __ATOMIC_RELAXED);
 	return e;
 }
 
@@ -355,8 +355,8 @@ static void retrack(int kind, struct ent *e)
 	pthread_mutex_lock(&shard[i % NSHARD]);
 	e->next = tab[kind][i];
 	tab[kind][i] = e;
+	tracked[i % NSHARD]++;
 	pthread_mutex_unlock(&shard[i % NSHARD]);
-	__atomic_add_fetch(&tracked, 1, __ATOMIC_RELAXED);
 }
 
 /* ---- the authority ---- */
@@ -376,7 +376,7 @@ static void state_drop_locked(int close_ctx)
 			}
 			tab[k][i] = NULL;
 		}
-	tracked = 0;
+	memset(tracked, 0, sizeof(tracked));
 	for (int i = 0; i < MAXDEV; i++) {
 		if (S.dev[i].evfd > 0)
 			close(S.dev[i].evfd);
@@ -1003,6 +1003,7 @@ static struct pool *pool_slot(CUmemoryPool pool, int dev, int create)
 		p->dev = dev;
 		p->charged = 0;
 		p->reserved = 0;
+		p->used_ub = 0;
 		__atomic_store_n(&p->pool, pool, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&S.lock);
@@ -1093,12 +1094,17 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 	}
 	pthread_mutex_lock(&p->mu);
 	/*
-	 * What the pool uses is at most what it reserved when last asked
-	 * (pool_settle() after each allocation, trims, tickets; it only
-	 * shrinks by itself): when that bound leaves room, no driver call to
-	 * ask (a warm loop); else the pool is asked what it uses.
+	 * What the pool uses is at most what it used when last asked plus
+	 * what this wrapper allocated from it since (frees only lower it), and
+	 * at most what it reserved when last asked (pool_settle() after each
+	 * allocation; a reservation only shrinks by itself): while that bound
+	 * leaves room under the charge, no driver call to ask (a warm loop of
+	 * small pairs asks once per charge's worth); else the pool is asked.
+	 * An allocation this wrapper did not see (the driver's own) can make
+	 * the bound low: the growth is then charged after, as any growth
+	 * beyond the charge ahead is (pool_settle()).
 	 */
-	used = p->reserved;
+	used = p->used_ub < p->reserved ? p->used_ub : p->reserved;
 	if (used + size > p->charged &&
 	    pool_attr(p->pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT_, &used))
 		used = p->charged;
@@ -1113,6 +1119,8 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 	depth++;
 	cr = CALL();
 	depth--;
+	if (!cr)
+		p->used_ub = used + size > used ? used + size : UINT64_MAX;
 	if (pool_settle(p, 1, cr ? 0 : (size + POOL_STEP - 1) / POOL_STEP * POOL_STEP)) {
 		/* grew past its charge and the rest was refused: give it back */
 		CUresult (*fr)(CUdeviceptr, CUstream) =
@@ -1893,7 +1901,12 @@ void nxqp__test_authority(const struct nxq_kops *kops, void *kpriv)
 void nxqp__test_counters(struct nxqp_counters *c)
 {
 	*c = S.cnt;
-	c->tracked = __atomic_load_n(&tracked, __ATOMIC_RELAXED);
+	c->tracked = 0;
+	for (int i = 0; i < NSHARD; i++) {
+		pthread_mutex_lock(&shard[i]);
+		c->tracked += tracked[i];
+		pthread_mutex_unlock(&shard[i]);
+	}
 }
 
 int nxqp__test_state(void)

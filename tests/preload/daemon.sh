@@ -159,5 +159,35 @@ bare=$(LD_LIBRARY_PATH="$here/drv" "$here/bench_preload" pairs 20000 4096 | head
 echo "daemon.sh: fake driver alone: ${bare#pairs: }"
 echo "daemon.sh: charged through nxquotad: ${fig#pairs: }"
 
+# ---- the shim's own work per pair, side by side in one process
+# (bench_preload inter: the driver's own entry points, resolved through the
+# shim's exemption, and the shim's, in alternating batches), on the fake
+# driver built as a real one is (benchdrv: its nested calls stay inside
+# it), with one device visible and with two: figures, and the counts that
+# are deterministic -- no authority trip per warm pair; driver calls per
+# pair: cuMemAlloc none added with one device (cuCtxGetDevice with two);
+# a warm 4 KiB stream-ordered pair adds cuDeviceGetMemPool and the pool's
+# reservation after it (and cuCtxGetDevice with two)
+cpp() {	# the shim's and the driver's driver calls per pair of a line
+	sed -n 's/.*driver calls\/pair \([0-9.]*\) vs \([0-9.]*\).*/\1 \2/p'
+}
+for nd in 1 2; do
+	out=$(
+		echo 0 >"$cgroot/$cg/cgroup.procs"
+		NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent LD_LIBRARY_PATH="$here/benchdrv" \
+			FAKEDRV_NDEV=$nd LD_PRELOAD=$so "$here/bench_preload" inter 2000 4096 21
+	)
+	echo "$out" | sed "s/^inter: /daemon.sh: $nd device(s), side by side: /"
+	[ "$(echo "$out" | grep -c "0.000 authority trips/pair")" = 2 ] ||
+		fail "$nd device(s): a warm pair reached the authority: $out"
+	set -- $(echo "$out" | grep "cuMemAlloc+cuMemFree" | cpp) \
+		$(echo "$out" | grep "cuMemAllocAsync" | cpp)
+	want_a=$(( nd - 1 )) want_s=$(( nd + 1 ))
+	awk -v s="${1:-0}" -v d="${2:-0}" -v w="$want_a" 'BEGIN { exit !(s - d == w) }' ||
+		fail "$nd device(s): cuMemAlloc pair: $1 driver calls vs $2 (+$want_a expected)"
+	awk -v s="${3:-0}" -v d="${4:-0}" -v w="$want_s" 'BEGIN { exit !(s - d == w) }' ||
+		fail "$nd device(s): cuMemAllocAsync pair: $3 driver calls vs $4 (+$want_s expected)"
+done
+
 [ $rc = 0 ] && echo "daemon.sh: ok (min 8M, max 16M: 8 blocks granted, the 9th OUT_OF_MEMORY; at most a batch + 1 MiB after the frees, 0 after exit and after SIGKILL; G granted through B's ticket answer)"
 exit $rc

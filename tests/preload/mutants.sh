@@ -14,7 +14,8 @@ survived=0
 n=0
 
 # name~sed expression on preload.c~what runs (test: test_preload, app: app.sh,
-# py: py.sh, the .so against nxquotad with a fake torch.cuda: root only, else skipped)
+# py: py.sh, the .so against nxquotad with a fake torch.cuda; daemon: daemon.sh
+# with its per-pair counts -- both root only, else not run)
 while IFS='~' read -r name expr what; do
 	[ -n "$name" ] || continue
 	# ONLY=REGEX: only the mutants whose names match
@@ -29,7 +30,7 @@ while IFS='~' read -r name expr what; do
 	cp "$top/preload/preload.h" "$tmp/"
 	$CC -O2 -fPIC -fvisibility=hidden -pthread -foptimize-sibling-calls $inc -c \
 		-o "$tmp/preload.o" "$tmp/preload.c" || { echo "mutant $name: build failed"; exit 1; }
-	if [ "$what" = app ] || [ "$what" = py ]; then
+	if [ "$what" != test ]; then
 		$CC -O2 -shared -Wl,--version-script="$top/preload/preload.map" -o "$tmp/lib.so" \
 			"$tmp/preload.o" "$top/lib/libnxquota.a" -ldl -pthread || exit 1
 		cp "$tmp/lib.so" "$tmp/libnxquota-preload.so"
@@ -78,7 +79,9 @@ pool-settles-exactly~s/^\tif (pool_settle(p, 1, cr ? 0 : (size + POOL_STEP - 1) 
 ticket-keeps-credit~s/^\t\tplain_drop_credit(ord);$/\t\t;/~test
 one-device-always~s/^\tif (one > 0)$/\tif (1)/~test
 one-device-never~s/^\t\t\tone = n == 1;$/\t\t\tone = 0;/~test
-pool-used-not-bounded~s/^\tused = p->reserved;$/\tused = 0;/~test
+pool-used-not-bounded~s/^\tused = p->used_ub < p->reserved ? p->used_ub : p->reserved;$/\tused = 0;/~test
+pool-used-bound-stale~s/^\t\tp->used_ub = used + size > used ? used + size : UINT64_MAX;$/\t\t;/~test
+pool-used-bound-never~s/^\t\tp->used_ub = used + size > used ? used + size : UINT64_MAX;$/\t\tp->used_ub = UINT64_MAX;/~daemon
 py-plain-no-eventfd~s/^\tif ((pool || py_torch_locked() > 0) \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\&$/\tif (pool \&\& (S.ctx->features \& NXQ_FEAT_TICKETS) \&\&/~py
 py-any-python~s/^\t\treturn 0;\t\/\* Python without PyTorch's CUDA allocator \*\/$/\t\treturn S.py_torch = 1;/~py
 py-frees-not-answered~s/^\treleased = d->collected;$/\treleased = credit;/~py
