@@ -62,7 +62,7 @@ B=$here/bench_preload
 KEY=$("$B" key 2>"$OUT/probe.log") || { echo "gpu-s4.sh: skipped: no GPU ($(cat "$OUT/probe.log"))"; exit 0; }
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null && TORCH=1 || TORCH=
 [ -n "$TORCH" ] || say "no PyTorch with CUDA: the torch parts are skipped"
-CUDART=$(find $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null) \
+CUDART=$(find $(python3 -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null) \
 	/usr/local/cuda*/lib64 /usr/lib/x86_64-linux-gnu -name 'libcudart.so*' 2>/dev/null | sort | head -n1)
 
 CGROOT=$(awk '$0 ~ / - cgroup2 / { print $5; exit }' /proc/self/mountinfo)
@@ -154,14 +154,15 @@ if want overhead; then
 				if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 				return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
 			FNR == 1 { side++ }
-			{ k = $1; $1 = ""; v = fig($0); if (v == "") next; name[k] = $0
+			{ k = $1; $1 = ""; v = fig($0); if (v == "") next; n = $0
+			  sub(/:? [0-9.]+ ns\/pair.*/, "", n); sub(/ seconds=.*/, "", n); name[k] = n
 			  if (side == 1) { nb[k]++; b[k, nb[k]] = v } else { ns[k]++; s[k, ns[k]] = v } }
 			END { for (k in name) { delete x; delete y
 				for (i = 1; i <= nb[k]; i++) x[i] = b[k, i]
 				for (i = 1; i <= ns[k]; i++) y[i] = s[k, i]
 				mb = med(x, nb[k]); ms = med(y, ns[k])
 				printf "%s|%s: bare %.1f, shim %.1f (medians of %d/%d processes)|%.3f\n", lbl,
-					name[k], mb, ms, nb[k], ns[k], mb > 0 ? ms / mb : 0 } }
+					name[k], mb, ms, nb[k], ns[k], (mb > 0 ? ms / mb : 0) } }
 		' "$RUN/ab.bare" "$RUN/ab.shim" >"$RUN/ab.res"
 		while IFS='|' read -r l d r; do
 			if le105 "$r"; then pass "overhead processes $l$d x$r"; else fail "overhead processes $l$d x$r"; fi

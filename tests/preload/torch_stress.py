@@ -17,6 +17,7 @@ refused=R seconds=S", H a SHA-256 of every loss and parameter (bitwise),
 or "stress FAIL ..." at the first wrong value.
 """
 import hashlib
+import struct
 import sys
 import time
 
@@ -55,7 +56,7 @@ for i in range(steps):
     loss = model(x).square().mean()
     loss.backward()
     opt.step()
-    h.update(loss.detach().cpu().numpy().tobytes())
+    h.update(struct.pack("<d", loss.item()))	# a float32, exactly
     del sc, x
     if inflate and i % 2 == 0:
         try:
@@ -67,7 +68,9 @@ for i in range(steps):
             inflated += 1
         except torch.cuda.OutOfMemoryError:
             refused += 1
-for p in model.parameters():
-    h.update(p.detach().cpu().numpy().tobytes())
+for p in model.parameters():	# their bits, position-weighted (int64 wraps alike everywhere)
+    w = p.detach().contiguous().view(torch.int32).flatten().long()
+    idx = torch.arange(1, w.numel() + 1, device=w.device, dtype=torch.int64)
+    h.update(str(int((w * idx).sum().item())).encode())
 print(f"stress ok steps={steps} hash={h.hexdigest()[:32]} inflated={inflated} "
       f"refused={refused} seconds={time.perf_counter() - t0:.1f}", flush=True)
