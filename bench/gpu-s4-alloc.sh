@@ -38,7 +38,7 @@ wait $tb; wait $pb
 grep -q "rc=0" "$OUT/build-torch.log"; verdict "build integrations/pytorch" $?
 
 el "bench_torch.py (native, native-expandable, tensor-async; small, decoder)"
-timeout 160 python3 integrations/pytorch/bench/bench_torch.py --runs 2 --windows 2 \
+timeout 180 python3 integrations/pytorch/bench/bench_torch.py --runs 2 --windows 2 \
 	--models small,decoder --configs native,native-expandable,tensor-async \
 	--out "$OUT/torch.json" > "$OUT/torch.log" 2>&1
 rc=$?
