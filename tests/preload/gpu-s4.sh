@@ -184,6 +184,9 @@ fi
 # ---------------------------------------------------------------- stress
 if [ -n "$TORCH" ] && want stress; then
 	hdr "stress: empty_cache() on tickets while training"
+	# only s and t under the parent's min now: the ledger divides a parent's
+	# protection among its children by their configured min
+	ctl clear "/$CG/o" "$KEY" >/dev/null 2>&1
 	ctl devices capacity "$KEY" 8G >/dev/null || fail "capacity"
 	budget s min=2G max=8G
 	budget t min=3G max=8G
