@@ -13,10 +13,15 @@
 #             longer uses, and a guaranteed one that asks with --wait: the
 #             borrower's shim trims on the ticket, the guaranteed one is
 #             granted
+#   sharenative  the same with PyTorch's native allocator: the borrower's
+#             memory is in PyTorch's cache (its main thread polls stdin, as
+#             a server between requests); its shim runs torch.cuda.
+#             empty_cache() in that thread on the ticket
 #   overhead  cuMemAlloc/cuMemFree pairs and a training loop, with and
-#             without the shim (figures, not checks)
+#             without the shim (figures, not checks; tests/preload/gpu-s4.sh
+#             measures them side by side)
 # Usage, as root:  tests/preload/gpu.sh [BUDGET_MIB]   (default 4096)
-#   PARTS="budget kills share overhead" (the default: all; budget includes
+#   PARTS="budget kills share sharenative overhead" (the default: all; budget includes
 #   retry) runs some; KILLS=N (default 1000), KPAR=N of them at a time
 #   (default 16); OUT=DIR (default build/preload-gpu) keeps logs
 #   and results.txt; NXQ_FAKE_CUDA=1 runs what needs no PyTorch on the fake
@@ -26,7 +31,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 BUDGET=${1:-4096}
 KILLS=${KILLS:-1000}
-PARTS=${PARTS:-budget kills share overhead}
+PARTS=${PARTS:-budget kills share sharenative overhead}
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 OUT=${OUT:-$top/build/preload-gpu}
 FAKE=${NXQ_FAKE_CUDA:-}
@@ -258,6 +263,35 @@ if [ -n "$TORCH" ] && want share; then
 	fi
 	echo >&8 2>/dev/null; exec 8>&-; wait "$BPID"
 	ctl devices sync >/dev/null 2>&1	# the real capacity back (or leave it: the daemon goes)
+fi
+
+if [ -n "$TORCH" ] && want sharenative; then
+	hdr "share (native allocator)"
+	cap=$((BUDGET * 2))
+	for c in a k o; do ctl clear "/$CG/$c" "$KEY" >/dev/null 2>&1; done
+	ctl devices capacity "$KEY" "${cap}M" >/dev/null || fail "capacity"
+	budget b max=${cap}M
+	budget g min=${BUDGET}M max=${cap}M
+	run nborrow b -- env NXQ_PRELOAD_VERBOSE=1 python3 "$here/torch_budget.py" borrowpoll \
+		$((cap * 3 / 4))
+	BPID=$PID
+	exec 8>&9
+	if await nborrow "borrow ready"; then
+		say "sharenative: borrower: $(cat "$RUN/nborrow.out"); ledger used=$(dev used)"
+		t0=$(dev tickets)
+		run ntake g --wait 60000 -- python3 "$here/torch_budget.py" take "$BUDGET"
+		await ntake "take" 120
+		say "sharenative: guaranteed: $(cat "$RUN/ntake.out"); tickets $t0 -> $(dev tickets);" \
+			"answers after empty_cache(): $(grep -c 'empty_cache ran' "$RUN/nborrow.log")," \
+			"$(grep -m1 -o 'answer [0-9]* bytes' "$RUN/nborrow.log")"
+		grep -q "take ok" "$RUN/ntake.out" ||
+			fail "sharenative: the guaranteed process was not granted ($(tail -3 "$RUN/ntake.log" | tr '\n' ' '))"
+		grep -q "empty_cache ran" "$RUN/nborrow.log" ||
+			fail "sharenative: no ticket answered after empty_cache ($(tail -3 "$RUN/nborrow.log" | tr '\n' ' '))"
+		finish
+	fi
+	echo >&8 2>/dev/null; exec 8>&-; wait "$BPID"
+	ctl devices sync >/dev/null 2>&1
 fi
 
 want overhead && hdr overhead

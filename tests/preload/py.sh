@@ -16,7 +16,7 @@
 #             wait (NXQ_PRELOAD_PY_WAIT_MS, 250 ms) with what was released
 #             (not yet the cache); the callback runs when B wakes, its frees
 #             uncharge on their own, G is granted then
-# (A process that is not Python: daemon.sh's 'app budget', refused at min.)
+#   notpy     a program that is not Python, same budget: 8 blocks
 # Needs root, cgroup2, nxquotad, nxquotactl, python3; else skipped.
 # Usage: py.sh PATH/libnxquota-preload.so
 set -u
@@ -99,12 +99,16 @@ zero() {
 
 # ---- notorch / torch: who may borrow
 ctl set "/$cg" "$key" min=8M max=16M >/dev/null || fail "set budget"
-for m in notorch-fill fill; do
-	start $m "$cg" -- "$py" "$here/pyapp.py" $m 16
+for m in notpy notorch-fill fill; do
+	if [ $m = notpy ]; then
+		start $m "$cg" -- "$here/bench_preload" plain 16
+	else
+		start $m "$cg" -- "$py" "$here/pyapp.py" $m 16
+	fi
 	exec 9>"$tmp/$m.in"
 	want=8; [ $m = fill ] && want=16
-	if await $m "fill"; then
-		grep -q "^fill $want\$" "$tmp/$m.out" ||
+	if await $m "fill\|plain"; then
+		grep -q "^fill $want\$\|^plain $want error" "$tmp/$m.out" ||
 			fail "$m: $(cat "$tmp/$m.out"), not $want blocks ($(tail -2 "$tmp/$m.err"))"
 		u=$(used); [ "$u" = $((want * MiB)) ] || fail "$m: used $u, not $want MiB"
 	fi
@@ -114,8 +118,10 @@ for m in notorch-fill fill; do
 	zero $m
 done
 grep -q "a PyTorch process" "$tmp/fill.err" || fail "torch: the shim did not say it found PyTorch"
-grep -q "a PyTorch process" "$tmp/notorch-fill.err" && fail "notorch: taken for a PyTorch process"
-echo "py.sh: no torch: $(cat "$tmp/notorch-fill.out") (min 8M); (fake) torch: $(cat "$tmp/fill.out") (max 16M)"
+grep -q "a PyTorch process" "$tmp/notorch-fill.err" "$tmp/notpy.err" &&
+	fail "notorch/notpy: taken for a PyTorch process"
+echo "py.sh: not Python: $(cat "$tmp/notpy.out"); no torch: $(cat "$tmp/notorch-fill.out") (min 8M);" \
+	"(fake) torch: $(cat "$tmp/fill.out") (max 16M)"
 
 # ---- share / busy: G gets its memory back from B's cache
 ctl set "/$cg" "$key" min=32M max=64M >/dev/null || fail "set parent"
