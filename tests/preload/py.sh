@@ -128,8 +128,9 @@ ctl set "/$cg" "$key" min=32M max=64M >/dev/null || fail "set parent"
 ctl set "/$cg/b" "$key" max=64M >/dev/null || fail "set b"
 ctl set "/$cg/g" "$key" min=32M max=64M >/dev/null || fail "set g"
 for sc in share busy; do
-	sl=0; [ $sc = busy ] && sl=3
-	start b "$cg/b" -- "$py" "$here/pyapp.py" borrow 56 $sl
+	# share: a wait long enough for a loaded machine; busy: the default 250 ms
+	sl=0 pw=2000; [ $sc = busy ] && sl=3 pw=250
+	start b "$cg/b" -- env NXQ_PRELOAD_PY_WAIT_MS=$pw "$py" "$here/pyapp.py" borrow 56 $sl
 	exec 9>"$tmp/b.in"
 	await b "ready" || { exec 9>&-; continue; }
 	u=$(used); [ "$u" -ge $((56 * MiB)) ] || fail "$sc: B's 56 MiB cached: used $u"
