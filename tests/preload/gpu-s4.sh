@@ -84,7 +84,11 @@ cleanup() {
 	rm -rf "$RUN"
 }
 trap cleanup EXIT
-trap 'exit 130' INT TERM
+trap 'say "FAIL: stopped (signal, or the LIMIT of ${LIMIT:-420} s)"; exit 130' INT TERM
+# a watchdog: the whole script within LIMIT seconds (default 420)
+( sleep "${LIMIT:-420}"; kill -TERM $$ 2>/dev/null ) &
+WD=$!
+PIDS="$PIDS $WD"
 export NXQUOTA_SOCKET=$RUN/client.sock NXQ_DEV=/nonexistent/nxquota
 mkdir "$RUN/state" "$CGROOT/$CG" || exit 1
 "$D" -s "$NXQUOTA_SOCKET" -c "$RUN/ctl.sock" -S "$RUN/state" -C "$CGROOT" >"$RUN/nxquotad.log" 2>&1 &
@@ -194,7 +198,7 @@ if [ -n "$TORCH" ] && want stress; then
 	export CUBLAS_WORKSPACE_CONFIG=:4096:8
 	bg base s -- python3 "$here/torch_stress.py" "$ST" 5632
 	exec 9>"$RUN/base.in"
-	await base "stress " 150
+	await base "stress " 150 || kill -9 "$PID" 2>/dev/null
 	wait "$PID"; exec 9>&-
 	say "stress: alone: $(cat "$RUN/base.out")"
 	bg stress s -- env NXQ_PRELOAD_VERBOSE=1 python3 "$here/torch_stress.py" "$ST" 5632
@@ -203,9 +207,10 @@ if [ -n "$TORCH" ] && want stress; then
 	bg taker t --wait 10000 -- env NXQ_PRELOAD_BATCH=0 "$B" cycle 3072 5
 	TP=$PID
 	exec 8>"$RUN/taker.in"
-	await stress "stress " 200
+	await stress "stress " 200 || kill -9 "$SP" 2>/dev/null
 	wait "$SP"; exec 9>&-
-	echo >&8; await taker "cycle:" 30; wait "$TP"; exec 8>&-
+	echo >&8; await taker "cycle:" 30 || kill -9 "$TP" 2>/dev/null
+	wait "$TP"; exec 8>&-
 	ran=$(grep -c "empty_cache ran" "$RUN/stress.log")
 	late=$(grep -c "empty_cache not run yet" "$RUN/stress.log")
 	say "stress: with tickets: $(cat "$RUN/stress.out"); taker: $(cat "$RUN/taker.out" | tail -1)"
@@ -236,7 +241,7 @@ if [ -n "$TORCH" ] && want share; then
 		t0=$(date +%s.%N)
 		bg take g --wait 60000 -- python3 "$here/torch_budget.py" take 4096
 		TK=$PID
-		await take "take" 120
+		await take "take" 120 || kill -9 "$TK" 2>/dev/null
 		t1=$(date +%s.%N)
 		wait "$TK"
 		echo >&9; await borrow "reserved=" 30
