@@ -28,7 +28,7 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 PARTS=${PARTS:-overhead stress share}
-REPS=${REPS:-5}
+REPS=${REPS:-4}
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 OUT=${OUT:-$top/build/preload-gpu-s4}
 mkdir -p "$OUT" || exit 1
@@ -180,8 +180,8 @@ if want overhead; then
 		fail "no libcudart found: cudaMalloc pairs not measured"
 	fi
 	if [ -n "$TORCH" ]; then
-		REPS=3 abab "PyTorch training 300 steps (seconds; lower is better)" \
-			python3 "$here/torch_budget.py" train 300
+		REPS=3 abab "PyTorch training 1000 steps (seconds; lower is better)" \
+			python3 "$here/torch_budget.py" train 1000
 	fi
 fi
 
