@@ -44,6 +44,7 @@ cleanup() {
 	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM	# (a timeout) the cleanup still runs
 mkdir "$cgroot/$cg" || skip "cannot create a cgroup"
 rc=0
 fail() { echo "daemon.sh: FAIL: $*"; rc=1; }

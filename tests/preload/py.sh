@@ -48,6 +48,7 @@ cleanup() {
 	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM	# (a timeout) the cleanup still runs
 mkdir "$cgroot/$cg" "$cgroot/$cg/b" "$cgroot/$cg/g" || skip "cannot create a cgroup"
 rc=0
 fail() { echo "py.sh: FAIL: $*"; rc=1; }
