@@ -241,9 +241,10 @@ if [ -n "$TORCH" ] && want share; then
 		t0=$(date +%s.%N)
 		bg take g --wait 60000 -- python3 "$here/torch_budget.py" take 4096
 		TK=$PID
+		exec 7>"$RUN/take.in"	# bg's stdin is a FIFO: it opens once a writer does
 		await take "take" 120 || kill -9 "$TK" 2>/dev/null
 		t1=$(date +%s.%N)
-		wait "$TK"
+		wait "$TK"; exec 7>&-
 		echo >&9; await borrow "reserved=" 30
 		ans=$(grep "answer [0-9]* bytes" "$RUN/borrow.log" | head -3 | sed 's/.*: ticket/ticket/' | tr '\n' ';')
 		say "share: taker: $(cat "$RUN/take.out") after $(echo "$t0 $t1" | awk '{ printf "%.2f", $2 - $1 }') s;" \
