@@ -4,7 +4,7 @@
 #   OUT=/some/dir bash bench/gpu-s4-alloc.sh      (cwd: an unpacked git archive of HEAD)
 #
 # Runs, each with its own timeout and log under $OUT:
-#   1. python3 integrations/pytorch/bench/bench_torch.py --runs 2 --windows 2
+#   1. python3 integrations/pytorch/bench/bench_torch.py --runs 3 --windows 3
 #        --models small,decoder --configs native,native-expandable,tensor-async
 #      (steps/s, peak cudaMemGetInfo MiB, losses; torch.log, torch.json)
 #   2. make -s -C lib check-gpu                  (check-gpu.log)
@@ -38,7 +38,7 @@ wait $tb; wait $pb
 grep -q "rc=0" "$OUT/build-torch.log"; verdict "build integrations/pytorch" $?
 
 el "bench_torch.py (native, native-expandable, tensor-async; small, decoder)"
-timeout 180 python3 integrations/pytorch/bench/bench_torch.py --runs 2 --windows 2 \
+timeout 240 python3 integrations/pytorch/bench/bench_torch.py --runs 3 --windows 3 \
 	--models small,decoder --configs native,native-expandable,tensor-async \
 	--out "$OUT/torch.json" > "$OUT/torch.log" 2>&1
 rc=$?

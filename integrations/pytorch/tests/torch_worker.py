@@ -367,11 +367,17 @@ def mode_bench(a, nxq, rep):
     memory, the same measure for every allocator: the device's used memory
     (cudaMemGetInfo: total - free) read after every step, highest value
     minus the value read before the model was built (after CUDA, cuBLAS and
-    the allocator were warmed up).  Every allocator here keeps what it got
+    the allocator were warmed up): peak_used; and the same highest value
+    minus the value read when the CUDA context was up and nothing was
+    allocated yet: peak_total, which counts what each allocator reserved
+    for the warm-up as well (expandable segments map 20 MiB pages, the
+    arena smaller handles, so peak_used alone moves with that choice).  Every allocator here keeps what it got
     until asked (the caching allocator, expandable segments, the arena with
     retain_idle=all), so the reading after a step is its peak."""
     deterministic()
     torch.cuda.init()
+    ctx = used_bytes()              # the context alone: nothing allocated yet
+    rep["ctx_used"] = ctx
     w = torch.ones(64, 64, device="cuda", requires_grad=True)
     (w @ w).sum().backward()        # cuBLAS handle and workspace before the baseline
     del w
@@ -408,6 +414,7 @@ def mode_bench(a, nxq, rep):
             rates.append(a.steps / (time.perf_counter() - t0))
         r = {"steps_per_s": rates, "losses": [float(v) for v in losses],
              "peak_used": peak - base, "base_used": base,
+             "peak_total": peak - ctx,
              "shapes": getattr(xs, "shapes", None) and xs.shapes[:8]}
         if nxq is None or pool_route(nxq):
             r["peak_reserved"] = torch.cuda.max_memory_reserved()
