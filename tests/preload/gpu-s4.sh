@@ -204,7 +204,12 @@ if [ -n "$TORCH" ] && want stress; then
 	bg stress s -- env NXQ_PRELOAD_VERBOSE=1 python3 "$here/torch_stress.py" "$ST" 5632
 	SP=$PID
 	exec 9>"$RUN/stress.in"
-	bg taker t --wait 10000 -- env NXQ_PRELOAD_BATCH=0 "$B" cycle 3072 5
+	# no --wait: a waiting taker queues, and while it waits the fair queue
+	# refuses the stressor's own small allocations too (after empty_cache()
+	# its training step must allocate again): an OOM in backward, not the
+	# question asked here (H200 at b7c04d9).  A refused no-wait charge still
+	# asks the borrower for the shortfall: the tickets come all the same.
+	bg taker t -- env NXQ_PRELOAD_BATCH=0 "$B" cycle 3072 5
 	TP=$PID
 	exec 8>"$RUN/taker.in"
 	await stress "stress " 200 || kill -9 "$SP" 2>/dev/null
