@@ -65,22 +65,30 @@ static SC_UNUSED void cb_print(const char *prog, const char *what,
 	       (unsigned long long)s.max, (unsigned long long)s.mean);
 }
 
-/* n null ioctls (NXQ_IOC_VERSION), or fewer if max_ms runs out. */
+/* One null ioctl (NXQ_IOC_VERSION), timed around the ioctl() alone. */
+static SC_UNUSED uint64_t cb_null1(int fd)
+{
+	struct nxq_version ver;
+	uint64_t t0, t;
+
+	memset(&ver, 0, sizeof(ver));
+	ver.size = sizeof(ver);
+	t0 = sc_now_ns();
+	if (ioctl(fd, NXQ_IOC_VERSION, &ver) < 0)
+		FAIL("NXQ_IOC_VERSION: %s", sc_errname(errno));
+	t = sc_now_ns() - t0;
+	return t;
+}
+
+/* n null ioctls, or fewer if max_ms runs out. */
 static SC_UNUSED struct cb_stat cb_null(int fd, int n, int max_ms)
 {
-	uint64_t *v = calloc(n, sizeof(*v)), t0, end = sc_now_ms() + max_ms;
-	struct nxq_version ver;
+	uint64_t *v = calloc(n, sizeof(*v)), end = sc_now_ms() + max_ms;
 	int i;
 
 	CHECK(v);
-	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++) {
-		memset(&ver, 0, sizeof(ver));
-		ver.size = sizeof(ver);
-		t0 = sc_now_ns();
-		if (ioctl(fd, NXQ_IOC_VERSION, &ver) < 0)
-			FAIL("NXQ_IOC_VERSION: %s", sc_errname(errno));
-		v[i] = sc_now_ns() - t0;
-	}
+	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++)
+		v[i] = cb_null1(fd);
 	{
 		struct cb_stat s = cb_stats(v, i);
 
@@ -143,18 +151,12 @@ static SC_UNUSED void cb_null_pairs(int fd, uint64_t id, uint64_t bytes,
 				    struct cb_stat *pair)
 {
 	uint64_t *v = calloc(n, sizeof(*v)), *w = calloc(n, sizeof(*w));
-	uint64_t t0, end = sc_now_ms() + max_ms;
-	struct nxq_version ver;
+	uint64_t end = sc_now_ms() + max_ms;
 	int i;
 
 	CHECK(v && w);
 	for (i = 0; i < n && (i < 5 || sc_now_ms() < end); i++) {
-		memset(&ver, 0, sizeof(ver));
-		ver.size = sizeof(ver);
-		t0 = sc_now_ns();
-		if (ioctl(fd, NXQ_IOC_VERSION, &ver) < 0)
-			FAIL("NXQ_IOC_VERSION: %s", sc_errname(errno));
-		v[i] = sc_now_ns() - t0;
+		v[i] = cb_null1(fd);
 		w[i] = cb_pair1(fd, id, bytes, i);
 	}
 	*nul = cb_stats(v, i);
