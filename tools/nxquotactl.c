@@ -1766,12 +1766,85 @@ static void head(const struct metric *m)
 	       m->type);
 }
 
+/*
+ * One series of the unattributed bytes: its name, help, what it is per
+ * (a process row, a cgroup's sum or a device's sum) and its sample, or
+ * false when it has none (NVML gives no figure).
+ */
+struct aseries {
+	const char *name, *help;
+	char of;	/* 'p' process (struct arow), 'c' cgroup, 'd' device */
+	bool (*value)(const void *o, char *buf, size_t size);
+};
+
+static bool av_p_nvml(const void *o, char *b, size_t n)
+{
+	const struct arow *r = o;
+
+	return r->nvml != NXQ_NVML_NA &&
+	       snprintf(b, n, "%" PRIu64, r->nvml) > 0;
+}
+
+static bool av_p_charged(const void *o, char *b, size_t n)
+{
+	return snprintf(b, n, "%" PRIu64, ((const struct arow *)o)->charged) > 0;
+}
+
+static bool av_p_unattr(const void *o, char *b, size_t n)
+{
+	const struct arow *r = o;
+
+	return r->nvml != NXQ_NVML_NA &&
+	       snprintf(b, n, "%" PRId64, arow_unattributed(r)) > 0;
+}
+
+static bool av_s_nvml(const void *o, char *b, size_t n)
+{
+	return snprintf(b, n, "%" PRIu64, ((const struct asum *)o)->nvml) > 0;
+}
+
+static bool av_s_unattr(const void *o, char *b, size_t n)
+{
+	return snprintf(b, n, "%" PRId64,
+			((const struct asum *)o)->unattributed) > 0;
+}
+
+static bool av_s_na(const void *o, char *b, size_t n)
+{
+	return snprintf(b, n, "%u", ((const struct asum *)o)->na) > 0;
+}
+
+static const struct aseries aseries[] = {
+	{ "nxquota_process_nvml_bytes", "Device memory the NVIDIA driver "
+	  "(NVML) attributes to the process, charged or not (absent: NVML "
+	  "does not say).", 'p', av_p_nvml },
+	{ "nxquota_process_charged_bytes", "Bytes the ledger charged the "
+	  "process's holders on the device.", 'p', av_p_charged },
+	{ "nxquota_process_unattributed_bytes", "NVML's figure minus the "
+	  "ledger's charge: memory the process holds that no holder was "
+	  "charged for (context, module images, what the shim does not see); "
+	  "negative: charged ahead of what it has mapped.", 'p', av_p_unattr },
+	{ "nxquota_cgroup_nvml_bytes", "NVML's figures summed over the "
+	  "processes in the cgroup itself (not below).", 'c', av_s_nvml },
+	{ "nxquota_cgroup_unattributed_bytes", "Unattributed bytes summed "
+	  "over the processes in the cgroup itself (not below).", 'c',
+	  av_s_unattr },
+	{ "nxquota_device_nvml_bytes", "NVML's figures summed over the "
+	  "device's processes.", 'd', av_s_nvml },
+	{ "nxquota_device_unattributed_bytes", "Unattributed bytes summed "
+	  "over the device's processes.", 'd', av_s_unattr },
+	{ "nxquota_device_nvml_unavailable_processes", "Processes whose "
+	  "memory NVML does not give (left out of the sums).", 'd',
+	  av_s_na },
+};
+
 /* The unattributed series: absent when NVML is not there or not shown. */
 static void metrics_attribution(struct ledger *l)
 {
 	struct attribution at;
-	const struct arow *r;
-	const struct asum *s;
+	const struct aseries *m;
+	const struct vec *v;
+	char val[32];
 	size_t i;
 
 	attribute(l, NULL, &at);
@@ -1780,91 +1853,32 @@ static void metrics_attribution(struct ledger *l)
 	       "0: not available here or not shown to this caller.\n"
 	       "# TYPE nxquota_nvml_available gauge\n"
 	       "nxquota_nvml_available %d\n", at.shown);
-	if (!at.shown) {
-		attribution_free(&at);
-		return;
-	}
-	printf("# HELP nxquota_process_nvml_bytes Device memory the NVIDIA "
-	       "driver (NVML) attributes to the process, charged or not "
-	       "(absent: NVML does not say).\n"
-	       "# TYPE nxquota_process_nvml_bytes gauge\n");
-	for (i = 0, r = at.rows.v; i < at.rows.n; i++, r++) {
-		if (r->nvml == NXQ_NVML_NA)
-			continue;
-		printf("nxquota_process_nvml_bytes{device=");
-		nxq_prom_label(stdout, r->device);
-		printf(",cgroup=");
-		nxq_prom_label(stdout, r->cgroup ? r->cgroup : "");
-		printf(",pid=\"%u\"} %" PRIu64 "\n", r->pid, r->nvml);
-	}
-	printf("# HELP nxquota_process_charged_bytes Bytes the ledger charged "
-	       "the process's holders on the device.\n"
-	       "# TYPE nxquota_process_charged_bytes gauge\n");
-	for (i = 0, r = at.rows.v; i < at.rows.n; i++, r++) {
-		printf("nxquota_process_charged_bytes{device=");
-		nxq_prom_label(stdout, r->device);
-		printf(",cgroup=");
-		nxq_prom_label(stdout, r->cgroup ? r->cgroup : "");
-		printf(",pid=\"%u\"} %" PRIu64 "\n", r->pid, r->charged);
-	}
-	printf("# HELP nxquota_process_unattributed_bytes NVML's figure minus "
-	       "the ledger's charge: memory the process holds that no holder "
-	       "was charged for (context, module images, what the shim does "
-	       "not see); negative: charged ahead of what it has mapped.\n"
-	       "# TYPE nxquota_process_unattributed_bytes gauge\n");
-	for (i = 0, r = at.rows.v; i < at.rows.n; i++, r++) {
-		if (r->nvml == NXQ_NVML_NA)
-			continue;
-		printf("nxquota_process_unattributed_bytes{device=");
-		nxq_prom_label(stdout, r->device);
-		printf(",cgroup=");
-		nxq_prom_label(stdout, r->cgroup ? r->cgroup : "");
-		printf(",pid=\"%u\"} %" PRId64 "\n", r->pid,
-		       arow_unattributed(r));
-	}
-	printf("# HELP nxquota_cgroup_nvml_bytes NVML's figures summed over "
-	       "the processes in the cgroup itself (not below).\n"
-	       "# TYPE nxquota_cgroup_nvml_bytes gauge\n");
-	for (i = 0, s = at.cgroups.v; i < at.cgroups.n; i++, s++) {
-		printf("nxquota_cgroup_nvml_bytes{device=");
-		nxq_prom_label(stdout, s->device);
-		printf(",cgroup=");
-		nxq_prom_label(stdout, s->cgroup);
-		printf("} %" PRIu64 "\n", s->nvml);
-	}
-	printf("# HELP nxquota_cgroup_unattributed_bytes Unattributed bytes "
-	       "summed over the processes in the cgroup itself (not below).\n"
-	       "# TYPE nxquota_cgroup_unattributed_bytes gauge\n");
-	for (i = 0, s = at.cgroups.v; i < at.cgroups.n; i++, s++) {
-		printf("nxquota_cgroup_unattributed_bytes{device=");
-		nxq_prom_label(stdout, s->device);
-		printf(",cgroup=");
-		nxq_prom_label(stdout, s->cgroup);
-		printf("} %" PRId64 "\n", s->unattributed);
-	}
-	printf("# HELP nxquota_device_nvml_bytes NVML's figures summed over "
-	       "the device's processes.\n"
-	       "# TYPE nxquota_device_nvml_bytes gauge\n");
-	for (i = 0, s = at.devices.v; i < at.devices.n; i++, s++) {
-		printf("nxquota_device_nvml_bytes{device=");
-		nxq_prom_label(stdout, s->device);
-		printf("} %" PRIu64 "\n", s->nvml);
-	}
-	printf("# HELP nxquota_device_unattributed_bytes Unattributed bytes "
-	       "summed over the device's processes.\n"
-	       "# TYPE nxquota_device_unattributed_bytes gauge\n");
-	for (i = 0, s = at.devices.v; i < at.devices.n; i++, s++) {
-		printf("nxquota_device_unattributed_bytes{device=");
-		nxq_prom_label(stdout, s->device);
-		printf("} %" PRId64 "\n", s->unattributed);
-	}
-	printf("# HELP nxquota_device_nvml_unavailable_processes Processes "
-	       "whose memory NVML does not give (left out of the sums).\n"
-	       "# TYPE nxquota_device_nvml_unavailable_processes gauge\n");
-	for (i = 0, s = at.devices.v; i < at.devices.n; i++, s++) {
-		printf("nxquota_device_nvml_unavailable_processes{device=");
-		nxq_prom_label(stdout, s->device);
-		printf("} %u\n", s->na);
+	for (m = aseries; at.shown && m < aseries + sizeof(aseries) / sizeof(aseries[0]);
+	     m++) {
+		printf("# HELP %s %s\n# TYPE %s gauge\n", m->name, m->help,
+		       m->name);
+		v = m->of == 'p' ? &at.rows : m->of == 'c' ? &at.cgroups :
+		    &at.devices;
+		for (i = 0; i < v->n; i++) {
+			const void *o = (const char *)v->v + i * v->size;
+			const struct arow *r = o;
+			const struct asum *sm = o;
+
+			if (!m->value(o, val, sizeof(val)))
+				continue;
+			printf("%s{device=", m->name);
+			nxq_prom_label(stdout, m->of == 'p' ? r->device :
+				       sm->device);
+			if (m->of != 'd') {
+				printf(",cgroup=");
+				nxq_prom_label(stdout, m->of == 'p' ?
+					       (r->cgroup ? r->cgroup : "") :
+					       sm->cgroup);
+			}
+			if (m->of == 'p')
+				printf(",pid=\"%u\"", r->pid);
+			printf("} %s\n", val);
+		}
 	}
 	attribution_free(&at);
 }

@@ -28,7 +28,7 @@ no-proc-cgroup@nxquotactl.c@		if (!r->cgroup && r->pid) {@		if (0) {
 unlisted-holders-dropped@nxquotactl.c@		r = arow_get(&at->rows, key, h->pid);@		for (j = 0; j < at->rows.n; j++)\n			if (((struct arow *)at->rows.v)[j].pid == h->pid)\n				break;\n		if (j == at->rows.n)\n			continue;\n		r = arow_get(&at->rows, key, h->pid);
 device-filter-ignored@nxquotactl.c@		if (device && strcmp(device, key))\n			continue;\n		r = arow_get(&at->rows, key, nv->procs[i].pid);@		r = arow_get(&at->rows, key, nv->procs[i].pid);
 no-shutdown@nvml.c@	a.shutdown();\n	return 0;@	return 0;
-series-without-nvml@nxquotactl.c@	if (!at.shown) {\n		attribution_free(&at);@	if (0) {\n		attribution_free(&at);
+series-without-nvml@nxquotactl.c@	for (m = aseries; at.shown && m < aseries@	for (m = aseries; m < aseries
 env-switch-ignored@nxquotactl.c@	if (e && !strcmp(e, "0")) {@	if (e && 0) {
 twice-not-summed@nxquotactl.c@			r->nvml += nv->procs[i].bytes;@			r->nvml = nv->procs[i].bytes;
 charged-not-summed@nxquotactl.c@		r->charged += h->charge;@		r->charged = h->charge;
