@@ -191,7 +191,21 @@ static inline int fits(const struct nxq_arena *a, const struct blk *b, uint64_t 
 	return start + size <= b->off + b->size;
 }
 
-/* Best fit in one set of bins. */
+/*
+ * Best fit in one set of bins: the smallest block that holds the request
+ * (the first exact fit is taken at once).  Among FREE blocks of one size
+ * larger than it, a request of at least 1 MiB takes the lowest address,
+ * as PyTorch's caching allocator orders its large pool (size, then
+ * address; 1 MiB is its small/large boundary); otherwise the bin's LIFO
+ * order decides.
+ * Which of two equal holes a large block splits moves the peak by tens of
+ * MiB either way: in LIFO order the decoder trace replayed after the
+ * small one mapped 7256 MiB with plain frees (7180 stream-ordered)
+ * against expandable segments' 7238, 7180 with this rule.  Applied to
+ * stream-owned blocks or small requests too, it raised bench-gpu's
+ * stream-ordered peak to 1.056x the plain one (tests/lib/replay,
+ * bench/RESULTS.rst, issue 12).
+ */
 static struct blk *fit_in(struct nxq_arena *a, struct binset *bs, uint64_t size,
 			  uint64_t align)
 {
@@ -199,7 +213,9 @@ static struct blk *fit_in(struct nxq_arena *a, struct binset *bs, uint64_t size,
 		struct blk *best = NULL, *b;
 
 		LIST_FOREACH(b, &bs->bins[i], flink) {
-			if (b->size < size || (best && b->size >= best->size))
+			if (b->size < size || (best && (b->size > best->size ||
+			    (b->size == best->size &&
+			     (b->owner || size < MiB || b->off > best->off)))))
 				continue;
 			if (!fits(a, b, size, align))
 				continue;

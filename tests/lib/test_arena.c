@@ -246,6 +246,35 @@ static void test_tail_growth(void **state)
 	teardown_checks(a);
 }
 
+/*
+ * Two equal FREE holes larger than a request of 1 MiB or more: it splits
+ * the lower one (PyTorch's order: size, then address), not the one freed
+ * last, which the bin's LIFO order lists first.
+ */
+static void test_equal_holes(void **state)
+{
+	struct nxq_arena *a = mk(2 * MiB, GiB, 0, 0);
+	void *x[6], *p, *q;
+
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(nxq_alloc(a, 3 * MiB / 2, 0, &x[i]), 0);
+	for (int i = 1; i < 6; i++)
+		assert_ptr_equal(x[i], (char *)x[i - 1] + 3 * MiB / 2);
+	assert_int_equal(nxq_free(a, x[1]), 0);
+	assert_int_equal(nxq_free(a, x[3]), 0);		/* freed last: first in its bin */
+	assert_int_equal(nxq_alloc(a, 5 * MiB / 4, 0, &p), 0);
+	assert_ptr_equal(p, x[1]);			/* the lower hole, not x[3] */
+	assert_int_equal(nxq_alloc(a, MiB / 4, 0, &q), 0);
+	assert_ptr_equal(q, (char *)x[1] + 5 * MiB / 4);	/* what is left of x[1]: exact */
+	assert_int_equal(nxq_free(a, q), 0);
+	assert_int_equal(nxq_free(a, p), 0);
+	check_acct(a);
+	for (int i = 0; i < 6; i++)
+		if (i != 1 && i != 3)
+			assert_int_equal(nxq_free(a, x[i]), 0);
+	teardown_checks(a);
+}
+
 /* A refused handle falls back to exactly what the allocation needs. */
 static void test_batch_fallback_and_refusal(void **state)
 {
@@ -844,6 +873,7 @@ int main(void)
 		cmocka_unit_test(test_warm_path_no_calls),
 		cmocka_unit_test(test_batching),
 		cmocka_unit_test(test_tail_growth),
+		cmocka_unit_test(test_equal_holes),
 		cmocka_unit_test(test_batch_fallback_and_refusal),
 		cmocka_unit_test(test_failure_injection),
 		cmocka_unit_test(test_fence_failure),
