@@ -67,10 +67,11 @@ mutant() {
 mutant max-ignores-usage LEDGER_SRCS LEDGER_BIN counter.c \
 	's/if (sum > nxq_node_eff_max(n)) {/if (bytes > nxq_node_eff_max(n)) {/' \
 	'nxquota-*' 'Expected'
-# A lock of the ledger: nxq_uncharge() without the device lock.
+# A lock of the ledger: nxq_uncharge_slow() without the device lock (a
+# moved holder's uncharge takes it: nxq_try_uncharge() declines residue).
 mutant uncharge-unlocked LEDGER_SRCS LEDGER_BIN charge.c \
-	'/^int nxq_uncharge(/,/^}/{/spin_lock(&dev->lock);/d;/spin_unlock(&dev->lock);/d}' \
-	'nxquota-counter.nxq_test_max' 'lockdep_assert_held(&dev->lock): not held'
+	'/^int nxq_uncharge_slow(/,/^}/{/spin_lock(&dev->lock);/d;/spin_unlock(&dev->lock);/d}' \
+	'nxquota-objects.nxq_test_rehome' 'lockdep_assert_held(&dev->lock): not held'
 # The compat layer: lockdep_assert_held() satisfied by any holder.
 mutant held-by-anyone COMPAT_SRCS COMPAT_BIN uk.c \
 	's/if (!uk_lock_held_by_me(l))/if (!uk_lock_is_locked(l))/' \

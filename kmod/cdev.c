@@ -473,8 +473,6 @@ static long nxq_ioc_charge_fast(struct nxq_file *f, struct nxq_holder *h,
 	if (a->timeout_ns ||
 	    cgroup_id(task_dfl_cgroup(current)) != READ_ONCE(h->node)->id)
 		return NXQ_IOC_SLOW;
-	if (nxq_try_charge(h, a->bytes, &a->charged))
-		return 0;
 	return nxq_charge(h, a->bytes, 0, &a->charged);
 }
 
@@ -504,8 +502,6 @@ static long nxq_ioc_uncharge(struct nxq_file *f, struct nxq_holder *h,
 {
 	struct nxq_charge *a = karg;
 
-	if (nxq_try_uncharge(h, a->bytes, &a->charged))
-		return 0;
 	return nxq_uncharge(h, a->bytes, &a->charged);
 }
 

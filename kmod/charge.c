@@ -19,7 +19,7 @@
 #include "charge.h"
 
 /**
- * nxq_charge() - charge bytes to a holder, all or nothing
+ * nxq_charge_slow() - nxq_charge() once nxq_try_charge() declined
  * @h: the holder
  * @bytes: bytes to add, non-zero
  * @timeout_ns: 0 not to wait; else the longest wait for a grant, clamped
@@ -32,7 +32,10 @@
  * shortfall and, with @timeout_ns, waits in the fair queue.  A charge
  * that can never fit is refused at once and asks nobody; asks pass by
  * holders that declined since the charge was queued (and, for a charge
- * that will not wait ticket_timeout_ms, less than that before).
+ * that will not wait ticket_timeout_ms, less than that before).  Called
+ * through nxq_charge() (charge.h), which has tried the uncontended case
+ * inline first; this decides everything else, the same case included if
+ * the ledger changed in between.
  *
  * Context: process context; sleeps only when waiting; the ledger lock
  * must not be held.
@@ -43,7 +46,8 @@
  * waiters_max is reached, -ETIMEDOUT when the wait ran out, -EINTR on a
  * signal.
  */
-int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
+int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
+		    u64 *charged)
 {
 	struct nxq_device *dev = h->node->dev;
 	struct nxq_waiter w = { .h = h, .bytes = bytes, .result = 1 };
@@ -59,10 +63,6 @@ int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns, u64 *charged)
 	spin_lock(&dev->lock);
 	if (h->detached) {
 		err = -ENOENT;
-		goto out;
-	}
-	if (nxq_fast_fits(h, bytes)) {
-		nxq_commit(h, bytes);
 		goto out;
 	}
 	/* Nobody waits for room on this path: no queue to respect. */
@@ -165,18 +165,19 @@ out:
 }
 
 /**
- * nxq_uncharge() - take bytes back from a holder
+ * nxq_uncharge_slow() - nxq_uncharge() once nxq_try_uncharge() declined
  * @h: the holder
  * @bytes: bytes, non-zero and at most the holder's charge
  * @charged: set to the holder's charge after the call, success or not
  *
  * Lowers the holder's reclaimable bytes to its new charge if needed, and
- * serves queued charges.
+ * serves queued charges.  Called through nxq_uncharge() (charge.h); it
+ * decides every case, the inline one's included.
  *
  * Context: takes the device lock; does not sleep.
  * Return: 0, -EINVAL for 0 or more than the charge, -ENOENT if detached.
  */
-int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged)
+int nxq_uncharge_slow(struct nxq_holder *h, u64 bytes, u64 *charged)
 {
 	struct nxq_device *dev = h->node->dev;
 	int err = 0;

@@ -10,9 +10,9 @@
 
 #include "pressure.h"
 
-int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
-	       u64 *charged);
-int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged);
+int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
+		    u64 *charged);
+int nxq_uncharge_slow(struct nxq_holder *h, u64 bytes, u64 *charged);
 int nxq_set_reclaimable(struct nxq_holder *h, u64 bytes);
 int nxq_ticket_read(struct nxq_holder *h, struct nxq_ticket_state *t);
 int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
@@ -22,13 +22,12 @@ int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
  * nxq_try_charge() - nxq_charge()'s uncontended case, inline
  * @h: the holder
  * @bytes: bytes to add
- * @charged: set to the holder's charge after a charge
+ * @charged: or NULL: set to the holder's charge after a charge
  *
  * Charges if nxq_fast_fits() says the charge fits with nobody waiting,
- * exactly as nxq_charge() would; else charges nothing and leaves the
- * decision (and its errno) to nxq_charge().  The ioctl's fast path calls
- * this first: an uncontended charge then costs no call into the ledger
- * and no waiter on the stack.
+ * exactly as nxq_charge_slow() would; else charges nothing and leaves
+ * the decision (and its errno) to it.  An uncontended charge then costs
+ * no call into charge.c and no waiter on the stack.
  *
  * Context: takes the device lock; does not sleep.
  * Return: true if charged.
@@ -42,7 +41,8 @@ static inline bool nxq_try_charge(struct nxq_holder *h, u64 bytes,
 	spin_lock(&dev->lock);
 	if (bytes && !h->detached && nxq_fast_fits(h, bytes)) {
 		nxq_commit(h, bytes);
-		*charged = h->charge;
+		if (charged)
+			*charged = h->charge;
 		done = true;
 	}
 	spin_unlock(&dev->lock);
@@ -53,10 +53,10 @@ static inline bool nxq_try_charge(struct nxq_holder *h, u64 bytes,
  * nxq_try_uncharge() - nxq_uncharge()'s common case, inline
  * @h: the holder
  * @bytes: bytes to take back
- * @charged: set to the holder's charge after an uncharge
+ * @charged: or NULL: set to the holder's charge after an uncharge
  *
- * Uncharges a holder with no residue exactly as nxq_uncharge() would;
- * else does nothing and leaves it (and its errno) to nxq_uncharge().
+ * Uncharges a holder with no residue exactly as nxq_uncharge_slow()
+ * would; else does nothing and leaves it (and its errno) to it.
  *
  * Context: takes the device lock; does not sleep.
  * Return: true if uncharged.
@@ -71,11 +71,52 @@ static inline bool nxq_try_uncharge(struct nxq_holder *h, u64 bytes,
 	if (bytes && !h->detached && bytes <= h->charge &&
 	    list_empty(&h->residue)) {
 		nxq_uncharge_fast(h, bytes);
-		*charged = h->charge;
+		if (charged)
+			*charged = h->charge;
 		done = true;
 	}
 	spin_unlock(&dev->lock);
 	return done;
+}
+
+/**
+ * nxq_charge() - charge bytes to a holder, all or nothing
+ * @h: the holder
+ * @bytes: bytes to add, non-zero
+ * @timeout_ns: 0 not to wait; else the longest wait for a grant
+ * @charged: or NULL: set to the holder's charge after the call
+ *
+ * The uncontended case inline (nxq_try_charge()), the rest in
+ * nxq_charge_slow(), whose comment says what a charge does.
+ *
+ * Context: process context; sleeps only when waiting.
+ * Return: as nxq_charge_slow().
+ */
+static inline int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
+			     u64 *charged)
+{
+	if (nxq_try_charge(h, bytes, charged))
+		return 0;
+	return nxq_charge_slow(h, bytes, timeout_ns, charged);
+}
+
+/**
+ * nxq_uncharge() - take bytes back from a holder
+ * @h: the holder
+ * @bytes: bytes, non-zero and at most the holder's charge
+ * @charged: or NULL: set to the holder's charge after the call
+ *
+ * The common case inline (nxq_try_uncharge()), the rest in
+ * nxq_uncharge_slow().
+ *
+ * Context: takes the device lock; does not sleep.
+ * Return: as nxq_uncharge_slow().
+ */
+static inline int nxq_uncharge(struct nxq_holder *h, u64 bytes, u64 *charged)
+{
+	if (nxq_try_uncharge(h, bytes, charged))
+		return 0;
+	return nxq_uncharge_slow(h, bytes, charged);
 }
 
 #endif /* _NXQ_CHARGE_H */

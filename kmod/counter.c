@@ -361,10 +361,5 @@ void nxq_uncharge_locked(struct nxq_holder *h, u64 bytes)
 		left -= take;
 	}
 	nxq_uncharge_path(h->node, left);
-	WARN_ON_ONCE(dev->used < bytes);
-	dev->used -= bytes;
-	h->charge -= bytes;
-	h->reclaimable = min(h->reclaimable, h->charge);
-	if (h->ticket.open)
-		h->ticket.bytes = min(h->ticket.bytes, h->charge);
+	nxq_uncharge_holder(h, bytes);
 }

@@ -104,4 +104,27 @@ static inline void nxq_commit(struct nxq_holder *h, u64 bytes)
 	h->charge += bytes;
 }
 
+/**
+ * nxq_uncharge_holder() - the device's and the holder's part of an uncharge
+ * @h: the holder
+ * @bytes: at most its charge, already taken off the nodes
+ *
+ * Lowers the device's use and the holder's charge, and its reclaimable
+ * bytes and open ticket to the new charge.
+ *
+ * Context: the device lock is held.
+ */
+static inline void nxq_uncharge_holder(struct nxq_holder *h, u64 bytes)
+{
+	struct nxq_device *dev = h->node->dev;
+
+	lockdep_assert_held(&dev->lock);
+	WARN_ON_ONCE(dev->used < bytes);
+	dev->used -= bytes;
+	h->charge -= bytes;
+	h->reclaimable = min(h->reclaimable, h->charge);
+	if (h->ticket.open)
+		h->ticket.bytes = min(h->ticket.bytes, h->charge);
+}
+
 #endif /* _NXQ_COUNTER_H */

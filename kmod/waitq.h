@@ -112,12 +112,7 @@ static inline void nxq_uncharge_fast(struct nxq_holder *h, u64 bytes)
 		n->usage -= bytes;
 		blocked |= n->nr_blocked;
 	}
-	WARN_ON_ONCE(dev->used < bytes);
-	dev->used -= bytes;
-	h->charge -= bytes;
-	h->reclaimable = min(h->reclaimable, h->charge);
-	if (h->ticket.open)
-		h->ticket.bytes = min(h->ticket.bytes, h->charge);
+	nxq_uncharge_holder(h, bytes);
 	if (blocked)
 		nxq_dispatch(dev);
 }
