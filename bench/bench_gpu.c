@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -345,15 +346,29 @@ static double torch_peer(const char *self, long ops, int reps, char *why, size_t
 
 /* ---- 2. growth per GiB ---- */
 
+/* Where a growth's time goes: its first allocation, the rest, page faults. */
+struct growth_split {
+	double first, rest;	/* medians over reps, seconds, unscaled */
+	double faults;		/* minor page faults in the timed loop, median */
+};
+
+static long minflt(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_minflt;
+}
+
 /*
  * nxq growing a fresh arena by total bytes in piece-byte allocations, with
  * grow_batch batch (0: the default) and $NXQ_GROW_MIN gmin (NULL: unset);
- * *handles: the handles (growths) it took.
+ * *handles: the handles (growths) it took; *sp (may be NULL): the split.
  */
 static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, uint64_t batch,
-			 const char *gmin, int reps, uint64_t *handles)
+			 const char *gmin, int reps, uint64_t *handles, struct growth_split *sp)
 {
-	double v[16];
+	double v[16], vf[16], vr[16], vp[16];
 	void **ps = calloc(total / piece + 1, sizeof(*ps));
 	char *saved = getenv("NXQ_GROW_MIN") ? strdup(getenv("NXQ_GROW_MIN")) : NULL;
 
@@ -365,12 +380,22 @@ static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, uint
 		struct nxq_arena *a = cuda_arena(c, batch, NXQ_OPT_ZERO, NXQ_OPT_ZERO);
 		struct nxq_stats s = { .size = sizeof(s) };
 		uint64_t n = total / piece;
-		double t = now();
+		long f0 = minflt();
+		double t = now(), t1 = 0;
 
-		for (uint64_t i = 0; i < n; i++)
+		for (uint64_t i = 0; i < n; i++) {
 			NX(nxq_alloc(a, piece, 0, &ps[i]));
-		if (r)
-			v[r - 1] = (now() - t) * (double)(1ULL << 30) / (double)total;
+			if (!i)
+				t1 = now();
+		}
+		if (r) {
+			double t2 = now();
+
+			v[r - 1] = (t2 - t) * (double)(1ULL << 30) / (double)total;
+			vf[r - 1] = t1 - t;
+			vr[r - 1] = t2 - t1;
+			vp[r - 1] = (double)(minflt() - f0);
+		}
 		NX(nxq_arena_stats(a, &s));
 		*handles = s.grows;
 		for (uint64_t i = 0; i < n; i++)
@@ -383,6 +408,11 @@ static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, uint
 		unsetenv("NXQ_GROW_MIN");
 	free(saved);
 	free(ps);
+	if (sp) {
+		sp->first = median(vf, reps);
+		sp->rest = median(vr, reps);
+		sp->faults = median(vp, reps);
+	}
 	return median(v, reps);
 }
 
@@ -608,6 +638,7 @@ int main(int argc, char **argv)
 			{ "16 MiB pieces, grow_batch 1 GiB, NXQ_GROW_MIN=1G", 1, 1ULL << 30, "1G" },
 		};
 		double tg[4], cm, cm16, big, h64, small;
+		struct growth_split sp[4];
 		uint64_t nh[4];
 		char gm[32];
 
@@ -615,7 +646,7 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 4; i++)
 			tg[i] = growth_nxq(c, total, cf[i].piece ? piece : total, cf[i].batch,
 					  cf[i].gmin ? (short_run ? gm : cf[i].gmin) : NULL, reps,
-					  &nh[i]);
+					  &nh[i], &sp[i]);
 		cm = growth_cumemalloc(total, total, reps);
 		cm16 = growth_cumemalloc(total, piece, reps);
 		big = growth_handles(dev, total, total, g, reps);
@@ -631,6 +662,12 @@ int main(int argc, char **argv)
 			printf("     nxq: %-48s %8.3f ms  %5.2fx cudaMalloc  %5.2fx big handle  "
 			       "%3llu handles  %s\n", cf[i].name, tg[i] * 1e3, tg[i] / cm, tg[i] / big,
 			       (unsigned long long)nh[i], met ? "target met" : "target MISSED");
+			printf("          first allocation %8.1f us, the other %llu %8.1f us (%.0f ns "
+			       "each), %.0f minor page faults\n", sp[i].first * 1e6,
+			       (unsigned long long)(total / (cf[i].piece ? piece : total) - 1),
+			       sp[i].rest * 1e6,
+			       cf[i].piece ? sp[i].rest * 1e9 / (double)(total / piece - 1) : 0.0,
+			       sp[i].faults);
 		}
 		printf("     one cuMemAlloc (cudaMalloc) of it all       %9.3f ms\n", cm * 1e3);
 		printf("     cuMemAlloc in 16 MiB pieces                 %9.3f ms  %5.2fx cudaMalloc\n",
