@@ -62,6 +62,10 @@
  *   NXQ_TORCH_BACKEND      cuda (default); host: memfd arenas, for testing
  *                          this library without a GPU
  *   NXQ_TORCH_VERBOSE      1: one line on stderr per arena and failure
+ *   NXQ_TORCH_TRACE        a new file (never an existing one: O_EXCL)
+ *                          that gets one line per allocation, free and
+ *                          release, in tests/lib/replay.c's format, to
+ *                          replay this process's own requests without a GPU
  * Unset NXQ_TORCH_* variables leave the field to the library, which reads
  * its own NXQ_* variables (libnxquota.rst, "Tunables").
  */
@@ -233,6 +237,45 @@ static int env_word(const char *name, const char *const *words, int def)
 
 enum { CTX_AUTO, CTX_MANAGED, CTX_UNMANAGED };
 
+/* NXQ_TORCH_TRACE: the requests as this library got them, for replay.c. */
+static pthread_mutex_t trace_lock = PTHREAD_MUTEX_INITIALIZER;
+static FILE *trace_f;
+
+static void trace(const char *act, const void *p, uint64_t size, const void *stream)
+{
+	if (!__atomic_load_n(&trace_f, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&trace_lock);
+	fprintf(trace_f, "%s %" PRIuPTR " %" PRIu64 " %" PRIuPTR "\n", act, (uintptr_t)p, size,
+		(uintptr_t)stream);
+	pthread_mutex_unlock(&trace_lock);
+}
+
+static void trace_close(void)
+{
+	pthread_mutex_lock(&trace_lock);
+	if (trace_f)
+		fclose(trace_f);
+	trace_f = NULL;
+	pthread_mutex_unlock(&trace_lock);
+}
+
+static int trace_open(void)
+{
+	const char *path = getenv("NXQ_TORCH_TRACE");
+	FILE *f;
+
+	if (!path || !*path)
+		return 0;
+	f = fopen(path, "wxe");		/* O_CREAT|O_EXCL|O_CLOEXEC */
+	if (!f)
+		return fail(-errno, "NXQ_TORCH_TRACE=%s: %s", path, strerror(errno));
+	setvbuf(f, NULL, _IOFBF, 1 << 20);
+	atexit(trace_close);
+	__atomic_store_n(&trace_f, f, __ATOMIC_RELEASE);
+	return 0;
+}
+
 static int read_config(void)
 {
 	static const char *const ctxw[] = { "auto", "managed", "unmanaged", NULL };
@@ -246,6 +289,8 @@ static int read_config(void)
 	memset(o, 0, sizeof(*o));
 	o->size = sizeof(*o);
 	G.verbose = getenv("NXQ_TORCH_VERBOSE") && strcmp(getenv("NXQ_TORCH_VERBOSE"), "0");
+	if ((r = trace_open()) < 0)
+		return r;
 	if ((ctxmode = env_word("NXQ_TORCH_CONTEXT", ctxw, CTX_AUTO)) < 0)
 		return ctxmode;
 	if ((r = env_word("NXQ_TORCH_FREE", freew, 0)) < 0)
@@ -526,6 +571,7 @@ API void *nxq_torch_malloc(size_t size, int device, void *stream)
 	set_min(&d->c[NXQ_TS_LO_PTR], (uintptr_t)p);
 	set_max(&d->c[NXQ_TS_HI_PTR], (uintptr_t)p + size);
 	observe(d, a);
+	trace("alloc", p, size, async ? stream : NULL);
 	return p;
 }
 
@@ -545,6 +591,9 @@ API void nxq_torch_free(void *ptr, size_t size, int device, void *stream)
 	d = &G.dev[device];
 	r = G.free_sync && G.route == ROUTE_TENSOR ? nxq_free(a, ptr) :
 						     nxq_free_async(a, ptr, stream);
+	if (!r)
+		trace("free_completed", ptr, size,
+		      G.free_sync && G.route == ROUTE_TENSOR ? NULL : stream);
 	if (r) {
 		/* Not ours, or the stream is gone (interpreter teardown): keep it. */
 		add(&d->c[NXQ_TS_FREE_ERRORS], 1);
@@ -651,6 +700,7 @@ API int64_t nxq_torch_release(int device, uint64_t bytes)
 		return -EINVAL;
 	if (!bytes)
 		return 0;
+	trace("release", NULL, bytes, NULL);
 	call_hook(device, bytes);
 	if (device == -1) {
 		lo = 0;

@@ -12,7 +12,9 @@
  * integrations/pytorch/bench captures them with
  * torch.cuda.memory._record_memory_history: alloc, free_requested,
  * free_completed, and the caching allocator's segment_map/segment_unmap
- * (expandable segments) or segment_alloc/segment_free (native).  Each
+ * (expandable segments) or segment_alloc/segment_free (native); or as the
+ * integration writes them with NXQ_TORCH_TRACE: alloc, free_completed and
+ * "release 0 BYTES 0" (nxq_torch_release(): a trim by BYTES).  Each
  * alloc becomes nxq_alloc_async() on its stream, each free_completed
  * nxq_free_async() on it (the tensor route's default: async frees; --sync:
  * nxq_alloc/nxq_free); the segment events give the caching allocator's own
@@ -262,6 +264,21 @@ static int replay(struct nxq_ctx *ctx, struct nxq_arena **ap, const char *path,
 		void *p;
 
 		lineno++;
+		if (sscanf(line, "%31s %llu %llu %llu", act, &addr, &size, &stream) == 4 &&
+		    !strcmp(act, "release")) {
+			/* NXQ_TORCH_TRACE: nxq_torch_release(), a trim by size bytes */
+			res->events++;
+			r = nxq_arena_stats(a, &st);
+			if (!r && nxq_arena_trim(a, size >= st.charged ? 0 : st.charged - size,
+						 NXQ_TRIM_WAIT) < 0)
+				r = -EIO;
+			if (r) {
+				fprintf(stderr, "replay: %s:%d: release: %s\n", path, lineno,
+					nxq_errmsg());
+				break;
+			}
+			continue;
+		}
 		if (sscanf(line, "%31s %llu %llu %llu", act, &addr, &size, &stream) != 4 ||
 		    !addr) {
 			fprintf(stderr, "replay: %s:%d: bad line\n", path, lineno);

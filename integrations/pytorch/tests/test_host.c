@@ -87,6 +87,67 @@ static void bad_env2(const char *v1, const char *x1, const char *v2, const char 
 }
 
 /*
+ * NXQ_TORCH_TRACE: a child writes one line per allocation, free and release
+ * in replay.c's format; an existing file is refused (O_EXCL), unchanged.
+ */
+static void trace_child(void)
+{
+	char path[] = "/tmp/nxq_torch_traceXXXXXX", line[256];
+	int fd = mkstemp(path), status = 0, n = 0, ok = 1;
+	pid_t pid;
+	FILE *f;
+
+	CHECK(fd >= 0, "mkstemp");
+	close(fd);
+	pid = fork();
+	if (pid == 0) {		/* the file exists: refused, named */
+		setenv("NXQ_TORCH_TRACE", path, 1);
+		int r = nxq_torch_configure();
+
+		_exit(r == -EEXIST && !nxq_torch_malloc(4096, 0, NULL) &&
+		      strstr(nxq_torch_last_error(), "NXQ_TORCH_TRACE") ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	f = fopen(path, "r");
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && f && !fgets(line, sizeof(line), f),
+	      "NXQ_TORCH_TRACE naming an existing file: -EEXIST, the file left empty");
+	if (f)
+		fclose(f);
+	unlink(path);
+	pid = fork();
+	if (pid == 0) {
+		setenv("NXQ_TORCH_TRACE", path, 1);
+		void *p = nxq_torch_malloc(5000, 0, (void *)7);
+		void *q = nxq_torch_malloc(1 << 20, 0, NULL);
+
+		nxq_torch_free(p, 5000, 0, (void *)7);
+		nxq_torch_release(0, 1);
+		exit(p && q ? 0 : 1);	/* exit(), not _exit(): the trace is flushed */
+	}
+	waitpid(pid, &status, 0);
+	f = fopen(path, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		static const char *const want[] = { "alloc", "alloc", "free_completed", "release" };
+		static const unsigned long long size[] = { 5000, 1 << 20, 5000, 1 };
+		static const unsigned long long stream[] = { 7, 0, 7, 0 };
+		char act[32];
+		unsigned long long addr, sz, st_;
+
+		if (n >= 4 || sscanf(line, "%31s %llu %llu %llu", act, &addr, &sz, &st_) != 4 ||
+		    strcmp(act, want[n]) || sz != size[n] || st_ != stream[n] ||
+		    (n < 3 && !addr))
+			ok = 0;
+		n++;
+	}
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0 && ok && n == 4,
+	      "NXQ_TORCH_TRACE: alloc, alloc, free_completed, release with sizes and streams "
+	      "(%d lines)", n);
+	if (f)
+		fclose(f);
+	unlink(path);
+}
+
+/*
  * The pool route: the "cached segments" PyTorch would hold are blocks the
  * hook frees, as PyTorch's emptyCache does through the free function.
  */
@@ -288,6 +349,7 @@ int main(void)
 	bad_env("NXQ_TORCH_GRANULE", "0");
 	bad_env("NXQ_TORCH_ROUTE", "tensors");
 	bad_env2("NXQ_TORCH_ROUTE", "pool", "NXQ_TORCH_FREE", "sync");
+	trace_child();
 	if (run_pool_child())
 		CHECK(0, "pool route child exited cleanly");
 
