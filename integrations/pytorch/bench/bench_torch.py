@@ -18,6 +18,9 @@ CUDA starts; PYTORCH_CUDA_ALLOC_CONF is read then too), in turn, for
 --windows timed windows of --steps steps (no per-step synchronisation, so
 the CPU runs ahead as in real training).  Reported:
   steps/s      the median over runs of each run's median window;
+  x native     the median over runs of (steps/s / native's steps/s in the
+               same run): runs visit the configurations in turn, each run
+               starting one further on; the target is read from it;
   peak MiB     the device's used memory (cudaMemGetInfo) read after every
                step, highest value minus the value read when the process's
                CUDA context was up and nothing was allocated yet: the same
@@ -101,7 +104,9 @@ def main():
                     "--windows", "1", "--steps", "5"], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=600)
     for run in range(a.runs):
-        for c in configs:
+        # Each run starts one configuration further on, so that no
+        # configuration always follows the same one (the machine drifts).
+        for c in configs[run % len(configs):] + configs[:run % len(configs)]:
             alloc, extra = CONFIGS[c]
             out = os.path.join(tmp, "%s_%d.json" % (c, run))
             env = {k: v for k, v in os.environ.items()
@@ -130,7 +135,7 @@ def main():
     summary = {}
     for m in models:
         print("\nworkload %s" % m)
-        print("| configuration | steps/s | runs | x native | peak MiB | x native-expandable "
+        print("| configuration | steps/s | runs | x native (paired) | peak MiB | x native-expandable "
               "| after warm-up MiB | x | alloc MiB | losses = native |")
         print("|---|---|---|---|---|---|---|---|---|---|")
         rows = {}
@@ -139,6 +144,7 @@ def main():
             per_run = [statistics.median(w["steps_per_s"]) for w in ws]
             alloc_peak = [w.get("peak_reserved", w.get("peak_charged", 0)) for w in ws]
             rows[c] = {"steps_per_s": statistics.median(per_run), "runs": per_run,
+                       "per_run": per_run,
                        "peak_used": statistics.median(w["peak_used"] for w in ws),
                        "peak_total": statistics.median(w.get("peak_total", w["peak_used"])
                                                        for w in ws),
@@ -151,7 +157,14 @@ def main():
         exp = rows.get("native-expandable")
         for c in configs:
             r = rows[c]
-            r["x_native"] = r["steps_per_s"] / nat["steps_per_s"] if nat else None
+            # The target: the median over runs of this run's steps/s over the
+            # native process's in the same run (side by side), not a ratio of
+            # medians taken from different minutes.
+            r["x_native"] = (statistics.median(x / n for x, n in zip(r["per_run"],
+                                                                     nat["per_run"]))
+                             if nat else None)
+            r["x_native_of_medians"] = (r["steps_per_s"] / nat["steps_per_s"]
+                                        if nat else None)
             r["x_expandable_peak"] = r["peak_total"] / exp["peak_total"] if exp else None
             r["x_expandable_after_warmup"] = (r["peak_used"] / exp["peak_used"]
                                               if exp else None)
