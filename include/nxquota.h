@@ -163,7 +163,15 @@ enum nxq_backend {
  *	default 64 MiB
  * @grow_timeout_ms: how long a growth the module refuses waits for a
  *	grant (NXQ_CHARGE_WAIT) before the allocation fails with -ETIMEDOUT;
- *	$NXQ_GROW_TIMEOUT_MS, default 0 (fail at once with -EDQUOT/-ENOSPC)
+ *	$NXQ_GROW_TIMEOUT_MS, default 0 (fail at once with -EDQUOT/-ENOSPC);
+ *	since NXQ_ARENA_OPTS_SIZE_VER1
+ * @grow_min: the least one growth maps: each growth maps at least this
+ *	much (rounded up to the granule), so the first allocation of an empty
+ *	arena can map one large handle; at most @va_size; $NXQ_GROW_MIN,
+ *	default 0 (one granule: the rule of @grow_batch alone);
+ *	NXQ_OPT_ZERO: 0 whatever $NXQ_GROW_MIN says.  Since
+ *	NXQ_ARENA_OPTS_SIZE_VER2: a caller of an earlier size gets
+ *	$NXQ_GROW_MIN or the default
  */
 struct nxq_arena_opts {
 	uint32_t size;
@@ -179,8 +187,11 @@ struct nxq_arena_opts {
 	uint64_t retain_idle;
 	uint64_t handle_pool;
 	uint64_t grow_timeout_ms;
+	uint64_t grow_min;
 };
-#define NXQ_ARENA_OPTS_SIZE_VER0	72
+#define NXQ_ARENA_OPTS_SIZE_VER0	72	/* up to handle_pool */
+#define NXQ_ARENA_OPTS_SIZE_VER1	80	/* up to grow_timeout_ms */
+#define NXQ_ARENA_OPTS_SIZE_VER2	88	/* up to grow_min */
 
 /* nxq_stats.flags */
 #define NXQ_STATS_UNMANAGED	(1U << 0)  /* no module: nothing is charged */

@@ -4,10 +4,25 @@
  * the environment variables that fill fields left 0.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
+
+/*
+ * The published sizes of nxq_arena_opts: each version ends at its last
+ * field (LP64, where the sizes were taken), and a field added later
+ * lies past every earlier size, so an old caller never supplies it.
+ */
+#if UINTPTR_MAX == UINT64_MAX
+_Static_assert(offsetof(struct nxq_arena_opts, grow_timeout_ms) == NXQ_ARENA_OPTS_SIZE_VER0,
+	       "nxq_arena_opts version 0 ends at handle_pool");
+_Static_assert(offsetof(struct nxq_arena_opts, grow_min) == NXQ_ARENA_OPTS_SIZE_VER1,
+	       "nxq_arena_opts version 1 ends at grow_timeout_ms");
+_Static_assert(sizeof(struct nxq_arena_opts) == NXQ_ARENA_OPTS_SIZE_VER2,
+	       "nxq_arena_opts is version 2 (grow_min): update NXQ_ARENA_OPTS_SIZE_VER*");
+#endif
 
 /*
  * Copy an options struct of in_size bytes (its first field) into out
@@ -147,9 +162,13 @@ int nxq__read_arena_opts(const struct nxq_arena_opts *in, struct nxq_arena_opts 
 	    (r = opt_size(o->retain_idle, "NXQ_RETAIN_IDLE", 64 * MiB, 1, "retain_idle", retain)) ||
 	    (r = opt_size(o->handle_pool, "NXQ_HANDLE_POOL", 64 * MiB, 1, "handle_pool", pool)) ||
 	    (r = opt_size(o->granule, "NXQ_GRANULE", 0, 0, "granule", gran)) ||
-	    /* no option field yet: the environment only; 0 is one granule */
-	    (r = opt_size(0, "NXQ_GROW_MIN", 0, 1, "grow_min", gmin)))
+	    /* 0 is one granule (grow_batch's rule alone); absent below VER2 */
+	    (r = opt_size(o->grow_min, "NXQ_GROW_MIN", 0, 1, "grow_min", gmin)))
 		return r;
+	if (*gmin > *va)
+		return nxq__err(-EINVAL, "nxquota: grow_min (%s) %llu is above va_size %llu",
+				o->grow_min ? "nxq_arena_opts.grow_min" : "NXQ_GROW_MIN",
+				(unsigned long long)*gmin, (unsigned long long)*va);
 	if (o->grow_timeout_ms == NXQ_OPT_ZERO) {
 		*wait_ms = 0;
 	} else if (o->grow_timeout_ms) {

@@ -264,6 +264,126 @@ static void test_opts_old_size(void **state)
 	unsetenv("NXQ_REPORT_INTERVAL_MS");
 }
 
+/* mapped bytes and growths of an arena after nxq_alloc(a, 1) */
+static uint64_t first_growth(struct nxq_ctx *c, const struct nxq_arena_opts *o,
+			     uint64_t *grows)
+{
+	struct nxq_stats s = { .size = sizeof(s) };
+	struct nxq_arena *a;
+	void *p;
+
+	assert_int_equal(nxq__arena_create_be(c, o, &fake_be, &a), 0);
+	assert_int_equal(nxq_alloc(a, 1, 0, &p), 0);
+	assert_int_equal(nxq_arena_stats(a, &s), 0);
+	assert_int_equal(s.granule, 2 * MiB);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	if (grows)
+		*grows = s.grows;
+	return s.mapped;
+}
+
+/*
+ * nxq_arena_opts.grow_min (version 1): the least one growth maps, as
+ * $NXQ_GROW_MIN; the field overrides the variable, which fills a 0
+ * field; NXQ_OPT_ZERO is 0 whatever the variable says.
+ */
+static void test_grow_min_field(void **state)
+{
+	struct nxq_ctx *c = fctx();
+	struct nxq_stats s = { .size = sizeof(s) };
+	struct nxq_arena_opts o = { .size = sizeof(o), .grow_min = 64 * MiB };
+	struct nxq_arena *a;
+	uint64_t grows = 0;
+	void *p, *q;
+
+	assert_int_equal(sizeof(o), NXQ_ARENA_OPTS_SIZE_VER2);
+	/* the field alone: one growth of 64 MiB for one byte */
+	assert_int_equal(first_growth(c, &o, &grows), 64 * MiB);
+	assert_int_equal(grows, 1);
+	/* every growth, not only the first: at 64 MiB mapped the rule alone
+	 * would grow by a quarter (16 MiB); grow_min is beyond grow_batch */
+	o.grow_min = 96 * MiB;
+	assert_int_equal(nxq__arena_create_be(c, &o, &fake_be, &a), 0);
+	assert_int_equal(nxq_alloc(a, 96 * MiB, 0, &p), 0);
+	assert_int_equal(nxq_alloc(a, 1, 0, &q), 0);
+	assert_int_equal(nxq_arena_stats(a, &s), 0);
+	assert_int_equal(s.mapped, 192 * MiB);
+	assert_int_equal(s.grows, 2);
+	assert_int_equal(fk.charged, 192 * MiB);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	/* rounded up to the granule */
+	o.grow_min = 30 * MiB + 1;
+	assert_int_equal(first_growth(c, &o, NULL), 32 * MiB);
+	/* the field overrides $NXQ_GROW_MIN, which fills a 0 field */
+	setenv("NXQ_GROW_MIN", "31M", 1);
+	o.grow_min = 8 * MiB;
+	assert_int_equal(first_growth(c, &o, NULL), 8 * MiB);
+	o.grow_min = 0;
+	assert_int_equal(first_growth(c, &o, NULL), 32 * MiB);
+	o.grow_min = NXQ_OPT_ZERO;		/* explicit 0: one granule */
+	assert_int_equal(first_growth(c, &o, NULL), 2 * MiB);
+	/* a field above va_size: -EINVAL, nothing registered or mapped */
+	o.grow_min = GiB + 1;
+	o.va_size = GiB;
+	a = (void *)1;
+	assert_int_equal(nxq__arena_create_be(c, &o, &fake_be, &a), -EINVAL);
+	assert_null(a);
+	assert_non_null(strstr(nxq_errmsg(), "grow_min"));
+	o.grow_min = GiB;			/* all of it is allowed */
+	assert_int_equal(first_growth(c, &o, NULL), GiB);
+	o.grow_min = 0;
+	setenv("NXQ_GROW_MIN", "2G", 1);	/* the variable too, and named */
+	assert_int_equal(nxq__arena_create_be(c, &o, &fake_be, &a), -EINVAL);
+	assert_non_null(strstr(nxq_errmsg(), "NXQ_GROW_MIN"));
+	assert_int_equal(fk.register_calls, 7);
+	assert_int_equal(fk.holders, 0);
+	assert_int_equal(fb.live_handles, 0);
+	unsetenv("NXQ_GROW_MIN");
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
+/*
+ * Callers built before grow_min (version 0, 72 bytes; version 1, 80):
+ * the field is past their size and never read, whatever lies there; they
+ * get $NXQ_GROW_MIN or the default.  Bytes past version 2 must be zero.
+ */
+static void test_grow_min_old_size(void **state)
+{
+	static const uint32_t old[] = { NXQ_ARENA_OPTS_SIZE_VER0, NXQ_ARENA_OPTS_SIZE_VER1 };
+	struct nxq_ctx *c = fctx();
+	struct nxq_arena *a = (void *)1;
+	struct {
+		struct nxq_arena_opts o;
+		uint64_t future;
+	} b;
+
+	for (size_t i = 0; i < sizeof(old) / sizeof(old[0]); i++) {
+		memset(&b, 0, sizeof(b));
+		b.o.size = old[i];
+		b.o.grow_min = 64 * MiB;	/* not the caller's: not read */
+		assert_int_equal(first_growth(c, &b.o, NULL), 2 * MiB);
+		setenv("NXQ_GROW_MIN", "31M", 1);
+		assert_int_equal(first_growth(c, &b.o, NULL), 32 * MiB);
+		unsetenv("NXQ_GROW_MIN");
+		/* nor checked: a value that would be invalid is ignored too */
+		b.o.va_size = GiB;
+		b.o.grow_min = 2 * GiB;
+		assert_int_equal(first_growth(c, &b.o, NULL), 2 * MiB);
+	}
+	/* 96 bytes: the field is read, the 8 past it must be 0 */
+	memset(&b, 0, sizeof(b));
+	b.o.size = sizeof(b);
+	assert_int_equal(sizeof(b), 96);
+	b.o.grow_min = 64 * MiB;
+	assert_int_equal(first_growth(c, &b.o, NULL), 64 * MiB);
+	b.future = 0x5a;
+	assert_int_equal(nxq__arena_create_be(c, &b.o, &fake_be, &a), -E2BIG);
+	assert_null(a);
+	assert_non_null(strstr(nxq_errmsg(), "offset 88"));
+	assert_int_equal(fk.holders, 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
 static void test_version_handshake(void **state)
 {
 	struct nxq_ctx *c = (void *)1;
@@ -311,6 +431,8 @@ int main(void)
 		cmocka_unit_test_setup(test_env_zero_retention, clear_env),
 		cmocka_unit_test_setup(test_opts_size_rules, clear_env),
 		cmocka_unit_test_setup(test_opts_old_size, clear_env),
+		cmocka_unit_test_setup(test_grow_min_field, clear_env),
+		cmocka_unit_test_setup(test_grow_min_old_size, clear_env),
 		cmocka_unit_test_setup(test_version_handshake, clear_env),
 		cmocka_unit_test_setup(test_stats_size, clear_env),
 	};
