@@ -32,6 +32,8 @@
  *   --check                exit 1 unless each trace's peak mapped is at
  *                          most the caching allocator's peak from its
  *                          segment events
+ *   --max-mapped-mib N     exit 1 if a trace's peak mapped is above N MiB
+ *                          (a bound measured elsewhere: on the GPU)
  *   --max-handles-per-gib X  exit 1 if more physical handles (cuMemCreate)
  *                          were created per GiB of peak mapped than X
  *
@@ -367,7 +369,7 @@ int main(int argc, char **argv)
 	struct nxq_ctx_opts co = { .size = sizeof(co), .flags = NXQ_CTX_UNMANAGED };
 	struct nxq_ctx *ctx;
 	uint64_t grow_batch = 4ULL << 20;
-	double max_hpg = 0;
+	double max_hpg = 0, max_mib = 0;
 	int sync = 0, check = 0, chain = 0, rc = 0, i;
 	struct nxq_arena *a = NULL;
 
@@ -383,6 +385,14 @@ int main(int argc, char **argv)
 				fprintf(stderr, "replay: bad --grow-batch %s\n", argv[i]);
 				return 2;
 			}
+		} else if (!strcmp(argv[i], "--max-mapped-mib") && i + 1 < argc) {
+			char *e;
+
+			max_mib = strtod(argv[++i], &e);
+			if (*e || max_mib <= 0) {
+				fprintf(stderr, "replay: bad --max-mapped-mib %s\n", argv[i]);
+				return 2;
+			}
 		} else if (!strcmp(argv[i], "--max-handles-per-gib") && i + 1 < argc) {
 			max_hpg = strtod(argv[++i], NULL);
 			if (max_hpg <= 0) {
@@ -396,7 +406,7 @@ int main(int argc, char **argv)
 	}
 	if (i == argc) {
 		fprintf(stderr, "usage: replay [--grow-batch N] [--sync] [--check] "
-			"[--max-handles-per-gib X] TRACE...\n");
+			"[--max-mapped-mib N] [--max-handles-per-gib X] TRACE...\n");
 		return 2;
 	}
 	if (nxq_ctx_open(&co, &ctx)) {
@@ -434,6 +444,13 @@ int main(int argc, char **argv)
 			rc = rc ? rc : 1;
 		} else if (check) {
 			printf("PASS %s: peak mapped <= the caching allocator's\n", name);
+		}
+		if (max_mib > 0 && res.mapped_peak / MiB > max_mib) {
+			printf("FAIL %s: peak mapped %.0f MiB > %.0f MiB\n", name,
+			       res.mapped_peak / MiB, max_mib);
+			rc = rc ? rc : 1;
+		} else if (max_mib > 0) {
+			printf("PASS %s: peak mapped <= %.0f MiB\n", name, max_mib);
 		}
 		if (max_hpg > 0 && (res.creates < 0 || hpg > max_hpg)) {
 			printf("FAIL %s: %.1f handles per GiB > %.1f\n", name, hpg, max_hpg);
