@@ -14,7 +14,7 @@
  *     on the same mix and window; "not measured" where it is absent);
  *  2. growth per GiB: nxq growing an empty arena by 1 GiB (one
  *     allocation, and in 16 MiB allocations with the default grow_batch,
- *     with grow_batch 1 GiB, and with NXQ_GROW_MIN=1G too), with the
+ *     with grow_batch 1 GiB, and with grow_min 1 GiB too), with the
  *     handles each created, against one cuMemAlloc of 1 GiB, one big
  *     handle (cuMemCreate + cuMemMap + cuMemSetAccess of the whole GiB),
  *     64 MiB handles and one handle per 2 MiB granule;
@@ -113,16 +113,22 @@ struct nxq_ctx *unmanaged(void)
 	return c;
 }
 
-static struct nxq_arena *cuda_arena(struct nxq_ctx *c, uint64_t batch, uint64_t retain,
-				    uint64_t pool)
+static struct nxq_arena *cuda_arena_min(struct nxq_ctx *c, uint64_t batch, uint64_t retain,
+					uint64_t pool, uint64_t gmin)
 {
 	struct nxq_arena_opts o = { .size = sizeof(o), .backend = NXQ_BACKEND_CUDA,
 				    .grow_batch = batch, .retain_idle = retain,
-				    .handle_pool = pool };
+				    .handle_pool = pool, .grow_min = gmin };
 	struct nxq_arena *a;
 
 	NX(nxq_arena_create(c, &o, &a));
 	return a;
+}
+
+static struct nxq_arena *cuda_arena(struct nxq_ctx *c, uint64_t batch, uint64_t retain,
+				    uint64_t pool)
+{
+	return cuda_arena_min(c, batch, retain, pool, 0);
 }
 
 enum { M_NXQ, M_NXQ_ASYNC, M_CUMEM, M_CUMEM_ASYNC, M_NXQ_MIXED };
@@ -362,22 +368,17 @@ static long minflt(void)
 
 /*
  * nxq growing a fresh arena by total bytes in piece-byte allocations, with
- * grow_batch batch (0: the default) and $NXQ_GROW_MIN gmin (NULL: unset);
+ * grow_batch batch (0: the default) and grow_min gmin (0: the default);
  * *handles: the handles (growths) it took; *sp (may be NULL): the split.
  */
 static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, uint64_t batch,
-			 const char *gmin, int reps, uint64_t *handles, struct growth_split *sp)
+			 uint64_t gmin, int reps, uint64_t *handles, struct growth_split *sp)
 {
 	double v[16], vf[16], vr[16], vp[16];
 	void **ps = calloc(total / piece + 1, sizeof(*ps));
-	char *saved = getenv("NXQ_GROW_MIN") ? strdup(getenv("NXQ_GROW_MIN")) : NULL;
 
-	if (gmin)
-		setenv("NXQ_GROW_MIN", gmin, 1);
-	else
-		unsetenv("NXQ_GROW_MIN");
 	for (int r = 0; r < reps + 1; r++) {
-		struct nxq_arena *a = cuda_arena(c, batch, NXQ_OPT_ZERO, NXQ_OPT_ZERO);
+		struct nxq_arena *a = cuda_arena_min(c, batch, NXQ_OPT_ZERO, NXQ_OPT_ZERO, gmin);
 		struct nxq_stats s = { .size = sizeof(s) };
 		uint64_t n = total / piece;
 		long f0 = minflt();
@@ -402,11 +403,6 @@ static double growth_nxq(struct nxq_ctx *c, uint64_t total, uint64_t piece, uint
 			NX(nxq_free(a, ps[i]));
 		nxq_arena_destroy(a);
 	}
-	if (saved)
-		setenv("NXQ_GROW_MIN", saved, 1);
-	else
-		unsetenv("NXQ_GROW_MIN");
-	free(saved);
 	free(ps);
 	if (sp) {
 		sp->first = median(vf, reps);
@@ -630,22 +626,20 @@ int main(int argc, char **argv)
 		static const struct {
 			const char *name;
 			uint64_t piece, batch;
-			const char *gmin;
+			int gmin;	/* grow_min = the total (1 GiB) */
 		} cf[] = {
-			{ "one allocation of it all, defaults", 0, 0, NULL },
-			{ "16 MiB pieces, defaults (grow_batch 64 MiB)", 1, 0, NULL },
-			{ "16 MiB pieces, grow_batch 1 GiB", 1, 1ULL << 30, NULL },
-			{ "16 MiB pieces, grow_batch 1 GiB, NXQ_GROW_MIN=1G", 1, 1ULL << 30, "1G" },
+			{ "one allocation of it all, defaults", 0, 0, 0 },
+			{ "16 MiB pieces, defaults (grow_batch 64 MiB)", 1, 0, 0 },
+			{ "16 MiB pieces, grow_batch 1 GiB", 1, 1ULL << 30, 0 },
+			{ "16 MiB pieces, grow_batch 1 GiB, grow_min = it all", 1, 1ULL << 30, 1 },
 		};
 		double tg[4], cm, cm16, big, h64, small;
 		struct growth_split sp[4];
 		uint64_t nh[4];
-		char gm[32];
 
-		snprintf(gm, sizeof(gm), "%lluM", (unsigned long long)(total >> 20));
 		for (int i = 0; i < 4; i++)
 			tg[i] = growth_nxq(c, total, cf[i].piece ? piece : total, cf[i].batch,
-					  cf[i].gmin ? (short_run ? gm : cf[i].gmin) : NULL, reps,
+					  cf[i].gmin ? total : NXQ_OPT_ZERO, reps,
 					  &nh[i], &sp[i]);
 		cm = growth_cumemalloc(total, total, reps);
 		cm16 = growth_cumemalloc(total, piece, reps);
@@ -684,7 +678,7 @@ int main(int argc, char **argv)
 			/* the configuration meant to meet it; the defaults are reported above */
 			int met = tg[3] <= 1.2 * cm && tg[3] <= 1.2 * big;
 
-			printf("%s growth per GiB in 16 MiB pieces with NXQ_GROW_MIN=1G: %.2fx "
+			printf("%s growth per GiB in 16 MiB pieces with grow_min 1 GiB: %.2fx "
 			       "cudaMalloc, %.2fx big handle (target <= 1.2x both)\n",
 			       met ? "PASS" : "FAIL", tg[3] / cm, tg[3] / big);
 		}
