@@ -205,9 +205,10 @@ static void raise_pool_threshold(CUdevice dev)
 		printf("  cuMemAllocAsync: default pool, release threshold NOT raised\n");
 }
 
+static CUcontext pctx;
+
 static void setup_cuda(CUdevice *dev)
 {
-	CUcontext pctx;
 	int err = 0;
 
 	CU(cu->cuInit(0));
@@ -433,8 +434,30 @@ static double growth_cumemalloc(uint64_t total, uint64_t piece, int reps)
 	return median(v, reps);
 }
 
-/* handle bytes per handle: create + map each, set access per 64 MiB (or the handle). */
-static double growth_handles(CUdevice dev, uint64_t total, uint64_t handle, uint64_t g, int reps)
+/* One cuCtxPushCurrent + cuCtxPopCurrent of the primary context (the backend's per call). */
+static double push_pop_pair(void)
+{
+	double v[16];
+
+	for (int r = 0; r < 8; r++) {
+		double t = now();
+		CUcontext x;
+
+		for (int i = 0; i < 1000; i++) {
+			cu->cuCtxPushCurrent(pctx);
+			cu->cuCtxPopCurrent(&x);
+		}
+		v[r] = (now() - t) / 1000;
+	}
+	return median(v, 8);
+}
+
+/*
+ * handle bytes per handle: create + map each, set access per 64 MiB (or the
+ * handle), in a reservation of va bytes (0: just total).
+ */
+static double growth_handles_va(CUdevice dev, uint64_t total, uint64_t handle, uint64_t g,
+				int reps, uint64_t va)
 {
 	CUmemAllocationProp prop = { 0 };
 	CUmemAccessDesc acc = { 0 };
@@ -454,7 +477,7 @@ static double growth_handles(CUdevice dev, uint64_t total, uint64_t handle, uint
 		double t;
 
 		/* a fresh VA range each time, untimed, as an arena reserves its own */
-		CU(cu->cuMemAddressReserve(&base, total, g, 0, 0));
+		CU(cu->cuMemAddressReserve(&base, va ? va : total, g, 0, 0));
 		t = now();
 
 		for (uint64_t i = 0; i < nh; i++) {
@@ -470,10 +493,15 @@ static double growth_handles(CUdevice dev, uint64_t total, uint64_t handle, uint
 			CU(cu->cuMemUnmap(base + i * handle, handle));
 			CU(cu->cuMemRelease(h[i]));
 		}
-		CU(cu->cuMemAddressFree(base, total));
+		CU(cu->cuMemAddressFree(base, va ? va : total));
 	}
 	free(h);
 	return median(v, reps);
+}
+
+static double growth_handles(CUdevice dev, uint64_t total, uint64_t handle, uint64_t g, int reps)
+{
+	return growth_handles_va(dev, total, handle, g, reps, 0);
 }
 
 /* ---- 5. peak: plain vs stream-ordered on one workload ---- */
@@ -633,7 +661,7 @@ int main(int argc, char **argv)
 			{ "16 MiB pieces, grow_batch 1 GiB", 1, 1ULL << 30, 0 },
 			{ "16 MiB pieces, grow_batch 1 GiB, grow_min = it all", 1, 1ULL << 30, 1 },
 		};
-		double tg[4], cm, cm16, big, h64, small;
+		double tg[4], cm, cm16, big, big_va, h64, small, pp;
 		struct growth_split sp[4];
 		uint64_t nh[4];
 
@@ -644,6 +672,8 @@ int main(int argc, char **argv)
 		cm = growth_cumemalloc(total, total, reps);
 		cm16 = growth_cumemalloc(total, piece, reps);
 		big = growth_handles(dev, total, total, g, reps);
+		big_va = growth_handles_va(dev, total, total, g, reps, 64ULL << 30);
+		pp = push_pop_pair();
 		h64 = growth_handles(dev, total, 64ULL << 20, g, reps);
 		small = growth_handles(dev, total, g, g, reps);
 
@@ -668,6 +698,10 @@ int main(int argc, char **argv)
 		       cm16 * 1e3, cm16 / cm);
 		printf("     one big handle: create + map + set access   %9.3f ms  %5.2fx cudaMalloc\n",
 		       big * 1e3, big / cm);
+		printf("     the same in a 64 GiB reservation (va_size)  %9.3f ms  %5.2fx big handle\n",
+		       big_va * 1e3, big_va / big);
+		printf("     (one cuCtxPushCurrent + cuCtxPopCurrent: %.0f ns; a growth makes three)\n",
+		       pp * 1e9);
 		printf("     64 MiB handles: create + map + set access   %9.3f ms  %5.2fx big handle\n",
 		       h64 * 1e3, h64 / big);
 		printf("     %llu MiB handles (one per granule)            %9.3f ms  %5.2fx big handle\n",
