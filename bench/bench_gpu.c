@@ -708,13 +708,43 @@ int main(int argc, char **argv)
 		       (unsigned long long)(g >> 20), small * 1e3, small / big);
 		printf("     (targets: <= 1.2x cudaMalloc of the same total and <= 1.2x one big "
 		       "handle; no module here: the real NXQ_IOC_CHARGE is one per handle, see 4.)\n");
-		if (!short_run) {
-			/* the configuration meant to meet it; the defaults are reported above */
-			int met = tg[3] <= 1.2 * cm && tg[3] <= 1.2 * big;
+		{
+			/*
+			 * The target, side by side: the driver's own time for the
+			 * same work moves by 2x between minutes on the H200, so
+			 * each round times the three in turn and the ratios are
+			 * taken per round (the configuration meant to meet it;
+			 * the defaults are reported above).
+			 */
+			enum { ROUNDS = 9 };
+			double rc[ROUNDS], rb[ROUNDS], lo_c = 1e9, hi_c = 0, lo_b = 1e9, hi_b = 0;
+			uint64_t h1;
+			int met;
 
-			printf("%s growth per GiB in 16 MiB pieces with grow_min 1 GiB: %.2fx "
-			       "cudaMalloc, %.2fx big handle (target <= 1.2x both)\n",
-			       met ? "PASS" : "FAIL", tg[3] / cm, tg[3] / big);
+			for (int k = 0; k < ROUNDS; k++) {
+				double gx = growth_nxq(c, total, piece, 1ULL << 30, total, 1, &h1,
+						       NULL);
+				double m = growth_cumemalloc(total, total, 1);
+				double bh = growth_handles(dev, total, total, g, 1);
+
+				rc[k] = gx / m;
+				rb[k] = gx / bh;
+				lo_c = rc[k] < lo_c ? rc[k] : lo_c;
+				hi_c = rc[k] > hi_c ? rc[k] : hi_c;
+				lo_b = rb[k] < lo_b ? rb[k] : lo_b;
+				hi_b = rb[k] > hi_b ? rb[k] : hi_b;
+			}
+			met = median(rc, ROUNDS) <= 1.2 && median(rb, ROUNDS) <= 1.2;
+			printf("     side by side, %d rounds of (nxq with grow_min = it all, one "
+			       "cuMemAlloc, one big handle):\n", ROUNDS);
+			printf("       nxq / cudaMalloc %.2fx (rounds %.2f..%.2f), nxq / big handle "
+			       "%.2fx (%.2f..%.2f)\n", median(rc, ROUNDS), lo_c, hi_c,
+			       median(rb, ROUNDS), lo_b, hi_b);
+			if (!short_run)
+				printf("%s growth per GiB in 16 MiB pieces with grow_min 1 GiB: %.2fx "
+				       "cudaMalloc, %.2fx big handle, medians of per-round ratios "
+				       "(target <= 1.2x both)\n", met ? "PASS" : "FAIL",
+				       median(rc, ROUNDS), median(rb, ROUNDS));
 		}
 	}
 
