@@ -192,30 +192,60 @@ static inline int fits(const struct nxq_arena *a, const struct blk *b, uint64_t 
 }
 
 /*
- * Best fit in one set of bins: the smallest block that holds the request
- * (the first exact fit is taken at once).  Among FREE blocks of one size
- * larger than it, a request of at least 1 MiB takes the lowest address,
- * as PyTorch's caching allocator orders its large pool (size, then
- * address; 1 MiB is its small/large boundary); otherwise the bin's LIFO
- * order decides.
- * Which of two equal holes a large block splits moves the peak by tens of
- * MiB either way: in LIFO order the decoder trace replayed after the
- * small one mapped 7256 MiB with plain frees (7180 stream-ordered)
- * against expandable segments' 7238, 7180 with this rule.  Applied to
- * stream-owned blocks or small requests too, it raised bench-gpu's
- * stream-ordered peak to 1.056x the plain one (tests/lib/replay,
- * bench/RESULTS.rst, issue 12).
+ * Where a request goes in one set of bins.  A request of at least 1 MiB
+ * (PyTorch's small/large boundary) takes the block at the lowest address
+ * that holds it: address-ordered first fit, found by looking at every
+ * block in the bins that may hold it (few: on the H200 trace 4 a request,
+ * at most 27).  A smaller request takes the smallest block that holds it
+ * (best fit; the first exact fit at once, the bin's LIFO order among
+ * equals).
+ *
+ * Large blocks packed low keep the highest mapped bytes free, so that a
+ * growth finds a free block at the top and maps only what is missing
+ * (tail_need() in mapping.c); and which hole a large request takes no
+ * longer depends on the order of frees (stream-ordered and plain frees
+ * map the same on the traces below).  Peak mapped MiB on the fake driver
+ * (tests/lib/replay, which make check bounds), best fit with a69748d's
+ * tie-break (equal sizes: the lowest address for large requests) ->
+ * this rule:
+ *   the H200's own tensor-route requests (trace-h200-tensor), stream-
+ *     ordered / plain frees            7254 / 7250 -> 7150 / 7150
+ *     (expandable segments: 7238)
+ *   expandable-segments traces, small / decoder (caching allocator:
+ *     1004 / 7238): alone              1000 / 7198 ->  990 / 7128
+ *     plain frees                      1000 / 7224 ->  990 / 7128
+ *     --chain, either kind of free     1000 / 7180 ->  990 / 7126
+ *   the decoder with grow_batch 2M, 16M, 64M: 7198, 7198, 7240 -> 7128
+ *   bench_gpu --short section 5 (plain / stream-ordered):
+ *     1028 / 1022 -> 1000 / 1010; over 8 seeds of its workload the sums
+ *     of peaks fell 2% / 3%, and stream-ordered over plain stayed <= 1.04x
+ *     (best fit: up to 1.08x).
+ * Best fit with other tie-breaks (LIFO, lowest or highest address for
+ * all), PyTorch's no-split rule, 512-byte rounding, carving small
+ * requests from a block's high end, a 2 MiB or 4 MiB boundary: each
+ * failed at least one of these figures (+-50 MiB, better on one trace,
+ * worse on another).  First fit for every size mapped 30 MiB less on the
+ * traces but made the warm alloc+free pair ~30% slower (it scans every
+ * free block for a small request).  The whole table:
+ * /work/notes/s5/placement-search.txt (issue 12).
  */
 static struct blk *fit_in(struct nxq_arena *a, struct binset *bs, uint64_t size,
 			  uint64_t align)
 {
-	for (int i = next_bin(bs, bin_of(size)); i >= 0; i = next_bin(bs, (unsigned int)i + 1)) {
-		struct blk *best = NULL, *b;
+	struct blk *best = NULL, *b;
+	int i;
 
+	if (size >= MiB) {
+		for (i = next_bin(bs, bin_of(size)); i >= 0; i = next_bin(bs, (unsigned int)i + 1))
+			LIST_FOREACH(b, &bs->bins[i], flink)
+				if (b->size >= size && (!best || b->off < best->off) &&
+				    fits(a, b, size, align))
+					best = b;
+		return best;
+	}
+	for (i = next_bin(bs, bin_of(size)); i >= 0; i = next_bin(bs, (unsigned int)i + 1)) {
 		LIST_FOREACH(b, &bs->bins[i], flink) {
-			if (b->size < size || (best && (b->size > best->size ||
-			    (b->size == best->size &&
-			     (b->owner || size < MiB || b->off > best->off)))))
+			if (b->size < size || (best && b->size >= best->size))
 				continue;
 			if (!fits(a, b, size, align))
 				continue;
@@ -230,8 +260,9 @@ static struct blk *fit_in(struct nxq_arena *a, struct binset *bs, uint64_t size,
 }
 
 /*
- * The smallest block that holds size at align among FREE blocks and, for
- * an allocation on stream s, the blocks s owns (safe on s at once).
+ * The block fit_in() picks among FREE blocks and, for an allocation on
+ * stream s, the blocks s owns (safe on s at once): of the two, the lower
+ * one for a request of at least 1 MiB, else the smaller.
  */
 struct blk *nxq__find_fit(struct nxq_arena *a, struct nxq_stream *s, uint64_t size,
 			  uint64_t align)
@@ -241,7 +272,7 @@ struct blk *nxq__find_fit(struct nxq_arena *a, struct nxq_stream *s, uint64_t si
 
 	if (!o)
 		return f;
-	if (!f || o->size <= f->size)
+	if (!f || (size >= MiB ? o->off < f->off : o->size <= f->size))
 		return o;
 	return f;
 }
