@@ -104,9 +104,11 @@ def main():
                     "--windows", "1", "--steps", "5"], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, timeout=600)
     for run in range(a.runs):
-        # Each run starts one configuration further on, so that no
-        # configuration always follows the same one (the machine drifts).
-        for c in configs[run % len(configs):] + configs[:run % len(configs)]:
+        # Each run starts one configuration further on, and every other run
+        # goes backwards, so that no configuration always follows the same
+        # one (the machine drifts, and a process may pay for the one before).
+        order = configs[run % len(configs):] + configs[:run % len(configs)]
+        for c in (order if run % 2 == 0 else order[::-1]):
             alloc, extra = CONFIGS[c]
             out = os.path.join(tmp, "%s_%d.json" % (c, run))
             env = {k: v for k, v in os.environ.items()
