@@ -1,11 +1,15 @@
 #!/bin/bash
-# Issue 12, session 4: the allocator's GPU figures on one H200, about 4 minutes.
+# Issue 12: the allocator's GPU figures on one H200, about 7 minutes with
+# the defaults.  bench/RESULTS.rst's steps/s also come from RUNS=5
+# WINDOWS=5 STEPS=30 CONFIGS=native,native-expandable,tensor-async,tensor-sync
+# (about 6 minutes for bench_torch.py alone).
 #
 #   OUT=/some/dir bash bench/gpu-s4-alloc.sh      (cwd: an unpacked git archive of HEAD)
 #
 # Runs, each with its own timeout and log under $OUT:
-#   1. python3 integrations/pytorch/bench/bench_torch.py --runs 3 --windows 3
-#        --models small,decoder --configs native,native-expandable,tensor-async
+#   1. python3 integrations/pytorch/bench/bench_torch.py --runs $RUNS (3)
+#        --windows $WINDOWS (3) --steps $STEPS (20) --models small,decoder
+#        --configs $CONFIGS (native,native-expandable,tensor-sync,tensor-async,pool)
 #      (steps/s, peak cudaMemGetInfo MiB, losses; torch.log, torch.json)
 #   2. make -s -C lib check-gpu                  (check-gpu.log)
 #   3. make -s -C lib bench-gpu                  (bench-gpu.log: warm pairs,
@@ -37,9 +41,10 @@ rc=$?; tail -4 "$OUT/check-gpu.log"; verdict "check-gpu" $rc
 wait $tb; wait $pb
 grep -q "rc=0" "$OUT/build-torch.log"; verdict "build integrations/pytorch" $?
 
-el "bench_torch.py (native, native-expandable, tensor-async; small, decoder)"
-timeout 240 python3 integrations/pytorch/bench/bench_torch.py --runs 3 --windows 3 \
-	--models small,decoder --configs native,native-expandable,tensor-async \
+CONFIGS=${CONFIGS:-native,native-expandable,tensor-sync,tensor-async,pool}
+el "bench_torch.py ($CONFIGS; small, decoder)"
+timeout ${TORCH_S:-420} python3 integrations/pytorch/bench/bench_torch.py --runs ${RUNS:-3} \
+	--windows ${WINDOWS:-3} --steps ${STEPS:-20} --models small,decoder --configs "$CONFIGS" \
 	--out "$OUT/torch.json" > "$OUT/torch.log" 2>&1
 rc=$?
 grep -E "^\| |^workload|^torch " "$OUT/torch.log"
