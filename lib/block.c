@@ -227,7 +227,7 @@ static inline int fits(const struct nxq_arena *a, const struct blk *b, uint64_t 
  * worse on another).  First fit for every size mapped 30 MiB less on the
  * traces but made the warm alloc+free pair ~30% slower (it scans every
  * free block for a small request).  The whole table:
- * /work/notes/s5/placement-search.txt (issue 12).
+ * bench/results/replay-placement-11d12a0.txt (issue 12).
  */
 static struct blk *fit_in(struct nxq_arena *a, struct binset *bs, uint64_t size,
 			  uint64_t align)
