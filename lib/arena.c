@@ -265,6 +265,8 @@ static int do_alloc(struct nxq_arena *a, size_t size_, size_t align_, int on_str
 		goto out;
 	}
 	a->allocs++;
+	if (!on_stream)
+		a->plain_allocs = 1;
 	*ptrp = (void *)(uintptr_t)(a->base + off);
 out:
 	pthread_mutex_unlock(&a->lock);
@@ -341,6 +343,7 @@ NXQ_API int nxq_free_async(struct nxq_arena *a, void *ptr, void *stream)
 	a->frees++;
 	s->unfenced += b->size;
 	nxq__coalesce(a, b, s);		/* owned by the stream: still busy */
+	nxq__absorb_freed(a, b, s);
 	/* others went short of memory this stream owned: fence it as it adds up */
 	if (a->starved && s->unfenced >= (a->mapped / 64 > a->granule ? a->mapped / 64 : a->granule))
 		nxq__fence_stream(a, s);

@@ -152,6 +152,7 @@ struct nxq_arena {
 	uint64_t charge_calls, uncharge_calls, charge_denied, grows, allocs, frees;
 	uint64_t kernel_errors, fence_errors;
 	int starved;				/* an allocation grew while streams owned memory */
+	int plain_allocs;			/* an allocation without a stream was made */
 
 	/* ledger.c */
 	int evfd;				/* -1 without tickets */
@@ -185,6 +186,7 @@ struct blk *nxq__take_used(struct nxq_arena *a, void *ptr);
 void nxq__insert_mapped(struct nxq_arena *a, uint64_t off, uint64_t size);
 struct nxq_stream *nxq__stream_find(struct nxq_arena *a, void *handle, int create);
 void nxq__absorb(struct nxq_arena *a, struct nxq_stream *s);
+void nxq__absorb_freed(struct nxq_arena *a, struct blk *b, struct nxq_stream *s);
 int nxq__fence_stream(struct nxq_arena *a, struct nxq_stream *s);
 int nxq__fence_streams(struct nxq_arena *a, struct nxq_stream *except);
 /* mode 0: complete the done prefix of the FIFO; 1: scan all; 2: wait all. */

@@ -770,6 +770,56 @@ static void test_async_absorb(void **state)
 }
 
 /*
+ * A free on the only stream the arena has served takes the FREE memory
+ * next to it at once, as a plain free merges it; with a second stream, or
+ * after a plain allocation, the FREE memory stays FREE for the others.
+ */
+static void test_async_merge_on_free(void **state)
+{
+	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
+	struct nxq_stats s;
+	void *p, *q, *r;
+
+	/* one stream: [p 512K][FREE 1.5M] -> one OWNED block of 2 MiB */
+	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)7, &p), 0);
+	assert_int_equal(nxq_free_async(a, p, (void *)7), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 2 * MiB);
+	assert_int_equal(s.free, 0);
+	assert_int_equal(nxq_alloc_async(a, 2 * MiB, 0, (void *)7, &r), 0);	/* no growth */
+	st(a, &s);
+	assert_int_equal(s.grows, 1);
+	assert_int_equal(fb.calls[OP_FENCE], 0);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, r), 0);
+	teardown_checks(a);
+
+	/* two streams: [p 512K, 7][q 512K, 8][FREE 1M]; q's free leaves FREE alone */
+	a = mk(2 * MiB, 64 * MiB, 0, 0);
+	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)7, &p), 0);
+	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)8, &q), 0);
+	assert_int_equal(nxq_free_async(a, q, (void *)8), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 512 * 1024);
+	assert_int_equal(s.free, MiB);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, p), 0);
+	teardown_checks(a);
+
+	/* one stream after a plain allocation: [x 512K][p 512K, 7][FREE 1M] */
+	a = mk(2 * MiB, 64 * MiB, 0, 0);
+	assert_int_equal(nxq_alloc(a, 512 * 1024, 0, &q), 0);
+	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)7, &p), 0);
+	assert_int_equal(nxq_free_async(a, p, (void *)7), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 512 * 1024);
+	assert_int_equal(s.free, MiB);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, q), 0);
+	teardown_checks(a);
+}
+
+/*
  * Stream-ordered frees do not inflate memory: one random workload (sizes
  * 256 B to 8 MiB, up to 96 live), run with plain frees (the reference) and
  * with nxq_alloc_async/nxq_free_async on one stream whose fences never
@@ -886,6 +936,7 @@ int main(void)
 		cmocka_unit_test(test_unmanaged),
 		cmocka_unit_test(test_threads),
 		cmocka_unit_test(test_async_absorb),
+		cmocka_unit_test(test_async_merge_on_free),
 		cmocka_unit_test(test_async_peak),
 		cmocka_unit_test(test_cuda_absent),
 	};
