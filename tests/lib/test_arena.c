@@ -770,6 +770,30 @@ static void test_async_absorb(void **state)
 }
 
 /*
+ * [x 512K, on s1 or plain (NULL)][y 512K, on s2][FREE 1M]: y's free on s2
+ * leaves the FREE memory FREE.
+ */
+static void merge_stays_off(void *s1, void *s2)
+{
+	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
+	struct nxq_stats s;
+	void *x, *y;
+
+	if (s1)
+		assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, s1, &x), 0);
+	else
+		assert_int_equal(nxq_alloc(a, 512 * 1024, 0, &x), 0);
+	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, s2, &y), 0);
+	assert_int_equal(nxq_free_async(a, y, s2), 0);
+	st(a, &s);
+	assert_int_equal(s.pending, 512 * 1024);
+	assert_int_equal(s.free, MiB);
+	check_acct(a);
+	assert_int_equal(nxq_free(a, x), 0);
+	teardown_checks(a);
+}
+
+/*
  * A free on the only stream the arena has served takes the FREE memory
  * next to it at once, as a plain free merges it; with a second stream, or
  * after a plain allocation, the FREE memory stays FREE for the others.
@@ -778,7 +802,7 @@ static void test_async_merge_on_free(void **state)
 {
 	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
 	struct nxq_stats s;
-	void *p, *q, *r;
+	void *p, *r;
 
 	/* one stream: [p 512K][FREE 1.5M] -> one OWNED block of 2 MiB */
 	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)7, &p), 0);
@@ -794,29 +818,8 @@ static void test_async_merge_on_free(void **state)
 	assert_int_equal(nxq_free(a, r), 0);
 	teardown_checks(a);
 
-	/* two streams: [p 512K, 7][q 512K, 8][FREE 1M]; q's free leaves FREE alone */
-	a = mk(2 * MiB, 64 * MiB, 0, 0);
-	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)7, &p), 0);
-	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)8, &q), 0);
-	assert_int_equal(nxq_free_async(a, q, (void *)8), 0);
-	st(a, &s);
-	assert_int_equal(s.pending, 512 * 1024);
-	assert_int_equal(s.free, MiB);
-	check_acct(a);
-	assert_int_equal(nxq_free(a, p), 0);
-	teardown_checks(a);
-
-	/* one stream after a plain allocation: [x 512K][p 512K, 7][FREE 1M] */
-	a = mk(2 * MiB, 64 * MiB, 0, 0);
-	assert_int_equal(nxq_alloc(a, 512 * 1024, 0, &q), 0);
-	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)7, &p), 0);
-	assert_int_equal(nxq_free_async(a, p, (void *)7), 0);
-	st(a, &s);
-	assert_int_equal(s.pending, 512 * 1024);
-	assert_int_equal(s.free, MiB);
-	check_acct(a);
-	assert_int_equal(nxq_free(a, q), 0);
-	teardown_checks(a);
+	merge_stays_off((void *)7, (void *)8);	/* two streams */
+	merge_stays_off(NULL, (void *)7);	/* one stream after a plain allocation */
 }
 
 /*
