@@ -748,17 +748,15 @@ static void test_threads(void **state)
 	teardown_checks(a);
 }
 
-/* A stream that misses takes the FREE memory next to what it owns, not a new handle. */
-static void test_async_absorb(void **state)
+/*
+ * The arena's one 2 MiB granule, all FREE or owned by stream 7, serves 2
+ * MiB on stream 7 at p without growing or fencing; then a is torn down.
+ */
+static void granule_on_stream_7(struct nxq_arena *a, void *p)
 {
-	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
 	struct nxq_stats s;
-	void *p, *q, *r;
+	void *r;
 
-	assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);		/* one 2 MiB handle */
-	assert_int_equal(nxq_alloc(a, MiB, 0, &q), 0);
-	assert_int_equal(nxq_free_async(a, p, (void *)7), 0);	/* owned by stream 7 */
-	assert_int_equal(nxq_free(a, q), 0);			/* FREE, next to it */
 	assert_int_equal(nxq_alloc_async(a, 2 * MiB, 0, (void *)7, &r), 0);
 	assert_ptr_equal(r, p);
 	st(a, &s);
@@ -767,6 +765,19 @@ static void test_async_absorb(void **state)
 	check_acct(a);
 	assert_int_equal(nxq_free(a, r), 0);
 	teardown_checks(a);
+}
+
+/* A stream that misses takes the FREE memory next to what it owns, not a new handle. */
+static void test_async_absorb(void **state)
+{
+	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
+	void *p, *q;
+
+	assert_int_equal(nxq_alloc(a, MiB, 0, &p), 0);		/* one 2 MiB handle */
+	assert_int_equal(nxq_alloc(a, MiB, 0, &q), 0);
+	assert_int_equal(nxq_free_async(a, p, (void *)7), 0);	/* owned by stream 7 */
+	assert_int_equal(nxq_free(a, q), 0);			/* FREE, next to it */
+	granule_on_stream_7(a, p);
 }
 
 /*
@@ -802,7 +813,7 @@ static void test_async_merge_on_free(void **state)
 {
 	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
 	struct nxq_stats s;
-	void *p, *r;
+	void *p;
 
 	/* one stream: [p 512K][FREE 1.5M] -> one OWNED block of 2 MiB */
 	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)7, &p), 0);
@@ -810,13 +821,7 @@ static void test_async_merge_on_free(void **state)
 	st(a, &s);
 	assert_int_equal(s.pending, 2 * MiB);
 	assert_int_equal(s.free, 0);
-	assert_int_equal(nxq_alloc_async(a, 2 * MiB, 0, (void *)7, &r), 0);	/* no growth */
-	st(a, &s);
-	assert_int_equal(s.grows, 1);
-	assert_int_equal(fb.calls[OP_FENCE], 0);
-	check_acct(a);
-	assert_int_equal(nxq_free(a, r), 0);
-	teardown_checks(a);
+	granule_on_stream_7(a, p);
 
 	merge_stays_off((void *)7, (void *)8);	/* two streams */
 	merge_stays_off(NULL, (void *)7);	/* one stream after a plain allocation */
