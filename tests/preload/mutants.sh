@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/bin/bash
 # Each mutant breaks preload.c once; the tests must fail on every one
 # (a mutant that passes is a test that checks nothing).  Built in a
 # temporary directory: the tree's objects are not touched.
@@ -13,44 +13,71 @@ inc="-I$top/include -I$top/include/uapi -I$top/lib -I$tmp -I$top/preload -D_GNU_
 survived=0
 n=0
 
+# One mutant in its own directory $tmp/m$n: the verdict line in res, 1 in
+# surv when it survived (or did not apply), fatal when it could not be built.
+run_one() { # n name expr what
+	d="$tmp/m$1"
+	mkdir -p "$d"
+	echo 0 > "$d/surv"
+	sed "$3" "$top/preload/preload.c" > "$d/preload.c" || { echo "mutant $2: sed failed" > "$d/res"; : > "$d/fatal"; return; }
+	if cmp -s "$d/preload.c" "$top/preload/preload.c"; then
+		echo "mutant $2: did not apply (the source changed?)" > "$d/res"
+		echo 1 > "$d/surv"
+		return
+	fi
+	cp "$top/preload/preload.h" "$d/"
+	if ! $CC -O2 -fPIC -fvisibility=hidden -pthread -foptimize-sibling-calls $inc -I"$d" -c \
+		-o "$d/preload.o" "$d/preload.c"; then
+		echo "mutant $2: build failed" > "$d/res"; : > "$d/fatal"; return
+	fi
+	if [ "$4" != test ]; then
+		$CC -O2 -shared -Wl,--version-script="$top/preload/preload.map" -o "$d/libnxquota-preload.so" \
+			"$d/preload.o" "$top/lib/libnxquota.a" -ldl -pthread || { : > "$d/fatal"; return; }
+		timeout 180 "$here/$4.sh" "$d/libnxquota-preload.so" >"$d/out" 2>&1
+		st=$?
+		if grep -q "skipped" "$d/out"; then
+			echo "mutant $2: not run ($(grep -m1 skipped "$d/out"))" > "$d/res"
+		elif [ $st = 0 ]; then
+			echo "mutant $2: SURVIVED" > "$d/res"; echo 1 > "$d/surv"
+		else
+			echo "mutant $2: killed ($(grep -m1 FAIL "$d/out"))" > "$d/res"
+		fi
+		return
+	fi
+	$CC -O2 $inc -I"$d" -rdynamic -o "$d/t" "$here/test_preload.c" "$d/preload.o" \
+		"$top/lib/libnxquota.a" -lcmocka -ldl -pthread || { : > "$d/fatal"; return; }
+	if CMOCKA_TEST_ABORT=0 LD_LIBRARY_PATH="$here/drv" timeout 60 "$d/t" >"$d/out" 2>&1; then
+		echo "mutant $2: SURVIVED" > "$d/res"; echo 1 > "$d/surv"
+	else
+		echo "mutant $2: killed ($(grep -m1 -E 'FAILED  \] test|Timeout|ERROR' "$d/out" || echo "exit status"))" > "$d/res"
+	fi
+}
+
 # name~sed expression on preload.c~what runs (test: test_preload, app: app.sh,
 # py: py.sh, the .so against nxquotad with a fake torch.cuda; daemon: daemon.sh
-# with its per-pair counts -- both root only, else not run)
+# with its per-pair counts -- both root only, else not run).  The test_preload
+# mutants run $MUTANT_JOBS (6) at a time, each in its own directory (the
+# fake driver and a mkstemp file are all they share): they mostly wait on
+# the tests' timers, so on 2 cores 6 at a time take half the time of one.
+# The others, which start nxquotad or an application, run one at a time.
+JOBS=${MUTANT_JOBS:-6}
+running=0
 while IFS='~' read -r name expr what; do
 	[ -n "$name" ] || continue
 	# ONLY=REGEX: only the mutants whose names match
 	[ -z "${ONLY:-}" ] || echo "$name" | grep -qE "$ONLY" || continue
 	n=$((n + 1))
-	sed "$expr" "$top/preload/preload.c" > "$tmp/preload.c" || exit 1
-	if cmp -s "$tmp/preload.c" "$top/preload/preload.c"; then
-		echo "mutant $name: did not apply (the source changed?)"
-		survived=$((survived + 1))
-		continue
-	fi
-	cp "$top/preload/preload.h" "$tmp/"
-	$CC -O2 -fPIC -fvisibility=hidden -pthread -foptimize-sibling-calls $inc -c \
-		-o "$tmp/preload.o" "$tmp/preload.c" || { echo "mutant $name: build failed"; exit 1; }
-	if [ "$what" != test ]; then
-		$CC -O2 -shared -Wl,--version-script="$top/preload/preload.map" -o "$tmp/lib.so" \
-			"$tmp/preload.o" "$top/lib/libnxquota.a" -ldl -pthread || exit 1
-		cp "$tmp/lib.so" "$tmp/libnxquota-preload.so"
-		timeout 180 "$here/$what.sh" "$tmp/libnxquota-preload.so" >"$tmp/out" 2>&1
-		st=$?
-		if grep -q "skipped" "$tmp/out"; then
-			echo "mutant $name: not run ($(grep -m1 skipped "$tmp/out"))"
-		elif [ $st = 0 ]; then
-			echo "mutant $name: SURVIVED"; survived=$((survived + 1))
-		else
-			echo "mutant $name: killed ($(grep -m1 FAIL "$tmp/out"))"
+	if [ "$what" = test ] && [ "$JOBS" -gt 1 ]; then
+		if [ "$running" -ge "$JOBS" ]; then
+			wait -n
+			running=$((running - 1))
 		fi
-		continue
-	fi
-	$CC -O2 $inc -rdynamic -o "$tmp/t" "$here/test_preload.c" "$tmp/preload.o" \
-		"$top/lib/libnxquota.a" -lcmocka -ldl -pthread || exit 1
-	if CMOCKA_TEST_ABORT=0 LD_LIBRARY_PATH="$here/drv" timeout 60 "$tmp/t" >"$tmp/out" 2>&1; then
-		echo "mutant $name: SURVIVED"; survived=$((survived + 1))
+		run_one "$n" "$name" "$expr" "$what" &
+		running=$((running + 1))
 	else
-		echo "mutant $name: killed ($(grep -m1 -E 'FAILED  \] test|Timeout|ERROR' "$tmp/out" || echo "exit status"))"
+		wait
+		running=0
+		run_one "$n" "$name" "$expr" "$what"
 	fi
 done <<'MUT'
 no-depth-guard~s/^\tif (depth)$/\tif (0)/~test
@@ -88,5 +115,13 @@ py-frees-not-answered~s/^\treleased = d->collected;$/\treleased = credit;/~py
 py-wait-unbounded~s/^\t\tif (now >= until)$/\t\tif (0)/~py
 py-no-empty-cache~s/^\t\t\tr = P.call_method(m, "empty_cache", NULL);$/\t\t\tr = NULL;/~py
 MUT
+wait
+i=1
+while [ "$i" -le "$n" ]; do
+	cat "$tmp/m$i/res" 2>/dev/null || echo "mutant $i: no verdict"
+	[ -e "$tmp/m$i/fatal" ] && exit 1
+	[ "$(cat "$tmp/m$i/surv" 2>/dev/null || echo 1)" = 0 ] || survived=$((survived + 1))
+	i=$((i + 1))
+done
 echo "mutants: $n, survived: $survived"
 [ "$survived" -eq 0 ]
