@@ -579,7 +579,7 @@ API void nxq_torch_free(void *ptr, size_t size, int device, void *stream)
 {
 	struct nxq_arena *a;
 	struct dev *d;
-	int r;
+	int r, sync = G.free_sync && G.route == ROUTE_TENSOR;
 
 	if (!ptr)
 		return;
@@ -589,11 +589,9 @@ API void nxq_torch_free(void *ptr, size_t size, int device, void *stream)
 		return;
 	}
 	d = &G.dev[device];
-	r = G.free_sync && G.route == ROUTE_TENSOR ? nxq_free(a, ptr) :
-						     nxq_free_async(a, ptr, stream);
+	r = sync ? nxq_free(a, ptr) : nxq_free_async(a, ptr, stream);
 	if (!r)
-		trace("free_completed", ptr, size,
-		      G.free_sync && G.route == ROUTE_TENSOR ? NULL : stream);
+		trace("free_completed", ptr, size, sync ? NULL : stream);
 	if (r) {
 		/* Not ours, or the stream is gone (interpreter teardown): keep it. */
 		add(&d->c[NXQ_TS_FREE_ERRORS], 1);

@@ -235,7 +235,7 @@ static int replay(struct nxq_ctx *ctx, struct nxq_arena **ap, const char *path,
 	char line[256];
 	FILE *f;
 	pid_t zpid;
-	int r, lineno = 0;
+	int r, n, lineno = 0;
 
 	memset(res, 0, sizeof(*res));
 	f = open_trace(path, &zpid);
@@ -266,8 +266,8 @@ static int replay(struct nxq_ctx *ctx, struct nxq_arena **ap, const char *path,
 		void *p;
 
 		lineno++;
-		if (sscanf(line, "%31s %llu %llu %llu", act, &addr, &size, &stream) == 4 &&
-		    !strcmp(act, "release")) {
+		n = sscanf(line, "%31s %llu %llu %llu", act, &addr, &size, &stream);
+		if (n == 4 && !strcmp(act, "release")) {
 			/* NXQ_TORCH_TRACE: nxq_torch_release(), a trim by size bytes */
 			res->events++;
 			r = nxq_arena_stats(a, &st);
@@ -281,8 +281,7 @@ static int replay(struct nxq_ctx *ctx, struct nxq_arena **ap, const char *path,
 			}
 			continue;
 		}
-		if (sscanf(line, "%31s %llu %llu %llu", act, &addr, &size, &stream) != 4 ||
-		    !addr) {
+		if (n != 4 || !addr) {
 			fprintf(stderr, "replay: %s:%d: bad line\n", path, lineno);
 			r = -EINVAL;
 			break;

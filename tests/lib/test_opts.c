@@ -283,7 +283,7 @@ static uint64_t first_growth(struct nxq_ctx *c, const struct nxq_arena_opts *o,
 }
 
 /*
- * nxq_arena_opts.grow_min (version 1): the least one growth maps, as
+ * nxq_arena_opts.grow_min (version 2): the least one growth maps, as
  * $NXQ_GROW_MIN; the field overrides the variable, which fills a 0
  * field; NXQ_OPT_ZERO is 0 whatever the variable says.
  */

@@ -20,7 +20,8 @@ the CPU runs ahead as in real training).  Reported:
   steps/s      the median over runs of each run's median window;
   x native     the median over runs of (steps/s / native's steps/s in the
                same run): runs visit the configurations in turn, each run
-               starting one further on; the target is read from it;
+               starting one further on and every other one backwards; the
+               target is read from it;
   peak MiB     the device's used memory (cudaMemGetInfo) read after every
                step, highest value minus the value read when the process's
                CUDA context was up and nothing was allocated yet: the same
@@ -146,7 +147,6 @@ def main():
             per_run = [statistics.median(w["steps_per_s"]) for w in ws]
             alloc_peak = [w.get("peak_reserved", w.get("peak_charged", 0)) for w in ws]
             rows[c] = {"steps_per_s": statistics.median(per_run), "runs": per_run,
-                       "per_run": per_run,
                        "peak_used": statistics.median(w["peak_used"] for w in ws),
                        "peak_total": statistics.median(w.get("peak_total", w["peak_used"])
                                                        for w in ws),
@@ -162,8 +162,7 @@ def main():
             # The target: the median over runs of this run's steps/s over the
             # native process's in the same run (side by side), not a ratio of
             # medians taken from different minutes.
-            r["x_native"] = (statistics.median(x / n for x, n in zip(r["per_run"],
-                                                                     nat["per_run"]))
+            r["x_native"] = (statistics.median(x / n for x, n in zip(r["runs"], nat["runs"]))
                              if nat else None)
             r["x_native_of_medians"] = (r["steps_per_s"] / nat["steps_per_s"]
                                         if nat else None)
