@@ -10,13 +10,20 @@ passed=0
 failed=0
 failures=""
 t0=$(date +%s)
+# Each stage's output is also kept in build/check/STAGE.log: the end of the
+# run repeats the failing lines of a failed stage, so that a log cut in the
+# middle (CI keeps its head and tail) still says what failed.
+logs=build/check
+rm -rf "$logs"
+mkdir -p "$logs"
 
 stage() {
 	name=$1
 	shift
 	echo "=== $name"
 	s=$(date +%s)
-	if "$@"; then
+	{ "$@" 2>&1; echo $? >"$logs/$name.rc"; } | tee "$logs/$name.log"
+	if [ "$(cat "$logs/$name.rc")" = 0 ]; then
 		passed=$((passed + 1))
 		echo "--- $name: ok ($(($(date +%s) - s))s)"
 	else
@@ -47,6 +54,14 @@ stage sysfs-doc tests/sysfs-doc.sh
 stage demo tests/demo-check.sh
 
 echo "=== make check: $(($(date +%s) - t0))s"
+for name in $failures; do
+	echo "--- $name failed; its failing lines (all of it: $logs/$name.log):"
+	grep -E '(^|[^A-Za-z])(FAIL|FAILED|SURVIVED|ERROR)([^A-Za-z]|$)|(^|[[:space:]#])not ok|error:|Error [0-9]|[Tt]imed? ?out' \
+		"$logs/$name.log" | grep -v '^    \|EXPECTATION FAILED\|ASSERTION FAILED\|: killed; failed' |
+		tail -n 40
+	echo "--- $name: its last lines:"
+	tail -n 8 "$logs/$name.log"
+done
 [ -z "$failures" ] || echo "failed stages:$failures"
 echo "stages: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
