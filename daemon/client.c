@@ -392,8 +392,7 @@ static void nxqd_hent_unlink(struct nxqd_hent *e)
 
 static void nxqd_hent_end(struct nxqd_hent *e)
 {
-	nxq_holder_detach(e->h);
-	nxqd_holder_put(e->h);
+	nxq_holder_end(e->h, nxqd_free_priv);	/* the table's reference */
 	free(e);
 }
 

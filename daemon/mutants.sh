@@ -72,6 +72,12 @@ mutant max-ignores-usage LEDGER_SRCS LEDGER_BIN counter.c \
 mutant uncharge-unlocked LEDGER_SRCS LEDGER_BIN charge.c \
 	'/^int nxq_uncharge_slow(/,/^}/{/spin_lock(&dev->lock);/d;/spin_unlock(&dev->lock);/d}' \
 	'nxquota-objects.nxq_test_rehome' 'lockdep_assert_held(&dev->lock): not held'
+# A holder's end in two steps: detached (out of the dump, uncharged) before
+# the ledger lock is taken, still counted until its put -- a device's
+# removal in between fails with EBUSY although no holder is left.
+mutant end-detach-unlocked LEDGER_SRCS LEDGER_BIN objects.c \
+	'/^void nxq_holder_end(/,/^}/s/^\tmutex_lock(&l->lock);/\tnxq_holder_detach(h);\n&/' \
+	'nxquota-objects.nxq_test_end' 'end_changes_unlocked'
 # The compat layer: lockdep_assert_held() satisfied by any holder.
 mutant held-by-anyone COMPAT_SRCS COMPAT_BIN uk.c \
 	's/if (!uk_lock_held_by_me(l))/if (!uk_lock_is_locked(l))/' \

@@ -187,8 +187,7 @@ static void nxq_owner_work(struct work_struct *work)
 			continue;
 		xa_erase(&f->holders, id);
 		f->nr_holders--;
-		nxq_holder_detach(h);
-		nxq_file_holder_put(h);
+		nxq_holder_end(h, nxq_free_holder_priv);
 	}
 	mutex_unlock(&f->lock);
 }
@@ -405,8 +404,7 @@ static long nxq_ioc_unregister(struct nxq_file *f, struct nxq_holder *h,
 	mutex_unlock(&f->lock);
 	if (cur != h)
 		return -ENOENT;
-	nxq_holder_detach(h);
-	nxq_file_holder_put(h);	/* the file's reference */
+	nxq_holder_end(h, nxq_free_holder_priv);	/* the file's reference */
 	return 0;
 }
 
@@ -697,8 +695,7 @@ static int nxq_release(struct inode *inode, struct file *file)
 	}
 	xa_for_each(&f->holders, id, h) {
 		xa_erase(&f->holders, id);
-		nxq_holder_detach(h);
-		nxq_file_holder_put(h);
+		nxq_holder_end(h, nxq_free_holder_priv);
 	}
 	xa_destroy(&f->holders);
 	mutex_destroy(&f->lock);

@@ -795,26 +795,18 @@ void nxq_holder_detach(struct nxq_holder *h)
 	spin_unlock(&dev->lock);
 }
 
-/**
- * nxq_holder_put() - drop a holder reference
- * @h: the holder
- * @free_priv: called with the holder when it is freed, to release its
- *	priv and owner, or NULL
- *
- * The last reference detaches the holder if needed and frees it; it takes
- * the ledger lock, so the caller must not hold it.
- *
- * Context: process context; may sleep.
+/*
+ * The last reference to @h is gone and the ledger lock is held: detach the
+ * holder if it is not yet, free it, and drop the lock.
  */
-void nxq_holder_put(struct nxq_holder *h,
-		    void (*free_priv)(struct nxq_holder *h))
+static void nxq_holder_free_locked(struct nxq_holder *h,
+				   void (*free_priv)(struct nxq_holder *h))
 {
 	struct nxq_ledger *l = h->node->dev->ledger;
 	struct nxq_residue *r, *tmp;
 	struct nxq_node *node, *n;
 
-	if (!refcount_dec_and_mutex_lock(&h->ref.refcount, &l->lock))
-		return;
+	lockdep_assert_held(&l->lock);
 	nxq_holder_detach(h);
 	node = h->node;
 	spin_lock(&node->dev->lock);
@@ -833,4 +825,55 @@ void nxq_holder_put(struct nxq_holder *h,
 	if (free_priv)
 		free_priv(h);
 	kfree_rcu(h, rcu);
+}
+
+/**
+ * nxq_holder_put() - drop a holder reference
+ * @h: the holder
+ * @free_priv: called with the holder when it is freed, to release its
+ *	priv and owner, or NULL
+ *
+ * The last reference detaches the holder if needed and frees it; it takes
+ * the ledger lock, so the caller must not hold it.
+ *
+ * Context: process context; may sleep.
+ */
+void nxq_holder_put(struct nxq_holder *h,
+		    void (*free_priv)(struct nxq_holder *h))
+{
+	struct nxq_ledger *l = h->node->dev->ledger;
+
+	if (!refcount_dec_and_mutex_lock(&h->ref.refcount, &l->lock))
+		return;
+	nxq_holder_free_locked(h, free_priv);
+}
+
+/**
+ * nxq_holder_end() - detach a holder and drop a reference, as one step
+ * @h: the holder
+ * @free_priv: as for nxq_holder_put()
+ *
+ * nxq_holder_detach() and nxq_holder_put() under one hold of the ledger
+ * lock: whoever reads the ledger under that lock (a dump of the holders,
+ * a device's removal, a node's holder count) sees the holder attached and
+ * counted, or gone; never uncharged and out of the list but still counted,
+ * which would make a device's removal fail with -EBUSY after its last
+ * holder had left.  When another reference is held (a request in flight)
+ * the holder is detached now and freed at that reference's put.
+ *
+ * Context: process context; may sleep.  Takes the ledger lock: the caller
+ * must not hold it.
+ */
+void nxq_holder_end(struct nxq_holder *h,
+		    void (*free_priv)(struct nxq_holder *h))
+{
+	struct nxq_ledger *l = h->node->dev->ledger;
+
+	mutex_lock(&l->lock);
+	nxq_holder_detach(h);
+	if (!refcount_dec_and_test(&h->ref.refcount)) {
+		mutex_unlock(&l->lock);
+		return;
+	}
+	nxq_holder_free_locked(h, free_priv);
 }

@@ -42,5 +42,7 @@ int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node);
 void nxq_holder_detach(struct nxq_holder *h);
 void nxq_holder_put(struct nxq_holder *h,
 		    void (*free_priv)(struct nxq_holder *h));
+void nxq_holder_end(struct nxq_holder *h,
+		    void (*free_priv)(struct nxq_holder *h));
 
 #endif /* _NXQ_OBJECTS_H */

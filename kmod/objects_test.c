@@ -71,6 +71,60 @@ static void nxq_test_detach(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * nxq_holder_end(): every change it makes (the holder leaving the lists,
+ * its uncharge) happens under the ledger lock, with the count that a
+ * device's removal reads: nobody under that lock sees the holder gone from
+ * the dump yet still counted.  With another reference held, the holder is
+ * detached now and counted until that reference goes.
+ */
+static struct nxq_ledger *end_ledger;
+static int end_changes, end_changes_unlocked;
+
+static void end_changed(void)
+{
+	end_changes++;
+	if (!mutex_is_locked(&end_ledger->lock))
+		end_changes_unlocked++;
+}
+
+static const struct nxq_ledger_ops end_ops = {
+	.key_put = fake_key_put,
+	.key_dead = fake_key_dead,
+	.holder_signal = fake_signal,
+	.holder_kill = fake_kill,
+	.changed = end_changed,
+};
+
+static void nxq_test_end(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *h1 = holder_new(test, t, t->c);
+	struct nxq_holder *h2 = holder_new(test, t, t->c);
+
+	KUNIT_EXPECT_EQ(test, nxq_charge(h1, 10 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 20 * MiB, 0, NULL), 0);
+	end_ledger = &t->l;
+	end_changes = end_changes_unlocked = 0;
+	t->l.ops = &end_ops;
+	nxq_holder_end(h1, NULL);
+	t->l.ops = &fake_ops;
+	KUNIT_EXPECT_GT(test, end_changes, 0);
+	KUNIT_EXPECT_EQ(test, end_changes_unlocked, 0);
+	KUNIT_EXPECT_EQ(test, t->dev->nr_holders, 1U);
+	KUNIT_EXPECT_EQ(test, t->c->nr_holders, 1U);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 20 * MiB);
+
+	kref_get(&h2->ref);	/* a request in flight */
+	nxq_holder_end(h2, NULL);
+	KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, 1, 0, NULL), -ENOENT);
+	KUNIT_EXPECT_EQ(test, t->dev->nr_holders, 1U);
+	nxq_holder_put(h2, NULL);
+	KUNIT_EXPECT_EQ(test, t->dev->nr_holders, 0U);
+	tree_free(t);
+}
+
 /* Nodes live while referenced or budgeted; dead keys lose budgets. */
 static void nxq_test_node_lifetime(struct kunit *test)
 {
@@ -192,6 +246,7 @@ static void nxq_test_rehome(struct kunit *test)
 static struct kunit_case nxq_objects_cases[] = {
 	KUNIT_CASE(nxq_test_device_keys),
 	KUNIT_CASE(nxq_test_detach),
+	KUNIT_CASE(nxq_test_end),
 	KUNIT_CASE(nxq_test_node_lifetime),
 	KUNIT_CASE(nxq_test_device_remove),
 	KUNIT_CASE(nxq_test_rehome),
