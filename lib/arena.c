@@ -265,8 +265,14 @@ static int do_alloc(struct nxq_arena *a, size_t size_, size_t align_, int on_str
 		goto out;
 	}
 	a->allocs++;
-	if (!on_stream)
-		a->plain_allocs = 1;
+	if (a->alloc_streams < 2) {		/* for nxq__absorb_freed() */
+		if (on_stream && (!a->alloc_streams || a->alloc_stream == stream)) {
+			a->alloc_stream = stream;
+			a->alloc_streams = 1;
+		} else {
+			a->alloc_streams = 2;
+		}
+	}
 	*ptrp = (void *)(uintptr_t)(a->base + off);
 out:
 	pthread_mutex_unlock(&a->lock);

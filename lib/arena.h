@@ -152,7 +152,9 @@ struct nxq_arena {
 	uint64_t charge_calls, uncharge_calls, charge_denied, grows, allocs, frees;
 	uint64_t kernel_errors, fence_errors;
 	int starved;				/* an allocation grew while streams owned memory */
-	int plain_allocs;			/* an allocation without a stream was made */
+	/* the allocations so far: 0 none, 1 all on alloc_stream, 2 plain or on two streams */
+	int alloc_streams;
+	void *alloc_stream;
 
 	/* ledger.c */
 	int evfd;				/* -1 without tickets */

@@ -474,10 +474,10 @@ void nxq__absorb(struct nxq_arena *a, struct nxq_stream *s)
 }
 
 /*
- * b was just freed on s, and every allocation so far was made on s (the
- * only stream the arena has seen, no plain nxq_alloc()): its FREE
- * neighbours join it at once, as a plain free merges them.  Then FREE and
- * OWNED memory serve the same allocations; kept apart, they showed the
+ * b was just freed on s, and every allocation so far was made on s (no
+ * plain nxq_alloc(), no other stream; do_alloc() keeps the count): its
+ * FREE neighbours join it at once, as a plain free merges them.  Then FREE
+ * and OWNED memory serve the same allocations; kept apart, they showed the
  * fit smaller holes than plain frees do, and the stream-ordered peak of
  * bench_gpu's random workload (section 5) was 1.050x the plain one on
  * the H200 and on the fake driver, 1.002x with this (issue 12).
@@ -487,7 +487,7 @@ void nxq__absorb(struct nxq_arena *a, struct nxq_stream *s)
  */
 void nxq__absorb_freed(struct nxq_arena *a, struct blk *b, struct nxq_stream *s)
 {
-	if (!a->plain_allocs && TAILQ_FIRST(&a->streams) == s && !TAILQ_NEXT(s, link))
+	if (a->alloc_streams == 1 && a->alloc_stream == s->handle)
 		absorb_block(a, b, s);
 }
 

@@ -780,51 +780,62 @@ static void test_async_absorb(void **state)
 	granule_on_stream_7(a, p);
 }
 
+#define PLAIN ((void *)-1)	/* not a stream: nxq_alloc() */
+
 /*
- * [x 512K, on s1 or plain (NULL)][y 512K, on s2][FREE 1M]: y's free on s2
- * leaves the FREE memory FREE.
+ * [x 512K, on sx or PLAIN][y 512K, on sy][FREE 1M]; y freed plainly
+ * ([x][FREE 1.5M]), then x on sf: the FREE memory stays FREE.
  */
-static void merge_stays_off(void *s1, void *s2)
+static void merge_stays_off(void *sx, void *sy, void *sf)
 {
 	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
 	struct nxq_stats s;
 	void *x, *y;
 
-	if (s1)
-		assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, s1, &x), 0);
-	else
+	if (sx == PLAIN)
 		assert_int_equal(nxq_alloc(a, 512 * 1024, 0, &x), 0);
-	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, s2, &y), 0);
-	assert_int_equal(nxq_free_async(a, y, s2), 0);
+	else
+		assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, sx, &x), 0);
+	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, sy, &y), 0);
+	assert_int_equal(nxq_free(a, y), 0);
+	assert_int_equal(nxq_free_async(a, x, sf), 0);
 	st(a, &s);
 	assert_int_equal(s.pending, 512 * 1024);
-	assert_int_equal(s.free, MiB);
+	assert_int_equal(s.free, 3 * MiB / 2);
 	check_acct(a);
-	assert_int_equal(nxq_free(a, x), 0);
 	teardown_checks(a);
 }
 
 /*
- * A free on the only stream the arena has served takes the FREE memory
- * next to it at once, as a plain free merges it; with a second stream, or
- * after a plain allocation, the FREE memory stays FREE for the others.
+ * A free on the stream of every allocation so far takes the FREE memory
+ * next to it at once, as a plain free merges it; after an allocation on
+ * a second stream or a plain one, or on another stream, the FREE memory
+ * stays FREE for the others.
  */
 static void test_async_merge_on_free(void **state)
 {
 	struct nxq_arena *a = mk(2 * MiB, 64 * MiB, 0, 0);
 	struct nxq_stats s;
-	void *p;
+	void *p, *q;
 
-	/* one stream: [p 512K][FREE 1.5M] -> one OWNED block of 2 MiB */
+	/* one stream: [p 512K][q 512K][FREE 1M] -> one OWNED block of 2 MiB */
 	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)7, &p), 0);
+	assert_int_equal(nxq_alloc_async(a, 512 * 1024, 0, (void *)7, &q), 0);
+	assert_int_equal(nxq_free_async(a, q, (void *)7), 0);
 	assert_int_equal(nxq_free_async(a, p, (void *)7), 0);
 	st(a, &s);
 	assert_int_equal(s.pending, 2 * MiB);
 	assert_int_equal(s.free, 0);
 	granule_on_stream_7(a, p);
 
-	merge_stays_off((void *)7, (void *)8);	/* two streams */
-	merge_stays_off(NULL, (void *)7);	/* one stream after a plain allocation */
+	/* two streams allocated: freed on the first, on the last */
+	merge_stays_off((void *)7, (void *)8, (void *)7);
+	merge_stays_off((void *)7, (void *)8, (void *)8);
+	/* a plain allocation, then one stream (also the default one, NULL) */
+	merge_stays_off(PLAIN, (void *)7, (void *)7);
+	merge_stays_off(PLAIN, NULL, NULL);
+	/* one stream allocated, freed on another */
+	merge_stays_off((void *)7, (void *)7, (void *)8);
 }
 
 /*
