@@ -32,7 +32,8 @@ run_one() { # n name expr what
 	fi
 	if [ "$4" != test ]; then
 		$CC -O2 -shared -Wl,--version-script="$top/preload/preload.map" -o "$d/libnxquota-preload.so" \
-			"$d/preload.o" "$top/lib/libnxquota.a" -ldl -pthread || { : > "$d/fatal"; return; }
+			"$d/preload.o" "$top/lib/libnxquota.a" -ldl -pthread ||
+			{ echo "mutant $2: link failed" > "$d/res"; : > "$d/fatal"; return; }
 		timeout 180 "$here/$4.sh" "$d/libnxquota-preload.so" >"$d/out" 2>&1
 		st=$?
 		if grep -q "skipped" "$d/out"; then
@@ -45,7 +46,8 @@ run_one() { # n name expr what
 		return
 	fi
 	$CC -O2 $inc -I"$d" -rdynamic -o "$d/t" "$here/test_preload.c" "$d/preload.o" \
-		"$top/lib/libnxquota.a" -lcmocka -ldl -pthread || { : > "$d/fatal"; return; }
+		"$top/lib/libnxquota.a" -lcmocka -ldl -pthread ||
+		{ echo "mutant $2: link failed" > "$d/res"; : > "$d/fatal"; return; }
 	if CMOCKA_TEST_ABORT=0 LD_LIBRARY_PATH="$here/drv" timeout 60 "$d/t" >"$d/out" 2>&1; then
 		echo "mutant $2: SURVIVED" > "$d/res"; echo 1 > "$d/surv"
 	else
