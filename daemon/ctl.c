@@ -98,13 +98,14 @@ struct ctl_req {
 	struct genlmsghdr *gh;
 	struct nlattr *tb[NXQUOTA_A_BUDGET_LAST + 1];
 	const char *msg;		/* extended ack */
+	char msg_buf[640];		/* a formatted one, msg points here */
 	int miss;			/* missing attribute, 0 none */
 	bool acked;			/* a dump answered by its DONE */
 };
 
 /* ---- the policies (kmod/netlink.c's) ------------------------------------ */
 
-enum { P_NONE, P_U8, P_U32, P_U64, P_STR };
+enum { P_NONE, P_U8, P_U32, P_U64, P_STR, P_FLAG };
 
 struct ctl_pol {
 	unsigned char type;
@@ -139,6 +140,7 @@ static const struct ctl_pol budget_set_policy[] = {
 	[NXQUOTA_A_BUDGET_WAITERS_MAX] = { P_U32 },
 	[NXQUOTA_A_BUDGET_PRIORITY_MAX] = { P_U32 },
 	[NXQUOTA_A_BUDGET_WAIT_MAX_MS] = { P_U32 },
+	[NXQUOTA_A_BUDGET_OVERCOMMIT] = { P_FLAG },
 };
 
 static const struct ctl_pol holder_get_policy[] = {
@@ -170,7 +172,8 @@ static int ctl_validate(struct ctl_req *r, const struct ctl_pol *pol,
 			r->msg = "Unsupported attribute";
 			return -EINVAL;
 		}
-		if ((p->type == P_U8 && len != 1) ||
+		if ((p->type == P_FLAG && len != 0) ||
+		    (p->type == P_U8 && len != 1) ||
 		    (p->type == P_U32 && len != 4) ||
 		    (p->type == P_U64 && len != 8)) {
 			r->msg = "invalid attribute length";
@@ -554,8 +557,11 @@ static int ctl_put_budget(struct nl_msg *m, struct nxq_node *node)
 	    (path && nla_put_string(m, NXQUOTA_A_BUDGET_CGROUP_PATH, path)) ||
 	    (node->parent &&
 	     nla_put_u64(m, NXQUOTA_A_BUDGET_PARENT_ID, node->parent->id)) ||
-	    nla_put_u64(m, NXQUOTA_A_BUDGET_MAX, b.max) ||
+	    (b.max_set && nla_put_u64(m, NXQUOTA_A_BUDGET_MAX, b.max)) ||
+	    nla_put_u64(m, NXQUOTA_A_BUDGET_EFFECTIVE_MAX, b.effective_max) ||
 	    nla_put_u64(m, NXQUOTA_A_BUDGET_MIN, b.min) ||
+	    nla_put_u64(m, NXQUOTA_A_BUDGET_CLAIMED, b.claimed) ||
+	    nla_put_u8(m, NXQUOTA_A_BUDGET_OVERCOMMITTED, b.overcommitted) ||
 	    nla_put_u64(m, NXQUOTA_A_BUDGET_EFFECTIVE_MIN, b.effective_min) ||
 	    nla_put_u64(m, NXQUOTA_A_BUDGET_CURRENT, b.current_bytes) ||
 	    nla_put_u64(m, NXQUOTA_A_BUDGET_BORROWED, b.borrowed) ||
@@ -663,8 +669,10 @@ static int ctl_budget(struct ctl_req *r, const struct nxq_budget_req *b)
 		return -EINVAL;
 	}
 	err = nxqd_budget_set(nla_data(r->tb[NXQUOTA_A_BUDGET_DEVICE]),
-			      nla_data(path), b);
-	if (err == -ENOENT)
+			      nla_data(path), b, r->msg_buf, sizeof(r->msg_buf));
+	if (r->msg_buf[0])
+		r->msg = r->msg_buf;
+	else if (err == -ENOENT)
 		r->msg = "no such cgroup";
 	else if (err == -ENODEV)
 		r->msg = "no such device";
@@ -685,6 +693,7 @@ static int ctl_budget_set(struct ctl_req *r)
 		b.set_min = true;
 		b.min = nla_get_u64(a[NXQUOTA_A_BUDGET_MIN]);
 	}
+	b.overcommit = a[NXQUOTA_A_BUDGET_OVERCOMMIT] != NULL;
 	if (a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]) {
 		b.set_kill = true;
 		b.kill_on_ignore = nla_get_u8(a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
@@ -889,7 +898,7 @@ static const struct ctl_op ctl_ops[] = {
 	{ NXQUOTA_CMD_BUDGET_GET, NULL, ctl_budget_dump, budget_get_policy,
 	  NXQUOTA_A_BUDGET_DEVICE, false },
 	{ NXQUOTA_CMD_BUDGET_SET, ctl_budget_set, NULL, budget_set_policy,
-	  NXQUOTA_A_BUDGET_WAIT_MAX_MS, true },
+	  NXQUOTA_A_BUDGET_OVERCOMMIT, true },
 	{ NXQUOTA_CMD_BUDGET_CLEAR, ctl_budget_clear, NULL, budget_set_policy,
 	  NXQUOTA_A_BUDGET_CGROUP_PATH, true },
 	{ NXQUOTA_CMD_HOLDER_GET, NULL, ctl_holder_dump, holder_get_policy,

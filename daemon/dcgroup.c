@@ -179,6 +179,12 @@ const char *nxqd_cgroup_key_path(const void *key)
 	return ((const struct nxqd_cg *)key)->path;
 }
 
+/* key_path: the ledger's messages name the cgroup by its path. */
+int nxqd_cgroup_key_name(void *key, char *buf, size_t size)
+{
+	return snprintf(buf, size, "%s", nxqd_cgroup_key_path(key));
+}
+
 /* key_dead: the directory is gone, or is another cgroup now. */
 bool nxqd_cgroup_key_dead(void *key)
 {
@@ -243,14 +249,17 @@ struct nxq_node *nxqd_node_for_path(struct nxq_device *dev, const char *path)
 }
 
 int nxqd_budget_set(const char *key, const char *path,
-		    const struct nxq_budget_req *r)
+		    const struct nxq_budget_req *r, char *msg, size_t msg_size)
 {
+	struct nxq_budget_refusal why;
 	struct nxq_device *dev;
 	struct nxq_node *node;
 	char norm[PATH_MAX];
 	int err = 0;
 	u64 id;
 
+	if (msg && msg_size)
+		msg[0] = '\0';
 	err = nxqd_cg_norm(path, norm, sizeof(norm));
 	if (err < 0)
 		return err;
@@ -271,7 +280,9 @@ int nxqd_budget_set(const char *key, const char *path,
 			err = PTR_ERR(node);
 			goto out;
 		}
-		nxq_node_apply(node, r);
+		err = nxq_node_apply(node, r, &why);
+		if (err && msg && msg_size)
+			nxq_refusal_msg(node, &why, msg, msg_size, true);
 		nxq_node_put(node);
 	} else {
 		node = nxq_node_find(dev, id);

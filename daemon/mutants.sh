@@ -62,10 +62,10 @@ mutant() {
 	fi
 }
 
-# A rule of the ledger: the max check sees only the new charge, not what
-# is already charged.
-mutant max-ignores-usage LEDGER_SRCS LEDGER_BIN counter.c \
-	's/if (sum > nxq_node_eff_max(n)) {/if (bytes > nxq_node_eff_max(n)) {/' \
+# A rule of the ledger: the full check (after the fast path declined)
+# sees what is already charged, not the new charge.
+mutant max-ignores-charge LEDGER_SRCS LEDGER_BIN counter.c \
+	's/if (nxq_over_limit(n, bytes, budget_below)) {/if (nxq_over_limit(n, 0, budget_below)) {/' \
 	'nxquota-*' 'Expected'
 # A lock of the ledger: nxq_uncharge_slow() without the device lock (a
 # moved holder's uncharge takes it: nxq_try_uncharge() declines residue).

@@ -69,6 +69,7 @@ bool nxqd_cgroup_key_dead(void *key);
 u64 nxqd_cgroup_key_id(const void *key);
 /* "/" for the root, else "/a/b"; valid while the key is. */
 const char *nxqd_cgroup_key_path(const void *key);
+int nxqd_cgroup_key_name(void *key, char *buf, size_t size);
 
 /*
  * The node chain for @path on @dev, as the module's
@@ -85,7 +86,7 @@ struct nxq_node *nxqd_node_for_path(struct nxq_device *dev, const char *path);
  * Return: 0, -ENODEV, -ENOENT, -EINVAL, -E2BIG, -ENOMEM.
  */
 int nxqd_budget_set(const char *key, const char *path,
-		    const struct nxq_budget_req *r);
+		    const struct nxq_budget_req *r, char *msg, size_t msg_size);
 
 /*
  * The cgroup2 path of process @pid from /proc/PID/cgroup ("0::PATH").

@@ -30,6 +30,7 @@ int nxqd_verbose;
 const struct nxq_ledger_ops nxqd_ledger_ops = {
 	.key_put	= nxqd_cgroup_key_put,
 	.key_dead	= nxqd_cgroup_key_dead,
+	.key_path	= nxqd_cgroup_key_name,
 	.holder_kill	= nxqd_holder_kill,
 	.holder_signal	= nxqd_holder_signal,
 	.event		= nxqd_ctl_event,

@@ -303,7 +303,9 @@ static int load_device(char **w, int n)
 
 static int load_budget(char **w, int n, const char *file, int line)
 {
-	struct nxq_budget_req r = { .set_min = true, .set_kill = true };
+	/* What was accepted once is restored as it was, in any order. */
+	struct nxq_budget_req r = { .set_min = true, .set_kill = true,
+				    .overcommit = true };
 	int i = 3, k, err;
 	u64 v;
 
@@ -331,7 +333,7 @@ static int load_budget(char **w, int n, const char *file, int line)
 		r.lim[k] = (u32)v;
 		r.set_lim |= BIT(k);
 	}
-	err = nxqd_budget_set(w[1], w[2], &r);
+	err = nxqd_budget_set(w[1], w[2], &r, NULL, 0);
 	if (err == -ENOENT) {
 		fprintf(stderr,
 			"nxquotad: %s:%d: no cgroup %s: its budget on %s is dropped\n",

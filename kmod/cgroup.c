@@ -84,23 +84,59 @@ struct cgroup *nxq_cgroup_from_path(const char *path)
 }
 
 /**
+ * nxq_budget_refused() - report a refused budget request
+ * @node: its node
+ * @why: nxq_node_apply()'s reason
+ * @msg: set to the reason without paths (for netlink's extended ack), or
+ *	NULL
+ * @msg_size: its size
+ *
+ * The reason with the cgroups' paths goes to the kernel log (sysfs can
+ * only return an errno; root's writes only, rate-limited).
+ *
+ * Context: process context; @node is referenced.
+ */
+void nxq_budget_refused(struct nxq_node *node,
+			const struct nxq_budget_refusal *why, char *msg,
+			size_t msg_size)
+{
+	char *line = kmalloc(NXQ_MSG_SIZE, GFP_KERNEL);
+
+	if (line) {
+		nxq_refusal_msg(node, why, line, NXQ_MSG_SIZE, true);
+		pr_info_ratelimited("nxquota: %s: %s\n", node->dev->key, line);
+		kfree(line);
+	}
+	if (msg && msg_size)
+		nxq_refusal_msg(node, why, msg, msg_size, false);
+}
+
+/**
  * nxq_budget_set() - the one budget-setting function (sysfs, netlink)
  * @key: the device's key
  * @path: the cgroup's path, as nxq_cgroup_from_path() takes it
  * @r: what to set, or NULL to clear the cgroup's budget
+ * @msg: set to why a budget was refused, without paths (see
+ *	nxq_budget_refused()), else ""; may be NULL
+ * @msg_size: its size
  *
  * Context: process context; takes the ledger lock.
  * Return: 0, -ENODEV (no device), -ENOENT (no such cgroup), -E2BIG (too
- * deep), -ENOMEM.
+ * deep), -ENOMEM, or a refusal: -EINVAL (min above max), -ENOSPC (no
+ * room for the guarantee).
  */
 int nxq_budget_set(const char *key, const char *path,
-		   const struct nxq_budget_req *r)
+		   const struct nxq_budget_req *r, char *msg,
+		   size_t msg_size)
 {
+	struct nxq_budget_refusal why;
 	struct nxq_device *dev;
 	struct nxq_node *node;
 	struct cgroup *cgrp;
 	int err = 0;
 
+	if (msg && msg_size)
+		msg[0] = '\0';
 	cgrp = nxq_cgroup_from_path(path);
 	if (IS_ERR(cgrp))
 		return PTR_ERR(cgrp);
@@ -117,7 +153,9 @@ int nxq_budget_set(const char *key, const char *path,
 			err = PTR_ERR(node);
 			goto out;
 		}
-		nxq_node_apply(node, r);
+		err = nxq_node_apply(node, r, &why);
+		if (err)
+			nxq_budget_refused(node, &why, msg, msg_size);
 		nxq_node_put(node);
 	} else {
 		node = nxq_node_find(dev, cgroup_id(cgrp));
@@ -187,6 +225,11 @@ static void nxq_cgroup_key_put(void *key)
 	cgroup_put(key);
 }
 
+static int nxq_cgroup_key_path(void *key, char *buf, size_t size)
+{
+	return cgroup_path(key, buf, size);
+}
+
 static bool nxq_cgroup_key_dead(void *key)
 {
 	struct cgroup *cgrp = key;
@@ -204,6 +247,7 @@ static bool nxq_cgroup_key_dead(void *key)
 const struct nxq_ledger_ops nxq_cgroup_ledger_ops = {
 	.key_put	= nxq_cgroup_key_put,
 	.key_dead	= nxq_cgroup_key_dead,
+	.key_path	= nxq_cgroup_key_path,
 	.device_added	= nxq_sysfs_device_added,
 	.device_removed	= nxq_sysfs_device_removed,
 	.node_added	= nxq_sysfs_node_added,

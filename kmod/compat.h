@@ -8,6 +8,7 @@
 
 #include <linux/version.h>
 #include <linux/eventfd.h>
+#include <linux/netlink.h>
 
 /* eventfd_signal() lost its count argument in 6.8. */
 static inline void nxq_eventfd_signal(struct eventfd_ctx *ctx)
@@ -18,5 +19,26 @@ static inline void nxq_eventfd_signal(struct eventfd_ctx *ctx)
 	eventfd_signal(ctx, 1);
 #endif
 }
+
+/*
+ * Room for a formatted extended-ack message: 6.2 gave the extack a
+ * buffer (80 bytes) for NL_SET_ERR_MSG_FMT(); before, a message is a
+ * string that outlives the request.
+ */
+#ifdef NETLINK_MAX_FMTMSG_LEN
+#define NXQ_NL_MSG	NETLINK_MAX_FMTMSG_LEN
+#define nxq_nl_set_err_msg(extack, msg, fixed)				\
+	do {								\
+		(void)(fixed);						\
+		NL_SET_ERR_MSG_FMT(extack, "%s", msg);			\
+	} while (0)
+#else
+#define NXQ_NL_MSG	80
+#define nxq_nl_set_err_msg(extack, msg, fixed)				\
+	do {								\
+		(void)(msg);						\
+		NL_SET_ERR_MSG(extack, fixed);				\
+	} while (0)
+#endif
 
 #endif /* _NXQ_COMPAT_H */

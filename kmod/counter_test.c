@@ -327,6 +327,223 @@ static void nxq_test_limits(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * A guarantee reaches its whole subtree: children without a min of their
+ * own share what their parent's min leaves unclaimed, in proportion to
+ * what they charge, and may charge it without an eventfd; an ancestor
+ * without a min neither dilutes nor voids its children's guarantees.
+ */
+static void nxq_test_recursive_min(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_node *d = tree_get(test, t, t->a, 5);
+	struct nxq_holder *hc = holder_noask(test, t, t->c);
+	struct nxq_holder *hd = holder_noask(test, t, d);
+	struct nxq_budget bc, bd;
+
+	/* a is a pod with min 600M; c and d, its containers, have none. */
+	nxq_node_set_min(t->a, 600 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 400 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hd, 200 * MiB, 0, NULL), 0);
+	/* The pod's guarantee is used up: its containers cannot borrow. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hd, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->a->max_hits, 2ULL);
+	nxq_node_budget(t->c, &bc);
+	nxq_node_budget(d, &bd);
+	KUNIT_EXPECT_EQ(test, bc.effective_min, 400 * MiB);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 200 * MiB);
+	KUNIT_EXPECT_EQ(test, bc.borrowed + bd.borrowed, 0ULL);
+	KUNIT_EXPECT_EQ(test, t->dev->tickets, 0ULL);
+	/* What one gives back the other may take. */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hc, 100 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hd, 100 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+
+	/* d claims 500M of its own: c shares the 100M left unclaimed. */
+	nxq_node_set_min(d, 500 * MiB);
+	KUNIT_EXPECT_EQ(test, t->a->children_min, 500 * MiB);
+	KUNIT_EXPECT_EQ(test, t->a->claimed_usage, 300 * MiB);
+	nxq_node_budget(t->c, &bc);
+	nxq_node_budget(d, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 500 * MiB);
+	KUNIT_EXPECT_EQ(test, bc.effective_min, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, bc.borrowed, 200 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hd, 200 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hd, 1, 0, NULL), -EDQUOT);
+
+	/* a without a min: it claims d's 500M, which d keeps whole. */
+	nxq_node_set_min(t->a, 0);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 500 * MiB);
+	nxq_node_budget(d, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 500 * MiB);
+	nxq_node_budget(t->a, &bd);
+	KUNIT_EXPECT_EQ(test, bd.effective_min, 500 * MiB);
+	/* and c, with no guarantee on its path, none (the root lends none) */
+	nxq_node_budget(t->c, &bc);
+	KUNIT_EXPECT_EQ(test, bc.effective_min, 0ULL);
+	/* d's min gone: nothing claims, nothing counts as claimed. */
+	nxq_node_set_min(d, 0);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 0ULL);
+	KUNIT_EXPECT_EQ(test, t->a->children_min, 0ULL);
+	KUNIT_EXPECT_EQ(test, t->a->claimed_usage, 0ULL);
+	KUNIT_EXPECT_EQ(test, t->root->claimed_usage, 0ULL);
+
+	holder_free(hc);
+	holder_free(hd);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 0ULL);
+	tree_put(t, d);
+	tree_free(t);
+}
+
+/*
+ * A charge waiting on a guarantee its siblings use up is served when
+ * one of them gives back, and when the guarantee is raised.
+ */
+static void nxq_test_guarantee_waiters(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_node *d = tree_get(test, t, t->a, 5);
+	struct nxq_holder *hc = holder_noask(test, t, t->c);
+	struct nxq_holder *hd = holder_noask(test, t, d);
+	struct waiter_thread w;
+
+	nxq_node_set_min(t->a, 100 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hc, 100 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w, hd, 50 * MiB, 5000);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hc, 50 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	waiter_start(test, t, &w, hd, 50 * MiB, 5000);
+	nxq_node_set_min(t->a, 200 * MiB);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	KUNIT_EXPECT_EQ(test, usage(d), 100 * MiB);
+	holder_free(hc);
+	holder_free(hd);
+	tree_put(t, d);
+	tree_free(t);
+}
+
+/*
+ * default_max binds what a top-level node's subtree charges outside
+ * budgeted subtrees: an intermediate node without a budget never blocks
+ * a budgeted descendant, and its asks pass budgeted holders by.
+ */
+static void nxq_test_default_budgeted(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_holder *ha = holder_new(test, t, t->a);
+	struct nxq_holder *ha2 = holder_new(test, t, t->a);
+	struct nxq_budget b;
+
+	nxq_device_set_default_max(t->dev, 10 * MiB);
+	nxq_node_set_max(t->c, 500 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 300 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, t->a->budgeted_usage, 300 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha2, 6 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 4 * MiB, 0, NULL), 0);
+	/* a's own holders share default_max; hc's 300M do not count. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->a->max_hits, 1ULL);
+	/* Asked: the unbudgeted holders of a only (one with charge). */
+	KUNIT_EXPECT_EQ(test, ticket(test, ha2, 0).bytes, 1ULL);
+	ticket(test, hc, -EAGAIN);
+	nxq_node_budget(t->a, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_max, 10 * MiB);
+	KUNIT_EXPECT_FALSE(test, b.max_set);
+	KUNIT_EXPECT_EQ(test, b.headroom, 0ULL);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_max, 500 * MiB);
+	KUNIT_EXPECT_EQ(test, b.headroom, 200 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 200 * MiB, 0, NULL), 0);
+
+	/* c's budget gone: its 500M count against default_max at once. */
+	mutex_lock(&t->l.lock);
+	nxq_node_clear_budget(t->c);
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, t->a->budgeted_usage, 0ULL);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 1, 0, NULL), -EDQUOT);
+	/* A min alone is a budget too. */
+	nxq_node_set_min(t->c, MiB);
+	KUNIT_EXPECT_EQ(test, t->a->budgeted_usage, 500 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, MiB, 0, NULL), 0);
+	nxq_node_budget(t->c, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_max, NXQ_UNLIMITED);
+
+	holder_free(hc);
+	holder_free(ha);
+	holder_free(ha2);
+	KUNIT_EXPECT_EQ(test, t->a->budgeted_usage, 0ULL);
+	tree_free(t);
+}
+
+/*
+ * Object limits belong to each cgroup: without its own, a node gets the
+ * default for itself; siblings never share one; an ancestor's own limit
+ * bounds its subtree's total.
+ */
+static void nxq_test_limits_own(struct kunit *test)
+{
+	const unsigned int nr = NXQ_DEFAULT_HOLDERS_MAX;
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_node *d = tree_get(test, t, t->a, 5);
+	struct nxq_holder **hs, *h;
+	unsigned int i, n = 0;
+	int err;
+
+	hs = kunit_kcalloc(test, 2 * nr + 2, sizeof(*hs), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, hs);
+	for (i = 0; i < nr; i++)
+		hs[n++] = holder_noask(test, t, t->c);
+	mutex_lock(&t->l.lock);
+	t->c->refs++;
+	h = nxq_holder_create(t->c, 0, NULL, NULL, 0, &err);
+	KUNIT_EXPECT_NULL(test, h);
+	KUNIT_EXPECT_EQ(test, err, -EMFILE);
+	t->c->refs--;
+	mutex_unlock(&t->l.lock);
+	/* c's sibling and their parent each have their own default. */
+	hs[n++] = holder_noask(test, t, d);
+	hs[n++] = holder_noask(test, t, t->a);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_holders, nr + 2);
+
+	/* A limit set on a bounds a's subtree: c, d and a together. */
+	spin_lock(&t->dev->lock);
+	t->a->lim[NXQ_LIM_HOLDERS] = nr + 2;
+	spin_unlock(&t->dev->lock);
+	mutex_lock(&t->l.lock);
+	d->refs++;
+	h = nxq_holder_create(d, 0, NULL, NULL, 0, &err);
+	KUNIT_EXPECT_NULL(test, h);
+	KUNIT_EXPECT_EQ(test, err, -EMFILE);
+	d->refs--;
+	mutex_unlock(&t->l.lock);
+
+	/* Waiters likewise: 64 each for c and d, then a's own 70 in all. */
+	spin_lock(&t->dev->lock);
+	for (i = 0; i < NXQ_DEFAULT_WAITERS_MAX; i++)
+		KUNIT_EXPECT_EQ(test, nxq_waiters_add(t->c), 0);
+	KUNIT_EXPECT_EQ(test, nxq_waiters_add(t->c), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, nxq_waiters_add(d), 0);
+	t->a->lim[NXQ_LIM_WAITERS] = NXQ_DEFAULT_WAITERS_MAX + 2;
+	KUNIT_EXPECT_EQ(test, nxq_waiters_add(d), 0);
+	KUNIT_EXPECT_EQ(test, nxq_waiters_add(d), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_waiters,
+			NXQ_DEFAULT_WAITERS_MAX + 2U);
+	for (i = 0; i < NXQ_DEFAULT_WAITERS_MAX; i++)
+		nxq_waiters_del(t->c);
+	nxq_waiters_del(d);
+	nxq_waiters_del(d);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_waiters, 0U);
+	KUNIT_EXPECT_EQ(test, d->own_waiters, 0U);
+	spin_unlock(&t->dev->lock);
+
+	for (i = 0; i < n; i++)
+		holder_free(hs[i]);
+	tree_put(t, d);
+	tree_free(t);
+}
+
 /* Two threads charge and uncharge against one max: never above it. */
 struct race {
 	struct nxq_holder *h;
@@ -396,6 +613,10 @@ static struct kunit_case nxq_counter_cases[] = {
 	KUNIT_CASE(nxq_test_emin_cache),
 	KUNIT_CASE(nxq_test_default_max),
 	KUNIT_CASE(nxq_test_limits),
+	KUNIT_CASE(nxq_test_recursive_min),
+	KUNIT_CASE(nxq_test_guarantee_waiters),
+	KUNIT_CASE(nxq_test_default_budgeted),
+	KUNIT_CASE(nxq_test_limits_own),
 	KUNIT_CASE(nxq_test_race),
 	{}
 };

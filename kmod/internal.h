@@ -21,7 +21,13 @@ struct nxq_node *nxq_node_for_cgroup(struct nxq_device *dev,
 struct cgroup *nxq_current_cgroup(void);
 struct cgroup *nxq_cgroup_from_path(const char *path);
 int nxq_budget_set(const char *key, const char *path,
-		   const struct nxq_budget_req *r);
+		   const struct nxq_budget_req *r, char *msg,
+		   size_t msg_size);
+/* Room for a refusal's message with its paths. */
+#define NXQ_MSG_SIZE	640
+void nxq_budget_refused(struct nxq_node *node,
+			const struct nxq_budget_refusal *why, char *msg,
+			size_t msg_size);
 void nxq_cgroup_put(struct cgroup *cgrp);
 
 int nxq_parse_devt(const char *s, dev_t *devt);

@@ -61,11 +61,14 @@ static const struct nxq_ledger_ops fake_ops = {
 	.holder_kill = fake_kill,
 };
 
-/* A root with children a and b, and a/c below a: ids 1, 2, 3, 4. */
+/*
+ * A root with children a and b, and a/c below a: ids 1, 2, 3, 4; a test
+ * may add nodes of ids 5..7 with tree_get().
+ */
 struct tree {
 	struct nxq_ledger l;
 	struct nxq_device *dev;
-	struct fake_key k[5];
+	struct fake_key k[8];
 	struct nxq_node *root, *a, *b, *c;
 };
 
@@ -131,6 +134,24 @@ static inline struct nxq_holder *holder_new(struct kunit *test, struct tree *t,
 				     struct nxq_node *n)
 {
 	return holder_prio(test, t, n, 0);
+}
+
+/* A holder without an eventfd: it cannot be asked, so it cannot borrow. */
+static inline struct nxq_holder *holder_noask(struct kunit *test,
+					      struct tree *t,
+					      struct nxq_node *n)
+{
+	struct nxq_holder *h;
+	int err;
+
+	mutex_lock(&t->l.lock);
+	n->refs++;
+	h = nxq_holder_create(n, 0, NULL, NULL, 0, &err);
+	if (!h)
+		n->refs--;
+	mutex_unlock(&t->l.lock);
+	KUNIT_ASSERT_NOT_NULL(test, h);
+	return h;
 }
 
 static inline int signals(struct nxq_holder *h)

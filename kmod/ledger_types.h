@@ -101,17 +101,54 @@ enum nxq_limit {
 /**
  * struct nxq_budget_req - what one budget-setting call changes
  * @set_max: change @max; @max: bytes or NXQ_UNLIMITED ("max")
- * @set_min: change @min; @min: bytes
+ * @set_min: change @min; @min: bytes (0: no guarantee of its own)
+ * @overcommit: accept guarantees that add up to more than their parent's
+ *	(or the device's), which then shares them out in proportion
  * @set_kill: change @kill_on_ignore
  * @kill_on_ignore: the escalation policy
  * @set_lim: bit i set: change @lim[i] (enum nxq_limit)
  * @lim: the limits' new values (NXQ_LIMIT_UNSET to inherit)
  */
 struct nxq_budget_req {
-	bool set_max, set_min, set_kill, kill_on_ignore;
+	bool set_max, set_min, set_kill, kill_on_ignore, overcommit;
 	u64 max, min;
 	unsigned int set_lim;
 	u32 lim[NXQ_NR_LIMITS];
+};
+
+/**
+ * enum nxq_refusal_why - why a budget request was refused
+ * @NXQ_REFUSE_NONE: it was not
+ * @NXQ_REFUSE_MIN_ABOVE_MAX: @value is the min, @limit the max
+ * @NXQ_REFUSE_MIN_ABOVE_DEVICE: @value is the min, @limit the capacity
+ * @NXQ_REFUSE_CHILDREN: the guarantees below the node (@value) add up
+ *	to more than its new min (@limit)
+ * @NXQ_REFUSE_PARENT: the guarantees under @node, an ancestor with a min
+ *	of its own (@limit), would add up to @value
+ * @NXQ_REFUSE_DEVICE: the guarantees on the device would add up to
+ *	@value, above its capacity (@limit)
+ */
+enum nxq_refusal_why {
+	NXQ_REFUSE_NONE,
+	NXQ_REFUSE_MIN_ABOVE_MAX,
+	NXQ_REFUSE_MIN_ABOVE_DEVICE,
+	NXQ_REFUSE_CHILDREN,
+	NXQ_REFUSE_PARENT,
+	NXQ_REFUSE_DEVICE,
+};
+
+/**
+ * struct nxq_budget_refusal - a refused budget request, for the message
+ * @why: enum nxq_refusal_why
+ * @node: the node the reason is about (NXQ_REFUSE_PARENT: the ancestor),
+ *	valid while the ledger lock is held
+ * @value: see enum nxq_refusal_why
+ * @limit: see enum nxq_refusal_why
+ */
+struct nxq_budget_refusal {
+	int why;
+	struct nxq_node *node;
+	u64 value, limit;
 };
 
 /**
@@ -119,6 +156,8 @@ struct nxq_budget_req {
  * @key_put: drop the caller's reference on a node key (called once, when
  *	the node is freed)
  * @key_dead: true if the key's object is gone (a removed cgroup)
+ * @key_path: write the key's name (a cgroup's path) to buf, NUL-terminated;
+ *	its length or a negative errno.  For messages
  * @device_added: a device was added (ledger lock held)
  * @device_removed: a device was removed (ledger lock NOT held); after it
  *	returns nothing may still use the device's shell objects
@@ -141,6 +180,7 @@ struct nxq_budget_req {
 struct nxq_ledger_ops {
 	void (*key_put)(void *key);
 	bool (*key_dead)(void *key);
+	int (*key_path)(void *key, char *buf, size_t size);
 	int (*device_added)(struct nxq_device *dev);
 	void (*device_removed)(struct nxq_device *dev);
 	int (*node_added)(struct nxq_node *node);
@@ -177,7 +217,9 @@ struct nxq_device {
 
 	spinlock_t lock;		/* the counters, see above */
 	u64 capacity;			/* lock */
-	u64 default_max;		/* lock: max of unbudgeted top-level nodes */
+	u64 default_max;		/* lock: the max of what top-level nodes
+					 * charge outside budgeted subtrees
+					 */
 	u64 used;			/* lock */
 	u64 denials;			/* lock */
 	u64 capacity_hits;		/* lock */
@@ -231,10 +273,25 @@ struct nxq_node {
 	bool max_set;			/* dev->lock: max is the node's own */
 	u32 lim[NXQ_NR_LIMITS];		/* dev->lock: own, or NXQ_LIMIT_UNSET */
 	unsigned int subtree_waiters;	/* dev->lock: waiting here and below */
-	u64 min;			/* dev->lock */
-	u64 children_min;		/* dev->lock: sum of children's min */
-	u64 emin;			/* dev->lock: cached effective min, */
-	u64 emin_gen;			/* valid while == dev->emin_gen */
+	unsigned int own_waiters;	/* dev->lock: waiting here */
+	u64 min;			/* dev->lock: 0 is none of its own */
+	u64 children_min;		/* dev->lock: sum of the children's
+					 * claims; a child's claim is its
+					 * min, or without one, its own
+					 * children_min (nxq_claim())
+					 */
+	u64 claimed_usage;		/* dev->lock: usage of the nearest
+					 * nodes strictly below with a min
+					 * (counted whole, subtrees included)
+					 */
+	u64 budgeted_usage;		/* dev->lock: likewise, of the nearest
+					 * nodes below with a budget (a max
+					 * or a min of their own)
+					 */
+	u64 emin;			/* dev->lock: cached share of the */
+	u64 emin_gen;			/* guarantees (nxq_node_share()),
+					 * valid while == dev->emin_gen
+					 */
 	u64 max_hits;			/* dev->lock */
 	u64 denials;			/* dev->lock */
 	bool kill_on_ignore;		/* dev->lock: escalation policy */

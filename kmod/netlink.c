@@ -59,6 +59,7 @@
 #include <net/genetlink.h>
 #include <net/netlink.h>
 
+#include "compat.h"
 #include "internal.h"
 #include "netlink.h"
 
@@ -461,10 +462,16 @@ static int nxq_nl_put_budget(struct sk_buff *skb, struct netlink_callback *cb,
 	    (node->parent &&
 	     nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_PARENT_ID,
 			       node->parent->id, NXQUOTA_A_BUDGET_PAD)) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_MAX, b.max,
-			      NXQUOTA_A_BUDGET_PAD) ||
+	    (b.max_set &&
+	     nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_MAX, b.max,
+			       NXQUOTA_A_BUDGET_PAD)) ||
+	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_EFFECTIVE_MAX,
+			      b.effective_max, NXQUOTA_A_BUDGET_PAD) ||
 	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_MIN, b.min,
 			      NXQUOTA_A_BUDGET_PAD) ||
+	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_CLAIMED, b.claimed,
+			      NXQUOTA_A_BUDGET_PAD) ||
+	    nla_put_u8(skb, NXQUOTA_A_BUDGET_OVERCOMMITTED, b.overcommitted) ||
 	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_EFFECTIVE_MIN,
 			      b.effective_min, NXQUOTA_A_BUDGET_PAD) ||
 	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_CURRENT, b.current_bytes,
@@ -562,6 +569,7 @@ static int nxq_nl_budget(struct sk_buff *skb, struct genl_info *info,
 {
 	struct nlattr *key = info->attrs[NXQUOTA_A_BUDGET_DEVICE];
 	struct nlattr *path = info->attrs[NXQUOTA_A_BUDGET_CGROUP_PATH];
+	char msg[NXQ_NL_MSG];
 	int err;
 
 	err = nxq_nl_admin(skb, info);
@@ -575,11 +583,17 @@ static int nxq_nl_budget(struct sk_buff *skb, struct genl_info *info,
 				    "a cgroup path starts with /");
 		return -EINVAL;
 	}
-	err = nxq_budget_set(nla_data(key), nla_data(path), r);
+	err = nxq_budget_set(nla_data(key), nla_data(path), r, msg,
+			     sizeof(msg));
 	if (err == -ENOENT)
 		NL_SET_ERR_MSG_ATTR(info->extack, path, "no such cgroup");
 	else if (err == -ENODEV)
 		NL_SET_ERR_MSG_ATTR(info->extack, key, "no such device");
+	else if (err == -EINVAL && msg[0])
+		nxq_nl_set_err_msg(info->extack, msg, "min is above max");
+	else if (err == -ENOSPC && msg[0])
+		nxq_nl_set_err_msg(info->extack, msg,
+				   "no room for this guarantee under its ancestors or on the device (or overcommit)");
 	if (!err)
 		nxq_nl_changed();
 	return err;
@@ -599,6 +613,7 @@ static int nxq_nl_budget_set_doit(struct sk_buff *skb, struct genl_info *info)
 		r.set_min = true;
 		r.min = nla_get_u64(a[NXQUOTA_A_BUDGET_MIN]);
 	}
+	r.overcommit = nla_get_flag(a[NXQUOTA_A_BUDGET_OVERCOMMIT]);
 	if (a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]) {
 		r.set_kill = true;
 		r.kill_on_ignore = nla_get_u8(a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
@@ -875,6 +890,7 @@ static const struct nla_policy nxq_nl_budget_set_policy[] = {
 	[NXQUOTA_A_BUDGET_WAITERS_MAX] = { .type = NLA_U32 },
 	[NXQUOTA_A_BUDGET_PRIORITY_MAX] = { .type = NLA_U32 },
 	[NXQUOTA_A_BUDGET_WAIT_MAX_MS] = { .type = NLA_U32 },
+	[NXQUOTA_A_BUDGET_OVERCOMMIT] = { .type = NLA_FLAG },
 };
 
 /*
@@ -920,7 +936,7 @@ static const struct genl_ops nxq_nl_ops[] = {
 		.cmd		= NXQUOTA_CMD_BUDGET_SET,
 		.doit		= nxq_nl_budget_set_doit,
 		.policy		= nxq_nl_budget_set_policy,
-		.maxattr	= NXQUOTA_A_BUDGET_WAIT_MAX_MS,
+		.maxattr	= NXQUOTA_A_BUDGET_OVERCOMMIT,
 	},
 	{
 		.cmd		= NXQUOTA_CMD_BUDGET_CLEAR,

@@ -33,7 +33,15 @@ void nxq_node_set_max(struct nxq_node *node, u64 max);
 void nxq_node_set_min(struct nxq_node *node, u64 min);
 void nxq_node_set_kill_on_ignore(struct nxq_node *node, bool on);
 void nxq_node_clear_budget(struct nxq_node *node);
-void nxq_node_apply(struct nxq_node *node, const struct nxq_budget_req *r);
+int nxq_node_check(struct nxq_node *node, const struct nxq_budget_req *r,
+		   struct nxq_budget_refusal *why);
+int nxq_node_apply(struct nxq_node *node, const struct nxq_budget_req *r,
+		   struct nxq_budget_refusal *why);
+/* Longest node path nxq_refusal_msg() prints, NUL included. */
+#define NXQ_PATH_MSG	256
+void nxq_refusal_msg(struct nxq_node *node,
+		     const struct nxq_budget_refusal *why, char *buf,
+		     size_t size, bool paths);
 
 struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 				     void *priv, struct pid *owner, u32 tgid,

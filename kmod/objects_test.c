@@ -185,6 +185,102 @@ static void nxq_test_node_lifetime(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, t->k[4].puts, 1);
 }
 
+/* Apply @r to @n; the errno, with @why filled in. */
+static int apply(struct nxq_node *n, bool set_max, u64 max, bool set_min,
+		 u64 min, bool overcommit, struct nxq_budget_refusal *why)
+{
+	struct nxq_budget_req r = {
+		.set_max = set_max, .max = max, .set_min = set_min,
+		.min = min, .overcommit = overcommit,
+	};
+
+	return nxq_node_apply(n, &r, why);
+}
+
+/*
+ * Impossible budgets are refused with the reason, and change nothing; an
+ * explicit overcommit is accepted and shows.
+ */
+static void nxq_test_budget_check(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 1000 * MiB);
+	struct nxq_node *d = tree_get(test, t, t->a, 5);
+	struct nxq_budget_refusal why;
+	struct nxq_budget b;
+	char msg[80];
+
+	/* min above max, either way round */
+	KUNIT_EXPECT_EQ(test, apply(t->a, true, 100 * MiB, true, 200 * MiB,
+				    false, &why), -EINVAL);
+	KUNIT_EXPECT_EQ(test, why.why, NXQ_REFUSE_MIN_ABOVE_MAX);
+	KUNIT_EXPECT_FALSE(test, t->a->max_set);
+	KUNIT_EXPECT_EQ(test, t->a->min, 0ULL);
+	KUNIT_EXPECT_EQ(test, apply(t->a, false, 0, true, 200 * MiB, false,
+				    &why), 0);
+	KUNIT_EXPECT_EQ(test, apply(t->a, true, 100 * MiB, false, 0, true,
+				    &why), -EINVAL);
+	KUNIT_EXPECT_FALSE(test, t->a->max_set);
+	nxq_refusal_msg(t->a, &why, msg, sizeof(msg), false);
+	KUNIT_EXPECT_STREQ(test, msg, "min 200M is above its max 100M");
+	/* above the device, even with overcommit */
+	KUNIT_EXPECT_EQ(test, apply(t->b, false, 0, true, 1001 * MiB, true,
+				    &why), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, why.why, NXQ_REFUSE_MIN_ABOVE_DEVICE);
+	KUNIT_EXPECT_EQ(test, t->b->min, 0ULL);
+
+	/* a 200 + b 900 > 1000 on the device */
+	KUNIT_EXPECT_EQ(test, apply(t->b, false, 0, true, 900 * MiB, false,
+				    &why), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, why.why, NXQ_REFUSE_DEVICE);
+	KUNIT_EXPECT_PTR_EQ(test, why.node, t->root);
+	KUNIT_EXPECT_EQ(test, why.value, 1100 * MiB);
+	KUNIT_EXPECT_EQ(test, why.limit, 1000 * MiB);
+	KUNIT_EXPECT_EQ(test, t->b->min, 0ULL);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 200 * MiB);
+	/* overcommit: taken, shared out, and shown */
+	KUNIT_EXPECT_EQ(test, apply(t->b, false, 0, true, 900 * MiB, true,
+				    &why), 0);
+	nxq_node_budget(t->root, &b);
+	KUNIT_EXPECT_TRUE(test, b.overcommitted);
+	nxq_node_budget(t->b, &b);
+	KUNIT_EXPECT_EQ(test, b.effective_min,
+			mul_u64_u64_div_u64(900 * MiB, 1000 * MiB,
+					    1100 * MiB));
+	/* lowering a claim is never refused for the overcommit there */
+	KUNIT_EXPECT_EQ(test, apply(t->b, false, 0, true, 800 * MiB, false,
+				    &why), 0);
+	KUNIT_EXPECT_EQ(test, apply(t->b, false, 0, true, 0, false, &why), 0);
+
+	/* under a's 200M: c 150 + d 100 > 200 */
+	KUNIT_EXPECT_EQ(test, apply(t->c, false, 0, true, 150 * MiB, false,
+				    &why), 0);
+	KUNIT_EXPECT_EQ(test, apply(d, false, 0, true, 100 * MiB, false,
+				    &why), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, why.why, NXQ_REFUSE_PARENT);
+	KUNIT_EXPECT_PTR_EQ(test, why.node, t->a);
+	KUNIT_EXPECT_EQ(test, why.value, 250 * MiB);
+	KUNIT_EXPECT_EQ(test, why.limit, 200 * MiB);
+	KUNIT_EXPECT_EQ(test, d->min, 0ULL);
+	/* a's min below what its children claim */
+	KUNIT_EXPECT_EQ(test, apply(t->a, false, 0, true, 100 * MiB, false,
+				    &why), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, why.why, NXQ_REFUSE_CHILDREN);
+	KUNIT_EXPECT_EQ(test, t->a->min, 200 * MiB);
+	/* a without a min: its children's claims go up to the device */
+	KUNIT_EXPECT_EQ(test, apply(t->a, false, 0, true, 0, false, &why), 0);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 150 * MiB);
+	KUNIT_EXPECT_EQ(test, apply(t->b, false, 0, true, 900 * MiB, false,
+				    &why), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, why.value, 1050 * MiB);
+	KUNIT_EXPECT_EQ(test, apply(d, false, 0, true, 850 * MiB, false,
+				    &why), 0);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 1000 * MiB);
+	KUNIT_EXPECT_EQ(test, apply(t->b, false, 0, true, 1, false, &why),
+			-ENOSPC);
+	tree_put(t, d);
+	tree_free(t);
+}
+
 /* A device with holders cannot go; budgets go with the device. */
 static void nxq_test_device_remove(struct kunit *test)
 {
@@ -243,6 +339,7 @@ static struct kunit_case nxq_objects_cases[] = {
 	KUNIT_CASE(nxq_test_end),
 	KUNIT_CASE(nxq_test_node_lifetime),
 	KUNIT_CASE(nxq_test_device_remove),
+	KUNIT_CASE(nxq_test_budget_check),
 	KUNIT_CASE(nxq_test_rehome),
 	{}
 };

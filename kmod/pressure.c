@@ -77,6 +77,9 @@ struct nxq_victims {
 	struct nxq_holder *asker;	/* never asked itself; may be NULL */
 	struct nxq_node *top;		/* only holders at or below, or NULL */
 	bool borrowers;			/* only holders whose node borrows */
+	bool unbudgeted;		/* only holders with no budget
+					 * between their node and top
+					 */
 	u32 reason, level;
 	u64 deadline, now;
 	u64 since;			/* pass by who declined at or after */
@@ -121,6 +124,8 @@ static bool nxq_victim_ok(struct nxq_victims *vs, struct nxq_holder *v)
 			return false;
 	}
 	if (vs->top && !nxq_is_below(n, vs->top))
+		return false;
+	if (vs->unbudgeted && nxq_budgeted_between(n, vs->top))
 		return false;
 	if (vs->borrowers && !nxq_excess(vs, n))
 		return false;
@@ -360,18 +365,21 @@ void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
 	u64 floor = (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC;
 	struct nxq_ask_stamp *st;
 	bool impatient;
-	u64 need, room, m, c;
+	u64 need, room, c;
 
 	lockdep_assert_held(&dev->lock);
 	impatient = !w->deadline_ns || w->deadline_ns - w->enqueued_ns < floor;
 	if (w->err == -EDQUOT) {
-		m = nxq_node_eff_max(w->hit);
-		/* A holder without an eventfd hit its own emin: no ask. */
-		if (!w->h->priv && w->hit == w->h->node &&
-		    w->hit->usage + w->bytes <= m)
+		room = nxq_node_room(w->hit);
+		/*
+		 * A holder without an eventfd past its effective min, not a
+		 * limit: nobody is asked for it.
+		 */
+		if (!w->h->priv && room >= w->bytes)
 			return;
-		room = m > w->hit->usage ? m - w->hit->usage : 0;
 		vs.top = w->hit;
+		/* default_max: only what is charged outside budgets */
+		vs.unbudgeted = !w->hit->max_set;
 		st = &w->hit->ask_max;
 		vs.reason = NXQ_TICKET_REASON_MAX;
 		vs.level = NXQ_TICKET_LEVEL_ASK;
@@ -380,8 +388,7 @@ void nxq_ask_for(struct nxq_device *dev, struct nxq_waiter *w, u64 now)
 		vs.borrowers = true;
 		st = &dev->ask_dev;
 		vs.reason = NXQ_TICKET_REASON_DEVICE;
-		vs.level = w->h->node->usage + w->bytes <=
-			nxq_node_emin(w->h->node) ?
+		vs.level = nxq_within_emin(w->h->node, w->bytes) ?
 			NXQ_TICKET_LEVEL_RECALL : NXQ_TICKET_LEVEL_ASK;
 	} else {
 		return;

@@ -101,17 +101,21 @@ static void nxq_test_victims_max(struct kunit *test)
 static void nxq_test_victims_device(struct kunit *test)
 {
 	struct tree *t = tree_new(test, 1000 * MiB);
+	struct nxq_node *d = tree_get(test, t, t->b, 5);
 	struct nxq_holder *ha = holder_new(test, t, t->a);
 	struct nxq_holder *ha2 = holder_new(test, t, t->a);
 	struct nxq_holder *hb = holder_new(test, t, t->b);
-	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_holder *hc = holder_new(test, t, d);
 	struct nxq_ticket_state ts;
 
 	nxq_node_set_min(t->a, 600 * MiB);
 	KUNIT_ASSERT_EQ(test, nxq_charge(ha2, 100 * MiB, 0, NULL), 0);
 	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 700 * MiB, 0, NULL), 0);
 	KUNIT_ASSERT_EQ(test, nxq_charge(hc, 100 * MiB, 0, NULL), 0);
-	/* a: 200 of 600 guaranteed; b borrows 700, c (min 0) borrows 100. */
+	/*
+	 * a: 200 of 600 guaranteed; b borrows 700, and hc, in b/d (no min
+	 * anywhere on its path), borrows 100.
+	 */
 	KUNIT_EXPECT_EQ(test, nxq_charge(ha, 250 * MiB, 0, NULL), -ENOSPC);
 	ts = ticket(test, hb, 0);
 	KUNIT_EXPECT_EQ(test, ts.bytes, 150 * MiB);
@@ -154,6 +158,7 @@ static void nxq_test_victims_device(struct kunit *test)
 	holder_free(ha2);
 	holder_free(hb);
 	holder_free(hc);
+	tree_put(t, d);
 	tree_free(t);
 }
 

@@ -53,16 +53,18 @@ struct nxq_node_kobj {
 #define to_node(k)	(container_of(k, struct nxq_node_kobj, kobj)->node)
 
 /*
- * Parse a size: decimal bytes with an optional K/M/G/T suffix (powers of
- * 1024), or "max" when @allow_max.  The token ends at NUL.
+ * Parse a size: decimal bytes with an optional suffix K, M, G, T, P or E
+ * (powers of 1024, as memory.max takes them), also written Ki, Mi, Gi,
+ * Ti, Pi, Ei; or "max" when @allow_max.  The token ends at NUL.
  */
 static int nxq_parse_size(const char *s, bool allow_max, u64 *out)
 {
+	static const char sfx[] = "kmgtpe";
 	char buf[32];
 	unsigned int shift = 0;
 	size_t n = strlen(s);
+	const char *p;
 	u64 v;
-	int err;
 
 	if (allow_max && !strcmp(s, "max")) {
 		*out = NXQ_UNLIMITED;
@@ -71,28 +73,16 @@ static int nxq_parse_size(const char *s, bool allow_max, u64 *out)
 	if (!n || n >= sizeof(buf))
 		return -EINVAL;
 	memcpy(buf, s, n + 1);
-	switch (buf[n - 1]) {
-	case 'K':
-	case 'k':
-		shift = 10;
-		break;
-	case 'M':
-	case 'm':
-		shift = 20;
-		break;
-	case 'G':
-	case 'g':
-		shift = 30;
-		break;
-	case 'T':
-	case 't':
-		shift = 40;
-		break;
-	}
-	if (shift)
+	if (n > 2 && buf[n - 1] == 'i' && isalpha(buf[n - 2]))
+		buf[--n] = '\0';		/* "4Gi" as "4G" */
+	p = strchr(sfx, tolower(buf[n - 1]));
+	if (isalpha(buf[n - 1])) {
+		if (!p)
+			return -EINVAL;
+		shift = 10 * (p - sfx + 1);
 		buf[--n] = '\0';
-	err = kstrtou64(buf, 10, &v);
-	if (err)
+	}
+	if (!n || !isdigit(buf[0]) || kstrtou64(buf, 10, &v))
 		return -EINVAL;
 	if (shift && v > (U64_MAX >> shift))
 		return -EINVAL;
@@ -433,13 +423,17 @@ bool nxq_limit_valid(enum nxq_limit which, u32 v)
 	}
 }
 
-/* Parse one "name=value" word of set_budget into @r. */
+/* Parse one "name=value" word (or "overcommit") of set_budget into @r. */
 static int nxq_parse_budget_word(char *word, struct nxq_budget_req *r)
 {
 	char *val = strchr(word, '=');
 	u32 v;
 	int i;
 
+	if (!strcmp(word, "overcommit") && !r->overcommit) {
+		r->overcommit = true;
+		return 0;
+	}
 	if (!val)
 		return -EINVAL;
 	*val++ = '\0';
@@ -468,7 +462,7 @@ static ssize_t set_budget_store(struct kobject *kobj,
 				size_t count)
 {
 	struct nxq_budget_req r = {};
-	char *line, *w[2 + NXQ_NR_LIMITS + 1];
+	char *line, *w[2 + NXQ_NR_LIMITS + 2];
 	int i, n, err = 0;
 
 	if (!capable(CAP_SYS_ADMIN))
@@ -481,7 +475,7 @@ static ssize_t set_budget_store(struct kobject *kobj,
 	for (i = 1; !err && i < n; i++)
 		err = nxq_parse_budget_word(w[i], &r);
 	if (!err)
-		err = nxq_budget_set(to_dev(kobj)->key, w[0], &r);
+		err = nxq_budget_set(to_dev(kobj)->key, w[0], &r, NULL, 0);
 	kfree(line);
 	return err ? err : count;
 }
@@ -503,7 +497,7 @@ static ssize_t clear_budget_store(struct kobject *kobj,
 	if (err != 1 || w[0][0] != '/')
 		err = -EINVAL;
 	else
-		err = nxq_budget_set(to_dev(kobj)->key, w[0], NULL);
+		err = nxq_budget_set(to_dev(kobj)->key, w[0], NULL, NULL, 0);
 	kfree(line);
 	return err ? err : count;
 }
@@ -577,6 +571,9 @@ static ssize_t name##_show(struct kobject *kobj,			\
 NXQ_NODE_BUDGET(max, max, true)
 NXQ_NODE_BUDGET(min, min, false)
 NXQ_NODE_BUDGET(effective_min, effective_min, false)
+NXQ_NODE_BUDGET(effective_max, effective_max, true)
+NXQ_NODE_BUDGET(claimed, claimed, false)
+NXQ_NODE_BUDGET(overcommitted, overcommitted, false)
 NXQ_NODE_BUDGET(node_current, current_bytes, false)
 NXQ_NODE_BUDGET(borrowed, borrowed, false)
 NXQ_NODE_BUDGET(max_hits, max_hits, false)
@@ -634,6 +631,9 @@ static struct kobj_attribute nxq_kill_on_ignore_attr =
 static ssize_t nxq_node_store(struct kobject *kobj, const char *buf,
 			      size_t count, bool is_max)
 {
+	struct nxq_node *node = to_node(kobj);
+	struct nxq_budget_refusal why;
+	struct nxq_budget_req r = {};
 	char *line, *w[1];
 	u64 v;
 	int err;
@@ -647,10 +647,19 @@ static ssize_t nxq_node_store(struct kobject *kobj, const char *buf,
 	kfree(line);
 	if (err)
 		return err;
-	if (is_max)
-		nxq_node_set_max(to_node(kobj), v);
-	else
-		nxq_node_set_min(to_node(kobj), v);
+	if (is_max) {
+		r.set_max = true;
+		r.max = v;
+	} else {
+		r.set_min = true;
+		r.min = v;
+	}
+	/* Checked as set_budget checks it; only the device lock is taken. */
+	err = nxq_node_apply(node, &r, &why);
+	if (err) {
+		nxq_budget_refused(node, &why, NULL, 0);
+		return err;
+	}
 	return count;
 }
 
@@ -679,6 +688,12 @@ static struct kobj_attribute nxq_min_attr = __ATTR(min, 0600, min_show,
 						   min_store);
 static struct kobj_attribute nxq_effective_min_attr =
 	__ATTR(effective_min, 0400, effective_min_show, NULL);
+static struct kobj_attribute nxq_effective_max_attr =
+	__ATTR(effective_max, 0400, effective_max_show, NULL);
+static struct kobj_attribute nxq_claimed_attr =
+	__ATTR(claimed, 0400, claimed_show, NULL);
+static struct kobj_attribute nxq_overcommitted_attr =
+	__ATTR(overcommitted, 0400, overcommitted_show, NULL);
 /* Not __ATTR_RO(current): the name would expand as the current macro. */
 static struct kobj_attribute nxq_current_attr = {
 	.attr = { .name = "current", .mode = 0400 },
@@ -721,6 +736,9 @@ static struct attribute *nxq_node_attrs[] = {
 	&nxq_max_attr.attr,
 	&nxq_min_attr.attr,
 	&nxq_effective_min_attr.attr,
+	&nxq_effective_max_attr.attr,
+	&nxq_claimed_attr.attr,
+	&nxq_overcommitted_attr.attr,
 	&nxq_current_attr.attr,
 	&nxq_borrowed_attr.attr,
 	&nxq_max_hits_attr.attr,

@@ -72,6 +72,7 @@ int nxq_sleep(struct nxq_device *dev, struct nxq_waiter *w, u64 deadline);
 static inline bool nxq_fast_fits(struct nxq_holder *h, u64 bytes)
 {
 	struct nxq_device *dev = h->node->dev;
+	bool budget_below = false;
 	struct nxq_node *n;
 	u64 sum;
 
@@ -81,11 +82,13 @@ static inline bool nxq_fast_fits(struct nxq_holder *h, u64 bytes)
 	    check_add_overflow(dev->used, bytes, &sum) ||
 	    sum > dev->capacity)
 		return false;
-	for (n = h->node; n; n = n->parent)
+	for (n = h->node; n; n = n->parent) {
 		if (n->nr_blocked ||
 		    check_add_overflow(n->usage, bytes, &sum) ||
-		    sum > __nxq_node_eff_max(n))
+		    nxq_over_limit(n, bytes, budget_below))
 			return false;
+		budget_below |= nxq_budgeted(n);
+	}
 	return true;
 }
 
@@ -104,12 +107,19 @@ static inline void nxq_uncharge_fast(struct nxq_holder *h, u64 bytes)
 {
 	struct nxq_device *dev = h->node->dev;
 	bool blocked = dev->nr_dev_blocked;
+	bool claim_below = false, budget_below = false;
 	struct nxq_node *n;
 
 	lockdep_assert_held(&dev->lock);
 	for (n = h->node; n; n = n->parent) {
 		WARN_ON_ONCE(n->usage < bytes);
 		n->usage -= bytes;
+		if (claim_below)
+			n->claimed_usage -= bytes;
+		if (budget_below)
+			n->budgeted_usage -= bytes;
+		claim_below |= !!n->min;
+		budget_below |= nxq_budgeted(n);
 		blocked |= n->nr_blocked;
 	}
 	nxq_uncharge_holder(h, bytes);

@@ -960,7 +960,7 @@ static void ctl_test_restart(struct kunit *test)
 					 1ULL << 30, 1, 2, &r), 0);
 	KUNIT_ASSERT_EQ(test, budget_set(fd, "/c", "gpu1", 0, 5 << 20, -1,
 					 U32_MAX, &r), 0);
-	KUNIT_ASSERT_EQ(test, budget_set(fd, "/a", "gpu0", 0, 7 << 20, -1,
+	KUNIT_ASSERT_EQ(test, budget_set(fd, "/a", "gpu0", 0, 3ULL << 30, -1,
 					 U32_MAX, &r), 0);
 	/* a name with a blank and a '%': written escaped, read back */
 	KUNIT_ASSERT_EQ(test, mkcg(&d, "/s p%"), 0);
@@ -1022,7 +1022,7 @@ static void ctl_test_restart(struct kunit *test)
 	i = find_budget(&r, "/a");
 	KUNIT_ASSERT_GE(test, i, 0);
 	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
-	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MIN]), 7 << 20);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MIN]), 3ULL << 30);
 	reply_free(&r);
 	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_BUDGET_GET,
 				   NXQUOTA_A_BUDGET_DEVICE, "gpu1", &r), 0);
@@ -1030,7 +1030,9 @@ static void ctl_test_restart(struct kunit *test)
 	KUNIT_ASSERT_GE(test, i, 0);
 	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
 	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MIN]), 5 << 20);
-	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_MAX]),
+	/* no max of its own: absent; a min alone lifts default_max */
+	KUNIT_EXPECT_NULL(test, tb[NXQUOTA_A_BUDGET_MAX]);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(tb[NXQUOTA_A_BUDGET_EFFECTIVE_MAX]),
 			NXQ_UNLIMITED);
 	i = find_budget(&r, "/s p%");
 	KUNIT_ASSERT_GE(test, i, 0);

@@ -447,7 +447,8 @@ static void sc_nl_put(struct sc_nlreq *m, uint16_t type, const void *data,
 		FAIL("netlink request too long");
 	a->nla_type = type;
 	a->nla_len = NLA_HDRLEN + len;
-	memcpy((char *)a + NLA_HDRLEN, data, len);
+	if (len)
+		memcpy((char *)a + NLA_HDRLEN, data, len);
 	m->nlh.nlmsg_len = NLMSG_ALIGN(m->nlh.nlmsg_len) + NLA_ALIGN(a->nla_len);
 }
 
@@ -459,6 +460,11 @@ static void sc_nl_put_str(struct sc_nlreq *m, uint16_t type, const char *s)
 static void sc_nl_put_u64(struct sc_nlreq *m, uint16_t type, uint64_t v)
 {
 	sc_nl_put(m, type, &v, sizeof(v));
+}
+
+static void sc_nl_put_flag(struct sc_nlreq *m, uint16_t type)
+{
+	sc_nl_put(m, type, NULL, 0);
 }
 
 static void sc_nl_put_u32(struct sc_nlreq *m, uint16_t type, uint32_t v)
@@ -703,7 +709,10 @@ static int sc_kstrtou32(const char *s, uint32_t *v)
 	return 0;
 }
 
-/* The module's nxq_parse_size(): bytes with K/M/G/T, or "max". */
+/*
+ * The module's nxq_parse_size(): bytes with K/M/G/T/P/E (also Ki..Ei),
+ * or "max".
+ */
 static int sc_parse_size(const char *s, int allow_max, uint64_t *out)
 {
 	char buf[32];
@@ -718,15 +727,19 @@ static int sc_parse_size(const char *s, int allow_max, uint64_t *out)
 	if (!n || n >= sizeof(buf))
 		return -EINVAL;
 	memcpy(buf, s, n + 1);
+	if (n > 2 && buf[n - 1] == 'i' && isalpha((unsigned char)buf[n - 2]))
+		buf[--n] = 0;
 	switch (buf[n - 1]) {
 	case 'K': case 'k': shift = 10; break;
 	case 'M': case 'm': shift = 20; break;
 	case 'G': case 'g': shift = 30; break;
 	case 'T': case 't': shift = 40; break;
+	case 'P': case 'p': shift = 50; break;
+	case 'E': case 'e': shift = 60; break;
 	}
 	if (shift)
 		buf[--n] = 0;
-	if (sc_kstrtou64(buf, &v))
+	if (!n || sc_kstrtou64(buf, &v))
 		return -EINVAL;
 	if (shift && v > (UINT64_MAX >> shift))
 		return -EINVAL;
@@ -882,6 +895,9 @@ static const struct sc_sattr sc_node_attrs[] = {
 	{ "max", NXQUOTA_A_BUDGET_MAX, SC_F_U64MAX, 1 },
 	{ "min", NXQUOTA_A_BUDGET_MIN, SC_F_U64, 1 },
 	{ "effective_min", NXQUOTA_A_BUDGET_EFFECTIVE_MIN, SC_F_U64, 0 },
+	{ "effective_max", NXQUOTA_A_BUDGET_EFFECTIVE_MAX, SC_F_U64MAX, 0 },
+	{ "claimed", NXQUOTA_A_BUDGET_CLAIMED, SC_F_U64, 0 },
+	{ "overcommitted", NXQUOTA_A_BUDGET_OVERCOMMITTED, SC_F_U8, 0 },
 	{ "current", NXQUOTA_A_BUDGET_CURRENT, SC_F_U64, 0 },
 	{ "borrowed", NXQUOTA_A_BUDGET_BORROWED, SC_F_U64, 0 },
 	{ "max_hits", NXQUOTA_A_BUDGET_MAX_HITS, SC_F_U64, 0 },
@@ -1070,6 +1086,9 @@ static SC_UNUSED int sc_admin_read(const char *path, char *buf, size_t size)
 	v = f.tb[a->attr];
 	if (!v && a->fmt == SC_F_DEVT)
 		return snprintf(buf, size, "none");
+	/* A node's max: absent from the dump when it has none of its own. */
+	if (!v && a->attr == NXQUOTA_A_BUDGET_MAX && p.level == 4)
+		return snprintf(buf, size, "max");
 	if (!v)
 		return -ENODATA;
 	switch (a->fmt) {
@@ -1110,6 +1129,11 @@ static int sc_admin_budget_words(struct sc_nlreq *m, char **w, int n)
 	for (i = 1; i < n; i++) {
 		char *val = strchr(w[i], '=');
 
+		if (!strcmp(w[i], "overcommit") && !(seen & 64)) {
+			seen |= 64;
+			sc_nl_put_flag(m, NXQUOTA_A_BUDGET_OVERCOMMIT);
+			continue;
+		}
 		if (!val)
 			return -EINVAL;
 		*val++ = 0;

@@ -44,7 +44,7 @@ static void registration(void)
 {
 	static const char *const bad[] = {
 		"\n", " ", KEY, KEY " ", KEY " abc", KEY " 1X", KEY " -1",
-		KEY " 1P", KEY " 1.5G", KEY " M", KEY " 1M extra",
+		KEY " 1Q", KEY " 1Xi", KEY " 1i", KEY " Gi", KEY " 1.5G", KEY " M", KEY " 1M extra",
 		KEY " 18446744073709551616", KEY " 16777216T",
 		"bad/key 1M", "a$b 1M", "t bs 1M", " 1M",
 		"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1M",
@@ -58,6 +58,7 @@ static void registration(void)
 	} good[] = {
 		{ "12345", 12345 }, { "3K", 3 * SC_KIB }, { "7M", 7 * SC_MIB },
 		{ "5G", 5 * SC_GIB }, { "2T", 2 * 1024 * SC_GIB },
+		{ "4Gi", 4 * SC_GIB }, { "1P", 1ULL << 50 }, { "3Ki", 3072 },
 		{ "16777215T", 16777215ULL << 40 },
 		{ "18446744073709551615", UINT64_MAX },
 	};
@@ -103,7 +104,7 @@ static void registration(void)
 
 static void capacity(void)
 {
-	static const char *const bad[] = { "\n", "abc", "1P", "-5", "1M 2M",
+	static const char *const bad[] = { "\n", "abc", "1Q", "-5", "1M 2M",
 					   "18446744073709551616" };
 	const char *path = sc_dev_path(KEY, "capacity");
 	size_t i;
@@ -145,7 +146,10 @@ static void budgets(uint64_t cgid)
 	CHECK_EQ(NODE_U64(KEY, cgid, "max"), NXQ_UNLIMITED);
 	CHECK_OK(sc_set_budget(KEY, CG " max=18446744073709551615"));
 	CHECK_EQ(NODE_U64(KEY, cgid, "max"), NXQ_UNLIMITED);
-	CHECK_OK(sc_set_budget(KEY, CG " max=3K"));
+	/* A min above the max is refused either way round. */
+	REFUSE(sb, CG " max=3K", EINVAL);
+	CHECK_EQ(NODE_U64(KEY, cgid, "max"), NXQ_UNLIMITED);
+	CHECK_OK(sc_set_budget(KEY, CG " max=3K min=2Ki"));
 	CHECK_EQ(NODE_U64(KEY, cgid, "max"), 3 * SC_KIB);
 
 	/* The node's own files. */
@@ -155,10 +159,13 @@ static void budgets(uint64_t cgid)
 	REFUSE(sc_node_path(KEY, cgid, "max"), "1M 2M", EINVAL);
 	REFUSE(sc_node_path(KEY, cgid, "min"), "abc", EINVAL);
 	REFUSE(sc_node_path(KEY, cgid, "min"), "max", EINVAL);
+	REFUSE(sc_node_path(KEY, cgid, "max"), "1K", EINVAL);
+	REFUSE(sc_node_path(KEY, cgid, "min"), "4K", EINVAL);
 	CHECK_EQ(NODE_U64(KEY, cgid, "max"), 3 * SC_KIB);
-	CHECK_EQ(NODE_U64(KEY, cgid, "min"), 512 * SC_KIB);
+	CHECK_EQ(NODE_U64(KEY, cgid, "min"), 2 * SC_KIB);
 	CHECK_OK(sc_write(sc_node_path(KEY, cgid, "max"), "4K\n"));
 	CHECK_EQ(NODE_U64(KEY, cgid, "max"), 4 * SC_KIB);
+	CHECK_EQ(NODE_U64(KEY, cgid, "effective_max"), 4 * SC_KIB);
 }
 
 /* Files without a write bit refuse writes even from root. */
@@ -167,7 +174,8 @@ static void read_only_files(uint64_t cgid)
 	static const char *const dev[] = { "used", "holders", "denials",
 					   "capacity_hits" };
 	static const char *const node[] = { "current", "effective_min",
-		"borrowed", "holders", "max_hits", "denials", "path" };
+		"effective_max", "claimed", "overcommitted", "borrowed",
+		"holders", "max_hits", "denials", "path" };
 	size_t i;
 
 	CHECK_ERR2(sc_write(SC_SYSFS "/abi_version", "2"), EACCES, EPERM);

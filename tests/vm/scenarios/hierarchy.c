@@ -185,11 +185,20 @@ int main(int argc, char **argv)
 
 	/*
 	 * Guarantees: P min=1M under the root (whose effective min is the
-	 * capacity, 2M); A and B ask 1M each under P's 1M: 512K each.
+	 * capacity, 2M); A and B ask 1M each under P's 1M: refused, unless
+	 * said to overcommit: then 512K each, and P shows it.
 	 */
 	CHECK_OK(sc_set_budget(KEY, P " min=1M"));
 	CHECK_OK(sc_set_budget(KEY, A " min=1M"));
-	CHECK_OK(sc_set_budget(KEY, B " min=1M"));
+	/* B's max is 768K: a min above it is refused */
+	CHECK_EQ(sc_set_budget(KEY, B " min=1M"), -EINVAL);
+	CHECK_EQ(sc_set_budget(KEY, B " max=1M min=1M"), -ENOSPC);
+	CHECK_EQ(NODE_U64(KEY, b, "min"), 0);
+	CHECK_EQ(NODE_U64(KEY, b, "max"), 768 * K);
+	CHECK_EQ(NODE_U64(KEY, p, "overcommitted"), 0);
+	CHECK_OK(sc_set_budget(KEY, B " max=1M min=1M overcommit"));
+	CHECK_EQ(NODE_U64(KEY, p, "overcommitted"), 1);
+	CHECK_EQ(NODE_U64(KEY, p, "claimed"), 2 * SC_MIB);
 	CHECK_EQ(NODE_U64(KEY, 1, "effective_min"), 2 * SC_MIB);
 	CHECK_EQ(NODE_U64(KEY, p, "min"), SC_MIB);
 	CHECK_EQ(NODE_U64(KEY, p, "max"), SC_MIB);	/* min= kept max */

@@ -70,7 +70,14 @@ static int budget_cb(struct nlattr **tb, void *arg)
 	id = nl_u64(tb[NXQUOTA_A_BUDGET_CGROUP_ID]);
 	if (!sc_node_exists(KEY, id))
 		FAIL("netlink shows node %" PRIu64 ", sysfs does not", id);
-	ATTR_EQ(tb, NXQUOTA_A_BUDGET_MAX, NODE_U64(KEY, id, "max"));
+	/* A max of its own only; sysfs reads "max" for none. */
+	if (tb[NXQUOTA_A_BUDGET_MAX])
+		ATTR_EQ(tb, NXQUOTA_A_BUDGET_MAX, NODE_U64(KEY, id, "max"));
+	else
+		CHECK_EQ(NODE_U64(KEY, id, "max"), UINT64_MAX);
+	ATTR_EQ(tb, NXQUOTA_A_BUDGET_EFFECTIVE_MAX,
+		NODE_U64(KEY, id, "effective_max"));
+	ATTR_EQ(tb, NXQUOTA_A_BUDGET_CLAIMED, NODE_U64(KEY, id, "claimed"));
 	ATTR_EQ(tb, NXQUOTA_A_BUDGET_MIN, NODE_U64(KEY, id, "min"));
 	ATTR_EQ(tb, NXQUOTA_A_BUDGET_EFFECTIVE_MIN,
 		NODE_U64(KEY, id, "effective_min"));

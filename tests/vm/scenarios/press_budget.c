@@ -2,7 +2,8 @@
 /*
  * press_budget: a max lowered below current asks the subtree to shrink.
  *
- *   /nxq-pbud        max lowered from unlimited to 80M (current 100M)
+ *   /nxq-pbud        max lowered from unlimited to 80M (current 100M),
+ *                    its min from 100M to 80M with it
  *   /nxq-pbud/a      a1: 30M, 10M of it reclaimable; a2: 20M
  *   /nxq-pbud/b      b1: 10M; bx: 40M, registered without an eventfd
  *                    (so it may not borrow: b has min 50M, under
@@ -120,9 +121,14 @@ int main(int argc, char **argv)
 	CURRENTS(50 * M, 50 * M, 20 * M);
 	CHECK_EQ(DEV_U64(KEY, "tickets"), 0);
 
-	/* Lower the subtree's max by 20M below what it holds. */
+	/*
+	 * Lower the subtree's max by 20M below what it holds (and its min
+	 * with it: a min above the max is refused).
+	 */
+	CHECK_EQ(sc_set_budget(KEY, P " max=80M"), -EINVAL);
+	CHECK_EQ(NODE_U64(KEY, p, "max"), UINT64_MAX);
 	t0 = sc_now_ns();
-	CHECK_OK(sc_set_budget(KEY, P " max=80M"));
+	CHECK_OK(sc_set_budget(KEY, P " max=80M min=80M"));
 	t1ns = sc_now_ns();
 	CHECK_EQ(NODE_U64(KEY, p, "max"), 80 * M);
 	t1 = asked(__LINE__, &a1, 10 * M, t0, t1ns);
