@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "size.h"
 
 /*
  * The published sizes of nxq_arena_opts: each version ends at its last
@@ -49,32 +50,10 @@ int nxq__opts_copy(void *out, size_t out_size, const void *in, uint32_t in_size,
 	return 0;
 }
 
+/* lib/size.h's kernel convention, without "max". */
 int nxq__parse_size(const char *s, uint64_t *out)
 {
-	unsigned long long v;
-	unsigned int shift = 0;
-	char *end;
-
-	if (!s || !*s || *s < '0' || *s > '9')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
-	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
-	case 'T': case 't': shift = 40; end++; break;
-	case '\0': break;
-	default: return -EINVAL;
-	}
-	if (*end)
-		return -EINVAL;
-	if (shift && v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
+	return nxq_size_parse(s, false, out);
 }
 
 int nxq__env_size(const char *name, uint64_t *out)
@@ -87,7 +66,7 @@ int nxq__env_size(const char *name, uint64_t *out)
 	r = nxq__parse_size(s, out);
 	if (r < 0)
 		return nxq__err(-EINVAL, "nxquota: environment %s=\"%s\" is not a size "
-				"(bytes, optional K/M/G/T suffix)", name, s);
+				"(bytes, optional K/M/G/T/P/E suffix)", name, s);
 	return 1;
 }
 

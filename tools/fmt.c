@@ -2,48 +2,39 @@
 /* nxquotactl's pure helpers; see fmt.h. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include <linux/nxquota.h>
 
 #include "fmt.h"
+#include "size.h"
 
 static const char units[] = "KMGTP";
 
+/* "8GB" and "8GiB" are "8G" here: nxq_size_parse() knows no "B". */
+static bool unit_b(const char *s, size_t n)
+{
+	char c = n >= 2 ? s[n - 2] : 0;
+
+	return n >= 3 && (s[n - 1] == 'B' || s[n - 1] == 'b') && c &&
+	       (strchr("KMGTPEkmgtpe", c) || c == 'i' || c == 'I');
+}
+
 int nxq_parse_size(const char *s, bool allow_max, uint64_t *out)
 {
-	unsigned int shift = 0;
-	const char *p = s, *u;
-	uint64_t v = 0;
+	size_t n = strlen(s);
+	char *t;
+	int err;
 
-	if (allow_max && !strcmp(s, "max")) {
-		*out = NXQ_UNLIMITED;
-		return 0;
-	}
-	if (*p < '0' || *p > '9')
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
-			return -ERANGE;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (*p) {
-		u = strchr(units, *p >= 'a' ? *p - 'a' + 'A' : *p);
-		if (!u || !*u)
-			return -EINVAL;
-		shift = 10 * (unsigned int)(u - units + 1);
-		p++;
-		if (!strcasecmp(p, "i") || !strcasecmp(p, "ib") ||
-		    !strcasecmp(p, "b"))
-			p += strlen(p);
-		if (*p)
-			return -EINVAL;
-	}
-	if (shift && v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = v << shift;
-	return 0;
+	if (!unit_b(s, n))
+		return nxq_size_parse(s, allow_max, out);
+	t = strndup(s, n - 1);
+	if (!t)
+		return -ENOMEM;
+	err = nxq_size_parse(t, false, out);
+	free(t);
+	return err;
 }
 
 const char *nxq_format_size(uint64_t v, bool is_max, char *buf)

@@ -15,11 +15,13 @@
 #define NXQ_FMT_SIZE_LEN	32
 
 /*
- * Parse a size: decimal digits with an optional K, M, G, T or P suffix
- * (powers of 1024; "Ki", "KiB" and "KB" mean the same as "K"; case does
- * not matter), or "max" (NXQ_UNLIMITED) when allow_max.  Returns 0, or
- * -EINVAL for anything else (empty, signs, spaces, fractions, unknown
- * suffixes) and -ERANGE when the value does not fit 64 bits.
+ * Parse a size: lib/size.h's nxq_size_parse() (decimal digits with an
+ * optional K, M, G, T, P or E suffix, powers of 1024; "Ki" means the same
+ * as "K"; case does not matter), and also "KiB" and "KB" for "K", or
+ * "max" (NXQ_UNLIMITED) when allow_max.  Returns 0, or -EINVAL for
+ * anything else (empty, signs, spaces, fractions, unknown suffixes),
+ * -ERANGE when the value does not fit 64 bits (and -ENOMEM when a "B"
+ * form cannot be copied).
  */
 int nxq_parse_size(const char *s, bool allow_max, uint64_t *out);
 

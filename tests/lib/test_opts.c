@@ -58,6 +58,16 @@ static void test_parse_size(void **state)
 	assert_int_equal(nxq__parse_size("12Q", &v), -EINVAL);
 	assert_int_equal(nxq__parse_size("99999999999999999999", &v), -ERANGE);
 	assert_int_equal(nxq__parse_size("16777216T", &v), -ERANGE);
+	/* lib/size.c's additions: P, E and the "i" forms; still no "max" */
+	assert_int_equal(nxq__parse_size("4Ki", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(nxq__parse_size("2P", &v), 0);
+	assert_int_equal(v, 2ULL << 50);
+	assert_int_equal(nxq__parse_size("15E", &v), 0);
+	assert_int_equal(v, 15ULL << 60);
+	assert_int_equal(nxq__parse_size("16E", &v), -ERANGE);
+	assert_int_equal(nxq__parse_size("max", &v), -EINVAL);
+	assert_int_equal(nxq__parse_size("1KiB", &v), -EINVAL);
 }
 
 static void test_env_applied(void **state)

@@ -67,6 +67,19 @@ static void test_parse_suffixes(void **state)
 	parse_err("16384P", false, ERANGE);
 	parse_ok("17179869183G", false, 17179869183ULL << 30);
 	parse_err("17179869184G", false, ERANGE);
+	/* lib/size.c's E, and the B forms this wrapper keeps */
+	parse_ok("15E", false, 15ULL << 60);
+	parse_ok("1Ei", false, 1ULL << 60);
+	parse_ok("2EiB", false, 2ULL << 60);
+	parse_ok("3eb", false, 3ULL << 60);
+	parse_err("16E", false, ERANGE);
+	parse_err("16EB", false, ERANGE);
+	parse_err("8B", false, EINVAL);
+	parse_err("18B", false, EINVAL);
+	parse_err("8iB", false, EINVAL);
+	parse_err("GB", false, EINVAL);
+	parse_err("8GBB", false, EINVAL);
+	parse_err("maxB", true, EINVAL);
 }
 
 static void test_parse_max(void **state)
@@ -82,7 +95,7 @@ static void test_parse_garbage(void **state)
 {
 	static const char *const bad[] = {
 		"", " 1", "1 ", "-1", "+1", "1.5G", "0x10", "G", "1Q", "1GG",
-		"1Gx", "1iB", "1E", "1Z", "1\n", "1G\n", "max=1", "1,000",
+		"1Gx", "1iB", "1Y", "1Z", "1\n", "1G\n", "max=1", "1,000",
 	};
 	size_t i;
 
