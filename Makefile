@@ -11,10 +11,11 @@
 #                   authority (root; "skipped" without a GPU;
 #                   NXQ_FAKE_CUDA=1: on tests/fakecuda); OUT=DIR, default
 #                   build/demo-gpu
-#   make install    library, headers, pkg-config file, man pages, the tool
-#                   (if built), the module source for DKMS and the udev
-#                   rule, nxquotad with its systemd units (socket units for
-#                   its client and control sockets), man page and the
+#   make install    library, headers, pkg-config file, man pages, the tools
+#                   (if built; nxquota-hook with its oci-hooks(5) file),
+#                   the module source for DKMS and the udev rule,
+#                   nxquotad with its systemd units (socket units for its
+#                   client and control sockets), man page and the
 #                   sysusers snippet of the group nxquota; DESTDIR=,
 #                   PREFIX= (default /usr/local)
 #   make install-dkms  make install, then register, build and install the
@@ -33,6 +34,7 @@ LIBDIR     ?= $(PREFIX)/lib
 INCLUDEDIR ?= $(PREFIX)/include
 SBINDIR    ?= $(PREFIX)/sbin
 MANDIR     ?= $(PREFIX)/share/man
+DATADIR    ?= $(PREFIX)/share
 DKMSSRCDIR ?= $(PREFIX)/src/nxquota-$(VERSION)
 ifeq ($(PREFIX),/usr)
 UDEVRULESDIR  ?= /usr/lib/udev/rules.d
@@ -115,6 +117,13 @@ install: lib tools
 		install -D -m 755 tools/nxquotactl $(DESTDIR)$(SBINDIR)/nxquotactl; fi
 	@if [ -f tools/nxquotactl.8 ]; then set -x; \
 		install -D -m 644 tools/nxquotactl.8 $(DESTDIR)$(MANDIR)/man8/nxquotactl.8; fi
+	@if [ -f tools/nxquota-hook ]; then set -x; \
+		install -D -m 755 tools/nxquota-hook $(DESTDIR)$(SBINDIR)/nxquota-hook; \
+		install -D -m 644 tools/nxquota-hook.8 $(DESTDIR)$(MANDIR)/man8/nxquota-hook.8; \
+		install -d $(DESTDIR)$(DATADIR)/containers/oci/hooks.d; \
+		sed 's|@SBINDIR@|$(SBINDIR)|' packaging/oci-hooks.d/nxquota.json > \
+			$(DESTDIR)$(DATADIR)/containers/oci/hooks.d/nxquota.json; \
+		chmod 644 $(DESTDIR)$(DATADIR)/containers/oci/hooks.d/nxquota.json; fi
 	rm -rf $(DESTDIR)$(DKMSSRCDIR)
 	install -d $(DESTDIR)$(DKMSSRCDIR)/kmod $(DESTDIR)$(DKMSSRCDIR)/include/uapi/linux
 	install -m 644 $(KMOD_SRC) $(DESTDIR)$(DKMSSRCDIR)/kmod/
@@ -166,6 +175,8 @@ uninstall:
 		$(DESTDIR)$(INCLUDEDIR)/nxquota.h $(DESTDIR)$(INCLUDEDIR)/linux/nxquota.h \
 		$(addprefix $(DESTDIR)$(MANDIR)/man3/,$(notdir $(wildcard man/man3/*.3))) \
 		$(DESTDIR)$(MANDIR)/man8/nxquotactl.8 $(DESTDIR)$(SBINDIR)/nxquotactl \
+		$(DESTDIR)$(MANDIR)/man8/nxquota-hook.8 $(DESTDIR)$(SBINDIR)/nxquota-hook \
+		$(DESTDIR)$(DATADIR)/containers/oci/hooks.d/nxquota.json \
 		$(DESTDIR)$(UDEVRULESDIR)/60-nxquota.rules \
 		$(DESTDIR)$(MODULESLOADDIR)/nxquota.conf \
 		$(DESTDIR)$(SBINDIR)/nxquotad $(DESTDIR)$(MANDIR)/man8/nxquotad.8 \

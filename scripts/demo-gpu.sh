@@ -94,8 +94,11 @@ if [ "$MODE" = prebuild ]; then
 	cp "$BIN/daemon/nxquotad" "$BIN/"
 	# tools/Makefile's nxquotactl rule, with libnl static
 	cc -O2 -g -std=gnu11 -I"$TOP/include/uapi" -I"$TOP/lib" \
-		-DNXQ_VERSION="\"$(cat "$TOP/VERSION")\"" $(pkg-config --cflags libnl-genl-3.0) \
-		-o "$BIN/nxquotactl" "$TOP/tools/nxquotactl.c" "$TOP/tools/fmt.c" "$TOP/tools/nvml.c" $nl -ldl -pthread ||
+		-DNXQ_VERSION="\"$(cat "$TOP/VERSION")\"" \
+		$(pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3) \
+		-o "$BIN/nxquotactl" "$TOP/tools/nxquotactl.c" "$TOP/tools/ctl.c" \
+		"$TOP/tools/ledger.c" "$TOP/tools/fmt.c" "$TOP/tools/nvml.c" \
+		"$TOP/tools/cdi.c" "$TOP/lib/size.c" $nl -ldl -pthread ||
 		exit 1
 	ls -l "$BIN"
 	echo "demo-gpu: carry build/demo-gpu-bin to the GPU machine"

@@ -55,6 +55,11 @@ EOF
 	for f in man/man3/*.3; do echo "f 644 usr/share/$f"; done
 	[ ! -f tools/nxquotactl ] || echo "f 755 usr/sbin/nxquotactl"
 	[ ! -f tools/nxquotactl.8 ] || echo "f 644 usr/share/man/man8/nxquotactl.8"
+	if [ -f tools/nxquota-hook ]; then
+		echo "f 755 usr/sbin/nxquota-hook"
+		echo "f 644 usr/share/man/man8/nxquota-hook.8"
+		echo "f 644 usr/share/containers/oci/hooks.d/nxquota.json"
+	fi
 } | sort -k3 >"$tmp/expected"
 (cd "$root" && find . ! -type d | sed 's|^\./||' | sort | while read -r p; do
 	if [ -L "$p" ]; then

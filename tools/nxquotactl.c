@@ -47,512 +47,14 @@
 
 #include <linux/nxquota.h>
 
+#include "cdi.h"
+#include "ctl.h"
 #include "fmt.h"
+#include "ledger.h"
 #include "gpu_node.h"
 #include "nvml.h"
 
-/* daemon/proto.h's control socket */
-#define NXQD_CONTROL_PATH	"/run/nxquota/control.sock"
-#define NXQD_GENL_ID		0x7ffe
-
-#ifndef NXQ_VERSION
-#define NXQ_VERSION "unknown"
-#endif
-
-enum { EX_OK, EX_FAIL, EX_USAGE, EX_NOMOD, EX_PERM };
-
-static const char *prog = "nxquotactl";
 static bool json;
-
-static void __attribute__((format(printf, 1, 2))) warnx_(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-}
-
-/* ---- the family ---------------------------------------------------------- */
-
-struct ctl {
-	struct nl_sock *sk;
-	int family;
-	int events_grp;
-	int ufd;		/* the daemon's control socket, -1: netlink */
-	const char *control;	/* --control PATH, or NULL */
-};
-
-/*
- * The daemon's transport under libnl: nl_send_auto() and nl_recvmsgs()
- * call these instead of sendmsg/recvmsg on a netlink socket, so the
- * messages, the sequence checks and the callbacks are libnl's as with the
- * module.  One connection per process.
- */
-static int ux_fd = -1;
-
-static int ux_send(struct nl_sock *sk, struct nl_msg *msg)
-{
-	struct nlmsghdr *h = nlmsg_hdr(msg);
-	ssize_t n;
-
-	(void)sk;
-	n = send(ux_fd, h, h->nlmsg_len, MSG_NOSIGNAL);
-	if (n < 0)
-		return -nl_syserr2nlerr(errno);
-	return (int)n;
-}
-
-static int ux_recv(struct nl_sock *sk, struct sockaddr_nl *nla,
-		   unsigned char **buf, struct ucred **creds)
-{
-	ssize_t n, size;
-
-	(void)sk;
-	if (creds)
-		*creds = NULL;
-	memset(nla, 0, sizeof(*nla));
-	nla->nl_family = AF_NETLINK;
-	do
-		size = recv(ux_fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
-	while (size < 0 && errno == EINTR);
-	if (size <= 0) {
-		if (size == 0)	/* the daemon closed the connection */
-			errno = ECONNRESET;
-		return -nl_syserr2nlerr(errno);
-	}
-	*buf = malloc((size_t)size);
-	if (!*buf)
-		return -NLE_NOMEM;
-	do
-		n = recv(ux_fd, *buf, (size_t)size, 0);
-	while (n < 0 && errno == EINTR);
-	if (n <= 0) {
-		free(*buf);
-		*buf = NULL;
-		if (n == 0)
-			errno = ECONNRESET;
-		return -nl_syserr2nlerr(errno);
-	}
-	return (int)n;
-}
-
-/* A callback set for one request, on whichever transport. */
-static struct nl_cb *ctl_cb(struct ctl *n)
-{
-	struct nl_cb *cb = nl_cb_alloc(NL_CB_DEFAULT);
-
-	if (cb && n->ufd >= 0)
-		nl_cb_overwrite_recv(cb, ux_recv);
-	return cb;
-}
-
-/* Connect to the daemon's control socket at @path: fd, or -errno. */
-static int ux_dial(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, e;
-
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		e = -errno;
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
-/* Use the daemon at @path: 0, or -errno of the connection. */
-static int ctl_connect_daemon(struct ctl *n, const char *path)
-{
-	struct nl_cb *cb;
-	int fd = ux_dial(path);
-
-	if (fd < 0)
-		return fd;
-	ux_fd = n->ufd = fd;
-	n->family = NXQD_GENL_ID;
-	cb = nl_socket_get_cb(n->sk);
-	nl_cb_overwrite_send(cb, ux_send);
-	nl_cb_overwrite_recv(cb, ux_recv);
-	nl_cb_put(cb);
-	return 0;
-}
-
-static int daemon_denied(const char *path)
-{
-	warnx_("%s: permission denied (nxquotad's control socket is root's)",
-	       path);
-	return EX_PERM;
-}
-
-static int ctl_connect(struct ctl *n)
-{
-	const char *path = getenv("NXQUOTA_CONTROL");
-	int one = 1, err, nl_err = 0;
-
-	n->ufd = -1;
-	n->sk = nl_socket_alloc();
-	if (!n->sk) {
-		warnx_("out of memory");
-		return EX_FAIL;
-	}
-	if (n->control) {
-		err = ctl_connect_daemon(n, n->control);
-		if (err == -EACCES || err == -EPERM)
-			return daemon_denied(n->control);
-		if (err) {
-			warnx_("no nxquotad control socket at %s: %s",
-			       n->control, strerror(-err));
-			return EX_NOMOD;
-		}
-		return EX_OK;
-	}
-	if (genl_connect(n->sk) < 0) {
-		nl_err = errno;
-	} else {
-		setsockopt(nl_socket_get_fd(n->sk), SOL_NETLINK,
-			   NETLINK_EXT_ACK, &one, sizeof(one));
-		n->family = genl_ctrl_resolve(n->sk, NXQUOTA_FAMILY_NAME);
-		if (n->family >= 0)
-			return EX_OK;
-		/* Start again on a socket that libnl never connected. */
-		nl_socket_free(n->sk);
-		n->sk = nl_socket_alloc();
-		if (!n->sk) {
-			warnx_("out of memory");
-			return EX_FAIL;
-		}
-	}
-	if (!path || !path[0])
-		path = NXQD_CONTROL_PATH;
-	err = ctl_connect_daemon(n, path);
-	if (!err)
-		return EX_OK;
-	if (err == -EACCES || err == -EPERM)
-		return daemon_denied(path);
-	if (nl_err)
-		warnx_("cannot open a generic netlink socket: %s",
-		       strerror(nl_err));
-	warnx_("no nxquota authority: the module is not loaded (no generic "
-	       "netlink family \"%s\"; try: modprobe nxquota) and nxquotad "
-	       "does not answer at %s (%s; start it, or set NXQUOTA_CONTROL "
-	       "or --control PATH)", NXQUOTA_FAMILY_NAME, path, strerror(-err));
-	return EX_NOMOD;
-}
-
-/* What one request got back. */
-struct reply {
-	int error;		/* the kernel's negative errno, 0 */
-	char msg[256];		/* its extended-ack message */
-	bool done;
-	bool intr;		/* a dump part was flagged NLM_F_DUMP_INTR */
-	int (*data)(struct nlattr **tb, void *arg);
-	void *arg;
-	int maxattr;
-};
-
-static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
-{
-	struct nlmsghdr *h = (struct nlmsghdr *)((char *)e - NLMSG_HDRLEN);
-	struct reply *r = arg;
-	size_t off;
-
-	(void)nla;
-	r->error = e->error;
-	r->done = true;
-	r->msg[0] = 0;
-	if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
-		return NL_STOP;
-	off = NLMSG_HDRLEN + sizeof(*e);
-	if (!(h->nlmsg_flags & NLM_F_CAPPED))
-		off += e->msg.nlmsg_len - NLMSG_HDRLEN;
-	while (off + NLA_HDRLEN <= h->nlmsg_len) {
-		struct nlattr *a = (struct nlattr *)((char *)h + off);
-
-		if (a->nla_len < NLA_HDRLEN)
-			break;
-		if (a->nla_type == NLMSGERR_ATTR_MSG)
-			snprintf(r->msg, sizeof(r->msg), "%.*s",
-				 (int)(a->nla_len - NLA_HDRLEN),
-				 (char *)a + NLA_HDRLEN);
-		off += NLA_ALIGN(a->nla_len);
-	}
-	return NL_STOP;
-}
-
-static int on_ack(struct nl_msg *msg, void *arg)
-{
-	struct reply *r = arg;
-
-	(void)msg;
-	r->done = true;
-	return NL_STOP;
-}
-
-static int on_intr(struct nl_msg *msg, void *arg)
-{
-	struct reply *r = arg;
-
-	(void)msg;
-	r->intr = true;
-	return NL_OK;
-}
-
-static int on_valid(struct nl_msg *msg, void *arg)
-{
-	struct nlattr *tb[NXQUOTA_A_BUDGET_LAST + 8];
-	struct reply *r = arg;
-	int err;
-
-	err = genlmsg_parse(nlmsg_hdr(msg), 0, tb, r->maxattr, NULL);
-	if (err < 0 || !r->data)
-		return NL_OK;
-	return r->data(tb, r->arg) < 0 ? NL_STOP : NL_OK;
-}
-
-/* Send msg and read until the ack or the end of the dump. */
-static int ctl_request(struct ctl *n, struct nl_msg *msg, struct reply *r)
-{
-	struct nl_cb *cb = ctl_cb(n);
-	int err;
-
-	if (!cb)
-		return -ENOMEM;
-	nl_cb_err(cb, NL_CB_CUSTOM, on_error, r);
-	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, on_ack, r);
-	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_ack, r);
-	nl_cb_set(cb, NL_CB_DUMP_INTR, NL_CB_CUSTOM, on_intr, r);
-	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_valid, r);
-	err = nl_send_auto(n->sk, msg);
-	while (err >= 0 && !r->done)
-		err = nl_recvmsgs(n->sk, cb);
-	nl_cb_put(cb);
-	nlmsg_free(msg);
-	if (err < 0 && !r->error)
-		r->error = -EIO;
-	return r->error;
-}
-
-static struct nl_msg *ctl_new(struct ctl *n, uint8_t cmd, int flags)
-{
-	struct nl_msg *msg = nlmsg_alloc();
-
-	if (!msg || !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, n->family, 0,
-				 flags, cmd, NXQUOTA_FAMILY_VERSION)) {
-		warnx_("out of memory");
-		exit(EX_FAIL);
-	}
-	return msg;
-}
-
-/* Report a failed request; returns the exit status. */
-static int report(const char *what, struct reply *r)
-{
-	int err = -r->error;
-
-	if (err == EPERM) {
-		warnx_("%s: permission denied (needs CAP_SYS_ADMIN)", what);
-		return EX_PERM;
-	}
-	warnx_("%s: %s (%s)%s%s", what, strerror(err), nxq_errno_name(err),
-	       r->msg[0] ? ": " : "", r->msg);
-	return EX_FAIL;
-}
-
-/* ---- what the dumps give ------------------------------------------------ */
-
-struct dev {
-	char key[NXQ_DEVICE_KEY_MAX];
-	uint64_t capacity, used, denials, capacity_hits, tickets, bytes_asked;
-	uint64_t bytes_released, kills, waits, timeouts;
-	uint64_t default_max, events_dropped;
-	uint32_t holders, ticket_timeout_ms;
-	char devt[32];		/* "MAJOR:MINOR", or "" for none */
-};
-
-struct node {
-	char device[NXQ_DEVICE_KEY_MAX];
-	char path[4096];
-	uint64_t id, parent, max, min, emin, current, borrowed, headroom;
-	uint64_t max_hits, denials, tickets, bytes_asked, bytes_released, kills;
-	uint32_t holders;
-	uint32_t holders_max, waiters_max, priority_max, wait_max_ms;
-	bool has_parent, kill_on_ignore;
-	int depth;
-};
-
-struct holder {
-	char device[NXQ_DEVICE_KEY_MAX];
-	uint64_t cgroup, charge, reclaimable, tgen, tbytes, tdeadline;
-	uint32_t pid, priority, treason, tlevel;
-	bool topen;
-};
-
-struct vec {
-	void *v;
-	size_t n, cap, size;
-};
-
-static void *vec_add(struct vec *v)
-{
-	if (v->n == v->cap) {
-		v->cap = v->cap ? 2 * v->cap : 16;
-		v->v = realloc(v->v, v->cap * v->size);
-		if (!v->v) {
-			warnx_("out of memory");
-			exit(EX_FAIL);
-		}
-	}
-	return memset((char *)v->v + v->n++ * v->size, 0, v->size);
-}
-
-static uint64_t u64_or(struct nlattr *a, uint64_t def)
-{
-	return a ? nla_get_u64(a) : def;
-}
-
-static uint32_t u32_or(struct nlattr *a, uint32_t def)
-{
-	return a ? nla_get_u32(a) : def;
-}
-
-static void str_to(char *dst, size_t size, struct nlattr *a)
-{
-	snprintf(dst, size, "%s", a ? nla_get_string(a) : "");
-}
-
-static int dev_cb(struct nlattr **tb, void *arg)
-{
-	struct dev *d = vec_add(arg);
-
-	str_to(d->key, sizeof(d->key), tb[NXQUOTA_A_DEVICE_KEY]);
-	d->capacity = u64_or(tb[NXQUOTA_A_DEVICE_CAPACITY], 0);
-	d->used = u64_or(tb[NXQUOTA_A_DEVICE_USED], 0);
-	d->holders = u32_or(tb[NXQUOTA_A_DEVICE_HOLDERS], 0);
-	d->denials = u64_or(tb[NXQUOTA_A_DEVICE_DENIALS], 0);
-	d->capacity_hits = u64_or(tb[NXQUOTA_A_DEVICE_CAPACITY_HITS], 0);
-	d->tickets = u64_or(tb[NXQUOTA_A_DEVICE_TICKETS], 0);
-	d->bytes_asked = u64_or(tb[NXQUOTA_A_DEVICE_BYTES_ASKED], 0);
-	d->bytes_released = u64_or(tb[NXQUOTA_A_DEVICE_BYTES_RELEASED], 0);
-	d->kills = u64_or(tb[NXQUOTA_A_DEVICE_KILLS], 0);
-	d->waits = u64_or(tb[NXQUOTA_A_DEVICE_WAITS], 0);
-	d->timeouts = u64_or(tb[NXQUOTA_A_DEVICE_TIMEOUTS], 0);
-	d->ticket_timeout_ms = u32_or(tb[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS], 0);
-	str_to(d->devt, sizeof(d->devt), tb[NXQUOTA_A_DEVICE_DEVT]);
-	d->default_max = u64_or(tb[NXQUOTA_A_DEVICE_DEFAULT_MAX], 0);
-	d->events_dropped = u64_or(tb[NXQUOTA_A_DEVICE_EVENTS_DROPPED], 0);
-	return 0;
-}
-
-static int node_cb(struct nlattr **tb, void *arg)
-{
-	struct node *n = vec_add(arg);
-
-	str_to(n->device, sizeof(n->device), tb[NXQUOTA_A_BUDGET_DEVICE]);
-	str_to(n->path, sizeof(n->path), tb[NXQUOTA_A_BUDGET_CGROUP_PATH]);
-	n->id = u64_or(tb[NXQUOTA_A_BUDGET_CGROUP_ID], 0);
-	n->has_parent = tb[NXQUOTA_A_BUDGET_PARENT_ID] != NULL;
-	n->parent = u64_or(tb[NXQUOTA_A_BUDGET_PARENT_ID], 0);
-	n->max = u64_or(tb[NXQUOTA_A_BUDGET_MAX], NXQ_UNLIMITED);
-	n->min = u64_or(tb[NXQUOTA_A_BUDGET_MIN], 0);
-	n->emin = u64_or(tb[NXQUOTA_A_BUDGET_EFFECTIVE_MIN], 0);
-	n->current = u64_or(tb[NXQUOTA_A_BUDGET_CURRENT], 0);
-	n->borrowed = u64_or(tb[NXQUOTA_A_BUDGET_BORROWED], 0);
-	n->headroom = u64_or(tb[NXQUOTA_A_BUDGET_HEADROOM], 0);
-	n->max_hits = u64_or(tb[NXQUOTA_A_BUDGET_MAX_HITS], 0);
-	n->denials = u64_or(tb[NXQUOTA_A_BUDGET_DENIALS], 0);
-	n->holders = u32_or(tb[NXQUOTA_A_BUDGET_HOLDERS], 0);
-	n->tickets = u64_or(tb[NXQUOTA_A_BUDGET_TICKETS], 0);
-	n->bytes_asked = u64_or(tb[NXQUOTA_A_BUDGET_BYTES_ASKED], 0);
-	n->bytes_released = u64_or(tb[NXQUOTA_A_BUDGET_BYTES_RELEASED], 0);
-	n->kills = u64_or(tb[NXQUOTA_A_BUDGET_KILLS], 0);
-	n->kill_on_ignore = tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE] &&
-			    nla_get_u8(tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
-	n->holders_max = u32_or(tb[NXQUOTA_A_BUDGET_HOLDERS_MAX], 0);
-	n->waiters_max = u32_or(tb[NXQUOTA_A_BUDGET_WAITERS_MAX], 0);
-	n->priority_max = u32_or(tb[NXQUOTA_A_BUDGET_PRIORITY_MAX], 0);
-	n->wait_max_ms = u32_or(tb[NXQUOTA_A_BUDGET_WAIT_MAX_MS], 0);
-	return 0;
-}
-
-static int holder_cb(struct nlattr **tb, void *arg)
-{
-	struct holder *h = vec_add(arg);
-
-	str_to(h->device, sizeof(h->device), tb[NXQUOTA_A_HOLDER_DEVICE]);
-	h->cgroup = u64_or(tb[NXQUOTA_A_HOLDER_CGROUP_ID], 0);
-	h->pid = u32_or(tb[NXQUOTA_A_HOLDER_PID], 0);
-	h->priority = u32_or(tb[NXQUOTA_A_HOLDER_PRIORITY], 0);
-	h->charge = u64_or(tb[NXQUOTA_A_HOLDER_CHARGE], 0);
-	h->reclaimable = u64_or(tb[NXQUOTA_A_HOLDER_RECLAIMABLE], 0);
-	h->topen = tb[NXQUOTA_A_HOLDER_TICKET_OPEN] &&
-		   nla_get_u8(tb[NXQUOTA_A_HOLDER_TICKET_OPEN]);
-	h->tgen = u64_or(tb[NXQUOTA_A_HOLDER_TICKET_GENERATION], 0);
-	h->tbytes = u64_or(tb[NXQUOTA_A_HOLDER_TICKET_BYTES], 0);
-	h->treason = u32_or(tb[NXQUOTA_A_HOLDER_TICKET_REASON], 0);
-	h->tlevel = u32_or(tb[NXQUOTA_A_HOLDER_TICKET_LEVEL], 0);
-	h->tdeadline = u64_or(tb[NXQUOTA_A_HOLDER_TICKET_DEADLINE_NS], 0);
-	return 0;
-}
-
-struct ledger {
-	struct vec devs, nodes, holders;
-};
-
-static int dump(struct ctl *n, uint8_t cmd, int maxattr, int filter_attr,
-		const char *device, int (*fn)(struct nlattr **, void *),
-		struct vec *v, bool *intr)
-{
-	struct reply r = { .data = fn, .arg = v, .maxattr = maxattr };
-	struct nl_msg *msg = ctl_new(n, cmd, NLM_F_DUMP);
-
-	if (device && filter_attr)
-		nla_put_string(msg, filter_attr, device);
-	ctl_request(n, msg, &r);
-	*intr |= r.intr;
-	if (r.error)
-		return report("dump", &r);
-	return EX_OK;
-}
-
-/* Dump everything; start again (three times at most) if interrupted. */
-static int read_ledger(struct ctl *n, const char *device, struct ledger *l)
-{
-	int tries, rc;
-	bool intr;
-
-	for (tries = 0; tries < 3; tries++) {
-		intr = false;
-		l->devs = (struct vec){ .size = sizeof(struct dev) };
-		l->nodes = (struct vec){ .size = sizeof(struct node) };
-		l->holders = (struct vec){ .size = sizeof(struct holder) };
-		rc = dump(n, NXQUOTA_CMD_DEVICE_GET, NXQUOTA_A_DEVICE_MAX, 0,
-			  NULL, dev_cb, &l->devs, &intr);
-		if (!rc)
-			rc = dump(n, NXQUOTA_CMD_BUDGET_GET, NXQUOTA_A_BUDGET_LAST,
-				  NXQUOTA_A_BUDGET_DEVICE, device, node_cb,
-				  &l->nodes, &intr);
-		if (!rc)
-			rc = dump(n, NXQUOTA_CMD_HOLDER_GET, NXQUOTA_A_HOLDER_MAX,
-				  NXQUOTA_A_HOLDER_DEVICE, device, holder_cb,
-				  &l->holders, &intr);
-		if (rc || !intr)
-			return rc;
-		free(l->devs.v);
-		free(l->nodes.v);
-		free(l->holders.v);
-	}
-	warnx_("the ledger kept changing during the dump; try again");
-	return EX_FAIL;
-}
 
 /* Order nodes as a tree (depth-first, by cgroup id) and set their depth. */
 static int cmp_node(const void *a, const void *b)
@@ -1089,8 +591,13 @@ static void status_json(struct ledger *l, const struct attribution *at)
 		else
 			printf("\"parent_id\":null,");
 		json_max(stdout, "max", n->max);
+		printf("\"max_set\":%s,", n->max_set ? "true" : "false");
+		json_max(stdout, "effective_max", n->emax);
 		json_u64(stdout, "min", n->min, true);
 		json_u64(stdout, "effective_min", n->emin, true);
+		json_u64(stdout, "claimed", n->claimed, true);
+		printf("\"overcommitted\":%s,",
+		       n->overcommitted ? "true" : "false");
 		json_u64(stdout, "current", n->current, true);
 		json_u64(stdout, "borrowed", n->borrowed, true);
 		json_u64(stdout, "headroom", n->headroom, true);
@@ -1145,7 +652,8 @@ static void status_json(struct ledger *l, const struct attribution *at)
 static void status_table(struct ledger *l, const struct attribution *at)
 {
 	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN], c[NXQ_FMT_SIZE_LEN];
-	char d2[NXQ_FMT_SIZE_LEN], e[NXQ_FMT_SIZE_LEN];
+	char d2[NXQ_FMT_SIZE_LEN], e[NXQ_FMT_SIZE_LEN], f[NXQ_FMT_SIZE_LEN];
+	char g[NXQ_FMT_SIZE_LEN], oc[64];
 	struct dev *d = l->devs.v;
 	struct node *n = l->nodes.v;
 	struct holder *h = l->holders.v;
@@ -1166,10 +674,11 @@ static void status_table(struct ledger *l, const struct attribution *at)
 	if (!l->devs.n)
 		printf("(no device registered)\n");
 
-	printf("\nBUDGETS (bytes are charge, not residency)\n");
-	printf("%-16s %-28s %8s %8s %8s %8s %8s %7s %7s %s\n", "DEVICE",
-	       "CGROUP", "MAX", "MIN", "EFF.MIN", "CURRENT", "BORROWED",
-	       "HOLDERS", "DENIALS", "LIMITS(holders/waiters/prio/wait ms)");
+	printf("\nBUDGETS (bytes are charge, not residency; - : none of its own)\n");
+	printf("%-16s %-28s %8s %8s %8s %8s %8s %8s %7s %7s %s\n", "DEVICE",
+	       "CGROUP", "MAX", "EFF.MAX", "MIN", "EFF.MIN", "CURRENT",
+	       "BORROWED", "HOLDERS", "DENIALS",
+	       "LIMITS(holders/waiters/prio/wait ms)");
 	tree_order(&l->nodes);
 	n = l->nodes.v;
 	for (i = 0; i < l->nodes.n; i++, n++) {
@@ -1177,16 +686,23 @@ static void status_table(struct ledger *l, const struct attribution *at)
 
 		snprintf(indented, sizeof(indented), "%*s%s", 2 * n->depth, "",
 			 n->depth && base && base[1] ? base + 1 : n->path);
-		printf("%-16s %-28s %8s %8s %8s %8s %8s %7u %7" PRIu64
-		       " %u/%u/%u/%u%s\n",
-		       n->device, indented, nxq_format_size(n->max, true, a),
-		       nxq_format_size(n->min, false, b),
+		if (n->overcommitted)
+			snprintf(oc, sizeof(oc), "  overcommitted (claimed %s)",
+				 nxq_format_size(n->claimed, false, f));
+		else
+			oc[0] = 0;
+		printf("%-16s %-28s %8s %8s %8s %8s %8s %8s %7u %7" PRIu64
+		       " %u/%u/%u/%u%s%s\n",
+		       n->device, indented,
+		       n->max_set ? nxq_format_size(n->max, true, a) : "-",
+		       nxq_format_size(n->emax, true, g),
+		       n->min ? nxq_format_size(n->min, false, b) : "-",
 		       nxq_format_size(n->emin, false, c),
 		       nxq_format_size(n->current, false, d2),
 		       nxq_format_size(n->borrowed, false, e), n->holders,
 		       n->denials, n->holders_max, n->waiters_max,
 		       n->priority_max, n->wait_max_ms,
-		       n->kill_on_ignore ? "  kill-on-ignore" : "");
+		       n->kill_on_ignore ? "  kill-on-ignore" : "", oc);
 	}
 
 	printf("\nHOLDERS\n");
@@ -1254,8 +770,96 @@ static int limit_attr(const char *w)
 	return 0;
 }
 
+/* The budget node of @path on @device as a dump shows it, or NULL. */
+static struct node *find_node(struct ctl *n, const char *device,
+			      const char *path, struct vec *v)
+{
+	struct reply r = { .data = node_cb, .arg = v,
+			   .maxattr = NXQUOTA_A_BUDGET_LAST };
+	struct nl_msg *msg = ctl_new(n, NXQUOTA_CMD_BUDGET_GET, NLM_F_DUMP);
+	struct node *nd;
+	size_t i;
+
+	/* Quiet: a missing device is the set's own error to report. */
+	*v = (struct vec){ .size = sizeof(struct node) };
+	nla_put_string(msg, NXQUOTA_A_BUDGET_DEVICE, device);
+	if (ctl_request(n, msg, &r))
+		return NULL;
+	for (i = 0, nd = v->v; i < v->n; i++, nd++)
+		if (!strcmp(nd->path, path))
+			return nd;
+	return NULL;
+}
+
+static const char *own_max(const struct node *nd, char *buf)
+{
+	return nd && nd->max_set ? nxq_format_size(nd->max, true, buf) : "-";
+}
+
+static const char *own_min(const struct node *nd, char *buf)
+{
+	return nd && nd->min ? nxq_format_size(nd->min, false, buf) : "-";
+}
+
+/*
+ * What a set or clear changed, on stdout: each field before and after,
+ * then what binds the cgroup now.  Sizes as status shows them.
+ */
+static void say_changed(const char *path, const char *device,
+			const struct node *was, const struct node *now,
+			bool lim_given)
+{
+	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN];
+	bool any = false;
+
+	printf("%s on %s:", path, device);
+	if (strcmp(own_max(was, a), own_max(now, b))) {
+		printf(" max %s -> %s", own_max(was, a), own_max(now, b));
+		any = true;
+	}
+	if (strcmp(own_min(was, a), own_min(now, b))) {
+		printf("%s min %s -> %s", any ? "," : "", own_min(was, a),
+		       own_min(now, b));
+		any = true;
+	}
+	if ((was && was->kill_on_ignore) != (now && now->kill_on_ignore)) {
+		printf("%s kill-on-ignore %d -> %d", any ? "," : "",
+		       was && was->kill_on_ignore, now && now->kill_on_ignore);
+		any = true;
+	}
+	if (was && now && (was->holders_max != now->holders_max ||
+			   was->waiters_max != now->waiters_max ||
+			   was->priority_max != now->priority_max ||
+			   was->wait_max_ms != now->wait_max_ms)) {
+		printf("%s limits %u/%u/%u/%u -> %u/%u/%u/%u", any ? "," : "",
+		       was->holders_max, was->waiters_max, was->priority_max,
+		       was->wait_max_ms, now->holders_max, now->waiters_max,
+		       now->priority_max, now->wait_max_ms);
+		any = true;
+	} else if (!was && now && lim_given) {
+		printf("%s limits %u/%u/%u/%u", any ? "," : "",
+		       now->holders_max, now->waiters_max, now->priority_max,
+		       now->wait_max_ms);
+		any = true;
+	}
+	if (!any)
+		printf(" unchanged");
+	if (now)
+		printf("; effective max %s, effective min %s%s",
+		       nxq_format_size(now->emax, true, a),
+		       nxq_format_size(now->emin, false, b),
+		       now->overcommitted ? "; its children overcommit it" :
+		       "");
+	else
+		printf("; no budget node left");
+	printf("\n");
+}
+
 static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 {
+	struct vec before = { 0 }, after = { 0 };
+	struct node *was, *now;
+	bool lim_given = false;
 	struct reply r = { 0 };
 	struct nl_msg *msg;
 	uint64_t v;
@@ -1264,7 +868,8 @@ static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 	if (argc < 2 || (set && argc < 3) || (!set && argc != 2)) {
 		warnx_(set ? "usage: set CGROUP DEVICE [max=SIZE] [min=SIZE] "
 			     "[kill-on-ignore=0|1] [holders-max=N] "
-			     "[waiters-max=N] [priority-max=N] [wait-max-ms=N]"
+			     "[waiters-max=N] [priority-max=N] [wait-max-ms=N] "
+			     "[overcommit]"
 			   : "usage: clear CGROUP DEVICE");
 		return EX_USAGE;
 	}
@@ -1283,6 +888,11 @@ static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 		bool is_kill = !strncmp(argv[i], "kill-on-ignore=", 15);
 		int lim = limit_attr(argv[i]);
 
+		if (!strcmp(argv[i], "overcommit") ||
+		    !strcmp(argv[i], "--overcommit")) {
+			nla_put_flag(msg, NXQUOTA_A_BUDGET_OVERCOMMIT);
+			continue;
+		}
 		if (lim) {
 			char *end;
 			unsigned long long x = strtoull(eq + 1, &end, 10);
@@ -1294,11 +904,13 @@ static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 				return EX_USAGE;
 			}
 			nla_put_u32(msg, lim, (uint32_t)x);
+			lim_given = true;
 			continue;
 		}
 		if (!eq || (!is_max && !is_kill && strncmp(argv[i], "min=", 4))) {
-			warnx_("%s: expected max=SIZE, min=SIZE or "
-			       "kill-on-ignore=0|1", argv[i]);
+			warnx_("%s: expected max=SIZE, min=SIZE, "
+			       "kill-on-ignore=0|1, a limit or overcommit",
+			       argv[i]);
 			nlmsg_free(msg);
 			return EX_USAGE;
 		}
@@ -1314,16 +926,24 @@ static int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 		}
 		err = nxq_parse_size(eq + 1, is_max, &v);
 		if (err) {
-			warnx_("%s: not a size (bytes, or with K, M, G, T, P "
-			       "suffix%s)", argv[i], is_max ? "; or max" : "");
+			warnx_("%s: not a size (bytes, or with a K, M, G, T, P "
+			       "or E suffix, also Ki..Ei: powers of 1024%s)",
+			       argv[i], is_max ? "; or max" : "");
 			nlmsg_free(msg);
 			return EX_USAGE;
 		}
 		nla_put_u64(msg, is_max ? NXQUOTA_A_BUDGET_MAX :
 			    NXQUOTA_A_BUDGET_MIN, v);
 	}
-	if (ctl_request(n, msg, &r))
-		return report(set ? "set" : "clear", &r);
+	was = find_node(n, argv[1], argv[0], &before);
+	if (ctl_request(n, msg, &r)) {
+		free(before.v);
+		return ctl_report(set ? "set" : "clear", &r);
+	}
+	now = find_node(n, argv[1], argv[0], &after);
+	say_changed(argv[0], argv[1], was, now, lim_given);
+	free(before.v);
+	free(after.v);
 	return EX_OK;
 }
 
@@ -1448,7 +1068,7 @@ static int devices_sync(struct ctl *n, bool dry_run)
 					NULL, NULL, &r)) {
 			printf("%s %s capacity updated\n", key, size);
 		} else {
-			rc = report(key, &r);
+			rc = ctl_report(key, &r);
 		}
 	}
 	if (!count)
@@ -1515,7 +1135,7 @@ static int cmd_devices(struct ctl *n, int argc, char **argv)
 		if (device_cmd(n, reg ? NXQUOTA_CMD_DEVICE_ADD :
 			       NXQUOTA_CMD_DEVICE_SET, argv[1], &cap,
 			       argc == 4 ? argv[3] : NULL, NULL, &r))
-			return report(argv[0], &r);
+			return ctl_report(argv[0], &r);
 		return EX_OK;
 	}
 	if (!strcmp(argv[0], "default-max") && argc == 3) {
@@ -1525,13 +1145,13 @@ static int cmd_devices(struct ctl *n, int argc, char **argv)
 		}
 		if (device_cmd(n, NXQUOTA_CMD_DEVICE_SET, argv[1], NULL, NULL,
 			       &cap, &r))
-			return report(argv[0], &r);
+			return ctl_report(argv[0], &r);
 		return EX_OK;
 	}
 	if (!strcmp(argv[0], "unregister") && argc == 2) {
 		if (device_cmd(n, NXQUOTA_CMD_DEVICE_DEL, argv[1], NULL, NULL,
 			       NULL, &r))
-			return report("unregister", &r);
+			return ctl_report("unregister", &r);
 		return EX_OK;
 	}
 usage:
@@ -1641,7 +1261,7 @@ static int cmd_events(struct ctl *n, int argc)
 		struct reply r = { 0 };
 
 		if (ctl_request(n, ctl_new(n, NXQUOTA_CMD_EVENT, 0), &r))
-			return report("events", &r);
+			return ctl_report("events", &r);
 		nl_socket_disable_seq_check(n->sk);
 		nl_socket_modify_cb(n->sk, NL_CB_VALID, NL_CB_CUSTOM, on_event,
 				    NULL);
@@ -1721,12 +1341,19 @@ static const struct metric dev_metrics[] = {
 };
 
 static const struct metric node_metrics[] = {
-	NM("max_bytes", "gauge", max, "Hard cap of the cgroup (+Inf: none).",
+	NM("max_bytes", "gauge", max,
+	   "Hard cap of the cgroup's own (+Inf: none).", true),
+	NM("effective_max_bytes", "gauge", emax,
+	   "The least limit a charge in the cgroup meets (+Inf: none).",
 	   true),
 	NM("min_bytes", "gauge", min, "Guarantee of the cgroup, as set.",
 	   false),
 	NM("effective_min_bytes", "gauge", emin,
-	   "Guarantee after the tree's limits.", false),
+	   "The cgroup's share of the guarantees.", false),
+	NM("claimed_bytes", "gauge", claimed,
+	   "Guarantees the cgroup's children claim.", false),
+	NM("overcommitted", "gauge", overcommitted,
+	   "1 when the children claim more than the cgroup's min.", false),
 	NM("current_bytes", "gauge", current,
 	   "Bytes charged in the cgroup and below.", false),
 	NM("borrowed_bytes", "gauge", borrowed,
@@ -1976,8 +1603,12 @@ static void usage(FILE *f)
 		"  devices sync [--dry-run]          register every CUDA GPU\n"
 		"  events                            follow ledger events\n"
 		"  metrics                           Prometheus text exposition\n"
-		"SIZE: bytes, or with a K, M, G, T or P suffix (powers of 1024);\n"
-		"max= also takes \"max\".  Bytes are charge, not residency.\n"
+		"  cdi generate [--output FILE]      a CDI spec (nxquota.io/gpu) that\n"
+		"                                    gives containers the authority,\n"
+		"                                    the shim and nxquota-hook\n"
+		"SIZE: bytes, or with a K, M, G, T, P or E suffix, also Ki..Ei (powers of\n"
+		"1024, as memory.max reads them); max= also takes \"max\".\n"
+		"Bytes are charge, not residency.\n"
 		"Authority: the module if loaded, else nxquotad's control socket\n"
 		"(NXQUOTA_CONTROL, default " NXQD_CONTROL_PATH ");\n"
 		"--control PATH: the daemon at PATH only.  NXQUOTA_NVML=0: no NVML.\n",
@@ -2021,7 +1652,7 @@ int main(int argc, char **argv)
 	argv += 2;
 	if (strcmp(cmd, "status") && strcmp(cmd, "set") && strcmp(cmd, "clear") &&
 	    strcmp(cmd, "devices") && strcmp(cmd, "events") &&
-	    strcmp(cmd, "metrics")) {
+	    strcmp(cmd, "metrics") && strcmp(cmd, "cdi")) {
 		warnx_("unknown command \"%s\"", cmd);
 		usage(stderr);
 		return EX_USAGE;
@@ -2039,10 +1670,10 @@ int main(int argc, char **argv)
 		rc = cmd_devices(&n, argc, argv);
 	else if (!strcmp(cmd, "events"))
 		rc = cmd_events(&n, argc);
+	else if (!strcmp(cmd, "cdi"))
+		rc = cmd_cdi(&n, argc, argv);
 	else
 		rc = cmd_metrics(&n, argc);
-	nl_socket_free(n.sk);
-	if (n.ufd >= 0)
-		close(n.ufd);
+	ctl_close(&n);
 	return rc;
 }

@@ -72,6 +72,20 @@ grep -q "EEXIST.*device already registered" "$tmp/err" ||
 
 # ---- set, status ----------------------------------------------------------
 ok set /a/b gpu0 max=2G min=512M kill-on-ignore=1 priority-max=2
+# set says what it changed, and what binds the cgroup now
+has "$tmp/out" "/a/b on gpu0: max - -> 2G, min - -> 512M, kill-on-ignore 0 -> 1, limits 1024/64/2/30000; effective max 2G, effective min 512M"
+ok set /a gpu0 max=4Gi
+has "$tmp/out" "/a on gpu0: max - -> 4G; effective max 4G, effective min 512M"
+# impossible budgets are refused with the reason, and change nothing
+run set /a/b gpu0 min=3G
+[ $rc = 1 ] && grep -q "EINVAL.*/a/b: min 3G is above its max 2G" "$tmp/err" ||
+	fail "min above max: $rc $(cat "$tmp/err")"
+run set /a gpu0 min=256M
+[ $rc = 1 ] && grep -q "ENOSPC.*/a: min 256M is below its children's guarantees, 512M (or overcommit)" "$tmp/err" ||
+	fail "min below the children's: $rc $(cat "$tmp/err")"
+ok set /a gpu0 min=256M overcommit
+has "$tmp/out" "/a on gpu0: min - -> 256M; effective max 4G, effective min 256M; its children overcommit it"
+ok set /a gpu0 min=0
 run set /nope gpu0 max=1G
 [ $rc = 1 ] || fail "set on a missing cgroup: exit $rc"
 grep -q "ENOENT.*no such cgroup" "$tmp/err" || fail "set /nope: $(cat "$tmp/err")"
@@ -80,17 +94,23 @@ has "$tmp/out" "$(printf '%-40s %9s %9s %7s %8s %8s %11s %9s %8s' DEVICE \
 	CAPACITY USED HOLDERS DENIALS TICKETS DEVT DEF.MAX EV.DROP)"
 has "$tmp/out" "$(printf '%-40s %9s %9s %7u %8u %8u %11s %9s %8u' gpu0 8G 0 \
 	0 0 0 195:0 1G 0)"
-has "$tmp/out" "BUDGETS (bytes are charge, not residency)"
-has "$tmp/out" "$(printf '%-16s %-28s %8s %8s %8s %8s %8s %7s %7s %s' DEVICE \
-	CGROUP MAX MIN EFF.MIN CURRENT BORROWED HOLDERS DENIALS \
+has "$tmp/out" "BUDGETS (bytes are charge, not residency; - : none of its own)"
+has "$tmp/out" "$(printf '%-16s %-28s %8s %8s %8s %8s %8s %8s %7s %7s %s' \
+	DEVICE CGROUP MAX EFF.MAX MIN EFF.MIN CURRENT BORROWED HOLDERS DENIALS \
 	'LIMITS(holders/waiters/prio/wait ms)')"
-has "$tmp/out" "$(printf '%-16s %-28s %8s %8s %8s %8s %8s %7u %7u %s' gpu0 \
-	'    b' 2G 512M 0 0 0 0 0 '1024/64/2/30000  kill-on-ignore')"
+has "$tmp/out" "$(printf '%-16s %-28s %8s %8s %8s %8s %8s %8s %7u %7u %s' gpu0 \
+	'    b' 2G 2G 512M 512M 0 0 0 0 '1024/64/2/30000  kill-on-ignore')"
+# /a has no min of its own: it claims b's, which b keeps whole
+has "$tmp/out" "$(printf '%-16s %-28s %8s %8s %8s %8s %8s %8s %7u %7u %s' gpu0 \
+	'  a' 4G 4G - 512M 0 0 0 0 '1024/64/0/30000')"
 has "$tmp/out" "HOLDERS"
 ok --json status
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1]));
 b = [n for n in d["budgets"] if n["path"] == "/a/b"][0]
 assert b["max"] == 2 << 30 and b["min"] == 512 << 20 and b["kill_on_ignore"], b
+assert b["max_set"] and b["effective_max"] == 2 << 30 and b["effective_min"] == 512 << 20, b
+a = [n for n in d["budgets"] if n["path"] == "/a"][0]
+assert a["claimed"] == 512 << 20 and not a["overcommitted"] and a["min"] == 0, a
 assert [n for n in d["budgets"] if n["path"] == "/"][0]["parent_id"] is None
 assert d["devices"][0]["devt"] == "195:0" and d["holders"] == []' "$tmp/out" ||
 	fail "status --json: $(cat "$tmp/out")"
@@ -101,7 +121,32 @@ has "$tmp/out" '# TYPE nxquota_device_capacity_bytes gauge'
 has "$tmp/out" 'nxquota_device_capacity_bytes{device="gpu0"} 8589934592'
 has "$tmp/out" 'nxquota_budget_max_bytes{device="gpu0",cgroup="/a/b"} 2147483648'
 has "$tmp/out" 'nxquota_budget_max_bytes{device="gpu0",cgroup="/"} +Inf'
+has "$tmp/out" 'nxquota_budget_effective_max_bytes{device="gpu0",cgroup="/a/b"} 2147483648'
+has "$tmp/out" 'nxquota_budget_claimed_bytes{device="gpu0",cgroup="/a"} 536870912'
+has "$tmp/out" 'nxquota_budget_overcommitted{device="gpu0",cgroup="/a"} 0'
+
 has "$tmp/out" 'nxquota_device_events_dropped_total{device="gpu0"} 0'
+
+# ---- cdi ------------------------------------------------------------------
+ok cdi generate --hook /usr/sbin/nxquota-hook --shim /usr/lib/libnxquota-preload.so
+python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))
+assert s["cdiVersion"] == "0.5.0" and s["kind"] == "nxquota.io/gpu", s
+names = [d["name"] for d in s["devices"]]
+assert names == ["gpu0", "all"], names
+assert s["devices"][0]["containerEdits"]["env"] == ["NXQUOTA_DEVICE_GPU0=gpu0"], s
+e = s["containerEdits"]
+assert "LD_PRELOAD=/usr/lib/nxquota/libnxquota-preload.so" in e["env"], e
+assert "NXQUOTA_REQUIRE=1" in e["env"] and "NXQUOTA_SOCKET=/run/nxquota/nxquota.sock" in e["env"], e
+# the daemon: its client socket only, never the control socket
+assert [m["containerPath"] for m in e["mounts"]] == ["/run/nxquota/nxquota.sock", "/usr/lib/nxquota/libnxquota-preload.so"], e
+assert not any("control" in m["hostPath"] for m in e["mounts"]), e
+assert [(h["hookName"], h["args"]) for h in e["hooks"]] == [("createRuntime", ["nxquota-hook", "createRuntime"]), ("poststop", ["nxquota-hook", "poststop"])], e
+assert e["hooks"][0]["path"] == "/usr/sbin/nxquota-hook" and e["deviceNodes"] == [], e' \
+	"$tmp/out" || fail "cdi generate: $(cat "$tmp/out")"
+ok cdi generate --no-hook --no-shim --output "$tmp/cdi.json"
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["containerEdits"]
+assert e["hooks"] == [] and not any(x.startswith("LD_PRELOAD") for x in e["env"]), e' \
+	"$tmp/cdi.json" || fail "cdi generate --no-hook --no-shim: $(cat "$tmp/cdi.json")"
 
 # ---- events ---------------------------------------------------------------
 "$tool" --control "$ctl" events >"$tmp/events" 2>&1 &

@@ -59,7 +59,8 @@ PY
 	fi
 	# shellcheck disable=SC2086
 	if ! nice -n 10 cc $cflags -o "$tmp/nxquotactl" "$tmp/src/nxquotactl.c" \
-		"$tmp/src/fmt.c" "$tmp/src/nvml.c" $libs 2>"$tmp/cc.log"; then
+		"$tmp/src/ctl.c" "$tmp/src/ledger.c" "$tmp/src/fmt.c" \
+		"$tmp/src/nvml.c" "$tmp/src/cdi.c" "$top/lib/size.c" $libs 2>"$tmp/cc.log"; then
 		cat "$tmp/cc.log"
 		echo "nvml-mutants: $name: does not build"
 		survived="$survived $name(build)"

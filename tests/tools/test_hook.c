@@ -1,0 +1,946 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cmocka tests of nxquota-hook's decisions (tools/hook.c): the OCI state,
+ * config.json, the GPUs a container was given, the budgets its
+ * annotations ask for, its cgroups, what is already in place, and the
+ * record -- over a fake list of registered devices and a fake
+ * /dev/nvidiaN, with no authority.  Fixtures in tests/tools/hook/.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "hook.h"
+
+#ifndef HOOK_FIXTURES
+#define HOOK_FIXTURES "tests/tools/hook"
+#endif
+
+#define GI (1ULL << 30)
+
+#define UUID0 "8f1c2e4a-0d9b-4c1e-9a57-2b6d3f0e1a42"
+#define UUID1 "5f2c0b7e-1111-4c1e-9a57-2b6d3f0e1a43"
+#define UUID3 "00000000-3333-4444-5555-666666666666"
+
+/* The authority's devices: three GPUs (195:0, 195:1, 195:3) and host0. */
+static struct hook_dev devs[4];
+
+/* The host's /dev/nvidiaN: 0, 1, 3 registered; 7 exists, unregistered. */
+static int fake_nvidia(unsigned int idx, unsigned int *ma, unsigned int *mi,
+		       void *arg)
+{
+	(void)arg;
+	if (idx != 0 && idx != 1 && idx != 3 && idx != 7)
+		return -ENOENT;
+	*ma = 195;
+	*mi = idx;
+	return 0;
+}
+
+/* Most cases name GPUs in process.env: the operator trusts it here. */
+static struct hook_host host = {
+	.devs = devs, .ndevs = 4, .nvidia = fake_nvidia, .trust_env = true,
+};
+
+static int setup(void **state)
+{
+	(void)state;
+	assert_int_equal(hook_dev_init(&devs[0], "GPU-" UUID0, "195:0"), 0);
+	assert_int_equal(hook_dev_init(&devs[1], "GPU-" UUID1, "195:1"), 0);
+	assert_int_equal(hook_dev_init(&devs[2], "host0", ""), 0);
+	assert_int_equal(hook_dev_init(&devs[3], "GPU-" UUID3, "195:3"), 0);
+	return 0;
+}
+
+/* JSON text -> object; fails the test if it does not parse. */
+static json_object *J(const char *s)
+{
+	char err[HOOK_ERR_LEN];
+	json_object *o = NULL;
+
+	if (hook_json_parse(s, strlen(s), "test", &o, err))
+		fail_msg("%s: %s", s, err);
+	return o;
+}
+
+/* A fixture file's text (free it). */
+static char *load(const char *name)
+{
+	char path[512], *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", HOOK_FIXTURES, name);
+	f = fopen(path, "r");
+	if (!f)
+		fail_msg("fixture %s: %s", path, strerror(errno));
+	if (getdelim(&buf, &len, '\0', f) < 0)
+		fail_msg("fixture %s: empty", path);
+	fclose(f);
+	return buf;
+}
+
+static json_object *loadj(const char *name)
+{
+	char *s = load(name);
+	json_object *o = J(s);
+
+	free(s);
+	return o;
+}
+
+/* err holds needle, or the test fails showing both. */
+#define assert_err(err, needle) do {					\
+	if (!strstr((err), (needle)))					\
+		fail_msg("error \"%s\" lacks \"%s\"", (err), (needle));	\
+} while (0)
+
+/* ---- state, id, stage ---------------------------------------------------- */
+
+static void test_state(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	json_object *o = loadj("state-creating.json");
+	struct hook_state st;
+
+	(void)state;
+	assert_int_equal(hook_state_parse(o, &st, err), 0);
+	assert_string_equal(st.status, "creating");
+	assert_int_equal(st.pid, 4242);
+	assert_non_null(strstr(st.bundle, "/run/containerd/"));
+	assert_non_null(st.annotations);
+	assert_int_equal(hook_id_check(st.id, err), 0);
+	json_object_put(o);
+
+	o = loadj("state-stopped.json");
+	assert_int_equal(hook_state_parse(o, &st, err), 0);
+	assert_int_equal(st.pid, 0);		/* podman's poststop: none */
+	assert_string_equal(st.status, "stopped");
+	json_object_put(o);
+}
+
+static void state_bad(const char *text, const char *needle)
+{
+	char err[HOOK_ERR_LEN] = "";
+	json_object *o = NULL;
+	struct hook_state st;
+	int rc = hook_json_parse(text, strlen(text), "the state", &o, err);
+
+	if (!rc) {
+		rc = hook_state_parse(o, &st, err);
+		json_object_put(o);
+	}
+	if (rc != -EINVAL)
+		fail_msg("state %s: %d, want -EINVAL", text, rc);
+	assert_err(err, needle);
+}
+
+static void test_state_errors(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	json_object *o;
+
+	(void)state;
+	state_bad("{\"status\":\"creating\"}", "no id");
+	state_bad("{\"id\":7}", "id is not a string");
+	state_bad("{\"id\":\"a\",\"pid\":-1}", "not a process id");
+	state_bad("{\"id\":\"a\",\"pid\":99999999999}", "not a process id");
+	state_bad("{\"id\":\"a\",\"pid\":\"42\"}", "pid is not a number");
+	state_bad("{\"id\":\"a\",\"annotations\":[]}", "not an object");
+	state_bad("{\"id\":\"a\"} {}", "not one JSON object");
+	state_bad("[{\"id\":\"a\"}]", "not one JSON object");
+	state_bad("{\"id\":\"a\"", "ends early");
+	state_bad("{\"id\":\"a\\u0000b\"}", "NUL");
+	state_bad("", "not JSON");
+	/* a NUL byte in the text itself */
+	assert_int_equal(hook_json_parse("{}\0{}", 5, "s", &o, err), -EINVAL);
+	assert_err(err, "NUL");
+	/* trailing white space is fine */
+	o = J("{\"id\":\"a\"}\n\t ");
+	json_object_put(o);
+}
+
+static void test_id(void **state)
+{
+	char err[HOOK_ERR_LEN], long_id[HOOK_ID_MAX + 2];
+
+	(void)state;
+	assert_int_equal(hook_id_check("ctr-1_a.b", err), 0);
+	memset(long_id, 'a', sizeof(long_id));
+	long_id[HOOK_ID_MAX] = '\0';
+	assert_int_equal(hook_id_check(long_id, err), 0);
+	long_id[HOOK_ID_MAX] = 'a';
+	long_id[HOOK_ID_MAX + 1] = '\0';
+	assert_int_equal(hook_id_check(long_id, err), -EINVAL);
+	assert_int_equal(hook_id_check("", err), -EINVAL);
+	assert_int_equal(hook_id_check(".hidden", err), -EINVAL);
+	assert_int_equal(hook_id_check("..", err), -EINVAL);
+	assert_int_equal(hook_id_check("a/b", err), -EINVAL);
+	assert_int_equal(hook_id_check("../etc", err), -EINVAL);
+	assert_int_equal(hook_id_check("a b", err), -EINVAL);
+	assert_int_equal(hook_id_check("a\nb", err), -EINVAL);
+	assert_err(err, "\"a\\x0ab\"");		/* escaped, one line */
+}
+
+static void test_stage(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	enum hook_stage s = HOOK_STOP;
+
+	(void)state;
+	assert_int_equal(hook_stage("createRuntime", "stopped", &s, err), 0);
+	assert_int_equal(s, HOOK_CREATE);
+	assert_int_equal(hook_stage("poststop", "creating", &s, err), 0);
+	assert_int_equal(s, HOOK_STOP);
+	assert_int_equal(hook_stage("prestart", NULL, &s, err), 0);
+	assert_int_equal(s, HOOK_CREATE);
+	assert_int_equal(hook_stage(NULL, "creating", &s, err), 0);
+	assert_int_equal(s, HOOK_CREATE);
+	assert_int_equal(hook_stage(NULL, "created", &s, err), 0);
+	assert_int_equal(s, HOOK_CREATE);
+	assert_int_equal(hook_stage(NULL, "stopped", &s, err), 0);
+	assert_int_equal(s, HOOK_STOP);
+	assert_int_equal(hook_stage(NULL, "running", &s, err), -EINVAL);
+	assert_int_equal(hook_stage("creating", NULL, &s, err), -EINVAL);
+	assert_err(err, "unknown stage");
+	assert_int_equal(hook_stage("poststart", NULL, &s, err), -EINVAL);
+	assert_int_equal(hook_stage(NULL, NULL, &s, err), -EINVAL);
+}
+
+/* ---- config.json ---------------------------------------------------------------- */
+
+static void test_env(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	json_object *c = J("{\"process\":{\"env\":[\"A=1\",\"NVIDIA_VISIBLE_"
+			   "DEVICESX=9\",\"NOEQ\",\"NVIDIA_VISIBLE_DEVICES=0,1\","
+			   "\"E=\"]}}");
+	const char *v = NULL;
+
+	(void)state;
+	assert_int_equal(hook_env(c, "NVIDIA_VISIBLE_DEVICES", &v, err), 1);
+	assert_string_equal(v, "0,1");
+	assert_int_equal(hook_env(c, "E", &v, err), 1);
+	assert_string_equal(v, "");
+	assert_int_equal(hook_env(c, "NOEQ", &v, err), 0);
+	assert_int_equal(hook_env(c, "B", &v, err), 0);
+	json_object_put(c);
+	c = J("{\"process\":{\"env\":[\"A=1\",\"A=2\"]}}");
+	assert_int_equal(hook_env(c, "A", &v, err), -EINVAL);
+	assert_err(err, "sets A twice");
+	json_object_put(c);
+	c = J("{\"process\":{\"env\":[\"A=1\",3]}}");
+	assert_int_equal(hook_env(c, "A", &v, err), -EINVAL);
+	assert_err(err, "process.env[1] is not a string");
+	json_object_put(c);
+	c = J("{\"process\":{\"env\":\"A=1\"}}");
+	assert_int_equal(hook_env(c, "A", &v, err), -EINVAL);
+	json_object_put(c);
+	c = J("{}");
+	assert_int_equal(hook_env(c, "A", &v, err), 0);
+	json_object_put(c);
+}
+
+static void test_annotations_source(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	json_object *s = J("{\"id\":\"a\",\"annotations\":{\"x\":\"state\"}}");
+	json_object *s2 = J("{\"id\":\"a\"}");
+	json_object *c = J("{\"annotations\":{\"x\":\"config\"}}");
+	json_object *bad = J("{\"annotations\":[1]}");
+	struct hook_state st, st2;
+	json_object *a;
+
+	(void)state;
+	assert_int_equal(hook_state_parse(s, &st, err), 0);
+	assert_int_equal(hook_state_parse(s2, &st2, err), 0);
+	assert_int_equal(hook_annotations(&st, c, &a, err), 0);
+	assert_string_equal(json_object_get_string(
+		json_object_object_get(a, "x")), "state");
+	assert_int_equal(hook_annotations(&st2, c, &a, err), 0);
+	assert_string_equal(json_object_get_string(
+		json_object_object_get(a, "x")), "config");
+	assert_int_equal(hook_annotations(&st2, bad, &a, err), -EINVAL);
+	json_object_put(s);
+	json_object_put(s2);
+	json_object_put(c);
+	json_object_put(bad);
+}
+
+static void test_wanted(void **state)
+{
+	json_object *none = J("{\"process\":{\"env\":[\"PATH=/bin\"]}}");
+	json_object *lim = J("{\"process\":{\"env\":[\"NVIDIA_GPU_MEMORY_LIMIT=1Gi\"]}}");
+	json_object *req = J("{\"process\":{\"env\":[\"NVIDIA_GPU_MEMORY_REQUEST=1\"]}}");
+	json_object *a0 = J("{\"nxquota.io\":\"1\",\"foo\":\"nxquota.io/max\"}");
+	json_object *a1 = J("{\"nxquota.io/whatever\":\"1\"}");
+
+	(void)state;
+	assert_false(hook_wanted(NULL, none));
+	assert_false(hook_wanted(a0, none));
+	assert_false(hook_wanted(NULL, NULL));
+	assert_true(hook_wanted(a1, none));
+	assert_true(hook_wanted(NULL, lim));
+	assert_true(hook_wanted(NULL, req));
+	json_object_put(none);
+	json_object_put(lim);
+	json_object_put(req);
+	json_object_put(a0);
+	json_object_put(a1);
+}
+
+/* ---- cgroups --------------------------------------------------------------------- */
+
+static void test_proc_cgroup(void **state)
+{
+	char err[HOOK_ERR_LEN], path[HOOK_PATH_MAX], *t;
+
+	(void)state;
+	t = load("proc-cgroup-hybrid.txt");
+	assert_int_equal(hook_proc_cgroup(t, path, sizeof(path), err), 0);
+	assert_string_equal(path, "/kubepods/burstable/"
+			    "pod1b4e28ba-2fa1-11d2-883f-0016d3cca427/4f2c0b7e");
+	assert_int_equal(hook_cgroup_check(path, err), 0);
+	free(t);
+	t = load("proc-cgroup-v1.txt");
+	assert_int_equal(hook_proc_cgroup(t, path, sizeof(path), err), -ENOENT);
+	assert_err(err, "cgroup v2");
+	free(t);
+	assert_int_equal(hook_proc_cgroup("0::/a/b", path, sizeof(path), err), 0);
+	assert_string_equal(path, "/a/b");
+	assert_int_equal(hook_proc_cgroup("1:cpu:/x\n0::/ab\n", path, 3, err),
+			 -EINVAL);
+	assert_int_equal(hook_proc_cgroup("10::/x\n", path, sizeof(path), err),
+			 -ENOENT);
+}
+
+static void test_cgroup_check(void **state)
+{
+	static const char *const bad[] = {
+		"/", "", "a/b", "/a/../b", "/..", "/../a", "/a/./b", "//a",
+		"/a/", "/a//b", "/a/b (deleted)", "/a\nb",
+	};
+	char err[HOOK_ERR_LEN];
+	size_t i;
+
+	(void)state;
+	assert_int_equal(hook_cgroup_check("/a", err), 0);
+	assert_int_equal(hook_cgroup_check("/a.slice/b-c_d.scope", err), 0);
+	assert_int_equal(hook_cgroup_check("/a/...", err), 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (hook_cgroup_check(bad[i], err) != -EINVAL)
+			fail_msg("cgroup %s accepted", bad[i]);
+	hook_cgroup_check("/", err);
+	assert_err(err, "root cgroup");
+	hook_cgroup_check("/a/b (deleted)", err);
+	assert_err(err, "removed");
+}
+
+static void test_cgroup_own_parent(void **state)
+{
+	char err[HOOK_ERR_LEN], pod[HOOK_PATH_MAX];
+
+	(void)state;
+	assert_int_equal(hook_cgroup_own("/k/pod1/c", "/system.slice/x", err), 0);
+	assert_int_equal(hook_cgroup_own("/a/b", "/a/bc", err), 0);
+	assert_int_equal(hook_cgroup_own("/a/b", "/a", err), 0);
+	assert_int_equal(hook_cgroup_own("/a/b", "/a/b", err), -EINVAL);
+	assert_err(err, "no cgroup v2 of its own");
+	assert_int_equal(hook_cgroup_own("/a/b", "/a/b/shim", err), -EINVAL);
+	assert_int_equal(hook_cgroup_parent("/k/pod1/c", pod, sizeof(pod), err), 0);
+	assert_string_equal(pod, "/k/pod1");
+	assert_int_equal(hook_cgroup_parent("/c", pod, sizeof(pod), err), -EINVAL);
+	assert_err(err, "root cgroup");
+}
+
+static void test_in_pod(void **state)
+{
+	json_object *k1 = J("{\"io.kubernetes.cri.sandbox-id\":\"abc\"}");
+	json_object *k2 = J("{\"io.kubernetes.cri-o.SandboxID\":\"abc\"}");
+	json_object *k3 = J("{\"io.kubernetes.pod.uid\":\"abc\"}");
+	json_object *no = J("{\"io.kubernetes.cri.sandbox-id\":\"\","
+			    "\"io.kubernetes.cri-o.ContainerType\":\"container\","
+			    "\"io.kubernetes.pod.uid\":7}");
+	json_object *podman = loadj("config-podman-pod.json");
+
+	(void)state;
+	assert_true(hook_in_pod(k1));
+	assert_true(hook_in_pod(k2));
+	assert_true(hook_in_pod(k3));
+	assert_false(hook_in_pod(no));
+	assert_false(hook_in_pod(NULL));
+	assert_true(hook_in_pod(json_object_object_get(podman, "annotations")));
+	json_object_put(k1);
+	json_object_put(k2);
+	json_object_put(k3);
+	json_object_put(no);
+	json_object_put(podman);
+}
+
+static void test_pod_cgroup(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	json_object *uid = J("{\"io.kubernetes.cri.sandbox-uid\":"
+			     "\"1b4e28ba-2fa1-11d2-883f-0016d3cca427\"}");
+	json_object *uid2 = J("{\"io.kubernetes.pod.uid\":"
+			      "\"1b4e28ba-2fa1-11d2-883f-0016d3cca427\"}");
+	json_object *none = J("{\"io.kubernetes.cri-o.SandboxID\":\"x\"}");
+	const char *hex64 = "f3d1c0b2a4e5968778695a4b3c2d1e0f"
+			    "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
+	char p[256];
+
+	(void)state;
+	/* kubelet, cgroupfs and systemd drivers */
+	assert_int_equal(hook_pod_cgroup_check("/kubepods/burstable/"
+		"pod1b4e28ba-2fa1-11d2-883f-0016d3cca427", uid, err), 0);
+	assert_int_equal(hook_pod_cgroup_check("/kubepods.slice/kubepods-"
+		"burstable.slice/kubepods-burstable-pod1b4e28ba_2fa1_11d2_883f_"
+		"0016d3cca427.slice", uid2, err), 0);
+	/* another pod's uid */
+	assert_int_equal(hook_pod_cgroup_check("/kubepods/burstable/"
+		"pod2b4e28ba-2fa1-11d2-883f-0016d3cca427", uid, err), -EINVAL);
+	assert_err(err, "not a pod's");
+	/* no uid annotation: a uid-like name; a static pod's 32 hex digits */
+	assert_int_equal(hook_pod_cgroup_check("/kubepods/"
+		"pod1b4e28ba-2fa1-11d2-883f-0016d3cca427", none, err), 0);
+	assert_int_equal(hook_pod_cgroup_check("/kubepods/"
+		"pod0123456789abcdef0123456789abcdef", none, err), 0);
+	/* podman: systemd and cgroupfs */
+	snprintf(p, sizeof(p), "/machine.slice/machine-libpod_pod_%s.slice", hex64);
+	assert_int_equal(hook_pod_cgroup_check(p, none, err), 0);
+	snprintf(p, sizeof(p), "/libpod_parent/%s", hex64);
+	assert_int_equal(hook_pod_cgroup_check(p, none, err), 0);
+	snprintf(p, sizeof(p), "/libpod_parent/%.63s", hex64);
+	assert_int_equal(hook_pod_cgroup_check(p, none, err), -EINVAL);
+	/* where standalone containers live: shared by everyone */
+	assert_int_equal(hook_pod_cgroup_check("/machine.slice", none, err),
+			 -EINVAL);
+	assert_int_equal(hook_pod_cgroup_check("/system.slice", uid, err),
+			 -EINVAL);
+	assert_int_equal(hook_pod_cgroup_check("/kubepods/burstable", none, err),
+			 -EINVAL);
+	assert_int_equal(hook_pod_cgroup_check("/kubepods/podcast", none, err),
+			 -EINVAL);
+	json_object_put(uid);
+	json_object_put(uid2);
+	json_object_put(none);
+}
+
+/* ---- devices given ------------------------------------------------------------------ */
+
+static void given_is(const char *cfg_text, bool g0, bool g1, bool g2, bool g3)
+{
+	char err[HOOK_ERR_LEN];
+	json_object *c = J(cfg_text);
+	bool given[4];
+
+	if (hook_given(c, &host, given, err))
+		fail_msg("%s: %s", cfg_text, err);
+	if (given[0] != g0 || given[1] != g1 || given[2] != g2 || given[3] != g3)
+		fail_msg("%s: given %d%d%d%d, want %d%d%d%d", cfg_text, given[0],
+			 given[1], given[2], given[3], g0, g1, g2, g3);
+	json_object_put(c);
+}
+
+static void given_err(const char *cfg_text, const char *needle)
+{
+	char err[HOOK_ERR_LEN] = "";
+	json_object *c = J(cfg_text);
+	bool given[4];
+
+	if (hook_given(c, &host, given, err) != -EINVAL)
+		fail_msg("%s: accepted", cfg_text);
+	assert_err(err, needle);
+	json_object_put(c);
+}
+
+#define ENV(x) "{\"process\":{\"env\":[\"" x "\"]}}"
+#define DEVS(x) "{\"linux\":{\"devices\":[" x "]}}"
+
+static void test_given_fixtures(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	json_object *c;
+	bool given[4];
+
+	(void)state;
+	c = loadj("config-containerd.json");	/* index 0; 195:0; not 'b' 195:1 */
+	assert_int_equal(hook_given(c, &host, given, err), 0);
+	assert_true(given[0] && !given[1] && !given[2] && !given[3]);
+	json_object_put(c);
+	c = loadj("config-podman-pod.json");	/* GPU-UUID1 and index 1 */
+	assert_int_equal(hook_given(c, &host, given, err), 0);
+	assert_true(!given[0] && given[1] && !given[2] && !given[3]);
+	json_object_put(c);
+	c = loadj("config-cdi.json");		/* 195:3, NXQUOTA_DEVICES */
+	assert_int_equal(hook_given(c, &host, given, err), 0);
+	assert_true(given[0] && !given[1] && !given[2] && given[3]);
+	json_object_put(c);
+}
+
+static void test_given_env(void **state)
+{
+	(void)state;
+	given_is("{}", false, false, false, false);
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES=0"), true, false, false, false);
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES=3, 1"), false, true, false, true);
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES=GPU-" UUID1), false, true, false, false);
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES=" UUID3), false, false, false, true);
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES=all"), true, true, false, true);
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES=none"), false, false, false, false);
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES=void"), false, false, false, false);
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES="), false, false, false, false);
+	given_is(ENV("NXQUOTA_DEVICES=host0,GPU-" UUID0), true, false, true, false);
+	given_is(ENV("NXQUOTA_DEVICES=all"), true, true, true, true);
+	given_err(ENV("NVIDIA_VISIBLE_DEVICES=2"), "no /dev/nvidia2");
+	given_err(ENV("NVIDIA_VISIBLE_DEVICES=7"), "not registered");
+	given_err(ENV("NVIDIA_VISIBLE_DEVICES=0,GPU-nope"), "\"GPU-nope\"");
+	given_err(ENV("NVIDIA_VISIBLE_DEVICES=MIG-" UUID0), "neither an index");
+	given_err(ENV("NVIDIA_VISIBLE_DEVICES=0 1"), "\"0 1\"");
+	given_err(ENV("NXQUOTA_DEVICES=" UUID0), "not a device registered");
+	given_err(ENV("NXQUOTA_DEVICES=0"), "not a device registered");
+}
+
+/*
+ * Untrusted process.env (the default): a name there gives a device only
+ * without a node; a device with a node needs it in linux.devices.  CDI's
+ * NXQUOTA_DEVICE_<X> variables, likewise.
+ */
+static void test_given_untrusted(void **state)
+{
+	(void)state;
+	host.trust_env = false;
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES=0"), false, false, false, false);
+	given_is(ENV("NVIDIA_VISIBLE_DEVICES=all"), false, false, false, false);
+	given_is(ENV("NXQUOTA_DEVICES=all"), false, false, true, false);
+	given_is(ENV("NXQUOTA_DEVICES=host0,GPU-" UUID0), false, false, true,
+		 false);
+	given_is("{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=all\"]},"
+		 "\"linux\":{\"devices\":[{\"type\":\"c\",\"major\":195,"
+		 "\"minor\":1}]}}", false, true, false, false);
+	given_is(ENV("NXQUOTA_DEVICE_HOST0=host0"), false, false, true, false);
+	given_is(ENV("NXQUOTA_DEVICE_GPU_X=GPU-" UUID3), false, false, false,
+		 false);
+	given_err(ENV("NXQUOTA_DEVICE_GPU_X=GPU-nope"), "not a device registered");
+	host.trust_env = true;
+	given_is(ENV("NXQUOTA_DEVICE_GPU_X=GPU-" UUID3), false, false, false,
+		 true);
+	given_is("{\"process\":{\"env\":[\"NXQUOTA_DEVICE_A=host0\","
+		 "\"NXQUOTA_DEVICE_B=GPU-" UUID1 "\"]}}", false, true, true,
+		 false);
+}
+
+static void test_given_linux_devices(void **state)
+{
+	(void)state;
+	given_is(DEVS("{\"type\":\"c\",\"major\":195,\"minor\":1}"),
+		 false, true, false, false);
+	given_is(DEVS("{\"type\":\"u\",\"major\":195,\"minor\":3}"),
+		 false, false, false, true);
+	given_is(DEVS("{\"type\":\"b\",\"major\":195,\"minor\":1},"
+		      "{\"type\":\"p\"},{\"type\":\"c\",\"major\":195,"
+		      "\"minor\":255},{\"type\":\"c\",\"major\":1,\"minor\":3}"),
+		 false, false, false, false);
+	given_err(DEVS("{\"type\":\"c\",\"major\":\"195\",\"minor\":1}"),
+		  "major is not a number");
+	given_err(DEVS("{\"type\":\"c\",\"minor\":1}"), "no valid major");
+	given_err(DEVS("{\"type\":\"c\",\"major\":-1,\"minor\":1}"),
+		  "no valid major");
+	given_err(DEVS("7"), "is not an object");
+	given_err("{\"linux\":{\"devices\":{}}}", "not an array");
+}
+
+/* ---- the plan ---------------------------------------------------------------- */
+
+/* Build the plan of annotations ann_text and config cfg_text. */
+static int plan(const char *ann_text, const char *cfg_text,
+		struct hook_plan *p, char *err)
+{
+	json_object *a = ann_text ? J(ann_text) : NULL, *c = J(cfg_text);
+	bool given[4];
+	int rc;
+
+	rc = hook_given(c, &host, given, err);
+	if (!rc)
+		rc = hook_plan_build(a, c, &host, given, p, err);
+	/* the budgets point into the JSON: keep it for the test's life */
+	return rc;
+}
+
+static void plan_err(const char *ann_text, const char *cfg_text,
+		     const char *needle)
+{
+	char err[HOOK_ERR_LEN] = "";
+	static struct hook_plan p;
+
+	if (plan(ann_text, cfg_text, &p, err) != -EINVAL)
+		fail_msg("%s / %s: accepted", ann_text, cfg_text);
+	assert_err(err, needle);
+}
+
+/* Budget i of p is (scope, dev, max or -1, min or -1). */
+static void budget_is(const struct hook_plan *p, size_t i,
+		      enum hook_scope scope, size_t dev, int64_t max,
+		      int64_t min)
+{
+	const struct hook_budget *b = &p->b[i];
+
+	if (i >= p->n)
+		fail_msg("budget %zu of %zu", i, p->n);
+	assert_int_equal(b->scope, scope);
+	assert_int_equal(b->dev, dev);
+	assert_int_equal(b->has_max, max >= 0);
+	if (max >= 0)
+		assert_int_equal(b->max, (uint64_t)max);
+	assert_int_equal(b->has_min, min >= 0);
+	if (min >= 0)
+		assert_int_equal(b->min, (uint64_t)min);
+}
+
+static void test_plan_fixtures(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	static struct hook_plan p;
+	json_object *c, *s;
+	struct hook_state st;
+	json_object *ann;
+	bool given[4];
+
+	(void)state;
+	/* containerd: the state's annotations, index 0 given */
+	s = loadj("state-creating.json");
+	c = loadj("config-containerd.json");
+	assert_int_equal(hook_state_parse(s, &st, err), 0);
+	assert_int_equal(hook_annotations(&st, c, &ann, err), 0);
+	assert_true(hook_wanted(ann, c));
+	assert_int_equal(hook_given(c, &host, given, err), 0);
+	assert_int_equal(hook_plan_build(ann, c, &host, given, &p, err), 0);
+	assert_int_equal(p.n, 2);
+	assert_true(p.pod);
+	budget_is(&p, 0, HOOK_POD, 0, 60 * GI, -1);	/* the parent first */
+	budget_is(&p, 1, HOOK_CONTAINER, 0, 40 * GI, 16 * GI);
+	assert_string_equal(p.b[1].min_src, "nxquota.io/min.0");
+	assert_string_equal(p.b[1].min_txt, "16Gi");
+	json_object_put(s);
+	json_object_put(c);
+
+	/* podman's pod: a decimal G, a per-GPU pod guarantee by UUID */
+	c = loadj("config-podman-pod.json");
+	assert_int_equal(hook_annotations(&(struct hook_state){ 0 }, c, &ann,
+					  err), 0);
+	assert_int_equal(hook_given(c, &host, given, err), 0);
+	assert_int_equal(hook_plan_build(ann, c, &host, given, &p, err), 0);
+	assert_int_equal(p.n, 2);
+	budget_is(&p, 0, HOOK_POD, 1, -1, 8 * GI);
+	budget_is(&p, 1, HOOK_CONTAINER, 1, 24000000000LL, -1);
+	json_object_put(c);
+
+	/* CDI: NVIDIA_GPU_MEMORY_* on both GPUs given, no annotation */
+	c = loadj("config-cdi.json");
+	assert_true(hook_wanted(NULL, c));
+	assert_int_equal(hook_given(c, &host, given, err), 0);
+	assert_int_equal(hook_plan_build(NULL, c, &host, given, &p, err), 0);
+	assert_int_equal(p.n, 2);
+	assert_false(p.pod);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 24 * GI, 8 * GI);
+	budget_is(&p, 1, HOOK_CONTAINER, 3, 24 * GI, 8 * GI);
+	assert_string_equal(p.b[0].max_src, "NVIDIA_GPU_MEMORY_LIMIT");
+	json_object_put(c);
+}
+
+static void test_plan_precedence(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	static struct hook_plan p;
+	const char *two = ENV("NVIDIA_VISIBLE_DEVICES=0,1");
+
+	(void)state;
+	/* per GPU beats all GPUs, in either order of the keys */
+	assert_int_equal(plan("{\"nxquota.io/max\":\"10Gi\",\"nxquota.io/max.1\":"
+			      "\"20Gi\"}", two, &p, err), 0);
+	assert_int_equal(p.n, 2);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 10 * GI, -1);
+	budget_is(&p, 1, HOOK_CONTAINER, 1, 20 * GI, -1);
+	assert_int_equal(plan("{\"nxquota.io/max.1\":\"20Gi\",\"nxquota.io/max\":"
+			      "\"10Gi\"}", two, &p, err), 0);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 10 * GI, -1);
+	budget_is(&p, 1, HOOK_CONTAINER, 1, 20 * GI, -1);
+	/* an annotation beats NVIDIA_GPU_MEMORY_*, field by field */
+	assert_int_equal(plan("{\"nxquota.io/max\":\"10Gi\"}",
+			      "{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=0\","
+			      "\"NVIDIA_GPU_MEMORY_LIMIT=30Gi\","
+			      "\"NVIDIA_GPU_MEMORY_REQUEST=5Gi\"]}}", &p, err), 0);
+	assert_int_equal(p.n, 1);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 10 * GI, 5 * GI);
+	assert_string_equal(p.b[0].max_src, "nxquota.io/max");
+	assert_string_equal(p.b[0].min_src, "NVIDIA_GPU_MEMORY_REQUEST");
+	/* a per-GPU annotation beats the environment on its GPU only */
+	assert_int_equal(plan("{\"nxquota.io/min.GPU-" UUID1 "\":\"1Gi\"}",
+			      "{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=0,1\","
+			      "\"NVIDIA_GPU_MEMORY_REQUEST=5Gi\"]}}", &p, err), 0);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, -1, 5 * GI);
+	budget_is(&p, 1, HOOK_CONTAINER, 1, -1, 1 * GI);
+	/* pod and container, both GPUs: the pod's first */
+	assert_int_equal(plan("{\"nxquota.io/pod-max\":\"80Gi\",\"nxquota.io/"
+			      "pod-min." UUID1 "\":\"4Gi\",\"nxquota.io/min\":"
+			      "\"2Gi\"}", two, &p, err), 0);
+	assert_int_equal(p.n, 4);
+	budget_is(&p, 0, HOOK_POD, 0, 80 * GI, -1);
+	budget_is(&p, 1, HOOK_POD, 1, 80 * GI, 4 * GI);
+	budget_is(&p, 2, HOOK_CONTAINER, 0, -1, 2 * GI);
+	budget_is(&p, 3, HOOK_CONTAINER, 1, -1, 2 * GI);
+	/* min == max is fine; 0 is a value */
+	assert_int_equal(plan("{\"nxquota.io/max\":\"1Gi\",\"nxquota.io/min\":"
+			      "\"1073741824\",\"nxquota.io/pod-min\":\"0\","
+			      "\"foo\":\"bar\"}", ENV("NVIDIA_VISIBLE_DEVICES=0"),
+			      &p, err), 0);
+	budget_is(&p, 0, HOOK_POD, 0, -1, 0);
+	budget_is(&p, 1, HOOK_CONTAINER, 0, GI, GI);
+}
+
+static void test_plan_nothing(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	static struct hook_plan p;
+
+	(void)state;
+	/* the environment alone, no GPU given: nothing to do */
+	assert_int_equal(plan(NULL, ENV("NVIDIA_GPU_MEMORY_LIMIT=1Gi"), &p, err),
+			 0);
+	assert_int_equal(p.n, 0);
+	assert_int_equal(plan("{\"foo\":\"1\"}", ENV("NVIDIA_VISIBLE_DEVICES=0"),
+			      &p, err), 0);
+	assert_int_equal(p.n, 0);
+}
+
+static void test_plan_errors(void **state)
+{
+	const char *g0 = ENV("NVIDIA_VISIBLE_DEVICES=0");
+
+	(void)state;
+	plan_err("{\"nxquota.io/max\":\"40Gx\"}", g0,
+		 "nxquota.io/max=\"40Gx\" is not a Kubernetes quantity");
+	plan_err("{\"nxquota.io/max\":\"-1Gi\"}", g0, "is negative");
+	plan_err("{\"nxquota.io/min\":\"20Ei\"}", g0, "above 2^64-1");
+	plan_err("{\"nxquota.io/max\":40}", g0, "is not a string");
+	plan_err("{\"nxquota.io/max\":\"1Gi\\n\"}", g0, "\"1Gi\\x0a\"");
+	plan_err("{\"nxquota.io/max\":\"1Gi\",\"nxquota.io/min\":\"2Gi\"}", g0,
+		 "min 2147483648 (nxquota.io/min=\"2Gi\") is above max "
+		 "1073741824 (nxquota.io/max=\"1Gi\") for the container's");
+	plan_err("{\"nxquota.io/pod-max\":\"1G\",\"nxquota.io/pod-min.0\":"
+		 "\"1Gi\"}", g0, "for the pod's cgroup on GPU-" UUID0);
+	plan_err("{\"nxquota.io/max\":\"1Gi\"}", "{\"process\":{\"env\":["
+		 "\"NVIDIA_VISIBLE_DEVICES=0\",\"NVIDIA_GPU_MEMORY_REQUEST=2Gi\"]}}",
+		 "(NVIDIA_GPU_MEMORY_REQUEST=\"2Gi\") is above max");
+	plan_err(NULL, "{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=0\","
+		 "\"NVIDIA_GPU_MEMORY_LIMIT=lots\"]}}",
+		 "NVIDIA_GPU_MEMORY_LIMIT=\"lots\" is not");
+	/* a GPU not given, named every way */
+	plan_err("{\"nxquota.io/max.1\":\"1Gi\"}", g0,
+		 "GPU-" UUID1 " was not given to the container");
+	plan_err("{\"nxquota.io/pod-min.GPU-" UUID3 "\":\"1Gi\"}", g0,
+		 "was not given");
+	plan_err("{\"nxquota.io/max." UUID1 "\":\"1Gi\"}", g0, "was not given");
+	plan_err("{\"nxquota.io/max.2\":\"1Gi\"}", g0, "no /dev/nvidia2");
+	plan_err("{\"nxquota.io/max.host0\":\"1Gi\"}", g0, "neither an index");
+	plan_err("{\"nxquota.io/max\":\"1Gi\"}", "{}", "given no GPU");
+	plan_err("{\"nxquota.io/pod-min\":\"1Gi\"}", "{}", "given no GPU");
+	/* one GPU named twice */
+	plan_err("{\"nxquota.io/max.0\":\"1Gi\",\"nxquota.io/max." UUID0 "\":"
+		 "\"2Gi\"}", g0, "both name GPU-" UUID0);
+	/* keys nxquota.io/ does not know */
+	plan_err("{\"nxquota.io/maximum\":\"1Gi\"}", g0, "unknown annotation");
+	plan_err("{\"nxquota.io/max.\":\"1Gi\"}", g0, "unknown annotation");
+	plan_err("{\"nxquota.io/Max\":\"1Gi\"}", g0, "unknown annotation");
+	plan_err("{\"nxquota.io/pod-\":\"1Gi\"}", g0, "unknown annotation");
+	plan_err("{\"nxquota.io/pod-pod-max\":\"1Gi\"}", g0, "unknown annotation");
+	plan_err("{\"nxquota.io/kill-on-ignore\":\"1\"}", g0,
+		 "unknown annotation \"nxquota.io/kill-on-ignore\"");
+}
+
+/* ---- what is in place ------------------------------------------------------------ */
+
+static void test_reconcile(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	static struct hook_plan p;
+	const char *ctr = "/k/pod1/c", *pod = "/k/pod1";
+	struct hook_node nodes[] = {
+		/* ancestors set_budget created: no budget of their own */
+		{ "GPU-" UUID0, "/k", HOOK_NO_MAX, 0 },
+		{ "GPU-" UUID0, "/k/pod1", 80 * GI, 0 },	/* a sibling's */
+		{ "GPU-" UUID1, "/k/pod1", HOOK_NO_MAX, 0 },
+		{ "GPU-" UUID0, "/k/pod1/c", 5 * GI, 1 * GI },
+		{ "GPU-" UUID1, "/k/pod1/other", 1 * GI, 0 },
+	};
+
+	(void)state;
+	assert_int_equal(plan("{\"nxquota.io/pod-max\":\"80Gi\",\"nxquota.io/"
+			      "max\":\"10Gi\"}", ENV("NVIDIA_VISIBLE_DEVICES=0,1"),
+			      &p, err), 0);
+	assert_int_equal(p.n, 4);
+	assert_int_equal(hook_reconcile(&p, &host, ctr, pod, nodes, 5, err), 0);
+	/* pod, GPU 0: there already, the same: left alone */
+	assert_true(p.b[0].existed && p.b[0].skip);
+	/* pod, GPU 1: a node without a budget: created */
+	assert_true(!p.b[1].existed && !p.b[1].skip);
+	/* container, GPU 0: replaced, the old values kept for an undo */
+	assert_true(p.b[2].existed && !p.b[2].skip);
+	assert_int_equal(p.b[2].old_max, 5 * GI);
+	assert_int_equal(p.b[2].old_min, 1 * GI);
+	/* container, GPU 1: /k/pod1/other is not it */
+	assert_true(!p.b[3].existed && !p.b[3].skip);
+	assert_int_equal(p.b[3].old_max, HOOK_NO_MAX);
+
+	/* the pod's budget with other values: refused, and says which */
+	assert_int_equal(plan("{\"nxquota.io/pod-max\":\"60Gi\"}",
+			      ENV("NVIDIA_VISIBLE_DEVICES=0"), &p, err), 0);
+	assert_int_equal(hook_reconcile(&p, &host, ctr, pod, nodes, 5, err),
+			 -EEXIST);
+	assert_err(err, "the pod's budget is already max=85899345920 min=0");
+	assert_err(err, "this container asks max=64424509440");
+	/* a field the pod's budget has and the annotations leave: fine */
+	assert_int_equal(plan("{\"nxquota.io/pod-min\":\"0\"}",
+			      ENV("NVIDIA_VISIBLE_DEVICES=0"), &p, err), 0);
+	assert_int_equal(hook_reconcile(&p, &host, ctr, pod, nodes, 5, err), 0);
+	assert_true(p.b[0].skip);
+	assert_int_equal(plan("{\"nxquota.io/pod-min\":\"1\"}",
+			      ENV("NVIDIA_VISIBLE_DEVICES=0"), &p, err), 0);
+	assert_int_equal(hook_reconcile(&p, &host, ctr, pod, nodes, 5, err),
+			 -EEXIST);
+	assert_err(err, "asks min=1");
+}
+
+/* ---- the record ------------------------------------------------------------------- */
+
+static void test_record(void **state)
+{
+	char err[HOOK_ERR_LEN], *s;
+	static struct hook_record r, back;
+
+	(void)state;
+	snprintf(r.id, sizeof(r.id), "ctr-1");
+	snprintf(r.control, sizeof(r.control), "/run/nxquota/control.sock");
+	snprintf(r.cgroup, sizeof(r.cgroup), "/k/pod1/c");
+	snprintf(r.pod, sizeof(r.pod), "/k/pod1");
+	r.n = 2;
+	r.b[0] = (struct hook_rec_budget){ .scope = HOOK_POD, .created = true,
+					   .has_max = true, .max = UINT64_MAX - 1 };
+	snprintf(r.b[0].device, sizeof(r.b[0].device), "GPU-" UUID0);
+	r.b[1] = (struct hook_rec_budget){ .scope = HOOK_CONTAINER,
+					   .has_min = true, .min = 0 };
+	snprintf(r.b[1].device, sizeof(r.b[1].device), "host0");
+	s = hook_record_format(&r);
+	assert_non_null(s);
+	assert_non_null(strstr(s, "\"authority\":\"nxquotad\""));
+	assert_non_null(strstr(s, "\"scope\":\"pod\""));
+	assert_non_null(strstr(s, "\"cgroup\":\"/k/pod1\""));
+	assert_int_equal(hook_record_parse(s, strlen(s), &back, err), 0);
+	free(s);
+	assert_string_equal(back.id, "ctr-1");
+	assert_string_equal(back.control, r.control);
+	assert_string_equal(back.cgroup, r.cgroup);
+	assert_string_equal(back.pod, r.pod);
+	assert_int_equal(back.n, 2);
+	assert_string_equal(back.b[0].device, "GPU-" UUID0);
+	assert_int_equal(back.b[0].scope, HOOK_POD);
+	assert_true(back.b[0].created && back.b[0].has_max && !back.b[0].has_min);
+	assert_int_equal(back.b[0].max, UINT64_MAX - 1);
+	assert_int_equal(back.b[1].scope, HOOK_CONTAINER);
+	assert_true(!back.b[1].created && back.b[1].has_min && !back.b[1].has_max);
+
+	/* the module: no control socket */
+	r.control[0] = '\0';
+	s = hook_record_format(&r);
+	assert_non_null(strstr(s, "\"authority\":\"module\""));
+	assert_null(strstr(s, "control"));
+	assert_int_equal(hook_record_parse(s, strlen(s), &back, err), 0);
+	assert_string_equal(back.control, "");
+	free(s);
+}
+
+static void record_bad(const char *text, const char *needle)
+{
+	char err[HOOK_ERR_LEN] = "";
+	static struct hook_record r;
+
+	if (hook_record_parse(text, strlen(text), &r, err) != -EINVAL)
+		fail_msg("record %s accepted", text);
+	assert_err(err, needle);
+}
+
+static void test_record_errors(void **state)
+{
+	(void)state;
+	record_bad("{\"version\":2,\"id\":\"a\",\"authority\":\"module\","
+		   "\"cgroup\":\"/a\"}", "not version 1");
+	record_bad("{\"version\":1,\"id\":\"a\",\"authority\":\"nxquotad\","
+		   "\"cgroup\":\"/a\"}", "unknown authority");
+	record_bad("{\"version\":1,\"id\":\"a\",\"authority\":\"x\","
+		   "\"cgroup\":\"/a\"}", "unknown authority");
+	record_bad("{\"version\":1,\"id\":\"a\",\"authority\":\"module\"}",
+		   "no cgroup");
+	record_bad("{\"version\":1,\"id\":\"a\",\"authority\":\"module\","
+		   "\"cgroup\":\"/a\",\"budgets\":[{\"device\":\"d\","
+		   "\"scope\":\"node\"}]}", "unknown scope");
+	record_bad("{\"version\":1,\"id\":\"a\",\"authority\":\"module\","
+		   "\"cgroup\":\"/a\",\"budgets\":[{\"scope\":\"pod\"}]}",
+		   "no device");
+	record_bad("{\"version\":1,\"id\":\"a\",\"authority\":\"module\","
+		   "\"cgroup\":\"/a\",\"budgets\":[{\"device\":\"d\","
+		   "\"scope\":\"pod\",\"max\":\"1\"}]}", "max is not a number");
+}
+
+/* ---- messages ------------------------------------------------------------------------ */
+
+static void test_quote(void **state)
+{
+	char big[400];
+
+	(void)state;
+	assert_string_equal(hook_q("a\"b\\c\n\x7f"), "\"a\\\"b\\\\c\\x0a\\x7f\"");
+	assert_string_equal(hook_q(NULL), "(none)");
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	assert_true(strlen(hook_q(big)) < 160);
+	assert_non_null(strstr(hook_q(big), "...\""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_state),
+		cmocka_unit_test(test_state_errors),
+		cmocka_unit_test(test_id),
+		cmocka_unit_test(test_stage),
+		cmocka_unit_test(test_env),
+		cmocka_unit_test(test_annotations_source),
+		cmocka_unit_test(test_wanted),
+		cmocka_unit_test(test_proc_cgroup),
+		cmocka_unit_test(test_cgroup_check),
+		cmocka_unit_test(test_cgroup_own_parent),
+		cmocka_unit_test(test_in_pod),
+		cmocka_unit_test(test_pod_cgroup),
+		cmocka_unit_test(test_given_fixtures),
+		cmocka_unit_test(test_given_env),
+		cmocka_unit_test(test_given_untrusted),
+		cmocka_unit_test(test_given_linux_devices),
+		cmocka_unit_test(test_plan_fixtures),
+		cmocka_unit_test(test_plan_precedence),
+		cmocka_unit_test(test_plan_nothing),
+		cmocka_unit_test(test_plan_errors),
+		cmocka_unit_test(test_reconcile),
+		cmocka_unit_test(test_record),
+		cmocka_unit_test(test_record_errors),
+		cmocka_unit_test(test_quote),
+	};
+
+	return cmocka_run_group_tests(tests, setup, NULL);
+}

@@ -1,0 +1,428 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotactl cdi generate: write a CDI spec (kind nxquota.io/gpu) whose
+ * devices give a container what it needs to be charged, for podman,
+ * CRI-O, containerd >= 1.7 and DRA drivers, which read CDI:
+ *
+ *  - one CDI device per registered nxquota device (named by its key) and
+ *    "all"; each sets NXQUOTA_DEVICE_<KEY>=<key> in the container (what
+ *    nxquota-hook reads to know which devices it was given) and brings the
+ *    device's node (its dev_t, found through /dev/char) so a holder can
+ *    prove access;
+ *  - for any of them: the authority (/dev/nxquota where the module is
+ *    loaded, else nxquotad's client socket, never its control socket),
+ *    the LD_PRELOAD shim (a read-only mount and LD_PRELOAD), NXQUOTA_REQUIRE
+ *    so that no process runs uncharged, and nxquota-hook as createRuntime
+ *    and poststop hooks.
+ *
+ * The spec is JSON (CDI reads .json and .yaml alike), written with json-c
+ * rather than by hand.  cdiVersion 0.5.0: what podman 4.3 (CDI v0.5.2)
+ * and containerd 1.7 read.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "cdi.h"
+#include "ledger.h"
+
+#ifdef NXQ_HAVE_JSONC
+#include <json-c/json.h>
+
+#ifndef NXQ_SBINDIR
+#define NXQ_SBINDIR "/usr/local/sbin"
+#endif
+#ifndef NXQ_LIBDIR
+#define NXQ_LIBDIR "/usr/local/lib"
+#endif
+
+/* Where the shim and the authority's socket appear in a container. */
+#define CDI_SHIM_PATH	"/usr/lib/nxquota/libnxquota-preload.so"
+#define CDI_SOCK_PATH	"/run/nxquota/nxquota.sock"
+
+struct cdi_opts {
+	const char *output;	/* NULL or "-": stdout */
+	const char *kind;
+	const char *hook;	/* NULL: no hooks */
+	const char *shim;	/* NULL: no shim */
+	bool nodes;		/* bring each device's node */
+	bool require;		/* NXQUOTA_REQUIRE=1 */
+};
+
+static json_object *cdi_str(const char *s)
+{
+	json_object *o = json_object_new_string(s);
+
+	if (!o) {
+		warnx_("out of memory");
+		exit(EX_FAIL);
+	}
+	return o;
+}
+
+static void cdi_add(json_object *obj, const char *key, json_object *val)
+{
+	if (!val || json_object_object_add(obj, key, val)) {
+		warnx_("out of memory");
+		exit(EX_FAIL);
+	}
+}
+
+static json_object *cdi_obj(void)
+{
+	json_object *o = json_object_new_object();
+
+	if (!o) {
+		warnx_("out of memory");
+		exit(EX_FAIL);
+	}
+	return o;
+}
+
+static json_object *cdi_arr(void)
+{
+	json_object *o = json_object_new_array();
+
+	if (!o) {
+		warnx_("out of memory");
+		exit(EX_FAIL);
+	}
+	return o;
+}
+
+static void cdi_push(json_object *arr, json_object *v)
+{
+	if (!v || json_object_array_add(arr, v)) {
+		warnx_("out of memory");
+		exit(EX_FAIL);
+	}
+}
+
+static void cdi_pushf(json_object *arr, const char *fmt, const char *a,
+		      const char *b)
+{
+	char buf[PATH_MAX + 128];
+
+	snprintf(buf, sizeof(buf), fmt, a, b);
+	cdi_push(arr, cdi_str(buf));
+}
+
+/*
+ * The environment variable naming @key: NXQUOTA_DEVICE_ and the key with
+ * every character but [A-Za-z0-9] as '_', upper case.
+ */
+static void cdi_env_name(const char *key, char *buf, size_t size)
+{
+	size_t i, n = snprintf(buf, size, "NXQUOTA_DEVICE_");
+
+	for (i = 0; key[i] && n + 1 < size; i++, n++)
+		buf[n] = isalnum((unsigned char)key[i]) ?
+			 (char)toupper((unsigned char)key[i]) : '_';
+	buf[n] = '\0';
+}
+
+/* A CDI device name: [A-Za-z0-9] first, then [A-Za-z0-9_.:-]. */
+static bool cdi_name_ok(const char *s)
+{
+	if (!isalnum((unsigned char)s[0]))
+		return false;
+	for (; *s; s++)
+		if (!isalnum((unsigned char)*s) && !strchr("_.:-", *s))
+			return false;
+	return true;
+}
+
+/* The node of "MAJOR:MINOR" under /dev (through /dev/char), or false. */
+static bool cdi_devt_path(const char *devt, char *buf, size_t size)
+{
+	char link[64];
+	struct stat st;
+
+	snprintf(link, sizeof(link), "/dev/char/%s", devt);
+	if (!realpath(link, buf) || strncmp(buf, "/dev/", 5) ||
+	    strlen(buf) >= size || stat(buf, &st) || !S_ISCHR(st.st_mode))
+		return false;
+	return true;
+}
+
+/* deviceNodes entry for @path, as the host has it. */
+static json_object *cdi_node(const char *path)
+{
+	json_object *o = cdi_obj();
+	struct stat st;
+
+	cdi_add(o, "path", cdi_str(path));
+	if (!stat(path, &st)) {
+		/* the host's mode and group: who in the container may open */
+		cdi_add(o, "fileMode", json_object_new_int(st.st_mode & 0777));
+		cdi_add(o, "uid", json_object_new_int64(st.st_uid));
+		cdi_add(o, "gid", json_object_new_int64(st.st_gid));
+	}
+	return o;
+}
+
+static json_object *cdi_mount(const char *host, const char *ctr, bool ro)
+{
+	json_object *o = cdi_obj(), *opts = cdi_arr();
+
+	cdi_add(o, "hostPath", cdi_str(host));
+	cdi_add(o, "containerPath", cdi_str(ctr));
+	cdi_push(opts, cdi_str("bind"));
+	cdi_push(opts, cdi_str(ro ? "ro" : "rw"));
+	cdi_push(opts, cdi_str("nosuid"));
+	cdi_push(opts, cdi_str("nodev"));
+	cdi_add(o, "options", opts);
+	return o;
+}
+
+static json_object *cdi_hook(const char *path, const char *stage,
+			     const char *control)
+{
+	json_object *o = cdi_obj(), *args = cdi_arr(), *env = cdi_arr();
+
+	cdi_add(o, "hookName", cdi_str(stage));
+	cdi_add(o, "path", cdi_str(path));
+	cdi_push(args, cdi_str("nxquota-hook"));
+	cdi_push(args, cdi_str(stage));
+	cdi_add(o, "args", args);
+	/* podman runs a poststop hook with this environment and no other */
+	cdi_push(env, cdi_str("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"));
+	if (control)
+		cdi_pushf(env, "NXQUOTA_CONTROL=%s%s", control, "");
+	cdi_add(o, "env", env);
+	cdi_add(o, "timeout", json_object_new_int(30));
+	return o;
+}
+
+/* The edits every device brings: authority, shim, hooks. */
+static json_object *cdi_common(struct ctl *n, const struct cdi_opts *o)
+{
+	json_object *ed = cdi_obj(), *env = cdi_arr(), *nodes = cdi_arr();
+	json_object *mounts = cdi_arr(), *hooks = cdi_arr();
+	const char *sock = getenv("NXQUOTA_SOCKET");
+	const char *control = NULL;
+
+	if (n->ufd < 0) {
+		cdi_push(nodes, cdi_node("/dev/nxquota"));
+	} else {
+		/*
+		 * nxquotad: its client socket only (the control socket is
+		 * root's, and a container's root may be the host's).  With
+		 * socket activation the socket outlives a restart of the
+		 * daemon, so the bind mount stays good.
+		 */
+		if (!sock || !sock[0])
+			sock = CDI_SOCK_PATH;
+		cdi_push(mounts, cdi_mount(sock, CDI_SOCK_PATH, false));
+		cdi_pushf(env, "NXQUOTA_SOCKET=%s%s", CDI_SOCK_PATH, "");
+		control = n->control ? n->control : getenv("NXQUOTA_CONTROL");
+		if (control && !control[0])
+			control = NULL;
+	}
+	if (o->shim) {
+		cdi_push(mounts, cdi_mount(o->shim, CDI_SHIM_PATH, true));
+		cdi_pushf(env, "LD_PRELOAD=%s%s", CDI_SHIM_PATH, "");
+	}
+	if (o->require)
+		cdi_push(env, cdi_str("NXQUOTA_REQUIRE=1"));
+	if (o->hook) {
+		cdi_push(hooks, cdi_hook(o->hook, "createRuntime", control));
+		cdi_push(hooks, cdi_hook(o->hook, "poststop", control));
+	}
+	cdi_add(ed, "env", env);
+	cdi_add(ed, "deviceNodes", nodes);
+	cdi_add(ed, "mounts", mounts);
+	cdi_add(ed, "hooks", hooks);
+	return ed;
+}
+
+/* One device's edits: its variable, and its node. */
+static void cdi_device_edits(const struct dev *d, const struct cdi_opts *o,
+			     json_object *env, json_object *nodes)
+{
+	char name[NXQ_DEVICE_KEY_MAX + 32], path[PATH_MAX];
+
+	cdi_env_name(d->key, name, sizeof(name));
+	cdi_pushf(env, "%s=%s", name, d->key);
+	if (o->nodes && d->devt[0] && cdi_devt_path(d->devt, path, sizeof(path)))
+		cdi_push(nodes, cdi_node(path));
+}
+
+static json_object *cdi_spec(struct ctl *n, const struct ledger *l,
+			     const struct cdi_opts *o)
+{
+	json_object *spec = cdi_obj(), *devs = cdi_arr();
+	json_object *all_env = cdi_arr(), *all_nodes = cdi_arr(), *all;
+	const struct dev *d = l->devs.v;
+	char a[NXQ_DEVICE_KEY_MAX + 32], b[NXQ_DEVICE_KEY_MAX + 32];
+	size_t i, j;
+
+	cdi_add(spec, "cdiVersion", cdi_str("0.5.0"));
+	cdi_add(spec, "kind", cdi_str(o->kind));
+	for (i = 0; i < l->devs.n; i++) {
+		json_object *dev, *ed, *env, *nodes;
+
+		if (!cdi_name_ok(d[i].key) || !strcmp(d[i].key, "all")) {
+			warnx_("%s: not a CDI device name; left out", d[i].key);
+			continue;
+		}
+		cdi_env_name(d[i].key, a, sizeof(a));
+		for (j = 0; j < i; j++) {
+			cdi_env_name(d[j].key, b, sizeof(b));
+			if (!strcmp(a, b)) {
+				warnx_("%s and %s give the same variable %s",
+				       d[j].key, d[i].key, a);
+				exit(EX_FAIL);
+			}
+		}
+		dev = cdi_obj();
+		ed = cdi_obj();
+		env = cdi_arr();
+		nodes = cdi_arr();
+		cdi_device_edits(&d[i], o, env, nodes);
+		cdi_device_edits(&d[i], o, all_env, all_nodes);
+		cdi_add(ed, "env", env);
+		cdi_add(ed, "deviceNodes", nodes);
+		cdi_add(dev, "name", cdi_str(d[i].key));
+		cdi_add(dev, "containerEdits", ed);
+		cdi_push(devs, dev);
+	}
+	all = cdi_obj();
+	cdi_add(all, "name", cdi_str("all"));
+	{
+		json_object *ed = cdi_obj();
+
+		cdi_add(ed, "env", all_env);
+		cdi_add(ed, "deviceNodes", all_nodes);
+		cdi_add(all, "containerEdits", ed);
+	}
+	cdi_push(devs, all);
+	cdi_add(spec, "devices", devs);
+	cdi_add(spec, "containerEdits", cdi_common(n, o));
+	return spec;
+}
+
+/* Write @text to @path atomically (a temporary file, then rename). */
+static int cdi_write(const char *path, const char *text)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(text);
+	int fd, e;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, 0644) || write(fd, text, len) != (ssize_t)len ||
+	    write(fd, "\n", 1) != 1 || fsync(fd)) {
+		e = -errno;
+		close(fd);
+		unlink(tmp);
+		return e ? e : -EIO;
+	}
+	if (close(fd) || rename(tmp, path)) {
+		e = -errno;
+		unlink(tmp);
+		return e;
+	}
+	return 0;
+}
+
+static int cdi_usage(void)
+{
+	warnx_("usage: cdi generate [--output FILE] [--kind VENDOR/CLASS] "
+	       "[--hook PATH | --no-hook] [--shim PATH | --no-shim] "
+	       "[--no-nodes] [--no-require]");
+	return EX_USAGE;
+}
+
+int cmd_cdi(struct ctl *n, int argc, char **argv)
+{
+	struct cdi_opts o = {
+		.kind = "nxquota.io/gpu",
+		.hook = NXQ_SBINDIR "/nxquota-hook",
+		.shim = NXQ_LIBDIR "/libnxquota-preload.so",
+		.nodes = true,
+		.require = true,
+	};
+	json_object *spec;
+	struct ledger l;
+	const char *text;
+	int i, rc, err;
+
+	if (argc < 1 || strcmp(argv[0], "generate"))
+		return cdi_usage();
+	for (i = 1; i < argc; i++) {
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(argv[i], "--no-hook")) {
+			o.hook = NULL;
+		} else if (!strcmp(argv[i], "--no-shim")) {
+			o.shim = NULL;
+		} else if (!strcmp(argv[i], "--no-nodes")) {
+			o.nodes = false;
+		} else if (!strcmp(argv[i], "--no-require")) {
+			o.require = false;
+		} else if (v && !strcmp(argv[i], "--output")) {
+			o.output = argv[++i];
+		} else if (v && !strcmp(argv[i], "--kind")) {
+			o.kind = argv[++i];
+		} else if (v && !strcmp(argv[i], "--hook")) {
+			o.hook = argv[++i];
+		} else if (v && !strcmp(argv[i], "--shim")) {
+			o.shim = argv[++i];
+		} else {
+			return cdi_usage();
+		}
+	}
+	if ((o.hook && o.hook[0] != '/') || (o.shim && o.shim[0] != '/')) {
+		warnx_("cdi: --hook and --shim take absolute paths");
+		return EX_USAGE;
+	}
+	if (o.hook && access(o.hook, X_OK))
+		warnx_("cdi: warning: %s: %s (runtimes fail a container whose "
+		       "CDI hook is missing)", o.hook, strerror(errno));
+	if (o.shim && access(o.shim, R_OK))
+		warnx_("cdi: warning: %s: %s", o.shim, strerror(errno));
+	rc = read_ledger(n, NULL, &l);
+	if (rc)
+		return rc;
+	spec = cdi_spec(n, &l, &o);
+	ledger_free(&l);
+	text = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PRETTY |
+					      JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (!o.output || !strcmp(o.output, "-")) {
+		printf("%s\n", text);
+		rc = EX_OK;
+	} else {
+		err = cdi_write(o.output, text);
+		if (err)
+			warnx_("cdi: %s: %s", o.output, strerror(-err));
+		rc = err ? EX_FAIL : EX_OK;
+	}
+	json_object_put(spec);
+	return rc;
+}
+
+#else /* !NXQ_HAVE_JSONC */
+
+int cmd_cdi(struct ctl *n, int argc, char **argv)
+{
+	(void)n;
+	(void)argc;
+	(void)argv;
+	warnx_("cdi: this nxquotactl was built without json-c "
+	       "(apt-get install libjson-c-dev, then rebuild)");
+	return EX_FAIL;
+}
+
+#endif /* NXQ_HAVE_JSONC */

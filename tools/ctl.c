@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The authority's transport, shared by nxquotactl and nxquota-hook: the
+ * module's generic netlink family "nxquota" if it resolves, else
+ * nxquotad's control socket, which speaks the same family, one netlink
+ * message per SOCK_SEQPACKET message (daemon/proto.h).  The messages,
+ * sequence checks and callbacks are libnl's either way.  See ctl.h.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <netlink/netlink.h>
+#include <netlink/genl/genl.h>
+#include <netlink/genl/ctrl.h>
+#include <linux/netlink.h>
+
+#include <linux/nxquota.h>
+
+#include "ctl.h"
+#include "fmt.h"
+
+const char *prog = "nxquotactl";
+
+void warnx_(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* ---- the family ---------------------------------------------------------- */
+
+
+/*
+ * The daemon's transport under libnl: nl_send_auto() and nl_recvmsgs()
+ * call these instead of sendmsg/recvmsg on a netlink socket, so the
+ * messages, the sequence checks and the callbacks are libnl's as with the
+ * module.  One connection per process.
+ */
+static int ux_fd = -1;
+
+static int ux_send(struct nl_sock *sk, struct nl_msg *msg)
+{
+	struct nlmsghdr *h = nlmsg_hdr(msg);
+	ssize_t n;
+
+	(void)sk;
+	n = send(ux_fd, h, h->nlmsg_len, MSG_NOSIGNAL);
+	if (n < 0)
+		return -nl_syserr2nlerr(errno);
+	return (int)n;
+}
+
+static int ux_recv(struct nl_sock *sk, struct sockaddr_nl *nla,
+		   unsigned char **buf, struct ucred **creds)
+{
+	ssize_t n, size;
+
+	(void)sk;
+	if (creds)
+		*creds = NULL;
+	memset(nla, 0, sizeof(*nla));
+	nla->nl_family = AF_NETLINK;
+	do
+		size = recv(ux_fd, NULL, 0, MSG_PEEK | MSG_TRUNC);
+	while (size < 0 && errno == EINTR);
+	if (size <= 0) {
+		if (size == 0)	/* the daemon closed the connection */
+			errno = ECONNRESET;
+		return -nl_syserr2nlerr(errno);
+	}
+	*buf = malloc((size_t)size);
+	if (!*buf)
+		return -NLE_NOMEM;
+	do
+		n = recv(ux_fd, *buf, (size_t)size, 0);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		free(*buf);
+		*buf = NULL;
+		if (n == 0)
+			errno = ECONNRESET;
+		return -nl_syserr2nlerr(errno);
+	}
+	return (int)n;
+}
+
+/* A callback set for one request, on whichever transport. */
+struct nl_cb *ctl_cb(struct ctl *n)
+{
+	struct nl_cb *cb = nl_cb_alloc(NL_CB_DEFAULT);
+
+	if (cb && n->ufd >= 0)
+		nl_cb_overwrite_recv(cb, ux_recv);
+	return cb;
+}
+
+/* Connect to the daemon's control socket at @path: fd, or -errno. */
+static int ux_dial(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, e;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Use the daemon at @path: 0, or -errno of the connection. */
+static int ctl_connect_daemon(struct ctl *n, const char *path)
+{
+	struct nl_cb *cb;
+	int fd = ux_dial(path);
+
+	if (fd < 0)
+		return fd;
+	ux_fd = n->ufd = fd;
+	n->family = NXQD_GENL_ID;
+	cb = nl_socket_get_cb(n->sk);
+	nl_cb_overwrite_send(cb, ux_send);
+	nl_cb_overwrite_recv(cb, ux_recv);
+	nl_cb_put(cb);
+	return 0;
+}
+
+static int daemon_denied(const char *path)
+{
+	warnx_("%s: permission denied (nxquotad's control socket is root's)",
+	       path);
+	return EX_PERM;
+}
+
+int ctl_connect(struct ctl *n)
+{
+	const char *path = getenv("NXQUOTA_CONTROL");
+	int one = 1, err, nl_err = 0;
+
+	n->ufd = -1;
+	n->sk = nl_socket_alloc();
+	if (!n->sk) {
+		warnx_("out of memory");
+		return EX_FAIL;
+	}
+	if (n->control) {
+		err = ctl_connect_daemon(n, n->control);
+		if (err == -EACCES || err == -EPERM)
+			return daemon_denied(n->control);
+		if (err) {
+			warnx_("no nxquotad control socket at %s: %s",
+			       n->control, strerror(-err));
+			return EX_NOMOD;
+		}
+		return EX_OK;
+	}
+	if (genl_connect(n->sk) < 0) {
+		nl_err = errno;
+	} else {
+		setsockopt(nl_socket_get_fd(n->sk), SOL_NETLINK,
+			   NETLINK_EXT_ACK, &one, sizeof(one));
+		n->family = genl_ctrl_resolve(n->sk, NXQUOTA_FAMILY_NAME);
+		if (n->family >= 0)
+			return EX_OK;
+		/* Start again on a socket that libnl never connected. */
+		nl_socket_free(n->sk);
+		n->sk = nl_socket_alloc();
+		if (!n->sk) {
+			warnx_("out of memory");
+			return EX_FAIL;
+		}
+	}
+	if (!path || !path[0])
+		path = NXQD_CONTROL_PATH;
+	err = ctl_connect_daemon(n, path);
+	if (!err)
+		return EX_OK;
+	if (err == -EACCES || err == -EPERM)
+		return daemon_denied(path);
+	if (nl_err)
+		warnx_("cannot open a generic netlink socket: %s",
+		       strerror(nl_err));
+	warnx_("no nxquota authority: the module is not loaded (no generic "
+	       "netlink family \"%s\"; try: modprobe nxquota) and nxquotad "
+	       "does not answer at %s (%s; start it, or set NXQUOTA_CONTROL "
+	       "or --control PATH)", NXQUOTA_FAMILY_NAME, path, strerror(-err));
+	return EX_NOMOD;
+}
+
+
+static int on_error(struct sockaddr_nl *nla, struct nlmsgerr *e, void *arg)
+{
+	struct nlmsghdr *h = (struct nlmsghdr *)((char *)e - NLMSG_HDRLEN);
+	struct reply *r = arg;
+	size_t off;
+
+	(void)nla;
+	r->error = e->error;
+	r->done = true;
+	r->msg[0] = 0;
+	if (!(h->nlmsg_flags & NLM_F_ACK_TLVS))
+		return NL_STOP;
+	off = NLMSG_HDRLEN + sizeof(*e);
+	if (!(h->nlmsg_flags & NLM_F_CAPPED))
+		off += e->msg.nlmsg_len - NLMSG_HDRLEN;
+	while (off + NLA_HDRLEN <= h->nlmsg_len) {
+		struct nlattr *a = (struct nlattr *)((char *)h + off);
+
+		if (a->nla_len < NLA_HDRLEN)
+			break;
+		if (a->nla_type == NLMSGERR_ATTR_MSG)
+			snprintf(r->msg, sizeof(r->msg), "%.*s",
+				 (int)(a->nla_len - NLA_HDRLEN),
+				 (char *)a + NLA_HDRLEN);
+		off += NLA_ALIGN(a->nla_len);
+	}
+	return NL_STOP;
+}
+
+static int on_ack(struct nl_msg *msg, void *arg)
+{
+	struct reply *r = arg;
+
+	(void)msg;
+	r->done = true;
+	return NL_STOP;
+}
+
+static int on_intr(struct nl_msg *msg, void *arg)
+{
+	struct reply *r = arg;
+
+	(void)msg;
+	r->intr = true;
+	return NL_OK;
+}
+
+static int on_valid(struct nl_msg *msg, void *arg)
+{
+	struct nlattr *tb[NXQUOTA_A_BUDGET_LAST + 8];
+	struct reply *r = arg;
+	int err;
+
+	err = genlmsg_parse(nlmsg_hdr(msg), 0, tb, r->maxattr, NULL);
+	if (err < 0 || !r->data)
+		return NL_OK;
+	return r->data(tb, r->arg) < 0 ? NL_STOP : NL_OK;
+}
+
+/* Send msg and read until the ack or the end of the dump. */
+int ctl_request(struct ctl *n, struct nl_msg *msg, struct reply *r)
+{
+	struct nl_cb *cb = ctl_cb(n);
+	int err;
+
+	if (!cb)
+		return -ENOMEM;
+	nl_cb_err(cb, NL_CB_CUSTOM, on_error, r);
+	nl_cb_set(cb, NL_CB_ACK, NL_CB_CUSTOM, on_ack, r);
+	nl_cb_set(cb, NL_CB_FINISH, NL_CB_CUSTOM, on_ack, r);
+	nl_cb_set(cb, NL_CB_DUMP_INTR, NL_CB_CUSTOM, on_intr, r);
+	nl_cb_set(cb, NL_CB_VALID, NL_CB_CUSTOM, on_valid, r);
+	err = nl_send_auto(n->sk, msg);
+	while (err >= 0 && !r->done)
+		err = nl_recvmsgs(n->sk, cb);
+	nl_cb_put(cb);
+	nlmsg_free(msg);
+	if (err < 0 && !r->error)
+		r->error = -EIO;
+	return r->error;
+}
+
+struct nl_msg *ctl_new(struct ctl *n, uint8_t cmd, int flags)
+{
+	struct nl_msg *msg = nlmsg_alloc();
+
+	if (!msg || !genlmsg_put(msg, NL_AUTO_PORT, NL_AUTO_SEQ, n->family, 0,
+				 flags, cmd, NXQUOTA_FAMILY_VERSION)) {
+		warnx_("out of memory");
+		exit(EX_FAIL);
+	}
+	return msg;
+}
+
+/**
+ * ctl_report() - report a failed request on stderr; returns the exit status
+ */
+int ctl_report(const char *what, struct reply *r)
+{
+	int err = -r->error;
+
+	if (err == EPERM) {
+		warnx_("%s: permission denied (needs CAP_SYS_ADMIN)", what);
+		return EX_PERM;
+	}
+	warnx_("%s: %s (%s)%s%s", what, strerror(err), nxq_errno_name(err),
+	       r->msg[0] ? ": " : "", r->msg);
+	return EX_FAIL;
+}
+
+/**
+ * ctl_close() - drop the connection ctl_connect() made
+ */
+void ctl_close(struct ctl *n)
+{
+	if (n->sk)
+		nl_socket_free(n->sk);
+	if (n->ufd >= 0)
+		close(n->ufd);
+	n->sk = NULL;
+	n->ufd = -1;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The ledger as the authority's dumps give it (ledger.c): devices, budget
+ * nodes and holders, read with DEVICE_GET, BUDGET_GET and HOLDER_GET
+ * dumps over ctl.h's transport.
+ */
+#ifndef NXQ_TOOLS_LEDGER_H
+#define NXQ_TOOLS_LEDGER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/nxquota.h>
+
+#include "ctl.h"
+
+struct dev {
+	char key[NXQ_DEVICE_KEY_MAX];
+	uint64_t capacity, used, denials, capacity_hits, tickets, bytes_asked;
+	uint64_t bytes_released, kills, waits, timeouts;
+	uint64_t default_max, events_dropped;
+	uint32_t holders, ticket_timeout_ms;
+	char devt[32];		/* "MAJOR:MINOR", or "" for none */
+};
+
+struct node {
+	char device[NXQ_DEVICE_KEY_MAX];
+	char path[4096];
+	uint64_t id, parent, max, min, emin, current, borrowed, headroom;
+	uint64_t emax, claimed;	/* effective max, children's guarantees */
+	uint32_t overcommitted;	/* 0 or 1 (a metric's 32-bit field) */
+	bool max_set;		/* max is the cgroup's own */
+	uint64_t max_hits, denials, tickets, bytes_asked, bytes_released, kills;
+	uint32_t holders;
+	uint32_t holders_max, waiters_max, priority_max, wait_max_ms;
+	bool has_parent, kill_on_ignore;
+	int depth;
+};
+
+struct holder {
+	char device[NXQ_DEVICE_KEY_MAX];
+	uint64_t cgroup, charge, reclaimable, tgen, tbytes, tdeadline;
+	uint32_t pid, priority, treason, tlevel;
+	bool topen;
+};
+
+struct vec {
+	void *v;
+	size_t n, cap, size;
+};
+
+struct ledger {
+	struct vec devs, nodes, holders;
+};
+
+/* Append a zeroed element (exits on ENOMEM). */
+void *vec_add(struct vec *v);
+uint64_t u64_or(struct nlattr *a, uint64_t def);
+uint32_t u32_or(struct nlattr *a, uint32_t def);
+void str_to(char *dst, size_t size, struct nlattr *a);
+/* Dump callbacks: append one device, node or holder to the vec @arg. */
+int dev_cb(struct nlattr **tb, void *arg);
+int node_cb(struct nlattr **tb, void *arg);
+int holder_cb(struct nlattr **tb, void *arg);
+/* One dump of @cmd (filtered by @device when set): EX_*; *intr set if
+ * the authority flagged it interrupted. */
+int dump(struct ctl *n, uint8_t cmd, int maxattr, int filter_attr,
+	 const char *device, int (*fn)(struct nlattr **, void *),
+	 struct vec *v, bool *intr);
+/* Devices, nodes and holders (of @device, or all): EX_*. */
+int read_ledger(struct ctl *n, const char *device, struct ledger *l);
+void ledger_free(struct ledger *l);
+
+#endif /* NXQ_TOOLS_LEDGER_H */
