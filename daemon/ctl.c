@@ -615,6 +615,8 @@ static int ctl_budget_dump(struct ctl_req *r)
 	list_for_each_entry(dev, &nxqd_ledger.devices, link) {
 		if (key && strcmp(key, dev->key))
 			continue;
+		/* a budget whose cgroup was removed goes with it */
+		nxq_device_prune(dev);
 		xa_for_each(&dev->nodes, id, node) {
 			m = ctl_dump_add(&d, r, NXQUOTA_CMD_BUDGET_GET);
 			if (m)

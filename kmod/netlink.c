@@ -517,8 +517,22 @@ static const struct nla_policy nxq_nl_budget_get_policy[] = {
 
 static int nxq_nl_budget_start(struct netlink_callback *cb)
 {
-	return nxq_nl_dump_start(cb, nxq_nl_budget_get_policy,
-				 NXQUOTA_A_BUDGET_DEVICE);
+	struct nxq_device *dev;
+	int err;
+
+	err = nxq_nl_dump_start(cb, nxq_nl_budget_get_policy,
+				NXQUOTA_A_BUDGET_DEVICE);
+	if (err)
+		return err;
+	/*
+	 * A budget whose cgroup was removed goes with it: drop those before
+	 * showing the budgets (the dump walks every node anyway).
+	 */
+	mutex_lock(&nxq_ledger.lock);
+	list_for_each_entry(dev, &nxq_ledger.devices, link)
+		nxq_device_prune(dev);
+	mutex_unlock(&nxq_ledger.lock);
+	return 0;
 }
 
 static int nxq_nl_budget_dumpit(struct sk_buff *skb,

@@ -78,6 +78,7 @@ static void one(const struct layout *l)
 	struct sc_peer c1, c2, c3, st;
 	const char *pod = l->dirs[l->npod];
 	int i, ndirs = 0;
+	uint64_t podid;
 	struct sc_rep r;
 
 	sc_log("layout %s: pod %s", l->name, pod);
@@ -123,12 +124,23 @@ static void one(const struct layout *l)
 	PEER_STOP(&c3);
 	PEER_STOP(&st);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
-	CHECK_OK(sc_clear_budget(KEY, pod));
+	/*
+	 * Nobody clears the pod's budget: it goes with its cgroup, at the
+	 * next change of the device's budgets (or netlink dump).
+	 */
+	podid = CG_ID(pod);
 	CHECK_OK(sc_cg_remove(l->stranger));
 	for (i = 2; i >= 0; i--)
 		CHECK_OK(sc_cg_remove(l->ctr[i]));
 	for (i = ndirs - 1; i >= 0; i--)
 		CHECK_OK(sc_cg_remove(l->dirs[i]));
+	CHECK(sc_node_exists(KEY, podid) || sc_daemon());
+	CHECK_OK(sc_cg_create("/nxq-lay-x"));
+	CHECK_OK(sc_set_budget(KEY, "/nxq-lay-x max=1M"));
+	CHECK_OK(sc_clear_budget(KEY, "/nxq-lay-x"));
+	CHECK_OK(sc_cg_remove("/nxq-lay-x"));
+	if (sc_node_exists(KEY, podid))
+		FAIL("%s: the budget of %s outlived its cgroup", l->name, pod);
 }
 
 int main(int argc, char **argv)
