@@ -468,7 +468,8 @@ static int nxqd_ioc_version(struct nxqd_req_ctx *r, struct nxq_holder *h,
 
 	a->abi_version = NXQ_ABI_VERSION;
 	a->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
-		      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS;
+		      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS |
+		      NXQ_FEAT_STATUS_V1;
 	return 0;
 }
 
@@ -848,8 +849,10 @@ static const struct nxqd_ioc nxqd_iocs[] = {
 		 nxqd_ioc_ticket_answer, NULL),
 };
 
-/* The largest argument any command takes. */
-#define NXQD_IOC_ARG_MAX	sizeof(struct nxq_holder_reg)
+/* The largest argument any command takes (a build check below). */
+#define NXQD_IOC_ARG_MAX	sizeof(struct nxq_status)
+_Static_assert(sizeof(struct nxq_holder_reg) <= NXQD_IOC_ARG_MAX,
+	       "NXQD_IOC_ARG_MAX");
 
 #define NXQD_CMD(cmd)	((cmd) & ~(_IOC_SIZEMASK << _IOC_SIZESHIFT))
 

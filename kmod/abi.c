@@ -53,9 +53,11 @@ int nxq_abi_uncharge_check(const void *karg)
  */
 int nxq_abi_status(struct nxq_holder *h, struct nxq_status *a)
 {
+	struct nxq_refusal_rec r;
 	struct nxq_budget b;
 
-	nxq_holder_budget(h, &b, &a->holder_charge, &a->holder_reclaimable);
+	nxq_holder_status(h, &b, &a->holder_charge, &a->holder_reclaimable,
+			  &a->room, &a->limit, &r);
 	a->cgroup_id = READ_ONCE(h->node)->id;
 	a->node_current = b.current_bytes;
 	a->node_max = b.max;
@@ -64,6 +66,15 @@ int nxq_abi_status(struct nxq_holder *h, struct nxq_status *a)
 	a->headroom = b.headroom;
 	a->device_capacity = b.capacity;
 	a->device_used = b.used;
+	/* version 1 */
+	a->node_effective_max = b.effective_max;
+	a->last_error = r.err;
+	a->last_level = r.level;
+	a->last_bytes = r.bytes;
+	a->last_limit = r.limit;
+	a->last_min = r.min;
+	a->last_usage = r.usage;
+	a->last_ns = r.ns;
 	return 0;
 }
 

@@ -271,7 +271,8 @@ static long nxq_ioc_version(struct nxq_file *f, struct nxq_holder *h,
 
 	a->abi_version = NXQ_ABI_VERSION;
 	a->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
-		      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS;
+		      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS |
+		      NXQ_FEAT_STATUS_V1;
 	return 0;
 }
 
@@ -567,7 +568,7 @@ static const struct nxq_ioc nxq_iocs[] = {
 };
 
 /* The largest argument any command takes. */
-#define NXQ_IOC_ARG_MAX		sizeof(struct nxq_holder_reg)
+#define NXQ_IOC_ARG_MAX		sizeof(struct nxq_status)
 
 #define NXQ_CMD(cmd)	((cmd) & ~IOCSIZE_MASK)
 
@@ -585,7 +586,7 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	u32 usize;
 	long err;
 
-	BUILD_BUG_ON(sizeof(struct nxq_status) > NXQ_IOC_ARG_MAX);
+	BUILD_BUG_ON(sizeof(struct nxq_holder_reg) > NXQ_IOC_ARG_MAX);
 	BUILD_BUG_ON(sizeof(struct nxq_ticket) > NXQ_IOC_ARG_MAX);
 	/* nxq_iocs[] is indexed by command number; a hole has cmd 0. */
 	i = _IOC_NR(cmd);

@@ -12,6 +12,8 @@
 #include <linux/overflow.h>
 #include <linux/bug.h>
 #include <linux/errno.h>
+#include <linux/ktime.h>
+#include <linux/string.h>
 
 #include "counter.h"
 
@@ -284,12 +286,71 @@ struct nxq_node *nxq_guarantor(struct nxq_node *node)
 	return node;
 }
 
-static void __nxq_node_budget(struct nxq_node *node, struct nxq_budget *b)
+/* What one more charge at @node could take now: the least room left. */
+static u64 nxq_node_headroom(struct nxq_node *node)
 {
 	struct nxq_device *dev = node->dev;
 	bool budget_below = false;
 	struct nxq_node *n;
 	u64 room, r;
+
+	room = dev->capacity > dev->used ? dev->capacity - dev->used : 0;
+	for (n = node; n; n = n->parent) {
+		r = nxq_node_room(n);
+		/* default_max binds only paths without a budget */
+		if (!n->max_set && budget_below)
+			r = NXQ_UNLIMITED;
+		room = min(room, r);
+		budget_below |= nxq_budgeted(n);
+	}
+	return room;
+}
+
+/**
+ * nxq_holder_limits() - what a holder could charge now, and at most
+ * @h: the holder
+ * @room: set to what one more charge could take now: the headroom, and
+ *	for a holder without an eventfd, no more than keeps its node within
+ *	its effective min (the largest such charge, by bisection: the room
+ *	left under it shrinks as the charge grows, see nxq_within_emin())
+ * @limit: set to the most its node could hold: its effective max and the
+ *	capacity, and for a holder without an eventfd, the most its effective
+ *	min could reach
+ *
+ * What a budget-aware cuMemGetInfo() reports.  O(64 x depth) at most.
+ *
+ * Context: the device lock is held.
+ */
+void nxq_holder_limits(struct nxq_holder *h, u64 *room, u64 *limit)
+{
+	struct nxq_node *node = h->node;
+	u64 lo = 0, hi, mid;
+
+	lockdep_assert_held(&node->dev->lock);
+	*room = nxq_node_headroom(node);
+	*limit = min(nxq_node_eff_max(node), node->dev->capacity);
+	if (h->priv)
+		return;
+	*limit = min(*limit, nxq_emin_bound(node));
+	if (!nxq_within_emin(node, 0)) {
+		*room = 0;
+		return;
+	}
+	/* the largest x in [0, room] with nxq_within_emin(node, x) */
+	hi = *room;
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2 + ((hi - lo) & 1);
+		if (nxq_within_emin(node, mid))
+			lo = mid;
+		else
+			hi = mid - 1;
+	}
+	*room = lo;
+}
+
+static void __nxq_node_budget(struct nxq_node *node, struct nxq_budget *b)
+{
+	struct nxq_device *dev = node->dev;
 
 	lockdep_assert_held(&dev->lock);
 	b->current_bytes = node->usage;
@@ -309,16 +370,7 @@ static void __nxq_node_budget(struct nxq_node *node, struct nxq_budget *b)
 	b->denials = node->denials;
 	b->capacity = dev->capacity;
 	b->used = dev->used;
-	room = dev->capacity > dev->used ? dev->capacity - dev->used : 0;
-	for (n = node; n; n = n->parent) {
-		r = nxq_node_room(n);
-		/* default_max binds only paths without a budget */
-		if (!n->max_set && budget_below)
-			r = NXQ_UNLIMITED;
-		room = min(room, r);
-		budget_below |= nxq_budgeted(n);
-	}
-	b->headroom = room;
+	b->headroom = nxq_node_headroom(node);
 }
 
 /**
@@ -352,6 +404,31 @@ void nxq_holder_budget(struct nxq_holder *h, struct nxq_budget *b,
 	__nxq_node_budget(h->node, b);
 	*charge = h->charge;
 	*reclaimable = h->reclaimable;
+	spin_unlock(&h->node->dev->lock);
+}
+
+/**
+ * nxq_holder_status() - a holder's STATUS, read under one lock
+ * @h: the holder
+ * @b: its node's budget (nxq_node_budget())
+ * @charge: set to its charge
+ * @reclaimable: set to its reclaimable bytes
+ * @room: set as nxq_holder_limits() sets it
+ * @limit: set as nxq_holder_limits() sets it
+ * @refused: set to its last refused charge
+ *
+ * Context: takes the device lock.
+ */
+void nxq_holder_status(struct nxq_holder *h, struct nxq_budget *b,
+		       u64 *charge, u64 *reclaimable, u64 *room, u64 *limit,
+		       struct nxq_refusal_rec *refused)
+{
+	spin_lock(&h->node->dev->lock);
+	__nxq_node_budget(h->node, b);
+	*charge = h->charge;
+	*reclaimable = h->reclaimable;
+	nxq_holder_limits(h, room, limit);
+	*refused = h->refused;
 	spin_unlock(&h->node->dev->lock);
 }
 
@@ -479,6 +556,65 @@ int nxq_never_fits(struct nxq_holder *h, u64 bytes,
 	return 0;
 }
 
+/*
+ * What @hit's limit was when a charge of @bytes from @h's path met it:
+ * its max, default_max over what it charges outside budgets, or (a
+ * holder without an eventfd) the guarantee it draws on.
+ */
+static void nxq_hit_limit(struct nxq_holder *h, struct nxq_node *hit,
+			  u64 bytes, struct nxq_refusal_rec *r)
+{
+	u64 sum;
+
+	r->min = hit->min;
+	if (hit->max_set && (check_add_overflow(hit->usage, bytes, &sum) ||
+			     sum > hit->max)) {
+		r->limit = hit->max;
+		r->usage = hit->usage;
+	} else if (!nxq_budgeted(hit) && nxq_is_top(hit) &&
+		   !nxq_budgeted_between(h->node, hit)) {
+		r->limit = hit->dev->default_max;
+		r->usage = hit->usage - hit->budgeted_usage;
+	} else {
+		r->limit = nxq_node_emin(hit);
+		r->usage = hit->usage;
+	}
+}
+
+/**
+ * nxq_record_refusal() - keep a holder's last refused charge for STATUS
+ * @h: the holder
+ * @bytes: the charge
+ * @err: why (-EDQUOT, -ENOSPC, ...)
+ * @hit: with -EDQUOT, the node that refused
+ *
+ * Context: the device lock is held.
+ */
+void nxq_record_refusal(struct nxq_holder *h, u64 bytes, int err,
+			struct nxq_node *hit)
+{
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_refusal_rec *r = &h->refused;
+	struct nxq_node *n;
+
+	lockdep_assert_held(&dev->lock);
+	memset(r, 0, sizeof(*r));
+	r->err = -err;
+	r->bytes = bytes;
+	r->ns = ktime_get_ns();
+	if (err == -ENOSPC) {
+		r->level = NXQ_LEVEL_DEVICE;
+		r->limit = dev->capacity;
+		r->usage = dev->used;
+		return;
+	}
+	if (!hit)
+		return;
+	for (n = h->node; n && n != hit; n = n->parent)
+		r->level++;
+	nxq_hit_limit(h, hit, bytes, r);
+}
+
 /**
  * nxq_count_denial() - count a refused charge and report it
  * @h: the holder
@@ -495,6 +631,7 @@ void nxq_count_denial(struct nxq_holder *h, u64 bytes, int err,
 	struct nxq_node *n;
 
 	lockdep_assert_held(&dev->lock);
+	nxq_record_refusal(h, bytes, err, hit);
 	if (hit)
 		hit->max_hits++;
 	if (err == -ENOSPC)

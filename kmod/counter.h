@@ -74,6 +74,12 @@ int nxq_fits(struct nxq_holder *h, u64 bytes, struct nxq_node **hit);
 int nxq_never_fits(struct nxq_holder *h, u64 bytes, struct nxq_node **hit);
 void nxq_count_denial(struct nxq_holder *h, u64 bytes, int err,
 		      struct nxq_node *hit);
+void nxq_record_refusal(struct nxq_holder *h, u64 bytes, int err,
+			struct nxq_node *hit);
+void nxq_holder_limits(struct nxq_holder *h, u64 *room, u64 *limit);
+void nxq_holder_status(struct nxq_holder *h, struct nxq_budget *b,
+		       u64 *charge, u64 *reclaimable, u64 *room, u64 *limit,
+		       struct nxq_refusal_rec *refused);
 int nxq_waiters_add(struct nxq_node *node);
 void nxq_waiters_del(struct nxq_node *node);
 void nxq_uncharge_locked(struct nxq_holder *h, u64 bytes);

@@ -544,6 +544,69 @@ static void nxq_test_limits_own(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * What STATUS tells a holder: what it could charge now and at most (a
+ * holder without an eventfd: within the guarantee it draws on), and its
+ * last refusal -- which node refused, its limit and usage then.
+ */
+static void nxq_test_holder_status(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_node *d = tree_get(test, t, t->a, 5);
+	struct nxq_holder *hc = holder_noask(test, t, t->c);
+	struct nxq_holder *hd = holder_new(test, t, d);
+	struct nxq_refusal_rec r;
+	struct nxq_budget b;
+	u64 ch, rc, room, limit;
+
+	/* a: the pod, min 100M max 300M; c (no eventfd) and d share it */
+	nxq_node_set_min(t->a, 100 * MiB);
+	nxq_node_set_max(t->a, 300 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hd, 30 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hc, 20 * MiB, 0, NULL), 0);
+	nxq_holder_status(hc, &b, &ch, &rc, &room, &limit, &r);
+	KUNIT_EXPECT_EQ(test, room, 50 * MiB);	/* 100 - 30 - 20 */
+	KUNIT_EXPECT_EQ(test, limit, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, b.effective_max, 300 * MiB);
+	KUNIT_EXPECT_EQ(test, r.err, 0U);
+	/* the bisection found the exact largest charge */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 50 * MiB + 1, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 50 * MiB, 0, NULL), 0);
+	nxq_holder_status(hc, &b, &ch, &rc, &room, &limit, &r);
+	KUNIT_EXPECT_EQ(test, room, 0ULL);
+	/* the refusal above: a's guarantee, one level up */
+	KUNIT_EXPECT_EQ(test, r.err, (u32)EDQUOT);
+	KUNIT_EXPECT_EQ(test, r.level, 1U);
+	KUNIT_EXPECT_EQ(test, r.bytes, 50 * MiB + 1);
+	KUNIT_EXPECT_EQ(test, r.limit, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, r.min, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, r.usage, 50 * MiB);
+	KUNIT_EXPECT_NE(test, r.ns, 0ULL);
+	/* d has an eventfd: bound by a's max, 300 - 100 */
+	nxq_holder_status(hd, &b, &ch, &rc, &room, &limit, &r);
+	KUNIT_EXPECT_EQ(test, room, 200 * MiB);
+	KUNIT_EXPECT_EQ(test, limit, 300 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hd, 200 * MiB + 1, 0, NULL), -EDQUOT);
+	nxq_holder_status(hd, &b, &ch, &rc, &room, &limit, &r);
+	KUNIT_EXPECT_EQ(test, r.level, 1U);
+	KUNIT_EXPECT_EQ(test, r.limit, 300 * MiB);
+	KUNIT_EXPECT_EQ(test, r.usage, 100 * MiB);
+	/* the device: level NXQ_LEVEL_DEVICE, its capacity and use */
+	nxq_device_set_capacity(t->dev, 120 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge(hd, 30 * MiB, 0, NULL), -ENOSPC);
+	nxq_holder_status(hd, &b, &ch, &rc, &room, &limit, &r);
+	KUNIT_EXPECT_EQ(test, r.err, (u32)ENOSPC);
+	KUNIT_EXPECT_EQ(test, r.level, NXQ_LEVEL_DEVICE);
+	KUNIT_EXPECT_EQ(test, r.limit, 120 * MiB);
+	KUNIT_EXPECT_EQ(test, r.usage, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, room, 20 * MiB);
+	KUNIT_EXPECT_EQ(test, limit, 120 * MiB);
+	holder_free(hc);
+	holder_free(hd);
+	tree_put(t, d);
+	tree_free(t);
+}
+
 /* Two threads charge and uncharge against one max: never above it. */
 struct race {
 	struct nxq_holder *h;
@@ -617,6 +680,7 @@ static struct kunit_case nxq_counter_cases[] = {
 	KUNIT_CASE(nxq_test_guarantee_waiters),
 	KUNIT_CASE(nxq_test_default_budgeted),
 	KUNIT_CASE(nxq_test_limits_own),
+	KUNIT_CASE(nxq_test_holder_status),
 	KUNIT_CASE(nxq_test_race),
 	{}
 };

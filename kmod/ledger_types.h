@@ -336,6 +336,24 @@ struct nxq_ticket_state {
 	u32 level;
 };
 
+/**
+ * struct nxq_refusal_rec - a holder's last refused charge, for STATUS
+ * @err: its positive errno, 0 none
+ * @level: the node that refused: 0 the holder's, 1 its parent, ...;
+ *	NXQ_LEVEL_DEVICE for the capacity
+ * @bytes: the charge
+ * @limit: that node's limit then (max, default_max, effective min; the
+ *	capacity)
+ * @min: that node's min then
+ * @usage: what counted against @limit then
+ * @ns: when (ktime_get_ns())
+ */
+struct nxq_refusal_rec {
+	u32 err;
+	u32 level;
+	u64 bytes, limit, min, usage, ns;
+};
+
 struct nxq_holder {
 	struct kref ref;
 	struct nxq_node *node;		/* holds a node reference */
@@ -367,6 +385,7 @@ struct nxq_holder {
 	u64 residue_bytes;		/* node->dev->lock: their sum; the
 					 * rest of charge is on node
 					 */
+	struct nxq_refusal_rec refused;	/* node->dev->lock: the last one */
 	struct rcu_head rcu;		/* freed after a grace period: the
 					 * file's lookup takes its kref
 					 * under RCU

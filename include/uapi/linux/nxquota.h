@@ -40,6 +40,7 @@
 #define NXQ_FEAT_STATUS		(1ULL << 2)	/* NXQ_IOC_STATUS */
 #define NXQ_FEAT_CHARGE_WAIT	(1ULL << 3)	/* NXQ_CHARGE_WAIT is honoured */
 #define NXQ_FEAT_TICKETS	(1ULL << 4)	/* pressure tickets */
+#define NXQ_FEAT_STATUS_V1	(1ULL << 5)	/* NXQ_IOC_STATUS's v1 fields */
 
 /**
  * struct nxq_version - NXQ_IOC_VERSION
@@ -175,6 +176,29 @@ struct nxq_reclaimable {
  *	under any max on the path and the device's capacity
  * @device_capacity: out
  * @device_used: out, bytes charged on the device by everyone
+ *
+ * Version 1 (NXQ_FEAT_STATUS_V1; an authority without it leaves these 0):
+ * @node_effective_max: out, the least limit a charge in the holder's
+ *	cgroup meets (its max and its ancestors', default_max where it
+ *	applies); NXQ_UNLIMITED when none
+ * @room: out, what one more charge of this holder could take now: the
+ *	headroom, and for a holder without an eventfd (which cannot borrow)
+ *	what its cgroup's effective min leaves it
+ * @limit: out, the most this holder's cgroup could hold: its effective
+ *	max and the capacity, and for a holder without an eventfd, the most
+ *	its effective min could reach (what a budget-aware cuMemGetInfo
+ *	reports as total)
+ * @last_error: out, the positive errno of the holder's last refused
+ *	charge (EDQUOT, ENOSPC, ...), 0 for none
+ * @last_level: out, the node that refused it: 0 the holder's cgroup, 1 its
+ *	parent, and so on; NXQ_LEVEL_DEVICE for the device's capacity
+ * @last_bytes: out, that charge's bytes
+ * @last_limit: out, that node's limit then: its max, default_max, or for
+ *	a holder without an eventfd its effective min; the capacity for the
+ *	device
+ * @last_min: out, that node's min then
+ * @last_usage: out, what counted against @last_limit then
+ * @last_ns: out, when it was refused (CLOCK_MONOTONIC)
  */
 struct nxq_status {
 	__u32 size;
@@ -190,8 +214,20 @@ struct nxq_status {
 	__u64 headroom;
 	__u64 device_capacity;
 	__u64 device_used;
+	__u64 node_effective_max;
+	__u64 room;
+	__u64 limit;
+	__u32 last_error;
+	__u32 last_level;
+	__u64 last_bytes;
+	__u64 last_limit;
+	__u64 last_min;
+	__u64 last_usage;
+	__u64 last_ns;
 };
 #define NXQ_STATUS_SIZE_VER0		96
+#define NXQ_STATUS_SIZE_VER1		168
+#define NXQ_LEVEL_DEVICE		0xffffffffU
 
 /*
  * Pressure tickets.  When a charge does not fit, the module asks holders
