@@ -639,7 +639,7 @@ void nxq_count_denial(struct nxq_holder *h, u64 bytes, int err,
 	dev->denials++;
 	for (n = h->node; n; n = n->parent)
 		n->denials++;
-	nxq_event(dev, NXQ_EV_DENIED, NULL, h, bytes, 0, -err);
+	nxq_event(dev, NXQ_EV_DENIED, NULL, h, bytes, hit ? hit->id : 0, -err);
 }
 
 /**

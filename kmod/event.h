@@ -14,7 +14,10 @@ enum nxq_event_type {
 	NXQ_EV_DEVICE_ADDED = 1,
 	NXQ_EV_DEVICE_REMOVED,
 	NXQ_EV_BUDGET_CHANGED,	/* bytes: max, value: min */
-	NXQ_EV_DENIED,		/* bytes: the charge, reason: errno */
+	NXQ_EV_DENIED,		/* bytes: the charge, reason: errno,
+				 * value: the refusing node's id, 0 the
+				 * device
+				 */
 	NXQ_EV_TICKET_ISSUED,	/* bytes: asked, value: generation */
 	NXQ_EV_TICKET_ANSWERED,	/* bytes: released, value: generation */
 	NXQ_EV_KILLED,		/* bytes: the holder's charge */

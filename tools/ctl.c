@@ -48,16 +48,31 @@ void warnx_(const char *fmt, ...)
  * The daemon's transport under libnl: nl_send_auto() and nl_recvmsgs()
  * call these instead of sendmsg/recvmsg on a netlink socket, so the
  * messages, the sequence checks and the callbacks are libnl's as with the
- * module.  One connection per process.
+ * module.  The callbacks get the libnl socket only: each daemon
+ * connection's socket is paired with its descriptor here (a process has
+ * two at most: `events` looks paths up on a second one).
  */
-static int ux_fd = -1;
+static struct {
+	struct nl_sock *sk;
+	int fd;
+} ux_conns[4];
+
+static int ux_fd_of(struct nl_sock *sk)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ux_conns) / sizeof(ux_conns[0]); i++)
+		if (ux_conns[i].sk == sk)
+			return ux_conns[i].fd;
+	return -1;
+}
 
 static int ux_send(struct nl_sock *sk, struct nl_msg *msg)
 {
 	struct nlmsghdr *h = nlmsg_hdr(msg);
+	int ux_fd = ux_fd_of(sk);
 	ssize_t n;
 
-	(void)sk;
 	n = send(ux_fd, h, h->nlmsg_len, MSG_NOSIGNAL);
 	if (n < 0)
 		return -nl_syserr2nlerr(errno);
@@ -67,9 +82,9 @@ static int ux_send(struct nl_sock *sk, struct nl_msg *msg)
 static int ux_recv(struct nl_sock *sk, struct sockaddr_nl *nla,
 		   unsigned char **buf, struct ucred **creds)
 {
+	int ux_fd = ux_fd_of(sk);
 	ssize_t n, size;
 
-	(void)sk;
 	if (creds)
 		*creds = NULL;
 	memset(nla, 0, sizeof(*nla));
@@ -133,10 +148,20 @@ static int ctl_connect_daemon(struct ctl *n, const char *path)
 {
 	struct nl_cb *cb;
 	int fd = ux_dial(path);
+	size_t i;
 
 	if (fd < 0)
 		return fd;
-	ux_fd = n->ufd = fd;
+	for (i = 0; i < sizeof(ux_conns) / sizeof(ux_conns[0]); i++)
+		if (!ux_conns[i].sk)
+			break;
+	if (i == sizeof(ux_conns) / sizeof(ux_conns[0])) {
+		close(fd);
+		return -EMFILE;
+	}
+	ux_conns[i].sk = n->sk;
+	ux_conns[i].fd = fd;
+	n->ufd = fd;
 	n->family = NXQD_GENL_ID;
 	cb = nl_socket_get_cb(n->sk);
 	nl_cb_overwrite_send(cb, ux_send);
@@ -323,6 +348,11 @@ int ctl_report(const char *what, struct reply *r)
  */
 void ctl_close(struct ctl *n)
 {
+	size_t i;
+
+	for (i = 0; i < sizeof(ux_conns) / sizeof(ux_conns[0]); i++)
+		if (n->sk && ux_conns[i].sk == n->sk)
+			ux_conns[i].sk = NULL;
 	if (n->sk)
 		nl_socket_free(n->sk);
 	if (n->ufd >= 0)

@@ -1173,11 +1173,57 @@ static const char *const event_names[] = {
 	[NXQUOTA_EVENT_TYPE_KILLED] = "killed",
 };
 
+/*
+ * Events name cgroups by id; a second connection's dumps name them by
+ * path (as the caller's cgroup namespace shows them), looked up again, at
+ * most every 200 ms, when an id is not known yet.
+ */
+static struct ctl ev_look;
+static bool ev_look_ok;
+static struct vec ev_nodes = { .size = sizeof(struct node) };
+static struct timespec ev_dumped;
+
+static const char *ev_find(const char *dev, uint64_t id)
+{
+	const struct node *n = ev_nodes.v;
+	size_t i;
+
+	for (i = 0; i < ev_nodes.n; i++)
+		if (n[i].id == id && !strcmp(n[i].device, dev))
+			return n[i].path;
+	return NULL;
+}
+
+static const char *ev_path(const char *dev, uint64_t id)
+{
+	struct reply r = { .data = node_cb, .maxattr = NXQUOTA_A_BUDGET_LAST };
+	const char *p = ev_find(dev, id);
+	struct timespec now;
+	struct vec v = { .size = sizeof(struct node) };
+
+	if (p || !ev_look_ok)
+		return p;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	if ((now.tv_sec - ev_dumped.tv_sec) * 1000 +
+	    (now.tv_nsec - ev_dumped.tv_nsec) / 1000000 < 200)
+		return NULL;
+	ev_dumped = now;
+	r.arg = &v;
+	if (ctl_request(&ev_look, ctl_new(&ev_look, NXQUOTA_CMD_BUDGET_GET,
+					  NLM_F_DUMP), &r)) {
+		free(v.v);
+		return NULL;
+	}
+	free(ev_nodes.v);
+	ev_nodes = v;
+	return ev_find(dev, id);
+}
+
 static int on_event(struct nl_msg *msg, void *arg)
 {
 	struct nlattr *tb[NXQUOTA_A_EVENT_MAX + 1];
 	char when[64], a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN];
-	const char *name = "unknown", *dev = "";
+	const char *name = "unknown", *dev = "", *path, *by = NULL;
 	uint64_t cg, bytes, value;
 	uint32_t type, pid, reason;
 	struct timespec ts;
@@ -1202,21 +1248,38 @@ static int on_event(struct nl_msg *msg, void *arg)
 	localtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
 
+	path = cg ? ev_path(dev, cg) : NULL;
+	if (type == NXQUOTA_EVENT_TYPE_DENIED && value)
+		by = ev_path(dev, value);
 	if (json) {
 		printf("{\"time\":\"%s.%03ld\",\"type\":\"%s\",\"device\":",
 		       when, ts.tv_nsec / 1000000, name);
 		nxq_json_string(stdout, dev);
-		printf(",\"cgroup_id\":%" PRIu64 ",\"pid\":%u,\"bytes\":%"
+		printf(",\"cgroup_id\":%" PRIu64 ",\"path\":", cg);
+		if (path)
+			nxq_json_string(stdout, path);
+		else
+			printf("null");
+		if (type == NXQUOTA_EVENT_TYPE_DENIED) {
+			printf(",\"refused_by\":");
+			if (by)
+				nxq_json_string(stdout, by);
+			else
+				printf(value ? "null" : "\"device\"");
+		}
+		printf(",\"pid\":%u,\"bytes\":%"
 		       PRIu64 ",\"value\":%" PRIu64 ",\"reason\":%u,"
-		       "\"timestamp_ns\":%" PRIu64 "}\n", cg, pid, bytes, value,
+		       "\"timestamp_ns\":%" PRIu64 "}\n", pid, bytes, value,
 		       reason, u64_or(tb[NXQUOTA_A_EVENT_TIMESTAMP_NS], 0));
 		fflush(stdout);
 		return NL_OK;
 	}
 	printf("%s.%03ld %-15s device=%s", when, ts.tv_nsec / 1000000, name,
 	       dev);
-	if (cg)
-		printf(" cgroup=%" PRIu64, cg);
+	if (path)
+		printf(" cgroup=%s", path);
+	else if (cg)
+		printf(" cgroup=#%" PRIu64, cg);
 	if (pid)
 		printf(" pid=%u", pid);
 	switch (type) {
@@ -1230,6 +1293,12 @@ static int on_event(struct nl_msg *msg, void *arg)
 	case NXQUOTA_EVENT_TYPE_DENIED:
 		printf(" bytes=%s error=%s", nxq_format_size(bytes, false, a),
 		       nxq_errno_name((int)reason));
+		if (by)
+			printf(" refused-by=%s", by);
+		else if (value)
+			printf(" refused-by=#%" PRIu64, value);
+		else if (reason == ENOSPC)
+			printf(" refused-by=device");
 		break;
 	case NXQUOTA_EVENT_TYPE_TICKET_ISSUED:
 		printf(" asked=%s generation=%" PRIu64 " reason=%u",
@@ -1256,6 +1325,9 @@ static int cmd_events(struct ctl *n, int argc)
 		warnx_("usage: events");
 		return EX_USAGE;
 	}
+	/* the connection for paths; without it, events show ids */
+	ev_look.control = n->control;
+	ev_look_ok = ctl_connect(&ev_look) == EX_OK;
 	if (n->ufd >= 0) {
 		/* The daemon: an EVENT request subscribes the connection. */
 		struct reply r = { 0 };

@@ -160,7 +160,7 @@ while ! grep -q "budget-changed.*device=gpu0.*max=3G" "$tmp/events" &&
 	sleep 0.1
 	i=$((i + 1))
 done
-grep -q "budget-changed.*device=gpu0 cgroup=[0-9]* max=3G min=0" "$tmp/events" ||
+grep -q "budget-changed.*device=gpu0 cgroup=/a max=3G min=0" "$tmp/events" ||
 	fail "events: $(cat "$tmp/events")"
 kill "$epid"; wait "$epid" 2>/dev/null; epid=
 

@@ -327,8 +327,10 @@ struct nxq_ticket_answer {
  * @NXQUOTA_EVENT_TYPE_DEVICE_REMOVED: A device was unregistered.
  * @NXQUOTA_EVENT_TYPE_BUDGET_CHANGED: A budget node's max or min was set;
  *   bytes is max, value is min.
- * @NXQUOTA_EVENT_TYPE_DENIED: A charge was refused; bytes is the charge,
- *   reason its errno.
+ * @NXQUOTA_EVENT_TYPE_DENIED: A charge was refused; cgroup-id is the charging
+ *   holder's cgroup, bytes the charge, reason its errno, and value the cgroup
+ *   id of the node that refused it (its max, default-max, or the guarantee a
+ *   holder without an eventfd draws on), 0 for the device's capacity.
  * @NXQUOTA_EVENT_TYPE_TICKET_ISSUED: A pressure ticket was opened or raised;
  *   bytes is what is asked, value the generation, reason the ticket reason.
  * @NXQUOTA_EVENT_TYPE_TICKET_ANSWERED: A ticket was answered; bytes is what

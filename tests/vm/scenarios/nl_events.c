@@ -100,6 +100,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(e.cgroup, cg);
 	CHECK_EQ(e.bytes, 600 * SC_KIB);
 	CHECK_EQ(e.reason, EDQUOT);
+	CHECK_EQ(e.value, cg);		/* the node that refused: its max */
 	CHECK_EQ(e.pid, pid);
 	CHECK_CHILD_OK(pid);
 

@@ -361,14 +361,17 @@ int main(int argc, char **argv)
 	want("status --json", buf);
 	snprintf(buf, sizeof(buf), "{\"device\":\"%s\",\"path\":\"%s\","
 		 "\"cgroup_id\":%" PRIu64 ",\"parent_id\":%" PRIu64 ",\"max\":%"
-		 PRIu64 ",\"min\":%" PRIu64 ",\"effective_min\":%" PRIu64
+		 PRIu64 ",\"max_set\":true,\"effective_max\":%" PRIu64
+		 ",\"min\":%" PRIu64 ",\"effective_min\":%" PRIu64
+		 ",\"claimed\":%" PRIu64 ",\"overcommitted\":false"
 		 ",\"current\":%" PRIu64 ",\"borrowed\":%" PRIu64 ",", KEY, CG, a,
-		 root, NODE_U64(KEY, a, "max"), NODE_U64(KEY, a, "min"),
-		 NODE_U64(KEY, a, "effective_min"), NODE_U64(KEY, a, "current"),
+		 root, NODE_U64(KEY, a, "max"), NODE_U64(KEY, a, "effective_max"),
+		 NODE_U64(KEY, a, "min"), NODE_U64(KEY, a, "effective_min"),
+		 NODE_U64(KEY, a, "claimed"), NODE_U64(KEY, a, "current"),
 		 NODE_U64(KEY, a, "borrowed"));
 	want("status --json", buf);
 	snprintf(buf, sizeof(buf), "\"path\":\"/\",\"cgroup_id\":%" PRIu64
-		 ",\"parent_id\":null,\"max\":null,", root);
+		 ",\"parent_id\":null,\"max\":null,\"max_set\":false,", root);
 	want("status --json", buf);
 	snprintf(buf, sizeof(buf), "\"cgroup_id\":%" PRIu64 ",\"path\":\"%s\","
 		 "\"pid\":%d,\"priority\":3,\"charge\":%llu,", a, CG, (int)pid,
@@ -376,7 +379,7 @@ int main(int argc, char **argv)
 	want("status --json", buf);
 
 	TOOL_OK("status");
-	want("status", "BUDGETS (bytes are charge, not residency)");
+	want("status", "BUDGETS (bytes are charge, not residency;");
 	want("status", "nlt-a");
 
 	TOOL_OK("metrics");
