@@ -469,7 +469,7 @@ static int nxqd_ioc_version(struct nxqd_req_ctx *r, struct nxq_holder *h,
 	a->abi_version = NXQ_ABI_VERSION;
 	a->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
 		      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS |
-		      NXQ_FEAT_STATUS_V1;
+		      NXQ_FEAT_STATUS_V1 | NXQ_FEAT_CHARGE_PROBE;
 	return 0;
 }
 
@@ -765,6 +765,8 @@ static int nxqd_ioc_charge(struct nxqd_req_ctx *r, struct nxq_holder *h,
 	if (!err) {
 		if (a->timeout_ns && !timeout)
 			err = -ETIMEDOUT;
+		else if (a->flags & NXQ_CHARGE_PROBE)
+			err = nxq_charge_probe(h, a->bytes, &a->charged);
 		else
 			err = nxq_charge(h, a->bytes, timeout, &a->charged);
 		nxqd_restart_charged(proc->tgid, proc->start);

@@ -12,8 +12,9 @@
  * nxq_abi_charge_check() - the rules of NXQ_IOC_CHARGE's flags
  * @karg: a struct nxq_charge, copied in
  *
- * NXQ_CHARGE_NOWAIT and NXQ_CHARGE_WAIT exclude each other, and a timeout
- * is given exactly when NXQ_CHARGE_WAIT is.
+ * NXQ_CHARGE_NOWAIT and NXQ_CHARGE_WAIT exclude each other, and so do
+ * NXQ_CHARGE_PROBE and NXQ_CHARGE_WAIT; a timeout is given exactly when
+ * NXQ_CHARGE_WAIT is.
  *
  * Context: any.
  * Return: 0, or -EINVAL.
@@ -23,6 +24,8 @@ int nxq_abi_charge_check(const void *karg)
 	const struct nxq_charge *a = karg;
 
 	if ((a->flags & NXQ_CHARGE_NOWAIT) && (a->flags & NXQ_CHARGE_WAIT))
+		return -EINVAL;
+	if ((a->flags & NXQ_CHARGE_PROBE) && (a->flags & NXQ_CHARGE_WAIT))
 		return -EINVAL;
 	if (!!(a->flags & NXQ_CHARGE_WAIT) != !!a->timeout_ns)
 		return -EINVAL;

@@ -272,7 +272,7 @@ static long nxq_ioc_version(struct nxq_file *f, struct nxq_holder *h,
 	a->abi_version = NXQ_ABI_VERSION;
 	a->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
 		      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS |
-		      NXQ_FEAT_STATUS_V1;
+		      NXQ_FEAT_STATUS_V1 | NXQ_FEAT_CHARGE_PROBE;
 	return 0;
 }
 
@@ -472,6 +472,8 @@ static long nxq_ioc_charge_fast(struct nxq_file *f, struct nxq_holder *h,
 	if (a->timeout_ns ||
 	    cgroup_id(task_dfl_cgroup(current)) != READ_ONCE(h->node)->id)
 		return NXQ_IOC_SLOW;
+	if (a->flags & NXQ_CHARGE_PROBE)
+		return nxq_charge_probe(h, a->bytes, &a->charged);
 	return nxq_charge(h, a->bytes, 0, &a->charged);
 }
 
@@ -484,6 +486,8 @@ static long nxq_ioc_charge(struct nxq_file *f, struct nxq_holder *h,
 	err = nxq_follow_cgroup(h);
 	if (err)
 		return err;
+	if (a->flags & NXQ_CHARGE_PROBE)
+		return nxq_charge_probe(h, a->bytes, &a->charged);
 	return nxq_charge(h, a->bytes, a->timeout_ns, &a->charged);
 }
 

@@ -24,6 +24,8 @@
  * @bytes: bytes to add, non-zero
  * @timeout_ns: 0 not to wait; else the longest wait for a grant, clamped
  *	to the node's wait_max_ms
+ * @flags: NXQ_CHARGE_PROBE (with @timeout_ns 0): a refusal is neither
+ *	counted nor reported, and asks nobody; else 0
  * @charged: set to the holder's charge after the call, success or not
  *
  * Charges every node from the holder's to the root and the device if the
@@ -47,8 +49,9 @@
  * signal.
  */
 int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
-		    u64 *charged)
+		    unsigned int flags, u64 *charged)
 {
+	bool probe = flags & NXQ_CHARGE_PROBE;
 	struct nxq_device *dev = h->node->dev;
 	struct nxq_waiter w = { .h = h, .bytes = bytes, .result = 1 };
 	struct nxq_node *fit_hit = NULL;
@@ -76,7 +79,8 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 	/* Not granted at once: refuse what can never fit, asking nobody. */
 	err = nxq_never_fits(h, bytes, &w.hit);
 	if (err) {
-		nxq_count_denial(h, bytes, err, w.hit);
+		if (!probe)
+			nxq_count_denial(h, bytes, err, w.hit);
 		goto out;
 	}
 
@@ -89,8 +93,10 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 	if (!timeout_ns && fit_err && list_empty(&dev->waiters)) {
 		w.err = fit_err;
 		w.hit = fit_hit;
-		nxq_ask_for(dev, &w, 0);
-		nxq_count_denial(h, bytes, fit_err, fit_hit);
+		if (!probe) {
+			nxq_ask_for(dev, &w, 0);
+			nxq_count_denial(h, bytes, fit_err, fit_hit);
+		}
 		err = fit_err;
 		goto out;
 	}
@@ -119,9 +125,10 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 		nxq_waiter_set(dev, &w, 0, NULL);
 		w.err = err;	/* uncounted, for the asks and the denial */
 		w.hit = hit;
-		if (err != -EOVERFLOW)
+		if (err != -EOVERFLOW && !probe)
 			nxq_ask_for(dev, &w, now);
-		nxq_count_denial(h, bytes, err, w.hit);
+		if (!probe)
+			nxq_count_denial(h, bytes, err, w.hit);
 		nxq_dispatch(dev);
 		goto out_waiting;
 	}

@@ -11,7 +11,7 @@
 #include "pressure.h"
 
 int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
-		    u64 *charged);
+		    unsigned int flags, u64 *charged);
 int nxq_uncharge_slow(struct nxq_holder *h, u64 bytes, u64 *charged);
 int nxq_set_reclaimable(struct nxq_holder *h, u64 bytes);
 int nxq_ticket_read(struct nxq_holder *h, struct nxq_ticket_state *t);
@@ -97,7 +97,28 @@ static inline int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 {
 	if (nxq_try_charge(h, bytes, charged))
 		return 0;
-	return nxq_charge_slow(h, bytes, timeout_ns, charged);
+	return nxq_charge_slow(h, bytes, timeout_ns, 0, charged);
+}
+
+/**
+ * nxq_charge_probe() - a charge whose refusal nobody hears of
+ * @h: the holder
+ * @bytes: bytes to add
+ * @charged: or NULL: set to the holder's charge after the call
+ *
+ * NXQ_CHARGE_PROBE: as nxq_charge() without a wait, except that a refusal
+ * is not counted, reported, recorded or asked for -- the caller asks again
+ * for less, and that charge speaks for the refusal.
+ *
+ * Context: takes the device lock; does not sleep.
+ * Return: as nxq_charge_slow().
+ */
+static inline int nxq_charge_probe(struct nxq_holder *h, u64 bytes,
+				   u64 *charged)
+{
+	if (nxq_try_charge(h, bytes, charged))
+		return 0;
+	return nxq_charge_slow(h, bytes, 0, NXQ_CHARGE_PROBE, charged);
 }
 
 /**

@@ -607,6 +607,45 @@ static void nxq_test_holder_status(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * NXQ_CHARGE_PROBE: a refusal that nobody hears of (the caller asks again
+ * for less): no denial counted, no ticket, no event, no refusal recorded;
+ * a probe that fits is an ordinary charge.
+ */
+static void nxq_test_probe(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_refusal_rec r;
+	struct nxq_budget b;
+	u64 ch, rc, room, limit;
+
+	nxq_node_set_max(t->a, 10 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hc, 8 * MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge_probe(hc, 4 * MiB, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->dev->denials, 0ULL);
+	KUNIT_EXPECT_EQ(test, t->a->max_hits, 0ULL);
+	KUNIT_EXPECT_EQ(test, t->dev->tickets, 0ULL);
+	nxq_holder_status(hc, &b, &ch, &rc, &room, &limit, &r);
+	KUNIT_EXPECT_EQ(test, r.err, 0U);
+	/* the exact charge then speaks for the refusal, once */
+	KUNIT_EXPECT_EQ(test, nxq_charge(hc, 3 * MiB, 0, NULL), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, t->dev->denials, 1ULL);
+	KUNIT_EXPECT_EQ(test, t->a->max_hits, 1ULL);
+	KUNIT_EXPECT_EQ(test, nxq_charge_probe(hc, 2 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 10 * MiB);
+	/* the device full: no ask of the borrower either */
+	KUNIT_ASSERT_EQ(test, nxq_charge(hb, GiB - 10 * MiB, 0, NULL), 0);
+	nxq_node_set_max(t->a, NXQ_UNLIMITED);
+	KUNIT_EXPECT_EQ(test, nxq_charge_probe(hc, MiB, NULL), -ENOSPC);
+	KUNIT_EXPECT_EQ(test, t->dev->capacity_hits, 0ULL);
+	KUNIT_EXPECT_EQ(test, signals(hb), 0);
+	holder_free(hc);
+	holder_free(hb);
+	tree_free(t);
+}
+
 /* Two threads charge and uncharge against one max: never above it. */
 struct race {
 	struct nxq_holder *h;
@@ -681,6 +720,7 @@ static struct kunit_case nxq_counter_cases[] = {
 	KUNIT_CASE(nxq_test_default_budgeted),
 	KUNIT_CASE(nxq_test_limits_own),
 	KUNIT_CASE(nxq_test_holder_status),
+	KUNIT_CASE(nxq_test_probe),
 	KUNIT_CASE(nxq_test_race),
 	{}
 };

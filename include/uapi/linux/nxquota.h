@@ -41,6 +41,7 @@
 #define NXQ_FEAT_CHARGE_WAIT	(1ULL << 3)	/* NXQ_CHARGE_WAIT is honoured */
 #define NXQ_FEAT_TICKETS	(1ULL << 4)	/* pressure tickets */
 #define NXQ_FEAT_STATUS_V1	(1ULL << 5)	/* NXQ_IOC_STATUS's v1 fields */
+#define NXQ_FEAT_CHARGE_PROBE	(1ULL << 6)	/* NXQ_CHARGE_PROBE */
 
 /**
  * struct nxq_version - NXQ_IOC_VERSION
@@ -117,7 +118,14 @@ struct nxq_holder_id {
 /* Charge flags. */
 #define NXQ_CHARGE_NOWAIT	(1U << 0)	/* fail at once (the default) */
 #define NXQ_CHARGE_WAIT		(1U << 1)	/* wait up to timeout_ns */
-#define NXQ_CHARGE_FLAGS_ALL	(NXQ_CHARGE_NOWAIT | NXQ_CHARGE_WAIT)
+/*
+ * A refusal is not counted, reported or asked for: the caller will ask
+ * again for less (a batch first, then the allocation alone).  Not with
+ * NXQ_CHARGE_WAIT.
+ */
+#define NXQ_CHARGE_PROBE	(1U << 2)
+#define NXQ_CHARGE_FLAGS_ALL	(NXQ_CHARGE_NOWAIT | NXQ_CHARGE_WAIT | \
+				 NXQ_CHARGE_PROBE)
 
 /**
  * struct nxq_charge - NXQ_IOC_CHARGE and NXQ_IOC_UNCHARGE

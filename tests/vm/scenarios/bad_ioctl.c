@@ -231,7 +231,7 @@ static void sizes(void)
 	int c;
 
 	for (c = 0; c < ncmd; c++) {
-		uint32_t v0 = cmds[c].ver0;
+		uint32_t v0 = cmds[c].ver0, full;
 		int ok = cmds[c].valid_err;
 
 		fill(c, p);
@@ -252,10 +252,12 @@ static void sizes(void)
 		fill(c, p);
 		set_size(p, v0 + 8);
 		TRY("size VER0+8, zero tail", c, p, ok);
+		/* beyond the newest version the header knows */
+		full = c == C_STATUS ? NXQ_STATUS_SIZE_VER1 : v0;
 		fill(c, p);
-		set_size(p, v0 + 8);
-		p[v0 + 7] = 1;
-		TRY("size VER0+8, non-zero tail", c, p, E2BIG);
+		set_size(p, full + 8);
+		p[full + 7] = 1;
+		TRY("size newest+8, non-zero tail", c, p, E2BIG);
 		fill(c, p);
 		set_size(p, PAGE);
 		TRY("size 4096, zero tail", c, p, ok);
@@ -274,7 +276,7 @@ static void sizes(void)
 
 static void flags(void)
 {
-	static const uint32_t bad[] = { 1U << 2, 1U << 4, 1U << 16, 1U << 31,
+	static const uint32_t bad[] = { 1U << 3, 1U << 4, 1U << 16, 1U << 31,
 					~0U };
 	unsigned char *p = mem;
 	struct nxq_version v;
@@ -326,6 +328,24 @@ static void flags(void)
 	fill(C_CHARGE, p);
 	ch->flags = NXQ_CHARGE_NOWAIT | NXQ_CHARGE_WAIT;
 	TRY("NOWAIT|WAIT", C_CHARGE, p, EINVAL);
+	CHECK_OK(sc_version(fd, &v));
+	if (v.features & NXQ_FEAT_CHARGE_PROBE) {
+		fill(C_CHARGE, p);
+		ch->flags = NXQ_CHARGE_PROBE | NXQ_CHARGE_WAIT;
+		ch->timeout_ns = 1000;
+		TRY("PROBE|WAIT", C_CHARGE, p, EINVAL);
+		fill(C_CHARGE, p);
+		ch->flags = NXQ_CHARGE_PROBE;
+		TRY("PROBE", C_CHARGE, p, 0);
+	}
+	/* the other commands know no charge flag */
+	for (c = 0; c < ncmd; c++) {
+		if (!cmds[c].has_flags || c == C_CHARGE || c == C_REGISTER)
+			continue;
+		fill(c, p);
+		set_flags(p, NXQ_CHARGE_PROBE);
+		TRY("flags PROBE", c, p, EINVAL);
+	}
 	fill(C_CHARGE, p);
 	ch->timeout_ns = 1000;
 	TRY("timeout without WAIT", C_CHARGE, p, EINVAL);
