@@ -680,12 +680,16 @@ int main(int argc, char **argv)
 		printf("  2. growth per GiB (%llu MiB grown from an empty arena, host time scaled "
 		       "to 1 GiB, median; handles: physical handles created):\n",
 		       (unsigned long long)(total >> 20));
+		/*
+		 * No verdict per row: these are timed one after the other, and
+		 * the driver's own time moves 2x between minutes on the H200;
+		 * the one verdict is the side-by-side rounds' below.
+		 */
 		for (int i = 0; i < 4; i++) {
-			int met = tg[i] <= 1.2 * cm && tg[i] <= 1.2 * big;
-
 			printf("     nxq: %-48s %8.3f ms  %5.2fx cudaMalloc  %5.2fx big handle  "
-			       "%3llu handles  %s\n", cf[i].name, tg[i] * 1e3, tg[i] / cm, tg[i] / big,
-			       (unsigned long long)nh[i], met ? "target met" : "target MISSED");
+			       "%3llu handles%s\n", cf[i].name, tg[i] * 1e3, tg[i] / cm, tg[i] / big,
+			       (unsigned long long)nh[i],
+			       cf[i].gmin ? "  (judged side by side below)" : "");
 			printf("          first allocation %8.1f us, the other %llu %8.1f us (%.0f ns "
 			       "each), %.0f minor page faults\n", sp[i].first * 1e6,
 			       (unsigned long long)(total / (cf[i].piece ? piece : total) - 1),

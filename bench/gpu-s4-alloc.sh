@@ -64,7 +64,7 @@ grep -E "ns |ms |x |PASS|FAIL|handles per GiB" "$OUT/bench-gpu.log" | head -40
 verdict "bench-gpu ran" $rc
 
 el "run_gpu_tests.py"
-timeout 110 python3 integrations/pytorch/tests/run_gpu_tests.py > "$OUT/gpu-tests.log" 2>&1
+timeout 300 python3 integrations/pytorch/tests/run_gpu_tests.py > "$OUT/gpu-tests.log" 2>&1
 rc=$?; tail -8 "$OUT/gpu-tests.log"; verdict "run_gpu_tests.py" $rc
 
 el "done"
