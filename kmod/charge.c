@@ -281,11 +281,23 @@ int nxq_ticket_answer(struct nxq_holder *h, u64 generation, u64 released,
 		err = -EINVAL;
 	} else {
 		bool short_answer = released < h->ticket.bytes;
+		u64 owed = h->ticket.bytes - min(released, h->ticket.bytes);
 
 		if (released)
 			nxq_uncharge_locked(h, released);
 		h->ticket.open = false;
-		list_del_init(&h->recall_link);
+		/*
+		 * Compliance is bytes: a RECALL answered short owes the rest
+		 * until its charge comes down by it, and stays where an
+		 * escalation looks; re-growing past the line owes more.
+		 */
+		if (owed && h->ticket.level == NXQ_TICKET_LEVEL_RECALL) {
+			h->debt = true;
+			h->debt_line = h->charge > owed ? h->charge - owed : 0;
+			h->debt_deadline = h->ticket.deadline_ns;
+		} else {
+			list_del_init(&h->recall_link);
+		}
 		dev->bytes_released += released;
 		for (n = h->node; n; n = n->parent)
 			n->bytes_released += released;

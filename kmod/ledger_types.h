@@ -247,7 +247,8 @@ struct nxq_device {
 	u64 victim_visits;		/* lock: holders looked at by searches */
 	u64 searches;			/* lock: victim searches run */
 	struct list_head recalls;	/* lock: holders with an open RECALL
-					 * ticket (nxq_holder.recall_link)
+					 * ticket, or owing what one asked
+					 * (nxq_holder.recall_link)
 					 */
 	u64 escalate_visits;		/* lock: holders looked at by
 					 * escalations
@@ -363,8 +364,16 @@ struct nxq_holder {
 	struct pid *owner;		/* registering process, a ref */
 	struct list_head link;		/* node->dev->holders, dev->lock */
 	struct list_head recall_link;	/* node->dev->lock: in dev->recalls
-					 * while its ticket is an open RECALL
+					 * while its ticket is an open RECALL,
+					 * or it owes what a RECALL asked
 					 */
+	bool debt;			/* node->dev->lock: it answered a
+					 * RECALL short (or not at all), and
+					 * owes until its charge comes down
+					 * to debt_line: compliance is bytes
+					 */
+	u64 debt_line;			/* node->dev->lock */
+	u64 debt_deadline;		/* node->dev->lock: the ticket's */
 	struct list_head node_link;	/* node->holders, dev->lock: a victim
 					 * search under a max walks only the
 					 * subtree's lists

@@ -55,8 +55,11 @@ static void nxq_ticket_ask(struct nxq_holder *v, u64 bytes, u32 reason,
 		t->deadline_ns = max(t->deadline_ns, deadline);
 		t->level = max(t->level, level);
 	}
+	v->debt = false;	/* a new ask carries what is owed */
 	if (t->level == NXQ_TICKET_LEVEL_RECALL && list_empty(&v->recall_link))
 		list_add_tail(&v->recall_link, &dev->recalls);
+	else if (t->level != NXQ_TICKET_LEVEL_RECALL)
+		list_del_init(&v->recall_link);
 	t->reason = reason;
 	t->bytes = min(size_add(t->bytes, bytes), v->charge);
 	t->generation = ++dev->ticket_gen;
@@ -478,6 +481,25 @@ void nxq_ask_budget(struct nxq_node *node, u64 excess)
 	nxq_ask(node->dev, &vs, excess);
 }
 
+/*
+ * Does @v still owe what a RECALL asked, past the ticket's deadline?  A
+ * debt paid (its charge came down to the line), or left by a holder that
+ * borrows no more, is forgotten here.
+ */
+static bool nxq_owes(struct nxq_holder *v, struct nxq_victims *vs, u64 now)
+{
+	lockdep_assert_held(&v->node->dev->lock);
+	if (!v->debt)
+		return false;
+	if (v->charge <= v->debt_line || v->detached || v->killed ||
+	    !nxq_excess(vs, v->node)) {
+		v->debt = false;
+		list_del_init(&v->recall_link);
+		return false;
+	}
+	return v->debt_deadline <= now;
+}
+
 static bool nxq_kill_policy(struct nxq_node *n)
 {
 	lockdep_assert_held(&n->dev->lock);
@@ -510,7 +532,7 @@ bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
 		.now = 0,		/* expiry is checked below */
 		.since = U64_MAX,
 	};
-	struct nxq_holder *v;
+	struct nxq_holder *v, *tmp;
 	bool killed = false;
 	struct nxq_node *n;
 
@@ -526,12 +548,16 @@ bool nxq_escalate(struct nxq_device *dev, struct nxq_waiter *w)
 	    (u64)dev->ticket_timeout_ms * NSEC_PER_MSEC)
 		return false;
 	vs.borrowers = true;
-	list_for_each_entry(v, &dev->recalls, recall_link) {
+	list_for_each_entry_safe(v, tmp, &dev->recalls, recall_link) {
 		dev->escalate_visits++;
-		if (!v->ticket.open ||
-		    v->ticket.level != NXQ_TICKET_LEVEL_RECALL ||
-		    v->ticket.deadline_ns > now ||
-		    !nxq_victim_ok(&vs, v) || !nxq_kill_policy(v->node))
+		if (!v->ticket.open && !nxq_owes(v, &vs, now))
+			continue;
+		if (v->ticket.open &&
+		    (v->ticket.level != NXQ_TICKET_LEVEL_RECALL ||
+		     v->ticket.deadline_ns > now ||
+		     !nxq_victim_ok(&vs, v)))
+			continue;
+		if (!nxq_kill_policy(v->node))
 			continue;
 		/* Never the waiter's own process, whatever the policy. */
 		if (v->owner && v->owner == w->h->owner)

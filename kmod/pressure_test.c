@@ -213,6 +213,121 @@ static void nxq_test_escalation(struct kunit *test)
 	tree_free(t);
 }
 
+/* Wait until @h's ticket is open; its state. */
+static struct nxq_ticket_state ticket_wait(struct kunit *test,
+					   struct nxq_holder *h)
+{
+	struct nxq_ticket_state ts = {};
+	int i;
+
+	for (i = 0; i < 1000; i++) {
+		if (!nxq_ticket_read(h, &ts))
+			return ts;
+		usleep_range(500, 1000);
+	}
+	KUNIT_FAIL(test, "no ticket");
+	return ts;
+}
+
+/*
+ * Compliance is bytes: a lone borrower that answers a RECALL with 0, or
+ * short, is treated as one that ignored it -- with kill_on_ignore it is
+ * killed once the waiter's deadline passes; one that gives all it was
+ * asked, at once or in two steps, is not.
+ */
+static void nxq_test_compliance_bytes(struct kunit *test)
+{
+	static const u64 answers[][2] = {	/* answered, then uncharged */
+		{ 0, 0 }, { 100 * MiB, 0 }, { 400 * MiB, 0 },
+		{ 100 * MiB, 300 * MiB },
+	};
+	struct tree *t = tree_new(test, 1000 * MiB);
+	struct nxq_holder *ha = holder_new(test, t, t->a), *hb;
+	struct nxq_ticket_state ts;
+	struct waiter_thread w;
+	int i, k, want_kill;
+
+	nxq_node_set_min(t->a, 600 * MiB);
+	nxq_node_set_kill_on_ignore(t->b, true);
+	KUNIT_ASSERT_EQ(test, nxq_device_set_ticket_timeout(t->dev, 20), 0);
+	for (k = 0; k < ARRAY_SIZE(answers); k++) {
+		fake_nr_killed = 0;
+		hb = holder_new(test, t, t->b);
+		KUNIT_ASSERT_EQ(test, nxq_charge(hb, 900 * MiB, 0, NULL), 0);
+		/* 100M free, 500M wanted: 400M called back */
+		waiter_start(test, t, &w, ha, 500 * MiB, 300);
+		ts = ticket_wait(test, hb);
+		KUNIT_EXPECT_EQ(test, ts.level, (u32)NXQ_TICKET_LEVEL_RECALL);
+		KUNIT_EXPECT_EQ(test, ts.bytes, 400 * MiB);
+		KUNIT_EXPECT_EQ(test, nxq_ticket_answer(hb, ts.generation,
+							answers[k][0], NULL), 0);
+		if (answers[k][1])
+			KUNIT_EXPECT_EQ(test, nxq_uncharge(hb, answers[k][1],
+							   NULL), 0);
+		want_kill = answers[k][0] + answers[k][1] < 400 * MiB;
+		for (i = 0; i < 600 && want_kill && !fake_nr_killed; i++)
+			usleep_range(1000, 2000);
+		KUNIT_EXPECT_EQ_MSG(test, fake_nr_killed, want_kill,
+				    "answer %llu MiB, then %llu MiB", answers[k][0] >> 20,
+				    answers[k][1] >> 20);
+		if (fake_nr_killed)
+			nxq_holder_detach(hb);	/* the process dies */
+		KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+		KUNIT_EXPECT_EQ(test, usage(t->a), 500 * MiB);
+		KUNIT_EXPECT_EQ(test, nxq_uncharge(ha, 500 * MiB, NULL), 0);
+		if (fake_nr_killed)
+			nxq_holder_put(hb, NULL);
+		else
+			holder_free(hb);
+		KUNIT_EXPECT_EQ(test, used(t->dev), 0ULL);
+	}
+	fake_nr_killed = 0;
+	holder_free(ha);
+	tree_free(t);
+}
+
+/*
+ * A debt paid later is paid: hb answers 50M of the 450M it was asked,
+ * then gives back 400M more; hc ignores its ticket.  At the waiter's
+ * deadline hc is killed, hb is not.
+ */
+static void nxq_test_compliance_paid(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 1000 * MiB);
+	struct nxq_node *d = tree_get(test, t, t->b, 5);
+	struct nxq_holder *ha = holder_new(test, t, t->a);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_holder *hc = holder_new(test, t, d);
+	struct nxq_ticket_state ts;
+	struct waiter_thread w;
+	int i;
+
+	fake_nr_killed = 0;
+	nxq_node_set_min(t->a, 600 * MiB);
+	nxq_node_set_kill_on_ignore(t->b, true);
+	KUNIT_ASSERT_EQ(test, nxq_device_set_ticket_timeout(t->dev, 20), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 450 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hc, 450 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w, ha, 600 * MiB, 300);
+	ts = ticket_wait(test, hb);
+	KUNIT_EXPECT_EQ(test, nxq_ticket_answer(hb, ts.generation, 50 * MiB,
+						NULL), 0);
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hb, 400 * MiB, NULL), 0);
+	for (i = 0; i < 600 && !fake_nr_killed; i++)
+		usleep_range(1000, 2000);
+	usleep_range(20000, 30000);
+	KUNIT_EXPECT_EQ(test, fake_nr_killed, 1);
+	KUNIT_EXPECT_PTR_EQ(test, fake_killed[0], hc);
+	nxq_holder_detach(hc);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	fake_nr_killed = 0;
+	nxq_holder_put(hc, NULL);
+	holder_free(ha);
+	holder_free(hb);
+	tree_put(t, d);
+	tree_free(t);
+}
+
 /* A max lowered below use asks the subtree for the excess. */
 static void nxq_test_budget_lowered(struct kunit *test)
 {
@@ -521,6 +636,8 @@ static struct kunit_case nxq_pressure_cases[] = {
 	KUNIT_CASE(nxq_test_victims_max),
 	KUNIT_CASE(nxq_test_victims_device),
 	KUNIT_CASE(nxq_test_escalation),
+	KUNIT_CASE(nxq_test_compliance_bytes),
+	KUNIT_CASE(nxq_test_compliance_paid),
 	KUNIT_CASE(nxq_test_budget_lowered),
 	KUNIT_CASE(nxq_test_never_fits),
 	KUNIT_CASE(nxq_test_shortfall_moves_on),
