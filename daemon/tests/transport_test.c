@@ -26,7 +26,8 @@ static void nxqd_test_version(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, v.features,
 			(__u64)(NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE |
 				NXQ_FEAT_STATUS | NXQ_FEAT_CHARGE_WAIT |
-				NXQ_FEAT_TICKETS));
+				NXQ_FEAT_TICKETS | NXQ_FEAT_STATUS_V1 |
+				NXQ_FEAT_CHARGE_PROBE));
 	/* the size bits of the command are ignored, as for the ioctl */
 	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION & ~(_IOC_SIZEMASK <<
 							   _IOC_SIZESHIFT), 0,
