@@ -646,6 +646,59 @@ static void nxq_test_probe(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * Every change that can make a waiter fit serves it at once: a raised
+ * max, default_max, capacity or min, and a holder's end.  (A charge that
+ * could never fit under the limits as they are is refused at once, so
+ * each waiter here waits for room another holder uses.)
+ */
+static void nxq_test_dispatch_triggers(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_holder *hc2 = holder_new(test, t, t->c);
+	struct nxq_holder *hb = holder_new(test, t, t->b);
+	struct nxq_holder *hn = holder_noask(test, t, t->b);
+	struct nxq_holder *hn2 = holder_noask(test, t, t->b);
+	struct waiter_thread w;
+
+	/* a max raised: hc2 holds a's 10M, hc waits for 5M */
+	nxq_node_set_max(t->a, 10 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hc2, 10 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w, hc, 5 * MiB, 5000);
+	nxq_node_set_max(t->a, 15 * MiB);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	/* default_max raised (a's max cleared: default_max binds a) */
+	nxq_device_set_default_max(t->dev, 15 * MiB);
+	mutex_lock(&t->l.lock);
+	nxq_node_clear_budget(t->a);
+	mutex_unlock(&t->l.lock);
+	waiter_start(test, t, &w, hc, 5 * MiB, 5000);
+	nxq_device_set_default_max(t->dev, 20 * MiB);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	nxq_device_set_default_max(t->dev, NXQ_UNLIMITED);
+	/* the capacity raised: hb fills the device */
+	KUNIT_ASSERT_EQ(test, nxq_charge(hb, 80 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w, hc, 5 * MiB, 5000);
+	nxq_device_set_capacity(t->dev, 105 * MiB);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	/* a holder's end (hb never answers its ticket) */
+	waiter_start(test, t, &w, hc, 5 * MiB, 5000);
+	holder_free(hb);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	/* a min raised: hn2 holds b's guarantee, hn (no eventfd) waits */
+	nxq_node_set_min(t->b, 5 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hn2, 5 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w, hn, 5 * MiB, 5000);
+	nxq_node_set_min(t->b, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	holder_free(hn);
+	holder_free(hn2);
+	holder_free(hc);
+	holder_free(hc2);
+	tree_free(t);
+}
+
 /* Two threads charge and uncharge against one max: never above it. */
 struct race {
 	struct nxq_holder *h;
@@ -721,6 +774,7 @@ static struct kunit_case nxq_counter_cases[] = {
 	KUNIT_CASE(nxq_test_limits_own),
 	KUNIT_CASE(nxq_test_holder_status),
 	KUNIT_CASE(nxq_test_probe),
+	KUNIT_CASE(nxq_test_dispatch_triggers),
 	KUNIT_CASE(nxq_test_race),
 	{}
 };
