@@ -194,11 +194,11 @@ int nxq_uncharge_slow(struct nxq_holder *h, u64 bytes, u64 *charged)
 		err = -ENOENT;
 	else if (!bytes || bytes > h->charge)
 		err = -EINVAL;
-	else if (list_empty(&h->residue))
+	else if (!h->residue_bytes)
 		nxq_uncharge_fast(h, bytes);
 	else
 		nxq_uncharge_locked(h, bytes);
-	if (!err && !list_empty(&h->residue))
+	if (!err && h->residue_bytes)
 		nxq_dispatch(dev);
 	if (charged)
 		*charged = h->charge;

@@ -55,7 +55,9 @@ static inline bool nxq_try_charge(struct nxq_holder *h, u64 bytes,
  * @bytes: bytes to take back
  * @charged: or NULL: set to the holder's charge after an uncharge
  *
- * Uncharges a holder with no residue exactly as nxq_uncharge_slow()
+ * Uncharges a holder with nothing left on earlier nodes (residue_bytes 0:
+ * a drained residue stays listed until the holder ends, but costs
+ * nothing) exactly as nxq_uncharge_slow()
  * would; else does nothing and leaves it (and its errno) to it.
  *
  * Context: takes the device lock; does not sleep.
@@ -69,7 +71,7 @@ static inline bool nxq_try_uncharge(struct nxq_holder *h, u64 bytes,
 
 	spin_lock(&dev->lock);
 	if (bytes && !h->detached && bytes <= h->charge &&
-	    list_empty(&h->residue)) {
+	    !h->residue_bytes) {
 		nxq_uncharge_fast(h, bytes);
 		if (charged)
 			*charged = h->charge;

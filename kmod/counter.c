@@ -689,12 +689,11 @@ static void nxq_uncharge_path(struct nxq_node *n, u64 bytes)
 
 	lockdep_assert_held(&n->dev->lock);
 	for (; n; n = n->parent) {
-		WARN_ON_ONCE(n->usage < bytes);
-		n->usage -= bytes;
+		nxq_sub_clamp(&n->usage, bytes);
 		if (claim_below)
-			n->claimed_usage -= bytes;
+			nxq_sub_clamp(&n->claimed_usage, bytes);
 		if (budget_below)
-			n->budgeted_usage -= bytes;
+			nxq_sub_clamp(&n->budgeted_usage, bytes);
 		claim_below |= !!n->min;
 		budget_below |= nxq_budgeted(n);
 	}

@@ -88,6 +88,23 @@ void nxq_kind_changed(struct nxq_node *node, bool was_claiming,
 		      bool was_budgeted);
 
 /**
+ * nxq_sub_clamp() - take @bytes from a counter, never below 0
+ * @v: the counter
+ * @bytes: what to take
+ *
+ * An uncharge above what a counter holds is a ledger bug: warn once and
+ * clamp at 0, as mm/page_counter.c does, rather than wrap to ~2^64 (which
+ * would refuse every later charge on that path).
+ */
+static inline void nxq_sub_clamp(u64 *v, u64 bytes)
+{
+	if (WARN_ON_ONCE(*v < bytes))
+		*v = 0;
+	else
+		*v -= bytes;
+}
+
+/**
  * nxq_claim() - the guarantee a node claims from its parent
  * @n: the node
  *
@@ -212,8 +229,7 @@ static inline void nxq_uncharge_holder(struct nxq_holder *h, u64 bytes)
 	struct nxq_device *dev = h->node->dev;
 
 	lockdep_assert_held(&dev->lock);
-	WARN_ON_ONCE(dev->used < bytes);
-	dev->used -= bytes;
+	nxq_sub_clamp(&dev->used, bytes);
 	h->charge -= bytes;
 	h->reclaimable = min(h->reclaimable, h->charge);
 	if (h->ticket.open)

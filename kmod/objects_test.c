@@ -313,7 +313,9 @@ static void nxq_test_device_remove(struct kunit *test)
 static void nxq_test_rehome(struct kunit *test)
 {
 	struct tree *t = tree_new(test, GiB);
-	struct nxq_holder *h = holder_new(test, t, t->c);
+	struct nxq_holder *h = holder_new(test, t, t->c), *hw, *hw2;
+	struct waiter_thread w;
+	u64 pass;
 
 	KUNIT_ASSERT_EQ(test, nxq_charge(h, 10 * MiB, 0, NULL), 0);
 	mutex_lock(&t->l.lock);
@@ -328,6 +330,23 @@ static void nxq_test_rehome(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, nxq_uncharge(h, 12 * MiB, NULL), 0);
 	KUNIT_EXPECT_EQ(test, usage(t->c), 0ULL);
 	KUNIT_EXPECT_EQ(test, usage(t->b), 3 * MiB);
+	/*
+	 * The residue is drained: uncharges take the inline path again and
+	 * serve no queue but their own path's (a waiter under a's max).
+	 */
+	KUNIT_EXPECT_EQ(test, h->residue_bytes, 0ULL);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h, 3 * MiB, 0, NULL), 0);
+	hw = holder_new(test, t, t->c);
+	hw2 = holder_new(test, t, t->c);
+	nxq_node_set_max(t->a, 2 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hw2, 2 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w, hw, MiB, 300);
+	pass = t->dev->dispatch_pass;
+	KUNIT_EXPECT_TRUE(test, nxq_try_uncharge(h, MiB, NULL));
+	KUNIT_EXPECT_EQ(test, t->dev->dispatch_pass, pass);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -ETIMEDOUT);
+	holder_free(hw);
+	holder_free(hw2);
 	holder_free(h);
 	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
 	tree_free(t);

@@ -216,14 +216,15 @@ void nxq_dispatch_path(struct nxq_device *dev, struct nxq_node *node)
  * @dev: the device
  * @h: the holder
  *
- * On its path only, unless it has residues on other nodes.
+ * On its path only, unless it has residues on other nodes (drained ones,
+ * which stay listed until the holder ends, do not count).
  *
  * Context: the device lock is held.
  */
 void nxq_dispatch_holder(struct nxq_device *dev, struct nxq_holder *h)
 {
 	lockdep_assert_held(&dev->lock);
-	if (list_empty(&h->residue))
+	if (!h->residue_bytes)
 		nxq_dispatch_path(dev, h->node);
 	else
 		nxq_dispatch(dev);

@@ -112,12 +112,11 @@ static inline void nxq_uncharge_fast(struct nxq_holder *h, u64 bytes)
 
 	lockdep_assert_held(&dev->lock);
 	for (n = h->node; n; n = n->parent) {
-		WARN_ON_ONCE(n->usage < bytes);
-		n->usage -= bytes;
+		nxq_sub_clamp(&n->usage, bytes);
 		if (claim_below)
-			n->claimed_usage -= bytes;
+			nxq_sub_clamp(&n->claimed_usage, bytes);
 		if (budget_below)
-			n->budgeted_usage -= bytes;
+			nxq_sub_clamp(&n->budgeted_usage, bytes);
 		claim_below |= !!n->min;
 		budget_below |= nxq_budgeted(n);
 		blocked |= n->nr_blocked;

@@ -124,7 +124,7 @@ echo "(bytes are charge, not residency: what holders asked the kernel for)"
 say "Load the module"
 run "insmod /lib/nxquota.ko"
 run "ls -l /dev/nxquota"
-show $S/abi_version 2
+show $S/abi_version 3
 
 say "Register a device of 1 GiB (root only)"
 run "echo '$KEY 1G' > $S/devices/register"

@@ -26,7 +26,11 @@
 #include <linux/types.h>
 
 #define NXQ_DEVICE_NAME		"nxquota"	/* /dev/nxquota */
-#define NXQ_ABI_VERSION		2
+/*
+ * 3: the ioctl magic moved from 0xB7 (nsfs's and remoteproc's) to 0xB9,
+ * free in Documentation/userspace-api/ioctl/ioctl-number.rst.
+ */
+#define NXQ_ABI_VERSION		3
 
 /*
  * Device keys: "GPU-<uuid>", "host0", ... NUL-terminated, [A-Za-z0-9._:-],
@@ -296,7 +300,7 @@ struct nxq_ticket_answer {
 };
 #define NXQ_TICKET_ANSWER_SIZE_VER0	40
 
-#define NXQ_IOC_MAGIC	0xB7
+#define NXQ_IOC_MAGIC	0xB9
 
 #define NXQ_IOC_VERSION		_IOWR(NXQ_IOC_MAGIC, 0x00, struct nxq_version)
 #define NXQ_IOC_HOLDER_REGISTER	_IOWR(NXQ_IOC_MAGIC, 0x01, struct nxq_holder_reg)
@@ -375,6 +379,10 @@ enum {
 	NXQUOTA_A_DEVICE_DEFAULT_MAX,
 	NXQUOTA_A_DEVICE_EVENTS_DROPPED,
 	NXQUOTA_A_DEVICE_WAITERS,
+	NXQUOTA_A_DEVICE_CONNS_REFUSED,
+	NXQUOTA_A_DEVICE_CREDS_REFUSED,
+	NXQUOTA_A_DEVICE_RESTORED,
+	NXQUOTA_A_DEVICE_RESTORE_REFUSED,
 
 	__NXQUOTA_A_DEVICE_MAX,
 	NXQUOTA_A_DEVICE_MAX = (__NXQUOTA_A_DEVICE_MAX - 1)

@@ -12,7 +12,7 @@
  * Four processes share device t-fz (256M): root (/fz-r) and a tenant
  * (uid 65534, /fz-t) each send half the ioctls on two files of
  * /dev/nxquota; root and the tenant each send half the netlink messages.
- * ioctls: commands around the magic 0xB7 (numbers 0..15 in any direction
+ * ioctls: commands around the magic NXQ_IOC_MAGIC (numbers 0..15 in any direction
  * and size bits, other numbers, other magics), arguments that are random
  * bytes or the real structs with random fields (sizes around the known
  * ones, flags, known and random holder ids, byte counts small and near
