@@ -688,15 +688,8 @@ static void nxq_uncharge_path(struct nxq_node *n, u64 bytes)
 	bool claim_below = false, budget_below = false;
 
 	lockdep_assert_held(&n->dev->lock);
-	for (; n; n = n->parent) {
-		nxq_sub_clamp(&n->usage, bytes);
-		if (claim_below)
-			nxq_sub_clamp(&n->claimed_usage, bytes);
-		if (budget_below)
-			nxq_sub_clamp(&n->budgeted_usage, bytes);
-		claim_below |= !!n->min;
-		budget_below |= nxq_budgeted(n);
-	}
+	for (; n; n = n->parent)
+		nxq_path_sub(n, bytes, &claim_below, &budget_below);
 }
 
 /**

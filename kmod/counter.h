@@ -135,6 +135,28 @@ static inline bool nxq_budgeted(const struct nxq_node *n)
 }
 
 /**
+ * nxq_path_sub() - one node's part of an uncharge walking up a path
+ * @n: the node
+ * @bytes: what is uncharged
+ * @claim_below: a node with a min lies below @n on the path; updated
+ * @budget_below: a budgeted node lies below @n on the path; updated
+ *
+ * Its usage, and what it counts as claimed and budgeted below it, lose
+ * @bytes (see nxq_commit() for the adding side).
+ */
+static inline void nxq_path_sub(struct nxq_node *n, u64 bytes,
+				bool *claim_below, bool *budget_below)
+{
+	nxq_sub_clamp(&n->usage, bytes);
+	if (*claim_below)
+		nxq_sub_clamp(&n->claimed_usage, bytes);
+	if (*budget_below)
+		nxq_sub_clamp(&n->budgeted_usage, bytes);
+	*claim_below |= !!n->min;
+	*budget_below |= nxq_budgeted(n);
+}
+
+/**
  * nxq_is_top() - is a node a child of the root?
  * @n: the node
  *

@@ -112,13 +112,7 @@ static inline void nxq_uncharge_fast(struct nxq_holder *h, u64 bytes)
 
 	lockdep_assert_held(&dev->lock);
 	for (n = h->node; n; n = n->parent) {
-		nxq_sub_clamp(&n->usage, bytes);
-		if (claim_below)
-			nxq_sub_clamp(&n->claimed_usage, bytes);
-		if (budget_below)
-			nxq_sub_clamp(&n->budgeted_usage, bytes);
-		claim_below |= !!n->min;
-		budget_below |= nxq_budgeted(n);
+		nxq_path_sub(n, bytes, &claim_below, &budget_below);
 		blocked |= n->nr_blocked;
 	}
 	nxq_uncharge_holder(h, bytes);
