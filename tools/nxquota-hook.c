@@ -28,6 +28,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <syslog.h>
 
 #include <netlink/netlink.h>
 #include <netlink/attr.h>
@@ -46,19 +47,29 @@
 /* The container the messages name, once the state gave a safe id. */
 static const char *ctr_id;
 
-/* The one line of a failure, "nxquota-hook: container ID: ...": 1. */
+/*
+ * The one line of a failure, "nxquota-hook: container ID: ...": 1.  It
+ * goes to stderr and to syslog (LOG_DAEMON, LOG_ERR): crun gives hooks
+ * /dev/null as stderr unless the container has the annotation
+ * run.oci.hooks.stderr, and prints only "error executing hook"; the
+ * journal is where an operator finds why.  Values from the container's
+ * annotations reach the line only through hook_q(), escaped.
+ */
 static int __attribute__((format(printf, 1, 2))) fail_(const char *fmt, ...)
 {
+	char line[HOOK_ERR_LEN + 160];
 	va_list ap;
+	int n = 0;
 
-	if (ctr_id)
-		fprintf(stderr, "%s: container %s: ", prog, ctr_id);
-	else
-		fprintf(stderr, "%s: ", prog);
+	if (ctr_id)	/* hook_id_check(): at most HOOK_ID_MAX bytes */
+		n = snprintf(line, sizeof(line), "container %s: ", ctr_id);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "%s: %s\n", prog, line);
+	openlog(prog, LOG_PID, LOG_DAEMON);
+	syslog(LOG_ERR, "%s", line);
+	closelog();
 	return EX_FAIL;
 }
 
