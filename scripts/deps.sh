@@ -17,7 +17,8 @@ pkgs="build-essential make gcc pkg-config bc flex bison libelf-dev kmod cpio
 gzip xz-utils python3 qemu-system-x86 busybox-static libcmocka-dev
 libnl-3-dev libnl-genl-3-dev linux-headers-amd64 linux-headers-6.12-amd64
 linux-source-6.12 sparse ccache dkms man-db groff-base python3-docutils
-gnuplot-nox"
+gnuplot-nox crun podman conmon golang-github-containers-common catatonit
+libjson-c-dev"
 
 missing=""
 for p in $pkgs; do
