@@ -153,6 +153,14 @@ static int dev_ticket_answer(struct nxq_ctx *ctx, uint64_t holder, uint64_t gene
 	return r;
 }
 
+static int dev_status(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	st->holder_id = holder;
+	return dev_ioctl(ctx, NXQ_IOC_STATUS, st);
+}
+
 static void dev_close(struct nxq_ctx *ctx)
 {
 	if (ctx->fd >= 0)
@@ -171,6 +179,7 @@ const struct nxq_kops nxq__dev_kops = {
 	.ticket_read = dev_ticket_read,
 	.ticket_answer = dev_ticket_answer,
 	.close = dev_close,
+	.status = dev_status,
 };
 
 /* ---- unmanaged: a process-local ledger ---- */
@@ -179,7 +188,7 @@ static int local_version(struct nxq_ctx *ctx, struct nxq_version *v)
 {
 	(void)ctx;
 	v->abi_version = NXQ_ABI_VERSION;
-	v->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE;
+	v->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS | NXQ_FEAT_STATUS_V1;
 	return 0;
 }
 
@@ -205,8 +214,16 @@ static int local_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
 	do {
 		if (cur + bytes < cur)
 			return -EOVERFLOW;
-		if (ctx->cap && cur + bytes > ctx->cap)
+		if (ctx->cap && cur + bytes > ctx->cap) {
+			pthread_mutex_lock(&ctx->local_mu);
+			ctx->local_last.err = EDQUOT;
+			ctx->local_last.bytes = bytes;
+			ctx->local_last.limit = ctx->cap;
+			ctx->local_last.usage = cur;
+			ctx->local_last.ns = nxq__now_ns();
+			pthread_mutex_unlock(&ctx->local_mu);
 			return -EDQUOT;
+		}
 	} while (!__atomic_compare_exchange_n(&ctx->local_charged, &cur, cur + bytes, 0,
 					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	return 0;
@@ -238,6 +255,38 @@ static int local_ticket_answer(struct nxq_ctx *ctx, uint64_t holder, uint64_t ge
 	return -ESTALE;
 }
 
+/*
+ * The process-local ledger as STATUS: one node (the process) under its
+ * cap (NXQ_UNLIMITED without one), no guarantee, every holder sharing it
+ * (holder_charge is the whole ledger's: holders are not told apart).
+ */
+static int local_status(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st)
+{
+	uint64_t cur = __atomic_load_n(&ctx->local_charged, __ATOMIC_RELAXED);
+	uint64_t lim = ctx->cap ? ctx->cap : NXQ_UNLIMITED;
+
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	st->holder_id = holder;
+	st->holder_charge = cur;
+	st->node_current = cur;
+	st->node_max = lim;
+	st->headroom = lim > cur ? lim - cur : 0;
+	st->device_capacity = lim;
+	st->device_used = cur;
+	st->node_effective_max = lim;
+	st->room = st->headroom;
+	st->limit = lim;
+	pthread_mutex_lock(&ctx->local_mu);
+	st->last_error = ctx->local_last.err;
+	st->last_bytes = ctx->local_last.bytes;
+	st->last_limit = ctx->local_last.limit;
+	st->last_usage = ctx->local_last.usage;
+	st->last_ns = ctx->local_last.ns;
+	pthread_mutex_unlock(&ctx->local_mu);
+	return 0;
+}
+
 static void local_close(struct nxq_ctx *ctx)
 {
 	(void)ctx;
@@ -254,6 +303,7 @@ const struct nxq_kops nxq__local_kops = {
 	.ticket_read = local_ticket_read,
 	.ticket_answer = local_ticket_answer,
 	.close = local_close,
+	.status = local_status,
 };
 
 /* ---- contexts ---- */
@@ -356,6 +406,7 @@ int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *k
 	if (!ctx)
 		return nxq__err(-ENOMEM, "nxquota: out of memory");
 	ctx->fork_gen = __atomic_load_n(&nxq__fork_gen, __ATOMIC_RELAXED);
+	pthread_mutex_init(&ctx->local_mu, NULL);
 	ctx->fd = -1;
 	ctx->epfd = -1;
 	ctx->stopfd = -1;
@@ -408,6 +459,23 @@ int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *k
 NXQ_API int nxq_ctx_open(const struct nxq_ctx_opts *opts, struct nxq_ctx **ctxp)
 {
 	return nxq__ctx_open_kops(opts, NULL, NULL, ctxp);
+}
+
+int nxq__status(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st)
+{
+	int r;
+
+	if (!ctx || !st)
+		return -EINVAL;
+	if (nxq__forked(ctx))
+		return nxq__fork_err();
+	if (!ctx->kops->status || !(ctx->features & NXQ_FEAT_STATUS))
+		return -EOPNOTSUPP;
+	r = ctx->kops->status(ctx, holder, st);
+	if (!r && !(ctx->features & NXQ_FEAT_STATUS_V1))	/* an authority's stray bytes */
+		memset((char *)st + NXQ_STATUS_SIZE_VER0, 0,
+		       sizeof(*st) - NXQ_STATUS_SIZE_VER0);
+	return r;
 }
 
 NXQ_API int nxq_ctx_is_managed(const struct nxq_ctx *ctx)

@@ -45,6 +45,12 @@ struct nxq_kops {
 	void (*close)(struct nxq_ctx *ctx);
 	/* optional: the child's copy after fork(): free it, send nothing */
 	void (*forget)(struct nxq_ctx *ctx);
+	/*
+	 * optional (NULL: -EOPNOTSUPP): NXQ_IOC_STATUS of holder into *st,
+	 * which the op zeroes and sizes (sizeof, version 1); holder_id comes
+	 * back as the caller's id.  Called through nxq__status().
+	 */
+	int (*status)(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st);
 };
 
 struct nxq_ctx {
@@ -56,6 +62,12 @@ struct nxq_ctx {
 	uint64_t cap;		/* unmanaged: process-local cap, 0 = none */
 	uint64_t local_charged;	/* unmanaged: bytes charged, atomic */
 	uint64_t next_local_id;	/* unmanaged: holder ids, atomic */
+	/* unmanaged: the last refused charge, for STATUS (under local_mu) */
+	pthread_mutex_t local_mu;
+	struct {
+		uint32_t err;
+		uint64_t bytes, limit, usage, ns;
+	} local_last;
 	int narenas;		/* atomic */
 	unsigned int fork_gen;	/* nxq__fork_gen when opened: see nxq__forked() */
 
@@ -116,6 +128,16 @@ int nxq__sock_open(const char *path, void **kprivp);
 extern const char *nxq__sock_default;
 /* Tests: reconnects done, restores refused, connections made and refused. */
 void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[4]);
+
+/*
+ * A holder's NXQ_IOC_STATUS (context.c), for the preload shim's budget-aware
+ * cuMemGetInfo and its refusal messages: 0 with *st filled (version 1
+ * fields only where ctx->features has NXQ_FEAT_STATUS_V1, else 0), or
+ * -EOPNOTSUPP (no NXQ_FEAT_STATUS, or kernel ops without it), -ECHILD in a
+ * forked child, or the authority's negative errno.  A round trip to the
+ * authority: for queries and refusals, never per allocation.
+ */
+int nxq__status(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st);
 
 /* Test entry points: a context on given kernel ops, an arena on given backend ops. */
 int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *kops,

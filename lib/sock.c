@@ -1073,6 +1073,52 @@ static int sk_ticket_answer(struct nxq_ctx *ctx, uint64_t holder, uint64_t gener
 	return 0;
 }
 
+/*
+ * STATUS of a holder, translated to the daemon's id (a holder the daemon
+ * does not have -- not taken back after a restart -- is -ENOLINK); sent
+ * again once after a reconnect.  An older daemon's shorter reply leaves
+ * the fields it does not know 0.
+ */
+static int sk_status(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st)
+{
+	struct sk *s = ctx->kpriv;
+	struct sk_holder *h;
+	unsigned int epoch;
+	int err = 0, r;
+
+	for (int tries = 0;; tries++) {
+		r = sk_begin(ctx, &epoch);
+		if (r)
+			return r;
+		h = holder_get(s, holder);
+		if (!h) {
+			sk_end(ctx);
+			return -ENOENT;
+		}
+		memset(st, 0, sizeof(*st));
+		st->size = sizeof(*st);
+		pthread_mutex_lock(&s->mu);
+		st->holder_id = h->dmn_id;
+		pthread_mutex_unlock(&s->mu);
+		if (!st->holder_id) {
+			sk_end(ctx);
+			return -ENOLINK;
+		}
+		r = sk_hreq(s, SK_IOC(NXQ_IOC_STATUS), st, sizeof(*st), sizeof(*st), &err);
+		sk_end(ctx);
+		if (!r) {
+			st->size = sizeof(*st);
+			st->holder_id = holder;
+			return err;
+		}
+		if (!is_gone(r) || tries)
+			return r;
+		r = sk_reconnect(ctx, epoch);
+		if (r)
+			return r;
+	}
+}
+
 static void sk_free(struct sk *s, int child)
 {
 	struct sk_conn *c, *n;
@@ -1127,6 +1173,7 @@ const struct nxq_kops nxq__sock_kops = {
 	.ticket_answer = sk_ticket_answer,
 	.close = sk_close,
 	.forget = sk_forget,
+	.status = sk_status,
 };
 
 /*

@@ -34,16 +34,29 @@
  *    device that has an eventfd, because unused reserved pool memory can be
  *    given back (cuMemPoolTrimTo) without the application: a thread of this
  *    library answers its tickets that way;
- *  - frees: cuMemFree_v2, cuMemRelease uncharge what their allocation
- *    charged; cuMemPoolTrimTo and cuMemPoolDestroy bring a pool's charge
- *    down to what it still reserves.
+ *  - frees: cuMemFree_v2 uncharges what its allocation charged; a handle
+ *    is uncharged when it is released (cuMemRelease) and its last mapping
+ *    unmapped (cuMemMap/cuMemUnmap are followed: the driver frees the
+ *    memory then); cuMemPoolTrimTo and cuMemPoolDestroy bring a pool's
+ *    charge down to what it still reserves;
+ *  - contexts (issue 20): what a context takes on the device, measured as
+ *    it comes up (cuDevicePrimaryCtxRetain, cuCtxCreate_v2/_v3/_v4), to a
+ *    third holder per device; given back when it goes.
+ *
+ * What the application is told (issue 20): cuMemGetInfo and NVML's
+ * nvmlDeviceGetMemoryInfo report the budget (STATUS version 1's room and
+ * limit, at most the device's); a refused charge is said on stderr, with
+ * the node that refused and what would help; NXQUOTA_REQUIRE=1 refuses
+ * every allocation while no authority answers, instead of passing.
  *
  * One thread-local depth counter: a wrapper called while another wrapper
  * of the same thread is in the driver (the driver calling its own exported
  * entry points) passes straight through, so nothing is charged twice.
  *
  * No authority (no module, no daemon), or NXQ_PRELOAD=off: every wrapper
- * passes straight through, and the process is told once on stderr.
+ * passes straight through, and the process is told once on stderr (with
+ * NXQUOTA_REQUIRE=1: every allocation is refused, and the authority looked
+ * for again once a second).
  *
  * Sizes are remembered per pointer and per handle in a sharded hash (the
  * only allocation on the allocation path).  Fork: the child's state is
@@ -52,6 +65,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
@@ -92,15 +106,21 @@ enum {
 	R_cuMemFreeAsync,
 	R_cuMemFreeAsync_ptsz,
 	R_cuDevicePrimaryCtxGetState,
-	R_cuDevicePrimaryCtxRetain,
-	R_cuDevicePrimaryCtxRelease_v2,
 	R_cuCtxPushCurrent_v2,
 	R_cuCtxPopCurrent_v2,
 	R_cuCtxSynchronize,
 	R_cuStreamSynchronize,
 	R_cuStreamSynchronize_ptsz,
+	NCUDA,
+	/* NVML's, from libnvidia-ml.so.1 (nvml_init()) */
+	R_nvmlInit_v2 = NCUDA,
+	R_nvmlDeviceGetHandleByUUID,
+	R_nvmlDeviceGetUUID,
 	NREAL
 };
+
+/* Is entry point i NVML's (resolved from libnvidia-ml.so.1, not libcuda)? */
+#define IS_NVML(i)	((i) >= NXQP_FIRST_NVML && ((i) < NWRAP || (i) >= NCUDA))
 
 static const char *const rname[NREAL] = {
 #define W(n) [R_##n] = #n,
@@ -114,13 +134,14 @@ static const char *const rname[NREAL] = {
 	[R_cuMemFreeAsync] = "cuMemFreeAsync",
 	[R_cuMemFreeAsync_ptsz] = "cuMemFreeAsync_ptsz",
 	[R_cuDevicePrimaryCtxGetState] = "cuDevicePrimaryCtxGetState",
-	[R_cuDevicePrimaryCtxRetain] = "cuDevicePrimaryCtxRetain",
-	[R_cuDevicePrimaryCtxRelease_v2] = "cuDevicePrimaryCtxRelease_v2",
 	[R_cuCtxPushCurrent_v2] = "cuCtxPushCurrent_v2",
 	[R_cuCtxPopCurrent_v2] = "cuCtxPopCurrent_v2",
 	[R_cuCtxSynchronize] = "cuCtxSynchronize",
 	[R_cuStreamSynchronize] = "cuStreamSynchronize",
 	[R_cuStreamSynchronize_ptsz] = "cuStreamSynchronize_ptsz",
+	[R_nvmlInit_v2] = "nvmlInit_v2",
+	[R_nvmlDeviceGetHandleByUUID] = "nvmlDeviceGetHandleByUUID",
+	[R_nvmlDeviceGetUUID] = "nvmlDeviceGetUUID",
 };
 
 static void *const wrapper[NWRAP] = {
@@ -133,6 +154,7 @@ static void *real[NREAL];
 static void *(*real_dlsym)(void *, const char *);
 static pthread_once_t dlsym_once = PTHREAD_ONCE_INIT;
 static pthread_once_t real_once = PTHREAD_ONCE_INIT;
+static pthread_once_t nvml_once = PTHREAD_ONCE_INIT;
 
 static __thread int depth __attribute__((tls_model("initial-exec")));
 static __thread int exempt __attribute__((tls_model("initial-exec")));	/* see nxquota_preload_exempt() */
@@ -180,11 +202,45 @@ static void real_init(void)
 	if (!h)
 		return;
 	for (int i = 0; i < NREAL; i++) {
-		void *p = real_dlsym(h, rname[i]);
+		void *p;
 
+		if (IS_NVML(i))
+			continue;
+		p = real_dlsym(h, rname[i]);
 		if (i < NWRAP && p == wrapper[i])
 			p = NULL;	/* never call ourselves */
 		__atomic_store_n(&real[i], p, __ATOMIC_RELEASE);
+	}
+}
+
+/*
+ * NVML's entry points: from the application's libnvidia-ml.so.1 if it
+ * loaded one, else loaded here (only to measure what a CUDA context costs,
+ * ctx_measure()); one the application's dlsym() handed us stays.
+ */
+static void nvml_init(void)
+{
+	void *h;
+
+	pthread_once(&dlsym_once, dlsym_init);
+	if (!real_dlsym)
+		return;
+	h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+	if (!h)
+		return;
+	for (int i = 0; i < NREAL; i++) {
+		void *p, *none = NULL;
+
+		if (!IS_NVML(i))
+			continue;
+		p = real_dlsym(h, rname[i]);
+		if (i < NWRAP && p == wrapper[i])
+			p = NULL;
+		if (p)
+			__atomic_compare_exchange_n(&real[i], &none, p, 0, __ATOMIC_RELEASE,
+						    __ATOMIC_RELAXED);
 	}
 }
 
@@ -193,7 +249,8 @@ static inline void *R(int i)
 	void *p = __atomic_load_n(&real[i], __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(!p, 0)) {
-		pthread_once(&real_once, real_init);
+		pthread_once(IS_NVML(i) ? &nvml_once : &real_once,
+			     IS_NVML(i) ? nvml_init : real_init);
 		p = __atomic_load_n(&real[i], __ATOMIC_ACQUIRE);
 	}
 	return p;
@@ -206,18 +263,28 @@ static inline void *R(int i)
 #define POOL_STEP	(2ULL << 20)
 
 enum { DS_UNKNOWN = 0, DS_CHARGE, DS_PASS, DS_REFUSE };
+/* The holders of a device (dev_state()'s kind). */
+enum { H_PLAIN = 0, H_POOL, H_CTX, NHKIND };
+/* S.state; the settled ones (charging, passing) are odd: authority()'s test */
+enum { ST_REFUSE = -2, ST_PASS = -1, ST_UNKNOWN = 0, ST_CHARGE = 1 };
 
 struct dev {
 	int state;		/* DS_*: the plain holder (atomic) */
 	int pstate;		/* DS_*: the pool holder (atomic) */
+	int cstate;		/* DS_*: the context holder (atomic) */
 	uint64_t holder;	/* allocations only the application frees: no eventfd */
 	uint64_t pholder;	/* stream-ordered pools: eventfd where tickets exist */
+	uint64_t cholder;	/* contexts' memory: an eventfd where the plain holder has one */
 	uint64_t credit;	/* plain holder: charged, held by no allocation (atomic) */
 	uint64_t last;		/* plain holder: the size of the last granted allocation (atomic) */
 	int evfd;
 	int plevfd;		/* the plain holder's eventfd: a PyTorch process (see py_release) */
+	int cevfd;		/* the context holder's eventfd: its tickets are answered 0 */
 	int collect;		/* a ticket collects the plain holder's frees (atomic; col_mu) */
 	uint64_t collected;	/* under col_mu */
+	uint64_t prim_bytes;	/* charged for the primary context (under S.ctx_mu) */
+	uint64_t said_ns;	/* the last refusal line for this device (atomic) */
+	uint64_t unsaid;	/* refusals not said since (atomic) */
 	char key[NXQ_DEVICE_KEY_MAX];
 };
 
@@ -232,16 +299,25 @@ struct pool {
 
 static struct {
 	pthread_mutex_t lock;	/* init, registration, pool slots, the thread */
-	int state;		/* 0 not yet, 1 charging, -1 pass-through (atomic) */
+	int state;		/* ST_*: 0 not yet (atomic) */
 	struct nxq_ctx *ctx;
 	struct nxq_ctx *stale;	/* the parent's context, in a forked child */
 	uint64_t wait_ns;
 	uint64_t batch;		/* NXQ_PRELOAD_BATCH */
+	int require;		/* NXQUOTA_REQUIRE: no authority refuses, never passes */
+	int quiet;		/* NXQUOTA_QUIET: no refusal lines */
+	int charge_ctx;		/* NXQUOTA_CHARGE_CONTEXT (default on) */
+	uint64_t retry_ns;	/* ST_REFUSE: when the authority was last looked for (atomic) */
+	uint64_t gap_ns;	/* 1 s: between two looks for an authority, two refusal lines */
 	struct dev dev[MAXDEV];
 	struct pool pool[MAXPOOL];
 	int epfd, stopfd, thread_on;
 	pthread_t thread;
+	pthread_mutex_t ctx_mu;	/* a context's creation measured: one at a time */
+	pthread_mutex_t say_mu;	/* last_said */
+	char last_said[1024];
 	int said_none, said_err, said_pool, said_hash, said_gpa, said_sync, said_py;
+	int said_require, said_lost, said_ctx, said_nvml;
 	/* PyTorch's cache (see py_release) */
 	pthread_mutex_t col_mu;	/* d->collect, d->collected */
 	pthread_mutex_t py_mu;	/* py_pending, py_done; py_cv */
@@ -257,7 +333,15 @@ static struct {
 	const struct nxq_kops *test_kops;
 	void *test_kpriv;
 	struct nxqp_counters cnt;
-} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .stopfd = -1, .one_dev = -1 };
+} S = { .lock = PTHREAD_MUTEX_INITIALIZER, .ctx_mu = PTHREAD_MUTEX_INITIALIZER,
+	.say_mu = PTHREAD_MUTEX_INITIALIZER, .epfd = -1, .stopfd = -1, .one_dev = -1,
+	.gap_ns = 1000000000ULL };
+
+#define SAY_RESET() do {							\
+	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = 0;	\
+	S.said_sync = S.said_py = S.said_require = S.said_lost = 0;		\
+	S.said_ctx = S.said_nvml = 0;						\
+} while (0)
 
 #define CNT(f) __atomic_add_fetch(&S.cnt.f, 1, __ATOMIC_RELAXED)
 
@@ -265,16 +349,27 @@ static struct {
 
 #define HBITS	12
 #define NSHARD	64
-enum { K_PTR = 0, K_HANDLE = 1 };
+/*
+ * Kinds of entries: a pointer (cuMemAlloc & co), a handle (cuMemCreate,
+ * until released), a mapping (cuMemMap: va -> its handle's entry, which
+ * it holds), a context (cuCtxCreate).
+ */
+enum { K_PTR = 0, K_HANDLE, K_MAP, K_CTX, NKIND };
 
 struct ent {
 	uint64_t key;
-	uint64_t bytes;
+	uint64_t bytes;		/* K_MAP: the mapping's size */
 	int dev;
+	/*
+	 * K_HANDLE: 2 x its live mappings, + 1 once released (atomic): the
+	 * charge goes when it reads 1 (released, the last mapping gone).
+	 */
+	uint32_t hst;
+	struct ent *h;		/* K_MAP: the handle's entry */
 	struct ent *next;
 };
 
-static struct ent *tab[2][1U << HBITS];
+static struct ent *tab[NKIND][1U << HBITS];
 static pthread_mutex_t shard[NSHARD];
 static pthread_once_t shard_once = PTHREAD_ONCE_INIT;
 static long tracked[NSHARD];	/* entries per shard, under its lock (no atomic per pair) */
@@ -307,7 +402,8 @@ static void ent_free(struct ent *e)
 		free(e);
 }
 
-static int track(int kind, uint64_t key, uint64_t bytes, int dev)
+/* Remember key (h: a mapping's handle entry, else NULL): 0, or -ENOMEM. */
+static int track(int kind, uint64_t key, uint64_t bytes, int dev, struct ent *h)
 {
 	struct ent *e = spare;
 	unsigned int i = hidx(key);
@@ -322,6 +418,8 @@ static int track(int kind, uint64_t key, uint64_t bytes, int dev)
 	e->key = key;
 	e->bytes = bytes;
 	e->dev = dev;
+	e->hst = 0;
+	e->h = h;
 	pthread_mutex_lock(&shard[i % NSHARD]);
 	e->next = tab[kind][i];
 	tab[kind][i] = e;
@@ -366,7 +464,19 @@ static void ticket_thread_stop(void);
 /* With S.lock held: forget everything (a forked child, or a test's reset). */
 static void state_drop_locked(int close_ctx)
 {
-	for (int k = 0; k < 2; k++)
+	/* mappings first: a handle released while mapped is held by them alone */
+	for (unsigned int i = 0; i < (1U << HBITS); i++) {
+		struct ent *e = tab[K_MAP][i], *n;
+
+		for (; e; e = n) {
+			n = e->next;
+			if (__atomic_sub_fetch(&e->h->hst, 2, __ATOMIC_RELAXED) == 1)
+				free(e->h);
+			free(e);
+		}
+		tab[K_MAP][i] = NULL;
+	}
+	for (int k = 0; k < NKIND; k++)
 		for (unsigned int i = 0; i < (1U << HBITS); i++) {
 			struct ent *e = tab[k][i], *n;
 
@@ -382,6 +492,8 @@ static void state_drop_locked(int close_ctx)
 			close(S.dev[i].evfd);
 		if (S.dev[i].plevfd > 0)
 			close(S.dev[i].plevfd);
+		if (S.dev[i].cevfd > 0)
+			close(S.dev[i].cevfd);
 		memset(&S.dev[i], 0, sizeof(S.dev[i]));
 	}
 	for (int i = 0; i < MAXPOOL; i++) {
@@ -399,6 +511,17 @@ static void state_drop_locked(int close_ctx)
 	__atomic_store_n(&S.state, 0, __ATOMIC_RELEASE);
 }
 
+static int env_on(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+
+	if (!v || !*v)
+		return dflt;
+	return strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "no");
+}
+
+static uint64_t now_ns(void);
+
 static int authority_init(void)
 {
 	struct nxq_ctx_opts o = { .size = sizeof(o), .flags = NXQ_CTX_NO_THREAD };
@@ -408,7 +531,7 @@ static int authority_init(void)
 
 	pthread_mutex_lock(&S.lock);
 	st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
-	if (st) {
+	if (st != ST_UNKNOWN) {
 		pthread_mutex_unlock(&S.lock);
 		return st;
 	}
@@ -416,10 +539,16 @@ static int authority_init(void)
 		nxq_ctx_close(S.stale);
 		S.stale = NULL;
 	}
-	if (env && !strcmp(env, "off")) {
+	S.require = env_on("NXQUOTA_REQUIRE", 0);
+	S.quiet = env_on("NXQUOTA_QUIET", 0);
+	S.charge_ctx = env_on("NXQUOTA_CHARGE_CONTEXT", 1);
+	if (env && !strcmp(env, "off") && S.require) {
+		SAY_ONCE(S.said_none, "NXQ_PRELOAD=off ignored: NXQUOTA_REQUIRE=1 (the operator "
+			 "requires a ledger)");
+	} else if (env && !strcmp(env, "off")) {
 		SAY_ONCE(S.said_none, "NXQ_PRELOAD=off: CUDA allocations of this process "
 			 "are not charged");
-		st = -1;
+		st = ST_PASS;
 		goto out;
 	}
 	if (nxq__env_ms("NXQ_PRELOAD_WAIT_MS", &ms) < 0)
@@ -441,25 +570,58 @@ static int authority_init(void)
 				: nxq_ctx_open(&o, &S.ctx);
 	else
 		r = nxq_ctx_open(&o, &S.ctx);
+	if (r && S.require) {
+		SAY_ONCE(S.said_require, "NXQUOTA_REQUIRE=1 and no nxquota authority (%s): every "
+			 "CUDA allocation of this process is refused until one answers",
+			 nxq_errmsg());
+		S.ctx = NULL;
+		__atomic_store_n(&S.retry_ns, now_ns(), __ATOMIC_RELAXED);
+		st = ST_REFUSE;
+		goto out;
+	}
 	if (r) {
 		SAY_ONCE(S.said_none, "no nxquota authority (%s): CUDA allocations of this "
 			 "process are not charged", nxq_errmsg());
 		S.ctx = NULL;
-		st = -1;
+		st = ST_PASS;
 		goto out;
 	}
-	st = 1;
+	if (S.said_require)
+		say("an nxquota authority answers (%s): CUDA allocations are charged from now on",
+		    S.ctx->kops->name);
+	st = ST_CHARGE;
 out:
 	__atomic_store_n(&S.state, st, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&S.lock);
 	return st;
 }
 
+/*
+ * ST_REFUSE (NXQUOTA_REQUIRE, no authority): look for one again, at most
+ * once a second (only refused calls get here).
+ */
+static int authority_retry(void)
+{
+	uint64_t now = now_ns(), last = __atomic_load_n(&S.retry_ns, __ATOMIC_RELAXED);
+
+	if (now - last < S.gap_ns ||
+	    !__atomic_compare_exchange_n(&S.retry_ns, &last, now, 0, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED))
+		return ST_REFUSE;
+	pthread_mutex_lock(&S.lock);
+	if (__atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == ST_REFUSE)
+		__atomic_store_n(&S.state, ST_UNKNOWN, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&S.lock);
+	return authority_init();
+}
+
 static inline int authority(void)
 {
 	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
 
-	return __builtin_expect(st, 1) ? st : authority_init();
+	if (__builtin_expect(st & 1, 1))	/* ST_CHARGE or ST_PASS: settled */
+		return st;
+	return st == ST_REFUSE ? authority_retry() : authority_init();
 }
 
 static int dev_key(int ord, char key[NXQ_DEVICE_KEY_MAX])
@@ -482,25 +644,28 @@ static int ticket_thread_start_locked(void);
 static int py_torch_locked(void);
 
 /*
- * Register device ord's holder (pool: the pool holder) once; the state
- * says what its allocations get.  Not registered with the authority
- * (-ENOENT/-ENODEV): not under nxquota, passed through; any other
- * refusal (no budget, no access to the device): refused.
+ * Register device ord's holder of the given kind (H_PLAIN, H_POOL,
+ * H_CTX) once; the state says what its charges get.  Not registered with
+ * the authority (-ENOENT/-ENODEV): not under nxquota, passed through
+ * (refused with NXQUOTA_REQUIRE); any other refusal (no budget, no access
+ * to the device): refused.
  */
-static int dev_state(int ord, int pool)
+static int dev_state(int ord, int kind)
 {
 	struct dev *d;
 	struct nxq_holder_reg reg = { .size = sizeof(reg), .eventfd = -1 };
-	int st, r, evfd = -1;
+	int *stp, st, r, evfd = -1;
+	static const char *const what[NHKIND] = { "PyTorch's cached", "pool", "context" };
 
 	if (ord < 0 || ord >= MAXDEV)
 		return DS_PASS;
 	d = &S.dev[ord];
-	st = __atomic_load_n(pool ? &d->pstate : &d->state, __ATOMIC_ACQUIRE);
+	stp = kind == H_POOL ? &d->pstate : kind == H_CTX ? &d->cstate : &d->state;
+	st = __atomic_load_n(stp, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(st != DS_UNKNOWN, 1))
 		return st;
 	pthread_mutex_lock(&S.lock);
-	st = pool ? d->pstate : d->state;
+	st = *stp;
 	if (st != DS_UNKNOWN || !S.ctx)
 		goto out;
 	if (!d->key[0] && dev_key(ord, d->key)) {
@@ -512,18 +677,24 @@ static int dev_state(int ord, int pool)
 	 * An eventfd only where someone will read it and can give something
 	 * back: else tickets would wait in vain.  The pool holder: trims.  The
 	 * plain holder: only in a PyTorch process, whose cached segments
-	 * torch.cuda.empty_cache() releases (py_release()).
+	 * torch.cuda.empty_cache() releases (py_release()).  The context
+	 * holder: as the plain one, so that a PyTorch process that may borrow
+	 * may borrow for its context too (it answers its tickets with 0).
 	 */
-	if ((pool || py_torch_locked() > 0) && (S.ctx->features & NXQ_FEAT_TICKETS) &&
+	if ((kind == H_POOL || py_torch_locked() > 0) && (S.ctx->features & NXQ_FEAT_TICKETS) &&
 	    !ticket_thread_start_locked()) {
 		evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (evfd < 0)
 			say("eventfd: %s: %s memory on %s cannot be asked back", strerror(errno),
-			    pool ? "pool" : "PyTorch's cached", d->key);
+			    what[kind], d->key);
 		reg.eventfd = evfd;
 	}
 	r = S.ctx->kops->holder_register(S.ctx, &reg);
-	if (r == -ENOENT || r == -ENODEV) {
+	if ((r == -ENOENT || r == -ENODEV) && S.require) {
+		say("%s is not under nxquota (%s) and NXQUOTA_REQUIRE=1: its allocations are "
+		    "refused", d->key, strerror(-r));
+		st = DS_REFUSE;
+	} else if (r == -ENOENT || r == -ENODEV) {
 		say("%s is not under nxquota (%s): its allocations are not charged", d->key,
 		    strerror(-r));
 		st = DS_PASS;
@@ -532,62 +703,256 @@ static int dev_state(int ord, int pool)
 		    strerror(-r));
 		st = DS_REFUSE;
 	} else {
+		/* MAXDEV + ord: the plain holder's tickets; 2 MAXDEV + ord: the context's */
+		uint32_t tag = (uint32_t)(kind == H_POOL ? ord : kind == H_PLAIN ? MAXDEV + ord
+					   : 2 * MAXDEV + ord);
+
 		st = DS_CHARGE;
 		CNT(holders);
-		if (pool) {
+		if (kind == H_POOL) {
 			d->pholder = reg.holder_id;
 			d->evfd = evfd;
-			evfd = -1;
-			if (d->evfd >= 0) {
-				struct epoll_event ev = { .events = EPOLLIN, .data.u32 = (uint32_t)ord };
-
-				if (epoll_ctl(S.epfd, EPOLL_CTL_ADD, d->evfd, &ev))
-					say("epoll_ctl: %s: tickets for %s go unanswered", strerror(errno),
-					    d->key);
-			}
-		} else {
+		} else if (kind == H_PLAIN) {
 			d->holder = reg.holder_id;
 			d->plevfd = evfd;
-			evfd = -1;
-			if (d->plevfd >= 0) {
-				/* MAXDEV + ord: the plain holder's tickets */
-				struct epoll_event ev = { .events = EPOLLIN,
-							  .data.u32 = (uint32_t)(MAXDEV + ord) };
-
-				if (epoll_ctl(S.epfd, EPOLL_CTL_ADD, d->plevfd, &ev))
-					say("epoll_ctl: %s: tickets for %s go unanswered", strerror(errno),
-					    d->key);
-				else if (S.verbose)
-					say("%s: a PyTorch process: its cached segments are given back "
-					    "on a ticket (torch.cuda.empty_cache())", d->key);
-			}
+		} else {
+			d->cholder = reg.holder_id;
+			d->cevfd = evfd;
 		}
+		if (evfd >= 0) {
+			struct epoll_event ev = { .events = EPOLLIN, .data.u32 = tag };
+
+			if (epoll_ctl(S.epfd, EPOLL_CTL_ADD, evfd, &ev))
+				say("epoll_ctl: %s: tickets for %s go unanswered", strerror(errno),
+				    d->key);
+			else if (S.verbose && kind == H_PLAIN)
+				say("%s: a PyTorch process: its cached segments are given back "
+				    "on a ticket (torch.cuda.empty_cache())", d->key);
+		}
+		evfd = -1;
 	}
 	if (evfd >= 0)
 		close(evfd);
 out:
 	if (st == DS_UNKNOWN)
 		st = DS_PASS;	/* no context (a reset): pass */
-	__atomic_store_n(pool ? &d->pstate : &d->state, st, __ATOMIC_RELEASE);
+	__atomic_store_n(stp, st, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&S.lock);
 	return st;
 }
 
-/* 0, or -1: refused (counted; the first unexpected error said once). */
-static int charge(uint64_t holder, uint64_t bytes)
+/* ---- refusals said: why, and what would help ---- */
+
+/* "4 GiB", "1.5 MiB", "4096 B": a size for a person. */
+static const char *hsize(char *buf, size_t n, uint64_t v)
 {
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double x = (double)v;
+	int u = 0;
+
+	if (v == NXQ_UNLIMITED) {
+		snprintf(buf, n, "unlimited");
+		return buf;
+	}
+	while (x >= 1024 && u < 5) {
+		x /= 1024;
+		u++;
+	}
+	if (!u || x == (double)(uint64_t)x)
+		snprintf(buf, n, "%llu %s", (unsigned long long)x, unit[u]);
+	else
+		snprintf(buf, n, "%.1f %s", x, unit[u]);
+	return buf;
+}
+
+/* This process's cgroup (v2), as /proc/self/cgroup says it ("0::PATH"). */
+static void cgroup_path(char *out, size_t n)
+{
+	char buf[4096], *p;
+	ssize_t len;
+	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+
+	snprintf(out, n, "(unknown cgroup)");
+	if (fd < 0)
+		return;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return;
+	buf[len] = 0;
+	for (p = buf; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, "0::", 3)) {
+			char *e = strchr(p + 3, '\n');
+
+			if (e)
+				*e = 0;
+			snprintf(out, n, "%s", p + 3);
+			return;
+		}
+}
+
+/* The node level levels up from cgroup cg: its path, "/" at the top. */
+static void node_path(const char *cg, uint32_t level, char *out, size_t n)
+{
+	size_t len = strlen(cg);
+	uint32_t up = 0;
+
+	while (len > 1 && cg[len - 1] == '/')
+		len--;
+	while (up < level && len > 1) {
+		while (len > 0 && cg[len - 1] != '/')
+			len--;
+		while (len > 1 && cg[len - 1] == '/')
+			len--;
+		up++;
+	}
+	if (up < level) {	/* above what this cgroup namespace shows */
+		snprintf(out, n, "the cgroup %u level%s above %s (outside this cgroup namespace)",
+			 level, level == 1 ? "" : "s", cg);
+		return;
+	}
+	if (len == 0 || (len == 1 && cg[0] == '/'))
+		snprintf(out, n, "/");
+	else
+		snprintf(out, n, "%.*s", (int)len, cg);
+}
+
+static const char *const kind_what[NHKIND] = { "an allocation", "a pool's growth",
+						"a CUDA context" };
+
+/* Does device ord's holder of this kind have an eventfd (can it give back)? */
+static int holder_evfd(int ord, int kind)
+{
+	const struct dev *d = &S.dev[ord];
+
+	return (kind == H_POOL ? d->evfd : kind == H_CTX ? d->cevfd : d->plevfd) >= 0;
+}
+
+/*
+ * One line on stderr for a refused charge of bytes (err: the authority's
+ * answer) by device ord's holder of this kind: the device, this process's
+ * cgroup, the node that refused (STATUS version 1: last_level levels up),
+ * its limit, min and usage, and what would help.  At most one line per
+ * device per second (the refusals in between are counted in the next);
+ * none with NXQUOTA_QUIET.  A trip to the authority (STATUS), on the
+ * refusal path only.
+ */
+static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked,
+			int err, uint64_t waited_ns)
+{
+	struct dev *d = &S.dev[ord];
+	uint64_t now = now_ns(), last = __atomic_load_n(&d->said_ns, __ATOMIC_RELAXED), more;
+	char cg[512], node[640], hb[32], hl[32], hm[32], hu[32], line[1024], wait[160] = "";
+	char more_b[64] = "";
+	struct nxq_status st;
+	int evfd = holder_evfd(ord, kind), v1, n;
+
+	if (S.quiet)
+		return;
+	if ((last && now - last < S.gap_ns) ||
+	    !__atomic_compare_exchange_n(&d->said_ns, &last, now, 0, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&d->unsaid, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	more = __atomic_exchange_n(&d->unsaid, 0, __ATOMIC_RELAXED);
+	cgroup_path(cg, sizeof(cg));
+	v1 = (S.ctx->features & NXQ_FEAT_STATUS_V1) && !nxq__status(S.ctx, holder, &st) &&
+	     st.last_error;
+	hsize(hb, sizeof(hb), asked);
+	if (asked != bytes)	/* the rest was charged already (the credit) */
+		snprintf(more_b, sizeof(more_b), " (%s of it to charge)",
+			 hsize(hl, sizeof(hl), bytes));
+	if (err == -ETIMEDOUT)
+		snprintf(wait, sizeof(wait), " after waiting %llu ms for memory given back",
+			 (unsigned long long)(waited_ns / 1000000ULL));
+	else if (S.wait_ns && waited_ns < S.wait_ns)
+		snprintf(wait, sizeof(wait), " at once, although it may wait %llu ms "
+			 "(NXQ_PRELOAD_WAIT_MS): waiting cannot make room for it",
+			 (unsigned long long)(S.wait_ns / 1000000ULL));
+	n = snprintf(line, sizeof(line), "refused %s of %s%s on %s for cgroup %s%s: ",
+		     kind_what[kind], hb, more_b, d->key, cg, wait);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	if (!v1) {
+		snprintf(line + n, sizeof(line) - (size_t)n, "%s (the authority does not say "
+			 "which budget: no NXQ_FEAT_STATUS_V1)", strerror(-err));
+	} else if (st.last_level == NXQ_LEVEL_DEVICE) {
+		snprintf(line + n, sizeof(line) - (size_t)n, "the GPU is full (capacity %s, "
+			 "charged %s): wait for memory to come back (nxquota-run --wait MS) or "
+			 "ask the borrowers on it to give memory back",
+			 hsize(hl, sizeof(hl), st.last_limit), hsize(hu, sizeof(hu), st.last_usage));
+	} else {
+		int guarantee = !evfd && st.last_limit < st.node_effective_max;
+
+		node_path(cg, st.last_level, node, sizeof(node));
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s (%u level%s up) is at its "
+			      "%s: limit %s, min %s, in use %s; ", node, st.last_level,
+			      st.last_level == 1 ? "" : "s", guarantee ? "guarantee" : "limit",
+			      hsize(hl, sizeof(hl), st.last_limit),
+			      hsize(hm, sizeof(hm), st.last_min),
+			      hsize(hu, sizeof(hu), st.last_usage));
+		if (n < 0 || (size_t)n >= sizeof(line))
+			n = (int)sizeof(line) - 1;
+		if (!st.last_limit)
+			snprintf(line + n, sizeof(line) - (size_t)n, "nothing may be charged there "
+				 "(no budget: a new device's default_max is 0): set one, e.g. "
+				 "nxquotactl set %s %s min=SIZE max=SIZE", cg, d->key);
+		else if (guarantee)
+			snprintf(line + n, sizeof(line) - (size_t)n, "this process cannot give "
+				 "memory back, so it may charge only within its guarantee: raise "
+				 "the min of %s or use a runtime that answers tickets (libnxquota; "
+				 "PyTorch under the shim)", node);
+		else if (!evfd)
+			snprintf(line + n, sizeof(line) - (size_t)n, "raise the max of %s (and "
+				 "its min: this process cannot give memory back, so it may charge "
+				 "only within its guarantee)", node);
+		else
+			snprintf(line + n, sizeof(line) - (size_t)n, "raise the max of %s, or "
+				 "free memory below it", node);
+	}
+	if (more) {
+		size_t l = strlen(line);
+
+		snprintf(line + l, sizeof(line) - l, " (and %llu more refused since the last "
+			 "line)", (unsigned long long)more);
+	}
+	CNT(said);
+	pthread_mutex_lock(&S.say_mu);
+	snprintf(S.last_said, sizeof(S.last_said), "%s", line);
+	pthread_mutex_unlock(&S.say_mu);
+	say("%s", line);
+}
+
+/*
+ * A charge of bytes by device ord's holder of this kind, for something of
+ * asked bytes (an allocation whose rest the credit covers): 0, or -1
+ * refused (counted; said: refusal_say() for the ledger's refusals, once
+ * for other errors -- the authority gone, say).
+ */
+static int charge(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked)
+{
+	uint64_t t0 = 0;
 	int r;
 
 	if (!bytes)
 		return 0;
 	CNT(trips);
+	if (S.wait_ns)
+		t0 = now_ns();
 	r = S.ctx->kops->charge(S.ctx, holder, bytes, S.wait_ns);
 	if (!r) {
 		CNT(charges);
 		return 0;
 	}
 	CNT(refused);
-	if (r != -EDQUOT && r != -ENOSPC && r != -ETIMEDOUT)
+	if (r == -EDQUOT || r == -ENOSPC || r == -ETIMEDOUT)
+		refusal_say(ord, kind, holder, bytes, asked, r, S.wait_ns ? now_ns() - t0 : 0);
+	else if (S.require)
+		SAY_ONCE(S.said_lost, "charge of %llu bytes on %s failed: %s; NXQUOTA_REQUIRE=1: "
+			 "allocations that need the authority are refused while it does not "
+			 "answer", (unsigned long long)bytes, S.dev[ord].key, strerror(-r));
+	else
 		SAY_ONCE(S.said_err, "charge of %llu bytes failed: %s; the allocation is "
 			 "refused", (unsigned long long)bytes, strerror(-r));
 	return -1;
@@ -646,7 +1011,7 @@ static int plain_take(int ord, uint64_t bytes)
 			goto granted;
 		}
 	}
-	if (!charge(d->holder, need))
+	if (!charge(ord, H_PLAIN, d->holder, need, bytes))
 		goto granted;
 	__atomic_add_fetch(&d->credit, took, __ATOMIC_RELAXED);
 	return -1;
@@ -734,12 +1099,16 @@ static int cur_dev(void)
  */
 static int charge_plain(int ord, uint64_t bytes, uint64_t *holderp)
 {
-	int st;
+	int st = authority();
 
 	*holderp = 0;
-	if (authority() < 0 || !bytes || ord < 0)
+	if (__builtin_expect(st == ST_REFUSE, 0) && bytes) {
+		CNT(refused);	/* NXQUOTA_REQUIRE and no authority: said once */
+		return -1;
+	}
+	if (st < 0 || !bytes || ord < 0)
 		return 0;
-	st = dev_state(ord, 0);
+	st = dev_state(ord, H_PLAIN);
 	if (st == DS_PASS)
 		return 0;
 	if (st == DS_REFUSE) {
@@ -758,7 +1127,7 @@ static CUresult settle(int kind, uint64_t key, uint64_t bytes, int ord, uint64_t
 {
 	if (!holder)
 		return CUDA_SUCCESS;
-	if (!track(kind, key, bytes, ord))
+	if (!track(kind, key, bytes, ord, NULL))
 		return CUDA_SUCCESS;
 	SAY_ONCE(S.said_hash, "out of memory tracking an allocation: refused");
 	depth++;
@@ -928,10 +1297,11 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	if (depth)
 		return f(handle, size, prop, flags);
 	/* host (and host NUMA) locations are not device memory */
-	if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE_ && authority() > 0)
+	if (prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE_) {
 		ord = prop->location.id;
-	if (charge_plain(ord, size, &holder))
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		if (charge_plain(ord, size, &holder))
+			return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	depth++;
 	cr = f(handle, size, prop, flags);
 	depth--;
@@ -943,6 +1313,14 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	return settle(K_HANDLE, *handle, size, ord, holder, undo_handle);
 }
 
+/*
+ * A handle's memory lives until it is released AND its last mapping is
+ * unmapped (the driver frees it then): cuMemRelease of a mapped handle
+ * leaves it charged, and the cuMemUnmap of its last mapping uncharges it
+ * -- CUDA's VMM samples create, map and release at once, then use the
+ * mapping.  Its entry leaves the handle table at the release (the value
+ * may be handed out again) and is then held by its mappings alone.
+ */
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
 	REAL_OR_FAIL(CUresult (*)(CUmemGenericAllocationHandle), R_cuMemRelease);
@@ -958,8 +1336,593 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 	if (e) {
 		if (cr)
 			retrack(K_HANDLE, e);
+		else if (__atomic_fetch_or(&e->hst, 1, __ATOMIC_ACQ_REL) == 0)
+			release_tracked(K_HANDLE, e);	/* not mapped: its memory is gone */
+	}
+	return cr;
+}
+
+/* A mapping's entry goes: its handle's charge with it if it was the last of a released one. */
+static void map_drop(struct ent *m)
+{
+	struct ent *h = m->h;
+
+	if (__atomic_sub_fetch(&h->hst, 2, __ATOMIC_ACQ_REL) == 1)
+		release_tracked(K_HANDLE, h);
+	ent_free(m);
+}
+
+/* The handle's entry with one more mapping counted, or NULL if not tracked. */
+static struct ent *handle_ref(uint64_t key)
+{
+	unsigned int i = hidx(key);
+	struct ent *e;
+
+	pthread_mutex_lock(&shard[i % NSHARD]);
+	for (e = tab[K_HANDLE][i]; e; e = e->next)
+		if (e->key == key) {
+			__atomic_add_fetch(&e->hst, 2, __ATOMIC_RELAXED);
+			break;
+		}
+	pthread_mutex_unlock(&shard[i % NSHARD]);
+	return e;
+}
+
+EXPORT CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset,
+			 CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+	REAL_OR_FAIL(CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+				  unsigned long long), R_cuMemMap);
+	struct ent *h, *old;
+	CUresult cr;
+
+	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+		return f(va, size, offset, handle, flags);
+	depth++;
+	cr = f(va, size, offset, handle, flags);
+	depth--;
+	if (cr || !(h = handle_ref(handle)))
+		return cr;	/* a handle the shim did not charge: nothing to follow */
+	old = untrack(K_MAP, va);	/* one the shim did not see go: it went */
+	if (old)
+		map_drop(old);
+	if (track(K_MAP, va, size, h->dev, h)) {
+		SAY_ONCE(S.said_hash, "out of memory tracking a mapping: refused");
+		depth++;
+		((CUresult (*)(CUdeviceptr, size_t))R(R_cuMemUnmap))(va, size);
+		depth--;
+		__atomic_sub_fetch(&h->hst, 2, __ATOMIC_RELAXED);	/* not released: mapped */
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	return cr;
+}
+
+/*
+ * The driver unmaps whole mappings, contiguous from va: their entries are
+ * found from va on by their sizes, taken out before the driver's call
+ * (put back if it refuses), and each lets go of its handle.
+ */
+EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t size)
+{
+	REAL_OR_FAIL(CUresult (*)(CUdeviceptr, size_t), R_cuMemUnmap);
+	struct ent *list = NULL, *m, *n;
+	uint64_t p = va, end = va + size;
+	CUresult cr;
+
+	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+		return f(va, size);
+	while (p < end && (m = untrack(K_MAP, p))) {
+		m->next = list;
+		list = m;
+		if (!m->bytes)
+			break;
+		p += m->bytes;
+	}
+	depth++;
+	cr = f(va, size);
+	depth--;
+	for (m = list; m; m = n) {
+		n = m->next;
+		if (cr)
+			retrack(K_MAP, m);
 		else
-			release_tracked(K_HANDLE, e);
+			map_drop(m);
+	}
+	return cr;
+}
+
+/* ---- memory queries: the budget is what the application sees ---- */
+
+/*
+ * What a memory query on device ord reports under the shim: free at most
+ * what this process could be granted now (STATUS version 1's room, plus
+ * the plain holder's credit, which is charged already), total at most its
+ * limit; both also at most what the driver said.  Unchanged (0 returned)
+ * when the authority has no STATUS version 1, the device is not under
+ * nxquota or the process is not charged; free 0 where every allocation
+ * would be refused (NXQUOTA_REQUIRE without an authority, a refused
+ * registration).  A round trip to the authority per query.
+ */
+static int budget_clamp(int ord, uint64_t *freep, uint64_t *totalp)
+{
+	struct nxq_status st;
+	uint64_t room;
+	int a = authority();
+
+	if (a == ST_REFUSE) {
+		*freep = 0;
+		CNT(clamped);
+		return 1;
+	}
+	if (a < 0 || ord < 0 || ord >= MAXDEV || !(S.ctx->features & NXQ_FEAT_STATUS_V1))
+		return 0;
+	switch (dev_state(ord, H_PLAIN)) {
+	case DS_CHARGE:
+		break;
+	case DS_REFUSE:
+		*freep = 0;
+		CNT(clamped);
+		return 1;
+	default:
+		return 0;
+	}
+	if (nxq__status(S.ctx, S.dev[ord].holder, &st))
+		return 0;
+	room = st.room + __atomic_load_n(&S.dev[ord].credit, __ATOMIC_RELAXED);
+	if (room < st.room)
+		room = UINT64_MAX;
+	if (room < *freep)
+		*freep = room;
+	if (st.limit < *totalp)
+		*totalp = st.limit;
+	if (*freep > *totalp)
+		*freep = *totalp;
+	CNT(clamped);
+	return 1;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *freep, size_t *totalp)
+{
+	REAL_OR_FAIL(CUresult (*)(size_t *, size_t *), R_cuMemGetInfo_v2);
+	uint64_t fr, tot;
+	CUresult cr = f(freep, totalp);
+
+	if (cr || depth || !freep || !totalp)
+		return cr;
+	fr = *freep;
+	tot = *totalp;
+	if (budget_clamp(cur_dev(), &fr, &tot)) {
+		*freep = (size_t)fr;
+		*totalp = (size_t)tot;
+	}
+	return cr;
+}
+
+/* The 32-bit entry point (before CUDA 3.2): the same, in unsigned ints. */
+EXPORT CUresult cuMemGetInfo(unsigned int *freep, unsigned int *totalp)
+{
+	REAL_OR_FAIL(CUresult (*)(unsigned int *, unsigned int *), R_cuMemGetInfo);
+	uint64_t fr, tot;
+	CUresult cr = f(freep, totalp);
+
+	if (cr || depth || !freep || !totalp)
+		return cr;
+	fr = *freep;
+	tot = *totalp;
+	if (budget_clamp(cur_dev(), &fr, &tot)) {
+		*freep = (unsigned int)fr;
+		*totalp = (unsigned int)tot;
+	}
+	return cr;
+}
+
+/*
+ * The CUDA ordinal of an NVML device, by its UUID (GPU-<uuid>, the key
+ * the shim registers); -1 for one CUDA does not show this process, or
+ * while the process has not initialised CUDA (libcuda not loaded, or
+ * cuDeviceGetCount failing before cuInit): a process that only asks NVML
+ * (nvidia-smi under /etc/ld.so.preload) is not under the shim, and gets
+ * NVML's numbers.
+ */
+static int nvml_ord(nvmlDevice_t dev)
+{
+	int (*uuid)(nvmlDevice_t, char *, unsigned int) =
+		(int (*)(nvmlDevice_t, char *, unsigned int))R(R_nvmlDeviceGetUUID);
+	CUresult (*cnt)(int *);
+	char u[96], key[NXQ_DEVICE_KEY_MAX];
+	void *h;
+	int n;
+
+	if (!uuid || uuid(dev, u, sizeof(u)))
+		return -1;
+	h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		return -1;
+	dlclose(h);
+	cnt = (CUresult (*)(int *))R(R_cuDeviceGetCount);
+	if (!cnt || cnt(&n))
+		return -1;
+	for (int ord = 0; ord < n && ord < MAXDEV; ord++) {
+		const char *k = S.dev[ord].key;
+
+		if (!__atomic_load_n(&S.dev[ord].state, __ATOMIC_ACQUIRE) || !k[0]) {
+			if (dev_key(ord, key))
+				continue;
+			k = key;
+		}
+		if (!strcmp(u, k))
+			return ord;
+	}
+	return -1;
+}
+
+static int nvml_clamp(nvmlDevice_t dev, unsigned long long *freep, unsigned long long *totalp)
+{
+	uint64_t fr = *freep, tot = *totalp;
+	int ord = nvml_ord(dev);
+
+	if (ord < 0 || !budget_clamp(ord, &fr, &tot))
+		return 0;
+	*freep = fr;
+	*totalp = tot;
+	return 1;
+}
+
+#define NVML_ERROR_FUNCTION_NOT_FOUND_	13
+
+EXPORT int nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *mem)
+{
+	int (*f)(nvmlDevice_t, nvmlMemory_t *) =
+		(int (*)(nvmlDevice_t, nvmlMemory_t *))R(R_nvmlDeviceGetMemoryInfo);
+	int r;
+
+	if (!f)
+		return NVML_ERROR_FUNCTION_NOT_FOUND_;
+	r = f(dev, mem);
+	if (r || !mem || depth)
+		return r;
+	if (nvml_clamp(dev, &mem->free, &mem->total))
+		mem->used = mem->total - mem->free;
+	return r;
+}
+
+EXPORT int nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *mem)
+{
+	int (*f)(nvmlDevice_t, nvmlMemory_v2_t *) =
+		(int (*)(nvmlDevice_t, nvmlMemory_v2_t *))R(R_nvmlDeviceGetMemoryInfo_v2);
+	int r;
+
+	if (!f)
+		return NVML_ERROR_FUNCTION_NOT_FOUND_;
+	r = f(dev, mem);
+	if (r || !mem || depth)
+		return r;
+	if (nvml_clamp(dev, &mem->free, &mem->total)) {
+		if (mem->reserved > mem->total - mem->free)
+			mem->reserved = mem->total - mem->free;
+		mem->used = mem->total - mem->free - mem->reserved;
+	}
+	return r;
+}
+
+/* ---- CUDA contexts: what they cost on the device, charged ---- */
+
+/*
+ * A context and the module images loaded with it take device memory the
+ * application never asked for (518 MiB for a PyTorch process on the
+ * H200); budgets that add up to the GPU fit on it only if it is charged.
+ * The shim measures it: the device's free memory before and after the
+ * context comes up -- from NVML, which needs no context (loaded here if
+ * the application did not), else from the driver's cuMemGetInfo through
+ * a context this process already has on the device (the primary one, if
+ * active) -- and charges the difference to a holder of its own (same
+ * eventfd rule as the plain holder: in a PyTorch process it may borrow,
+ * and answers its tickets with 0), given back when the context goes.  A
+ * neighbour allocating or freeing on the device at the same moment skews
+ * the figure.  What the context loads later (lazy modules, library
+ * workspaces) stays unseen: nxquotactl status shows it as unattributed.
+ * NXQUOTA_CHARGE_CONTEXT=0: not charged.  Creations are measured one at a
+ * time (S.ctx_mu).
+ */
+enum { M_NONE = 0, M_NVML, M_DRV };
+struct ctxm {
+	int src;		/* M_* */
+	uint64_t before;
+};
+
+static int nvml_dev(int ord, nvmlDevice_t *h)
+{
+	static int inited;	/* under S.ctx_mu */
+	int (*init)(void) = (int (*)(void))R(R_nvmlInit_v2);
+	int (*byuuid)(const char *, nvmlDevice_t *) =
+		(int (*)(const char *, nvmlDevice_t *))R(R_nvmlDeviceGetHandleByUUID);
+	char key[NXQ_DEVICE_KEY_MAX];
+
+	if (!init || !byuuid || !R(R_nvmlDeviceGetMemoryInfo))
+		return -1;
+	if (!inited) {
+		if (init())
+			return -1;
+		inited = 1;
+	}
+	if (dev_key(ord, key))
+		return -1;
+	return byuuid(key, h) ? -1 : 0;
+}
+
+static int no_nvml;	/* tests: as if NVML were absent */
+
+static int free_nvml(int ord, uint64_t *fr)
+{
+	int (*info)(nvmlDevice_t, nvmlMemory_t *) =
+		(int (*)(nvmlDevice_t, nvmlMemory_t *))R(R_nvmlDeviceGetMemoryInfo);
+	nvmlDevice_t h;
+	nvmlMemory_t m;
+
+	if (no_nvml || nvml_dev(ord, &h) || info(h, &m))
+		return -1;
+	*fr = m.free;
+	return 0;
+}
+
+/* The driver's free memory of context c's device (c made current for the call). */
+static int free_drv(CUcontext c, uint64_t *fr)
+{
+	CUresult (*push)(CUcontext) = (CUresult (*)(CUcontext))R(R_cuCtxPushCurrent_v2);
+	CUresult (*pop)(CUcontext *) = (CUresult (*)(CUcontext *))R(R_cuCtxPopCurrent_v2);
+	CUresult (*info)(size_t *, size_t *) =
+		(CUresult (*)(size_t *, size_t *))R(R_cuMemGetInfo_v2);
+	size_t f, t;
+	CUcontext old;
+	int r;
+
+	if (!push || !pop || !info || !c || push(c))
+		return -1;
+	r = info(&f, &t) ? -1 : 0;
+	pop(&old);
+	*fr = f;
+	return r;
+}
+
+static void ctx_measure_begin(int ord, struct ctxm *m)
+{
+	CUresult (*state)(CUdevice, unsigned int *, int *) =
+		(CUresult (*)(CUdevice, unsigned int *, int *))R(R_cuDevicePrimaryCtxGetState);
+	CUresult (*retain)(CUcontext *, CUdevice) =
+		(CUresult (*)(CUcontext *, CUdevice))R(R_cuDevicePrimaryCtxRetain);
+	CUresult (*release)(CUdevice) = (CUresult (*)(CUdevice))R(R_cuDevicePrimaryCtxRelease_v2);
+	unsigned int fl;
+	int active = 0;
+	CUcontext c;
+
+	m->src = M_NONE;
+	if (!free_nvml(ord, &m->before)) {
+		m->src = M_NVML;
+		return;
+	}
+	/* no NVML: the driver, through the primary context if it is up already */
+	if (!state || !retain || !release || state(ord, &fl, &active) || !active ||
+	    retain(&c, ord))
+		return;
+	if (!free_drv(c, &m->before))
+		m->src = M_DRV;
+	release(ord);
+}
+
+/* The bytes context c (now up on ord) took: 0 when it could not be measured. */
+static uint64_t ctx_measure_end(int ord, const struct ctxm *m, CUcontext c)
+{
+	uint64_t after;
+
+	if (m->src == M_NONE || (m->src == M_NVML ? free_nvml(ord, &after)
+						 : free_drv(c, &after))) {
+		CNT(ctx_unmeasured);
+		SAY_ONCE(S.said_ctx, "cannot measure what a CUDA context takes on %s (no NVML, "
+			 "libnvidia-ml.so.1, and no context up to ask the driver with): contexts "
+			 "are not charged", S.dev[ord].key[0] ? S.dev[ord].key : "a device");
+		return 0;
+	}
+	return m->before > after ? m->before - after : 0;
+}
+
+/* Is a context created now on ord to be measured and charged? */
+static int ctx_on(int ord)
+{
+	return ord >= 0 && ord < MAXDEV && authority() == ST_CHARGE &&
+	       __atomic_load_n(&S.charge_ctx, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&S.dev[ord].cstate, __ATOMIC_ACQUIRE) != DS_PASS;
+}
+
+/* Charge a new context's bytes on ord: 0, or -1 refused (said). */
+static int ctx_charge(int ord, uint64_t bytes)
+{
+	int st;
+
+	if (!bytes)
+		return 0;
+	st = dev_state(ord, H_CTX);
+	if (st == DS_PASS)
+		return 0;
+	if (st == DS_REFUSE) {
+		CNT(refused);
+		return -1;
+	}
+	if (charge(ord, H_CTX, S.dev[ord].cholder, bytes, bytes))
+		return -1;
+	__atomic_add_fetch(&S.cnt.ctx_bytes, bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static void ctx_uncharge(int ord, uint64_t bytes)
+{
+	uncharge(S.dev[ord].cholder, bytes);
+	__atomic_sub_fetch(&S.cnt.ctx_bytes, bytes, __ATOMIC_RELAXED);
+}
+
+/*
+ * The primary context (what the CUDA runtime and PyTorch use): measured
+ * when this retain brings it up (it was not active), given back when a
+ * release or reset leaves it down.  A charge the budget refuses fails the
+ * retain with CUDA_ERROR_OUT_OF_MEMORY (the context released again).
+ */
+EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+	REAL_OR_FAIL(CUresult (*)(CUcontext *, CUdevice), R_cuDevicePrimaryCtxRetain);
+	CUresult (*state)(CUdevice, unsigned int *, int *) =
+		(CUresult (*)(CUdevice, unsigned int *, int *))R(R_cuDevicePrimaryCtxGetState);
+	CUresult (*release)(CUdevice) = (CUresult (*)(CUdevice))R(R_cuDevicePrimaryCtxRelease_v2);
+	unsigned int fl;
+	int active = 1;
+	struct ctxm m;
+	uint64_t bytes;
+	CUresult cr;
+
+	if (depth || !pctx || !ctx_on(dev))
+		return f(pctx, dev);
+	pthread_mutex_lock(&S.ctx_mu);
+	if (!state || !release || state(dev, &fl, &active) || active) {
+		pthread_mutex_unlock(&S.ctx_mu);
+		return f(pctx, dev);
+	}
+	ctx_measure_begin(dev, &m);
+	depth++;
+	cr = f(pctx, dev);
+	depth--;
+	if (!cr && (bytes = ctx_measure_end(dev, &m, *pctx))) {
+		if (ctx_charge(dev, bytes)) {
+			depth++;
+			release(dev);
+			depth--;
+			cr = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			S.dev[dev].prim_bytes += bytes;
+		}
+	}
+	pthread_mutex_unlock(&S.ctx_mu);
+	return cr;
+}
+
+/* After a release or reset of ord's primary context: its charge goes if it is down. */
+static void prim_gone(int ord)
+{
+	CUresult (*state)(CUdevice, unsigned int *, int *) =
+		(CUresult (*)(CUdevice, unsigned int *, int *))R(R_cuDevicePrimaryCtxGetState);
+	unsigned int fl;
+	int active = 1;
+
+	if (ord < 0 || ord >= MAXDEV || !__atomic_load_n(&S.dev[ord].prim_bytes, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&S.ctx_mu);
+	if (S.dev[ord].prim_bytes && state && !state(ord, &fl, &active) && !active) {
+		ctx_uncharge(ord, S.dev[ord].prim_bytes);
+		S.dev[ord].prim_bytes = 0;
+	}
+	pthread_mutex_unlock(&S.ctx_mu);
+}
+
+EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+	REAL_OR_FAIL(CUresult (*)(CUdevice), R_cuDevicePrimaryCtxRelease_v2);
+	CUresult cr = f(dev);
+
+	if (!cr && !depth && __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) > 0)
+		prim_gone(dev);
+	return cr;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+	REAL_OR_FAIL(CUresult (*)(CUdevice), R_cuDevicePrimaryCtxReset_v2);
+	CUresult cr = f(dev);
+
+	if (!cr && !depth && __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) > 0)
+		prim_gone(dev);
+	return cr;
+}
+
+/*
+ * A context of its own (cuCtxCreate, each version): measured around its
+ * creation, remembered by its handle, given back at cuCtxDestroy.  A
+ * charge the budget refuses destroys it again: CUDA_ERROR_OUT_OF_MEMORY.
+ */
+static CUresult ctx_created(int ord, CUresult cr, CUcontext *pctx, const struct ctxm *m)
+{
+	CUresult (*destroy)(CUcontext) = (CUresult (*)(CUcontext))R(R_cuCtxDestroy_v2);
+	uint64_t bytes;
+
+	if (cr || !(bytes = ctx_measure_end(ord, m, *pctx)))
+		return cr;
+	if (ctx_charge(ord, bytes)) {
+		depth++;
+		if (destroy)
+			destroy(*pctx);
+		depth--;
+		*pctx = NULL;
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (track(K_CTX, (uint64_t)(uintptr_t)*pctx, bytes, ord, NULL)) {
+		SAY_ONCE(S.said_hash, "out of memory tracking a context: its charge given back");
+		ctx_uncharge(ord, bytes);
+	}
+	return cr;
+}
+
+#define CTX_CREATE(call, dev)							\
+	struct ctxm m;								\
+	CUresult cr;								\
+										\
+	if (depth || !pctx || !ctx_on(dev))					\
+		return call;							\
+	pthread_mutex_lock(&S.ctx_mu);						\
+	ctx_measure_begin(dev, &m);						\
+	depth++;								\
+	cr = call;								\
+	depth--;								\
+	cr = ctx_created(dev, cr, pctx, &m);					\
+	pthread_mutex_unlock(&S.ctx_mu);					\
+	return cr
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+	REAL_OR_FAIL(CUresult (*)(CUcontext *, unsigned int, CUdevice), R_cuCtxCreate_v2);
+	CTX_CREATE(f(pctx, flags, dev), dev);
+}
+
+EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int n,
+			       unsigned int flags, CUdevice dev)
+{
+	REAL_OR_FAIL(CUresult (*)(CUcontext *, CUexecAffinityParam *, int, unsigned int,
+				  CUdevice), R_cuCtxCreate_v3);
+	CTX_CREATE(f(pctx, params, n, flags, dev), dev);
+}
+
+EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags,
+			       CUdevice dev)
+{
+	REAL_OR_FAIL(CUresult (*)(CUcontext *, CUctxCreateParams *, unsigned int, CUdevice),
+		     R_cuCtxCreate_v4);
+	CTX_CREATE(f(pctx, params, flags, dev), dev);
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+	REAL_OR_FAIL(CUresult (*)(CUcontext), R_cuCtxDestroy_v2);
+	struct ent *e;
+	CUresult cr;
+
+	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+		return f(ctx);
+	e = untrack(K_CTX, (uint64_t)(uintptr_t)ctx);
+	depth++;
+	cr = f(ctx);
+	depth--;
+	if (e) {
+		if (cr) {
+			retrack(K_CTX, e);
+		} else {
+			ctx_uncharge(e->dev, e->bytes);
+			ent_free(e);
+		}
 	}
 	return cr;
 }
@@ -1032,7 +1995,7 @@ static int pool_settle(struct pool *p, int may_grow, uint64_t keep)
 		return 0;	/* cannot tell: keep the charge */
 	p->reserved = res;
 	if (res > p->charged) {
-		if (!may_grow || charge(h, res - p->charged))
+		if (!may_grow || charge(p->dev, H_POOL, h, res - p->charged, res - p->charged))
 			return -1;
 		p->charged = res;
 	} else if (res + keep < p->charged && res + keep >= res) {
@@ -1065,7 +2028,14 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 		return CUDA_ERROR_NOT_INITIALIZED;
 #define CALL() (pool && (ri == R_cuMemAllocFromPoolAsync || ri == R_cuMemAllocFromPoolAsync_ptsz) \
 		? ((pool_alloc_fn)f)(dptr, size, pool, s) : ((async_alloc_fn)f)(dptr, size, s))
-	if (depth || authority() < 0 || !size)
+	if (depth || !size)
+		return CALL();
+	st = authority();
+	if (__builtin_expect(st == ST_REFUSE, 0)) {
+		CNT(refused);	/* NXQUOTA_REQUIRE and no authority */
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (st < 0)
 		return CALL();
 	ord = cur_dev();
 	if (ord < 0)
@@ -1085,7 +2055,7 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (p->dev < 0 || p->dev >= MAXDEV)
 		return CALL();
-	st = dev_state(p->dev, 1);
+	st = dev_state(p->dev, H_POOL);
 	if (st == DS_PASS)
 		return CALL();
 	if (st == DS_REFUSE) {
@@ -1111,7 +2081,7 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 	need = 0;
 	if (used + size > p->charged)
 		need = (used + size - p->charged + POOL_STEP - 1) / POOL_STEP * POOL_STEP;
-	if (need && charge(S.dev[p->dev].pholder, need)) {
+	if (need && charge(p->dev, H_POOL, S.dev[p->dev].pholder, need, need)) {
 		pthread_mutex_unlock(&p->mu);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -1601,6 +2571,27 @@ static void handle_tickets(int ord)
 	}
 }
 
+/* A ticket to a context holder: nothing of a context can be given back: 0. */
+static void handle_ctx_tickets(int ord)
+{
+	struct dev *d = &S.dev[ord];
+	struct nxq_ticket t;
+	uint64_t cnt;
+	int r;
+
+	if (read(d->cevfd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return;
+	while (!(r = S.ctx->kops->ticket_read(S.ctx, d->cholder, &t))) {
+		CNT(tickets);
+		r = S.ctx->kops->ticket_answer(S.ctx, d->cholder, t.generation, 0, NULL);
+		if (r == -ESTALE)
+			continue;
+		if (r)
+			break;
+		CNT(answers);
+	}
+}
+
 static void *ticket_thread(void *arg)
 {
 	struct epoll_event ev[8];
@@ -1616,7 +2607,9 @@ static void *ticket_thread(void *arg)
 		for (int i = 0; i < n; i++) {
 			if (ev[i].data.u32 == UINT32_MAX)
 				return NULL;
-			if (ev[i].data.u32 >= MAXDEV)
+			if (ev[i].data.u32 >= 2 * MAXDEV)
+				handle_ctx_tickets((int)(ev[i].data.u32 - 2 * MAXDEV));
+			else if (ev[i].data.u32 >= MAXDEV)
 				handle_plain_tickets((int)(ev[i].data.u32 - MAXDEV));
 			else
 				handle_tickets((int)ev[i].data.u32);
@@ -1706,6 +2699,23 @@ static int wrapped_variant(const char *sym, int ver, uint64_t flags)
 		return R_cuMemPoolDestroy;
 	if (!strcmp(sym, "cuGetProcAddress"))
 		return ver >= 12000 ? R_cuGetProcAddress_v2 : R_cuGetProcAddress;
+	if (!strcmp(sym, "cuMemMap"))
+		return R_cuMemMap;
+	if (!strcmp(sym, "cuMemUnmap"))
+		return R_cuMemUnmap;
+	if (!strcmp(sym, "cuMemGetInfo"))
+		return ver >= 3020 ? R_cuMemGetInfo_v2 : R_cuMemGetInfo;
+	if (!strcmp(sym, "cuDevicePrimaryCtxRetain"))
+		return R_cuDevicePrimaryCtxRetain;
+	if (!strcmp(sym, "cuDevicePrimaryCtxRelease"))
+		return ver >= 11000 ? R_cuDevicePrimaryCtxRelease_v2 : -1;
+	if (!strcmp(sym, "cuDevicePrimaryCtxReset"))
+		return ver >= 11000 ? R_cuDevicePrimaryCtxReset_v2 : -1;
+	if (!strcmp(sym, "cuCtxCreate"))	/* _v3 from 11.4, _v4 from 12.5 */
+		return ver >= 12050 ? R_cuCtxCreate_v4 : ver >= 11040 ? R_cuCtxCreate_v3 :
+		       ver >= 3020 ? R_cuCtxCreate_v2 : -1;
+	if (!strcmp(sym, "cuCtxDestroy"))
+		return ver >= 4000 ? R_cuCtxDestroy_v2 : -1;
 	return -1;
 }
 
@@ -1752,7 +2762,7 @@ EXPORT CUresult cuGetProcAddress_v2(const char *sym, void **pfn, int ver, uint64
 
 static int wrapped_name(const char *name)
 {
-	if (!name || name[0] != 'c' || name[1] != 'u')
+	if (!name || ((name[0] != 'c' || name[1] != 'u') && (name[0] != 'n' || name[1] != 'v')))
 		return -1;
 	for (int i = 0; i < NWRAP; i++)
 		if (!strcmp(name, rname[i]))
@@ -1854,9 +2864,10 @@ static void fork_child(void)
 		S.epfd = S.stopfd = -1;
 		S.thread_on = 0;
 	}
+	pthread_mutex_init(&S.ctx_mu, NULL);
+	pthread_mutex_init(&S.say_mu, NULL);
 	state_drop_locked(0);
-	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = S.said_sync = 0;
-	S.said_py = 0;
+	SAY_RESET();
 }
 
 /* The locks of the PyTorch path (at load, and again in a forked child). */
@@ -1892,8 +2903,8 @@ void nxqp__test_authority(const struct nxq_kops *kops, void *kpriv)
 	S.test_set = 1;
 	S.test_kops = kops;
 	S.test_kpriv = kpriv;
-	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = S.said_sync = 0;
-	S.said_py = 0;
+	SAY_RESET();
+	S.last_said[0] = 0;
 	memset(&S.cnt, 0, sizeof(S.cnt));
 	pthread_mutex_unlock(&S.lock);
 }
@@ -1912,4 +2923,24 @@ void nxqp__test_counters(struct nxqp_counters *c)
 int nxqp__test_state(void)
 {
 	return __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+}
+
+void nxqp__test_no_nvml(int on)
+{
+	no_nvml = on;
+}
+
+void nxqp__test_gap(uint64_t ns)
+{
+	S.gap_ns = ns;
+}
+
+const char *nxqp__test_last_said(void)
+{
+	static char copy[sizeof(S.last_said)];
+
+	pthread_mutex_lock(&S.say_mu);
+	memcpy(copy, S.last_said, sizeof(copy));
+	pthread_mutex_unlock(&S.say_mu);
+	return copy;
 }

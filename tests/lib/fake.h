@@ -75,6 +75,7 @@ struct fake_kernel {
 	void (*wait_hook)(void);	/* run (fk_mu dropped) when a charge starts waiting */
 	pthread_t main;			/* the test's thread */
 	int reclaim_calls_main;		/* SET_RECLAIMABLE made on the test's thread */
+	int status_calls;		/* NXQ_IOC_STATUS (every field filled, version 1 too) */
 	int kcalls_main;		/* every kernel op made on the test's thread */
 };
 
@@ -389,6 +390,40 @@ out:
 	return r;
 }
 
+/* STATUS as one node under fk.cap (NXQ_UNLIMITED without one); version 1 filled always. */
+static int fk_status(struct nxq_ctx *ctx, uint64_t id, struct nxq_status *st)
+{
+	struct fk_holder *h;
+	uint64_t lim;
+	int r = 0;
+
+	pthread_mutex_lock(&fk_mu);
+	fk.status_calls++;
+	h = fk_find(id);
+	if (!h) {
+		r = -ENOENT;
+		goto out;
+	}
+	lim = fk.cap ? fk.cap : NXQ_UNLIMITED;
+	memset(st, 0, sizeof(*st));
+	st->size = sizeof(*st);
+	st->holder_id = id;
+	st->holder_charge = h->charged;
+	st->node_current = fk.charged;
+	st->node_max = lim;
+	st->headroom = lim - fk.charged;
+	st->device_used = fk.charged;
+	st->device_capacity = lim;
+	st->node_effective_max = lim;
+	st->room = lim - fk.charged;
+	st->limit = lim;
+	st->last_error = EDQUOT;
+	st->last_limit = lim;
+out:
+	pthread_mutex_unlock(&fk_mu);
+	return r;
+}
+
 static void fk_close(struct nxq_ctx *ctx) { }
 
 static const struct nxq_kops fake_kops = {
@@ -402,6 +437,7 @@ static const struct nxq_kops fake_kops = {
 	.ticket_read = fk_ticket_read,
 	.ticket_answer = fk_ticket_answer,
 	.close = fk_close,
+	.status = fk_status,
 };
 
 /* ---- fake backend over the host backend ---- */

@@ -79,6 +79,10 @@ struct fake_srv {
 	int msgs, cred_bad, cred_seen;
 	int versions, registers, reg_nfds, reg_evfd_ok, reg_refused, unregisters;
 	int charges, wait_charges, uncharges, reclaims, reads, answers, fds_elsewhere;
+	int statuses;			/* NXQ_IOC_STATUS answered */
+	int status_ver0;		/* answer STATUS as an older daemon: version 0's bytes */
+	uint32_t last_err;		/* the last refused charge (STATUS version 1) */
+	uint64_t last_bytes;
 	int waiting;			/* charges waiting now */
 	pid_t owner;
 };
@@ -156,8 +160,11 @@ static int fs_charge(struct nxq_charge *c)
 		return -EAGAIN;
 	}
 	if (!(c->flags & NXQ_CHARGE_WAIT)) {
-		if (fs.used + c->bytes > fs.cap)
+		if (fs.used + c->bytes > fs.cap) {
+			fs.last_err = EDQUOT;
+			fs.last_bytes = c->bytes;
 			return -EDQUOT;
+		}
 		goto grant;
 	}
 	fs.wait_charges++;
@@ -200,7 +207,7 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 		v->abi_version = NXQ_ABI_VERSION;
 		v->features = fs.features ? fs.features :
 			      NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
-			      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS;
+			      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS | NXQ_FEAT_STATUS_V1;
 		*outlen = sizeof(*v);
 		return 0;
 	}
@@ -284,6 +291,33 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 			return -EINVAL;
 		fs.reclaims++;
 		h->reclaimable = rc->bytes;
+		return 0;
+	}
+	case _IOC_NR(NXQ_IOC_STATUS): {
+		struct nxq_status *st = arg;
+
+		h = fs_find(st->holder_id);
+		if (!h)
+			return -ENOENT;
+		if (alen < NXQ_STATUS_SIZE_VER0 || alen > sizeof(*st))
+			return -EINVAL;
+		fs.statuses++;
+		st->holder_charge = h->charged;
+		st->node_current = fs.used;
+		st->node_max = fs.cap;
+		st->headroom = fs.cap - fs.used;
+		st->device_capacity = fs.cap;
+		st->device_used = fs.used;
+		/* version 1 (cut off below for an older daemon) */
+		st->node_effective_max = fs.cap;
+		st->room = fs.cap - fs.used;
+		st->limit = fs.cap;
+		st->last_error = fs.last_err;
+		st->last_level = 0;
+		st->last_bytes = fs.last_bytes;
+		st->last_limit = fs.cap;
+		st->last_usage = fs.used;
+		*outlen = fs.status_ver0 ? NXQ_STATUS_SIZE_VER0 : alen;
 		return 0;
 	}
 	case _IOC_NR(NXQ_IOC_TICKET_READ): {
@@ -635,6 +669,9 @@ static void fs_zero(void)
 	fs.versions = fs.registers = fs.reg_nfds = fs.reg_evfd_ok = fs.reg_refused = 0;
 	fs.unregisters = fs.charges = fs.wait_charges = fs.uncharges = fs.reclaims = 0;
 	fs.reads = fs.answers = fs.fds_elsewhere = 0;
+	fs.statuses = fs.status_ver0 = 0;
+	fs.last_err = 0;
+	fs.last_bytes = 0;
 	fs.accepted = 0;
 	fs.max_open_conns = fs.open_conns;
 	pthread_mutex_unlock(&fs.mu);

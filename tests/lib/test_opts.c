@@ -410,6 +410,88 @@ static void test_version_handshake(void **state)
 	assert_int_equal(nxq_ctx_close(c), 0);
 }
 
+/*
+ * nxq__status(): the kernel ops' STATUS where the authority has it
+ * (NXQ_FEAT_STATUS), its version 1 fields only with NXQ_FEAT_STATUS_V1
+ * (else zeroed, whatever the authority sent), -EOPNOTSUPP without the
+ * feature or the op; the unmanaged ledger answers it as one node under
+ * its cap, with its last refused charge.
+ */
+static void test_status(void **state)
+{
+	struct nxq_ctx_opts uo = { .size = sizeof(uo), .flags = NXQ_CTX_UNMANAGED,
+				   .unmanaged_cap = 10 * MiB };
+	struct nxq_kops noop = fake_kops;
+	struct nxq_holder_reg reg = { .size = sizeof(reg), .device = "host0", .eventfd = -1 };
+	struct nxq_status st;
+	struct nxq_ctx *c;
+
+	fk.features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS | NXQ_FEAT_STATUS_V1;
+	fk.cap = 64 * MiB;
+	c = fctx();
+	assert_int_equal(c->kops->holder_register(c, &reg), 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 4 * MiB, 0), 0);
+	assert_int_equal(nxq__status(c, reg.holder_id, &st), 0);
+	assert_int_equal(fk.status_calls, 1);
+	assert_int_equal(st.holder_charge, 4 * MiB);
+	assert_int_equal(st.room, 60 * MiB);
+	assert_int_equal(st.limit, 64 * MiB);
+	assert_int_equal(st.last_error, EDQUOT);
+	assert_int_equal(c->kops->uncharge(c, reg.holder_id, 4 * MiB), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+
+	/* STATUS without version 1: its fields zeroed */
+	fk.features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS;
+	c = fctx();
+	assert_int_equal(c->kops->holder_register(c, &reg), 0);
+	assert_int_equal(nxq__status(c, reg.holder_id, &st), 0);
+	assert_int_equal(st.device_capacity, 64 * MiB);
+	assert_int_equal(st.room, 0);
+	assert_int_equal(st.limit, 0);
+	assert_int_equal(st.last_error, 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+
+	/* no STATUS at all: not asked */
+	fk.features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE;
+	c = fctx();
+	assert_int_equal(nxq__status(c, reg.holder_id, &st), -EOPNOTSUPP);
+	assert_int_equal(fk.status_calls, 2);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	/* kernel ops without the op */
+	fk.features = 0;
+	noop.status = NULL;
+	assert_int_equal(nxq__ctx_open_kops(NULL, &noop, NULL, &c), 0);
+	assert_int_equal(nxq__status(c, reg.holder_id, &st), -EOPNOTSUPP);
+	assert_int_equal(nxq_ctx_close(c), 0);
+
+	/* the unmanaged ledger: one node under its cap, its last refusal */
+	assert_int_equal(nxq_ctx_open(&uo, &c), 0);
+	assert_true(c->features & NXQ_FEAT_STATUS_V1);
+	assert_int_equal(c->kops->holder_register(c, &reg), 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 4 * MiB, 0), 0);
+	assert_int_equal(nxq__status(c, reg.holder_id, &st), 0);
+	assert_int_equal(st.node_current, 4 * MiB);
+	assert_int_equal(st.room, 6 * MiB);
+	assert_int_equal(st.limit, 10 * MiB);
+	assert_int_equal(st.last_error, 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 8 * MiB, 0), -EDQUOT);
+	assert_int_equal(nxq__status(c, reg.holder_id, &st), 0);
+	assert_int_equal(st.last_error, EDQUOT);
+	assert_int_equal(st.last_bytes, 8 * MiB);
+	assert_int_equal(st.last_usage, 4 * MiB);
+	assert_int_equal(st.last_limit, 10 * MiB);
+	assert_int_equal(st.last_level, 0);
+	assert_int_equal(st.room, 6 * MiB);
+	assert_int_equal(c->kops->uncharge(c, reg.holder_id, 4 * MiB), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	uo.unmanaged_cap = 0;
+	assert_int_equal(nxq_ctx_open(&uo, &c), 0);
+	assert_int_equal(nxq__status(c, 1, &st), 0);
+	assert_int_equal(st.limit, NXQ_UNLIMITED);
+	assert_int_equal(st.room, NXQ_UNLIMITED);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
 static void test_stats_size(void **state)
 {
 	struct nxq_ctx *c = fctx();
@@ -445,6 +527,7 @@ int main(void)
 		cmocka_unit_test_setup(test_grow_min_old_size, clear_env),
 		cmocka_unit_test_setup(test_version_handshake, clear_env),
 		cmocka_unit_test_setup(test_stats_size, clear_env),
+		cmocka_unit_test_setup(test_status, clear_env),
 	};
 
 	return cmocka_run_group_tests_name("libnxquota_opts", tests, NULL, NULL);

@@ -329,6 +329,67 @@ static void test_waiting_charges_leave_a_connection(void **state)
 	assert_int_equal(nxq_ctx_close(c), 0);
 }
 
+/* ---- STATUS ---- */
+
+/*
+ * nxq__status() over the socket: the holder's id translated both ways
+ * (the daemon's ids are not the library's), version 1's fields as the
+ * daemon sent them (an older daemon's shorter answer leaves them 0), the
+ * last refused charge, and sent again after the daemon came back (the
+ * holder restored, its charge with it).
+ */
+static void test_status(void **state)
+{
+	struct nxq_holder_reg reg = { .size = sizeof(reg), .device = "host0", .eventfd = -1 };
+	struct nxq_status s;
+	struct nxq_ctx *c;
+	unsigned long k[4];
+
+	c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
+	assert_true(c->features & NXQ_FEAT_STATUS_V1);
+	assert_int_equal(c->kops->holder_register(c, &reg), 0);
+	assert_int_equal(reg.holder_id, 1);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 8 * MiB, 0), 0);
+	memset(&s, 0xff, sizeof(s));
+	assert_int_equal(nxq__status(c, reg.holder_id, &s), 0);
+	assert_int_equal(fs.statuses, 1);
+	assert_int_equal(s.size, sizeof(s));
+	assert_int_equal(s.holder_id, 1);
+	assert_int_equal(s.holder_charge, 8 * MiB);
+	assert_int_equal(s.room, 56 * MiB);
+	assert_int_equal(s.limit, 64 * MiB);
+	assert_int_equal(s.last_error, 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 60 * MiB, 0), -EDQUOT);
+	assert_int_equal(nxq__status(c, reg.holder_id, &s), 0);
+	assert_int_equal(s.last_error, EDQUOT);
+	assert_int_equal(s.last_bytes, 60 * MiB);
+	assert_int_equal(s.last_usage, 8 * MiB);
+	assert_int_equal(nxq__status(c, 7, &s), -ENOENT);	/* no such holder here */
+
+	/* an older daemon: version 0's bytes only */
+	fs.status_ver0 = 1;
+	memset(&s, 0xff, sizeof(s));
+	assert_int_equal(nxq__status(c, reg.holder_id, &s), 0);
+	assert_int_equal(s.device_capacity, 64 * MiB);
+	assert_int_equal(s.room, 0);
+	assert_int_equal(s.last_bytes, 0);
+	fs.status_ver0 = 0;
+
+	/* the daemon restarts (new ids): restored, then asked again */
+	fs_stop();
+	fs_start(64 * MiB);
+	fs_zero();
+	assert_int_equal(nxq__status(c, reg.holder_id, &s), 0);
+	nxq__sock_counters(c, k);
+	assert_int_equal(k[0], 1);
+	assert_int_equal(fs.statuses, 1);
+	assert_int_equal(s.holder_id, 1);
+	assert_int_equal(s.holder_charge, 8 * MiB);
+	assert_int_equal(s.room, 56 * MiB);
+	assert_int_equal(c->kops->uncharge(c, reg.holder_id, 8 * MiB), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+}
+
 /* ---- reconnect ---- */
 
 static void test_reconnect_restores(void **state)
@@ -805,6 +866,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_conn_refused_is_not_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_waiting_charges_leave_a_connection, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_restores, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_waiting_charge, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uncharge_and_answer_in_flight, setup, teardown),

@@ -1,6 +1,7 @@
 #!/bin/sh
 # libnxquota-preload.so under LD_PRELOAD (app.c says what is checked), and
-# tools/nxquota-run.  Usage: app.sh PATH/libnxquota-preload.so
+# tools/nxquota-run (--require: refused without an authority).
+# Usage: app.sh PATH/libnxquota-preload.so
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 so=$1
@@ -29,6 +30,11 @@ if [ -x "$top/tools/nxquota-run" ]; then
 	NXQ_DEV=/nonexistent NXQ_PRELOAD_LIB=$so "$top/tools/nxquota-run" -- \
 		"$here/app" preload 2>"$err" || { cat "$err"; fail "nxquota-run"; }
 	"$top/tools/nxquota-run" 2>/dev/null && fail "nxquota-run without a command succeeded"
+	# --require: no authority refuses (the allocation fails), said once
+	NXQ_DEV=/nonexistent NXQ_PRELOAD_LIB=$so "$top/tools/nxquota-run" --require -- \
+		"$here/app" preload >/dev/null 2>"$err" && fail "nxquota-run --require ran uncharged"
+	n=$(grep -c "NXQUOTA_REQUIRE=1 and no nxquota authority" "$err")
+	[ "$n" = 1 ] || { cat "$err"; fail "--require: the refusal said $n times, not once"; }
 	if [ "$so" -ef "$top/preload/libnxquota-preload.so" ]; then
 		# the in-tree shim, found next to the script
 		NXQ_DEV=/nonexistent "$top/tools/nxquota-run" --wait 10 -- \

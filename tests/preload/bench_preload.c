@@ -51,6 +51,12 @@
  *                                the CUDA runtime (dlopen(LIBCUDART)), which
  *                                reaches the driver through cuGetProcAddress
  *
+ *   bench_preload info N ROUNDS  cuMemGetInfo: ROUNDS alternating batches of N
+ *                                calls, the driver's (through the exemption) and
+ *                                the shim's (issue 20: a STATUS round trip to the
+ *                                authority each): "info: driver X ns/call, shim
+ *                                Y ns/call" (medians), and what the shim reports
+ *
  * On tests/fakecuda (make -C preload bench-fake) it only shows that it runs.
  */
 #define _GNU_SOURCE
@@ -153,6 +159,45 @@ static int real_side(struct side *sd)
 	gpa = keep;
 	ex(0);
 	return 1;
+}
+
+/* cuMemGetInfo, the driver's and the program's (the shim's when it is there). */
+static int info(long n, int rounds)
+{
+	void (*ex)(int) = (void (*)(int))dlsym(RTLD_DEFAULT, "nxquota_preload_exempt");
+	CUresult (*f[2])(size_t *, size_t *);
+	CUresult (*keep)(const char *, void **, int, uint64_t, int *) = gpa;
+	double *v[2];
+	size_t fr[2], tot[2];
+
+	if (n <= 0 || rounds <= 0)
+		return 2;
+	f[1] = get("cuMemGetInfo");
+	f[0] = f[1];
+	if (ex) {
+		ex(1);
+		gpa = (CUresult (*)(const char *, void **, int, uint64_t, int *))
+			dlsym(libcuda, "cuGetProcAddress_v2");
+		f[0] = get("cuMemGetInfo");
+		gpa = keep;
+		ex(0);
+	}
+	for (int i = 0; i < 2; i++)
+		if (!(v[i] = calloc((size_t)rounds, sizeof(double))))
+			return 1;
+	for (int r = 0; r < rounds; r++)
+		for (int j = 0; j < 2; j++) {
+			int w = (r & 1) ^ j;
+			double t = now();
+
+			for (long i = 0; i < n; i++)
+				CK(f[w](&fr[w], &tot[w]));
+			v[w][r] = (now() - t) / n * 1e9;
+		}
+	printf("info: cuMemGetInfo: driver %.0f ns/call (free %zu of %zu), %s %.0f ns/call "
+	       "(free %zu of %zu) (medians of %d rounds of %ld)\n", median(v[0], rounds), fr[0],
+	       tot[0], ex ? "shim" : "no shim", median(v[1], rounds), fr[1], tot[1], rounds, n);
+	return 0;
 }
 
 static int inter(long n, size_t size, int rounds,
@@ -263,13 +308,14 @@ int main(int argc, char **argv)
 	if (argc < 2 || (strcmp(argv[1], "key") && (argc < 3 ||
 	    (strcmp(argv[1], "pairs") && strcmp(argv[1], "churn") && strcmp(argv[1], "plain") &&
 	     strcmp(argv[1], "pool") && strcmp(argv[1], "inter") && strcmp(argv[1], "med") &&
-	     strcmp(argv[1], "cycle") &&
+	     strcmp(argv[1], "cycle") && strcmp(argv[1], "info") &&
 	     strcmp(argv[1], "rt")))) ||
 	    ((!strcmp(argv[1], "inter") || !strcmp(argv[1], "med")) && argc < 5) ||
+	    (!strcmp(argv[1], "info") && argc < 4) ||
 	    (!strcmp(argv[1], "rt") && argc < 6)) {
 		fprintf(stderr, "usage: bench_preload pairs N SIZE | churn MIB | plain MIB | "
 			"pool MIB | key | inter N SIZE ROUNDS | med N SIZE ROUNDS | "
-			"rt N SIZE ROUNDS LIBCUDART\n");
+			"info N ROUNDS | rt N SIZE ROUNDS LIBCUDART\n");
 		return 2;
 	}
 	if (!strcmp(argv[1], "rt"))
@@ -332,6 +378,8 @@ int main(int argc, char **argv)
 		return fgets(line, sizeof(line), stdin) ? 0 : 1;
 	}
 
+	if (!strcmp(argv[1], "info"))
+		return info(atol(argv[2]), atoi(argv[3]));
 	if (!strcmp(argv[1], "inter"))
 		return inter(atol(argv[2]), strtoull(argv[3], NULL, 0), atoi(argv[4]), alloc, fr,
 			     aalloc, afree, ssync);

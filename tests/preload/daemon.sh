@@ -159,6 +159,16 @@ fig=$(
 bare=$(LD_LIBRARY_PATH="$here/drv" "$here/bench_preload" pairs 20000 4096 | head -n1)
 echo "daemon.sh: fake driver alone: ${bare#pairs: }"
 echo "daemon.sh: charged through nxquotad: ${fig#pairs: }"
+# issue 20: cuMemGetInfo through the shim (a STATUS round trip to nxquotad
+# each) against the driver's, in one process; the shim's total is the budget
+info=$(
+	echo 0 >"$cgroot/$cg/cgroup.procs"
+	NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent LD_LIBRARY_PATH="$here/benchdrv" \
+		LD_PRELOAD=$so "$here/bench_preload" info 200 11
+)
+echo "daemon.sh: ${info#info: }"
+echo "$info" | grep -q "shim [0-9]* ns/call (free [0-9]* of 67108864)" ||
+	fail "cuMemGetInfo through the shim does not say the 64M budget: $info"
 
 # ---- the shim's own work per pair, side by side in one process
 # (bench_preload inter: the driver's own entry points, resolved through the

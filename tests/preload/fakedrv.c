@@ -22,14 +22,36 @@
  * fakedrv_reset; a thread of its own has none).  An allocation on the
  * stream a pending free was enqueued on reuses it (stream order).  Control: fakedrv_fail(name, nth)
  * fails the nth next call (0: every call, -1: none) with OUT_OF_MEMORY;
- * fakedrv_calls(name); fakedrv_stat("allocs"|"handles"|"reserved"|"used");
- * fakedrv_set_device(ord) (-1: no current context).
+ * fakedrv_calls(name); fakedrv_stat("allocs"|"handles"|"reserved"|"used"|"mappings"|
+ * "devused"); fakedrv_set_device(ord) (-1: no current context).
+ *
+ * Device memory (issue 20): each device has FAKEDRV_MEM_MB (default 8192)
+ * MiB; plain, managed and handle allocations, pool reservations and
+ * contexts take it, and an allocation that does not fit is
+ * CUDA_ERROR_OUT_OF_MEMORY; cuMemGetInfo (both versions) reports it.  A
+ * handle's memory goes when it is released and its last mapping is
+ * unmapped (cuMemMap/cuMemUnmap: whole mappings, contiguous from the
+ * address, as the driver wants).  A context takes FAKEDRV_CTX_MB (default
+ * 0; fakedrv_ctx_mb() at run time): the primary one while retained (its
+ * first cuDevicePrimaryCtxRetain brings it up, the last release or a
+ * reset takes it down), each cuCtxCreate_v2/_v3/_v4 until cuCtxDestroy_v2.
+ * Without FAKEDRV_CTX_MB a primary context counts as up without a retain
+ * (the tests' threads allocate without one) and costs nothing.
+ * FAKEDRV_SHM=FILE: the devices are shared by every process naming the
+ * same file (each publishes what it takes in a slot; a dead process's
+ * slot is not counted, as the driver frees a dead process's memory), so
+ * processes can fill one fake GPU together.  fakedrv_devmem(dev, &total,
+ * &used) is what the fake NVML (tests/preload/fakenvml.c) reports.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "cuda_api.h"
 
@@ -45,17 +67,139 @@ struct fpool { int dev, live; uint64_t reserved, used, threshold, pending; };
 struct alloc {
 	uint64_t va, size;
 	int kind;		/* 0 plain, 1 managed, 2 pool block, 3 handle, 4 freed pending */
+	int dev;		/* plain, managed, handle: the device it takes memory of */
+	int maps, released;	/* a handle's mappings; released (kept while mapped) */
 	struct fpool *pool;
 	CUstream stream;	/* a pool block's free: the stream it was enqueued on */
 	struct alloc *next;
 };
 
+struct mapping {
+	uint64_t va, size;
+	struct alloc *h;
+	struct mapping *next;
+};
+
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * The current context: 0 none, else (n << 8) | (dev + 1) (n 0: the
+ * primary one); the push stack holds one below it.
+ */
 static __thread int curdev;
 static __thread int bound, saved_dev, saved_bound;	/* a context made current; the push stack (1) */
+static __thread uintptr_t curctx, saved_ctx;
 static uint64_t next_va = 0x100000000ULL;
 static struct alloc *allocs;
+static struct mapping *maps;
 static struct fpool defpool[NDEV] = { { .dev = 0, .live = 1 }, { .dev = 1, .live = 1 } };
+
+/* ---- device memory ---- */
+
+#define SHM_SLOTS	64
+struct shm_slot { int pid; uint64_t used[NDEV]; };
+
+static uint64_t mine[NDEV];	/* what this process takes of each device (under mu) */
+static uint64_t ctx_bytes;	/* what a context takes */
+static int prim_ref[NDEV];	/* retains of each primary context */
+static int implicit = 1;	/* a primary context is up without a retain */
+static unsigned int next_ctx = 1;
+static struct shm_slot *shm, *myslot;
+static pthread_once_t mem_once = PTHREAD_ONCE_INIT;
+
+static uint64_t mem_total(void)
+{
+	static uint64_t t;
+	const char *e;
+
+	if (!t) {
+		e = getenv("FAKEDRV_MEM_MB");
+		t = (e && *e ? strtoull(e, NULL, 10) : 8192) << 20;
+	}
+	return t;
+}
+
+static void mem_init(void)
+{
+	const char *e = getenv("FAKEDRV_CTX_MB"), *f = getenv("FAKEDRV_SHM");
+	int fd;
+
+	if (e && *e) {
+		ctx_bytes = strtoull(e, NULL, 10) << 20;
+		implicit = 0;
+	}
+	if (!f || !*f)
+		return;
+	fd = open(f, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, sizeof(struct shm_slot) * SHM_SLOTS))
+		abort();
+	shm = mmap(NULL, sizeof(struct shm_slot) * SHM_SLOTS, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	close(fd);
+	if (shm == MAP_FAILED)
+		abort();
+	/* a slot of our own: free, or of a process that is gone */
+	for (int i = 0; i < SHM_SLOTS && !myslot; i++) {
+		int pid = __atomic_load_n(&shm[i].pid, __ATOMIC_ACQUIRE);
+
+		if ((!pid || (kill(pid, 0) && pid != getpid())) &&
+		    __atomic_compare_exchange_n(&shm[i].pid, &pid, (int)getpid(), 0,
+						__ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+			myslot = &shm[i];
+			memset(myslot->used, 0, sizeof(myslot->used));
+		}
+	}
+	if (!myslot)
+		abort();
+}
+
+/* What device d has in use, everyone's (under mu). */
+static uint64_t dev_used(int d)
+{
+	uint64_t u = 0;
+
+	pthread_once(&mem_once, mem_init);
+	if (!shm)
+		return mine[d];
+	for (int i = 0; i < SHM_SLOTS; i++) {
+		int pid = __atomic_load_n(&shm[i].pid, __ATOMIC_ACQUIRE);
+
+		if (pid && (pid == getpid() || !kill(pid, 0)))
+			u += __atomic_load_n(&shm[i].used[d], __ATOMIC_RELAXED);
+	}
+	return u;
+}
+
+/* Take (delta > 0) or give back device d's memory (under mu): 0, or -1 when it does not fit. */
+static int mem_take(int d, int64_t delta)
+{
+	if (d < 0 || d >= NDEV)
+		return 0;
+	pthread_once(&mem_once, mem_init);
+	if (delta > 0 && dev_used(d) + (uint64_t)delta > mem_total())
+		return -1;
+	mine[d] += (uint64_t)delta;
+	if (myslot)
+		__atomic_store_n(&myslot->used[d], mine[d], __ATOMIC_RELAXED);
+	return 0;
+}
+
+EXPORT void fakedrv_devmem(int d, uint64_t *tot, uint64_t *used)
+{
+	pthread_mutex_lock(&mu);
+	*tot = mem_total();
+	*used = d >= 0 && d < NDEV ? dev_used(d) : 0;
+	pthread_mutex_unlock(&mu);
+}
+
+/* What a context takes from now on (MiB); primary contexts then need a retain to be up. */
+EXPORT void fakedrv_ctx_mb(uint64_t mb)
+{
+	pthread_once(&mem_once, mem_init);
+	pthread_mutex_lock(&mu);
+	ctx_bytes = mb << 20;
+	implicit = 0;
+	pthread_mutex_unlock(&mu);
+}
 
 static struct { const char *name; long n, fail_at; int fail_all; } cnt[64];
 static int ncnt;
@@ -113,7 +257,12 @@ EXPORT long fakedrv_calls_total(void)
 	return __atomic_load_n(&total, __ATOMIC_RELAXED);
 }
 
-EXPORT void fakedrv_set_device(int d) { curdev = d; bound = d >= 0; }
+EXPORT void fakedrv_set_device(int d)
+{
+	curdev = d;
+	bound = d >= 0;
+	curctx = d >= 0 ? (uintptr_t)(d + 1) : 0;
+}
 
 static uint64_t newva(uint64_t size)
 {
@@ -123,22 +272,35 @@ static uint64_t newva(uint64_t size)
 	return va;
 }
 
-static CUresult add(int kind, uint64_t size, struct fpool *p, uint64_t *out)
+static CUresult add(int kind, uint64_t size, struct fpool *p, uint64_t *out, int dev)
 {
 	struct alloc *a = calloc(1, sizeof(*a));
 
 	if (!a)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	pthread_mutex_lock(&mu);
+	if (p) {
+		if (p->used + size > p->reserved) {
+			uint64_t grow = (p->used + size - p->reserved + CHUNK - 1) / CHUNK * CHUNK;
+
+			if (mem_take(p->dev, (int64_t)grow)) {
+				pthread_mutex_unlock(&mu);
+				free(a);
+				return CUDA_ERROR_OUT_OF_MEMORY;
+			}
+			p->reserved += grow;
+		}
+		p->used += size;
+	} else if (mem_take(dev, (int64_t)size)) {
+		pthread_mutex_unlock(&mu);
+		free(a);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	a->va = newva(size);
 	a->size = size;
 	a->kind = kind;
+	a->dev = dev;
 	a->pool = p;
-	if (p) {
-		if (p->used + size > p->reserved)
-			p->reserved += (p->used + size - p->reserved + CHUNK - 1) / CHUNK * CHUNK;
-		p->used += size;
-	}
 	a->next = allocs;
 	allocs = a;
 	*out = a->va;
@@ -152,15 +314,23 @@ static CUresult drop(uint64_t va, int kind)
 
 	pthread_mutex_lock(&mu);
 	for (pp = &allocs; (a = *pp); pp = &a->next)
-		if (a->va == va && a->kind != 4 && (kind == 3 ? a->kind == 3 : a->kind != 3))
+		if (a->va == va && a->kind != 4 && !a->released &&
+		    (kind == 3 ? a->kind == 3 : a->kind != 3))
 			break;
 	if (!a) {
 		pthread_mutex_unlock(&mu);
 		return CUDA_ERROR_INVALID_VALUE;
 	}
+	if (kind == 3 && a->maps) {	/* its memory stays until its last mapping goes */
+		a->released = 1;
+		pthread_mutex_unlock(&mu);
+		return CUDA_SUCCESS;
+	}
 	*pp = a->next;
 	if (a->pool)
 		a->pool->used -= a->size;
+	else
+		mem_take(a->dev, -(int64_t)a->size);
 	pthread_mutex_unlock(&mu);
 	free(a);
 	return CUDA_SUCCESS;
@@ -181,6 +351,11 @@ EXPORT long fakedrv_stat(const char *what)
 		n = (long)defpool[0].reserved;
 	if (!strcmp(what, "used"))
 		n = (long)defpool[0].used;
+	if (!strcmp(what, "devused"))
+		n = (long)mine[0];
+	if (!strcmp(what, "mappings"))
+		for (struct mapping *m = maps; m; m = m->next)
+			n++;
 	pthread_mutex_unlock(&mu);
 	return n;
 }
@@ -192,8 +367,10 @@ static void trim(struct fpool *p, uint64_t keep)
 	if (floor >= p->reserved)
 		return;
 	floor = (floor + CHUNK - 1) / CHUNK * CHUNK;
-	if (p->reserved > floor)
+	if (p->reserved > floor) {
+		mem_take(p->dev, -(int64_t)(p->reserved - floor));
 		p->reserved = floor;
+	}
 }
 
 /*
@@ -265,35 +442,141 @@ EXPORT CUresult cuDeviceGet(CUdevice *d, int ord)
 	return CUDA_SUCCESS;
 }
 
+/* A context's device, from its handle: (n << 8) | (dev + 1). */
+static int ctx_dev(CUcontext c)
+{
+	return (int)((uintptr_t)c & 0xff) - 1;
+}
+
+/* Up with its first retain: it takes a context's memory (OUT_OF_MEMORY if it does not fit). */
 EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 {
+	hit("cuDevicePrimaryCtxRetain");
 	if (d < 0 || d >= NDEV)
 		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_once(&mem_once, mem_init);
+	pthread_mutex_lock(&mu);
+	if (!prim_ref[d] && mem_take(d, (int64_t)ctx_bytes)) {
+		pthread_mutex_unlock(&mu);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	prim_ref[d]++;
+	pthread_mutex_unlock(&mu);
 	*c = (CUcontext)(uintptr_t)(d + 1);
 	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxSetCurrent(CUcontext c)
 {
-	curdev = (int)(uintptr_t)c - 1;
+	curdev = c ? ctx_dev(c) : -1;
 	bound = c != NULL;
+	curctx = (uintptr_t)c;
 	return CUDA_SUCCESS;
 }
 
-/* The application's primary contexts are active (it retained them). */
+/* Active while retained (or, without FAKEDRV_CTX_MB, always: the tests' threads use it). */
 EXPORT CUresult cuDevicePrimaryCtxGetState(CUdevice d, unsigned int *flags, int *active)
 {
 	hit("cuDevicePrimaryCtxGetState");
 	if (d < 0 || d >= NDEV)
 		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_once(&mem_once, mem_init);
+	pthread_mutex_lock(&mu);
 	*flags = 0;
-	*active = 1;
+	*active = implicit || prim_ref[d] > 0;
+	pthread_mutex_unlock(&mu);
 	return CUDA_SUCCESS;
+}
+
+static void prim_down(int d)
+{
+	prim_ref[d] = 0;
+	mem_take(d, -(int64_t)ctx_bytes);
 }
 
 EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice d)
 {
-	return d < 0 || d >= NDEV ? CUDA_ERROR_INVALID_DEVICE : CUDA_SUCCESS;
+	hit("cuDevicePrimaryCtxRelease_v2");
+	if (d < 0 || d >= NDEV)
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&mu);
+	if (prim_ref[d] == 1)
+		prim_down(d);
+	else if (prim_ref[d])
+		prim_ref[d]--;
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice d)
+{
+	hit("cuDevicePrimaryCtxReset_v2");
+	if (d < 0 || d >= NDEV)
+		return CUDA_ERROR_INVALID_DEVICE;
+	pthread_mutex_lock(&mu);
+	if (prim_ref[d])
+		prim_down(d);
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+/* A context of its own: it takes a context's memory, and is made current (pushed). */
+static CUresult ctx_create(CUcontext *pc, CUdevice d)
+{
+	uintptr_t c;
+
+	pthread_once(&mem_once, mem_init);
+	if (!pc || d < 0 || d >= NDEV)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	if (mem_take(d, (int64_t)ctx_bytes)) {
+		pthread_mutex_unlock(&mu);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	c = ((uintptr_t)next_ctx++ << 8) | (uintptr_t)(d + 1);
+	pthread_mutex_unlock(&mu);
+	saved_dev = curdev;
+	saved_bound = bound;
+	saved_ctx = curctx;
+	curdev = d;
+	bound = 1;
+	curctx = c;
+	*pc = (CUcontext)c;
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuCtxCreate_v2(CUcontext *pc, unsigned int flags, CUdevice d)
+{
+	hit("cuCtxCreate_v2");
+	return ctx_create(pc, d);
+}
+
+EXPORT CUresult cuCtxCreate_v3(CUcontext *pc, void *params, int n, unsigned int flags, CUdevice d)
+{
+	hit("cuCtxCreate_v3");
+	return ctx_create(pc, d);
+}
+
+EXPORT CUresult cuCtxCreate_v4(CUcontext *pc, void *params, unsigned int flags, CUdevice d)
+{
+	hit("cuCtxCreate_v4");
+	return ctx_create(pc, d);
+}
+
+EXPORT CUresult cuCtxDestroy_v2(CUcontext c)
+{
+	hit("cuCtxDestroy_v2");
+	if (!c || !((uintptr_t)c >> 8) || ctx_dev(c) < 0 || ctx_dev(c) >= NDEV)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	mem_take(ctx_dev(c), -(int64_t)ctx_bytes);
+	pthread_mutex_unlock(&mu);
+	if (curctx == (uintptr_t)c) {
+		curdev = saved_dev;
+		bound = saved_bound;
+		curctx = saved_ctx;
+	}
+	return CUDA_SUCCESS;
 }
 
 EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
@@ -302,8 +585,10 @@ EXPORT CUresult cuCtxPushCurrent_v2(CUcontext c)
 		return CUDA_ERROR_INVALID_VALUE;
 	saved_dev = curdev;
 	saved_bound = bound;
-	curdev = (int)(uintptr_t)c - 1;
+	saved_ctx = curctx;
+	curdev = ctx_dev(c);
 	bound = 1;
+	curctx = (uintptr_t)c;
 	return CUDA_SUCCESS;
 }
 
@@ -312,9 +597,134 @@ EXPORT CUresult cuCtxPopCurrent_v2(CUcontext *c)
 	if (!bound)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	if (c)
-		*c = (CUcontext)(uintptr_t)(curdev + 1);
+		*c = (CUcontext)(curctx ? curctx : (uintptr_t)(curdev + 1));
 	curdev = saved_dev;
 	bound = saved_bound;
+	curctx = saved_ctx;
+	return CUDA_SUCCESS;
+}
+
+/* The current context's device: its memory as the driver reports it. */
+static CUresult meminfo(size_t *fr, size_t *tot)
+{
+	uint64_t u;
+
+	if (!bound || curdev < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	if (!fr || !tot)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	u = dev_used(curdev);
+	*tot = mem_total();
+	*fr = u < mem_total() ? mem_total() - u : 0;
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuMemGetInfo_v2(size_t *fr, size_t *tot)
+{
+	hit("cuMemGetInfo_v2");
+	return meminfo(fr, tot);
+}
+
+/* The 32-bit one (before CUDA 3.2): the same, saturated at 4 GiB - 1. */
+EXPORT CUresult cuMemGetInfo(unsigned int *fr, unsigned int *tot)
+{
+	size_t f, t;
+	CUresult r;
+
+	hit("cuMemGetInfo");
+	if (!fr || !tot)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = meminfo(&f, &t);
+	if (!r) {
+		*fr = f > 0xffffffffU ? 0xffffffffU : (unsigned int)f;
+		*tot = t > 0xffffffffU ? 0xffffffffU : (unsigned int)t;
+	}
+	return r;
+}
+
+/* Whole mappings of a live handle; no overlap. */
+EXPORT CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset,
+			 CUmemGenericAllocationHandle hv, unsigned long long flags)
+{
+	struct alloc *a;
+	struct mapping *m;
+
+	if (hit("cuMemMap"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	if (!size || flags)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&mu);
+	for (a = allocs; a && !(a->va == hv && a->kind == 3 && !a->released); a = a->next)
+		;
+	if (!a || offset + size > a->size) {
+		pthread_mutex_unlock(&mu);
+		return CUDA_ERROR_INVALID_VALUE;
+	}
+	for (m = maps; m; m = m->next)
+		if (va < m->va + m->size && m->va < va + size) {
+			pthread_mutex_unlock(&mu);
+			return CUDA_ERROR_INVALID_VALUE;	/* already mapped */
+		}
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		pthread_mutex_unlock(&mu);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	m->va = va;
+	m->size = size;
+	m->h = a;
+	m->next = maps;
+	maps = m;
+	a->maps++;
+	pthread_mutex_unlock(&mu);
+	return CUDA_SUCCESS;
+}
+
+static struct mapping *map_at(uint64_t va)
+{
+	for (struct mapping *m = maps; m; m = m->next)
+		if (m->va == va)
+			return m;
+	return NULL;
+}
+
+/* Whole mappings, contiguous from va to va + size; a released handle's memory goes with its last. */
+EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t size)
+{
+	uint64_t p = va, end = va + size;
+	struct mapping *m, **pp;
+
+	if (hit("cuMemUnmap"))
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	pthread_mutex_lock(&mu);
+	while (p < end) {
+		m = map_at(p);
+		if (!m || p + m->size > end) {
+			pthread_mutex_unlock(&mu);
+			return CUDA_ERROR_INVALID_VALUE;
+		}
+		p += m->size;
+	}
+	for (pp = &maps; (m = *pp);) {
+		if (m->va >= va && m->va < end) {
+			struct alloc *a = m->h, **ap;
+
+			*pp = m->next;
+			free(m);
+			if (!--a->maps && a->released) {
+				for (ap = &allocs; *ap != a; ap = &(*ap)->next)
+					;
+				*ap = a->next;
+				mem_take(a->dev, -(int64_t)a->size);
+				free(a);
+			}
+			continue;
+		}
+		pp = &m->next;
+	}
+	pthread_mutex_unlock(&mu);
 	return CUDA_SUCCESS;
 }
 
@@ -343,7 +753,7 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n)
 	CTX();
 	if (!p || !n)
 		return CUDA_ERROR_INVALID_VALUE;
-	return add(0, n, NULL, (uint64_t *)p);
+	return add(0, n, NULL, (uint64_t *)p, curdev);
 }
 
 EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *p, size_t *pitch, size_t w, size_t h,
@@ -366,7 +776,7 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned int flags)
 	CTX();
 	if (!p || !n || (flags != 1 && flags != 2))
 		return CUDA_ERROR_INVALID_VALUE;
-	return add(1, n, NULL, (uint64_t *)p);
+	return add(1, n, NULL, (uint64_t *)p, curdev);
 }
 
 EXPORT CUresult cuMemFree_v2(CUdeviceptr p)
@@ -383,7 +793,8 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *h, size_t size,
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (!h || !prop || !size || size % (2 << 20) || flags)
 		return CUDA_ERROR_INVALID_VALUE;
-	return add(3, size, NULL, (uint64_t *)h);
+	return add(3, size, NULL, (uint64_t *)h,
+		   prop->location.type == 1 ? prop->location.id : -1);
 }
 
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle h)
@@ -424,7 +835,10 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool p)
 	if (!p || p == &defpool[0] || p == &defpool[1])
 		return CUDA_ERROR_INVALID_VALUE;
 	p->live = 0;		/* kept: the tests read its counters after */
+	pthread_mutex_lock(&mu);
+	mem_take(p->dev, -(int64_t)p->reserved);
 	p->reserved = 0;
+	pthread_mutex_unlock(&mu);
 	return CUDA_SUCCESS;
 }
 
@@ -493,7 +907,7 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dp, size_t n, CUmemoryPool 
 	if (!dp || !n || !p || !p->live)
 		return CUDA_ERROR_INVALID_VALUE;
 	reuse(p, s);
-	return add(2, (n + 511) / 512 * 512, p, (uint64_t *)dp);
+	return add(2, (n + 511) / 512 * 512, p, (uint64_t *)dp, p->dev);
 }
 
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dp, size_t n, CUstream s)
@@ -553,7 +967,9 @@ L(cuMemPoolCreate) L(cuMemPoolDestroy) L(cuMemPoolGetAttribute) L(cuDeviceGetMem
 L(cuCtxGetDevice) L(cuInit) L(cuDeviceGet) L(cuDevicePrimaryCtxRetain) L(cuCtxSetCurrent)
 L(cuStreamSynchronize) L(cuDeviceGetUuid_v2) L(cuDevicePrimaryCtxGetState)
 L(cuDevicePrimaryCtxRelease_v2) L(cuCtxPushCurrent_v2) L(cuCtxPopCurrent_v2) L(cuCtxSynchronize)
-L(cuMemPoolSetAttribute) L(cuDeviceGetCount)
+L(cuMemPoolSetAttribute) L(cuDeviceGetCount) L(cuMemGetInfo) L(cuMemGetInfo_v2) L(cuMemMap)
+L(cuMemUnmap) L(cuCtxCreate_v2) L(cuCtxCreate_v3) L(cuCtxCreate_v4) L(cuCtxDestroy_v2)
+L(cuDevicePrimaryCtxReset_v2)
 #undef L
 
 /* ---- cuGetProcAddress: base names, versions and stream flavours as the driver has them ---- */
@@ -625,6 +1041,19 @@ static void *proc(const char *n, int ver, uint64_t flags)
 		return (void *)l_cuMemPoolSetAttribute;
 	if (IS("cuDeviceGetUuid"))
 		return (void *)l_cuDeviceGetUuid_v2;
+	if (IS("cuMemGetInfo"))
+		return ver >= 3020 ? (void *)l_cuMemGetInfo_v2 : (void *)l_cuMemGetInfo;
+	if (IS("cuMemMap"))
+		return (void *)l_cuMemMap;
+	if (IS("cuMemUnmap"))
+		return (void *)l_cuMemUnmap;
+	if (IS("cuCtxCreate"))
+		return ver >= 12050 ? (void *)l_cuCtxCreate_v4 : ver >= 11040 ?
+		       (void *)l_cuCtxCreate_v3 : (void *)l_cuCtxCreate_v2;
+	if (IS("cuCtxDestroy"))
+		return (void *)l_cuCtxDestroy_v2;
+	if (IS("cuDevicePrimaryCtxReset"))
+		return (void *)l_cuDevicePrimaryCtxReset_v2;
 	if (IS("cuGetProcAddress"))
 		return ver >= 12000 ? (void *)l_cuGetProcAddress_v2 : (void *)l_cuGetProcAddress;
 #undef IS
@@ -664,9 +1093,19 @@ EXPORT void fakedrv_reset(void)
 	}
 	for (int i = 0; i < ncnt; i++)
 		cnt[i].fail_all = 0, cnt[i].fail_at = 0;
+	/* contexts back to free and implicit (the pools' memory was trimmed above) */
+	for (int i = 0; i < NDEV; i++)
+		if (prim_ref[i])
+			prim_down(i);
+	pthread_once(&mem_once, mem_init);
+	if (!getenv("FAKEDRV_CTX_MB")) {
+		ctx_bytes = 0;
+		implicit = 1;
+	}
 	pthread_mutex_unlock(&mu);
 	curdev = 0;
 	bound = 1;
+	curctx = 1;
 }
 
 /* What cuGetProcAddress gives without a shim in front: the driver's own code. */

@@ -60,6 +60,17 @@ int main(void)
 	      real_dlsym(drv, "cuMemRelease"));
 	check("cuMemAlloc", (void *)c->cuMemAlloc, dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"),
 	      real_dlsym(drv, "cuMemAlloc_v2"));
+	/* issue 20 wraps mappings and contexts too: the arena's are its own */
+	check("cuMemMap", (void *)c->cuMemMap, dlsym(RTLD_DEFAULT, "cuMemMap"),
+	      real_dlsym(drv, "cuMemMap"));
+	check("cuMemUnmap", (void *)c->cuMemUnmap, dlsym(RTLD_DEFAULT, "cuMemUnmap"),
+	      real_dlsym(drv, "cuMemUnmap"));
+	check("cuDevicePrimaryCtxRetain", (void *)c->cuDevicePrimaryCtxRetain,
+	      dlsym(RTLD_DEFAULT, "cuDevicePrimaryCtxRetain"),
+	      real_dlsym(drv, "cuDevicePrimaryCtxRetain"));
+	check("cuDevicePrimaryCtxRelease", (void *)c->cuDevicePrimaryCtxRelease,
+	      dlsym(RTLD_DEFAULT, "cuDevicePrimaryCtxRelease_v2"),
+	      real_dlsym(drv, "cuDevicePrimaryCtxRelease_v2"));
 	/* after the load, the thread is no longer exempt: lookups are wrapped again */
 	if (dlsym(drv, "cuMemCreate") == real_dlsym(drv, "cuMemCreate")) {
 		printf("libexempt: FAIL: the exemption outlived the load\n");

@@ -52,6 +52,15 @@ static struct {
 	uint64_t answered;
 	uint64_t gen;
 	struct kh h[KH];
+	/* STATUS (version 1 unless no_v1) */
+	int no_v1, statuses;
+	int enospc;			/* refuse with ENOSPC, at the device */
+	uint32_t level;			/* the refusing node, levels up */
+	uint64_t emax, min;		/* node_effective_max (0: the cap), the node's min */
+	uint32_t last_err;
+	uint64_t last_bytes, last_limit, last_usage;
+	uint64_t waits;			/* charges asked with a timeout */
+	int version_err;		/* NXQ_IOC_VERSION fails with this: no authority */
 } K;
 static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t kcv = PTHREAD_COND_INITIALIZER;
@@ -67,8 +76,11 @@ static struct kh *kfind(uint64_t id)
 
 static int k_version(struct nxq_ctx *c, struct nxq_version *v)
 {
+	if (K.version_err)
+		return K.version_err;
 	v->abi_version = NXQ_ABI_VERSION;
-	v->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_TICKETS;
+	v->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_TICKETS | NXQ_FEAT_STATUS |
+		      (K.no_v1 ? 0 : NXQ_FEAT_STATUS_V1);
 	return 0;
 }
 
@@ -106,8 +118,14 @@ static int k_charge(struct nxq_ctx *c, uint64_t id, uint64_t b, uint64_t t)
 	h = kfind(id);
 	if (!b || !h)
 		K.errors++;
+	if (t)
+		K.waits++;
 	if (K.cap && K.charged + b > K.cap) {
-		r = -EDQUOT;
+		r = K.enospc ? -ENOSPC : -EDQUOT;
+		K.last_err = (uint32_t)-r;
+		K.last_bytes = b;
+		K.last_limit = K.cap;
+		K.last_usage = K.charged;
 	} else if (h) {
 		K.charges++;
 		K.charged += b;
@@ -185,11 +203,43 @@ static int k_tanswer(struct nxq_ctx *c, uint64_t id, uint64_t gen, uint64_t rel,
 
 static void k_close(struct nxq_ctx *c) { }
 
+/* One node under K.cap (unlimited without), its last refusal as k_charge() kept it. */
+static int k_status(struct nxq_ctx *c, uint64_t id, struct nxq_status *st)
+{
+	uint64_t lim;
+	int r = -ENOENT;
+
+	pthread_mutex_lock(&kmu);
+	K.statuses++;
+	for (int i = 0; i < KH; i++)
+		if (K.h[i].live && K.h[i].id == id) {
+			lim = K.cap ? K.cap : NXQ_UNLIMITED;
+			memset(st, 0, sizeof(*st));
+			st->size = sizeof(*st);
+			st->holder_id = id;
+			st->holder_charge = K.h[i].charged;
+			st->node_current = K.charged;
+			st->device_capacity = lim;
+			st->room = lim - K.charged;
+			st->limit = lim;
+			st->node_effective_max = K.emax ? K.emax : lim;
+			st->last_error = K.last_err;
+			st->last_level = K.enospc ? NXQ_LEVEL_DEVICE : K.level;
+			st->last_bytes = K.last_bytes;
+			st->last_limit = K.last_limit;
+			st->last_min = K.min;
+			st->last_usage = K.last_usage;
+			r = 0;
+		}
+	pthread_mutex_unlock(&kmu);
+	return r;
+}
+
 static const struct nxq_kops kops = {
 	.name = "test", .version = k_version, .holder_register = k_reg,
 	.holder_unregister = k_unreg, .charge = k_charge, .uncharge = k_uncharge,
 	.set_reclaimable = k_recl, .ticket_read = k_tread, .ticket_answer = k_tanswer,
-	.close = k_close,
+	.close = k_close, .status = k_status,
 };
 
 static struct kh *kholder_of(const char *dev, int with_evfd)
@@ -213,6 +263,13 @@ static CUresult (*d_freeasync)(CUdeviceptr, CUstream);
 static CUresult (*d_getpool)(CUmemoryPool *, CUdevice);
 static void (*d_sync)(void);
 static CUresult (*d_setattr)(CUmemoryPool, int, void *);
+static long (*d_stat)(const char *);
+static void (*d_ctxmb)(uint64_t);
+static CUresult (*d_getstate)(CUdevice, unsigned int *, int *);
+static void *nvml;
+static int (*n_init)(void);
+static int (*n_index)(unsigned int, void **);
+static long (*n_calls)(const char *);
 
 static const char DEV0[] = "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f";
 static const char DEV1[] = "GPU-20212223-2425-2627-2829-2a2b2c2d2e2f";
@@ -235,14 +292,37 @@ static int group_setup(void **st)
 	d_getpool = (CUresult (*)(CUmemoryPool *, CUdevice))dlsym(drv, "cuDeviceGetMemPool");
 	d_sync = (void (*)(void))dlsym(drv, "fakedrv_sync");
 	d_setattr = (CUresult (*)(CUmemoryPool, int, void *))dlsym(drv, "cuMemPoolSetAttribute");
+	d_stat = (long (*)(const char *))dlsym(drv, "fakedrv_stat");
+	d_ctxmb = (void (*)(uint64_t))dlsym(drv, "fakedrv_ctx_mb");
+	d_getstate = (CUresult (*)(CUdevice, unsigned int *, int *))dlsym(drv,
+		"cuDevicePrimaryCtxGetState");
+	/* the fake NVML (tests/preload/nvml): its devices are the fake driver's */
+	nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+	if (!nvml) {
+		fprintf(stderr, "test_preload: %s (LD_LIBRARY_PATH=tests/preload/nvml)\n",
+			dlerror());
+		return -1;
+	}
+	n_init = (int (*)(void))dlsym(nvml, "nvmlInit_v2");
+	n_index = (int (*)(unsigned int, void **))dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2");
+	n_calls = (long (*)(const char *))dlsym(nvml, "fakenvml_calls");
+	if (!n_init || !n_index || !n_calls || n_init())
+		return -1;
 	/* exact charges, so that the counts below say what each call did; test_batch turns it on */
 	setenv("NXQ_PRELOAD_BATCH", "0", 1);
 	return d_calls && d_fail && d_reset && d_setdev && d_proc && d_pool && d_freeasync &&
-	       d_getpool && d_sync && d_setattr ? 0 : -1;
+	       d_getpool && d_sync && d_setattr && d_stat && d_ctxmb && d_getstate ? 0 : -1;
 }
 
 static int setup(void **st)
 {
+	unsetenv("NXQUOTA_REQUIRE");
+	unsetenv("NXQUOTA_QUIET");
+	unsetenv("NXQUOTA_CHARGE_CONTEXT");
+	unsetenv("NXQ_PRELOAD_WAIT_MS");
+	unsetenv("NXQ_PRELOAD");
+	nxqp__test_no_nvml(0);
+	nxqp__test_gap(1000000000ULL);
 	nxqp__test_authority(&kops, NULL);	/* stops the shim's thread first */
 	pthread_mutex_lock(&kmu);
 	memset(&K, 0, sizeof(K));
@@ -938,6 +1018,550 @@ static void test_threads(void **st)
 	assert_int_equal(K.regs, 1);
 }
 
+/* ---- issue 20: the budget is what the application sees ---- */
+
+#define GiB (1ULL << 30)
+
+static void meminfo(uint64_t *fr, uint64_t *tot)
+{
+	size_t f = 0, t = 0;
+
+	assert_int_equal(cuMemGetInfo_v2(&f, &t), 0);
+	*fr = f;
+	*tot = t;
+}
+
+/*
+ * cuMemGetInfo under a budget: total its limit, free what the process
+ * could be granted (room), both at most the driver's (8 GiB here); a
+ * program that sizes itself as vLLM does (0.9 x total in one allocation)
+ * gets it, within the budget; every way in (the symbol, cuGetProcAddress
+ * by version, dlsym) is wrapped.  Unchanged without STATUS version 1 or
+ * for a device not under nxquota.
+ */
+static void test_meminfo(void **st)
+{
+	CUresult (*v2)(size_t *, size_t *) = NULL;
+	CUresult (*v1)(unsigned int *, unsigned int *) = NULL;
+	unsigned long long p, q;
+	unsigned int f1, t1;
+	uint64_t fr, tot;
+	size_t f, t;
+
+	K.cap = 4 * GiB;
+	meminfo(&fr, &tot);
+	assert_int_equal(tot, 4 * GiB);
+	assert_int_equal(fr, 4 * GiB);
+	assert_int_equal(counters().clamped, 1);
+	assert_int_equal(K.statuses, 1);
+	/* sized as vLLM sizes itself: 0.9 x total, granted, within the budget */
+	assert_int_equal(cuMemAlloc_v2(&p, (size_t)(tot / 10 * 9)), 0);
+	assert_true(K.charged <= 4 * GiB);
+	meminfo(&fr, &tot);
+	assert_int_equal(tot, 4 * GiB);
+	assert_int_equal(fr, 4 * GiB - tot / 10 * 9);
+	/* ... and a second such program in the same budget is refused */
+	assert_int_equal(cuMemAlloc_v2(&q, (size_t)(tot / 10 * 9)), CUDA_ERROR_OUT_OF_MEMORY);
+	/* the driver's free memory bounds it too: 7 of its 8 GiB taken, uncharged */
+	K.cap = 0;
+	assert_int_equal(cuMemFree_v2(p), 0);
+	K.reg_err = -ENOENT;			/* device 1: not under nxquota */
+	d_setdev(1);
+	assert_int_equal(cuMemAlloc_v2(&q, 7 * GiB), 0);
+	d_setdev(0);
+	K.reg_err = 0;
+	K.cap = 4 * GiB;
+	d_setdev(1);
+	meminfo(&fr, &tot);			/* not under nxquota: the driver's */
+	assert_int_equal(tot, 8 * GiB);
+	assert_int_equal(fr, 1 * GiB);
+	assert_int_equal(cuMemFree_v2(q), 0);
+	d_setdev(0);
+
+	/* cuGetProcAddress: _v2 from 3.2, the 32-bit one before; dlsym on the driver */
+	assert_int_equal(cuGetProcAddress_v2("cuMemGetInfo", (void **)&v2, 12000, 0, NULL), 0);
+	assert_ptr_equal((void *)v2, (void *)cuMemGetInfo_v2);
+	assert_int_equal(cuGetProcAddress("cuMemGetInfo", (void **)&v1, 3010, 0), 0);
+	assert_ptr_equal((void *)v1, (void *)cuMemGetInfo);
+	assert_ptr_equal(dlsym(drv, "cuMemGetInfo_v2"), (void *)cuMemGetInfo_v2);
+	assert_ptr_equal(dlsym(drv, "cuMemGetInfo"), (void *)cuMemGetInfo);
+	K.cap = 1 * GiB;
+	assert_int_equal(v2(&f, &t), 0);
+	assert_int_equal(t, 1 * GiB);
+	assert_int_equal(v1(&f1, &t1), 0);	/* the driver says 4 GiB - 1 */
+	assert_int_equal(t1, 1 * GiB);
+	assert_int_equal(f1, 1 * GiB);
+
+	/* bytes charged ahead (the credit: NXQ_PRELOAD_BATCH) are the process's: free */
+	setenv("NXQ_PRELOAD_BATCH", "2M", 1);
+	setup(st);
+	K.cap = 64 * MiB;
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(K.charged, 3 * MiB);		/* a batch + the last size, kept */
+	meminfo(&fr, &tot);
+	assert_int_equal(fr, 64 * MiB);
+	assert_int_equal(tot, 64 * MiB);
+	setenv("NXQ_PRELOAD_BATCH", "0", 1);
+
+	/* an authority without STATUS version 1: the driver's numbers */
+	setup(st);
+	K.no_v1 = 1;
+	K.cap = 1 * GiB;
+	meminfo(&fr, &tot);
+	assert_int_equal(tot, 8 * GiB);
+	assert_int_equal(fr, 8 * GiB);
+	assert_int_equal(counters().clamped, 0);
+	assert_int_equal(K.statuses, 0);
+}
+
+/* NVML (the application's libnvidia-ml.so.1): the same budget, both versions. */
+static void test_nvml(void **st)
+{
+	int (*info)(void *, nvmlMemory_t *) = (int (*)(void *, nvmlMemory_t *))
+		dlsym(nvml, "nvmlDeviceGetMemoryInfo");
+	int (*info2)(void *, nvmlMemory_v2_t *) = (int (*)(void *, nvmlMemory_v2_t *))
+		dlsym(nvml, "nvmlDeviceGetMemoryInfo_v2");
+	nvmlMemory_v2_t m2 = { .version = NXQP_NVML_MEMORY_V2 };
+	unsigned long long p;
+	nvmlMemory_t m;
+	void *h0, *h1;
+
+	/* dlsym on NVML's handle gives the wrappers, as on libcuda's */
+	assert_ptr_equal((void *)info, (void *)nvmlDeviceGetMemoryInfo);
+	assert_ptr_equal((void *)info2, (void *)nvmlDeviceGetMemoryInfo_v2);
+	assert_int_equal(n_index(0, &h0), 0);
+	assert_int_equal(n_index(1, &h1), 0);
+	K.cap = 4 * GiB;
+	assert_int_equal(cuMemAlloc_v2(&p, GiB), 0);	/* CUDA in use in this process */
+	assert_int_equal(info(h0, &m), 0);
+	assert_int_equal(m.total, 4 * GiB);
+	assert_int_equal(m.free, 3 * GiB);
+	assert_int_equal(m.used, GiB);
+	assert_int_equal(info2(h0, &m2), 0);
+	assert_int_equal(m2.total, 4 * GiB);
+	assert_int_equal(m2.free, 3 * GiB);
+	assert_int_equal(m2.reserved + m2.used, GiB);
+	/* device 1 is found by its UUID: its own holder and budget */
+	K.cap = 3 * GiB;
+	assert_int_equal(info(h1, &m), 0);
+	assert_int_equal(m.total, 3 * GiB);
+	assert_int_equal(m.free, 2 * GiB);		/* the cap is the device-wide fake's */
+	assert_int_equal(counters().clamped, 3);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	/* an authority without STATUS version 1: NVML's numbers */
+	setup(st);
+	K.no_v1 = 1;
+	K.cap = GiB;
+	assert_int_equal(cuMemAlloc_v2(&p, 1024), 0);
+	assert_int_equal(info(h0, &m), 0);
+	assert_int_equal(m.total, 8 * GiB);
+	assert_int_equal(cuMemFree_v2(p), 0);
+}
+
+/* stderr of the calls in between, read back (the caller checks it) */
+static int err_fd = -1, err_saved = -1;
+
+static void err_begin(void)
+{
+	char path[] = "/tmp/nxqp-stderr.XXXXXX";
+
+	fflush(stderr);
+	err_fd = mkstemp(path);
+	err_saved = dup(2);
+	assert_true(err_fd >= 0 && err_saved >= 0);
+	unlink(path);
+	dup2(err_fd, 2);
+}
+
+static char *err_end(void)
+{
+	static char buf[8192];
+	ssize_t n;
+
+	fflush(stderr);
+	dup2(err_saved, 2);
+	close(err_saved);
+	n = pread(err_fd, buf, sizeof(buf) - 1, 0);
+	close(err_fd);
+	buf[n > 0 ? n : 0] = 0;
+	return buf;
+}
+
+static int count(const char *hay, const char *needle)
+{
+	int n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* This process's cgroup, and the one above it. */
+static void my_cgroups(char *cg, size_t n, char *parent, size_t pn)
+{
+	FILE *f = fopen("/proc/self/cgroup", "r");
+	char line[200];
+
+	snprintf(cg, n, "?");
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "0::", 3)) {
+			line[strcspn(line, "\n")] = 0;
+			snprintf(cg, n, "%s", line + 3);
+		}
+	if (f)
+		fclose(f);
+	snprintf(parent, pn, "%s", cg);
+	if (!strcmp(cg, "/"))	/* a cgroup namespace's root: what is above is not shown */
+		snprintf(parent, pn, "the cgroup 1 level above / (outside this cgroup namespace)");
+	else if (strrchr(parent, '/'))
+		*strrchr(parent, '/') = 0;
+	if (!parent[0])
+		snprintf(parent, pn, "/");
+}
+
+/*
+ * A refusal says why, once per device per second: the device, the
+ * process's cgroup, the node that refused (levels up), its limit, min
+ * and usage, and what would help; NXQUOTA_QUIET silences it.
+ */
+static void test_refusal_said(void **st)
+{
+	char cg[256], parent[320], want[1400];
+	unsigned long long p, q;
+	const char *line;
+	char *out;
+
+	my_cgroups(cg, sizeof(cg), parent, sizeof(parent));
+	/* at the parent's max, a holder that cannot give back: raise max and min */
+	K.cap = 16 * MiB;
+	K.level = 1;
+	K.min = 8 * MiB;
+	err_begin();
+	assert_int_equal(cuMemAlloc_v2(&p, 12 * MiB), 0);
+	assert_int_equal(cuMemAlloc_v2(&q, 8 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(cuMemAlloc_v2(&q, 6 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	out = err_end();
+	assert_int_equal(counters().said, 1);		/* the second within the second: counted */
+	assert_int_equal(count(out, "refused an allocation"), 1);
+	line = nxqp__test_last_said();
+	snprintf(want, sizeof(want), "refused an allocation of 8 MiB on %s for cgroup %s: ", DEV0,
+		 cg);
+	assert_non_null(strstr(line, want));
+	snprintf(want, sizeof(want), "%s (1 level up) is at its limit: limit 16 MiB, min 8 MiB, "
+		 "in use 12 MiB; raise the max of %s (and its min", parent, parent);
+	assert_non_null(strstr(line, want));
+	assert_non_null(strstr(out, line));
+
+	/* a gap later (1 s; 50 ms here): said again, with what was not said */
+	nxqp__test_gap(50000000ULL);
+	usleep(60000);
+	K.level = 0;
+	K.emax = 64 * MiB;	/* the limit met is below the node's max: its guarantee */
+	assert_int_equal(cuMemAlloc_v2(&q, 8 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(counters().said, 2);
+	line = nxqp__test_last_said();
+	snprintf(want, sizeof(want), "%s (0 levels up) is at its guarantee: limit 16 MiB", cg);
+	assert_non_null(strstr(line, want));
+	snprintf(want, sizeof(want), "cannot give memory back, so it may charge only within its "
+		 "guarantee: raise the min of %s or use a runtime that answers tickets", cg);
+	assert_non_null(strstr(line, want));
+	assert_non_null(strstr(line, "(and 1 more refused since the last line)"));
+	assert_int_equal(cuMemFree_v2(p), 0);
+
+	/* the device full; a waiting charge refused at once says waiting cannot help */
+	setenv("NXQ_PRELOAD_WAIT_MS", "2000", 1);
+	setup(st);
+	setenv("NXQ_PRELOAD_WAIT_MS", "2000", 1);
+	K.cap = 16 * MiB;
+	K.enospc = 1;
+	assert_int_equal(cuMemAlloc_v2(&q, 32 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(K.waits, 1);
+	line = nxqp__test_last_said();
+	assert_non_null(strstr(line, "at once, although it may wait 2000 ms (NXQ_PRELOAD_WAIT_MS)"));
+	assert_non_null(strstr(line, "the GPU is full (capacity 16 MiB, charged 0 B)"));
+	unsetenv("NXQ_PRELOAD_WAIT_MS");
+
+	/* the credit (NXQ_PRELOAD_BATCH) covers part of it: said */
+	setenv("NXQ_PRELOAD_BATCH", "2M", 1);
+	setup(st);
+	K.cap = 4 * MiB;
+	assert_int_equal(cuMemAlloc_v2(&q, MiB), 0);
+	assert_int_equal(cuMemFree_v2(q), 0);		/* 3 MiB kept as credit */
+	assert_int_equal(cuMemAlloc_v2(&q, 8 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_non_null(strstr(nxqp__test_last_said(),
+			       "refused an allocation of 8 MiB (5 MiB of it to charge) on"));
+	setenv("NXQ_PRELOAD_BATCH", "0", 1);
+
+	/* no STATUS version 1: said all the same, without the node */
+	setup(st);
+	K.no_v1 = 1;
+	K.cap = MiB;
+	assert_int_equal(cuMemAlloc_v2(&q, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_non_null(strstr(nxqp__test_last_said(), "no NXQ_FEAT_STATUS_V1"));
+
+	/* NXQUOTA_QUIET: nothing */
+	setenv("NXQUOTA_QUIET", "1", 1);
+	setup(st);
+	setenv("NXQUOTA_QUIET", "1", 1);
+	K.cap = MiB;
+	err_begin();
+	assert_int_equal(cuMemAlloc_v2(&q, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	out = err_end();
+	assert_int_equal(counters().said, 0);
+	assert_null(strstr(out, "refused"));
+	unsetenv("NXQUOTA_QUIET");
+}
+
+/*
+ * VMM: a handle's memory lives until it is released and its last mapping
+ * is unmapped (the driver's rule): CUDA's VMM samples create, map,
+ * release, use, then unmap.  The ordinary order, two mappings of one
+ * handle, one unmap over two handles, an unmap the driver refuses.
+ */
+static void test_vmm(void **st)
+{
+	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				     .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
+	CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+			unsigned long long) = NULL;
+	CUresult (*unmap)(CUdeviceptr, size_t) = NULL;
+	unsigned long long h, h2;
+	const CUdeviceptr va = 0x7000000000ULL;
+
+	/* the samples' order: create, map, release, (use), unmap */
+	assert_int_equal(cuMemCreate(&h, 4 * MiB, &prop, 0), 0);
+	assert_int_equal(cuMemMap(va, 4 * MiB, 0, h, 0), 0);
+	assert_int_equal(cuMemRelease(h), 0);
+	assert_int_equal(K.charged, 4 * MiB);		/* mapped: the memory lives */
+	assert_int_equal(d_stat("devused"), 4 * MiB);
+	assert_int_equal(cuMemUnmap(va, 4 * MiB), 0);
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(d_stat("devused"), 0);
+	assert_int_equal(counters().tracked, 0);
+
+	/* the ordinary order: create, map, unmap, release */
+	assert_int_equal(cuMemCreate(&h, 2 * MiB, &prop, 0), 0);
+	assert_int_equal(cuMemMap(va, 2 * MiB, 0, h, 0), 0);
+	assert_int_equal(cuMemUnmap(va, 2 * MiB), 0);
+	assert_int_equal(K.charged, 2 * MiB);		/* not released */
+	assert_int_equal(cuMemRelease(h), 0);
+	assert_int_equal(K.charged, 0);
+
+	/* one handle mapped twice (through cuGetProcAddress): the last unmap frees */
+	assert_int_equal(cuGetProcAddress_v2("cuMemMap", (void **)&map, 12000, 0, NULL), 0);
+	assert_int_equal(cuGetProcAddress_v2("cuMemUnmap", (void **)&unmap, 12000, 0, NULL), 0);
+	assert_ptr_equal((void *)map, (void *)cuMemMap);
+	assert_ptr_equal((void *)unmap, (void *)cuMemUnmap);
+	assert_int_equal(cuMemCreate(&h, 4 * MiB, &prop, 0), 0);
+	assert_int_equal(map(va, 2 * MiB, 0, h, 0), 0);
+	assert_int_equal(map(va + 16 * MiB, 4 * MiB, 0, h, 0), 0);
+	assert_int_equal(cuMemRelease(h), 0);
+	assert_int_equal(unmap(va + 16 * MiB, 4 * MiB), 0);
+	assert_int_equal(K.charged, 4 * MiB);
+	/* the driver refuses an unmap: still mapped, still charged */
+	d_fail("cuMemUnmap", 1);
+	assert_int_equal(unmap(va, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(K.charged, 4 * MiB);
+	assert_int_equal(unmap(va, 2 * MiB), 0);
+	assert_int_equal(K.charged, 0);
+
+	/* one unmap over two handles' mappings, both released */
+	assert_int_equal(cuMemCreate(&h, 2 * MiB, &prop, 0), 0);
+	assert_int_equal(cuMemCreate(&h2, 4 * MiB, &prop, 0), 0);
+	assert_int_equal(cuMemMap(va, 2 * MiB, 0, h, 0), 0);
+	assert_int_equal(cuMemMap(va + 2 * MiB, 4 * MiB, 0, h2, 0), 0);
+	assert_int_equal(cuMemRelease(h), 0);
+	assert_int_equal(cuMemRelease(h2), 0);
+	assert_int_equal(K.charged, 6 * MiB);
+	assert_int_equal(cuMemUnmap(va, 6 * MiB), 0);
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(d_stat("devused"), 0);
+	assert_int_equal(d_stat("mappings"), 0);
+	assert_int_equal(counters().tracked, 0);
+
+	/* a handle the shim did not charge (a host location) is not followed */
+	prop.location.type = 2;
+	assert_int_equal(cuMemCreate(&h, 2 * MiB, &prop, 0), 0);
+	assert_int_equal(cuMemMap(va, 2 * MiB, 0, h, 0), 0);
+	assert_int_equal(counters().tracked, 0);
+	assert_int_equal(cuMemRelease(h), 0);
+	assert_int_equal(cuMemUnmap(va, 2 * MiB), 0);
+	assert_int_equal(K.charges, 5);
+	assert_int_equal(K.uncharges, 5);
+}
+
+static int prim_active(int d)
+{
+	unsigned int fl;
+	int a = -1;
+
+	assert_int_equal(d_getstate(d, &fl, &a), 0);
+	return a;
+}
+
+/*
+ * A context's memory (FAKEDRV's 8 MiB a context), measured on the device
+ * (NVML's free memory before and after it comes up) and charged to a
+ * holder of its own: the primary context at the retain that brings it up,
+ * given back at the release that takes it down; a cuCtxCreate'd one until
+ * cuCtxDestroy; refused: the creation fails, the context is gone again.
+ */
+static void test_context(void **st)
+{
+	CUresult (*create)(CUcontext *, void *, unsigned int, CUdevice) = NULL;
+	unsigned long long p;
+	CUcontext c, c2;
+	long nvml_calls;
+
+	d_ctxmb(8);
+	assert_int_equal(prim_active(0), 0);
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);
+	assert_int_equal(K.charged, 8 * MiB);
+	assert_int_equal(counters().ctx_bytes, 8 * MiB);
+	assert_int_equal(K.regs, 1);			/* the context's holder */
+	nvml_calls = n_calls("nvmlDeviceGetMemoryInfo");
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c2, 0), 0);	/* up already: not measured */
+	assert_int_equal(n_calls("nvmlDeviceGetMemoryInfo"), nvml_calls);
+	assert_int_equal(K.charged, 8 * MiB);
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_int_equal(K.regs, 2);			/* and the plain one */
+	assert_int_equal(K.charged, 9 * MiB);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
+	assert_int_equal(K.charged, 8 * MiB);		/* still retained once */
+	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(counters().ctx_bytes, 0);
+
+	/* a context of its own, through cuGetProcAddress as of CUDA 12.5 (_v4) */
+	assert_int_equal(cuGetProcAddress_v2("cuCtxCreate", (void **)&create, 12050, 0, NULL), 0);
+	assert_ptr_equal((void *)create, (void *)cuCtxCreate_v4);
+	assert_int_equal(create(&c, NULL, 0, 1), 0);
+	assert_int_equal(K.charged, 8 * MiB);
+	assert_non_null(kholder_of(DEV1, 0));
+	assert_int_equal(cuCtxCreate_v2(&c2, 0, 1), 0);
+	assert_int_equal(K.charged, 16 * MiB);
+	assert_int_equal(cuCtxDestroy_v2(c), 0);
+	assert_int_equal(K.charged, 8 * MiB);
+	assert_int_equal(cuCtxDestroy_v2(c2), 0);
+	assert_int_equal(K.charged, 0);
+
+	/* refused: the retain fails, the context went down again */
+	K.cap = 4 * MiB;
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(prim_active(0), 0);
+	assert_int_equal(d_stat("devused"), 0);
+	assert_non_null(strstr(nxqp__test_last_said(), "refused a CUDA context of 8 MiB"));
+	assert_int_equal(cuCtxCreate_v2(&c, 0, 0), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_null(c);
+	assert_int_equal(d_stat("devused"), 0);
+	assert_int_equal(K.charged, 0);
+	K.cap = 0;
+
+	/* no NVML: the driver measures a context created while one is up */
+	nxqp__test_no_nvml(1);
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);	/* nothing to measure with */
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(counters().ctx_unmeasured, 1);
+	assert_int_equal(cuCtxCreate_v2(&c2, 0, 0), 0);
+	assert_int_equal(K.charged, 8 * MiB);
+	assert_int_equal(cuCtxDestroy_v2(c2), 0);
+	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
+	assert_int_equal(K.charged, 0);
+	nxqp__test_no_nvml(0);
+
+	/* NXQUOTA_CHARGE_CONTEXT=0: not charged */
+	setenv("NXQUOTA_CHARGE_CONTEXT", "0", 1);
+	setup(st);
+	setenv("NXQUOTA_CHARGE_CONTEXT", "0", 1);
+	d_ctxmb(8);
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_int_equal(K.charged, MiB);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
+	unsetenv("NXQUOTA_CHARGE_CONTEXT");
+}
+
+/*
+ * NXQUOTA_REQUIRE=1: without an authority every allocation is refused,
+ * said once, and the budget reads empty; a device the authority does not
+ * know is refused too; NXQ_PRELOAD=off does not turn it off.
+ */
+static void test_require(void **st)
+{
+	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				     .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
+	unsigned long long p, h;
+	uint64_t fr, tot;
+	long calls = d_calls("cuMemAlloc_v2");
+	char *out;
+
+	setenv("NXQUOTA_REQUIRE", "1", 1);
+	setenv("NXQ_DEV", "/nonexistent/nxquota", 1);
+	setenv("NXQUOTA_SOCKET", "", 1);
+	nxqp__test_authority(NULL, NULL);		/* the library's own choice: none */
+	err_begin();
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+		assert_int_equal(cuMemAllocAsync(&p, MiB, NULL), CUDA_ERROR_OUT_OF_MEMORY);
+		assert_int_equal(cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
+	}
+	meminfo(&fr, &tot);
+	out = err_end();
+	assert_int_equal(nxqp__test_state(), -2);
+	assert_int_equal(d_calls("cuMemAlloc_v2"), calls);
+	assert_int_equal(counters().refused, 9);
+	assert_int_equal(count(out, "NXQUOTA_REQUIRE=1 and no nxquota authority"), 1);
+	assert_int_equal(fr, 0);
+	assert_int_equal(tot, 8 * GiB);
+	/* host memory is not device memory: not refused */
+	prop.location.type = 2;
+	assert_int_equal(cuMemCreate(&h, 2 * MiB, &prop, 0), 0);
+	assert_int_equal(cuMemRelease(h), 0);
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	/* NXQ_PRELOAD=off is no way around it */
+	setenv("NXQ_PRELOAD", "off", 1);
+	nxqp__test_authority(NULL, NULL);
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(nxqp__test_state(), -2);
+	unsetenv("NXQ_PRELOAD");
+	unsetenv("NXQ_DEV");
+	unsetenv("NXQUOTA_SOCKET");
+
+	/* an authority comes: looked for again (at most once a gap: 1 s; 50 ms here) */
+	setup(st);
+	setenv("NXQUOTA_REQUIRE", "1", 1);
+	nxqp__test_gap(50000000ULL);
+	K.version_err = -ECONNREFUSED;
+	err_begin();
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	K.version_err = 0;
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);	/* within the gap */
+	usleep(60000);
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	out = err_end();
+	assert_int_equal(nxqp__test_state(), 1);
+	assert_int_equal(K.charged, MiB);
+	assert_int_equal(count(out, "an nxquota authority answers"), 1);
+	assert_int_equal(cuMemFree_v2(p), 0);
+
+	/* an authority, but a device it does not know */
+	setup(st);
+	setenv("NXQUOTA_REQUIRE", "1", 1);
+	K.reg_err = -ENOENT;
+	calls = d_calls("cuMemAlloc_v2");
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(d_calls("cuMemAlloc_v2"), calls);
+	unsetenv("NXQUOTA_REQUIRE");
+	/* without NXQUOTA_REQUIRE: passed through, as before */
+	setup(st);
+	K.reg_err = -ENOENT;
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_int_equal(cuMemFree_v2(p), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -959,6 +1583,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_one_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fork, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_meminfo, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nvml, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusal_said, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_vmm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_context, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_require, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, NULL);

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * An unmodified server for tests/preload/budget.sh: it reaches the driver
+ * as the CUDA runtime does (dlopen("libcuda.so.1"), dlsym(handle,
+ * "cuGetProcAddress_v2"), then cuGetProcAddress), brings up device 0's
+ * primary context (cuInit, cuDevicePrimaryCtxRetain, cuCtxSetCurrent),
+ * then:
+ *
+ *   sizer vllm PCT   sizes itself as vLLM does: cuMemGetInfo ("cuda free F
+ *                    total T"), NVML's nvmlDeviceGetMemoryInfo through its
+ *                    own dlopen of libnvidia-ml.so.1 ("nvml free F total
+ *                    T", or "nvml none"), then one cuMemAlloc of PCT% of
+ *                    cuMemGetInfo's total: "took B error E"
+ *   sizer fill       1 MiB cuMemAllocs until one is refused (at most 4096):
+ *                    "fill N error E after MS ms", then waits for a line on
+ *                    stdin and exits
+ *   sizer try MIB    for each line on stdin: one cuMemAlloc of MIB MiB and
+ *                    its free: "try K error E"; exits at end of input
+ *
+ * Exit 0 unless the context cannot be brought up (1, said why).
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda_api.h"
+
+typedef struct {
+	unsigned long long total, free, used;
+} mem_t;
+
+static CUresult (*gpa)(const char *, void **, int, uint64_t, int *);
+
+static void *get(const char *name)
+{
+	void *fn = NULL;
+
+	if (gpa(name, &fn, 12000, 0, NULL) || !fn) {
+		fprintf(stderr, "sizer: no %s\n", name);
+		exit(1);
+	}
+	return fn;
+}
+
+static double ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static void nvml(void)
+{
+	void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
+	int (*init)(void), (*idx)(unsigned int, void **), (*info)(void *, mem_t *);
+	void *dev;
+	mem_t m;
+
+	if (!h) {
+		printf("nvml none\n");
+		return;
+	}
+	init = (int (*)(void))dlsym(h, "nvmlInit_v2");
+	idx = (int (*)(unsigned int, void **))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+	info = (int (*)(void *, mem_t *))dlsym(h, "nvmlDeviceGetMemoryInfo");
+	if (!init || !idx || !info || init() || idx(0, &dev) || info(dev, &m)) {
+		printf("nvml error\n");
+		return;
+	}
+	printf("nvml free %llu total %llu\n", m.free, m.total);
+}
+
+int main(int argc, char **argv)
+{
+	CUresult (*init)(unsigned int), (*retain)(CUcontext *, CUdevice), (*set)(CUcontext);
+	CUresult (*info)(size_t *, size_t *), (*alloc)(CUdeviceptr *, size_t);
+	CUresult (*fr)(CUdeviceptr);
+	static CUdeviceptr p[4096];
+	void *lib = dlopen("libcuda.so.1", RTLD_NOW);
+	CUcontext c;
+	CUresult e = 0;
+	char line[64];
+	int n;
+
+	if (argc < 2 || !lib)
+		return 1;
+	gpa = (CUresult (*)(const char *, void **, int, uint64_t, int *))
+		dlsym(lib, "cuGetProcAddress_v2");
+	if (!gpa)
+		return 1;
+	init = get("cuInit");
+	retain = get("cuDevicePrimaryCtxRetain");
+	set = get("cuCtxSetCurrent");
+	info = get("cuMemGetInfo");
+	alloc = get("cuMemAlloc");
+	fr = get("cuMemFree");
+	if (init(0) || (e = retain(&c, 0)) || set(c)) {
+		printf("context error %d\n", e);
+		fflush(stdout);
+		fprintf(stderr, "sizer: cannot bring up device 0's context (%d)\n", e);
+		return 1;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(argv[1], "vllm") && argc > 2) {
+		size_t f, t;
+
+		if (info(&f, &t))
+			return 1;
+		printf("cuda free %zu total %zu\n", f, t);
+		nvml();
+		e = alloc(&p[0], (size_t)((double)t * atoi(argv[2]) / 100));
+		printf("took %zu error %d\n", e ? 0 : (size_t)((double)t * atoi(argv[2]) / 100), e);
+		return 0;
+	}
+	if (!strcmp(argv[1], "fill")) {
+		double t0 = ms();
+
+		for (n = 0; n < 4096; n++)
+			if ((e = alloc(&p[n], 1 << 20)))
+				break;
+		printf("fill %d error %d after %.0f ms\n", n, e, ms() - t0);
+		if (!fgets(line, sizeof(line), stdin))
+			return 0;
+		return 0;
+	}
+	if (!strcmp(argv[1], "try") && argc > 2) {
+		for (int k = 1; fgets(line, sizeof(line), stdin); k++) {
+			e = alloc(&p[0], (size_t)atoi(argv[2]) << 20);
+			if (!e)
+				fr(p[0]);
+			printf("try %d error %d\n", k, e);
+		}
+		return 0;
+	}
+	return 1;
+}
