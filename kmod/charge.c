@@ -86,52 +86,53 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 
 	w.node = h->node;
 	/*
-	 * No wait and nobody queued: the queue would only say again what
-	 * nxq_fits() said.  Refuse and ask for the shortfall without
-	 * queueing -- a loop of refused charges holds the lock no longer.
+	 * No wait: decided as a waiter queued now would be, without
+	 * queueing (nxq_waiter_check(): O(depth), whoever else waits), and
+	 * the shortfall asked for.  Priority 0 comes after every waiter, so
+	 * the clock is read only for a holder with priority.
 	 */
-	if (!timeout_ns && fit_err && list_empty(&dev->waiters)) {
+	if (!timeout_ns) {
+		if (nxq_path_blocked(dev, h->node)) {
+			w.key = S64_MAX;
+			w.seq = U64_MAX;
+			if (h->priority)
+				w.key = (s64)ktime_get_ns() - (s64)h->priority *
+					(s64)NXQ_AGING_NS;
+			fit_err = nxq_waiter_check(dev, &w, &fit_hit);
+			if (!fit_err) {
+				nxq_commit(h, bytes);
+				goto out;
+			}
+		}
 		w.err = fit_err;
 		w.hit = fit_hit;
 		if (!probe) {
-			nxq_ask_for(dev, &w, 0);
+			if (fit_err != -EOVERFLOW)
+				nxq_ask_for(dev, &w, 0);
 			nxq_count_denial(h, bytes, fit_err, fit_hit);
 		}
 		err = fit_err;
 		goto out;
 	}
 
-	/* Contended: queue, let the queue decide, ask for the shortfall. */
-	w.hit = NULL;
-	if (timeout_ns) {
-		cap = (u64)nxq_node_limit(w.node, NXQ_LIM_WAIT_MS) *
-		      NSEC_PER_MSEC;
-		timeout_ns = min(timeout_ns, cap ?: 1);
-		err = nxq_waiters_add(w.node);
-		if (err)
-			goto out;
-	}
+	/* Queue: granted at once if nothing holds it up, else it waits. */
+	cap = (u64)nxq_node_limit(w.node, NXQ_LIM_WAIT_MS) * NSEC_PER_MSEC;
+	timeout_ns = min(timeout_ns, cap ?: 1);
+	err = nxq_waiters_add(w.node);
+	if (err)
+		goto out;
 	now = ktime_get_ns();
 	w.enqueued_ns = now;
 	nxq_enqueue(dev, &w);
-	nxq_dispatch(dev);
-	if (!w.result)
-		goto out_waiting;
-	if (w.err == -EOVERFLOW || !timeout_ns) {
-		struct nxq_node *hit = w.hit;
-
+	err = nxq_waiter_check(dev, &w, &w.hit);
+	if (!err || err == -EOVERFLOW) {
+		if (!err)
+			nxq_commit(h, bytes);
 		nxq_dequeue(dev, &w);
-		err = w.err;
-		nxq_waiter_set(dev, &w, 0, NULL);
-		w.err = err;	/* uncounted, for the asks and the denial */
-		w.hit = hit;
-		if (err != -EOVERFLOW && !probe)
-			nxq_ask_for(dev, &w, now);
-		if (!probe)
-			nxq_count_denial(h, bytes, err, w.hit);
-		nxq_dispatch(dev);
 		goto out_waiting;
 	}
+	nxq_waiter_set(dev, &w, err, w.hit);
+	err = 0;
 	if (check_add_overflow(now, timeout_ns, &deadline))
 		deadline = U64_MAX;
 	w.deadline_ns = deadline;
@@ -152,18 +153,16 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 				deadline = U64_MAX;
 			continue;
 		}
+		nxq_waiter_leave(dev, &w);
 		nxq_dequeue(dev, &w);
 		if (err == -ETIMEDOUT) {
 			dev->timeouts++;
 			nxq_count_denial(h, bytes, w.err, w.hit);
 		}
-		nxq_waiter_set(dev, &w, 0, NULL);
-		nxq_dispatch(dev);
 		break;
 	}
 out_waiting:
-	if (timeout_ns)
-		nxq_waiters_del(w.node);
+	nxq_waiters_del(w.node);
 out:
 	if (charged)
 		*charged = h->charge;

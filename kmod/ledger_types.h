@@ -52,6 +52,7 @@
 #include <linux/time64.h>
 #include <linux/workqueue.h>
 #include <linux/rcupdate.h>
+#include <linux/rbtree.h>
 #include <linux/nxquota.h>
 
 struct nxq_ledger;
@@ -235,8 +236,18 @@ struct nxq_device {
 	u64 kills;			/* lock */
 	u64 waits;			/* lock: charges that had to wait */
 	u64 timeouts;			/* lock: waits that ran out */
-	u64 dispatch_pass;		/* lock */
-	unsigned int nr_dev_blocked;	/* lock: waiters short of capacity */
+	u64 waiter_seq;			/* lock: arrivals, for the order */
+	u64 dispatch_pass;		/* lock: walks of the wait queue */
+	u64 dispatch_visits;		/* lock: waiters they looked at */
+	struct rb_root_cached blocked;	/* lock: waiters short of capacity,
+					 * in key order (struct nxq_waiter)
+					 */
+	unsigned int nr_dev_blocked;	/* lock: entries of blocked */
+	u64 blocked_bytes;		/* lock: what they ask, in all */
+	u64 blocked_pass;		/* lock: dispatch scratch */
+	struct list_head blocked_nodes;	/* lock: nodes whose blocked tree
+					 * is not empty (blocked_link)
+					 */
 	u64 victim_pass;		/* lock */
 	u64 excess_pass;		/* lock: node excess cache generation */
 	u64 emin_gen;			/* lock: generation of the cached
@@ -300,8 +311,19 @@ struct nxq_node {
 	u64 bytes_asked;		/* dev->lock */
 	u64 bytes_released;		/* dev->lock */
 	u64 kills;			/* dev->lock */
+	struct rb_root_cached blocked;	/* dev->lock: waiters held up here
+					 * (struct nxq_waiter), in key order
+					 */
+	unsigned int nr_blocked;	/* dev->lock: entries of blocked */
+	struct list_head blocked_link;	/* dev->lock: in dev->blocked_nodes
+					 * while blocked is not empty
+					 */
 	u64 blocked_pass;		/* dev->lock: dispatch scratch */
-	unsigned int nr_blocked;	/* dev->lock: waiters held up here */
+	u64 queued_below;		/* dev->lock: what the waiters held up
+					 * by a node (-EDQUOT) whose own
+					 * node is this one or below ask, in
+					 * all (nxq_queued_ahead())
+					 */
 	u64 ex_pass;			/* dev->lock: victim-search scratch: */
 	u64 ex_excess;			/* usage above emin in that search */
 	struct nxq_ask_stamp ask_max;	/* dev->lock: last search for this
@@ -393,6 +415,9 @@ struct nxq_holder {
 					 */
 	u64 residue_bytes;		/* node->dev->lock: their sum; the
 					 * rest of charge is on node
+					 */
+	struct list_head waiters;	/* node->dev->lock: its queued
+					 * charges (nxq_waiter.hlink)
 					 */
 	struct nxq_refusal_rec refused;	/* node->dev->lock: the last one */
 	struct rcu_head rcu;		/* freed after a grace period: the

@@ -218,6 +218,7 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	xa_init(&dev->nodes);
 	INIT_LIST_HEAD(&dev->holders);
 	INIT_LIST_HEAD(&dev->waiters);
+	INIT_LIST_HEAD(&dev->blocked_nodes);
 	INIT_LIST_HEAD(&dev->recalls);
 	init_waitqueue_head(&dev->wq);
 	dev->capacity = capacity;
@@ -490,6 +491,7 @@ struct nxq_node *nxq_node_get(struct nxq_device *dev, struct nxq_node *parent,
 	INIT_LIST_HEAD(&node->children);
 	INIT_LIST_HEAD(&node->sibling);
 	INIT_LIST_HEAD(&node->holders);
+	INIT_LIST_HEAD(&node->blocked_link);
 	node->refs = 1;
 	err = xa_insert(&dev->nodes, id, node, GFP_KERNEL_ACCOUNT);
 	if (err)
@@ -790,6 +792,7 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 	}
 	kref_init(&h->ref);
 	INIT_LIST_HEAD(&h->residue);
+	INIT_LIST_HEAD(&h->waiters);
 	INIT_LIST_HEAD(&h->recall_link);
 	h->node = node;
 	h->priority = priority;
@@ -863,6 +866,7 @@ int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node)
 		n->subtree_holders++;
 	h->node = node;
 	list_move_tail(&h->node_link, &node->holders);
+	nxq_waiters_rehome(dev, h, old);
 	spin_unlock(&dev->lock);
 	kfree(r);
 	if (drop)

@@ -1,18 +1,23 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * nxquota ledger, layer 2: the fair wait queue.  A charge that is not
- * granted at once waits as a struct nxq_waiter (on the charger's stack)
- * in the device's queue, kept in key order (enqueue time minus priority x
- * NXQ_AGING_NS); nxq_dispatch() grants, in one pass, the waiters that fit
- * their path and whose room no waiter before them was promised.  Each
- * node counts the waiters its max holds up, the device those short of
- * capacity: a charge or release whose path has none skips the queue.
+ * granted at once waits as a struct nxq_waiter (on the charger's stack),
+ * in the device's queue in key order (enqueue time minus priority x
+ * NXQ_AGING_NS) and in the tree of the one constraint that holds it up: a
+ * node's (its max, or the guarantee a holder without an eventfd draws on)
+ * or the device's capacity.  A waiter is granted when it fits its path
+ * and no constraint on its path holds up a waiter before it; a change
+ * that makes room re-examines only the trees of the constraints it
+ * touched, each from its head, and stops at a head that still does not
+ * fit.  A charge or release whose path has no waiter skips the queue.
  *
  * Runs under nxq_device.lock (the sleep drops it); calls the counters and
  * events below it, nothing above.
  */
 #ifndef _NXQ_WAITQ_H
 #define _NXQ_WAITQ_H
+
+#include <linux/rbtree.h>
 
 #include "counter.h"
 
@@ -30,27 +35,40 @@
  */
 struct nxq_waiter {
 	struct list_head link;		/* dev->waiters, in key order */
+	struct list_head hlink;		/* h->waiters */
+	struct rb_node rb;		/* in blk_node->blocked or
+					 * dev->blocked, in key order
+					 */
 	struct nxq_holder *h;
 	struct nxq_node *node;		/* h->node when queued */
+	struct nxq_node *qnode;		/* h->node when it entered
+					 * blk_node's tree (queued_below)
+					 */
 	u64 bytes;
 	u64 enqueued_ns;
 	s64 key;			/* enqueued_ns - priority x aging */
+	u64 seq;			/* arrival: orders equal keys */
 	u64 deadline_ns;		/* of its wait; 0 for a no-wait */
 	int result;			/* 1 waiting, 0 granted, <0 cancelled */
 	int err;			/* why not granted: -EDQUOT, -ENOSPC */
 	struct nxq_node *hit;		/* with -EDQUOT: the node at max */
-	struct nxq_node *blk_node;	/* counted in blk_node->nr_blocked */
-	bool blk_dev;			/* counted in dev->nr_dev_blocked */
+	struct nxq_node *blk_node;	/* in blk_node->blocked */
+	bool blk_dev;			/* in dev->blocked */
 };
 
 void nxq_enqueue(struct nxq_device *dev, struct nxq_waiter *w);
 void nxq_dequeue(struct nxq_device *dev, struct nxq_waiter *w);
 void nxq_waiter_set(struct nxq_device *dev, struct nxq_waiter *w,
 		    int err, struct nxq_node *hit);
+int nxq_waiter_check(struct nxq_device *dev, struct nxq_waiter *w,
+		     struct nxq_node **hit);
+void nxq_waiter_leave(struct nxq_device *dev, struct nxq_waiter *w);
 bool nxq_path_blocked(struct nxq_device *dev, struct nxq_node *node);
 void nxq_dispatch(struct nxq_device *dev);
 void nxq_dispatch_path(struct nxq_device *dev, struct nxq_node *node);
 void nxq_dispatch_holder(struct nxq_device *dev, struct nxq_holder *h);
+void nxq_waiters_rehome(struct nxq_device *dev, struct nxq_holder *h,
+			struct nxq_node *old);
 bool nxq_waiters_cancel(struct nxq_device *dev, struct nxq_holder *h);
 u64 nxq_queued_ahead(struct nxq_device *dev, struct nxq_waiter *me);
 int nxq_sleep(struct nxq_device *dev, struct nxq_waiter *w, u64 deadline);
@@ -98,8 +116,8 @@ static inline bool nxq_fast_fits(struct nxq_holder *h, u64 bytes)
  * @h: the holder, with no residue
  * @bytes: at most its charge
  *
- * Uncharges its path, and dispatches if a waiter waits on the path or on
- * the device.
+ * Uncharges its path, and serves the waiters of its path and of the
+ * device if there are any.
  *
  * Context: the device lock is held.
  */
@@ -117,7 +135,7 @@ static inline void nxq_uncharge_fast(struct nxq_holder *h, u64 bytes)
 	}
 	nxq_uncharge_holder(h, bytes);
 	if (blocked)
-		nxq_dispatch(dev);
+		nxq_dispatch_path(dev, h->node);
 }
 
 #endif /* _NXQ_WAITQ_H */

@@ -231,11 +231,148 @@ static void nxq_test_try_charge(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * What a tenant's waiters cost: a walk looks only at the trees of the
+ * constraints a change touched, from their heads.  Eight waiters held up
+ * by c's max: a neighbour's pairs, the tenant's refused charges and a
+ * waiter behind the head timing out look at none of them; the head
+ * leaving looks at the next head only; a release under c at the one it
+ * grants and the next.  (Before the per-constraint trees, each refused
+ * charge and each timeout walked the whole queue.)
+ */
+static void nxq_test_queue_cost(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *hx = holder_new(test, t, t->c);
+	struct nxq_holder *hn = holder_new(test, t, t->b);
+	struct nxq_holder *hs = holder_new(test, t, t->c);
+	struct nxq_holder *hw[8];
+	struct waiter_thread w[8], ws;
+	u64 visits, pass;
+	int i;
+
+	nxq_node_set_max(t->c, 10 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 10 * MiB, 0, NULL), 0);
+	for (i = 0; i < 8; i++) {
+		hw[i] = holder_new(test, t, t->c);
+		waiter_start(test, t, &w[i], hw[i], MiB, 5000);
+	}
+	waiter_start(test, t, &ws, hs, MiB, 50);	/* behind the head */
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 9U);
+	spin_lock(&t->dev->lock);
+	visits = t->dev->dispatch_visits;
+	pass = t->dev->dispatch_pass;
+	spin_unlock(&t->dev->lock);
+
+	for (i = 0; i < 10; i++) {
+		KUNIT_EXPECT_EQ(test, nxq_charge(hn, MiB, 0, NULL), 0);
+		KUNIT_EXPECT_EQ(test, nxq_uncharge(hn, MiB, NULL), 0);
+		KUNIT_EXPECT_EQ(test, nxq_charge(hx, MiB, 0, NULL), -EDQUOT);
+	}
+	KUNIT_EXPECT_EQ(test, waiter_end(&ws), -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, t->dev->dispatch_visits, visits);
+	KUNIT_EXPECT_EQ(test, t->dev->dispatch_pass, pass);
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 8U);
+
+	/* The head goes: the next head is looked at, and stays. */
+	nxq_holder_detach(hw[0]);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w[0]), -ENOENT);
+	KUNIT_EXPECT_EQ(test, t->dev->dispatch_visits, visits + 1);
+	/* 1M freed under c: the head is granted, the next stays. */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w[1]), 0);
+	KUNIT_EXPECT_EQ(test, t->dev->dispatch_visits, visits + 3);
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 6U);
+	KUNIT_EXPECT_EQ(test, t->c->queued_below, 6 * MiB);
+	KUNIT_EXPECT_EQ(test, t->root->queued_below, 6 * MiB);
+	KUNIT_EXPECT_EQ(test, t->b->queued_below, 0ULL);
+
+	/* The rest, in order, as room comes. */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, 6 * MiB, NULL), 0);
+	for (i = 2; i < 8; i++)
+		KUNIT_EXPECT_EQ(test, waiter_end(&w[i]), 0);
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 0U);
+	KUNIT_EXPECT_EQ(test, t->root->queued_below, 0ULL);
+	KUNIT_EXPECT_TRUE(test, list_empty(&t->dev->blocked_nodes));
+	nxq_holder_put(hw[0], NULL);
+	for (i = 1; i < 8; i++)
+		holder_free(hw[i]);
+	holder_free(hv);
+	holder_free(hx);
+	holder_free(hn);
+	holder_free(hs);
+	tree_free(t);
+}
+
+/*
+ * The order holds across constraints: a waiter that fits c's raised max
+ * but not a's moves to a's tree and keeps its place there (a newcomer
+ * under a that fits waits behind it, and is granted when it goes).  A
+ * waiter whose holder moves is judged on its new path at once.
+ */
+static void nxq_test_queue_moves(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *hva = holder_new(test, t, t->a);
+	struct nxq_holder *h1 = holder_new(test, t, t->c);
+	struct nxq_holder *h2 = holder_new(test, t, t->a);
+	struct nxq_holder *h3 = holder_new(test, t, t->c);
+	struct waiter_thread w1, w2, w3;
+
+	nxq_node_set_max(t->c, 10 * MiB);
+	nxq_node_set_max(t->a, 20 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 10 * MiB, 0, NULL), 0);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hva, 9 * MiB, 0, NULL), 0);
+	waiter_start(test, t, &w1, h1, 4 * MiB, 5000);
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 1U);
+	/* c's max raised: w1 fits c, not a (19M + 4M > 20M): it moves. */
+	nxq_node_set_max(t->c, 14 * MiB);
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 0U);
+	KUNIT_EXPECT_EQ(test, t->a->nr_blocked, 1U);
+	KUNIT_EXPECT_EQ(test, t->a->queued_below, 4 * MiB);
+	/* a has 1M, but w1 is first: a newcomer of 1M under a waits. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(h2, MiB, 0, NULL), -EDQUOT);
+	waiter_start(test, t, &w2, h2, MiB, 5000);
+	KUNIT_EXPECT_EQ(test, t->a->nr_blocked, 2U);
+	KUNIT_EXPECT_EQ(test, t->a->queued_below, 5 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 19 * MiB);
+	/* w1 goes: w2 fits and is granted. */
+	nxq_holder_detach(h1);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w1), -ENOENT);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w2), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 20 * MiB);
+	KUNIT_EXPECT_EQ(test, t->a->nr_blocked, 0U);
+	KUNIT_EXPECT_EQ(test, t->root->queued_below, 0ULL);
+
+	/* Moved while waiting: judged on its new path at once. */
+	nxq_node_set_max(t->c, 10 * MiB);	/* c: hv's 10M, full */
+	waiter_start(test, t, &w3, h3, MiB, 5000);
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 1U);
+	mutex_lock(&t->l.lock);
+	t->b->refs++;
+	KUNIT_EXPECT_EQ(test, nxq_holder_rehome(h3, t->b), 0);
+	mutex_unlock(&t->l.lock);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w3), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->b), MiB);
+	KUNIT_EXPECT_EQ(test, t->c->nr_blocked, 0U);
+
+	nxq_holder_put(h1, NULL);
+	holder_free(h2);
+	holder_free(h3);
+	holder_free(hv);
+	holder_free(hva);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_waitq_cases[] = {
 	KUNIT_CASE(nxq_test_wait),
 	KUNIT_CASE(nxq_test_fair_queue),
 	KUNIT_CASE(nxq_test_queue_order),
 	KUNIT_CASE(nxq_test_dispatch_cost),
+	KUNIT_CASE(nxq_test_queue_cost),
+	KUNIT_CASE(nxq_test_queue_moves),
 	KUNIT_CASE(nxq_test_try_charge),
 	{}
 };

@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cost_waiters: a neighbour's charge+uncharge pair with 1,000 waiters of
- * an attacker queued, against the same pair on an empty queue (same
- * boot): issue 10's target is at most 3x.
+ * cost_waiters: a neighbour's charge+uncharge pair while an attacker keeps
+ * waiters queued on the same device, against the same pair on a second
+ * device with no waiters, one of each in turn (issue 10's and issue 22's
+ * target: at most 3x).
  *
  * The attacker (uid 65534, /cb-w, max 10M, at its max; root raised its
- * waiters_max and holders_max) has 1000 threads, each waiting for 1M on a
- * holder of its own; the neighbour (uid 65534, /cb-n, CPU 0) times 1M
- * pairs, before the waiters come and then, one in turn with each, on
- * this device and on a second device with no waiters: the target is
- * taken from the interleaved pair, the before/after ratio is printed as
- * well.  NXQ_BENCH_WAITERS changes the 1000.
+ * waiters_max and holders_max) has N threads waiting for 1M each, in one
+ * of these shapes:
+ *   sleep    a holder per waiter, each waiting 600 s (they sleep)
+ *   onehold  all N waiting on one holder
+ *   churn    a holder per waiter, each waiting 1 ms and again, in a loop
+ *            (every wait enqueues, times out and leaves)
+ *   refuse   as sleep, and one more thread charging 1M without waiting,
+ *            refused, in a loop (each refusal meets the queue)
+ * The neighbour (uid 65534, /cb-n, CPU 0; the attacker on CPU 1) times
+ * 1M pairs on this device and on the quiet one, in turn.  N is 100, 300
+ * and 1000 (NXQ_BENCH_WAITERS: one of them); NXQ_BENCH_SHAPE (0-3) runs
+ * one shape.
  */
 #include "cost.h"
 
@@ -19,8 +26,13 @@
 #define CN	"/cb-n"
 #define CW	"/cb-w"
 
+enum { SH_SLEEP, SH_ONEHOLD, SH_CHURN, SH_REFUSE, SH_NR };
+static const char *const shape_name[SH_NR] = {
+	"sleep", "onehold", "churn", "refuse"
+};
+
 struct waiter {
-	int fd;
+	int fd, shape;
 	uint64_t id;
 };
 
@@ -28,17 +40,34 @@ static void *wait_thread(void *arg)
 {
 	struct waiter *w = arg;
 
+	if (w->shape == SH_CHURN)
+		for (;;)
+			sc_charge_wait(w->fd, w->id, CB_M, 1000000, NULL);
 	sc_charge_wait(w->fd, w->id, CB_M, 600ULL * 1000000000, NULL);
 	return NULL;
 }
 
+static void *refuse_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	for (;;)
+		sc_charge(w->fd, w->id, CB_M, NULL);
+	return NULL;
+}
+
+struct attack {
+	int n, shape;
+};
+
 static int attacker(void *arg)
 {
-	int n = (int)(uintptr_t)arg, fd, efd, i;
-	struct waiter *w = calloc(n, sizeof(*w));
+	struct attack *a = arg;
+	struct waiter *w = calloc(a->n + 1, sizeof(*w));
 	pthread_attr_t at;
 	pthread_t th;
 	uint64_t fill;
+	int fd, efd, i;
 
 	CHECK_OK(sc_cg_enter(CW));
 	tn_drop(1, 0);
@@ -50,24 +79,58 @@ static int attacker(void *arg)
 	CHECK_OK(sc_charge(fd, fill, 10 * CB_M, NULL));
 	pthread_attr_init(&at);
 	pthread_attr_setstacksize(&at, 64 * 1024);
-	for (i = 0; i < n; i++) {
+	for (i = 0; i <= a->n; i++) {
 		w[i].fd = fd;
-		CHECK_OK(sc_register(fd, KEY, efd, 0, &w[i].id));
-		if (pthread_create(&th, &at, wait_thread, &w[i]))
-			FAIL("pthread_create %d", i);
+		w[i].shape = a->shape;
+		if (a->shape == SH_ONEHOLD)
+			w[i].id = fill;
+		else
+			CHECK_OK(sc_register(fd, KEY, efd, 0, &w[i].id));
+		if (i < a->n) {
+			if (pthread_create(&th, &at, wait_thread, &w[i]))
+				FAIL("pthread_create %d", i);
+		} else if (a->shape == SH_REFUSE) {
+			if (pthread_create(&th, &at, refuse_thread, &w[i]))
+				FAIL("pthread_create refuse");
+		}
 	}
 	for (;;)
 		pause();
 }
 
+static void one(struct cb_nb *nb, int shape, int n)
+{
+	struct attack a = { .n = n, .shape = shape };
+	struct cb_stat queued, quiet;
+	uint64_t last = 0;
+	char what[64];
+	pid_t pa;
+
+	pa = sc_spawn(attacker, &a);
+	if (sc_wait_u64(sc_dev_path(KEY, "waiters"), n, shape == SH_CHURN ?
+			5000 : 60000, &last) < 0)
+		sc_log("NOTE: %s: %llu waiters queued, not %d", shape_name[shape],
+		       (unsigned long long)last, n);
+	cb_nb_measure_op(nb, 4, &queued, &quiet);
+	snprintf(what, sizeof(what), "%s-%d", shape_name[shape], n);
+	cb_print("cost_waiters", what, queued);
+	snprintf(what, sizeof(what), "%s-%d/empty", shape_name[shape], n);
+	cb_ratio("cost_waiters", what, queued, quiet, "<= 3");
+	kill(pa, SIGKILL);
+	CHECK_EQ(sc_wait(pa), 128 + SIGKILL);
+	WAIT_U64(sc_dev_path(KEY, "waiters"), 0);
+	WAIT_U64(sc_dev_path(KEY, "holders"), 1);	/* the neighbour's */
+}
+
 int main(int argc, char **argv)
 {
-	int n = (int)tn_knob("NXQ_BENCH_WAITERS", 1000);
-	struct cb_stat empty, queued, quiet;
-	uint64_t last = 0;
+	static const int counts[] = { 100, 300, 1000 };
+	int want_n = (int)tn_knob("NXQ_BENCH_WAITERS", 0);
+	int want_s = (int)tn_knob("NXQ_BENCH_SHAPE", SH_NR);
+	struct cb_stat empty, quiet;
 	struct cb_nb nb;
 	char lim[128];
-	pid_t pa;
+	int s, i;
 
 	sc_init(argc, argv);
 	tn_devnode_admin();
@@ -80,31 +143,23 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_set_budget(KEY, CN " max=1G"));
 	CHECK_OK(sc_set_budget(KEY0, CN " max=1G"));
 	CHECK_OK(sc_set_budget(KEY, CW " max=10M"));
-	snprintf(lim, sizeof(lim), CW " waiters_max=%d holders_max=%d "
-		 "wait_max_ms=900000", n + 10, n + 10);
+	snprintf(lim, sizeof(lim), CW " waiters_max=1010 holders_max=1020 "
+		 "wait_max_ms=900000");
 	cb_limits(KEY, lim);
 	cb_nb_start2(&nb, CN, KEY, KEY0, 0);
 	cb_nb_measure(&nb, 2);
-	empty = cb_nb_measure(&nb, 2);
+	cb_nb_measure_op(&nb, 4, &empty, &quiet);
+	cb_print("cost_waiters", "pair-empty-queue", empty);
+	cb_ratio("cost_waiters", "empty/quiet", empty, quiet, "1");
 
-	pa = sc_spawn(attacker, (void *)(uintptr_t)n);
-	if (sc_wait_u64(sc_dev_path(KEY, "waiters"), n, 60000, &last) < 0)
-		sc_log("NOTE: only %llu waiters queued after 60 s",
-		       (unsigned long long)last);
-	sc_log("BENCH cost_waiters waiters=%llu",
-	       (unsigned long long)DEV_U64(KEY, "waiters"));
-	cb_nb_measure_op(&nb, 4, &queued, &quiet);
-	cb_print("cost_waiters", "pair-empty-queue-before", empty);
-	cb_print("cost_waiters", "pair-empty-queue-interleaved", quiet);
-	snprintf(lim, sizeof(lim), "pair-%llu-waiters",
-		 (unsigned long long)DEV_U64(KEY, "waiters"));
-	cb_print("cost_waiters", lim, queued);
-	cb_ratio("cost_waiters", "queued/empty", queued, quiet, "<= 3");
-	cb_ratio("cost_waiters", "queued/empty-before", queued, empty, "-");
-	kill(pa, SIGKILL);
-	CHECK_EQ(sc_wait(pa), 128 + SIGKILL);
+	for (s = 0; s < SH_NR; s++) {
+		if (want_s < SH_NR && s != want_s)
+			continue;
+		for (i = 0; i < (int)(sizeof(counts) / sizeof(counts[0])); i++)
+			if (!want_n || counts[i] == want_n)
+				one(&nb, s, counts[i]);
+	}
 	cb_nb_stop(&nb);
-	WAIT_U64(sc_dev_path(KEY, "waiters"), 0);
 	WAIT_U64(sc_dev_path(KEY, "used"), 0);
 	CHECK_OK(sc_dev_unregister(KEY));
 	CHECK_EQ(DEV_U64(KEY0, "used"), 0);
