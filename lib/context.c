@@ -119,6 +119,15 @@ static int dev_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
 	return dev_ioctl(ctx, NXQ_IOC_CHARGE, &c);
 }
 
+static int dev_probe(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	struct nxq_charge c = { .size = sizeof(c),
+				.flags = NXQ_CHARGE_NOWAIT | NXQ_CHARGE_PROBE,
+				.holder_id = holder, .bytes = bytes };
+
+	return dev_ioctl(ctx, NXQ_IOC_CHARGE, &c);
+}
+
 static int dev_uncharge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
 {
 	struct nxq_charge c = { .size = sizeof(c), .holder_id = holder, .bytes = bytes };
@@ -180,6 +189,7 @@ const struct nxq_kops nxq__dev_kops = {
 	.ticket_answer = dev_ticket_answer,
 	.close = dev_close,
 	.status = dev_status,
+	.probe = dev_probe,
 };
 
 /* ---- unmanaged: a process-local ledger ---- */
@@ -188,7 +198,8 @@ static int local_version(struct nxq_ctx *ctx, struct nxq_version *v)
 {
 	(void)ctx;
 	v->abi_version = NXQ_ABI_VERSION;
-	v->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS | NXQ_FEAT_STATUS_V1;
+	v->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS | NXQ_FEAT_STATUS_V1 |
+		      NXQ_FEAT_CHARGE_PROBE;
 	return 0;
 }
 
@@ -205,16 +216,17 @@ static int local_unregister(struct nxq_ctx *ctx, uint64_t holder)
 }
 
 /* Nothing to wait for in a process-local ledger: timeout_ns is ignored. */
-static int local_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
-			uint64_t timeout_ns)
+/* A charge against the cap; a refusal is recorded (for STATUS) unless a probe. */
+static int local_take(struct nxq_ctx *ctx, uint64_t bytes, int probe)
 {
 	uint64_t cur = __atomic_load_n(&ctx->local_charged, __ATOMIC_RELAXED);
 
-	(void)holder;
 	do {
 		if (cur + bytes < cur)
 			return -EOVERFLOW;
 		if (ctx->cap && cur + bytes > ctx->cap) {
+			if (probe)
+				return -EDQUOT;
 			pthread_mutex_lock(&ctx->local_mu);
 			ctx->local_last.err = EDQUOT;
 			ctx->local_last.bytes = bytes;
@@ -227,6 +239,20 @@ static int local_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
 	} while (!__atomic_compare_exchange_n(&ctx->local_charged, &cur, cur + bytes, 0,
 					      __ATOMIC_RELAXED, __ATOMIC_RELAXED));
 	return 0;
+}
+
+static int local_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
+			uint64_t timeout_ns)
+{
+	(void)holder;
+	(void)timeout_ns;
+	return local_take(ctx, bytes, 0);
+}
+
+static int local_probe(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	(void)holder;
+	return local_take(ctx, bytes, 1);
 }
 
 static int local_uncharge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
@@ -304,6 +330,7 @@ const struct nxq_kops nxq__local_kops = {
 	.ticket_answer = local_ticket_answer,
 	.close = local_close,
 	.status = local_status,
+	.probe = local_probe,
 };
 
 /* ---- contexts ---- */
@@ -476,6 +503,13 @@ int nxq__status(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st)
 		memset((char *)st + NXQ_STATUS_SIZE_VER0, 0,
 		       sizeof(*st) - NXQ_STATUS_SIZE_VER0);
 	return r;
+}
+
+int nxq__charge_probe(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	if (ctx->kops->probe && (ctx->features & NXQ_FEAT_CHARGE_PROBE))
+		return ctx->kops->probe(ctx, holder, bytes);
+	return ctx->kops->charge(ctx, holder, bytes, 0);
 }
 
 NXQ_API int nxq_ctx_is_managed(const struct nxq_ctx *ctx)

@@ -51,6 +51,13 @@ struct nxq_kops {
 	 * back as the caller's id.  Called through nxq__status().
 	 */
 	int (*status)(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st);
+	/*
+	 * optional (NULL: a no-wait charge): a no-wait charge whose refusal
+	 * the authority neither counts nor reports nor asks anyone for
+	 * (NXQ_CHARGE_PROBE), because the caller asks again for less.
+	 * Called through nxq__charge_probe().
+	 */
+	int (*probe)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
 };
 
 struct nxq_ctx {
@@ -138,6 +145,14 @@ void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[4]);
  * authority: for queries and refusals, never per allocation.
  */
 int nxq__status(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st);
+
+/*
+ * Charge holder bytes without waiting, as a probe where the authority has
+ * NXQ_FEAT_CHARGE_PROBE (a refusal is not a denial: no event, no count, no
+ * ask, no last refusal), else as a plain no-wait charge.  0 or the
+ * authority's negative errno.
+ */
+int nxq__charge_probe(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
 
 /* Test entry points: a context on given kernel ops, an arena on given backend ops. */
 int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *kops,

@@ -787,7 +787,8 @@ static int sk_unregister(struct nxq_ctx *ctx, uint64_t holder)
 	return r ? r : err;
 }
 
-static int sk_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint64_t timeout_ns)
+static int sk_charge_flags(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
+			   uint64_t timeout_ns, uint32_t probe)
 {
 	struct sk *s = ctx->kpriv;
 	uint64_t deadline = timeout_ns ? nxq__now_ns() + timeout_ns : 0;
@@ -796,7 +797,7 @@ static int sk_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint6
 	int err = 0, r, tries = 0, readopted = 0;
 
 	for (;;) {
-		struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT };
+		struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT | probe };
 		uint64_t take;
 
 		r = sk_begin(ctx, &epoch);
@@ -858,6 +859,17 @@ undo:
 		if (deadline && nxq__now_ns() >= deadline)
 			return -ETIMEDOUT;
 	}
+}
+
+static int sk_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint64_t timeout_ns)
+{
+	return sk_charge_flags(ctx, holder, bytes, timeout_ns, 0);
+}
+
+/* As sk_charge() (bytes left unbacked by a restore go with it), with PROBE. */
+static int sk_probe(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
+{
+	return sk_charge_flags(ctx, holder, bytes, 0, NXQ_CHARGE_PROBE);
 }
 
 static int sk_uncharge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
@@ -1174,6 +1186,7 @@ const struct nxq_kops nxq__sock_kops = {
 	.close = sk_close,
 	.forget = sk_forget,
 	.status = sk_status,
+	.probe = sk_probe,
 };
 
 /*

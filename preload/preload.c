@@ -984,6 +984,9 @@ static void uncharge(uint64_t holder, uint64_t bytes)
  * of it back.  A charge the authority refuses with the batch is asked
  * again without it, and the credit the process holds counts towards it:
  * the refusal comes exactly where the process's cgroup is full.  The
+ * batch is asked as a probe (NXQ_CHARGE_PROBE), whose refusal the
+ * authority does not count, report or ask for: a refused allocation is
+ * one denial, for its own bytes.  The
  * authority sees the credit as charge (it is: charge, not residency).
  */
 static int plain_take(int ord, uint64_t bytes)
@@ -1005,7 +1008,7 @@ static int plain_take(int ord, uint64_t bytes)
 	need = bytes - took;
 	if (S.batch && need + S.batch > need) {
 		CNT(trips);
-		if (!S.ctx->kops->charge(S.ctx, d->holder, need + S.batch, 0)) {
+		if (!nxq__charge_probe(S.ctx, d->holder, need + S.batch)) {
 			CNT(charges);
 			__atomic_add_fetch(&d->credit, S.batch, __ATOMIC_RELAXED);
 			goto granted;

@@ -61,6 +61,8 @@ static struct {
 	uint64_t last_bytes, last_limit, last_usage;
 	uint64_t waits;			/* charges asked with a timeout */
 	int version_err;		/* NXQ_IOC_VERSION fails with this: no authority */
+	int no_probe;			/* no NXQ_FEAT_CHARGE_PROBE */
+	int probes, denials;		/* probe charges; refusals counted */
 } K;
 static pthread_mutex_t kmu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t kcv = PTHREAD_COND_INITIALIZER;
@@ -80,7 +82,7 @@ static int k_version(struct nxq_ctx *c, struct nxq_version *v)
 		return K.version_err;
 	v->abi_version = NXQ_ABI_VERSION;
 	v->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_TICKETS | NXQ_FEAT_STATUS |
-		      (K.no_v1 ? 0 : NXQ_FEAT_STATUS_V1);
+		      (K.no_v1 ? 0 : NXQ_FEAT_STATUS_V1) | (K.no_probe ? 0 : NXQ_FEAT_CHARGE_PROBE);
 	return 0;
 }
 
@@ -109,7 +111,8 @@ out:
 
 static int k_unreg(struct nxq_ctx *c, uint64_t id) { return 0; }
 
-static int k_charge(struct nxq_ctx *c, uint64_t id, uint64_t b, uint64_t t)
+/* A charge; a probe's refusal is neither counted nor recorded (as the module). */
+static int k_charge_probe(uint64_t id, uint64_t b, uint64_t t, int probe)
 {
 	struct kh *h;
 	int r = 0;
@@ -120,8 +123,12 @@ static int k_charge(struct nxq_ctx *c, uint64_t id, uint64_t b, uint64_t t)
 		K.errors++;
 	if (t)
 		K.waits++;
-	if (K.cap && K.charged + b > K.cap) {
+	K.probes += probe;
+	if (K.cap && K.charged + b > K.cap && probe) {
 		r = K.enospc ? -ENOSPC : -EDQUOT;
+	} else if (K.cap && K.charged + b > K.cap) {
+		r = K.enospc ? -ENOSPC : -EDQUOT;
+		K.denials++;
 		K.last_err = (uint32_t)-r;
 		K.last_bytes = b;
 		K.last_limit = K.cap;
@@ -133,6 +140,16 @@ static int k_charge(struct nxq_ctx *c, uint64_t id, uint64_t b, uint64_t t)
 	}
 	pthread_mutex_unlock(&kmu);
 	return r;
+}
+
+static int k_charge(struct nxq_ctx *c, uint64_t id, uint64_t b, uint64_t t)
+{
+	return k_charge_probe(id, b, t, 0);
+}
+
+static int k_probe(struct nxq_ctx *c, uint64_t id, uint64_t b)
+{
+	return k_charge_probe(id, b, 0, 1);
 }
 
 static int k_uncharge(struct nxq_ctx *c, uint64_t id, uint64_t b)
@@ -239,7 +256,7 @@ static const struct nxq_kops kops = {
 	.name = "test", .version = k_version, .holder_register = k_reg,
 	.holder_unregister = k_unreg, .charge = k_charge, .uncharge = k_uncharge,
 	.set_reclaimable = k_recl, .ticket_read = k_tread, .ticket_answer = k_tanswer,
-	.close = k_close, .status = k_status,
+	.close = k_close, .status = k_status, .probe = k_probe,
 };
 
 static struct kh *kholder_of(const char *dev, int with_evfd)
@@ -333,6 +350,7 @@ static int setup(void **st)
 
 static int teardown(void **st)
 {
+	setenv("NXQ_PRELOAD_BATCH", "0", 1);	/* a failed test may have left it */
 	nxqp__test_authority(&kops, NULL);
 	assert_int_equal(K.errors, 0);
 	return 0;
@@ -1225,6 +1243,42 @@ static void my_cgroups(char *cg, size_t n, char *parent, size_t pn)
  * process's cgroup, the node that refused (levels up), its limit, min
  * and usage, and what would help; NXQUOTA_QUIET silences it.
  */
+/*
+ * A refused allocation is one denial: the batch the shim asks on top is a
+ * probe, which the authority does not count (or report, or ask for); the
+ * exact charge after it is the denial.  Without CHARGE_PROBE (an older
+ * authority) the batch's refusal counts too.
+ */
+static void test_probe(void **st)
+{
+	unsigned long long p, q;
+
+	setenv("NXQ_PRELOAD_BATCH", "2M", 1);
+	K.cap = 16 * MiB;
+	assert_int_equal(cuMemAlloc_v2(&p, 12 * MiB), 0);	/* 12M + the batch */
+	assert_int_equal(K.probes, 1);
+	assert_int_equal(cuMemAlloc_v2(&q, 8 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(K.probes, 2);
+	assert_int_equal(K.denials, 1);
+	assert_int_equal(K.last_bytes, 6 * MiB);	/* 8M less the 2M of credit */
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(K.charged, 12 * MiB + 2 * MiB);	/* a batch + the last size */
+
+	nxqp__test_authority(&kops, NULL);
+	pthread_mutex_lock(&kmu);
+	memset(&K, 0, sizeof(K));
+	K.no_probe = 1;
+	K.cap = 16 * MiB;
+	pthread_mutex_unlock(&kmu);
+	assert_int_equal(cuMemAlloc_v2(&p, 12 * MiB), 0);
+	assert_int_equal(cuMemAlloc_v2(&q, 8 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(K.probes, 0);
+	assert_int_equal(K.denials, 2);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	setenv("NXQ_PRELOAD_BATCH", "0", 1);
+	(void)st;
+}
+
 static void test_refusal_said(void **st)
 {
 	char cg[256], parent[320], want[1400];
@@ -1585,6 +1639,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meminfo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nvml, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vmm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context, setup, teardown),

@@ -1,0 +1,172 @@
+#!/bin/sh
+# tests/preload/gpu-budget.sh - issue 20 ("unmodified servers") on a real
+# GPU 0, with nxquotad as the authority (no module needed), the real
+# driver and the real NVML; tests/preload/budget.sh is its fake-driver
+# twin in make check.
+#   size     sizer (an unmodified program that reaches the driver as the
+#            CUDA runtime does) under min=max=4G: cuMemGetInfo and NVML
+#            say total 4 GiB and free 4 GiB less its context (charged);
+#            0.9 x total, as vLLM sizes itself, is granted within the
+#            budget; the same program without the shim sees the GPU
+#   fill     under min=max=1G: 1 MiB allocations until the first refusal;
+#            the ledger holds at most 1 GiB, context included, and the
+#            refusal names the cgroup; 0 after the program exits
+#   torch    unmodified PyTorch under min=max=4G: torch.cuda.mem_get_info()
+#            and nvidia-ml-py's nvmlDeviceGetMemoryInfo in the process say
+#            4 GiB; 0.9 x free as one tensor is granted; 1 GiB more is
+#            torch's OutOfMemoryError; with expandable_segments (cuMemCreate,
+#            cuMemMap) the same; without the shim mem_get_info is the GPU's
+# Usage, as root: tests/preload/gpu-budget.sh   (OUT=DIR keeps the logs;
+# NXQD_BIN, NXQCTL_BIN: prebuilt binaries; NXQ_FAKE_CUDA=1: on the fake
+# driver and NVML of tests/preload, FAKEDRV_MEM_MB=32768, to try the
+# script itself).  No GPU: "skipped" and 0.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+OUT=${OUT:-$top/build/preload-gpu-budget}
+GiB=1073741824
+MiB=1048576
+mkdir -p "$OUT" || exit 1
+: >"$OUT/results.txt"
+rc=0
+say() { echo "gpu-budget.sh: $*" | tee -a "$OUT/results.txt"; }
+fail() { say "FAIL: $*"; rc=1; }
+skip() { echo "gpu-budget.sh: skipped: $*"; exit 0; }
+
+[ "$(id -u)" = 0 ] || skip "needs root (cgroups)"
+FAKE=${NXQ_FAKE_CUDA:-}
+[ -n "$FAKE" ] && export LD_LIBRARY_PATH=$here/drv:$here/nvml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+echo "== build"
+make -s -C "$top/preload" >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
+make -s -C "$here" bench_preload sizer >>"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
+SO=$top/preload/libnxquota-preload.so
+KEY=$("$here/bench_preload" key 2>"$OUT/probe.log") || skip "no GPU ($(cat "$OUT/probe.log"))"
+D=${NXQD_BIN:-$OUT/d/nxquotad}
+[ -n "${NXQD_BIN:-}" ] || make -s -C "$top/daemon" B="$OUT/d" SAN= "$D" >>"$OUT/build.log" 2>&1
+C=${NXQCTL_BIN:-$top/tools/nxquotactl}
+[ -n "${NXQCTL_BIN:-}" ] || make -s -C "$top/tools" >>"$OUT/build.log" 2>&1
+[ -x "$D" ] && [ -x "$C" ] || { tail "$OUT/build.log"; echo "gpu-budget.sh: no nxquotad/nxquotactl"; exit 1; }
+CGROOT=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
+[ -n "$CGROOT" ] || skip "no cgroup2 mount"
+
+RUN=$(mktemp -d /tmp/nxqp-gb.XXXXXX)
+CG=nxqp-gb-$$
+DPID=
+cleanup() {
+	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
+	wait 2>/dev/null
+	for c in a b t e; do rmdir "$CGROOT/$CG/$c" 2>/dev/null; done
+	rmdir "$CGROOT/$CG" 2>/dev/null
+	cp "$RUN"/out.* "$RUN"/err.* "$RUN"/*.log "$OUT/" 2>/dev/null
+	rm -rf "$RUN"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir "$RUN/state" "$CGROOT/$CG" || exit 1
+for c in a b t e; do mkdir "$CGROOT/$CG/$c"; done
+"$D" -s "$RUN/client.sock" -c "$RUN/ctl.sock" -S "$RUN/state" -C "$CGROOT" >"$RUN/nxquotad.log" 2>&1 &
+DPID=$!
+for _ in $(seq 100); do
+	[ -S "$RUN/client.sock" ] && [ -S "$RUN/ctl.sock" ] && break
+	sleep 0.1
+done
+ctl() { "$C" --control "$RUN/ctl.sock" "$@"; }
+dev() {	# a field of the device in the JSON status
+	ctl --json status "$KEY" | tr '{' '\n' | grep "\"key\":\"$KEY\"" |
+		sed -n "s/.*\"$1\":\([0-9]*\).*/\1/p" | head -n1
+}
+zero() {	# the ledger empty within 5 s
+	t=0
+	while { [ "$(dev used)" != 0 ] || [ "$(dev holders)" != 0 ]; } && [ $t -lt 50 ]; do
+		t=$((t + 1)); sleep 0.1
+	done
+	[ "$(dev used)" = 0 ] || fail "$1: the ledger still holds $(dev used) B"
+}
+if [ -n "$FAKE" ]; then ctl devices register "$KEY" "${FAKEDRV_MEM_MB:-8192}M"; else ctl devices sync; fi \
+	>/dev/null || { fail "device registration"; exit 1; }
+say "$KEY: capacity $(dev capacity) B in the ledger"
+# run N CGROUP COMMAND...: in the foreground in the cgroup, no stdin
+run() {
+	n=$1 c=$2
+	shift 2
+	(
+		echo 0 >"$CGROOT/$CG/$c/cgroup.procs"
+		exec env NXQUOTA_SOCKET="$RUN/client.sock" NXQ_DEV=/nonexistent/nxquota "$@" \
+			</dev/null >"$RUN/out.$n" 2>"$RUN/err.$n"
+	)
+}
+
+# ---- size
+ctl set "/$CG/a" "$KEY" min=4G max=4G >/dev/null || fail "set a"
+run size a "$top/tools/nxquota-run" --lib "$SO" -- "$here/sizer" vllm 90
+ctot=$(sed -n 's/^cuda free \([0-9]*\) total \([0-9]*\)$/\2/p' "$RUN/out.size")
+cfree=$(sed -n 's/^cuda free \([0-9]*\) total.*/\1/p' "$RUN/out.size")
+ntot=$(sed -n 's/^nvml free \([0-9]*\) total \([0-9]*\)$/\2/p' "$RUN/out.size")
+took=$(sed -n 's/^took \([0-9]*\) error 0$/\1/p' "$RUN/out.size")
+[ "$ctot" = $((4 * GiB)) ] || fail "size: cuMemGetInfo total '$ctot', not the 4 GiB budget ($(cat "$RUN/out.size" "$RUN/err.size"))"
+[ -n "$cfree" ] && [ "$cfree" -lt $((4 * GiB)) ] && [ "$cfree" -gt $((3 * GiB)) ] ||
+	fail "size: cuMemGetInfo free '$cfree', not 4 GiB less a context"
+[ "$ntot" = $((4 * GiB)) ] || fail "size: NVML total '$ntot', not the 4 GiB budget"
+[ -n "$took" ] && [ "$took" -le $((4 * GiB)) ] && [ "$took" -gt $((3 * GiB)) ] ||
+	fail "size: 0.9 x total not granted within the budget ($(cat "$RUN/out.size"); $(cat "$RUN/err.size"))"
+zero size
+(cd "$RUN" && "$here/sizer" vllm 1 >"$RUN/out.bare" 2>&1)
+btot=$(sed -n 's/^cuda free \([0-9]*\) total \([0-9]*\)$/\2/p' "$RUN/out.bare")
+[ -n "$btot" ] && [ "$btot" -gt $((16 * GiB)) ] || fail "size: without the shim cuMemGetInfo total '$btot'"
+say "size: min=max=4G: cuMemGetInfo $cfree free of $ctot (context $(( (4 * GiB - ${cfree:-0}) / MiB )) MiB charged), NVML total $ntot; 0.9 x total granted ($took B); without the shim: total $btot"
+
+# ---- fill
+ctl set "/$CG/b" "$KEY" min=1G max=1G >/dev/null || fail "set b"
+run fill b "$top/tools/nxquota-run" --lib "$SO" -- sh -c "echo | exec '$here/sizer' fill"
+n=$(sed -n 's/^fill \([0-9]*\) error 2 .*/\1/p' "$RUN/out.fill")
+[ -n "$n" ] && [ "$n" -gt 256 ] && [ "$n" -lt 1024 ] || fail "fill: '$(cat "$RUN/out.fill")', not blocks up to 1 GiB less the context, then refused"
+grep -q "for cgroup /$CG/b" "$RUN/err.fill" || fail "fill: the refusal does not name the cgroup: $(cat "$RUN/err.fill")"
+zero fill
+say "fill: min=max=1G: $n blocks of 1 MiB, then refused: $(grep -m1 "refused an" "$RUN/err.fill" | sed 's/^nxquota-preload\[[0-9]*\]: //')"
+
+# ---- torch
+if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+	cat >"$RUN/t.py" <<'EOF'
+import os, sys, torch
+GiB = 1 << 30
+free, total = torch.cuda.mem_get_info()
+print("torch free %d total %d" % (free, total), flush=True)
+try:
+    import pynvml
+    pynvml.nvmlInit()
+    m = pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(0))
+    print("nvml total %d" % m.total, flush=True)
+except Exception as e:
+    print("nvml none %s" % e, flush=True)
+x = torch.empty(int(free * 0.9), dtype=torch.uint8, device="cuda")
+print("took %d reserved %d" % (x.numel(), torch.cuda.memory_reserved()), flush=True)
+try:
+    y = torch.empty(GiB, dtype=torch.uint8, device="cuda")
+    print("more granted", flush=True)
+except torch.OutOfMemoryError:
+    print("more refused OutOfMemoryError", flush=True)
+EOF
+	ctl set "/$CG/t" "$KEY" min=4G max=4G >/dev/null || fail "set t"
+	for mode in native expandable; do
+		conf=
+		[ $mode = expandable ] && conf=expandable_segments:True
+		run "torch-$mode" t env PYTORCH_CUDA_ALLOC_CONF=$conf \
+			"$top/tools/nxquota-run" --lib "$SO" -- python3 "$RUN/t.py"
+		o=$RUN/out.torch-$mode
+		tt=$(sed -n 's/^torch free [0-9]* total \([0-9]*\)$/\1/p' "$o")
+		[ "$tt" = $((4 * GiB)) ] || fail "torch $mode: mem_get_info total '$tt' ($(cat "$o"); $(tail -3 "$RUN/err.torch-$mode"))"
+		grep -q "^nvml total $((4 * GiB))$" "$o" || grep -q "^nvml none" "$o" ||
+			fail "torch $mode: NVML in the process: $(grep nvml "$o")"
+		grep -q "^took " "$o" || fail "torch $mode: 0.9 x free not granted: $(tail -3 "$RUN/err.torch-$mode")"
+		grep -q "^more refused OutOfMemoryError" "$o" || fail "torch $mode: 1 GiB past the budget: $(tail -1 "$o")"
+		zero "torch $mode"
+		say "torch $mode: $(tr '\n' ';' <"$o")"
+	done
+	(cd "$RUN" && python3 -c 'import torch; f, t = torch.cuda.mem_get_info(); print("bare total %d" % t)' \
+		>"$RUN/out.torch-bare" 2>&1)
+	say "torch without the shim: $(cat "$RUN/out.torch-bare")"
+else
+	say "torch: skipped: no PyTorch with CUDA"
+fi
+say "$([ $rc = 0 ] && echo ok || echo FAILED)"
+exit $rc
