@@ -49,6 +49,7 @@ stage install tests/install.sh
 stage docs tests/docs.sh
 # every scenario on both kernels, against the module and against nxquotad
 stage vm tests/vm/run.sh --authority both
+stage containers tests/vm/containers/run.sh
 # reads the vm stage's console logs: before demo, which boots 6.12 again
 stage sysfs-doc tests/sysfs-doc.sh
 stage demo tests/demo-check.sh
