@@ -6,7 +6,7 @@
 #   size     sizer (an unmodified program that reaches the driver as the
 #            CUDA runtime does) under min=max=4G: cuMemGetInfo and NVML
 #            say total 4 GiB and free 4 GiB less its context (charged);
-#            0.9 x total, as vLLM sizes itself, is granted within the
+#            0.9 x total less what is in use (the context), as vLLM sizes itself, is granted within the
 #            budget; the same program without the shim sees the GPU
 #   fill     under min=max=1G: 1 MiB allocations until the first refusal;
 #            the ledger holds at most 1 GiB, context included, and the
@@ -108,12 +108,12 @@ took=$(sed -n 's/^took \([0-9]*\) error 0$/\1/p' "$RUN/out.size")
 	fail "size: cuMemGetInfo free '$cfree', not 4 GiB less a context"
 [ "$ntot" = $((4 * GiB)) ] || fail "size: NVML total '$ntot', not the 4 GiB budget"
 [ -n "$took" ] && [ "$took" -le $((4 * GiB)) ] && [ "$took" -gt $((3 * GiB)) ] ||
-	fail "size: 0.9 x total not granted within the budget ($(cat "$RUN/out.size"); $(cat "$RUN/err.size"))"
+	fail "size: 0.9 x total less what is in use not granted within the budget ($(cat "$RUN/out.size"); $(cat "$RUN/err.size"))"
 zero size
 (cd "$RUN" && "$here/sizer" vllm 1 >"$RUN/out.bare" 2>&1)
 btot=$(sed -n 's/^cuda free \([0-9]*\) total \([0-9]*\)$/\2/p' "$RUN/out.bare")
 [ -n "$btot" ] && [ "$btot" -gt $((16 * GiB)) ] || fail "size: without the shim cuMemGetInfo total '$btot'"
-say "size: min=max=4G: cuMemGetInfo $cfree free of $ctot (context $(( (4 * GiB - ${cfree:-0}) / MiB )) MiB charged), NVML total $ntot; 0.9 x total granted ($took B); without the shim: total $btot"
+say "size: min=max=4G: cuMemGetInfo $cfree free of $ctot (context $(( (4 * GiB - ${cfree:-0}) / MiB )) MiB charged), NVML total $ntot; 0.9 x total less what is in use granted ($took B); without the shim: total $btot"
 
 # ---- fill
 ctl set "/$CG/b" "$KEY" min=1G max=1G >/dev/null || fail "set b"

@@ -10,7 +10,10 @@
  *                    total T"), NVML's nvmlDeviceGetMemoryInfo through its
  *                    own dlopen of libnvidia-ml.so.1 ("nvml free F total
  *                    T", or "nvml none"), then one cuMemAlloc of PCT% of
- *                    cuMemGetInfo's total: "took B error E"
+ *                    cuMemGetInfo's total less what is already in use
+ *                    (total - free: its own context, other processes), as
+ *                    vLLM's profiling leaves for its KV cache:
+ *                    "took B error E"
  *   sizer fill       1 MiB cuMemAllocs until one is refused (at most 4096):
  *                    "fill N error E after MS ms", then waits for a line on
  *                    stdin and exits
@@ -107,13 +110,19 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (!strcmp(argv[1], "vllm") && argc > 2) {
 		size_t f, t;
+		double want;
 
 		if (info(&f, &t))
 			return 1;
 		printf("cuda free %zu total %zu\n", f, t);
 		nvml();
-		e = alloc(&p[0], (size_t)((double)t * atoi(argv[2]) / 100));
-		printf("took %zu error %d\n", e ? 0 : (size_t)((double)t * atoi(argv[2]) / 100), e);
+		want = (double)t * atoi(argv[2]) / 100 - (double)(t - f);
+		if (want < 1) {
+			printf("took 0 error -1\n");	/* nothing left at PCT% */
+			return 0;
+		}
+		e = alloc(&p[0], (size_t)want);
+		printf("took %zu error %d\n", e ? 0 : (size_t)want, e);
 		return 0;
 	}
 	if (!strcmp(argv[1], "fill")) {
