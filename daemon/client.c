@@ -113,6 +113,8 @@ static u64 nxqd_serial;
 static struct xarray nxqd_holders;	/* id -> hent; nxqd_lock for writers */
 static u64 nxqd_next_id;
 static unsigned long nxqd_refused;	/* connections over a bound */
+static unsigned int nxqd_ending;	/* nxqd_lock: exits being ended */
+static pthread_cond_t nxqd_ended = PTHREAD_COND_INITIALIZER;
 static int nxqd_epfd = -1, nxqd_stopfd = -1, nxqd_lfd = -1;
 static pthread_t nxqd_watcher, nxqd_acceptor;
 static char nxqd_sock_path[sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -1146,6 +1148,55 @@ static void *nxqd_accept_main(void *unused)
 
 /* ---- the watcher: process exits, hang-ups during a waiting charge ---- */
 
+/* End an exited process's holders (taken off nxqd_procs, counted in nxqd_ending). */
+static void nxqd_proc_exit(struct nxqd_proc *p)
+{
+	if (nxqd_verbose)
+		fprintf(stderr, "nxquotad: pid %d exited\n", p->tgid);
+	nxqd_end_holders(NULL, p);
+	nxqd_proc_put(p);	/* the list's */
+	pthread_mutex_lock(&nxqd_lock);
+	if (!--nxqd_ending)
+		pthread_cond_broadcast(&nxqd_ended);
+	pthread_mutex_unlock(&nxqd_lock);
+}
+
+/*
+ * nxqd_client_reap() - end every listed process that has exited, now
+ *
+ * A process's pidfd polls readable from its exit on, before its parent's
+ * wait() can return; the watcher thread ends its holders when it gets to
+ * it.  The control socket calls this before it reads the ledger, so that
+ * a process its parent has reaped is never shown holding anything (as
+ * with the module, whose release runs in the exiting task).  Waits for
+ * the exits the watcher is ending.  O(listed processes): the control
+ * socket is the administrator's.
+ */
+void nxqd_client_reap(void)
+{
+	struct nxqd_proc *p, *tmp;
+	LIST_HEAD(gone);
+
+	pthread_mutex_lock(&nxqd_lock);
+	list_for_each_entry_safe(p, tmp, &nxqd_procs, link) {
+		if (!nxqd_pidfd_exited(p->pidfd))
+			continue;
+		p->dead = true;
+		list_move(&p->link, &gone);
+		epoll_ctl(nxqd_epfd, EPOLL_CTL_DEL, p->pidfd, NULL);
+		nxqd_ending++;
+	}
+	pthread_mutex_unlock(&nxqd_lock);
+	list_for_each_entry_safe(p, tmp, &gone, link) {
+		list_del_init(&p->link);
+		nxqd_proc_exit(p);
+	}
+	pthread_mutex_lock(&nxqd_lock);
+	while (nxqd_ending)
+		pthread_cond_wait(&nxqd_ended, &nxqd_lock);
+	pthread_mutex_unlock(&nxqd_lock);
+}
+
 static void *nxqd_watch_main(void *unused)
 {
 	struct epoll_event evs[16];
@@ -1178,16 +1229,11 @@ static void *nxqd_watch_main(void *unused)
 					list_del(&found->link);
 					epoll_ctl(nxqd_epfd, EPOLL_CTL_DEL,
 						  found->pidfd, NULL);
+					nxqd_ending++;
 				}
 				pthread_mutex_unlock(&nxqd_lock);
-				if (!found)
-					continue;
-				if (nxqd_verbose)
-					fprintf(stderr,
-						"nxquotad: pid %d exited\n",
-						found->tgid);
-				nxqd_end_holders(NULL, found);
-				nxqd_proc_put(found);	/* the list's */
+				if (found)
+					nxqd_proc_exit(found);
 			}
 		}
 	}

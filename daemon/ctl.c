@@ -405,6 +405,8 @@ static int ctl_device_dump(struct ctl_req *r)
 	struct nxq_device *dev;
 	struct nl_msg *m;
 
+	nxqd_client_reap();
+
 	mutex_lock(&nxqd_ledger.lock);
 	list_for_each_entry(dev, &nxqd_ledger.devices, link) {
 		m = ctl_dump_add(&d, r, NXQUOTA_CMD_DEVICE_GET);
@@ -606,6 +608,8 @@ static int ctl_budget_dump(struct ctl_req *r)
 	const char *key;
 	int err;
 
+	nxqd_client_reap();
+
 	mutex_lock(&nxqd_ledger.lock);
 	err = ctl_filter(r, NXQUOTA_A_BUDGET_DEVICE, &key);
 	if (err) {
@@ -757,6 +761,8 @@ static int ctl_holder_dump(struct ctl_req *r)
 	struct nl_msg *m;
 	const char *key;
 	int err;
+
+	nxqd_client_reap();
 
 	mutex_lock(&nxqd_ledger.lock);
 	err = ctl_filter(r, NXQUOTA_A_HOLDER_DEVICE, &key);

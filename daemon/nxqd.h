@@ -106,6 +106,8 @@ int nxqd_cgroup_read(int fd, char *buf, size_t len);
 int nxqd_client_start(const char *path, const char *group);
 /* Stop serving: end every connection, detach every holder. */
 void nxqd_client_stop(void);
+/* End the holders of every listed process that has exited (before a dump). */
+void nxqd_client_reap(void);
 /* The ledger's holder_signal and holder_kill hooks (device lock held). */
 void nxqd_holder_signal(struct nxq_holder *h);
 void nxqd_holder_kill(struct nxq_holder *h);
