@@ -16,6 +16,13 @@
 #            4 GiB; 0.9 x free as one tensor is granted; 1 GiB more is
 #            torch's OutOfMemoryError; with expandable_segments (cuMemCreate,
 #            cuMemMap) the same; without the shim mem_get_info is the GPU's
+#   vmm      sizer vmm: create, map and release at once (CUDA's VMM
+#            samples): the 512 MiB stay charged while mapped and go at
+#            the unmap
+#   fits     budgets that add up to the GPU: three PyTorch processes with
+#            min=max=capacity/3 each fill 256 MiB tensors until refused;
+#            every refusal is the shim's (no driver OOM first), the three
+#            hold their budgets less their contexts
 # Usage, as root: tests/preload/gpu-budget.sh   (OUT=DIR keeps the logs;
 # NXQD_BIN, NXQCTL_BIN: prebuilt binaries; NXQ_FAKE_CUDA=1: on the fake
 # driver and NVML of tests/preload, FAKEDRV_MEM_MB=32768, to try the
@@ -55,7 +62,7 @@ DPID=
 cleanup() {
 	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
 	wait 2>/dev/null
-	for c in a b t e; do rmdir "$CGROOT/$CG/$c" 2>/dev/null; done
+	for c in a b t e f1 f2 f3; do rmdir "$CGROOT/$CG/$c" 2>/dev/null; done
 	rmdir "$CGROOT/$CG" 2>/dev/null
 	cp "$RUN"/out.* "$RUN"/err.* "$RUN"/*.log "$OUT/" 2>/dev/null
 	rm -rf "$RUN"
@@ -63,7 +70,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 mkdir "$RUN/state" "$CGROOT/$CG" || exit 1
-for c in a b t e; do mkdir "$CGROOT/$CG/$c"; done
+for c in a b t e f1 f2 f3; do mkdir "$CGROOT/$CG/$c"; done
 "$D" -s "$RUN/client.sock" -c "$RUN/ctl.sock" -S "$RUN/state" -C "$CGROOT" >"$RUN/nxquotad.log" 2>&1 &
 DPID=$!
 for _ in $(seq 100); do
@@ -124,6 +131,36 @@ grep -q "for cgroup /$CG/b" "$RUN/err.fill" || fail "fill: the refusal does not 
 zero fill
 say "fill: min=max=1G: $n blocks of 1 MiB, then refused: $(grep -m1 "refused an" "$RUN/err.fill" | sed 's/^nxquota-preload\[[0-9]*\]: //')"
 
+# ---- vmm
+ctl set "/$CG/e" "$KEY" min=1G max=1G >/dev/null || fail "set e"
+rm -f "$RUN/vmm.in"; mkfifo "$RUN/vmm.in"
+(
+	echo 0 >"$CGROOT/$CG/e/cgroup.procs"
+	# NXQ_PRELOAD_BATCH=0: exact, no credit kept for the next allocation
+	exec env NXQUOTA_SOCKET="$RUN/client.sock" NXQ_DEV=/nonexistent/nxquota NXQ_PRELOAD_BATCH=0 \
+		"$top/tools/nxquota-run" --lib "$SO" -- "$here/sizer" vmm 512 \
+		<"$RUN/vmm.in" >"$RUN/out.vmm" 2>"$RUN/err.vmm"
+) &
+VP=$!
+exec 8>"$RUN/vmm.in"
+seen() { t=0; until grep -q "$1" "$2" 2>/dev/null || [ $t -ge 600 ]; do t=$((t + 1)); sleep 0.1; done; grep -q "$1" "$2"; }
+if seen "^vmm mapped" "$RUN/out.vmm"; then
+	u1=$(dev used)
+	echo >&8
+	seen "^vmm unmapped" "$RUN/out.vmm"
+	u2=$(dev used)
+	echo >&8
+	grep -q "^vmm mapped $((512 * MiB)) error 0" "$RUN/out.vmm" || fail "vmm: $(cat "$RUN/out.vmm" "$RUN/err.vmm")"
+	[ -n "$u1" ] && [ -n "$u2" ] && [ $((u1 - u2)) = $((512 * MiB)) ] ||
+		fail "vmm: used $u1 while mapped (released), $u2 after the unmap: not 512 MiB apart"
+	say "vmm: create+map+release 512 MiB: ledger used $u1 B while mapped, $u2 B after the unmap"
+else
+	fail "vmm: $(cat "$RUN/out.vmm" "$RUN/err.vmm")"
+fi
+exec 8>&-
+wait "$VP"
+zero vmm
+
 # ---- torch
 if python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
 	cat >"$RUN/t.py" <<'EOF'
@@ -162,6 +199,50 @@ EOF
 		zero "torch $mode"
 		say "torch $mode: $(tr '\n' ';' <"$o")"
 	done
+	# ---- fits
+	for c in a b t e; do ctl clear "/$CG/$c" "$KEY" >/dev/null 2>&1; done
+	cap=$(dev capacity)
+	third=$(( cap / 3 / MiB ))
+	cat >"$RUN/f.py" <<'EOF'
+import sys, torch
+held = []
+try:
+    while True:
+        held.append(torch.empty(256 << 20, dtype=torch.uint8, device="cuda"))
+except torch.OutOfMemoryError:
+    pass
+print("oom blocks=%d reserved=%d" % (len(held), torch.cuda.memory_reserved()), flush=True)
+sys.stdin.readline()
+EOF
+	rm -f "$RUN/fits.in"; mkfifo "$RUN/fits.in"
+	FP=
+	for c in f1 f2 f3; do
+		ctl set "/$CG/$c" "$KEY" min=${third}M max=${third}M >/dev/null || fail "fits: set $c ${third}M"
+		(
+			echo 0 >"$CGROOT/$CG/$c/cgroup.procs"
+			exec env NXQUOTA_SOCKET="$RUN/client.sock" NXQ_DEV=/nonexistent/nxquota \
+				"$top/tools/nxquota-run" --lib "$SO" -- python3 "$RUN/f.py" \
+				<"$RUN/fits.in" >"$RUN/out.$c" 2>"$RUN/err.$c"
+		) &
+		FP="$FP $!"
+	done
+	exec 8>"$RUN/fits.in"
+	tot=0
+	for c in f1 f2 f3; do
+		seen "^oom" "$RUN/out.$c" || fail "fits: $c: $(tail -3 "$RUN/err.$c")"
+		grep -q "refused an allocation" "$RUN/err.$c" ||
+			fail "fits: $c: its OOM is not the shim's refusal (the driver's?): $(tail -3 "$RUN/err.$c")"
+		r=$(sed -n 's/^oom blocks=[0-9]* reserved=\([0-9]*\)$/\1/p' "$RUN/out.$c")
+		tot=$((tot + ${r:-0}))
+		[ -n "$r" ] && [ "$r" -ge $(( third * MiB - 1024 * MiB )) ] ||
+			fail "fits: $c reserved '$r' of its ${third} MiB (less than its budget less 1 GiB)"
+	done
+	used=$(dev used)
+	smi=$(nvidia-smi --query-gpu=memory.used,memory.total --format=csv,noheader,nounits 2>/dev/null | head -n1)
+	say "fits: 3 x min=max=${third}M on capacity $cap B: PyTorch holds $tot B; ledger used $used B; nvidia-smi used,total MiB: $smi"
+	exec 8>&-
+	for p in $FP; do wait "$p"; done
+	zero fits
 	(cd "$RUN" && python3 -c 'import torch; f, t = torch.cuda.mem_get_info(); print("bare total %d" % t)' \
 		>"$RUN/out.torch-bare" 2>&1)
 	say "torch without the shim: $(cat "$RUN/out.torch-bare")"

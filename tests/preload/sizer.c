@@ -19,6 +19,14 @@
  *                    stdin and exits
  *   sizer try MIB    for each line on stdin: one cuMemAlloc of MIB MiB and
  *                    its free: "try K error E"; exits at end of input
+ *   sizer vmm MIB    as CUDA's VMM samples do: cuMemAddressReserve,
+ *                    cuMemCreate of MIB MiB (a multiple of the
+ *                    granularity), cuMemMap, cuMemSetAccess, and
+ *                    cuMemRelease at once: "vmm mapped B error E"; at a
+ *                    line on stdin cuMemUnmap: "vmm unmapped error E"; at
+ *                    the next, cuMemAddressFree and exit (a driver
+ *                    without the reserve and access calls, the fake one,
+ *                    maps at a fixed address)
  *
  * Exit 0 unless the context cannot be brought up (1, said why).
  */
@@ -46,6 +54,14 @@ static void *get(const char *name)
 		exit(1);
 	}
 	return fn;
+}
+
+/* NULL where the driver has no @name */
+static void *soft(const char *name)
+{
+	void *fn = NULL;
+
+	return gpa(name, &fn, 12000, 0, NULL) ? NULL : fn;
 }
 
 static double ms(void)
@@ -143,6 +159,43 @@ int main(int argc, char **argv)
 				fr(p[0]);
 			printf("try %d error %d\n", k, e);
 		}
+		return 0;
+	}
+	if (!strcmp(argv[1], "vmm") && argc > 2) {
+		CUresult (*create)(CUmemGenericAllocationHandle *, size_t,
+				   const CUmemAllocationProp *, unsigned long long) = get("cuMemCreate");
+		CUresult (*map)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+				unsigned long long) = get("cuMemMap");
+		CUresult (*unmap)(CUdeviceptr, size_t) = get("cuMemUnmap");
+		CUresult (*release)(CUmemGenericAllocationHandle) = get("cuMemRelease");
+		CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr,
+				    unsigned long long) = soft("cuMemAddressReserve");
+		CUresult (*afree)(CUdeviceptr, size_t) = soft("cuMemAddressFree");
+		CUresult (*access)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t) =
+			soft("cuMemSetAccess");
+		CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+					     .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE } };
+		CUmemAccessDesc ad = { .location = prop.location,
+				       .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+		size_t sz = (size_t)atoi(argv[2]) << 20;
+		CUdeviceptr va = 0x100000000000ULL;
+		CUmemGenericAllocationHandle h;
+
+		if (reserve && (e = reserve(&va, sz, 0, 0, 0)))
+			goto vmm_out;
+		if ((e = create(&h, sz, &prop, 0)))
+			goto vmm_out;
+		e = map(va, sz, 0, h, 0);
+		if (!e && access)
+			e = access(va, sz, &ad, 1);
+		release(h);	/* at once: the mapping keeps the memory */
+vmm_out:
+		printf("vmm mapped %zu error %d\n", e ? 0 : sz, e);
+		if (e || !fgets(line, sizeof(line), stdin))
+			return 0;
+		printf("vmm unmapped error %d\n", unmap(va, sz));
+		if (fgets(line, sizeof(line), stdin) && reserve && afree)
+			afree(va, sz);
 		return 0;
 	}
 	return 1;
