@@ -148,6 +148,15 @@ static struct nxqd_cg *nxqd_cg_new(const char *norm, u64 id)
 	return cg;
 }
 
+u64 nxqd_cgroup_id(const char *path)
+{
+	char norm[PATH_MAX];
+
+	if (nxqd_cg_norm(path, norm, sizeof(norm)) < 0)
+		return 0;
+	return nxqd_cg_ino(norm);
+}
+
 int nxqd_cgroup_key(const char *path, void **key)
 {
 	char norm[PATH_MAX];
@@ -204,6 +213,11 @@ struct nxq_node *nxqd_node_for_path(struct nxq_device *dev, const char *path)
 	depth = nxqd_cg_norm(path, norm, sizeof(norm));
 	if (depth < 0)
 		return ERR_PTR(depth);
+	/* the common case: the cgroup has its node already */
+	node = nxq_node_find(dev, nxqd_cg_ino(norm));
+	if (node && !strcmp(nxqd_cgroup_key_path(node->key), norm))
+		return nxq_node_get(dev, node->parent, node->id, NULL);
+	node = NULL;
 	/* level 0 is the root "/", then each prefix of @norm */
 	for (;;) {
 		char prefix[PATH_MAX], *e;
@@ -248,14 +262,39 @@ struct nxq_node *nxqd_node_for_path(struct nxq_device *dev, const char *path)
 	return node;
 }
 
+/* Clear cgroup @id's budget on @dev (@r NULL), or set @r on @norm's node. */
+static int nxqd_budget_apply(struct nxq_device *dev, const char *norm, u64 id,
+			     const struct nxq_budget_req *r, char *msg,
+			     size_t msg_size)
+{
+	struct nxq_budget_refusal why;
+	struct nxq_node *node;
+	int err;
+
+	nxq_device_prune(dev);
+	if (!r) {
+		node = nxq_node_find(dev, id);
+		if (node)
+			nxq_node_clear_budget(node);
+		return 0;
+	}
+	node = nxqd_node_for_path(dev, norm);
+	if (IS_ERR(node))
+		return PTR_ERR(node);
+	err = nxq_node_apply(node, r, &why);
+	/* the refusal with the nodes' paths: the state is the daemon's */
+	if (err && msg && msg_size)
+		nxq_refusal_msg(node, &why, msg, msg_size, true);
+	nxq_node_put(node);
+	return err;
+}
+
 int nxqd_budget_set(const char *key, const char *path,
 		    const struct nxq_budget_req *r, char *msg, size_t msg_size)
 {
-	struct nxq_budget_refusal why;
 	struct nxq_device *dev;
-	struct nxq_node *node;
 	char norm[PATH_MAX];
-	int err = 0;
+	int err;
 	u64 id;
 
 	if (msg && msg_size)
@@ -266,30 +305,10 @@ int nxqd_budget_set(const char *key, const char *path,
 	id = nxqd_cg_ino(norm);
 	if (!id)
 		return -ENOENT;
-	err = 0;
 	mutex_lock(&nxqd_ledger.lock);
 	dev = nxq_device_find(&nxqd_ledger, key);
-	if (!dev) {
-		err = -ENODEV;
-		goto out;
-	}
-	nxq_device_prune(dev);
-	if (r) {
-		node = nxqd_node_for_path(dev, norm);
-		if (IS_ERR(node)) {
-			err = PTR_ERR(node);
-			goto out;
-		}
-		err = nxq_node_apply(node, r, &why);
-		if (err && msg && msg_size)
-			nxq_refusal_msg(node, &why, msg, msg_size, true);
-		nxq_node_put(node);
-	} else {
-		node = nxq_node_find(dev, id);
-		if (node)
-			nxq_node_clear_budget(node);
-	}
-out:
+	err = dev ? nxqd_budget_apply(dev, norm, id, r, msg, msg_size) :
+		    -ENODEV;
 	mutex_unlock(&nxqd_ledger.lock);
 	return err;
 }
@@ -317,18 +336,4 @@ int nxqd_cgroup_read(int fd, char *buf, size_t len)
 		return 0;
 	}
 	return -ENOENT;
-}
-
-int nxqd_cgroup_of_pid(pid_t pid, char *buf, size_t len)
-{
-	char file[64];
-	int fd, err;
-
-	snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? -ESRCH : -errno;
-	err = nxqd_cgroup_read(fd, buf, len);
-	close(fd);
-	return err;
 }

@@ -1,18 +1,26 @@
-#!/bin/sh
+#!/bin/bash
 # Build mutated copies of single sources through the Makefile's source
-# lists (LEDGER_SRCS: the kmod ledger layers; COMPAT_SRCS: the compat
-# layer), the file replaced by its copy and everything else unchanged, and
-# check that the userspace KUnit run fails in the cases named, with the
-# message named.  A mutant the suites do not kill fails this script.
+# lists (LEDGER_SRCS: the kmod ledger layers, abi.c among them;
+# COMPAT_SRCS: the compat layer; DAEMON_SRCS: the daemon), the file
+# replaced by its copy and everything else unchanged, and check that the
+# userspace KUnit run fails in the cases named, with the message named.
+# A mutant the suites do not kill fails this script.  Mutants run
+# $NXQ_MUTANT_JOBS at a time (default 3: their cases mostly wait); the
+# results are printed in order.
 set -eu
 cd "$(dirname "$0")"
 tmp=$(mktemp -d /tmp/nxq-mutants.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 bad=0
+jobs=${NXQ_MUTANT_JOBS:-3}
+names=()
+# everything a mutant does not replace is built once, before
+make -s all >/dev/null
 
-# mutant NAME VAR BINVAR FILE SED-EXPR CASE-GLOB WANT-IN-OUTPUT
-mutant() {
-	name=$1 var=$2 binvar=$3 file=$4 expr=$5 cases=$6 want=$7
+# mutant_run NAME VAR BINVAR FILE SED-EXPR CASE-GLOB WANT-IN-OUTPUT
+mutant_run() {
+	local name=$1 var=$2 binvar=$3 file=$4 expr=$5 cases=$6 want=$7
+	local srcs orig copy msrcs suite rc
 	srcs=$(make -s "print-$var")
 	orig=$(echo "$srcs" | tr ' ' '\n' | grep -E "(^|/)$(basename "$file")\$" |
 	       head -n 1)
@@ -21,16 +29,14 @@ mutant() {
 	sed "$expr" "$orig" >"$copy"
 	if cmp -s "$orig" "$copy"; then
 		echo "mutant $name: the expression changed nothing in $orig"
-		bad=1
-		return
+		return 1
 	fi
 	msrcs=$(echo "$srcs" | sed "s|$orig|$copy|")
 	make -s "$var=$msrcs" "$binvar=$tmp/$name/kunit" "$tmp/$name/kunit" \
 		>"$tmp/$name/build.log" 2>&1 || {
 		cat "$tmp/$name/build.log"
 		echo "mutant $name: does not build"
-		bad=1
-		return
+		return 1
 	}
 	set +e
 	if [ "$var" = DAEMON_SRCS ]; then
@@ -38,7 +44,6 @@ mutant() {
 		# control socket's cases, ctl-kunit) runs against it
 		suite=build/transport-kunit
 		case $cases in nxquotad_ctl*) suite=build/ctl-kunit ;; esac
-		make -s "$suite" >/dev/null 2>&1
 		NXQD_BIN=$tmp/$name/kunit ASAN_OPTIONS=detect_leaks=0 \
 			UK_KUNIT_TIMEOUT=60 "$suite" "$cases" \
 			>"$tmp/$name/run.log" 2>&1
@@ -55,11 +60,20 @@ mutant() {
 			   awk '{print $4}' | tr '\n' ' ')"
 		grep -m 2 -A 2 -E 'FAILED at|WARNING:' "$tmp/$name/run.log" |
 			grep -v '^ *#[0-9]' | sed 's/^ */    /'
-	else
-		cat "$tmp/$name/run.log"
-		echo "mutant $name: SURVIVED (rc $rc)"
-		bad=1
+		return 0
 	fi
+	cat "$tmp/$name/run.log"
+	echo "mutant $name: SURVIVED (rc $rc)"
+	return 1
+}
+
+# mutant NAME ...: mutant_run in the background, $jobs at a time
+mutant() {
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+		wait -n || true
+	done
+	names+=("$1")
+	( set +e; mutant_run "$@" >"$tmp/$1.out" 2>&1; echo $? >"$tmp/$1.rc" ) &
 }
 
 # A rule of the ledger: the full check (after the fast path declined)
@@ -90,64 +104,117 @@ mutant lost-wakeup COMPAT_SRCS COMPAT_BIN uk.c \
 mutant no-grace-period COMPAT_SRCS COMPAT_BIN uk.c \
 	'/^void synchronize_rcu(void)/,/^}/{/pthread_rwlock_wrlock(&uk_rcu_gp);/d;/pthread_rwlock_unlock(&uk_rcu_gp);/d}' \
 	'uk-compat.uk_test_rcu' 'Expected'
+# The compat layer: a signal does not wake a parked fiber (a waiting
+# charge whose peer hung up would wait out its whole timeout).
+mutant fiber-signal-lost COMPAT_SRCS COMPAT_BIN uk.c \
+	'/^static void uk_fiber_signal(/,/^}/s/uk_fiber_ready_locked(f);/;/' \
+	'uk-compat.uk_test_fibers' 'Expected'
+# The compat layer: nla_parse() takes attributes above the policy's.
+mutant nla-maxtype-unchecked COMPAT_SRCS COMPAT_BIN nlattr.c \
+	's/if (type == 0 || type > maxtype) {/if (type == 0) {/' \
+	'uk-compat.uk_test_nla' 'Expected'
+# The compat layer: nla_parse() takes a u32 of another length.
+mutant nla-length-unchecked COMPAT_SRCS COMPAT_BIN nlattr.c \
+	's/if (nla_fixed_len\[pt->type\] \&\& attrlen != nla_fixed_len\[pt->type\]) {/if (nla_fixed_len[pt->type] \&\& 0) {/' \
+	'uk-compat.uk_test_nla' 'Expected'
+# One ABI: the registration's check lets a reserved field through (both
+# authorities compile kmod/abi.c; its suite runs in the ledger's binary).
+mutant abi-reserved-unchecked LEDGER_SRCS LEDGER_BIN abi.c \
+	's/if (a->priority > NXQ_PRIORITY_MAX || a->reserved)/if (a->priority > NXQ_PRIORITY_MAX)/' \
+	'nxquota-abi.nxq_abi_test_args' 'Expected'
+# One ABI: a charge may both probe and wait.
+mutant abi-probe-wait LEDGER_SRCS LEDGER_BIN abi.c \
+	's/if ((a->flags \& NXQ_CHARGE_PROBE) \&\& (a->flags \& NXQ_CHARGE_WAIT))/if (0)/' \
+	'nxquota-abi.nxq_abi_test_args' 'Expected'
 # The daemon: bytes it does not know are not checked.
 mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN client.c \
 	's/if (msg\[sizeof(\*req) + i\])/if (0 \&\& msg[sizeof(*req) + i])/' \
 	'nxquotad-transport.*' 'Expected'
-# The daemon: identity from itself instead of from the socket.
-mutant cred-not-from-socket DAEMON_SRCS DAEMON_BIN client.c \
-	's/c->peer.pid, c->peer.uid, c->peer.gid);/getppid(), c->peer.uid, c->peer.gid);/' \
-	'nxquotad-transport.*' 'Expected'
+# The daemon: a credential the client names is taken, whoever's it is.
+mutant cred-named-by-client DAEMON_SRCS DAEMON_BIN client.c \
+	's/^\tif (!nxqd_proc_cred_trusted(r->cred.pid))$/\tif (0)/' \
+	'nxquotad-attack.nxqd_test_decoy_creds' 'Expected'
 # The daemon: a holder usable by any process that names its id.
 mutant holder-any-process DAEMON_SRCS DAEMON_BIN client.c \
-	's/if (e \&\& e->proc->tgid == pid \&\& !e->proc->dead) {/if (e \&\& !e->proc->dead) {/' \
+	's/if (!e || !r->caller || e->proc != r->caller || e->proc->dead)/if (!e || e->proc->dead)/' \
 	'nxquotad-client.nxqd_test_other_process' 'Expected'
 # The daemon: more descriptors than the request announces are taken.
 mutant fd-count-unchecked DAEMON_SRCS DAEMON_BIN client.c \
 	's/if (r->fds_trunc || r->nr_fds != want)/if (r->fds_trunc || r->nr_fds < want)/' \
 	'nxquotad-client.nxqd_test_register_fds' 'Expected'
+# The daemon: an O_PATH descriptor of the node proves access.
+mutant opath-proves DAEMON_SRCS DAEMON_BIN client.c \
+	's/if (fl < 0 || (fl \& O_PATH) ||/if (fl < 0 ||/' \
+	'nxquotad-attack.nxqd_test_opath' 'Expected'
 # The daemon: a holder outlives the connection it was registered on.
 mutant conn-close-keeps-holders DAEMON_SRCS DAEMON_BIN client.c \
-	's/^\tnxqd_end_holders(c, NULL);/\t;/' \
+	'/^static void nxqd_conn_close(/,/^}/s/^\t\tnxqd_hent_end(e);/\t\t;/' \
 	'nxquotad-client.nxqd_test_sigkill' 'Expected'
-# The daemon: a holder outlives its process (the pidfd watcher ignores it).
+# The daemon: a holder outlives its process (the pidfd watch ignored).
 mutant exit-keeps-holders DAEMON_SRCS DAEMON_BIN client.c \
-	's/^\t\t\t\tnxqd_end_holders(NULL, found);/\t\t\t\t;/' \
+	'/^static void nxqd_proc_gone(/,/^}/s/^\t\tnxqd_hent_end(e);/\t\t;/' \
 	'nxquotad-client.nxqd_test_sigkill' 'Expected'
 # The daemon: a waiting charge is not interrupted when its peer hangs up.
 mutant wait-outlives-peer DAEMON_SRCS DAEMON_BIN client.c \
-	's/if (c->serial == serial \&\& c->waiting)/if (0)/' \
+	'/only a hang-up is watched while a request is in progress/,+2s/nxqd_conn_close(c);/;/' \
 	'nxquotad-client.nxqd_test_close_ends_wait' 'Expected'
-# The daemon: no grace window after a restart.
-mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \
-	's/while (nxqd_rs_open_locked() \&\& !(first/while (0 \&\& !(first/' \
-	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
-# The daemon: a listed client grows during the window, not only restores.
-mutant listed-grows-in-grace DAEMON_SRCS DAEMON_BIN restart.c \
-	's/!(first \&\& nxqd_rs_find(tgid, start))/!nxqd_rs_find(tgid, start)/' \
-	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
-# The daemon: a listed client counts as restored at its first charge, not
-# after re-registering every holder it had.
-mutant restored-too-early DAEMON_SRCS DAEMON_BIN restart.c \
-	's/if (e \&\& e->seen >= e->holders \&\& !e->restored) {/if (e \&\& !e->restored) {/' \
-	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
 # The daemon: a charge does not follow a process to its new cgroup.
 mutant no-follow-cgroup DAEMON_SRCS DAEMON_BIN client.c \
-	's/err = nxqd_follow_cgroup(h, proc);/err = 0 \&\& nxqd_follow_cgroup(h, proc);/' \
+	's/err = nxqd_follow_cgroup(e->h, e->proc);/err = 0 \&\& nxqd_follow_cgroup(e->h, e->proc);/' \
 	'nxquotad-client.nxqd_test_migrate' 'Expected'
-# The daemon: holder_signal writes the tenant's eventfd as it finds it.
-mutant signal-may-block DAEMON_SRCS DAEMON_BIN client.c \
-	'/^void nxqd_holder_signal(/,/^}/s/^\tif (!e)$/\tif (!e || write(e->fd, \&one, sizeof(one)) || 1)/' \
-	'nxquotad-client.nxqd_test_eventfd_full' 'Expected'
+# The daemon: no bound per cgroup on connections.
+mutant no-cgroup-cap DAEMON_SRCS DAEMON_BIN client.c \
+	's/c->per_cg->n >= nxqd_conn_per_cgroup)/0)/' \
+	'nxquotad-attack.nxqd_test_conn_flood' 'Expected'
+# The daemon: the client socket stays root's whatever -g says.
+mutant group-ignored DAEMON_SRCS DAEMON_BIN client.c \
+	's/gid >= 0 ? 0660 : 0600/0600/' \
+	'nxquotad-transport.nxqd_test_group' 'Expected'
+# The daemon: an eventfd is written where the ledger signals, under its
+# lock (a tenant that made its file block freezes the device).
+mutant signal-under-lock DAEMON_SRCS DAEMON_BIN signal.c \
+	'/^void nxqd_efd_signal(/,/^}/s/^\tpthread_mutex_lock(&sig.m);/\t{ u64 one = 1; if (write(e->fd, \&one, sizeof(one)) < 0) {} }\n&/' \
+	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
+# The daemon: an eventfd write that waits is not cut short.
+mutant signal-uncut DAEMON_SRCS DAEMON_BIN signal.c \
+	's/\.it_value\.tv_nsec = NXQD_SIGNAL_MS \* NSEC_PER_MSEC,/.it_value.tv_nsec = 0,/' \
+	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
+# The daemon: no grace window after a restart.
+mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \
+	'/^enum nxqd_verdict nxqd_grace_charge(/,/^}/s/if (rs.state == RS_CLOSED)/if (1)/' \
+	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
+# The daemon: a restore is taken for whatever it asks (version 1).
+mutant restore-unbounded DAEMON_SRCS DAEMON_BIN restart.c \
+	's/if (r \&\& r->restored + a->bytes <= r->charge) {/if (r) {/' \
+	'nxquotad-restart.nxqd_test_restore_v1' 'Expected'
+# The daemon: a first charge is taken for a restore whatever its size
+# (version 0).
+mutant restore-v0-unbounded DAEMON_SRCS DAEMON_BIN restart.c \
+	's/if (r->claimed || r->charge < bytes || strcmp(r->device, device))/if (r->claimed || strcmp(r->device, device))/' \
+	'nxquotad-restart.nxqd_test_restore_bounded' 'Expected'
+# The daemon: growth passes in the window (version 1), before others
+# have restored.
+mutant growth-in-window DAEMON_SRCS DAEMON_BIN restart.c \
+	'/^\t\tif (!a->restore)$/{n;s/NXQD_HOLD/NXQD_PASS/}' \
+	'nxquotad-restart.nxqd_test_restore_v1' 'Expected'
+# The daemon: a version 0 client counts as restored at its first charge,
+# not after registering again every holder it had.
+mutant restored-too-early DAEMON_SRCS DAEMON_BIN restart.c \
+	's/if (p \&\& !p->done \&\& p->seen >= p->nr_holders) {/if (p \&\& !p->done) {/' \
+	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
+# The daemon: the record is written without its holders.
+mutant record-empty DAEMON_SRCS DAEMON_BIN restart.c \
+	's/^\trs.ops->list(nxqd_record_emit, f);/\t;/' \
+	'nxquotad-restart.nxqd_test_restore_v1' 'Expected'
+# The control socket: a connection root made serves whoever sends on it.
+mutant ctl-any-sender DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/cred_ok = uc.uid == 0 \&\& uc.pid == c->peer.pid;/cred_ok = true;/' \
+	'nxquotad-attack.nxqd_test_ctl_passed' 'Expected'
 # The control socket: a peer that is not root is served (only the mode
 # kept it out).
 mutant ctl-any-uid DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/cred.uid != 0) {/cred.uid == 12345) {/' \
+	's/    cred.uid != 0 ||/    cred.uid == 12345 ||/' \
 	'nxquotad_ctl.ctl_test_root_only' 'Expected'
-# The control socket: attributes above the command's maxattr accepted.
-mutant ctl-maxattr-unchecked DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/if (type == 0 || type > maxattr) {/if (type == 0) {/' \
-	'nxquotad_ctl.ctl_test_validation' 'Expected'
 # The control socket: the genl header's reserved byte not checked.
 mutant ctl-reserved-unchecked DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/if (r.gh->reserved) {/if (0) {/' \
@@ -158,12 +225,16 @@ mutant ctl-drops-uncounted DAEMON_SRCS DAEMON_BIN ctl.c \
 	'nxquotad_ctl.ctl_test_events' 'Expected'
 # A control socket passed by systemd is ignored.
 mutant ctl-no-activation DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/int fd = nxqd_listen_fds("control");/int fd = -1;/' \
+	's/int fd = nxqd_listen_fds("control"), on = 1;/int fd = -1, on = 1;/' \
 	'nxquotad_ctl.ctl_test_socket_activation' 'Expected'
 # The control socket: no bound on its connections.
 mutant ctl-conns-unbounded DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/ctl_nconns >= NXQD_CTL_CONNS/ctl_nconns >= 100000/' \
+	's/ctl.nconns >= NXQD_CTL_CONNS/ctl.nconns >= 100000/' \
 	'nxquotad_ctl.ctl_test_bounds' 'Expected'
+# A budget change that could not be saved is acknowledged all the same.
+mutant unsaved-acked DAEMON_SRCS DAEMON_BIN ctl.c \
+	'/^static int ctl_budget(/,/^}/s/^\terr = nxqd_state_save(NULL);/\tnxqd_state_save(NULL); err = 0;/' \
+	'nxquotad-attack.nxqd_test_durability' 'Expected'
 # The new state is written but never renamed into place.
 mutant state-not-renamed DAEMON_SRCS DAEMON_BIN state.c \
 	's/if (!err \&\& rename(tmp, dst))/if (!err \&\& unlink(tmp))/' \
@@ -172,10 +243,16 @@ mutant state-not-renamed DAEMON_SRCS DAEMON_BIN state.c \
 mutant state-own-max-lost DAEMON_SRCS DAEMON_BIN state.c \
 	's/\t\tr.set_max = true;/\t\tr.set_max = false;/' \
 	'nxquotad_ctl.ctl_test_restart' 'Expected'
-# The daemon: the client socket stays root's whatever -g says.
-mutant group-ignored DAEMON_SRCS DAEMON_BIN client.c \
-	's/^\t\tmode = 0660;/\t\tmode = 0600;/' \
-	'nxquotad-transport.nxqd_test_group' 'Expected'
+# The daemon does not say it is ready (sd_notify).
+mutant not-ready DAEMON_SRCS DAEMON_BIN nxquotad.c \
+	's/"READY=1/"X=1/' \
+	'nxquotad-attack.nxqd_test_notify' 'Expected'
+wait
+for n in "${names[@]}"; do
+	cat "$tmp/$n.out"
+	[ "$(cat "$tmp/$n.rc" 2>/dev/null)" = 0 ] || bad=1
+done
+
 # The runner itself: a suite meant to fail must fail exactly so.
 make -s COMPAT_TESTS=compat/kunit_selftest.c COMPAT_BIN="$tmp/selftest" \
 	"$tmp/selftest" >"$tmp/selftest.build" 2>&1 || {

@@ -1,49 +1,136 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * nxquotad internals shared by its files: the one ledger, the cgroup glue
- * (dcgroup.c), the client socket (client.c), the restart list
- * (restart.c), the control socket and the state file (ctl.c, state.c).
+ * nxquotad internals shared by its files.  The daemon plays the part of
+ * the module's shells (kmod/cdev.c, kmod/cgroup.c, kmod/netlink.c,
+ * kmod/sysfs.c) around the unchanged ledger layers (kmod/ledger.h) and the
+ * ABI both authorities share (kmod/abi.c).  Its files, lowest first; a
+ * file calls only those above it in this list (where one must reach down
+ * to one below, it takes an ops struct):
  *
- * The daemon plays the part of the module's shells (kmod/cdev.c,
- * kmod/cgroup.c, kmod/netlink.c, kmod/sysfs.c) around the unchanged
- * ledger layers (kmod/ledger.c, kmod/charge.c):
+ *   loop.c      the event loop: descriptors, timers, fibers (one thread)
+ *   dcgroup.c   cgroup2 directories as node keys (kmod/cgroup.c's part)
+ *   proc.c      client processes: pidfd, start time, cgroup
+ *   signal.c    tickets' eventfds, written by a thread of their own
+ *   state.c     devices and budgets on disk
+ *   restart.c   what each holder held (the record) and the grace window
+ *   client.c    the client socket: kmod/cdev.c's commands
+ *   ctl.c       the control socket: kmod/netlink.c's family
+ *   nxquotad.c  main(), the options, the ledger's hooks
  *
+ * Threads: the loop runs every socket, every ledger call and every fiber
+ * (a waiting charge parks as one, see compat/uk.c); besides it there are
+ * only the eventfd writer (signal.c), the compat layer's workqueue (the
+ * ledger's event work: ctl.c's nxqd_ctl_event()) and its RCU callbacks
+ * (frees).  Nothing of the daemon's is taken under a ledger lock but the
+ * signal queue's lock (nxqd_efd_signal()).
+ *
+ * Keys and identities:
  *  - node keys are struct nxqd_cg (opaque here): a cgroup2 directory,
  *    by its path relative to the cgroup2 mount and its inode number (the
  *    cgroup id the kernel gives the same directory); key_dead is "the
  *    directory is gone or its inode changed";
  *  - a holder's owner (struct pid * in the ledger) is a struct nxqd_proc
- *    (client.c): the registering process, by pidfd and start time;
+ *    (proc.c): the process that made the connection it was registered on;
  *  - dev->devt is the userspace encoding of the device number, as
  *    makedev(major, minor) and fstat()'s st_rdev give it (the module keeps
  *    the kernel's MKDEV()); 0 is no device node.
- *
- * Lock order: the ledger's (ledger.h), then nothing of the daemon's is
- * taken under the device lock except what the hooks below say.
  */
 #ifndef _NXQD_H
 #define _NXQD_H
 
 #include "ledger.h"
-#include "proto.h"
+#include <linux/nxquotad.h>
 
 /* Deepest cgroup level a holder or budget may name (as the module). */
 #define NXQD_MAX_DEPTH		64
 
 /*
- * Connections one process (its tgid) and one uid may have open, by
- * default (nxquotad -P, -U): each is a thread of the daemon.
+ * Bounds on connections (nxquotad -N, -K, -U, -P): in all, per cgroup of
+ * the connecting process, per uid, per process.  One over is closed at
+ * once and counted (the device dump's conns-refused).
  */
-#define NXQD_CONN_PER_PROC	1024
+#define NXQD_CONNS_MAX		8192
+#define NXQD_CONN_PER_CGROUP	1024
 #define NXQD_CONN_PER_UID	4096
-extern unsigned int nxqd_conn_per_proc, nxqd_conn_per_uid;
+#define NXQD_CONN_PER_PROC	1024
+extern unsigned int nxqd_conns_max, nxqd_conn_per_cgroup;
+extern unsigned int nxqd_conn_per_uid, nxqd_conn_per_proc;
 
-/* Default grace window after a restart that found a client list (-G). */
+/* Default grace window after a restart that found a record (-G). */
 #define NXQD_GRACE_MS		5000
+/* The record of what holders hold is written at most this often (-R). */
+#define NXQD_RECORD_MS		50
+/*
+ * After a turn that served something, the loop polls (epoll_wait() with no
+ * timeout) this long before it sleeps (-B, 0: never): a client's next
+ * request, a few us away, is then not a wake-up away.  It costs CPU only
+ * while requests come.
+ */
+#define NXQD_BUSY_US		20
+extern unsigned int nxqd_busy_us;
 
 extern struct nxq_ledger nxqd_ledger;
 extern const struct nxq_ledger_ops nxqd_ledger_ops;
 extern int nxqd_verbose;
+
+/* ---- loop.c: the event loop ---- */
+
+/*
+ * A descriptor the loop polls (level-triggered).  @fn runs on the loop
+ * with the events that came.  Whatever embeds a watch is freed through
+ * nxqd_loop_defer_free() once its watch is deleted: an event already
+ * collected for it may still be looked at in the same turn.
+ */
+struct nxqd_watch {
+	int fd;
+	u32 events;
+	bool dead;
+	void (*fn)(struct nxqd_watch *w, u32 revents);
+};
+
+/* A deadline on the loop's clock (CLOCK_MONOTONIC, as ktime_get_ns()). */
+struct nxqd_timer {
+	u64 at;
+	struct list_head link;
+	void (*fn)(struct nxqd_timer *t);
+};
+
+int nxqd_loop_init(void);
+void nxqd_loop_exit(void);
+int nxqd_watch_add(struct nxqd_watch *w);
+int nxqd_watch_mod(struct nxqd_watch *w, u32 events);
+void nxqd_watch_del(struct nxqd_watch *w);
+void nxqd_timer_init(struct nxqd_timer *t, void (*fn)(struct nxqd_timer *t));
+void nxqd_timer_arm(struct nxqd_timer *t, u64 at);
+void nxqd_timer_cancel(struct nxqd_timer *t);
+bool nxqd_timer_armed(const struct nxqd_timer *t);
+void nxqd_loop_defer_free(void *p, void (*fn)(void *p));
+/* Run until nxqd_loop_stop(); SIGTERM and SIGINT call @on_signal. */
+void nxqd_loop_run(void (*on_signal)(int sig));
+void nxqd_loop_stop(void);
+/* Which turn of the loop this is (each epoll_wait() starts one). */
+u64 nxqd_loop_turn(void);
+/* Run turns until @done(@arg) or @timeout_ms passed (the shutdown). */
+void nxqd_loop_until(bool (*done)(void *arg), void *arg,
+		     unsigned int timeout_ms);
+static inline u64 nxqd_now(void)
+{
+	return ktime_get_ns();
+}
+/*
+ * A socket systemd passed (sd_listen_fds_with_names(3)'s protocol,
+ * LISTEN_PID/LISTEN_FDS/LISTEN_FDNAMES) named @name, made close-on-exec,
+ * or -1.
+ */
+int nxqd_listen_fds(const char *name);
+/*
+ * Bind a SOCK_SEQPACKET socket at @path with @mode (and group @gid if
+ * >= 0), taking over a socket file no daemon answers on.  Return: the
+ * listening socket, or -errno (-EADDRINUSE: one answers).
+ */
+int nxqd_bind(const char *path, mode_t mode, long gid, int backlog);
+/* sd_notify(3)'s protocol: @state to $NOTIFY_SOCKET, if set. */
+void nxqd_notify(const char *state);
 
 /* ---- dcgroup.c: cgroup2 directories as node keys ---- */
 
@@ -70,6 +157,13 @@ u64 nxqd_cgroup_key_id(const void *key);
 /* "/" for the root, else "/a/b"; valid while the key is. */
 const char *nxqd_cgroup_key_path(const void *key);
 int nxqd_cgroup_key_name(void *key, char *buf, size_t size);
+/* dcgroup.c's part of nxqd_ledger_ops: node keys are cgroup2 directories. */
+#define NXQD_CGROUP_KEY_OPS						\
+	.key_put = nxqd_cgroup_key_put,					\
+	.key_dead = nxqd_cgroup_key_dead,				\
+	.key_path = nxqd_cgroup_key_name
+/* The id (inode) of the cgroup2 directory @path, 0 if there is none. */
+u64 nxqd_cgroup_id(const char *path);
 
 /*
  * The node chain for @path on @dev, as the module's
@@ -88,80 +182,217 @@ struct nxq_node *nxqd_node_for_path(struct nxq_device *dev, const char *path);
 int nxqd_budget_set(const char *key, const char *path,
 		    const struct nxq_budget_req *r, char *msg, size_t msg_size);
 
-/*
- * The cgroup2 path of process @pid from /proc/PID/cgroup ("0::PATH").
- * Return: 0 or -errno (-ESRCH: no such process).
- */
-int nxqd_cgroup_of_pid(pid_t pid, char *buf, size_t len);
-/* The same from an open /proc/PID/cgroup (read again from its start). */
+/* The cgroup2 path in an open /proc/PID/cgroup (read from its start). */
 int nxqd_cgroup_read(int fd, char *buf, size_t len);
+
+/* ---- proc.c: client processes ---- */
+
+/*
+ * A process that made a connection, found by its pid and start time; the
+ * loop watches its pidfd and calls the exit hook once it is gone.  Fields
+ * are the loop's.
+ */
+struct nxqd_proc {
+	pid_t tgid;
+	u64 start;			/* /proc/PID/stat field 22 */
+	int pidfd;
+	int cgfd;			/* its /proc/PID/cgroup, or -1 */
+	unsigned int refs;		/* connections, holders */
+	unsigned int nr_conns;
+	bool dead;			/* its exit was seen */
+	struct nxqd_watch w;		/* the pidfd */
+	struct nxqd_proc *hnext;	/* proc.c's table */
+	struct list_head holders;	/* client.c's: its holders */
+};
+
+/*
+ * Called on the loop when a watched process exits (after it is marked
+ * dead): client.c ends its holders.
+ */
+void nxqd_proc_init(void (*on_exit)(struct nxqd_proc *p));
+/*
+ * The process @pid that made a connection accepted at @ticks
+ * (nxqd_proc_ticks()), with a reference; @pidfd is the connection's
+ * SO_PEERPIDFD (consumed) or -1.  Return: it, or ERR_PTR(-ESRCH: gone or
+ * the pid was reused, -ENOMEM, ...).
+ */
+struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks);
+/* Handle now every listed process whose pidfd says it exited (before a dump). */
+void nxqd_proc_reap(void);
+void nxqd_proc_hold(struct nxqd_proc *p);
+void nxqd_proc_put(struct nxqd_proc *p);
+/* Now, in /proc/PID/stat's start-time ticks (CLOCK_BOOTTIME). */
+u64 nxqd_proc_ticks(void);
+/* The start time of @pid (/proc/PID/stat field 22), 0 if none. */
+u64 nxqd_proc_start_time(pid_t pid);
+/* A pidfd of @pid if it is still the process started at @start, or -1. */
+int nxqd_proc_pidfd(pid_t pid, u64 start);
+/*
+ * The process's cgroup2 id now: 0 and *@id through the pidfd
+ * (PIDFD_GET_INFO, Linux 6.13), or -EOPNOTSUPP where the kernel cannot
+ * say so (read the path then), -ESRCH if it is gone.
+ */
+int nxqd_proc_cgroup_id(struct nxqd_proc *p, u64 *id);
+/* Its cgroup2 path now, from /proc/PID/cgroup.  0 or -errno. */
+int nxqd_proc_cgroup_path(struct nxqd_proc *p, char *buf, size_t len);
+/* SIGKILL it, through its pidfd. */
+void nxqd_proc_kill(struct nxqd_proc *p);
+/*
+ * May a request's SCM_CREDENTIALS naming @pid, which is not the
+ * connection's process, be believed?  The kernel lets a sender name
+ * another process only with CAP_SYS_ADMIN in the user namespace that owns
+ * its pid namespace; when @pid's pid namespace and every one above it are
+ * owned by the daemon's user namespace, only a root that can do anything
+ * could have named it.  False (refuse) for any other, e.g. a process in a
+ * container with a user namespace, whose root could name a decoy.
+ */
+bool nxqd_proc_cred_trusted(pid_t pid);
+
+/* ---- signal.c: the tickets' eventfds ---- */
+
+/*
+ * A holder's eventfd (its priv), shared with the tenant that passed it.
+ * nxqd_efd_signal() may be called under the device lock: it queues, and a
+ * thread of its own writes, so no tenant's file is written under a
+ * ledger lock or on the loop, and a write that would wait (the tenant
+ * filled the counter and cleared O_NONBLOCK) is cut short and the file
+ * never written again.
+ */
+struct nxqd_efd;
+int nxqd_signal_start(void);
+void nxqd_signal_stop(void);
+struct nxqd_efd *nxqd_efd_new(int fd);
+void nxqd_efd_put(struct nxqd_efd *e);
+void nxqd_efd_signal(struct nxqd_efd *e);
+/* Writes cut short so far (files that will not be signalled again). */
+unsigned long nxqd_signal_refused(void);
+
+/* ---- state.c: devices and budgets on disk ---- */
+
+/* Load @dir/state at start (before any socket); remember @dir. */
+int nxqd_state_load(const char *dir);
+/*
+ * Write the devices and budgets (tmp, fsync, rename, fsync of the
+ * directory), leaving out device @skip if not NULL (a removal about to
+ * happen).  Return: 0, or the write's -errno (nothing replaced).
+ */
+int nxqd_state_save(const char *skip);
+/* The directory, or NULL when nothing is persisted. */
+const char *nxqd_state_dir(void);
+
+/* ---- restart.c: the record and the grace window ---- */
+
+/* One holder as the record keeps it. */
+struct nxqd_rec_line {
+	pid_t pid;
+	u64 start;
+	u64 id;
+	const char *device;
+	u64 charge;
+};
+
+struct nxqd_restart_ops {
+	/* Every live holder, for the record, through @emit. */
+	void (*list)(void (*emit)(void *ctx, const struct nxqd_rec_line *l),
+		     void *ctx);
+};
+
+int nxqd_restart_init(const char *dir, unsigned int grace_ms,
+		      unsigned int record_ms,
+		      const struct nxqd_restart_ops *ops);
+/* The holders changed: the record is written within record_ms. */
+void nxqd_record_dirty(void);
+/* Write it now. */
+int nxqd_record_write(void);
+/* Write it a last time (at stop, before the connections end). */
+int nxqd_record_final(void);
+void nxqd_restart_exit(void);
+
+/* A claim on what a holder held before the restart (v1). */
+struct nxqd_rec_holder;
+
+/* A charge held by the grace window until it closes. */
+struct nxqd_rs_proc;
+struct nxqd_held {
+	struct list_head link;
+	u64 excess;			/* restores: beyond the record */
+	bool restore;
+	struct nxqd_rs_proc *proc;	/* a listed process blocked on it */
+	struct nxqd_timer timer;	/* its own timeout, if it has one */
+	/* run when released: 0 go on, -ETIMEDOUT its timeout ran out */
+	void (*release)(struct nxqd_held *held, int err);
+};
+
+bool nxqd_grace_open(void);
+/*
+ * Registration: a v1 restore claims the holder @old_id that process
+ * (@pid, @start) had on @device; NULL if there is none to claim.
+ */
+struct nxqd_rec_holder *nxqd_grace_claim(pid_t pid, u64 start, u64 old_id,
+					 const char *device);
+/* A v0 registration of a listed process. */
+void nxqd_grace_registered(pid_t pid, u64 start);
+/* NXQD_REQ_RESTORED: the process restored all it will. */
+void nxqd_grace_done(pid_t pid, u64 start);
+
+/* What a charge asks of the window. */
+struct nxqd_grace_ask {
+	pid_t pid;
+	u64 start;
+	const char *device;
+	u64 bytes;
+	bool v1;			/* version 1 request */
+	bool restore;			/* v1: NXQD_REQ_RESTORE */
+	bool first;			/* v0: the first charge on its holder */
+	struct nxqd_rec_holder *rec;	/* v1: the holder's claim */
+	u64 timeout_ns;			/* 0: no wait */
+};
+
+enum nxqd_verdict {
+	NXQD_PASS,		/* charge now */
+	NXQD_PASS_RESTORE,	/* charge now: a restore within the record */
+	NXQD_HOLD,		/* nxqd_grace_hold() it */
+	NXQD_AGAIN,		/* v0, no wait: -EAGAIN */
+};
+
+enum nxqd_verdict nxqd_grace_charge(const struct nxqd_grace_ask *ask,
+				    struct nxqd_held *held);
+/* Keep @held until the window closes (or its timeout, @timeout_ns). */
+void nxqd_grace_hold(struct nxqd_held *held, u64 timeout_ns);
+/* Its connection went: forget it. */
+void nxqd_grace_unhold(struct nxqd_held *held);
+/* A charge completed (v0's restored test); a restore's outcome. */
+void nxqd_grace_charged(pid_t pid, u64 start);
+void nxqd_grace_restore_result(const char *device, u64 bytes, int err);
+/* The device's restore counts (bytes restored, bytes refused). */
+void nxqd_grace_stats(const char *device, u64 *restored, u64 *refused);
 
 /* ---- client.c: the client socket ---- */
 
 /*
  * Listen on @path (mode 0660 and group @group if it exists, else 0600;
- * @group NULL: "nxquota" if it exists) and serve clients from a thread.
- * Return: 0 or -errno (-EADDRINUSE: another daemon answers there).
+ * @group NULL: "nxquota" if it exists), unless systemd passed a socket
+ * named "client".  Return: 0 or -errno (-EADDRINUSE: a daemon answers
+ * there).
  */
 int nxqd_client_start(const char *path, const char *group);
-/* Stop serving: end every connection, detach every holder. */
+/* Stop: every waiting charge ends, every connection and holder. */
 void nxqd_client_stop(void);
-/* End the holders of every listed process that has exited (before a dump). */
-void nxqd_client_reap(void);
 /* The ledger's holder_signal and holder_kill hooks (device lock held). */
 void nxqd_holder_signal(struct nxq_holder *h);
 void nxqd_holder_kill(struct nxq_holder *h);
+/* The authority's counts for the device dump (the module's zeros). */
+void nxqd_client_refusals(const char *device, struct nxq_abi_refusals *r);
+/* What restart.c calls back for the record: the live holders. */
+const struct nxqd_restart_ops *nxqd_client_restart(void);
 
-/* ---- restart.c: the client list and the grace window ---- */
+/* ---- ctl.c: the control socket ---- */
 
-/*
- * Read the client list left in @dir (pid, start time and number of
- * holders of the processes that had holders), keep the living ones, and open the grace window of
- * @grace_ms if any.  Return: 0 or -errno.
- */
-int nxqd_restart_init(const char *dir, unsigned int grace_ms);
-/* The holders of a process changed: rewrite the list. */
-void nxqd_restart_save(void);
-/*
- * May the process @tgid (started at @start, /proc/PID/stat ticks) charge
- * now?  0 outside the grace window, or for a listed process's restore
- * (@first: the first charge on a holder it registered); in it, for any
- * other charge: -EAGAIN if @timeout_ns is 0, else waits until the window
- * ends (0, *@timeout_ns reduced by the wait), *@timeout_ns runs out
- * (-ETIMEDOUT) or the calling task is signalled (-EINTR).
- */
-int nxqd_restart_gate(pid_t tgid, u64 start, bool first, u64 *timeout_ns);
-/*
- * A process registered a holder, or a charge of it is done: a listed
- * process is restored once it registered as many holders as it had and
- * charged after the last (or NXQD_RESTORE_SETTLE_MS passed after it: its
- * last holder had nothing to charge).
- */
-void nxqd_restart_registered(pid_t tgid, u64 start);
-void nxqd_restart_charged(pid_t tgid, u64 start);
-#define NXQD_RESTORE_SETTLE_MS	200
-/* Stop: the list on disk stays as it is (a restart finds it). */
-void nxqd_restart_exit(void);
-
-/* client.c: the processes that hold holders now (for the list). */
-struct nxqd_client_id {
-	pid_t pid;
-	u64 start;
-	unsigned int holders;
-};
-/* The start time of @pid (/proc/PID/stat field 22), 0 if none. */
-u64 nxqd_proc_start_time(pid_t pid);
-/* Fill up to @max entries; return how many there are. */
-size_t nxqd_client_list(struct nxqd_client_id *ids, size_t max);
-
-/* ---- ctl.c, state.c (H-D2) ---- */
-
-/* Listen on @path (root only) and serve from a thread.  0 or -errno. */
 int nxqd_ctl_start(const char *path);
+void nxqd_ctl_stop(void);
 /* The ledger's event hook: to the control socket's subscribers. */
 void nxqd_ctl_event(const struct nxq_event *ev);
-/* Devices and budgets: load from @dir/state at start, save on change. */
-int nxqd_state_load(const char *dir);
-int nxqd_state_save(void);
+/* The ledger's listening hook: has any connection subscribed? */
+bool nxqd_ctl_listening(void);
 
 #endif /* _NXQD_H */

@@ -3,37 +3,46 @@
  * nxquotad - the nxquota authority where the module cannot load.
  *
  * Built from the module's ledger layers (kmod/event.c, counter.c, waitq.c,
- * pressure.c, objects.c, charge.c) over daemon/compat; this file plays the part of the module's main.c:
- * it wires the ledger's hooks to the daemon's shells (nxqd.h) and starts
- * them.  The client socket (client.c) speaks the ioctls of /dev/nxquota,
- * the control socket (ctl.c) the generic netlink family; devices and
- * budgets persist in the state directory (state.c), with the list of the
- * processes that hold holders (restart.c).
+ * pressure.c, objects.c, charge.c) and the ABI both authorities share
+ * (kmod/abi.c) over daemon/compat; this file plays the part of the
+ * module's main.c: it wires the ledger's hooks to the daemon's shells
+ * (nxqd.h), starts them on the event loop, tells systemd it is ready
+ * (Type=notify) and stops them on SIGTERM.  The client socket (client.c)
+ * speaks the ioctls of /dev/nxquota, the control socket (ctl.c) the
+ * generic netlink family; devices and budgets persist in the state
+ * directory (state.c), with the record of what each holder held
+ * (restart.c).
  *
  * Usage: nxquotad [-s SOCKET] [-c CONTROL] [-g GROUP] [-S STATEDIR]
- *                 [-G GRACE_MS] [-C CGROUP2DIR] [-P PER_PROCESS]
- *                 [-U PER_UID] [-v]
+ *                 [-G GRACE_MS] [-R RECORD_MS] [-C CGROUP2DIR]
+ *                 [-N CONNS] [-K PER_CGROUP] [-U PER_UID] [-P PER_PROCESS]
+ *                 [-v]
  */
 #include <linux/types.h>
 #include <getopt.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "nxqd.h"
-#include "ctl.h"
 
 struct nxq_ledger nxqd_ledger;
 int nxqd_verbose;
 
+/*
+ * The module's shells behind struct nxq_ledger_ops, here: a holder's kill
+ * and ticket signal (client.c), events and whether anyone listens
+ * (ctl.c), node keys (dcgroup.c).  No sysfs: nothing is told of devices
+ * and nodes coming and going.
+ */
 const struct nxq_ledger_ops nxqd_ledger_ops = {
-	.key_put	= nxqd_cgroup_key_put,
-	.key_dead	= nxqd_cgroup_key_dead,
-	.key_path	= nxqd_cgroup_key_name,
 	.holder_kill	= nxqd_holder_kill,
 	.holder_signal	= nxqd_holder_signal,
 	.event		= nxqd_ctl_event,
+	.listening	= nxqd_ctl_listening,
+	NXQD_CGROUP_KEY_OPS,
 };
 
 /* A number for an option, 1..INT_MAX (0 too if @zero_ok); -1 if bad. */
@@ -54,20 +63,41 @@ static void nxqd_usage(void)
 {
 	fprintf(stderr,
 		"usage: nxquotad [-s SOCKET] [-c CONTROL] [-g GROUP] [-S STATEDIR]\n"
-		"                [-G GRACE_MS] [-C CGROUP2DIR] [-P PER_PROCESS]\n"
-		"                [-U PER_UID] [-v]\n");
+		"                [-G GRACE_MS] [-R RECORD_MS] [-C CGROUP2DIR]\n"
+		"                [-N CONNS] [-K PER_CGROUP] [-U PER_UID]\n"
+		"                [-P PER_PROCESS] [-B BUSY_US] [-v]\n");
+}
+
+/*
+ * As many descriptors as the hard limit allows: each connection is one
+ * (and each holder's eventfd); the bound on connections (-N) says how
+ * many the daemon lets the tenants have.
+ */
+static void nxqd_raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static void nxqd_on_signal(int sig)
+{
+	if (sig == SIGTERM || sig == SIGINT)
+		nxqd_loop_stop();
 }
 
 int main(int argc, char **argv)
 {
 	const char *path = NULL, *ctl = NULL, *group = NULL, *cgdir = NULL;
 	const char *statedir = NXQD_STATE_DIR;
-	long grace = NXQD_GRACE_MS, n;
-	char ctlbuf[PATH_MAX];
-	sigset_t set;
-	int opt, err, sig;
+	long grace = NXQD_GRACE_MS, record = NXQD_RECORD_MS, n;
+	char ctlbuf[PATH_MAX], status[128];
+	int opt, err;
 
-	while ((opt = getopt(argc, argv, "s:c:g:S:G:C:P:U:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:g:S:G:R:C:N:K:P:U:B:v")) != -1) {
 		switch (opt) {
 		case 's':
 			path = optarg;
@@ -82,12 +112,19 @@ int main(int argc, char **argv)
 			statedir = optarg;
 			break;
 		case 'G':
-			grace = nxqd_num(optarg, true);
-			if (grace < 0) {
+		case 'R':
+			n = nxqd_num(optarg, opt == 'G');
+			if (n < 0) {
 				nxqd_usage();
 				return 2;
 			}
+			if (opt == 'G')
+				grace = n;
+			else
+				record = n;
 			break;
+		case 'N':
+		case 'K':
 		case 'P':
 		case 'U':
 			n = nxqd_num(optarg, false);
@@ -95,10 +132,22 @@ int main(int argc, char **argv)
 				nxqd_usage();
 				return 2;
 			}
-			if (opt == 'P')
+			if (opt == 'N')
+				nxqd_conns_max = n;
+			else if (opt == 'K')
+				nxqd_conn_per_cgroup = n;
+			else if (opt == 'P')
 				nxqd_conn_per_proc = n;
 			else
 				nxqd_conn_per_uid = n;
+			break;
+		case 'B':
+			n = nxqd_num(optarg, true);
+			if (n < 0 || n > 10000) {
+				nxqd_usage();
+				return 2;
+			}
+			nxqd_busy_us = n;
 			break;
 		case 'C':
 			cgdir = optarg;
@@ -120,9 +169,9 @@ int main(int argc, char **argv)
 	/* the control socket sits next to the client socket unless told */
 	if (!ctl) {
 		const char *slash = strrchr(path, '/');
-		int n = slash ? (int)(slash - path) : 1;
+		int len = slash ? (int)(slash - path) : 1;
 
-		if (snprintf(ctlbuf, sizeof(ctlbuf), "%.*s/control.sock", n,
+		if (snprintf(ctlbuf, sizeof(ctlbuf), "%.*s/control.sock", len,
 			     slash ? path : ".") >= (int)sizeof(ctlbuf)) {
 			fprintf(stderr, "nxquotad: path too long\n");
 			return 2;
@@ -130,13 +179,14 @@ int main(int argc, char **argv)
 		ctl = ctlbuf;
 	}
 
-	/* SIGTERM and SIGINT are taken by sigwait() below, in this thread */
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-
+	nxqd_raise_nofile();
+	/* before any thread: they all keep SIGTERM, SIGINT blocked */
+	err = nxqd_loop_init();
+	if (err) {
+		fprintf(stderr, "nxquotad: event loop: %s\n", strerror(-err));
+		return 1;
+	}
 	err = nxqd_cgroup_init(cgdir);
 	if (err) {
 		fprintf(stderr, "nxquotad: cgroup2 %s: %s\n",
@@ -150,9 +200,9 @@ int main(int argc, char **argv)
 			strerror(-err));
 		return 1;
 	}
-	err = nxqd_restart_init(statedir, grace);
+	err = nxqd_signal_start();
 	if (err) {
-		fprintf(stderr, "nxquotad: client list in %s: %s\n", statedir,
+		fprintf(stderr, "nxquotad: signal thread: %s\n",
 			strerror(-err));
 		return 1;
 	}
@@ -164,6 +214,14 @@ int main(int argc, char **argv)
 				strerror(-err));
 		return 1;
 	}
+	err = nxqd_restart_init(statedir, grace, record,
+				nxqd_client_restart());
+	if (err) {
+		fprintf(stderr, "nxquotad: record in %s: %s\n", statedir,
+			strerror(-err));
+		nxqd_client_stop();
+		return 1;
+	}
 	err = nxqd_ctl_start(ctl);
 	if (err) {
 		fprintf(stderr, "nxquotad: %s: %s\n", ctl, strerror(-err));
@@ -173,15 +231,20 @@ int main(int argc, char **argv)
 	if (nxqd_verbose)
 		fprintf(stderr, "nxquotad: listening on %s (cgroup2 %s)\n",
 			path, nxqd_cgroup_root());
-	do {
-		if (sigwait(&set, &sig))
-			sig = 0;
-	} while (sig != SIGTERM && sig != SIGINT);
+	snprintf(status, sizeof(status),
+		 "READY=1\nSTATUS=serving %s\nMAINPID=%d", path, (int)getpid());
+	nxqd_notify(status);
 
-	/* the client list stays for the next start: a restart restores */
-	nxqd_restart_exit();
-	nxqd_client_stop();
+	nxqd_loop_run(nxqd_on_signal);
+
+	nxqd_notify("STOPPING=1");
+	/* what each holder holds stays for the next start: it restores */
+	nxqd_record_final();
 	nxqd_ctl_stop();
+	nxqd_client_stop();
+	nxqd_restart_exit();
+	nxqd_signal_stop();
+	nxqd_loop_exit();
 	if (nxqd_verbose)
 		fprintf(stderr, "nxquotad: stopped\n");
 	return 0;

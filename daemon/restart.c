@@ -1,296 +1,707 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nxquotad's restart: the client list and the grace window.
+ * nxquotad's restart: what each holder held (the record) and the grace
+ * window after a restart (the protocol is in <linux/nxquotad.h>).
  *
- * The daemon keeps, in its state directory, the list of the processes
- * that have holders ("clients": one "PID START HOLDERS" line each, START
- * the process's start time from /proc/PID/stat, HOLDERS how many it has),
- * rewritten (tmp, fsync, rename) whenever a registration or a holder's end
- * changes it.  A daemon that starts and finds such a list keeps the
- * processes still alive (same pid, same start time) and opens a grace
- * window of grace_ms.  Until it ends, charges get -EAGAIN (no wait) or
- * wait for its end, but for the restores of listed processes (the first
- * charge on each holder they register), so that the listed clients
- * re-charge what they held first and what fit before fits again.  The
- * window closes early once every listed process still alive is restored:
- * it registered HOLDERS holders again and a charge of it completed after
- * the last of them -- or NXQD_RESTORE_SETTLE_MS passed after it, for a
- * last holder that had nothing to charge.  (libnxquota restores holder by
- * holder: register, then charge what it held.)
+ * The record, STATEDIR/record, has a line per live holder:
+ *
+ *   nxquotad-record 2
+ *   holder PID START ID DEVICE CHARGE
+ *
+ * START is the process's start time (/proc/PID/stat field 22), ID the
+ * holder's id on this daemon, CHARGE what it held as the daemon last
+ * answered it.  It is written (tmp, rename; no fsync: it is for a crash of
+ * the daemon, not of the node, which ends its clients too) at most every
+ * record_ms after a change, and when the daemon stops -- never on the
+ * charge path: a change only marks it dirty.  The holders come from
+ * client.c through struct nxqd_restart_ops (this file is below it).
+ *
+ * A start that finds a record keeps its processes still alive (same pid
+ * and start time; each is watched by a pidfd) and opens the grace window
+ * for grace_ms.  While it is open only restores pass: a version 1 restore
+ * up to what the record has for the holder it claimed; a version 0
+ * process's first charge on a holder it registered again, up to what the
+ * record has for an unclaimed holder of it on that device (more than any
+ * claims the largest and is a restore beyond the record; -EAGAIN leaves
+ * the first charge to come).  Other charges
+ * are held (struct nxqd_held): restores beyond the record in one queue,
+ * by excess, growth in another, in order -- or, version 0 without a wait,
+ * refused with -EAGAIN.  The window closes when every listed process is
+ * restored (version 1: NXQD_REQ_RESTORED; version 0: it registered as
+ * many holders as it had and charged after the last, or
+ * NXQD_RESTORE_SETTLE_MS passed) or gone, or at its end; then the held
+ * restores are released, then the growth.
+ *
+ * Everything here runs on the loop thread.
  */
 #include <linux/types.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "nxqd.h"
 
-/* The most processes the list keeps. */
-#define NXQD_LIST_MAX	65536
+#define RECORD_MAGIC		"nxquotad-record 2"
+/* The most holders a record keeps. */
+#define NXQD_RECORD_MAX		(1 << 20)
+/* Version 0: a last holder with nothing to charge counts after this. */
+#define NXQD_RESTORE_SETTLE_MS	200
 
-static pthread_mutex_t nxqd_rs_lock = PTHREAD_MUTEX_INITIALIZER;
-static char nxqd_rs_file[PATH_MAX];
-static struct nxqd_rs_ent {
+struct nxqd_rs_proc;
+
+struct nxqd_rec_holder {
+	struct list_head link;		/* in its process's holders */
+	struct nxqd_rs_proc *proc;
+	u64 id;				/* on the daemon that went away */
+	char device[NXQ_DEVICE_KEY_MAX];
+	u64 charge;			/* what it held then */
+	u64 restored;			/* what its restores took back */
+	bool claimed;			/* a registration took it */
+};
+
+struct nxqd_rs_proc {
+	struct list_head link;		/* rs.procs */
 	pid_t pid;
 	u64 start;
-	unsigned int holders;		/* it had */
-	unsigned int seen;		/* registered again */
-	u64 last_ns;			/* when the last of them came */
-	bool restored;
-} *nxqd_rs_list;			/* nxqd_rs_lock */
-static size_t nxqd_rs_n;		/* nxqd_rs_lock */
-static u64 nxqd_rs_end_ns;		/* nxqd_rs_lock: 0 no window */
+	struct nxqd_watch w;		/* its pidfd, while the window is open */
+	struct list_head holders;
+	unsigned int nr_holders;
+	unsigned int seen;		/* v0: registrations since */
+	u64 last_ns;			/* v0: the last of them */
+	unsigned int held;		/* its restores the window holds */
+	bool done;			/* restored */
+	bool dead;
+};
 
-static u64 nxqd_mono_ns(void)
+struct nxqd_rs_stat {
+	char device[NXQ_DEVICE_KEY_MAX];
+	u64 restored, refused;
+};
+
+static struct {
+	char file[PATH_MAX], tmp[PATH_MAX + 8];
+	unsigned int grace_ms, record_ms;
+	const struct nxqd_restart_ops *ops;
+	struct list_head procs;
+	enum { RS_CLOSED, RS_OPEN, RS_DRAIN } state;
+	struct nxqd_timer end, settle, step, record;
+	bool dirty, frozen;
+	u64 last_write;
+	struct list_head held_restore;	/* by excess, smallest first */
+	struct list_head held_growth;	/* in order */
+	struct nxqd_rs_stat *stats;
+	size_t nstats;
+} rs = {
+	.procs = LIST_HEAD_INIT(rs.procs),
+	.held_restore = LIST_HEAD_INIT(rs.held_restore),
+	.held_growth = LIST_HEAD_INIT(rs.held_growth),
+};
+
+/* ---- the record ---- */
+
+static void nxqd_record_emit(void *ctx, const struct nxqd_rec_line *l)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (u64)ts.tv_sec * NSEC_PER_SEC + ts.tv_nsec;
+	fprintf(ctx, "holder %d %llu %llu %s %llu\n", l->pid,
+		(unsigned long long)l->start, (unsigned long long)l->id,
+		l->device, (unsigned long long)l->charge);
 }
 
-static bool nxqd_rs_alive(const struct nxqd_rs_ent *e)
+int nxqd_record_write(void)
 {
-	return !kill(e->pid, 0) || errno == EPERM ?
-	       nxqd_proc_start_time(e->pid) == e->start : false;
-}
+	struct nxqd_rs_proc *p;
+	struct nxqd_rec_holder *r;
+	int fd, err = 0;
+	FILE *f;
 
-/* Is the window open?  Closes it when over or all restored.  Locked. */
-static bool nxqd_rs_open_locked(void)
-{
-	size_t i;
+	if (!rs.file[0] || !rs.ops || rs.frozen)
+		return 0;
+	nxqd_timer_cancel(&rs.record);
+	rs.dirty = false;
+	rs.last_write = nxqd_now();
+	fd = open(rs.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		err = -errno;
+		if (fd >= 0)
+			close(fd);
+		goto out;
+	}
+	fprintf(f, "%s\n", RECORD_MAGIC);
+	rs.ops->list(nxqd_record_emit, f);
+	/* listed processes not back yet stay listed while the window is */
+	list_for_each_entry(p, &rs.procs, link) {
+		if (rs.state == RS_CLOSED || p->done || p->dead)
+			continue;
+		list_for_each_entry(r, &p->holders, link) {
+			struct nxqd_rec_line l = {
+				.pid = p->pid, .start = p->start, .id = r->id,
+				.device = r->device, .charge = r->charge,
+			};
 
-	if (!nxqd_rs_end_ns)
-		return false;
-	if (nxqd_mono_ns() < nxqd_rs_end_ns) {
-		for (i = 0; i < nxqd_rs_n; i++) {
-			struct nxqd_rs_ent *e = &nxqd_rs_list[i];
-
-			if (!e->restored && e->seen >= e->holders &&
-			    nxqd_mono_ns() - e->last_ns >=
-			    NXQD_RESTORE_SETTLE_MS * NSEC_PER_MSEC)
-				e->restored = true;
-			if (!e->restored && nxqd_rs_alive(e))
-				return true;
+			if (!r->claimed)
+				nxqd_record_emit(f, &l);
 		}
 	}
-	nxqd_rs_end_ns = 0;
+	if (fflush(f) || ferror(f))
+		err = -errno ? -errno : -EIO;
+	if (fclose(f) && !err)
+		err = -errno;
+	if (!err && rename(rs.tmp, rs.file))
+		err = -errno;
+out:
+	if (err) {
+		unlink(rs.tmp);
+		fprintf(stderr, "nxquotad: cannot write the record %s: %s\n",
+			rs.file, strerror(-err));
+		/* again later */
+		nxqd_record_dirty();
+	}
+	return err;
+}
+
+static void nxqd_record_due(struct nxqd_timer *t)
+{
+	nxqd_record_write();
+}
+
+int nxqd_record_final(void)
+{
+	int err = nxqd_record_write();
+
+	rs.frozen = true;
+	return err;
+}
+
+void nxqd_record_dirty(void)
+{
+	u64 at;
+
+	if (rs.dirty || !rs.file[0] || rs.frozen)
+		return;
+	rs.dirty = true;
+	at = rs.last_write + (u64)rs.record_ms * NSEC_PER_MSEC;
+	nxqd_timer_arm(&rs.record, max(at, nxqd_now()));
+}
+
+/* ---- the window ---- */
+
+static void nxqd_grace_check(void);
+static int nxqd_rs_add(pid_t pid, u64 start, struct nxqd_rs_proc **pp);
+
+static struct nxqd_rs_proc *nxqd_rs_find(pid_t pid, u64 start)
+{
+	struct nxqd_rs_proc *p;
+
+	list_for_each_entry(p, &rs.procs, link)
+		if (p->pid == pid && p->start == start)
+			return p;
+	return NULL;
+}
+
+static void nxqd_rs_exited(struct nxqd_watch *w, u32 revents)
+{
+	struct nxqd_rs_proc *p = container_of(w, struct nxqd_rs_proc, w);
+
+	p->dead = true;
+	nxqd_watch_del(&p->w);
+	nxqd_grace_check();
+}
+
+static void nxqd_release(struct list_head *q)
+{
+	struct nxqd_held *h;
+
+	while (!list_empty(q)) {
+		h = list_first_entry(q, struct nxqd_held, link);
+		list_del_init(&h->link);
+		nxqd_timer_cancel(&h->timer);
+		if (h->proc)
+			h->proc->held--;
+		h->release(h, 0);
+	}
+}
+
+static void nxqd_grace_close(void)
+{
+	struct nxqd_rs_proc *p;
+
+	rs.state = RS_CLOSED;
+	nxqd_timer_cancel(&rs.end);
+	nxqd_timer_cancel(&rs.settle);
+	nxqd_timer_cancel(&rs.step);
+	list_for_each_entry(p, &rs.procs, link)
+		nxqd_watch_del(&p->w);
 	if (nxqd_verbose)
 		fprintf(stderr, "nxquotad: grace window closed\n");
+	/* restores first, the smallest excess first; then growth */
+	nxqd_release(&rs.held_restore);
+	nxqd_release(&rs.held_growth);
+	nxqd_record_dirty();
+}
+
+/* Version 0's rule; arms the settle timer for the next one due. */
+static bool nxqd_rs_v0_done(struct nxqd_rs_proc *p, u64 now)
+{
+	u64 due;
+
+	if (p->seen < p->nr_holders)
+		return false;
+	due = p->last_ns + NXQD_RESTORE_SETTLE_MS * NSEC_PER_MSEC;
+	if (now >= due)
+		return true;
+	if (!nxqd_timer_armed(&rs.settle) || rs.settle.at > due)
+		nxqd_timer_arm(&rs.settle, due);
 	return false;
 }
 
-int nxqd_restart_init(const char *dir, unsigned int grace_ms)
+/*
+ * The window's steps, on a timer (this may run in a charge's fiber, and
+ * a step releases charges that may start fibers of their own):
+ *  - OPEN until every listed process is restored, gone, or blocked on a
+ *    restore the window holds (it restores holder by holder: it can go
+ *    no further); then DRAIN: the held restores are released, the
+ *    smallest excess first, and the blocked processes go on restoring,
+ *    growth still held (a restore beyond the record is held again, and
+ *    released again when every process left is blocked so);
+ *  - CLOSED once every listed process is restored or gone: the growth
+ *    is released.  The end (-G) closes it from either.
+ */
+static void nxqd_grace_step(struct nxqd_timer *t)
 {
-	unsigned long long start;
-	struct nxqd_rs_ent *m;
-	size_t cap = 0, alive = 0;
-	unsigned int holders;
-	char line[128];
-	FILE *f;
-	int pid;
+	struct nxqd_rs_proc *p;
+	bool settled = true, blocked_only = true;
+	u64 now = nxqd_now();
 
-	if (snprintf(nxqd_rs_file, sizeof(nxqd_rs_file), "%s/clients", dir) >=
-	    (int)sizeof(nxqd_rs_file))
-		return -ENAMETOOLONG;
-	if (mkdir(dir, 0700) && errno != EEXIST)
-		return -errno;
-	f = fopen(nxqd_rs_file, "re");
-	if (!f)
-		return errno == ENOENT ? 0 : -errno;
-	while (fgets(line, sizeof(line), f) && nxqd_rs_n < NXQD_LIST_MAX) {
-		holders = 1;
-		if (sscanf(line, "%d %llu %u", &pid, &start, &holders) < 2 ||
-		    pid <= 0 || !holders)
+	if (rs.state == RS_CLOSED)
+		return;
+	list_for_each_entry(p, &rs.procs, link) {
+		if (!p->done && !p->dead && nxqd_rs_v0_done(p, now))
+			p->done = true;
+		if (p->done || p->dead)
 			continue;
-		if (nxqd_rs_n == cap) {
-			cap = cap ? 2 * cap : 64;
-			m = realloc(nxqd_rs_list, cap * sizeof(*m));
-			if (!m)
-				break;
-			nxqd_rs_list = m;
-		}
-		m = &nxqd_rs_list[nxqd_rs_n];
-		memset(m, 0, sizeof(*m));
-		m->pid = pid;
-		m->start = start;
-		m->holders = holders;
-		if (nxqd_rs_alive(m)) {
-			nxqd_rs_n++;
-			alive++;
+		settled = false;
+		if (!p->held)
+			blocked_only = false;
+	}
+	if (settled) {
+		nxqd_grace_close();
+		return;
+	}
+	if (blocked_only && !list_empty(&rs.held_restore)) {
+		if (nxqd_verbose && rs.state == RS_OPEN)
+			fprintf(stderr, "nxquotad: grace window drains the restores it held\n");
+		rs.state = RS_DRAIN;
+		nxqd_release(&rs.held_restore);
+	}
+}
+
+static void nxqd_grace_check(void)
+{
+	if (rs.state != RS_CLOSED)
+		nxqd_timer_arm(&rs.step, nxqd_now());
+}
+
+static void nxqd_grace_end(struct nxqd_timer *t)
+{
+	if (rs.state != RS_CLOSED)
+		nxqd_grace_close();
+}
+
+static void nxqd_grace_settle(struct nxqd_timer *t)
+{
+	nxqd_grace_check();
+}
+
+bool nxqd_grace_open(void)
+{
+	return rs.state != RS_CLOSED;
+}
+
+struct nxqd_rec_holder *nxqd_grace_claim(pid_t pid, u64 start, u64 old_id,
+					 const char *device)
+{
+	struct nxqd_rs_proc *p = rs.state != RS_CLOSED ? nxqd_rs_find(pid, start) : NULL;
+	struct nxqd_rec_holder *r;
+
+	/*
+	 * A restore from a process the record does not list (it registered
+	 * after the record was last written): listed now, so the window
+	 * waits for its NXQD_REQ_RESTORED (or its end) as for the others'.
+	 */
+	if (!p && rs.state != RS_CLOSED && !nxqd_rs_add(pid, start, &p)) {
+		if (nxqd_watch_add(&p->w))
+			p->dead = true;
+		if (nxqd_verbose)
+			fprintf(stderr, "nxquotad: pid %d restores, not in the record: listed\n",
+				pid);
+		return NULL;
+	}
+	if (!p || p->done)
+		return NULL;
+	list_for_each_entry(r, &p->holders, link) {
+		if (r->id == old_id && !r->claimed &&
+		    !strcmp(r->device, device)) {
+			r->claimed = true;
+			return r;
 		}
 	}
+	return NULL;
+}
+
+void nxqd_grace_registered(pid_t pid, u64 start)
+{
+	struct nxqd_rs_proc *p = rs.state != RS_CLOSED ? nxqd_rs_find(pid, start) : NULL;
+
+	if (!p)
+		return;
+	p->seen++;
+	p->last_ns = nxqd_now();
+	nxqd_grace_check();
+}
+
+void nxqd_grace_done(pid_t pid, u64 start)
+{
+	struct nxqd_rs_proc *p = rs.state != RS_CLOSED ? nxqd_rs_find(pid, start) : NULL;
+
+	if (!p)
+		return;
+	p->done = true;
+	nxqd_grace_check();
+}
+
+void nxqd_grace_charged(pid_t pid, u64 start)
+{
+	struct nxqd_rs_proc *p = rs.state != RS_CLOSED ? nxqd_rs_find(pid, start) : NULL;
+
+	/* version 0: a charge after its last registration */
+	if (p && !p->done && p->seen >= p->nr_holders) {
+		p->done = true;
+		nxqd_grace_check();
+	}
+}
+
+/*
+ * Version 0: an unclaimed holder of the process on @device that held at
+ * least @bytes, the one that held exactly that if there is one, else the
+ * smallest.
+ */
+static struct nxqd_rec_holder *nxqd_rs_v0_claim(pid_t pid, u64 start,
+						 const char *device, u64 bytes)
+{
+	struct nxqd_rs_proc *p = nxqd_rs_find(pid, start);
+	struct nxqd_rec_holder *r, *best = NULL;
+
+	if (!p)
+		return NULL;
+	list_for_each_entry(r, &p->holders, link) {
+		if (r->claimed || r->charge < bytes || strcmp(r->device, device))
+			continue;
+		if (!best || r->charge < best->charge)
+			best = r;
+		if (r->charge == bytes)
+			break;
+	}
+	if (best)
+		best->claimed = true;
+	return best;
+}
+
+/* Version 0: the unclaimed holder of the process on @device that held most. */
+static struct nxqd_rec_holder *nxqd_rs_v0_largest(pid_t pid, u64 start,
+						   const char *device)
+{
+	struct nxqd_rs_proc *p = nxqd_rs_find(pid, start);
+	struct nxqd_rec_holder *r, *best = NULL;
+
+	if (!p || p->done)
+		return NULL;
+	list_for_each_entry(r, &p->holders, link)
+		if (!r->claimed && !strcmp(r->device, device) &&
+		    (!best || r->charge > best->charge))
+			best = r;
+	return best;
+}
+
+enum nxqd_verdict nxqd_grace_charge(const struct nxqd_grace_ask *a,
+				    struct nxqd_held *held)
+{
+	struct nxqd_rec_holder *r = a->rec;
+
+	held->proc = NULL;
+	if (rs.state == RS_CLOSED)
+		return NXQD_PASS;
+	if (a->v1) {
+		held->restore = a->restore;
+		held->excess = a->bytes;
+		if (!a->restore)
+			return NXQD_HOLD;
+		if (r && r->restored + a->bytes <= r->charge) {
+			r->restored += a->bytes;
+			return NXQD_PASS_RESTORE;
+		}
+		if (r && r->charge > r->restored)
+			held->excess -= r->charge - r->restored;
+		held->proc = nxqd_rs_find(a->pid, a->start);
+		return NXQD_HOLD;
+	}
+	/* version 0: the first charge on each holder is its restore */
+	held->restore = false;
+	held->excess = 0;
+	if (a->first) {
+		if (nxqd_rs_v0_claim(a->pid, a->start, a->device, a->bytes))
+			return NXQD_PASS_RESTORE;
+		/* more than any holder it had: a restore beyond the record */
+		r = nxqd_rs_v0_largest(a->pid, a->start, a->device);
+		if (r && a->timeout_ns) {
+			r->claimed = true;
+			held->restore = true;
+			held->excess = a->bytes - r->charge;
+			held->proc = r->proc;
+			return NXQD_HOLD;
+		}
+	}
+	/* (-EAGAIN leaves the holder's first charge to come) */
+	if (!a->timeout_ns)
+		return NXQD_AGAIN;
+	return NXQD_HOLD;
+}
+
+static void nxqd_held_timeout(struct nxqd_timer *t)
+{
+	struct nxqd_held *h = container_of(t, struct nxqd_held, timer);
+
+	list_del_init(&h->link);
+	if (h->proc)
+		h->proc->held--;
+	h->release(h, -ETIMEDOUT);
+	nxqd_grace_check();
+}
+
+void nxqd_grace_hold(struct nxqd_held *held, u64 timeout_ns)
+{
+	struct nxqd_held *pos;
+
+	nxqd_timer_init(&held->timer, nxqd_held_timeout);
+	if (held->restore) {
+		list_for_each_entry(pos, &rs.held_restore, link)
+			if (pos->excess > held->excess)
+				break;
+		list_add_tail(&held->link, &pos->link);
+	} else {
+		list_add_tail(&held->link, &rs.held_growth);
+	}
+	if (held->proc) {
+		held->proc->held++;
+		nxqd_grace_check();	/* it may be all that was awaited */
+	}
+	if (timeout_ns)
+		nxqd_timer_arm(&held->timer, nxqd_now() + timeout_ns);
+}
+
+void nxqd_grace_unhold(struct nxqd_held *held)
+{
+	if (!list_empty(&held->link) && held->proc) {
+		held->proc->held--;
+		nxqd_grace_check();
+	}
+	list_del_init(&held->link);
+	nxqd_timer_cancel(&held->timer);
+}
+
+static struct nxqd_rs_stat *nxqd_rs_stat(const char *device, bool make)
+{
+	struct nxqd_rs_stat *s;
+	size_t i;
+
+	for (i = 0; i < rs.nstats; i++)
+		if (!strcmp(rs.stats[i].device, device))
+			return &rs.stats[i];
+	if (!make)
+		return NULL;
+	s = realloc(rs.stats, (rs.nstats + 1) * sizeof(*s));
+	if (!s)
+		return NULL;
+	rs.stats = s;
+	s = &rs.stats[rs.nstats++];
+	memset(s, 0, sizeof(*s));
+	strscpy(s->device, device, sizeof(s->device));
+	return s;
+}
+
+void nxqd_grace_restore_result(const char *device, u64 bytes, int err)
+{
+	struct nxqd_rs_stat *s = nxqd_rs_stat(device, true);
+
+	if (!s)
+		return;
+	if (err && nxqd_verbose)
+		fprintf(stderr, "nxquotad: a restore of %llu on %s refused: %d\n",
+			(unsigned long long)bytes, device, err);
+	if (err)
+		s->refused += bytes;
+	else
+		s->restored += bytes;
+}
+
+void nxqd_grace_stats(const char *device, u64 *restored, u64 *refused)
+{
+	struct nxqd_rs_stat *s = nxqd_rs_stat(device, false);
+
+	*restored = s ? s->restored : 0;
+	*refused = s ? s->refused : 0;
+}
+
+/*
+ * List process @pid started at @start, its pidfd to be watched (not yet:
+ * nxqd_watch_add() when the window opens, or at once if it is open).
+ */
+static int nxqd_rs_add(pid_t pid, u64 start, struct nxqd_rs_proc **pp)
+{
+	int fd = nxqd_proc_pidfd(pid, start);
+	struct nxqd_rs_proc *p;
+
+	if (fd < 0)
+		return fd;
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		close(fd);
+		return -ENOMEM;
+	}
+	p->pid = pid;
+	p->start = start;
+	INIT_LIST_HEAD(&p->holders);
+	p->w.fd = fd;
+	p->w.events = EPOLLIN;
+	p->w.fn = nxqd_rs_exited;
+	p->w.dead = true;
+	list_add_tail(&p->link, &rs.procs);
+	*pp = p;
+	return 0;
+}
+
+/* ---- start and stop ---- */
+
+/* Read the record left in the state directory: the holders of the living. */
+static int nxqd_record_load(void)
+{
+	unsigned long long start, id, charge;
+	char line[256], dev[NXQ_DEVICE_KEY_MAX + 1];
+	struct nxqd_rec_holder *r;
+	struct nxqd_rs_proc *p;
+	size_t n = 0;
+	FILE *f;
+	int pid, lineno = 0;
+
+	f = fopen(rs.file, "re");
+	if (!f)
+		return errno == ENOENT ? 0 : -errno;
+	while (fgets(line, sizeof(line), f) && n < NXQD_RECORD_MAX) {
+		if (!lineno++) {
+			if (strncmp(line, RECORD_MAGIC, strlen(RECORD_MAGIC)))
+				break;	/* not ours: nothing to restore */
+			continue;
+		}
+		if (sscanf(line, "holder %d %llu %llu %64s %llu", &pid, &start,
+			   &id, dev, &charge) != 5 || pid <= 0 ||
+		    !nxq_device_key_valid(dev))
+			continue;
+		p = nxqd_rs_find(pid, start);
+		if (!p) {
+			int err = nxqd_rs_add(pid, start, &p);
+
+			if (err == -ENOMEM)
+				break;
+			if (err)
+				continue;	/* gone, or its pid reused */
+		}
+		r = calloc(1, sizeof(*r));
+		if (!r)
+			break;
+		r->proc = p;
+		r->id = id;
+		strscpy(r->device, dev, sizeof(r->device));
+		r->charge = charge;
+		list_add_tail(&r->link, &p->holders);
+		p->nr_holders++;
+		n++;
+	}
 	fclose(f);
-	if (alive && grace_ms)
-		nxqd_rs_end_ns = nxqd_mono_ns() + grace_ms * NSEC_PER_MSEC;
+	return 0;
+}
+
+int nxqd_restart_init(const char *dir, unsigned int grace_ms,
+		      unsigned int record_ms,
+		      const struct nxqd_restart_ops *ops)
+{
+	struct nxqd_rs_proc *p;
+	unsigned int alive = 0;
+	char old[PATH_MAX + 16];
+	int err;
+
+	rs.ops = ops;
+	rs.grace_ms = grace_ms;
+	rs.record_ms = record_ms;
+	nxqd_timer_init(&rs.end, nxqd_grace_end);
+	nxqd_timer_init(&rs.settle, nxqd_grace_settle);
+	nxqd_timer_init(&rs.step, nxqd_grace_step);
+	nxqd_timer_init(&rs.record, nxqd_record_due);
+	if (!dir)
+		return 0;
+	if (snprintf(rs.file, sizeof(rs.file), "%s/record", dir) >=
+	    (int)sizeof(rs.file)) {
+		rs.file[0] = '\0';
+		return -ENAMETOOLONG;
+	}
+	snprintf(rs.tmp, sizeof(rs.tmp), "%s.tmp", rs.file);
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return -errno;
+	/* the first protocol's list of pids, without amounts: no use now */
+	snprintf(old, sizeof(old), "%s/clients", dir);
+	unlink(old);
+	err = nxqd_record_load();
+	if (err)
+		return err;
+	list_for_each_entry(p, &rs.procs, link) {
+		if (grace_ms && !nxqd_watch_add(&p->w))
+			alive++;
+		else
+			p->dead = true;
+	}
+	if (alive) {
+		rs.state = RS_OPEN;
+		nxqd_timer_arm(&rs.end, nxqd_now() +
+				       (u64)grace_ms * NSEC_PER_MSEC);
+	}
 	if (nxqd_verbose)
 		fprintf(stderr,
-			"nxquotad: %zu listed client(s) alive, grace %u ms\n",
-			alive, nxqd_rs_end_ns ? grace_ms : 0);
+			"nxquotad: %u recorded process(es) alive, grace %u ms\n",
+			alive, rs.state != RS_CLOSED ? grace_ms : 0);
 	return 0;
 }
 
 void nxqd_restart_exit(void)
 {
-	pthread_mutex_lock(&nxqd_rs_lock);
-	/* the list stays as it is: the clients of a stopped daemon */
-	nxqd_rs_file[0] = '\0';
-	free(nxqd_rs_list);
-	nxqd_rs_list = NULL;
-	nxqd_rs_n = 0;
-	nxqd_rs_end_ns = 0;
-	pthread_mutex_unlock(&nxqd_rs_lock);
-}
+	struct nxqd_rs_proc *p, *ptmp;
+	struct nxqd_rec_holder *r, *rtmp;
 
-
-void nxqd_restart_save(void)
-{
-	struct nxqd_client_id *ids = NULL;
-	size_t n, got, i;
-	char tmp[PATH_MAX + 8];
-	FILE *f;
-	int fd;
-
-	/* the set may grow between the count and the copy: retry */
-	n = nxqd_client_list(NULL, 0);
-	for (;;) {
-		struct nxqd_client_id *m = realloc(ids, (n + 1) * sizeof(*ids));
-
-		if (!m) {
-			free(ids);
-			return;
-		}
-		ids = m;
-		got = nxqd_client_list(ids, n + 1);
-		if (got <= n + 1)
-			break;
-		n = got;
+	nxqd_timer_cancel(&rs.end);
+	nxqd_timer_cancel(&rs.settle);
+	nxqd_timer_cancel(&rs.step);
+	nxqd_timer_cancel(&rs.record);
+	rs.state = RS_CLOSED;
+	list_for_each_entry_safe(p, ptmp, &rs.procs, link) {
+		nxqd_watch_del(&p->w);
+		close(p->w.fd);
+		list_for_each_entry_safe(r, rtmp, &p->holders, link)
+			free(r);
+		list_del(&p->link);
+		free(p);
 	}
-	pthread_mutex_lock(&nxqd_rs_lock);
-	if (!nxqd_rs_file[0])
-		goto out;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", nxqd_rs_file);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (!f) {
-		if (fd >= 0)
-			close(fd);
-		goto out;
-	}
-	for (i = 0; i < got; i++)
-		fprintf(f, "%d %llu %u\n", ids[i].pid,
-			(unsigned long long)ids[i].start, ids[i].holders);
-	/* listed clients not back yet stay listed while the window is open */
-	if (nxqd_rs_open_locked()) {
-		for (i = 0; i < nxqd_rs_n; i++) {
-			struct nxqd_rs_ent *e = &nxqd_rs_list[i];
-			size_t k;
-			bool dup = false;
-
-			for (k = 0; k < got; k++)
-				dup |= ids[k].pid == e->pid &&
-				       ids[k].start == e->start;
-			if (!dup && !e->restored)
-				fprintf(f, "%d %llu %u\n", e->pid,
-					(unsigned long long)e->start,
-					e->holders);
-		}
-	}
-	if (fflush(f) || fsync(fileno(f))) {
-		fclose(f);
-		unlink(tmp);
-		goto out;
-	}
-	fclose(f);
-	if (rename(tmp, nxqd_rs_file))
-		unlink(tmp);
-out:
-	pthread_mutex_unlock(&nxqd_rs_lock);
-	free(ids);
-}
-
-static struct nxqd_rs_ent *nxqd_rs_find(pid_t tgid, u64 start)
-{
-	size_t i;
-
-	for (i = 0; i < nxqd_rs_n; i++)
-		if (nxqd_rs_list[i].pid == tgid &&
-		    nxqd_rs_list[i].start == start)
-			return &nxqd_rs_list[i];
-	return NULL;
-}
-
-void nxqd_restart_registered(pid_t tgid, u64 start)
-{
-	struct nxqd_rs_ent *e;
-
-	pthread_mutex_lock(&nxqd_rs_lock);
-	e = nxqd_rs_end_ns ? nxqd_rs_find(tgid, start) : NULL;
-	if (e) {
-		e->seen++;
-		e->last_ns = nxqd_mono_ns();
-	}
-	pthread_mutex_unlock(&nxqd_rs_lock);
-}
-
-void nxqd_restart_charged(pid_t tgid, u64 start)
-{
-	struct nxqd_rs_ent *e;
-
-	pthread_mutex_lock(&nxqd_rs_lock);
-	e = nxqd_rs_end_ns ? nxqd_rs_find(tgid, start) : NULL;
-	if (e && e->seen >= e->holders && !e->restored) {
-		e->restored = true;
-		nxqd_rs_open_locked();
-	}
-	pthread_mutex_unlock(&nxqd_rs_lock);
-}
-
-int nxqd_restart_gate(pid_t tgid, u64 start, bool first, u64 *timeout_ns)
-{
-	u64 t0 = nxqd_mono_ns(), now;
-	bool waited = false;
-	int err = 0;
-
-	pthread_mutex_lock(&nxqd_rs_lock);
-	/*
-	 * A listed process's restore passes; its new charges wait with the
-	 * others', so that every listed process restores before any grows.
-	 */
-	while (nxqd_rs_open_locked() && !(first && nxqd_rs_find(tgid, start))) {
-		if (!*timeout_ns) {
-			err = -EAGAIN;
-			break;
-		}
-		now = nxqd_mono_ns();
-		if (now - t0 >= *timeout_ns) {
-			err = -ETIMEDOUT;
-			break;
-		}
-		if (signal_pending(current)) {
-			err = -EINTR;
-			break;
-		}
-		/* a short sleep: the window ends by time or by registrations */
-		pthread_mutex_unlock(&nxqd_rs_lock);
-		usleep(10000);
-		waited = true;
-		pthread_mutex_lock(&nxqd_rs_lock);
-	}
-	pthread_mutex_unlock(&nxqd_rs_lock);
-	/*
-	 * Only a wait here shortens the charge's timeout: the ledger treats
-	 * a charge that will not wait a whole ticket_timeout_ms differently
-	 * (charge.c's "impatient"), so an unchanged one must reach it whole.
-	 */
-	if (!err && waited) {
-		now = nxqd_mono_ns() - t0;
-		*timeout_ns = now >= *timeout_ns ? 0 : *timeout_ns - now;
-	}
-	return err;
+	free(rs.stats);
+	rs.stats = NULL;
+	rs.nstats = 0;
+	rs.file[0] = '\0';
 }

@@ -2,7 +2,9 @@
 /*
  * nxquotad's persistent state: the devices and budgets root set, in
  * STATE_DIR/state (NXQD_STATE_DIR, nxquotad -S DIR), rewritten after every
- * change made through the control socket and read once at start.
+ * change made through the control socket and read once at start.  The
+ * values are checked by the ABI's rules (kmod/abi.c), as when they came
+ * through the control socket.
  *
  * The file is text, one object a line, written whole to state.tmp,
  * fsync()ed, renamed over state, and the directory fsync()ed: a crash at
@@ -35,13 +37,10 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include "ledger.h"
 #include "nxqd.h"
-#include "ctl.h"
 
 #define STATE_MAGIC	"nxquotad-state 1"
 
-static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static char *state_dir;		/* NULL: nothing is persisted */
 
 static const char *const lim_names[NXQ_NR_LIMITS] = {
@@ -149,8 +148,8 @@ static void put_node(FILE *f, struct nxq_node *node)
 	fputc('\n', f);
 }
 
-/* The whole state as text, read under the ledger lock. */
-static char *state_text(size_t *len)
+/* The whole state as text, read under the ledger lock; @skip left out. */
+static char *state_text(size_t *len, const char *skip)
 {
 	struct nxq_device *dev;
 	struct nxq_node *node;
@@ -164,10 +163,12 @@ static char *state_text(size_t *len)
 	fprintf(f, "%s\n", STATE_MAGIC);
 	mutex_lock(&nxqd_ledger.lock);
 	list_for_each_entry(dev, &nxqd_ledger.devices, link)
-		put_dev(f, dev);
+		if (!skip || strcmp(skip, dev->key))
+			put_dev(f, dev);
 	list_for_each_entry(dev, &nxqd_ledger.devices, link)
-		xa_for_each(&dev->nodes, id, node)
-			put_node(f, node);
+		if (!skip || strcmp(skip, dev->key))
+			xa_for_each(&dev->nodes, id, node)
+				put_node(f, node);
 	mutex_unlock(&nxqd_ledger.lock);
 	if (fclose(f)) {
 		free(buf);
@@ -191,27 +192,33 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
+const char *nxqd_state_dir(void)
+{
+	return state_dir;
+}
+
 /**
  * nxqd_state_save() - write the devices and budgets to the state file
+ * @skip: a device to leave out (its removal is about to happen), or NULL
  *
- * tmp + fsync + rename + fsync of the directory.  Saves are serialised;
- * each writes what the ledger holds when it runs, so the last save after
- * a change has it.
+ * tmp + fsync + rename + fsync of the directory, on the loop: a change
+ * and its save are one turn, which no charge interleaves.  Each save
+ * writes what the ledger holds when it runs.
  *
- * Return: 0 (also when nothing is persisted), or a negative errno, which
- * is also printed: the change stands, only its persistence failed.
+ * Return: 0 (also when nothing is persisted), or the negative errno of
+ * the step that failed, also printed; the old file is left as it was.
+ * The control socket refuses (and undoes) a change whose save failed.
  */
-int nxqd_state_save(void)
+int nxqd_state_save(const char *skip)
 {
 	char tmp[PATH_MAX], dst[PATH_MAX];
 	int fd = -1, dfd, err = 0;
 	size_t len = 0;
 	char *text;
 
-	pthread_mutex_lock(&state_lock);
 	if (!state_dir)
-		goto out;
-	text = state_text(&len);
+		return 0;
+	text = state_text(&len, skip);
 	if (!text) {
 		err = -ENOMEM;
 		goto out;
@@ -241,7 +248,6 @@ int nxqd_state_save(void)
 		close(dfd);
 	}
 out:
-	pthread_mutex_unlock(&state_lock);
 	if (err)
 		fprintf(stderr, "nxquotad: cannot save the state in %s: %s\n",
 			state_dir, strerror(-err));
@@ -281,11 +287,17 @@ static int load_device(char **w, int n)
 
 	if (n != 6 || word_u64(w[2], "capacity", false, &capacity) ||
 	    strncmp(w[3], "devt=", 5) ||
-	    (strcmp(w[3] + 5, "-") && nxqd_parse_devt(w[3] + 5, &devt)) ||
 	    word_u64(w[4], "default_max", true, &default_max) ||
 	    word_u64(w[5], "ticket_timeout_ms", false, &timeout) ||
-	    !timeout || timeout > 3600 * 1000)
+	    timeout > U32_MAX || !nxq_abi_ticket_timeout_valid(timeout))
 		return -EINVAL;
+	if (strcmp(w[3] + 5, "-")) {
+		unsigned int maj, min;
+
+		if (nxq_abi_parse_devt(w[3] + 5, &maj, &min))
+			return -EINVAL;
+		devt = makedev(maj, min);
+	}
 	dev = nxq_device_add(&nxqd_ledger, w[1], capacity, devt);
 	if (IS_ERR(dev))
 		return PTR_ERR(dev);
@@ -328,7 +340,7 @@ static int load_budget(char **w, int n, const char *file, int line)
 		    !strcmp(w[i] + len, "=-"))
 			continue;
 		if (word_u64(w[i], lim_names[k], false, &v) || v > U32_MAX ||
-		    !nxqd_limit_valid(k, (u32)v))
+		    !nxq_abi_limit_valid(k, (u32)v))
 			return -EINVAL;
 		r.lim[k] = (u32)v;
 		r.set_lim |= BIT(k);

@@ -23,7 +23,9 @@
  *
  * Dispatch is table-driven: one head copies the argument in, checks its
  * size, its reserved flags and the writability of what is copied out,
- * and looks the holder up, before the command's handler runs.
+ * and looks the holder up, before the command's handler runs.  The rules
+ * of each command are the ABI's table (abi.c), which nxquotad applies
+ * too; this file has only the handlers.
  */
 #include <linux/module.h>
 #include <linux/miscdevice.h>
@@ -227,17 +229,9 @@ static int nxq_owner_watch(struct nxq_file *f)
 /* ---- commands ---- */
 
 /**
- * struct nxq_ioc - one ioctl command
- * @cmd: NXQ_IOC_*
- * @ksize: the kernel's size of the argument
- * @ver0: the smallest size accepted
- * @flags: the flags the command accepts (the field after size), or
- *	NXQ_IOC_NO_FLAGS when it has none
- * @holder: the argument names a holder (holder_id after flags)
- * @out: the argument is copied back; checked writable first, unless
- *	the command has @undo
- * @check: checks of the argument that come before the holder lookup, or
- *	NULL
+ * struct nxq_ioc - what this shell does for one ioctl command; the
+ * command's rules (sizes, flags, checks) are nxq_abi_cmds[] (abi.c), at
+ * the same index
  * @fn: the handler; @h is the caller's holder (a reference) or NULL
  * @fast: or NULL: tried first, under rcu_read_lock() with the holder
  *	found without a reference; must not sleep; returns NXQ_IOC_SLOW to
@@ -246,53 +240,35 @@ static int nxq_owner_watch(struct nxq_file *f)
  *	succeeded
  */
 struct nxq_ioc {
-	unsigned int cmd;
-	u16 ksize, ver0;
-	u32 flags;
-	bool holder, out;
-	int (*check)(const void *karg);
 	long (*fn)(struct nxq_file *f, struct nxq_holder *h, void *karg);
 	long (*fast)(struct nxq_file *f, struct nxq_holder *h, void *karg);
 	void (*undo)(struct nxq_file *f, struct nxq_holder *h, void *karg);
 };
 
-#define NXQ_IOC_NO_FLAGS	U32_MAX
-
-struct nxq_ioc_head {
-	__u32 size;
-	__u32 flags;
-	__u64 holder_id;
-};
-
 static long nxq_ioc_version(struct nxq_file *f, struct nxq_holder *h,
 			    void *karg)
 {
-	struct nxq_version *a = karg;
-
-	a->abi_version = NXQ_ABI_VERSION;
-	a->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
-		      NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS |
-		      NXQ_FEAT_STATUS_V1 | NXQ_FEAT_CHARGE_PROBE;
+	nxq_abi_version(karg);
 	return 0;
 }
 
 /*
- * The device's access check: with a dev_t, @devfd must be an open
- * character device node of it.  Returns 0, -EBADF or -EACCES.
+ * The device proof (nxq_abi_devnode_check()) of the file given.  fget()
+ * does not return an O_PATH file: such a descriptor is -EBADF before this.
  */
-static int nxq_check_devfd(struct nxq_device *dev, struct file *devf,
-			   bool given)
+static void nxq_devnode(struct file *devf, struct nxq_abi_devnode *proof)
 {
-	struct inode *inode;
+	struct inode *inode = devf ? file_inode(devf) : NULL;
 
-	if (!dev->devt)
-		return 0;
-	if (!given)
-		return -EACCES;
-	inode = file_inode(devf);
-	if (!S_ISCHR(inode->i_mode) || inode->i_rdev != dev->devt)
-		return -EACCES;
-	return 0;
+	proof->given = devf;
+	proof->chr = inode && S_ISCHR(inode->i_mode);
+	proof->rdev = inode ? inode->i_rdev : 0;
+}
+
+/* nxq_abi_holder_new()'s node: the caller's cgroup's (@cgrp). */
+static struct nxq_node *nxq_cgroup_node_of(struct nxq_device *dev, void *cgrp)
+{
+	return nxq_node_for_cgroup(dev, cgrp);
 }
 
 static long nxq_ioc_register(struct nxq_file *f, struct nxq_holder *unused,
@@ -300,22 +276,17 @@ static long nxq_ioc_register(struct nxq_file *f, struct nxq_holder *unused,
 {
 	struct nxq_holder_reg *a = karg;
 	struct eventfd_ctx *efd = NULL;
+	struct nxq_abi_devnode proof;
 	struct file *devf = NULL;
-	struct nxq_holder *h = NULL;
-	struct nxq_device *dev;
-	struct nxq_node *node;
+	struct nxq_holder *h;
 	struct cgroup *cgrp;
 	struct pid *owner;
 	u32 id;
 	int err;
 
-	if (a->priority > NXQ_PRIORITY_MAX || a->reserved)
-		return -EINVAL;
-	if (!(a->flags & NXQ_HOLDER_DEVFD) && a->devfd)
-		return -EINVAL;
-	if (strnlen(a->device, sizeof(a->device)) == sizeof(a->device) ||
-	    !a->device[0])
-		return -EINVAL;
+	err = nxq_abi_register_check(a);
+	if (err)
+		return err;
 	if (a->flags & NXQ_HOLDER_DEVFD) {
 		devf = fget(a->devfd);
 		if (!devf)
@@ -328,9 +299,6 @@ static long nxq_ioc_register(struct nxq_file *f, struct nxq_holder *unused,
 			efd = NULL;
 			goto out_files;
 		}
-	} else if (a->eventfd != -1) {
-		err = -EBADF;
-		goto out_files;
 	}
 
 	mutex_lock(&f->lock);
@@ -342,31 +310,18 @@ static long nxq_ioc_register(struct nxq_file *f, struct nxq_holder *unused,
 	if (err)
 		goto out_unlock;
 
+	nxq_devnode(devf, &proof);
 	cgrp = nxq_current_cgroup();
+	owner = get_task_pid(current, PIDTYPE_TGID);
 	mutex_lock(&nxq_ledger.lock);
-	dev = nxq_device_find(&nxq_ledger, a->device);
-	if (!dev)
-		err = -ENODEV;
-	else
-		err = nxq_check_devfd(dev, devf, devf);
-	if (!err) {
-		node = nxq_node_for_cgroup(dev, cgrp);
-		if (IS_ERR(node)) {
-			err = PTR_ERR(node);
-		} else {
-			owner = get_task_pid(current, PIDTYPE_TGID);
-			h = nxq_holder_create(node, a->priority, efd, owner,
-					      task_tgid_nr(current), &err);
-			if (!h) {
-				put_pid(owner);
-				nxq_node_put(node);
-			}
-		}
-	}
+	h = nxq_abi_holder_new(&nxq_ledger, a, &proof, nxq_cgroup_node_of, cgrp,
+			       efd, owner, task_tgid_nr(current), &err);
 	mutex_unlock(&nxq_ledger.lock);
 	nxq_cgroup_put(cgrp);
-	if (!h)
+	if (!h) {
+		put_pid(owner);
 		goto out_unlock;
+	}
 	efd = NULL;	/* the holder's now */
 
 	err = xa_alloc_cyclic(&f->holders, &id, h, XA_LIMIT(1, INT_MAX),
@@ -430,10 +385,9 @@ static void nxq_ioc_register_undo(struct nxq_file *f, struct nxq_holder *unused,
 static int nxq_follow_cgroup(struct nxq_holder *h)
 {
 	struct nxq_device *dev = h->node->dev;
-	struct nxq_node *node;
 	struct cgroup *cgrp;
 	u64 id;
-	int err = 0;
+	int err;
 
 	rcu_read_lock();
 	id = cgroup_id(task_dfl_cgroup(current));
@@ -442,16 +396,7 @@ static int nxq_follow_cgroup(struct nxq_holder *h)
 		return 0;
 	cgrp = nxq_current_cgroup();
 	mutex_lock(&nxq_ledger.lock);
-	node = nxq_node_for_cgroup(dev, cgrp);
-	if (IS_ERR(node)) {
-		err = PTR_ERR(node);
-	} else {
-		err = nxq_holder_rehome(h, node);
-		if (err)
-			nxq_node_put(node);
-		if (err == -ENOENT)	/* detached, or moved already */
-			err = 0;
-	}
+	err = nxq_abi_rehome(h, nxq_node_for_cgroup(dev, cgrp));
 	mutex_unlock(&nxq_ledger.lock);
 	nxq_cgroup_put(cgrp);
 	return err;
@@ -534,106 +479,67 @@ static long nxq_ioc_ticket_answer(struct nxq_file *f, struct nxq_holder *h,
 	return nxq_abi_ticket_answer(h, karg);
 }
 
-#define NXQ_IOC(c, type, v0, fl, hold, o, chk, handler, und)		\
-	[_IOC_NR(c)] = { .cmd = (c), .ksize = sizeof(type), .ver0 = (v0),	\
-	  .flags = (fl), .holder = (hold), .out = (o), .check = (chk),	\
-	  .fn = (handler), .undo = (und) }
-#define NXQ_IOC_FAST(c, type, v0, fl, o, chk, handler, und, fst)	\
-	[_IOC_NR(c)] = { .cmd = (c), .ksize = sizeof(type), .ver0 = (v0),	\
-	  .flags = (fl), .holder = true, .out = (o), .check = (chk),	\
-	  .fn = (handler), .undo = (und), .fast = (fst) }
-
-static const struct nxq_ioc nxq_iocs[] = {
-	NXQ_IOC(NXQ_IOC_VERSION, struct nxq_version, NXQ_VERSION_SIZE_VER0,
-		NXQ_IOC_NO_FLAGS, false, true, NULL, nxq_ioc_version, NULL),
-	NXQ_IOC(NXQ_IOC_HOLDER_REGISTER, struct nxq_holder_reg,
-		NXQ_HOLDER_REG_SIZE_VER0, NXQ_HOLDER_FLAGS_ALL, false, true,
-		NULL, nxq_ioc_register, nxq_ioc_register_undo),
-	NXQ_IOC(NXQ_IOC_HOLDER_UNREGISTER, struct nxq_holder_id,
-		NXQ_HOLDER_ID_SIZE_VER0, 0, true, false, NULL,
-		nxq_ioc_unregister, NULL),
-	NXQ_IOC_FAST(NXQ_IOC_CHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
-		     NXQ_CHARGE_FLAGS_ALL, true, nxq_abi_charge_check,
-		     nxq_ioc_charge, nxq_ioc_charge_undo,
-		     nxq_ioc_charge_fast),
-	NXQ_IOC_FAST(NXQ_IOC_UNCHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
-		     0, true, nxq_abi_uncharge_check, nxq_ioc_uncharge, NULL,
-		     nxq_ioc_uncharge),
-	NXQ_IOC(NXQ_IOC_SET_RECLAIMABLE, struct nxq_reclaimable,
-		NXQ_RECLAIMABLE_SIZE_VER0, 0, true, false, NULL,
-		nxq_ioc_reclaimable, NULL),
-	NXQ_IOC(NXQ_IOC_STATUS, struct nxq_status, NXQ_STATUS_SIZE_VER0, 0,
-		true, true, NULL, nxq_ioc_status, NULL),
-	NXQ_IOC(NXQ_IOC_TICKET_READ, struct nxq_ticket, NXQ_TICKET_SIZE_VER0,
-		0, true, true, NULL, nxq_ioc_ticket_read, NULL),
-	NXQ_IOC(NXQ_IOC_TICKET_ANSWER, struct nxq_ticket_answer,
-		NXQ_TICKET_ANSWER_SIZE_VER0, 0, true, true, NULL,
-		nxq_ioc_ticket_answer, NULL),
+static const struct nxq_ioc nxq_iocs[NXQ_ABI_NR_CMDS] = {
+	[_IOC_NR(NXQ_IOC_VERSION)] = { .fn = nxq_ioc_version },
+	[_IOC_NR(NXQ_IOC_HOLDER_REGISTER)] = { .fn = nxq_ioc_register,
+					       .undo = nxq_ioc_register_undo },
+	[_IOC_NR(NXQ_IOC_HOLDER_UNREGISTER)] = { .fn = nxq_ioc_unregister },
+	[_IOC_NR(NXQ_IOC_CHARGE)] = { .fn = nxq_ioc_charge,
+				      .undo = nxq_ioc_charge_undo,
+				      .fast = nxq_ioc_charge_fast },
+	[_IOC_NR(NXQ_IOC_UNCHARGE)] = { .fn = nxq_ioc_uncharge,
+					.fast = nxq_ioc_uncharge },
+	[_IOC_NR(NXQ_IOC_SET_RECLAIMABLE)] = { .fn = nxq_ioc_reclaimable },
+	[_IOC_NR(NXQ_IOC_STATUS)] = { .fn = nxq_ioc_status },
+	[_IOC_NR(NXQ_IOC_TICKET_READ)] = { .fn = nxq_ioc_ticket_read },
+	[_IOC_NR(NXQ_IOC_TICKET_ANSWER)] = { .fn = nxq_ioc_ticket_answer },
 };
-
-/* The largest argument any command takes. */
-#define NXQ_IOC_ARG_MAX		sizeof(struct nxq_status)
-
-#define NXQ_CMD(cmd)	((cmd) & ~IOCSIZE_MASK)
 
 static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
 	struct nxq_file *f = file->private_data;
 	void __user *uarg = (void __user *)arg;
-	union {
-		struct nxq_ioc_head head;
-		u8 bytes[NXQ_IOC_ARG_MAX];
-	} karg;
-	const struct nxq_ioc *op = NULL;
+	const struct nxq_abi_cmd *op;
+	const struct nxq_ioc *io;
+	union nxq_abi_arg karg;
 	struct nxq_holder *h = NULL;
-	unsigned int i;
 	u32 usize;
 	long err;
 
-	BUILD_BUG_ON(sizeof(struct nxq_holder_reg) > NXQ_IOC_ARG_MAX);
-	BUILD_BUG_ON(sizeof(struct nxq_ticket) > NXQ_IOC_ARG_MAX);
-	/* nxq_iocs[] is indexed by command number; a hole has cmd 0. */
-	i = _IOC_NR(cmd);
-	if (i >= ARRAY_SIZE(nxq_iocs) ||
-	    NXQ_CMD(cmd) != NXQ_CMD(nxq_iocs[i].cmd))
+	op = nxq_abi_cmd(cmd);
+	if (!op)
 		return -ENOTTY;
-	op = &nxq_iocs[i];
+	io = &nxq_iocs[_IOC_NR(cmd)];
 
-	/* One head: size, copy-in, flags, writability, holder. */
+	/* One head: size, copy-in, flags and checks, writability, holder. */
 	if (get_user(usize, (u32 __user *)uarg))
 		return -EFAULT;
-	if (usize < op->ver0)
-		return -EINVAL;
-	if (usize > PAGE_SIZE)
-		return -E2BIG;
+	err = nxq_abi_size(op, usize);
+	if (err)
+		return err;
 	memset(&karg, 0, sizeof(karg));
 	err = copy_struct_from_user(&karg, op->ksize, uarg, usize);
 	if (err)
 		return err;
-	if (op->flags != NXQ_IOC_NO_FLAGS && (karg.head.flags & ~op->flags))
-		return -EINVAL;
-	/*
-	 * The charge and uncharge checks and handlers are called directly
-	 * when they are the table's: an indirect call is a retpoline, and
-	 * this is the path every arena growth and shrink takes.
-	 */
-	if (op->check) {
-		err = INDIRECT_CALL_2(op->check, nxq_abi_charge_check,
-				      nxq_abi_uncharge_check, &karg);
-		if (err)
-			return err;
-	}
+	err = nxq_abi_args(op, &karg);
+	if (err)
+		return err;
 	/* A command that can be undone learns it after, not before. */
-	if (op->out && !op->undo) {
+	if (op->out && !io->undo) {
 		err = nxq_copy_out(uarg, &karg, op->ksize, usize);
 		if (err)
 			return err;
 	}
-	/* A handler that does not sleep uses the holder under RCU. */
-	if (op->fast) {
+	/*
+	 * A handler that does not sleep uses the holder under RCU.  The
+	 * charge and uncharge handlers are called directly when they are
+	 * the table's: an indirect call is a retpoline, and this is the
+	 * path every arena growth and shrink takes.
+	 */
+	if (io->fast) {
 		rcu_read_lock();
 		h = nxq_file_holder_rcu(f, karg.head.holder_id);
-		err = h ? INDIRECT_CALL_2(op->fast, nxq_ioc_charge_fast,
+		err = h ? INDIRECT_CALL_2(io->fast, nxq_ioc_charge_fast,
 					  nxq_ioc_uncharge, f, h, &karg) :
 			  -ENOENT;
 		rcu_read_unlock();
@@ -641,11 +547,11 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 			if (!err && op->out) {
 				err = nxq_copy_out(uarg, &karg, op->ksize,
 						   usize);
-				h = err && op->undo ?
+				h = err && io->undo ?
 				    nxq_file_holder(f, karg.head.holder_id) :
 				    NULL;
 				if (h) {
-					op->undo(f, h, &karg);
+					io->undo(f, h, &karg);
 					nxq_file_holder_put(h);
 				}
 			}
@@ -658,11 +564,11 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 			return -ENOENT;
 	}
 
-	err = op->fn(f, h, &karg);
+	err = io->fn(f, h, &karg);
 	if (!err && op->out) {
 		err = nxq_copy_out(uarg, &karg, op->ksize, usize);
-		if (err && op->undo)
-			op->undo(f, h, &karg);
+		if (err && io->undo)
+			io->undo(f, h, &karg);
 	}
 	if (h)
 		nxq_file_holder_put(h);

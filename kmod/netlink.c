@@ -90,8 +90,16 @@ static int nxq_nl_admin(struct sk_buff *skb, struct genl_info *info)
 {
 	if (netlink_capable(skb, CAP_SYS_ADMIN))
 		return 0;
-	GENL_SET_ERR_MSG(info, "needs CAP_SYS_ADMIN");
+	GENL_SET_ERR_MSG(info, NXQ_ABI_MSG_ADMIN);
 	return -EPERM;
+}
+
+/* The ABI's refusal of a request's arguments, as its extended ack. */
+static void nxq_nl_fail(struct genl_info *info, const struct nxq_abi_fail *why)
+{
+	if (why->attr)
+		NL_SET_BAD_ATTR(info->extack, why->attr);
+	info->extack->_msg = why->msg;
 }
 
 /* ---- dump scope ---- */
@@ -139,16 +147,18 @@ static bool nxq_nl_visible(const struct nxq_nl_scope *s, void *key)
  * core has validated the request against @policy already) and capture
  * who is asking.
  */
-static int nxq_nl_dump_start(struct netlink_callback *cb,
-			     const struct nla_policy *policy,
+static int nxq_nl_dump_start(struct netlink_callback *cb, u8 cmd,
 			     unsigned int dev_attr)
 {
+	const struct nxq_abi_nlop *op = nxq_abi_nlop(cmd);
 	struct nlattr *tb[NXQUOTA_A_BUDGET_DEVICE + 1];
 	struct nxq_nl_scope *s;
 	int err;
 
 	BUILD_BUG_ON((int)NXQUOTA_A_BUDGET_DEVICE != (int)NXQUOTA_A_HOLDER_DEVICE);
-	err = nlmsg_parse(cb->nlh, GENL_HDRLEN, tb, dev_attr, policy,
+	if (WARN_ON_ONCE(!op || op->maxattr != dev_attr))
+		return -EINVAL;
+	err = nlmsg_parse(cb->nlh, GENL_HDRLEN, tb, dev_attr, op->policy,
 			  cb->extack);
 	if (err)
 		return err;
@@ -167,7 +177,7 @@ static int nxq_nl_dump_start(struct netlink_callback *cb,
 		mutex_unlock(&nxq_ledger.lock);
 		if (err) {
 			NL_SET_ERR_MSG_ATTR(cb->extack, tb[dev_attr],
-					    "no such device");
+					    NXQ_ABI_MSG_NODEV);
 			kfree(s->path);
 			kfree(s);
 			return err;
@@ -213,79 +223,64 @@ static void *nxq_nl_dump_hdr(struct sk_buff *skb, struct netlink_callback *cb,
 
 /* ---- devices ---- */
 
-struct nxq_nl_dev_counters {
-	u64 capacity, used, denials, capacity_hits, tickets, bytes_asked;
-	u64 bytes_released, kills, waits, timeouts, default_max, dropped;
-	u32 ticket_timeout_ms, holders, waiters;
-};
-
-static int nxq_nl_put_device(struct sk_buff *skb, struct netlink_callback *cb,
-			     struct nxq_device *dev)
+/*
+ * Put the attributes of one message (abi.c decides which) into @skb:
+ * every authority sends the same ones.
+ */
+static int nxq_nl_put_msg(struct sk_buff *skb, const struct nxq_abi_msg *m)
 {
-	struct nxq_nl_dev_counters c;
-	char devt[32];
+	const struct nxq_abi_attr *a;
+	unsigned int i;
+	int err = 0;
+
+	for (i = 0; i < m->n && !err; i++) {
+		a = &m->a[i];
+		switch (a->kind) {
+		case NXQ_ABI_U8:
+			err = nla_put_u8(skb, a->type, a->v);
+			break;
+		case NXQ_ABI_U32:
+			err = nla_put_u32(skb, a->type, a->v);
+			break;
+		case NXQ_ABI_U64:
+			err = nla_put_u64_64bit(skb, a->type, a->v, m->pad);
+			break;
+		default:
+			err = nla_put_string(skb, a->type, a->s);
+			break;
+		}
+	}
+	return err ? -EMSGSIZE : 0;
+}
+
+/* One dump message: the header, the attributes, or nothing if too big. */
+static int nxq_nl_dump_msg(struct sk_buff *skb, struct netlink_callback *cb,
+			   u8 cmd, const struct nxq_abi_msg *m)
+{
 	void *hdr;
 
-	lockdep_assert_held(&nxq_ledger.lock);
-	spin_lock(&dev->lock);
-	c.capacity = dev->capacity;
-	c.used = dev->used;
-	c.denials = dev->denials;
-	c.capacity_hits = dev->capacity_hits;
-	c.tickets = dev->tickets;
-	c.bytes_asked = dev->bytes_asked;
-	c.bytes_released = dev->bytes_released;
-	c.kills = dev->kills;
-	c.waits = dev->waits;
-	c.timeouts = dev->timeouts;
-	c.ticket_timeout_ms = dev->ticket_timeout_ms;
-	c.default_max = dev->default_max;
-	c.waiters = dev->nr_waiters;
-	spin_unlock(&dev->lock);
-	c.holders = dev->nr_holders;
-	c.dropped = atomic64_read(&dev->events_dropped);
-	snprintf(devt, sizeof(devt), "%u:%u", MAJOR(dev->devt),
-		 MINOR(dev->devt));
-
-	hdr = nxq_nl_dump_hdr(skb, cb, NXQUOTA_CMD_DEVICE_GET);
+	hdr = nxq_nl_dump_hdr(skb, cb, cmd);
 	if (!hdr)
 		return -EMSGSIZE;
-	if (nla_put_string(skb, NXQUOTA_A_DEVICE_KEY, dev->key) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_CAPACITY, c.capacity,
-			      NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_USED, c.used,
-			      NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u32(skb, NXQUOTA_A_DEVICE_HOLDERS, c.holders) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_DENIALS, c.denials,
-			      NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_CAPACITY_HITS,
-			      c.capacity_hits, NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_TICKETS, c.tickets,
-			      NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_BYTES_ASKED,
-			      c.bytes_asked, NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_BYTES_RELEASED,
-			      c.bytes_released, NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_KILLS, c.kills,
-			      NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_WAITS, c.waits,
-			      NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_TIMEOUTS, c.timeouts,
-			      NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u32(skb, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS,
-			c.ticket_timeout_ms) ||
-	    (dev->devt &&
-	     nla_put_string(skb, NXQUOTA_A_DEVICE_DEVT, devt)) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_DEFAULT_MAX,
-			      c.default_max, NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_DEVICE_EVENTS_DROPPED,
-			      c.dropped, NXQUOTA_A_DEVICE_PAD) ||
-	    nla_put_u32(skb, NXQUOTA_A_DEVICE_WAITERS, c.waiters)) {
+	if (nxq_nl_put_msg(skb, m)) {
 		genlmsg_cancel(skb, hdr);
 		return -EMSGSIZE;
 	}
 	genlmsg_end(skb, hdr);
 	return 0;
+}
+
+static int nxq_nl_put_device(struct sk_buff *skb, struct netlink_callback *cb,
+			     struct nxq_device *dev)
+{
+	struct nxq_abi_msg m;
+	char devt[32];
+
+	lockdep_assert_held(&nxq_ledger.lock);
+	snprintf(devt, sizeof(devt), "%u:%u", MAJOR(dev->devt),
+		 MINOR(dev->devt));
+	nxq_abi_device_msg(dev, devt, NULL, &m);
+	return nxq_nl_dump_msg(skb, cb, NXQUOTA_CMD_DEVICE_GET, &m);
 }
 
 static int nxq_nl_device_dumpit(struct sk_buff *skb,
@@ -314,10 +309,8 @@ static int nxq_nl_device_dumpit(struct sk_buff *skb,
 
 static int nxq_nl_device_add_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct nlattr *key = info->attrs[NXQUOTA_A_DEVICE_KEY];
-	struct nlattr *devt_attr = info->attrs[NXQUOTA_A_DEVICE_DEVT];
+	struct nxq_abi_fail why;
 	struct nxq_device *dev;
-	dev_t devt = 0;
 	int err;
 
 	err = nxq_nl_admin(skb, info);
@@ -326,23 +319,10 @@ static int nxq_nl_device_add_doit(struct sk_buff *skb, struct genl_info *info)
 	if (GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_KEY) ||
 	    GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_CAPACITY))
 		return -EINVAL;
-	if (!nxq_device_key_valid(nla_data(key))) {
-		NL_SET_ERR_MSG_ATTR(info->extack, key,
-				    "a key is 1-63 characters of [A-Za-z0-9._:-]");
-		return -EINVAL;
-	}
-	if (devt_attr && nxq_parse_devt(nla_data(devt_attr), &devt)) {
-		NL_SET_ERR_MSG_ATTR(info->extack, devt_attr,
-				    "a dev_t is MAJOR:MINOR, not 0:0");
-		return -EINVAL;
-	}
-	dev = nxq_device_add(&nxq_ledger, nla_data(key),
-			     nla_get_u64(info->attrs[NXQUOTA_A_DEVICE_CAPACITY]),
-			     devt);
+	dev = nxq_abi_device_add(&nxq_ledger, info->attrs, &why);
 	if (IS_ERR(dev)) {
-		if (PTR_ERR(dev) == -EEXIST)
-			NL_SET_ERR_MSG_ATTR(info->extack, key,
-					    "device already registered");
+		if (why.msg)
+			nxq_nl_fail(info, &why);
 		return PTR_ERR(dev);
 	}
 	nxq_nl_changed();
@@ -351,7 +331,7 @@ static int nxq_nl_device_add_doit(struct sk_buff *skb, struct genl_info *info)
 
 static int nxq_nl_device_del_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct nlattr *key = info->attrs[NXQUOTA_A_DEVICE_KEY];
+	struct nxq_abi_fail why;
 	int err;
 
 	err = nxq_nl_admin(skb, info);
@@ -359,14 +339,11 @@ static int nxq_nl_device_del_doit(struct sk_buff *skb, struct genl_info *info)
 		return err;
 	if (GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_KEY))
 		return -EINVAL;
-	err = nxq_device_remove(&nxq_ledger, nla_data(key));
-	if (err == -ENOENT) {
-		NL_SET_ERR_MSG_ATTR(info->extack, key, "no such device");
-		return -ENODEV;
-	}
-	if (err == -EBUSY)
-		NL_SET_ERR_MSG_ATTR(info->extack, key,
-				    "holders are registered on the device");
+	err = nxq_device_remove(&nxq_ledger,
+				nla_data(info->attrs[NXQUOTA_A_DEVICE_KEY]));
+	err = nxq_abi_device_del_err(info->attrs, err, &why);
+	if (why.msg)
+		nxq_nl_fail(info, &why);
 	if (!err)
 		nxq_nl_changed();
 	return err;
@@ -374,9 +351,7 @@ static int nxq_nl_device_del_doit(struct sk_buff *skb, struct genl_info *info)
 
 static int nxq_nl_device_set_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct nlattr *key = info->attrs[NXQUOTA_A_DEVICE_KEY];
-	struct nlattr **a = info->attrs;
-	struct nxq_device *dev;
+	struct nxq_abi_fail why;
 	int err;
 
 	err = nxq_nl_admin(skb, info);
@@ -384,39 +359,9 @@ static int nxq_nl_device_set_doit(struct sk_buff *skb, struct genl_info *info)
 		return err;
 	if (GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_DEVICE_KEY))
 		return -EINVAL;
-	if (!a[NXQUOTA_A_DEVICE_CAPACITY] && !a[NXQUOTA_A_DEVICE_DEFAULT_MAX] &&
-	    !a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]) {
-		GENL_SET_ERR_MSG(info, "nothing to set: give capacity, default-max or ticket-timeout-ms");
-		return -EINVAL;
-	}
-	if (a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]) {
-		u32 ms = nla_get_u32(a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]);
-
-		if (!ms || ms > 3600 * 1000) {
-			NL_SET_ERR_MSG_ATTR(info->extack,
-					    a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS],
-					    "1 to 3600000 ms");
-			return -EINVAL;
-		}
-	}
-	mutex_lock(&nxq_ledger.lock);
-	dev = nxq_device_find(&nxq_ledger, nla_data(key));
-	if (dev) {
-		if (a[NXQUOTA_A_DEVICE_CAPACITY])
-			nxq_device_set_capacity(dev,
-				nla_get_u64(a[NXQUOTA_A_DEVICE_CAPACITY]));
-		if (a[NXQUOTA_A_DEVICE_DEFAULT_MAX])
-			nxq_device_set_default_max(dev,
-				nla_get_u64(a[NXQUOTA_A_DEVICE_DEFAULT_MAX]));
-		if (a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS])
-			nxq_device_set_ticket_timeout(dev,
-				nla_get_u32(a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]));
-	} else {
-		err = -ENODEV;
-	}
-	mutex_unlock(&nxq_ledger.lock);
+	err = nxq_abi_device_set(&nxq_ledger, info->attrs, NULL, &why);
 	if (err)
-		NL_SET_ERR_MSG_ATTR(info->extack, key, "no such device");
+		nxq_nl_fail(info, &why);
 	else
 		nxq_nl_changed();
 	return err;
@@ -424,103 +369,25 @@ static int nxq_nl_device_set_doit(struct sk_buff *skb, struct genl_info *info)
 
 /* ---- budget nodes ---- */
 
-struct nxq_nl_node_counters {
-	u64 tickets, bytes_asked, bytes_released, kills;
-	bool kill_on_ignore;
-	u32 lim[NXQ_NR_LIMITS];
-};
-
 static int nxq_nl_put_budget(struct sk_buff *skb, struct netlink_callback *cb,
 			     struct nxq_nl_scope *s, struct nxq_node *node)
 {
-	struct nxq_nl_node_counters c;
-	struct nxq_budget b;
-	int path_len, i;
-	void *hdr;
+	struct nxq_abi_msg m;
+	int path_len;
 
 	lockdep_assert_held(&nxq_ledger.lock);
-	nxq_node_budget(node, &b);
-	spin_lock(&node->dev->lock);
-	c.tickets = node->tickets;
-	c.bytes_asked = node->bytes_asked;
-	c.bytes_released = node->bytes_released;
-	c.kills = node->kills;
-	c.kill_on_ignore = node->kill_on_ignore;
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		c.lim[i] = nxq_node_limit(node, i);
-	spin_unlock(&node->dev->lock);
 	path_len = cgroup_path_ns(node->key, s->path, PATH_MAX, s->cgroup_ns);
-
-	hdr = nxq_nl_dump_hdr(skb, cb, NXQUOTA_CMD_BUDGET_GET);
-	if (!hdr)
-		return -EMSGSIZE;
-	if (nla_put_string(skb, NXQUOTA_A_BUDGET_DEVICE, node->dev->key) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_CGROUP_ID, node->id,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    (path_len >= 0 && path_len < PATH_MAX &&
-	     nla_put_string(skb, NXQUOTA_A_BUDGET_CGROUP_PATH, s->path)) ||
-	    (node->parent &&
-	     nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_PARENT_ID,
-			       node->parent->id, NXQUOTA_A_BUDGET_PAD)) ||
-	    (b.max_set &&
-	     nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_MAX, b.max,
-			       NXQUOTA_A_BUDGET_PAD)) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_EFFECTIVE_MAX,
-			      b.effective_max, NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_MIN, b.min,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_CLAIMED, b.claimed,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u8(skb, NXQUOTA_A_BUDGET_OVERCOMMITTED, b.overcommitted) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_EFFECTIVE_MIN,
-			      b.effective_min, NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_CURRENT, b.current_bytes,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_BORROWED, b.borrowed,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_HEADROOM, b.headroom,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_MAX_HITS, b.max_hits,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_DENIALS, b.denials,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u32(skb, NXQUOTA_A_BUDGET_HOLDERS, node->nr_holders) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_TICKETS, c.tickets,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_BYTES_ASKED,
-			      c.bytes_asked, NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_BYTES_RELEASED,
-			      c.bytes_released, NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_BUDGET_KILLS, c.kills,
-			      NXQUOTA_A_BUDGET_PAD) ||
-	    nla_put_u8(skb, NXQUOTA_A_BUDGET_KILL_ON_IGNORE,
-		       c.kill_on_ignore) ||
-	    nla_put_u32(skb, NXQUOTA_A_BUDGET_HOLDERS_MAX,
-			c.lim[NXQ_LIM_HOLDERS]) ||
-	    nla_put_u32(skb, NXQUOTA_A_BUDGET_WAITERS_MAX,
-			c.lim[NXQ_LIM_WAITERS]) ||
-	    nla_put_u32(skb, NXQUOTA_A_BUDGET_PRIORITY_MAX,
-			c.lim[NXQ_LIM_PRIORITY]) ||
-	    nla_put_u32(skb, NXQUOTA_A_BUDGET_WAIT_MAX_MS,
-			c.lim[NXQ_LIM_WAIT_MS])) {
-		genlmsg_cancel(skb, hdr);
-		return -EMSGSIZE;
-	}
-	genlmsg_end(skb, hdr);
-	return 0;
+	nxq_abi_budget_msg(node, path_len >= 0 && path_len < PATH_MAX ?
+			   s->path : NULL, &m);
+	return nxq_nl_dump_msg(skb, cb, NXQUOTA_CMD_BUDGET_GET, &m);
 }
-
-static const struct nla_policy nxq_nl_budget_get_policy[] = {
-	[NXQUOTA_A_BUDGET_DEVICE] = { .type = NLA_NUL_STRING,
-				      .len = NXQ_NL_KEY_LEN },
-};
 
 static int nxq_nl_budget_start(struct netlink_callback *cb)
 {
 	struct nxq_device *dev;
 	int err;
 
-	err = nxq_nl_dump_start(cb, nxq_nl_budget_get_policy,
+	err = nxq_nl_dump_start(cb, NXQUOTA_CMD_BUDGET_GET,
 				NXQUOTA_A_BUDGET_DEVICE);
 	if (err)
 		return err;
@@ -570,19 +437,12 @@ static int nxq_nl_budget_dumpit(struct sk_buff *skb,
 	return nxq_nl_dump_ret(skb, err);
 }
 
-static const unsigned int nxq_nl_limit_attr[NXQ_NR_LIMITS] = {
-	[NXQ_LIM_HOLDERS]	= NXQUOTA_A_BUDGET_HOLDERS_MAX,
-	[NXQ_LIM_WAITERS]	= NXQUOTA_A_BUDGET_WAITERS_MAX,
-	[NXQ_LIM_PRIORITY]	= NXQUOTA_A_BUDGET_PRIORITY_MAX,
-	[NXQ_LIM_WAIT_MS]	= NXQUOTA_A_BUDGET_WAIT_MAX_MS,
-};
-
 /* Set (@r) or clear (NULL) a budget through nxq_budget_set(). */
 static int nxq_nl_budget(struct sk_buff *skb, struct genl_info *info,
 			 const struct nxq_budget_req *r)
 {
-	struct nlattr *key = info->attrs[NXQUOTA_A_BUDGET_DEVICE];
-	struct nlattr *path = info->attrs[NXQUOTA_A_BUDGET_CGROUP_PATH];
+	struct nlattr **a = info->attrs;
+	struct nxq_abi_fail why;
 	char msg[NXQ_NL_MSG];
 	int err;
 
@@ -592,17 +452,16 @@ static int nxq_nl_budget(struct sk_buff *skb, struct genl_info *info,
 	if (GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_BUDGET_DEVICE) ||
 	    GENL_REQ_ATTR_CHECK(info, NXQUOTA_A_BUDGET_CGROUP_PATH))
 		return -EINVAL;
-	if (*(char *)nla_data(path) != '/') {
-		NL_SET_ERR_MSG_ATTR(info->extack, path,
-				    "a cgroup path starts with /");
-		return -EINVAL;
+	err = nxq_abi_budget_path(a, &why);
+	if (err) {
+		nxq_nl_fail(info, &why);
+		return err;
 	}
-	err = nxq_budget_set(nla_data(key), nla_data(path), r, msg,
+	err = nxq_budget_set(nla_data(a[NXQUOTA_A_BUDGET_DEVICE]),
+			     nla_data(a[NXQUOTA_A_BUDGET_CGROUP_PATH]), r, msg,
 			     sizeof(msg));
-	if (err == -ENOENT)
-		NL_SET_ERR_MSG_ATTR(info->extack, path, "no such cgroup");
-	else if (err == -ENODEV)
-		NL_SET_ERR_MSG_ATTR(info->extack, key, "no such device");
+	if (nxq_abi_budget_err(a, err, &why) && why.msg)
+		nxq_nl_fail(info, &why);
 	else if (err == -EINVAL && msg[0])
 		nxq_nl_set_err_msg(info->extack, msg, "min is above max");
 	else if (err == -ENOSPC && msg[0])
@@ -615,38 +474,14 @@ static int nxq_nl_budget(struct sk_buff *skb, struct genl_info *info,
 
 static int nxq_nl_budget_set_doit(struct sk_buff *skb, struct genl_info *info)
 {
-	struct nlattr **a = info->attrs;
-	struct nxq_budget_req r = {};
-	int i;
+	struct nxq_budget_req r;
+	struct nxq_abi_fail why;
+	int err;
 
-	if (a[NXQUOTA_A_BUDGET_MAX]) {
-		r.set_max = true;
-		r.max = nla_get_u64(a[NXQUOTA_A_BUDGET_MAX]);
-	}
-	if (a[NXQUOTA_A_BUDGET_MIN]) {
-		r.set_min = true;
-		r.min = nla_get_u64(a[NXQUOTA_A_BUDGET_MIN]);
-	}
-	r.overcommit = nla_get_flag(a[NXQUOTA_A_BUDGET_OVERCOMMIT]);
-	if (a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]) {
-		r.set_kill = true;
-		r.kill_on_ignore = nla_get_u8(a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
-	}
-	for (i = 0; i < NXQ_NR_LIMITS; i++) {
-		struct nlattr *la = a[nxq_nl_limit_attr[i]];
-
-		if (!la)
-			continue;
-		r.lim[i] = nla_get_u32(la);
-		if (!nxq_limit_valid(i, r.lim[i])) {
-			NL_SET_ERR_MSG_ATTR(info->extack, la, "out of range");
-			return -EINVAL;
-		}
-		r.set_lim |= BIT(i);
-	}
-	if (!r.set_max && !r.set_min && !r.set_kill && !r.set_lim) {
-		GENL_SET_ERR_MSG(info, "nothing to set: give max, min, kill-on-ignore or a limit");
-		return -EINVAL;
+	err = nxq_abi_budget_req(info->attrs, &r, &why);
+	if (err) {
+		nxq_nl_fail(info, &why);
+		return err;
 	}
 	return nxq_nl_budget(skb, info, &r);
 }
@@ -662,10 +497,9 @@ static int nxq_nl_budget_clear_doit(struct sk_buff *skb,
 static int nxq_nl_put_holder(struct sk_buff *skb, struct netlink_callback *cb,
 			     struct nxq_nl_scope *s, struct nxq_holder *h)
 {
-	struct nxq_ticket_state *t = &h->ticket;
 	struct pid *owner = h->owner;
+	struct nxq_abi_msg m;
 	u32 pid = 0;
-	void *hdr;
 
 	lockdep_assert_held(&h->node->dev->lock);
 	/* The char device's holders carry their process as a struct pid. */
@@ -674,43 +508,13 @@ static int nxq_nl_put_holder(struct sk_buff *skb, struct netlink_callback *cb,
 		pid = pid_nr_ns(owner, s->pid_ns);
 		rcu_read_unlock();
 	}
-	hdr = nxq_nl_dump_hdr(skb, cb, NXQUOTA_CMD_HOLDER_GET);
-	if (!hdr)
-		return -EMSGSIZE;
-	if (nla_put_string(skb, NXQUOTA_A_HOLDER_DEVICE, h->node->dev->key) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_HOLDER_CGROUP_ID, h->node->id,
-			      NXQUOTA_A_HOLDER_PAD) ||
-	    nla_put_u32(skb, NXQUOTA_A_HOLDER_PID, pid) ||
-	    nla_put_u32(skb, NXQUOTA_A_HOLDER_PRIORITY, h->priority) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_HOLDER_CHARGE, h->charge,
-			      NXQUOTA_A_HOLDER_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_HOLDER_RECLAIMABLE,
-			      h->reclaimable, NXQUOTA_A_HOLDER_PAD) ||
-	    nla_put_u8(skb, NXQUOTA_A_HOLDER_TICKET_OPEN, t->open) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_HOLDER_TICKET_GENERATION,
-			      t->generation, NXQUOTA_A_HOLDER_PAD) ||
-	    (t->open &&
-	     (nla_put_u64_64bit(skb, NXQUOTA_A_HOLDER_TICKET_BYTES, t->bytes,
-				NXQUOTA_A_HOLDER_PAD) ||
-	      nla_put_u32(skb, NXQUOTA_A_HOLDER_TICKET_REASON, t->reason) ||
-	      nla_put_u32(skb, NXQUOTA_A_HOLDER_TICKET_LEVEL, t->level) ||
-	      nla_put_u64_64bit(skb, NXQUOTA_A_HOLDER_TICKET_DEADLINE_NS,
-				t->deadline_ns, NXQUOTA_A_HOLDER_PAD)))) {
-		genlmsg_cancel(skb, hdr);
-		return -EMSGSIZE;
-	}
-	genlmsg_end(skb, hdr);
-	return 0;
+	nxq_abi_holder_msg(h, pid, &m);
+	return nxq_nl_dump_msg(skb, cb, NXQUOTA_CMD_HOLDER_GET, &m);
 }
-
-static const struct nla_policy nxq_nl_holder_get_policy[] = {
-	[NXQUOTA_A_HOLDER_DEVICE] = { .type = NLA_NUL_STRING,
-				      .len = NXQ_NL_KEY_LEN },
-};
 
 static int nxq_nl_holder_start(struct netlink_callback *cb)
 {
-	return nxq_nl_dump_start(cb, nxq_nl_holder_get_policy,
+	return nxq_nl_dump_start(cb, NXQUOTA_CMD_HOLDER_GET,
 				 NXQUOTA_A_HOLDER_DEVICE);
 }
 
@@ -758,31 +562,6 @@ static int nxq_nl_holder_dumpit(struct sk_buff *skb,
 
 /* ---- events ---- */
 
-static u32 nxq_nl_event_type(enum nxq_event_type type)
-{
-	switch (type) {
-	case NXQ_EV_DEVICE_ADDED:
-		return NXQUOTA_EVENT_TYPE_DEVICE_ADDED;
-	case NXQ_EV_DEVICE_REMOVED:
-		return NXQUOTA_EVENT_TYPE_DEVICE_REMOVED;
-	case NXQ_EV_BUDGET_CHANGED:
-		return NXQUOTA_EVENT_TYPE_BUDGET_CHANGED;
-	case NXQ_EV_DENIED:
-		return NXQUOTA_EVENT_TYPE_DENIED;
-	case NXQ_EV_TICKET_ISSUED:
-		return NXQUOTA_EVENT_TYPE_TICKET_ISSUED;
-	case NXQ_EV_TICKET_ANSWERED:
-		return NXQUOTA_EVENT_TYPE_TICKET_ANSWERED;
-	case NXQ_EV_KILLED:
-		return NXQUOTA_EVENT_TYPE_KILLED;
-	case NXQ_EV_HOLDER_ADDED:
-	case NXQ_EV_HOLDER_REMOVED:
-		/* Not multicast; they only mark dumps spanning them. */
-		return 0;
-	}
-	return 0;
-}
-
 /* type, pid, reason; device; cgroup id, bytes, value, timestamp */
 static size_t nxq_nl_event_size(void)
 {
@@ -822,12 +601,13 @@ bool nxq_nl_listening(void)
  */
 void nxq_nl_event(const struct nxq_event *ev)
 {
+	struct nxq_abi_msg m;
 	struct sk_buff *skb;
 	u32 type;
 	void *hdr;
 	int err;
 
-	type = nxq_nl_event_type(ev->type);
+	type = nxq_abi_event_msg(ev, &m);
 	if (!type)
 		return;
 	/* A racy first look; checked again under RCU before sending. */
@@ -839,21 +619,7 @@ void nxq_nl_event(const struct nxq_event *ev)
 	if (!skb)
 		goto dropped;
 	hdr = genlmsg_put(skb, 0, 0, &nxq_nl_family, 0, NXQUOTA_CMD_EVENT);
-	if (!hdr ||
-	    nla_put_u32(skb, NXQUOTA_A_EVENT_TYPE, type) ||
-	    (ev->device &&
-	     nla_put_string(skb, NXQUOTA_A_EVENT_DEVICE, ev->device)) ||
-	    (ev->cgroup_id &&
-	     nla_put_u64_64bit(skb, NXQUOTA_A_EVENT_CGROUP_ID, ev->cgroup_id,
-			       NXQUOTA_A_EVENT_PAD)) ||
-	    (ev->tgid && nla_put_u32(skb, NXQUOTA_A_EVENT_PID, ev->tgid)) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_EVENT_BYTES, ev->bytes,
-			      NXQUOTA_A_EVENT_PAD) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_EVENT_VALUE, ev->value,
-			      NXQUOTA_A_EVENT_PAD) ||
-	    nla_put_u32(skb, NXQUOTA_A_EVENT_REASON, ev->reason) ||
-	    nla_put_u64_64bit(skb, NXQUOTA_A_EVENT_TIMESTAMP_NS,
-			      ev->ts_ns, NXQUOTA_A_EVENT_PAD)) {
+	if (!hdr || nxq_nl_put_msg(skb, &m)) {
 		nlmsg_free(skb);
 		goto dropped;
 	}
@@ -877,34 +643,31 @@ dropped:
 
 /* ---- the family ---- */
 
-static const struct nla_policy nxq_nl_device_policy[] = {
-	[NXQUOTA_A_DEVICE_KEY] = { .type = NLA_NUL_STRING,
-				   .len = NXQ_NL_KEY_LEN },
-	[NXQUOTA_A_DEVICE_CAPACITY] = { .type = NLA_U64 },
-	[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS] = { .type = NLA_U32 },
-	[NXQUOTA_A_DEVICE_DEFAULT_MAX] = { .type = NLA_U64 },
+/*
+ * The handlers of the operations; everything else about them (policy,
+ * maxattr, do or dump, the administration's) is the ABI's table,
+ * generated from the spec (abi.c), from which nxq_nl_init() builds the
+ * family's ops.
+ */
+struct nxq_nl_handlers {
+	u8 cmd;
+	int (*doit)(struct sk_buff *skb, struct genl_info *info);
+	int (*start)(struct netlink_callback *cb);
+	int (*dumpit)(struct sk_buff *skb, struct netlink_callback *cb);
+	int (*done)(struct netlink_callback *cb);
 };
 
-static const struct nla_policy nxq_nl_device_add_policy[] = {
-	[NXQUOTA_A_DEVICE_KEY] = { .type = NLA_NUL_STRING,
-				   .len = NXQ_NL_KEY_LEN },
-	[NXQUOTA_A_DEVICE_CAPACITY] = { .type = NLA_U64 },
-	[NXQUOTA_A_DEVICE_DEVT] = { .type = NLA_NUL_STRING, .len = 31 },
-};
-
-static const struct nla_policy nxq_nl_budget_set_policy[] = {
-	[NXQUOTA_A_BUDGET_DEVICE] = { .type = NLA_NUL_STRING,
-				      .len = NXQ_NL_KEY_LEN },
-	[NXQUOTA_A_BUDGET_CGROUP_PATH] = { .type = NLA_NUL_STRING,
-					   .len = NXQ_NL_PATH_LEN },
-	[NXQUOTA_A_BUDGET_MAX] = { .type = NLA_U64 },
-	[NXQUOTA_A_BUDGET_MIN] = { .type = NLA_U64 },
-	[NXQUOTA_A_BUDGET_KILL_ON_IGNORE] = NLA_POLICY_MAX(NLA_U8, 1),
-	[NXQUOTA_A_BUDGET_HOLDERS_MAX] = { .type = NLA_U32 },
-	[NXQUOTA_A_BUDGET_WAITERS_MAX] = { .type = NLA_U32 },
-	[NXQUOTA_A_BUDGET_PRIORITY_MAX] = { .type = NLA_U32 },
-	[NXQUOTA_A_BUDGET_WAIT_MAX_MS] = { .type = NLA_U32 },
-	[NXQUOTA_A_BUDGET_OVERCOMMIT] = { .type = NLA_FLAG },
+static const struct nxq_nl_handlers nxq_nl_handlers[] = {
+	{ NXQUOTA_CMD_DEVICE_GET, .dumpit = nxq_nl_device_dumpit },
+	{ NXQUOTA_CMD_DEVICE_ADD, .doit = nxq_nl_device_add_doit },
+	{ NXQUOTA_CMD_DEVICE_DEL, .doit = nxq_nl_device_del_doit },
+	{ NXQUOTA_CMD_DEVICE_SET, .doit = nxq_nl_device_set_doit },
+	{ NXQUOTA_CMD_BUDGET_GET, .start = nxq_nl_budget_start,
+	  .dumpit = nxq_nl_budget_dumpit, .done = nxq_nl_dump_done },
+	{ NXQUOTA_CMD_BUDGET_SET, .doit = nxq_nl_budget_set_doit },
+	{ NXQUOTA_CMD_BUDGET_CLEAR, .doit = nxq_nl_budget_clear_doit },
+	{ NXQUOTA_CMD_HOLDER_GET, .start = nxq_nl_holder_start,
+	  .dumpit = nxq_nl_holder_dumpit, .done = nxq_nl_dump_done },
 };
 
 /*
@@ -913,60 +676,40 @@ static const struct nla_policy nxq_nl_budget_set_policy[] = {
  * dump, so one policy per command is all the split form would give.
  * Commands before resv_start_op (0: none) skip strict validation, so
  * every request is validated strictly: unknown attributes, trailing
- * bytes and wrong lengths are refused.
+ * bytes and wrong lengths are refused.  The administration's check is
+ * each handler's (CAP_SYS_ADMIN in the initial user namespace, not
+ * GENL_ADMIN_PERM's CAP_NET_ADMIN).
  */
-static const struct genl_ops nxq_nl_ops[] = {
-	{
-		.cmd		= NXQUOTA_CMD_DEVICE_GET,
-		.dumpit		= nxq_nl_device_dumpit,
-	},
-	{
-		.cmd		= NXQUOTA_CMD_DEVICE_ADD,
-		.doit		= nxq_nl_device_add_doit,
-		.policy		= nxq_nl_device_add_policy,
-		.maxattr	= NXQUOTA_A_DEVICE_DEVT,
-	},
-	{
-		.cmd		= NXQUOTA_CMD_DEVICE_DEL,
-		.doit		= nxq_nl_device_del_doit,
-		.policy		= nxq_nl_device_policy,
-		.maxattr	= NXQUOTA_A_DEVICE_KEY,
-	},
-	{
-		.cmd		= NXQUOTA_CMD_DEVICE_SET,
-		.doit		= nxq_nl_device_set_doit,
-		.policy		= nxq_nl_device_policy,
-		.maxattr	= NXQUOTA_A_DEVICE_DEFAULT_MAX,
-	},
-	{
-		.cmd		= NXQUOTA_CMD_BUDGET_GET,
-		.start		= nxq_nl_budget_start,
-		.dumpit		= nxq_nl_budget_dumpit,
-		.done		= nxq_nl_dump_done,
-		.policy		= nxq_nl_budget_get_policy,
-		.maxattr	= NXQUOTA_A_BUDGET_DEVICE,
-	},
-	{
-		.cmd		= NXQUOTA_CMD_BUDGET_SET,
-		.doit		= nxq_nl_budget_set_doit,
-		.policy		= nxq_nl_budget_set_policy,
-		.maxattr	= NXQUOTA_A_BUDGET_OVERCOMMIT,
-	},
-	{
-		.cmd		= NXQUOTA_CMD_BUDGET_CLEAR,
-		.doit		= nxq_nl_budget_clear_doit,
-		.policy		= nxq_nl_budget_set_policy,
-		.maxattr	= NXQUOTA_A_BUDGET_CGROUP_PATH,
-	},
-	{
-		.cmd		= NXQUOTA_CMD_HOLDER_GET,
-		.start		= nxq_nl_holder_start,
-		.dumpit		= nxq_nl_holder_dumpit,
-		.done		= nxq_nl_dump_done,
-		.policy		= nxq_nl_holder_get_policy,
-		.maxattr	= NXQUOTA_A_HOLDER_DEVICE,
-	},
-};
+static struct genl_ops nxq_nl_ops[NXQ_ABI_NR_NLOPS] __ro_after_init;
+
+/* Fill nxq_nl_ops from the ABI's table and the handlers above. */
+static int nxq_nl_build_ops(void)
+{
+	unsigned int i, k;
+
+	BUILD_BUG_ON(ARRAY_SIZE(nxq_nl_handlers) != NXQ_ABI_NR_NLOPS);
+	for (i = 0; i < NXQ_ABI_NR_NLOPS; i++) {
+		const struct nxq_abi_nlop *op = &nxq_abi_nlops[i];
+		const struct nxq_nl_handlers *h = NULL;
+
+		for (k = 0; k < ARRAY_SIZE(nxq_nl_handlers); k++)
+			if (nxq_nl_handlers[k].cmd == op->cmd)
+				h = &nxq_nl_handlers[k];
+		if (WARN_ON(!h || !h->doit != !op->doit ||
+			    !h->dumpit != !op->dumpit))
+			return -EINVAL;
+		nxq_nl_ops[i] = (struct genl_ops) {
+			.cmd = op->cmd,
+			.doit = h->doit,
+			.start = h->start,
+			.dumpit = h->dumpit,
+			.done = h->done,
+			.policy = op->policy,
+			.maxattr = op->maxattr,
+		};
+	}
+	return 0;
+}
 
 /* Events name cgroups and pids of every container: admins only. */
 static const struct genl_multicast_group nxq_nl_mcgrps[] = {
@@ -996,6 +739,9 @@ int nxq_nl_init(void)
 {
 	int err;
 
+	err = nxq_nl_build_ops();
+	if (err)
+		return err;
 	err = genl_register_family(&nxq_nl_family);
 	if (err)
 		return err;

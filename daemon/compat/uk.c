@@ -4,7 +4,10 @@
  * include/uk/uk.h.  See daemon/README.md for what is modelled.
  */
 #include <uk/uk.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 /* ------------------------------------------------------------ WARN, BUG */
@@ -110,12 +113,20 @@ bool signal_pending(struct task_struct *t)
 	return p;
 }
 
+static void uk_fiber_signal(struct uk_fiber *f);
+
 void uk_signal_task(struct task_struct *t)
 {
 	struct wait_queue_head *wq = NULL;
 
 	pthread_mutex_lock(&t->lock);
 	__atomic_store_n(&t->sigpending, true, __ATOMIC_SEQ_CST);
+	if (t->fiber) {
+		/* a parked fiber is run again; its queue's others are not */
+		uk_fiber_signal(t->fiber);
+		pthread_mutex_unlock(&t->lock);
+		return;
+	}
 	if (t->wait)
 		wq = t->wait->wq;
 	if (wq) {
@@ -231,17 +242,31 @@ static void uk_sleep_until(u64 deadline)
 		;
 }
 
+static bool uk_fiber_sleep(struct uk_fiber *f, struct wait_queue_entry *e,
+			   u64 deadline_ns);
+
+/* A thread sleeps; a fiber parks until then. */
+static void uk_nap_until(u64 deadline)
+{
+	struct task_struct *t = current;
+
+	if (t->fiber)
+		uk_fiber_sleep(t->fiber, NULL, deadline);
+	else
+		uk_sleep_until(deadline);
+}
+
 void msleep(unsigned int ms)
 {
 	might_sleep();
-	uk_sleep_until(ktime_get_ns() + (u64)ms * NSEC_PER_MSEC);
+	uk_nap_until(ktime_get_ns() + (u64)ms * NSEC_PER_MSEC);
 }
 
 void usleep_range(unsigned long min_us, unsigned long max_us)
 {
 	might_sleep();
 	(void)max_us;
-	uk_sleep_until(ktime_get_ns() + (u64)min_us * NSEC_PER_USEC);
+	uk_nap_until(ktime_get_ns() + (u64)min_us * NSEC_PER_USEC);
 }
 
 /* --------------------------------------------------------------- memory */
@@ -454,6 +479,7 @@ void init_waitqueue_head(struct wait_queue_head *wq)
 	pthread_mutex_init(&wq->m, NULL);
 	uk_cond_init(&wq->c);
 	wq->seq = 0;
+	INIT_LIST_HEAD(&wq->fibers);
 }
 
 void prepare_to_wait(struct wait_queue_head *wq, struct wait_queue_entry *e,
@@ -483,13 +509,19 @@ void finish_wait(struct wait_queue_head *wq, struct wait_queue_entry *e)
 	e->state = TASK_RUNNING;
 }
 
+static void uk_fibers_wake(struct wait_queue_head *wq);
+
 void wake_up_all(struct wait_queue_head *wq)
 {
 	pthread_mutex_lock(&wq->m);
 	wq->seq++;
 	pthread_cond_broadcast(&wq->c);
+	uk_fibers_wake(wq);
 	pthread_mutex_unlock(&wq->m);
 }
+
+static bool uk_fiber_sleep(struct uk_fiber *f, struct wait_queue_entry *e,
+			   u64 deadline_ns);
 
 /*
  * Sleep until @deadline_ns (0: none), a wake-up of the prepared wait, or a
@@ -506,6 +538,9 @@ static bool uk_sleep(u64 deadline_ns)
 	pthread_mutex_lock(&t->lock);
 	e = t->wait;
 	pthread_mutex_unlock(&t->lock);
+	if (t->fiber)
+		return uk_fiber_sleep(t->fiber, e && e->wq ? e : NULL,
+				      deadline_ns);
 	if (!e || !e->wq) {
 		if (deadline_ns)
 			uk_sleep_until(deadline_ns);
@@ -562,6 +597,430 @@ long schedule_timeout(long jiffies)
 	uk_sleep(start + span);
 	left = ktime_get_ns() - start;
 	return left >= span ? 0 : (long)((span - left) / (NSEC_PER_SEC / HZ));
+}
+
+/* --------------------------------------------------------------- fibers */
+
+/*
+ * A fiber runs on the scheduler thread, on its own stack (mmap()ed, a
+ * guard page below, cached for reuse), with its own task.  Its states:
+ * RUNNING (the scheduler switched to it), PARKED (in uk_sched.parked, by
+ * deadline, and on its wait queue's fibers list if it waits on one),
+ * READY (in uk_sched.ready) and DONE (its function returned; freed by the
+ * scheduler).  Lock order: the task's lock, a wait queue's m, uk_sched.m.
+ * ASan is told of each stack switch, so that its view of the stack stays
+ * right (the sanitizer's fiber interface; absent in the static build).
+ */
+enum { UK_FIBER_RUNNING, UK_FIBER_PARKED, UK_FIBER_READY, UK_FIBER_DONE };
+
+#define UK_FIBER_STACK		(256 * 1024)
+#define UK_FIBER_STACKS_KEPT	32
+
+struct uk_fiber {
+	ucontext_t ctx;
+	void *stack;			/* its lowest page is the guard */
+	void (*fn)(void *arg);
+	void *arg;
+	struct task_struct *task;
+	int state;			/* uk_sched.m */
+	u64 deadline;			/* uk_sched.m; 0 none */
+	struct list_head link;		/* uk_sched.m: parked or ready */
+	struct wait_queue_head *wq;	/* wq->m: parked on it */
+	struct list_head wq_link;	/* wq->m: in wq->fibers */
+	void *fake_stack;		/* ASan's, while switched out */
+};
+
+void __sanitizer_start_switch_fiber(void **fake_stack_save,
+				    const void *bottom, size_t size)
+	__attribute__((weak));
+void __sanitizer_finish_switch_fiber(void *fake_stack_save,
+				     const void **bottom_old, size_t *size_old)
+	__attribute__((weak));
+
+static struct {
+	pthread_mutex_t m;
+	struct list_head parked;	/* by deadline, none (0) last */
+	struct list_head ready;
+	unsigned int alive;
+	pthread_t thread;		/* the scheduler, once one ran */
+	bool have_thread;
+	int efd;
+	bool efd_set;			/* m: efd was written */
+	pthread_once_t once;
+	ucontext_t ctx;			/* the scheduler's, while a fiber runs */
+	struct uk_fiber *cur;		/* the one running */
+	const void *stack_bottom;	/* the scheduler's stack, for ASan */
+	size_t stack_size;
+	void *fake_stack;
+	void *stacks[UK_FIBER_STACKS_KEPT];
+	int nr_stacks;
+} uk_sched = {
+	.m = PTHREAD_MUTEX_INITIALIZER,
+	.parked = LIST_HEAD_INIT(uk_sched.parked),
+	.ready = LIST_HEAD_INIT(uk_sched.ready),
+	.efd = -1,
+	.once = PTHREAD_ONCE_INIT,
+};
+
+static void uk_sched_init(void)
+{
+	uk_sched.efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (uk_sched.efd < 0)
+		abort();
+}
+
+int uk_fibers_fd(void)
+{
+	pthread_once(&uk_sched.once, uk_sched_init);
+	return uk_sched.efd;
+}
+
+unsigned int uk_fibers_alive(void)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&uk_sched.m);
+	n = uk_sched.alive;
+	pthread_mutex_unlock(&uk_sched.m);
+	return n;
+}
+
+static bool uk_on_scheduler(void)
+{
+	return uk_sched.have_thread &&
+	       pthread_equal(uk_sched.thread, pthread_self());
+}
+
+/* Make a parked fiber ready (uk_sched.m held). */
+static void uk_fiber_ready_locked(struct uk_fiber *f)
+{
+	u64 one = 1;
+
+	if (f->state != UK_FIBER_PARKED)
+		return;
+	list_del(&f->link);
+	f->state = UK_FIBER_READY;
+	list_add_tail(&f->link, &uk_sched.ready);
+	if (!uk_on_scheduler() && !uk_sched.efd_set) {
+		uk_sched.efd_set = true;
+		if (write(uk_sched.efd, &one, sizeof(one)) < 0)
+			;	/* the counter is non-zero: it is readable */
+	}
+}
+
+/* wake_up_all()'s part: every fiber parked on @wq is ready (wq->m held). */
+static void uk_fibers_wake(struct wait_queue_head *wq)
+{
+	struct uk_fiber *f, *tmp;
+
+	if (!wq->fibers.next || list_empty(&wq->fibers))
+		return;
+	pthread_mutex_lock(&uk_sched.m);
+	list_for_each_entry_safe(f, tmp, &wq->fibers, wq_link) {
+		list_del_init(&f->wq_link);
+		f->wq = NULL;
+		uk_fiber_ready_locked(f);
+	}
+	pthread_mutex_unlock(&uk_sched.m);
+}
+
+/* uk_signal_task()'s part for a fiber (its task's lock held). */
+static void uk_fiber_signal(struct uk_fiber *f)
+{
+	struct wait_queue_head *wq;
+
+	/* f->wq changes only under its m; take it, then check again */
+	for (;;) {
+		wq = __atomic_load_n(&f->wq, __ATOMIC_SEQ_CST);
+		if (!wq)
+			break;
+		pthread_mutex_lock(&wq->m);
+		if (f->wq == wq) {
+			list_del_init(&f->wq_link);
+			f->wq = NULL;
+			pthread_mutex_lock(&uk_sched.m);
+			uk_fiber_ready_locked(f);
+			pthread_mutex_unlock(&uk_sched.m);
+			pthread_mutex_unlock(&wq->m);
+			return;
+		}
+		pthread_mutex_unlock(&wq->m);
+	}
+	pthread_mutex_lock(&uk_sched.m);
+	uk_fiber_ready_locked(f);
+	pthread_mutex_unlock(&uk_sched.m);
+}
+
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size)
+	__attribute__((weak));
+
+/*
+ * Switch contexts: getcontext() and setcontext(), not swapcontext(),
+ * which ASan intercepts only to warn that it cannot follow it -- the
+ * fiber annotations below tell it what it needs.
+ */
+static void uk_ctx_switch(ucontext_t *from, const ucontext_t *to)
+{
+	volatile bool resumed = false;
+
+	getcontext(from);
+	if (!resumed) {
+		resumed = true;
+		setcontext(to);
+	}
+}
+
+static void uk_asan_start(void **save, const void *bottom, size_t size)
+{
+	if (__sanitizer_start_switch_fiber)
+		__sanitizer_start_switch_fiber(save, bottom, size);
+}
+
+static void uk_asan_finish(void *save, const void **bottom, size_t *size)
+{
+	if (__sanitizer_finish_switch_fiber)
+		__sanitizer_finish_switch_fiber(save, bottom, size);
+}
+
+/* In the fiber: give the thread back to the scheduler until run again. */
+static void uk_fiber_yield(struct uk_fiber *f)
+{
+	uk_asan_start(&f->fake_stack, uk_sched.stack_bottom,
+		      uk_sched.stack_size);
+	uk_ctx_switch(&f->ctx, &uk_sched.ctx);
+	uk_asan_finish(f->fake_stack, &uk_sched.stack_bottom,
+		       &uk_sched.stack_size);
+}
+
+/*
+ * uk_sleep() in a fiber: park until @e's queue is woken (if @e), a signal
+ * (if interruptible) or @deadline_ns (if not 0).  Returns true if woken
+ * before the deadline, as uk_sleep().
+ */
+static bool uk_fiber_sleep(struct uk_fiber *f, struct wait_queue_entry *e,
+			   u64 deadline_ns)
+{
+	struct wait_queue_head *wq = e ? e->wq : NULL;
+	struct task_struct *t = f->task;
+	struct uk_fiber *pos;
+	bool woken = false;
+
+	for (;;) {
+		if (wq)
+			pthread_mutex_lock(&wq->m);
+		if (wq && wq->seq != e->seq) {
+			e->seq = wq->seq;
+			woken = true;
+		} else if (e && e->state == TASK_INTERRUPTIBLE &&
+			   __atomic_load_n(&t->sigpending, __ATOMIC_SEQ_CST)) {
+			woken = true;
+		} else if (deadline_ns && ktime_get_ns() >= deadline_ns) {
+			woken = false;
+		} else {
+			/* park: on the queue, then on the scheduler's list */
+			if (wq) {
+				list_add_tail(&f->wq_link, &wq->fibers);
+				__atomic_store_n(&f->wq, wq, __ATOMIC_SEQ_CST);
+			}
+			pthread_mutex_lock(&uk_sched.m);
+			f->state = UK_FIBER_PARKED;
+			f->deadline = deadline_ns;
+			list_for_each_entry(pos, &uk_sched.parked, link)
+				if (deadline_ns && (!pos->deadline ||
+						    pos->deadline > deadline_ns))
+					break;
+			list_add_tail(&f->link, &pos->link);
+			pthread_mutex_unlock(&uk_sched.m);
+			if (wq)
+				pthread_mutex_unlock(&wq->m);
+			uk_fiber_yield(f);
+			/* run again: off the lists, unless a deadline did it */
+			if (wq) {
+				pthread_mutex_lock(&wq->m);
+				if (f->wq == wq) {
+					list_del_init(&f->wq_link);
+					f->wq = NULL;
+				}
+				pthread_mutex_unlock(&wq->m);
+			}
+			continue;
+		}
+		if (wq)
+			pthread_mutex_unlock(&wq->m);
+		return woken;
+	}
+}
+
+static void *uk_stack_get(void)
+{
+	void *p = NULL;
+
+	pthread_mutex_lock(&uk_sched.m);
+	if (uk_sched.nr_stacks)
+		p = uk_sched.stacks[--uk_sched.nr_stacks];
+	pthread_mutex_unlock(&uk_sched.m);
+	if (p) {
+		/* what its last fiber's frames left poisoned goes */
+		if (__asan_unpoison_memory_region)
+			__asan_unpoison_memory_region((char *)p + 4096,
+						      UK_FIBER_STACK - 4096);
+		return p;
+	}
+	p = mmap(NULL, UK_FIBER_STACK, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK,
+		 -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	if (mprotect(p, 4096, PROT_NONE)) {
+		munmap(p, UK_FIBER_STACK);
+		return NULL;
+	}
+	return p;
+}
+
+/* uk_sched.m held. */
+static void uk_stack_put_locked(void *p)
+{
+	if (uk_sched.nr_stacks < UK_FIBER_STACKS_KEPT)
+		uk_sched.stacks[uk_sched.nr_stacks++] = p;
+	else
+		munmap(p, UK_FIBER_STACK);
+}
+
+static void uk_fiber_main(void)
+{
+	struct uk_fiber *f = uk_sched.cur;
+
+	uk_asan_finish(NULL, &uk_sched.stack_bottom, &uk_sched.stack_size);
+	f->fn(f->arg);
+	WARN(f->task->atomic_depth || f->task->rcu_depth,
+	     "fiber %s returned holding a spinlock or in an RCU section",
+	     f->task->comm);
+	pthread_mutex_lock(&uk_sched.m);
+	f->state = UK_FIBER_DONE;
+	pthread_mutex_unlock(&uk_sched.m);
+	/* this stack is going away: no fake stack to keep */
+	uk_asan_start(NULL, uk_sched.stack_bottom, uk_sched.stack_size);
+	setcontext(&uk_sched.ctx);
+	abort();	/* a DONE fiber is never run again */
+}
+
+/*
+ * On the scheduler: run @f until it parks or returns; free it if done.
+ * Return: true if it returned (and is freed).
+ */
+static bool uk_fiber_switch(struct uk_fiber *f)
+{
+	struct task_struct *me = current;
+
+	uk_sched.cur = f;
+	f->state = UK_FIBER_RUNNING;
+	uk_task = f->task;
+	uk_asan_start(&uk_sched.fake_stack, (char *)f->stack + 4096,
+		      UK_FIBER_STACK - 4096);
+	uk_ctx_switch(&uk_sched.ctx, &f->ctx);
+	uk_asan_finish(uk_sched.fake_stack, NULL, NULL);
+	uk_task = me;
+	uk_sched.cur = NULL;
+	pthread_mutex_lock(&uk_sched.m);
+	if (f->state == UK_FIBER_DONE) {
+		uk_sched.alive--;
+		uk_stack_put_locked(f->stack);
+		pthread_mutex_unlock(&uk_sched.m);
+		uk_task_free(f->task);
+		free(f);
+		return true;
+	}
+	pthread_mutex_unlock(&uk_sched.m);
+	return false;
+}
+
+int uk_fiber_run(void (*fn)(void *arg), void *arg, const char *comm,
+		 struct task_struct **task)
+{
+	struct uk_fiber *f = calloc(1, sizeof(*f));
+	struct task_struct *me = current;
+
+	pthread_once(&uk_sched.once, uk_sched_init);
+	/* the scheduler is the thread that runs fibers, one at a time */
+	pthread_mutex_lock(&uk_sched.m);
+	if (!uk_sched.alive) {
+		uk_sched.thread = pthread_self();
+		uk_sched.have_thread = true;
+	}
+	pthread_mutex_unlock(&uk_sched.m);
+	if (WARN(!uk_on_scheduler() || me->fiber,
+		 "a fiber started off the scheduler thread")) {
+		free(f);
+		return -EINVAL;
+	}
+	if (!f)
+		return -ENOMEM;
+	f->stack = uk_stack_get();
+	f->task = uk_task_new(comm);
+	if (!f->stack || !f->task || getcontext(&f->ctx)) {
+		if (f->stack) {
+			pthread_mutex_lock(&uk_sched.m);
+			uk_stack_put_locked(f->stack);
+			pthread_mutex_unlock(&uk_sched.m);
+		}
+		if (f->task)
+			uk_task_free(f->task);
+		free(f);
+		return -ENOMEM;
+	}
+	f->task->fiber = f;
+	f->task->pid = me->pid;
+	f->fn = fn;
+	f->arg = arg;
+	INIT_LIST_HEAD(&f->link);
+	INIT_LIST_HEAD(&f->wq_link);
+	f->ctx.uc_stack.ss_sp = (char *)f->stack + 4096;
+	f->ctx.uc_stack.ss_size = UK_FIBER_STACK - 4096;
+	f->ctx.uc_link = NULL;
+	makecontext(&f->ctx, uk_fiber_main, 0);
+	pthread_mutex_lock(&uk_sched.m);
+	uk_sched.alive++;
+	pthread_mutex_unlock(&uk_sched.m);
+	/* set before it runs: @fn may clear it if it does not outlive it */
+	*task = f->task;
+	/* it parks (its task lives on) or returns (and is freed) */
+	return uk_fiber_switch(f) ? 0 : 1;
+}
+
+u64 uk_fibers_schedule(void)
+{
+	struct uk_fiber *f, *tmp;
+	u64 now, next = 0, v;
+
+	pthread_once(&uk_sched.once, uk_sched_init);
+	pthread_mutex_lock(&uk_sched.m);
+	if (uk_sched.efd_set) {
+		uk_sched.efd_set = false;
+		if (read(uk_sched.efd, &v, sizeof(v)) < 0)
+			;	/* read already */
+	}
+	for (;;) {
+		now = ktime_get_ns();
+		list_for_each_entry_safe(f, tmp, &uk_sched.parked, link) {
+			if (!f->deadline || f->deadline > now)
+				break;
+			uk_fiber_ready_locked(f);
+		}
+		if (list_empty(&uk_sched.ready))
+			break;
+		f = list_first_entry(&uk_sched.ready, struct uk_fiber, link);
+		list_del_init(&f->link);
+		pthread_mutex_unlock(&uk_sched.m);
+		uk_fiber_switch(f);
+		pthread_mutex_lock(&uk_sched.m);
+	}
+	if (!list_empty(&uk_sched.parked)) {
+		f = list_first_entry(&uk_sched.parked, struct uk_fiber, link);
+		next = f->deadline;
+	}
+	pthread_mutex_unlock(&uk_sched.m);
+	return next;
 }
 
 /* ---------------------------------------------------------- completions */
@@ -954,12 +1413,24 @@ void synchronize_rcu(void)
 	pthread_rwlock_unlock(&uk_rcu_gp);
 }
 
+/*
+ * Callbacks run in batches: the worker, woken by the first callback of a
+ * batch, gathers for UK_RCU_BATCH_MS (unless rcu_barrier() waits), then
+ * waits for a grace period and runs them -- one wake-up and one grace
+ * period per batch, as the kernel's callbacks come ms after call_rcu(),
+ * not one per callback (a register/unregister loop would make a context
+ * switch and a write lock of each).
+ */
+#define UK_RCU_BATCH_MS		2
+
 static struct {
 	pthread_mutex_t m;
 	pthread_cond_t more;	/* callbacks queued */
 	pthread_cond_t done;	/* a batch ran */
 	struct rcu_head *head, **tail;
 	unsigned long queued, ran;
+	bool idle;		/* the worker waits for a first callback */
+	unsigned int barriers;	/* rcu_barrier()s waiting */
 	pthread_once_t once;
 } uk_rcu = {
 	.m = PTHREAD_MUTEX_INITIALIZER,
@@ -977,8 +1448,25 @@ static int uk_rcu_worker(void *unused)
 	(void)unused;
 	pthread_mutex_lock(&uk_rcu.m);
 	for (;;) {
+		uk_rcu.idle = true;
 		while (!uk_rcu.head)
 			pthread_cond_wait(&uk_rcu.more, &uk_rcu.m);
+		uk_rcu.idle = false;
+		if (!uk_rcu.barriers) {
+			struct timespec ts;
+
+			/* gather a batch (the condvar's clock: realtime) */
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += UK_RCU_BATCH_MS * NSEC_PER_MSEC;
+			if (ts.tv_nsec >= NSEC_PER_SEC) {
+				ts.tv_sec++;
+				ts.tv_nsec -= NSEC_PER_SEC;
+			}
+			while (!uk_rcu.barriers &&
+			       pthread_cond_timedwait(&uk_rcu.more, &uk_rcu.m,
+						      &ts) != ETIMEDOUT)
+				;
+		}
 		batch = uk_rcu.head;
 		uk_rcu.head = NULL;
 		uk_rcu.tail = &uk_rcu.head;
@@ -1010,7 +1498,10 @@ void call_rcu(struct rcu_head *head, void (*func)(struct rcu_head *head))
 	*uk_rcu.tail = head;
 	uk_rcu.tail = &head->next;
 	uk_rcu.queued++;
-	pthread_cond_signal(&uk_rcu.more);
+	if (uk_rcu.idle) {
+		uk_rcu.idle = false;
+		pthread_cond_signal(&uk_rcu.more);
+	}
 	pthread_mutex_unlock(&uk_rcu.m);
 }
 
@@ -1032,7 +1523,10 @@ void rcu_barrier(void)
 	might_sleep();
 	pthread_mutex_lock(&uk_rcu.m);
 	target = uk_rcu.queued;
+	uk_rcu.barriers++;
+	pthread_cond_signal(&uk_rcu.more);	/* no gathering now */
 	while (uk_rcu.ran < target)
 		pthread_cond_wait(&uk_rcu.done, &uk_rcu.m);
+	uk_rcu.barriers--;
 	pthread_mutex_unlock(&uk_rcu.m);
 }

@@ -16,6 +16,8 @@
 #include <linux/wait.h>
 #include <linux/workqueue.h>
 #include <linux/xarray.h>
+#include <net/netlink.h>
+#include <poll.h>
 
 #define MS NSEC_PER_MSEC
 
@@ -175,6 +177,148 @@ static void uk_test_waitqueue(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, s.saw_cond);
 	KUNIT_EXPECT_EQ(test, s.rc, 0);		/* the timer expired */
 	KUNIT_EXPECT_GE(test, s.end_ns, s.deadline_ns);
+}
+
+/* A fiber doing the ledger's wait loop (nxq_sleep()'s shape). */
+struct fsleeper {
+	wait_queue_head_t *wq;
+	bool *cond;
+	bool wake_self;		/* wake its own queue before sleeping */
+	u64 deadline_ns;
+	int rc;
+	bool saw_cond, done;
+};
+
+static void fsleeper_fn(void *arg)
+{
+	struct fsleeper *s = arg;
+	DEFINE_WAIT(wait);
+	ktime_t expires;
+
+	for (;;) {
+		prepare_to_wait(s->wq, &wait, TASK_INTERRUPTIBLE);
+		if (READ_ONCE(*s->cond)) {
+			s->saw_cond = true;
+			break;
+		}
+		if (signal_pending(current) || ktime_get_ns() >= s->deadline_ns)
+			break;
+		if (s->wake_self) {
+			s->wake_self = false;
+			wake_up_all(s->wq);
+		}
+		expires = ns_to_ktime(s->deadline_ns);
+		s->rc = schedule_hrtimeout_range(&expires, 0, HRTIMER_MODE_ABS);
+	}
+	finish_wait(s->wq, &wait);
+	s->done = true;
+}
+
+struct waker {
+	wait_queue_head_t *wq;
+	bool *cond;
+	struct completion done;
+};
+
+static int waker_fn(void *arg)
+{
+	struct waker *w = arg;
+
+	msleep(20);
+	WRITE_ONCE(*w->cond, true);
+	wake_up_all(w->wq);
+	complete(&w->done);
+	return 0;
+}
+
+/* Run the fibers until none is ready and @s is done, or 5 s. */
+static void fibers_until(struct fsleeper *s)
+{
+	struct pollfd p = { .fd = uk_fibers_fd(), .events = POLLIN };
+	u64 end = ktime_get_ns() + 5000 * MS, next;
+
+	while (!s->done && ktime_get_ns() < end) {
+		next = uk_fibers_schedule();
+		if (s->done)
+			break;
+		poll(&p, 1, next ? (int)((next - min(next, ktime_get_ns())) /
+					 MS) + 1 : 100);
+	}
+}
+
+/*
+ * Fibers: a parked fiber holds no thread; a wake-up from another thread,
+ * a signal or its deadline runs it again; a wake-up before it parks is
+ * not lost.
+ */
+static void uk_test_fibers(struct kunit *test)
+{
+	struct fsleeper s = { 0 };
+	struct task_struct *task;
+	wait_queue_head_t wq;
+	struct waker w;
+	bool cond = false;
+	u64 t0;
+
+	init_waitqueue_head(&wq);
+	/* woken from another thread */
+	s.wq = &wq;
+	s.cond = &cond;
+	s.deadline_ns = ktime_get_ns() + 10000 * MS;
+	KUNIT_ASSERT_EQ(test, uk_fiber_run(fsleeper_fn, &s, "fiber", &task), 1);
+	KUNIT_EXPECT_EQ(test, uk_fibers_alive(), 1U);
+	KUNIT_EXPECT_EQ(test, uk_fibers_schedule(), s.deadline_ns);
+	KUNIT_EXPECT_FALSE(test, s.done);
+	w.wq = &wq;
+	w.cond = &cond;
+	init_completion(&w.done);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(kthread_run(waker_fn, &w, "waker")));
+	fibers_until(&s);
+	wait_for_completion(&w.done);
+	KUNIT_EXPECT_TRUE(test, s.done);
+	KUNIT_EXPECT_TRUE(test, s.saw_cond);
+	KUNIT_EXPECT_EQ(test, uk_fibers_alive(), 0U);
+
+	/* its deadline */
+	memset(&s, 0, sizeof(s));
+	cond = false;
+	s.wq = &wq;
+	s.cond = &cond;
+	t0 = ktime_get_ns();
+	s.deadline_ns = t0 + 50 * MS;
+	KUNIT_ASSERT_EQ(test, uk_fiber_run(fsleeper_fn, &s, "fiber", &task), 1);
+	fibers_until(&s);
+	KUNIT_EXPECT_TRUE(test, s.done);
+	KUNIT_EXPECT_FALSE(test, s.saw_cond);
+	KUNIT_EXPECT_EQ(test, s.rc, 0);
+	KUNIT_EXPECT_GE(test, ktime_get_ns(), s.deadline_ns);
+
+	/* a signal */
+	memset(&s, 0, sizeof(s));
+	s.wq = &wq;
+	s.cond = &cond;
+	s.deadline_ns = ktime_get_ns() + 10000 * MS;
+	KUNIT_ASSERT_EQ(test, uk_fiber_run(fsleeper_fn, &s, "fiber", &task), 1);
+	uk_signal_task(task);
+	t0 = ktime_get_ns();
+	fibers_until(&s);
+	KUNIT_EXPECT_TRUE(test, s.done);
+	KUNIT_EXPECT_EQ(test, s.rc, -EINTR);
+	KUNIT_EXPECT_LT(test, ktime_get_ns() - t0, 1000ULL * MS);
+
+	/* a wake-up between prepare_to_wait() and the sleep: no park */
+	memset(&s, 0, sizeof(s));
+	s.wq = &wq;
+	s.cond = &cond;
+	s.wake_self = true;
+	s.deadline_ns = ktime_get_ns() + 10000 * MS;
+	/* it woke at once, looped, and parked again on its own */
+	KUNIT_ASSERT_EQ(test, uk_fiber_run(fsleeper_fn, &s, "fiber", &task), 1);
+	KUNIT_EXPECT_EQ(test, s.rc, -EINTR);
+	uk_signal_task(task);
+	fibers_until(&s);
+	KUNIT_EXPECT_TRUE(test, s.done);
+	KUNIT_EXPECT_EQ(test, uk_fibers_alive(), 0U);
 }
 
 /* A wake-up between prepare_to_wait() and the sleep is not lost. */
@@ -491,6 +635,91 @@ static void uk_test_rcu(struct kunit *test)
 	UK_EXPECT_WARNS(test, 1, rcu_read_unlock());
 }
 
+/* ---- nla_parse(): the kernel's strict validation (compat/nlattr.c) ---- */
+
+enum { T_U32 = 1, T_STR, T_SMALL, T_FLAG, T_MAX = T_FLAG };
+
+/* (one entry past T_MAX: a parse that ignored maxtype reads no further) */
+static const struct nla_policy t_policy[T_MAX + 2] = {
+	[T_U32] = { .type = NLA_U32 },
+	[T_STR] = { .type = NLA_NUL_STRING, .len = 7 },
+	[T_SMALL] = NLA_POLICY_MAX(NLA_U8, 3),
+	[T_FLAG] = { .type = NLA_FLAG },
+	[T_MAX + 1] = { .type = NLA_U32 },
+};
+
+/* Append attribute @type with @len bytes of @data to @buf at @off. */
+static int t_put(unsigned char *buf, int off, u16 type, const void *data,
+		 int len)
+{
+	struct nlattr a = { .nla_len = NLA_HDRLEN + len, .nla_type = type };
+
+	memset(buf + off, 0, NLA_ALIGN(NLA_HDRLEN + len));
+	memcpy(buf + off, &a, sizeof(a));
+	if (len)
+		memcpy(buf + off + NLA_HDRLEN, data, len);
+	return off + NLA_ALIGN(NLA_HDRLEN + len);
+}
+
+static int t_parse(unsigned char *buf, int len, struct nlattr **tb,
+		   const char **msg)
+{
+	struct netlink_ext_ack ext = { 0 };
+	int err = nla_parse(tb, T_MAX, (struct nlattr *)buf, len, t_policy,
+			    &ext);
+
+	*msg = ext._msg ? ext._msg : "";
+	return err;
+}
+
+static void uk_test_nla(struct kunit *test)
+{
+	unsigned char buf[256] __aligned(4);
+	struct nlattr *tb[T_MAX + 2];
+	u32 v = 7, bad16 = 0;
+	u8 small = 3, big = 4;
+	const char *msg;
+	int n;
+
+	/* a request that follows the policy */
+	n = t_put(buf, 0, T_U32, &v, sizeof(v));
+	n = t_put(buf, n, T_STR, "abc", 4);
+	n = t_put(buf, n, T_SMALL, &small, 1);
+	n = t_put(buf, n, T_FLAG, NULL, 0);
+	KUNIT_EXPECT_EQ(test, t_parse(buf, n, tb, &msg), 0);
+	KUNIT_ASSERT_NOT_NULL(test, tb[T_U32]);
+	KUNIT_EXPECT_EQ(test, nla_get_u32(tb[T_U32]), 7U);
+	KUNIT_EXPECT_STREQ(test, (char *)nla_data(tb[T_STR]), "abc");
+	KUNIT_EXPECT_TRUE(test, nla_get_flag(tb[T_FLAG]));
+	/* strict: a type above the policy's, or 0, is refused */
+	n = t_put(buf, 0, T_MAX + 1, &v, sizeof(v));
+	KUNIT_EXPECT_EQ(test, t_parse(buf, n, tb, &msg), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, msg, "Unknown attribute type");
+	n = t_put(buf, 0, 0, &v, sizeof(v));
+	KUNIT_EXPECT_EQ(test, t_parse(buf, n, tb, &msg), -EINVAL);
+	/* a fixed-size integer of another size */
+	n = t_put(buf, 0, T_U32, &bad16, 2);
+	KUNIT_EXPECT_EQ(test, t_parse(buf, n, tb, &msg), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, msg, "invalid attribute length");
+	/* a string without its NUL, or longer than the policy's len */
+	n = t_put(buf, 0, T_STR, "abc", 3);
+	KUNIT_EXPECT_EQ(test, t_parse(buf, n, tb, &msg), -EINVAL);
+	n = t_put(buf, 0, T_STR, "abcdefgh", 9);	/* no NUL in len + 1 */
+	KUNIT_EXPECT_EQ(test, t_parse(buf, n, tb, &msg), -EINVAL);
+	/* NLA_POLICY_MAX */
+	n = t_put(buf, 0, T_SMALL, &big, 1);
+	KUNIT_EXPECT_EQ(test, t_parse(buf, n, tb, &msg), -ERANGE);
+	KUNIT_EXPECT_STREQ(test, msg, "integer out of range");
+	/* a flag with a payload */
+	n = t_put(buf, 0, T_FLAG, &v, sizeof(v));
+	KUNIT_EXPECT_EQ(test, t_parse(buf, n, tb, &msg), -ERANGE);
+	/* bytes after the last attribute */
+	n = t_put(buf, 0, T_U32, &v, sizeof(v));
+	memset(buf + n, 0, 2);
+	KUNIT_EXPECT_EQ(test, t_parse(buf, n + 2, tb, &msg), -EINVAL);
+	KUNIT_EXPECT_STREQ(test, msg, "bytes leftover after parsing attributes");
+}
+
 static struct kunit_case uk_cases[] = {
 	KUNIT_CASE(uk_test_rcu),
 	KUNIT_CASE(uk_test_list),
@@ -499,11 +728,13 @@ static struct kunit_case uk_cases[] = {
 	KUNIT_CASE(uk_test_waitqueue),
 	KUNIT_CASE(uk_test_no_lost_wakeup),
 	KUNIT_CASE(uk_test_signal),
+	KUNIT_CASE(uk_test_fibers),
 	KUNIT_CASE(uk_test_completion),
 	KUNIT_CASE(uk_test_xarray),
 	KUNIT_CASE(uk_test_workqueue),
 	KUNIT_CASE(uk_test_refcount),
 	KUNIT_CASE(uk_test_helpers),
+	KUNIT_CASE(uk_test_nla),
 	{}
 };
 

@@ -7,293 +7,7 @@
  * module's rules over the socket, as a hostile tenant would try them.
  * They need root and a writable cgroup2 hierarchy, else they are skipped.
  */
-#include <poll.h>
-#include <pthread.h>
-#include <sys/eventfd.h>
-#include <time.h>
-
-#include "client_harness.h"
-
-#define KEY	"host0"
-/* The bound on connections per process the case sets (-P). */
-#define NXQD_CONN_PER_PROC_T	16
-
-struct tcg {
-	char rel[96];		/* "/nxqd-test.PID.N" */
-	char dir[512];		/* its directory */
-	char orig[1024];	/* cgroup.procs of where we were */
-};
-
-static bool cg_root(char *root, size_t len)
-{
-	char line[4096], *f[10], *p;
-	bool found = false;
-	FILE *mi = fopen("/proc/self/mountinfo", "re");
-	int n, i;
-
-	if (!mi)
-		return false;
-	while (!found && fgets(line, sizeof(line), mi)) {
-		n = 0;
-		for (p = strtok(line, "\n "); p && n < 10; p = strtok(NULL, "\n "))
-			f[n++] = p;
-		for (i = 6; i + 1 < n; i++) {
-			if (!strcmp(f[i], "-")) {
-				if (!strcmp(f[i + 1], "cgroup2")) {
-					snprintf(root, len, "%s", f[4]);
-					found = true;
-				}
-				break;
-			}
-		}
-	}
-	fclose(mi);
-	return found;
-}
-
-static int write_str(const char *file, const char *s)
-{
-	int fd = open(file, O_WRONLY | O_CLOEXEC), err = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
-		err = -errno;
-	close(fd);
-	return err;
-}
-
-/* Make a cgroup and move this process into it; skip without root. */
-static void cg_enter(struct kunit *test, struct tcg *cg)
-{
-	static int seq;
-	char root[256], line[600], pid[32];
-	FILE *f;
-
-	if (geteuid() || !cg_root(root, sizeof(root)))
-		kunit_skip(test, "needs root and a cgroup2 mount");
-	snprintf(cg->rel, sizeof(cg->rel), "/nxqd-test.%d.%d", (int)getpid(),
-		 ++seq);
-	snprintf(cg->dir, sizeof(cg->dir), "%s%s", root, cg->rel);
-	cg->orig[0] = '\0';
-	f = fopen("/proc/self/cgroup", "re");
-	KUNIT_ASSERT_NOT_NULL(test, f);
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "0::", 3)) {
-			line[strcspn(line, "\n")] = '\0';
-			snprintf(cg->orig, sizeof(cg->orig), "%s%s/cgroup.procs",
-				 root, strcmp(line + 3, "/") ? line + 3 : "");
-		}
-	fclose(f);
-	KUNIT_ASSERT_NE(test, cg->orig[0], '\0');
-	if (mkdir(cg->dir, 0755))
-		kunit_skip(test, "cannot make a cgroup in %s", root);
-	snprintf(line, sizeof(line), "%s/cgroup.procs", cg->dir);
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	KUNIT_ASSERT_EQ(test, write_str(line, pid), 0);
-}
-
-static void cg_leave(struct tcg *cg)
-{
-	char pid[32];
-
-	snprintf(pid, sizeof(pid), "%d", (int)getpid());
-	write_str(cg->orig, pid);
-	rmdir(cg->dir);
-}
-
-/* The state file: device KEY of @cap bytes (@devt or "-"), @path at @max. */
-static void write_state(struct kunit *test, struct daemon *d, u64 cap,
-			const char *devt, const char *path, u64 max)
-{
-	char p[128];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/state", d->dir);
-	f = fopen(p, "we");
-	KUNIT_ASSERT_NOT_NULL(test, f);
-	fprintf(f, "nxquotad-state 1\n"
-		"device " KEY " capacity=%llu devt=%s default_max=max ticket_timeout_ms=1000\n",
-		(unsigned long long)cap, devt);
-	if (path)
-		fprintf(f, "budget " KEY " %s max=%llu min=0 kill_on_ignore=0 holders_max=- waiters_max=- priority_max=- wait_max_ms=-\n",
-			path, (unsigned long long)max);
-	KUNIT_ASSERT_EQ(test, fclose(f), 0);
-}
-
-/* One more budget line in the state file. */
-static void add_budget(struct kunit *test, struct daemon *d, const char *path,
-		       u64 max)
-{
-	char p[128];
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/state", d->dir);
-	f = fopen(p, "ae");
-	KUNIT_ASSERT_NOT_NULL(test, f);
-	fprintf(f, "budget " KEY " %s max=%llu min=0 kill_on_ignore=0 holders_max=- waiters_max=- priority_max=- wait_max_ms=-\n",
-		path, (unsigned long long)max);
-	KUNIT_ASSERT_EQ(test, fclose(f), 0);
-}
-
-/* A daemon with KEY of 1 MB and a max of @max on @cg. */
-static void start_with(struct kunit *test, struct daemon *d, struct tcg *cg,
-		       u64 max, const char *devt)
-{
-	prepare(test, d);
-	write_state(test, d, 1000000, devt, cg ? cg->rel : NULL, max);
-	d->pid = spawn(test, d);
-	wait_up(test, d);
-}
-
-/* ---- requests ---- */
-
-/* Register on @fd with eventfd @efd (-1: none) and @devfd if >= 0. */
-static int reg_fds(int fd, int efd, int devfd, u64 *id, const int *fds,
-		   int nfds)
-{
-	struct nxq_holder_reg r = {
-		.size = sizeof(r), .eventfd = efd, .priority = 0,
-	};
-	size_t rlen;
-	int err;
-
-	strscpy(r.device, KEY, sizeof(r.device));
-	if (devfd >= 0) {
-		r.flags = NXQ_HOLDER_DEVFD;
-		r.devfd = devfd;
-	}
-	err = call_fds(fd, NXQ_IOC_HOLDER_REGISTER, 0, &r, sizeof(r), &r,
-		       &rlen, fds, nfds);
-	if (!err && id)
-		*id = r.holder_id;
-	return err;
-}
-
-static int reg(int fd, int efd, u64 *id)
-{
-	return reg_fds(fd, efd, -1, id, &efd, efd >= 0);
-}
-
-static int charge(int fd, u64 id, u64 bytes, u32 flags, u64 timeout,
-		  u64 *charged)
-{
-	struct nxq_charge c = {
-		.size = sizeof(c), .flags = flags, .holder_id = id,
-		.bytes = bytes, .timeout_ns = timeout,
-	};
-	size_t rlen;
-	int err;
-
-	err = call(fd, NXQ_IOC_CHARGE, 0, &c, sizeof(c), &c, &rlen);
-	if (!err && charged)
-		*charged = c.charged;
-	return err;
-}
-
-static int uncharge(int fd, u64 id, u64 bytes, u64 *charged)
-{
-	struct nxq_charge c = {
-		.size = sizeof(c), .holder_id = id, .bytes = bytes,
-	};
-	size_t rlen;
-	int err;
-
-	err = call(fd, NXQ_IOC_UNCHARGE, 0, &c, sizeof(c), &c, &rlen);
-	if (!err && charged)
-		*charged = c.charged;
-	return err;
-}
-
-static int status(int fd, u64 id, struct nxq_status *st)
-{
-	size_t rlen;
-
-	memset(st, 0, sizeof(*st));
-	st->size = sizeof(*st);
-	st->holder_id = id;
-	return call(fd, NXQ_IOC_STATUS, 0, st, sizeof(*st), st, &rlen);
-}
-
-static int unreg(int fd, u64 id)
-{
-	struct nxq_holder_id u = { .size = sizeof(u), .holder_id = id };
-	size_t rlen;
-
-	return call(fd, NXQ_IOC_HOLDER_UNREGISTER, 0, &u, sizeof(u), NULL,
-		    &rlen);
-}
-
-/* device_used seen through holder @id, polled until it is @want (2 s). */
-static u64 wait_used(int fd, u64 id, u64 want)
-{
-	struct nxq_status st;
-	int i;
-
-	for (i = 0; i < 200; i++) {
-		if (status(fd, id, &st))
-			return ~0ULL;
-		if (st.device_used == want)
-			break;
-		usleep_range(10000, 11000);
-	}
-	return st.device_used;
-}
-
-static u64 now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
-}
-
-/* How often @pid is in the daemon's client list (@d's clients file). */
-static int listed(struct daemon *d, pid_t pid)
-{
-	char p[128], line[128];
-	int n = 0, got;
-	FILE *f;
-
-	snprintf(p, sizeof(p), "%s/clients", d->dir);
-	f = fopen(p, "re");
-	if (!f)
-		return errno == ENOENT ? 0 : -1;
-	while (fgets(line, sizeof(line), f))
-		n += sscanf(line, "%d", &got) == 1 && got == pid;
-	fclose(f);
-	return n;
-}
-
-/* listed(), polled until it is @want (2 s): the list follows holders. */
-static int listed_wait(struct daemon *d, pid_t pid, int want)
-{
-	int i, n = -1;
-
-	for (i = 0; i < 200; i++) {
-		n = listed(d, pid);
-		if (n == want)
-			break;
-		usleep_range(10000, 11000);
-	}
-	return n;
-}
-
-/* count_fds() polled until it is @want (2 s): holders are freed after
- * an RCU grace period, their eventfd with them.
- */
-static int fds_wait(pid_t pid, int want)
-{
-	int i, n = -1;
-
-	for (i = 0; i < 200; i++) {
-		n = count_fds(pid);
-		if (n == want)
-			break;
-		usleep_range(10000, 11000);
-	}
-	return n;
-}
+#include "client_util.h"
 
 /* ---- cases ---- */
 
@@ -315,7 +29,7 @@ static void nxqd_test_charge(struct kunit *test)
 	KUNIT_ASSERT_GE(test, efd, 0);
 	KUNIT_EXPECT_EQ(test, reg(fd, efd, &id), 0);
 	KUNIT_EXPECT_NE(test, id, 0ULL);
-	KUNIT_EXPECT_EQ(test, listed(&d, getpid()), 1);
+	KUNIT_EXPECT_EQ(test, listed_wait(&d, getpid(), 1), 1);
 	KUNIT_EXPECT_EQ(test, charge(fd, id, 600, 0, 0, &charged), 0);
 	KUNIT_EXPECT_EQ(test, charged, 600ULL);
 	/* over the max: refused, nothing charged */
@@ -335,7 +49,7 @@ static void nxqd_test_charge(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, uncharge(fd, id, 1, NULL), -EINVAL);
 	KUNIT_EXPECT_EQ(test, unreg(fd, id), 0);
 	KUNIT_EXPECT_EQ(test, charge(fd, id, 1, 0, 0, NULL), -ENOENT);
-	KUNIT_EXPECT_EQ(test, listed(&d, getpid()), 0);
+	KUNIT_EXPECT_EQ(test, listed_wait(&d, getpid(), 0), 0);
 	/* no such device */
 	{
 		struct nxq_holder_reg r = { .size = sizeof(r), .eventfd = -1 };
@@ -406,7 +120,7 @@ static void nxqd_test_register_fds(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, reg_fds(fd, efd, zero, &id, fds, 2), -EACCES);
 	/* nothing was kept: every descriptor received is closed */
 	KUNIT_EXPECT_EQ(test, fds_wait(d.pid, before), before);
-	KUNIT_EXPECT_EQ(test, listed(&d, getpid()), 0);
+	KUNIT_EXPECT_EQ(test, listed_wait(&d, getpid(), 0), 0);
 	/* and the right way works, keeping just the eventfd */
 	fds[0] = efd;
 	fds[1] = nul;
@@ -547,7 +261,7 @@ static void nxqd_test_sigkill(struct kunit *test)
 		close(p[0]);
 		KUNIT_EXPECT_EQ(test, ok, 1);
 		KUNIT_EXPECT_EQ(test, wait_used(fd, id, 700), 700ULL);
-		KUNIT_EXPECT_EQ(test, listed(&d, child), 1);
+		KUNIT_EXPECT_EQ(test, listed_wait(&d, child, 1), 1);
 		kill(child, SIGKILL);
 		waitpid(child, NULL, 0);
 		KUNIT_EXPECT_EQ(test, wait_used(fd, id, 0), 0ULL);
@@ -725,7 +439,10 @@ static void nxqd_test_eventfd_full(struct kunit *test)
 	cg_leave(&cg);
 }
 
-/* A charge that waits ends, granting nothing, when its connection goes. */
+/*
+ * A charge that waits ends, granting nothing, when its connection goes;
+ * and waiting charges are kept as state, not as threads of the daemon.
+ */
 static void nxqd_test_close_ends_wait(struct kunit *test)
 {
 	struct nxq_charge c = { .size = sizeof(c) };
@@ -734,7 +451,7 @@ static void nxqd_test_close_ends_wait(struct kunit *test)
 	struct nxq_status st;
 	struct daemon d;
 	struct tcg cg;
-	int fd, w, efa, efb, threads, i;
+	int fd, w[20], efa, efb, threads, i;
 	u64 ida, idb;
 
 	cg_enter(test, &cg);
@@ -746,25 +463,31 @@ static void nxqd_test_close_ends_wait(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, reg(fd, efa, &ida), 0);
 	KUNIT_ASSERT_EQ(test, reg(fd, efb, &idb), 0);
 	KUNIT_ASSERT_EQ(test, charge(fd, ida, 1000, 0, 0, NULL), 0);
-	w = dial(d.sock, SOCK_SEQPACKET);
-	KUNIT_ASSERT_GE(test, w, 0);
-	/* B waits up to 20 s on another connection of this process */
+	usleep_range(100000, 101000);
+	threads = count_threads(d.pid);
+	/* B waits up to 20 s, twenty times, on other connections */
 	c.flags = NXQ_CHARGE_WAIT;
 	c.holder_id = idb;
 	c.bytes = 500;
 	c.timeout_ns = 20ULL * NSEC_PER_SEC;
 	memcpy(msg, &req, sizeof(req));
 	memcpy(msg + sizeof(req), &c, sizeof(c));
-	KUNIT_ASSERT_EQ(test, (long)send(w, msg, sizeof(msg), 0),
-			(long)sizeof(msg));
-	usleep_range(200000, 201000);
-	threads = count_threads(d.pid);
-	close(w);
-	/* its thread ends: the wait was interrupted, not timed out */
-	for (i = 0; i < 200 && count_threads(d.pid) != threads - 1; i++)
-		usleep_range(10000, 11000);
-	KUNIT_EXPECT_EQ(test, count_threads(d.pid), threads - 1);
-	/* room now: nothing is granted to the charge that went away */
+	for (i = 0; i < 20; i++) {
+		w[i] = dial(d.sock, SOCK_SEQPACKET);
+		KUNIT_ASSERT_GE(test, w[i], 0);
+		KUNIT_ASSERT_EQ(test, (long)send(w[i], msg, sizeof(msg), 0),
+				(long)sizeof(msg));
+	}
+	KUNIT_EXPECT_EQ(test, ctl_dev_wait(d.ctl, KEY, NXQUOTA_A_DEVICE_WAITERS,
+					   20), 20ULL);
+	/* no thread per waiting charge, nor per connection */
+	KUNIT_EXPECT_EQ(test, count_threads(d.pid), threads);
+	for (i = 0; i < 20; i++)
+		close(w[i]);
+	/* the waits end: interrupted, not timed out */
+	KUNIT_EXPECT_EQ(test, ctl_dev_wait(d.ctl, KEY, NXQUOTA_A_DEVICE_WAITERS,
+					   0), 0ULL);
+	/* room now: nothing is granted to the charges that went away */
 	KUNIT_EXPECT_EQ(test, uncharge(fd, ida, 1000, NULL), 0);
 	usleep_range(100000, 101000);
 	KUNIT_EXPECT_EQ(test, status(fd, idb, &st), 0);
@@ -848,9 +571,9 @@ static void nxqd_test_restart_grace(struct kunit *test)
 	}
 	close(cmd[0]);
 	close(res[1]);
-	/* X holds 600 in two holders */
+	/* X holds 600 in two holders, as the record says */
 	KUNIT_EXPECT_EQ(test, tell(cmd[1], res[0], "nrhrh"), 0);
-	KUNIT_EXPECT_EQ(test, listed(&d, x), 1);
+	KUNIT_EXPECT_EQ(test, listed_wait(&d, x, 2), 2);
 
 	/* a crash: the list stays; the next daemon gives X 5 s */
 	KUNIT_EXPECT_EQ(test, stop(&d, SIGKILL), 128 + SIGKILL);
@@ -882,9 +605,9 @@ static void nxqd_test_restart_grace(struct kunit *test)
 	close(efd);
 	KUNIT_EXPECT_EQ(test, listed_wait(&d, getpid(), 0), 0);
 
-	/* a clean stop keeps the list too; this window ends by time */
+	/* a clean stop keeps the record too; this window ends by time */
 	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
-	KUNIT_EXPECT_EQ(test, listed(&d, x), 1);
+	KUNIT_EXPECT_EQ(test, listed(&d, x), 2);
 	d.pid = spawn_args(test, &d, grace8);
 	wait_up(test, &d);
 	t0 = now_ms();

@@ -28,6 +28,26 @@ static void nxqd_test_version(struct kunit *test)
 				NXQ_FEAT_STATUS | NXQ_FEAT_CHARGE_WAIT |
 				NXQ_FEAT_TICKETS | NXQ_FEAT_STATUS_V1 |
 				NXQ_FEAT_CHARGE_PROBE));
+	/* the protocol's version, in every reply, at either version */
+	{
+		unsigned char rep[64];
+		struct nxqd_rep r;
+		struct {
+			struct nxqd_req req;
+			struct nxq_version v;
+		} q = { .req = { .cmd = NXQ_IOC_VERSION, .version = 1 },
+			.v = { .size = sizeof(v) } };
+
+		KUNIT_EXPECT_EQ(test, (long)send(fd, &q, sizeof(q), 0),
+				(long)sizeof(q));
+		KUNIT_EXPECT_EQ(test, (long)recv(fd, rep, sizeof(rep), 0),
+				(long)(sizeof(r) + sizeof(v)));
+		memcpy(&r, rep, sizeof(r));
+		KUNIT_EXPECT_EQ(test, r.err, 0);
+		KUNIT_EXPECT_EQ(test, r.version, NXQD_PROTO_VERSION);
+		KUNIT_EXPECT_EQ(test, r.flags, 0);
+	}
+
 	/* the size bits of the command are ignored, as for the ioctl */
 	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION & ~(_IOC_SIZEMASK <<
 							   _IOC_SIZESHIFT), 0,
@@ -56,9 +76,20 @@ static void nxqd_test_bad_requests(struct kunit *test)
 				   sizeof(*v), NULL, &rlen), -ENOTTY);
 	KUNIT_EXPECT_EQ(test, call(fd, _IOWR(0x42, 0x00, struct nxq_version),
 				   0, v, sizeof(*v), NULL, &rlen), -ENOTTY);
-	/* reserved header bits */
-	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 1, v, sizeof(*v), NULL,
-				   &rlen), -EINVAL);
+	/* the header: flags at version 0, a version not known, flags not
+	 * known or not the command's */
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, req_vf(0, 1), v,
+				   sizeof(*v), NULL, &rlen), -EINVAL);
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, req_vf(2, 0), v,
+				   sizeof(*v), NULL, &rlen), -EPROTONOSUPPORT);
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, req_vf(1, 1U << 15), v,
+				   sizeof(*v), NULL, &rlen), -EINVAL);
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION,
+				   req_vf(1, NXQD_REQ_RESTORE), v, sizeof(*v),
+				   NULL, &rlen), -EINVAL);
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION,
+				   req_vf(1, NXQD_REQ_RESTORED), v, sizeof(*v),
+				   NULL, &rlen), 0);
 	/* smaller than the first version of the struct */
 	v->size = NXQ_VERSION_SIZE_VER0 - 4;
 	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, 0, v, v->size, NULL,

@@ -30,7 +30,14 @@
 #include <sched.h>
 #include <time.h>
 #include <sys/types.h>
+#include <sys/sysmacros.h>
 #include <asm/types.h>		/* __u8 .. __u64, as the uapi header has them */
+
+/*
+ * <linux/kdev_t.h>: a dev_t as this side keeps it -- userspace's encoding,
+ * the one fstat() gives in st_rdev, which the device proof compares.
+ */
+#define MKDEV(ma, mi)	makedev(ma, mi)
 
 /* ------------------------------------------------------------------ types */
 
@@ -72,6 +79,7 @@ typedef unsigned int gfp_t;
 #define __must_check		__attribute__((warn_unused_result))
 #define __printf(a, b)		__attribute__((format(printf, a, b)))
 #define __packed		__attribute__((packed))
+#define __aligned(n)		__attribute__((aligned(n)))
 #define noinline		__attribute__((noinline))
 #ifndef fallthrough
 #define fallthrough		__attribute__((fallthrough))
@@ -93,6 +101,26 @@ typedef unsigned int gfp_t;
 #define BIT(n)			(1UL << (n))
 #define BIT_ULL(n)		(1ULL << (n))
 #define BUILD_BUG_ON(c)		_Static_assert(!(c), #c)
+#define GENMASK(h, l) \
+	(((~0UL) << (l)) & (~0UL >> (8 * sizeof(long) - 1 - (h))))
+#ifndef PAGE_SIZE
+#define PAGE_SIZE		4096UL
+#endif
+/* An indirect call is a plain one here (no retpolines to avoid). */
+#define INDIRECT_CALL_2(f, f2, f1, ...)	(f)(__VA_ARGS__)
+
+/*
+ * Kconfig, as IS_ENABLED() sees it: what the daemon's build of kmod/ has.
+ * CONFIG_NXQUOTA_KUNIT_TEST is defined by the Makefile for the objects
+ * linked into the KUnit runner only.
+ */
+#define CONFIG_NET		1
+#define __UK_ARG_1		0,
+#define __uk_second(ignored, val, ...)	val
+#define __uk_defined(x)		___uk_defined(x)
+#define ___uk_defined(val)	____uk_defined(__UK_ARG_##val)
+#define ____uk_defined(junk)	__uk_second(junk 1, 0)
+#define IS_ENABLED(option)	__uk_defined(option)
 #ifndef container_of
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -221,6 +249,7 @@ typedef struct { s64 counter; } atomic64_t;
  * in atomic context), the wait it is preparing, and a pending signal.
  */
 struct wait_queue_entry;
+struct uk_fiber;
 struct task_struct {
 	pid_t pid;			/* the thread's tid */
 	char comm[16];
@@ -230,6 +259,7 @@ struct task_struct {
 	bool sigpending;
 	bool kthread;			/* made by kthread_run() */
 	int rcu_depth;			/* rcu_read_lock() nesting */
+	struct uk_fiber *fiber;		/* the task is this fiber, or NULL */
 };
 struct pid;
 
@@ -255,6 +285,34 @@ void uk_cond_resched(void);
 struct task_struct *uk_kthread_run(int (*fn)(void *data), void *data,
 				   const char *fmt, ...) __printf(3, 4);
 #define kthread_run(fn, data, fmt, ...)	uk_kthread_run(fn, data, fmt, ##__VA_ARGS__)
+
+/*
+ * Fibers: a task of its own (current, the locks it holds, its signals and
+ * waits) on a stack of its own, run by the thread that starts it (the
+ * scheduler; one per process).  Where a thread would sleep
+ * (schedule_hrtimeout*(), schedule_timeout(), msleep()), a fiber parks and
+ * gives the thread back to the scheduler, which runs it again once a
+ * wake-up of the queue it waits on, a signal (uk_signal_task()) or its
+ * deadline comes.  nxquotad keeps a waiting charge as a parked fiber: the
+ * ledger's nxq_sleep() runs unchanged and no thread sleeps in it.
+ *
+ * uk_fiber_run(): start @fn(@arg) on a new fiber and run it until it
+ * parks or returns.  *@task is set to the fiber's task before @fn runs;
+ * the task is freed when @fn returns (@fn clears *@task first if the
+ * location lives on).  Return: 1 if it parked, 0 if it returned already,
+ * -ENOMEM (@fn did not run).
+ * uk_fibers_schedule(): run every fiber that is ready, and those whose
+ * deadline passed.  Return: the earliest deadline of the parked ones
+ * (CLOCK_MONOTONIC ns), or 0 if none has one.
+ * uk_fibers_fd(): readable when a fiber was made ready by another thread;
+ * the scheduler polls it and calls uk_fibers_schedule().
+ * uk_fibers_alive(): fibers started and not returned.
+ */
+int uk_fiber_run(void (*fn)(void *arg), void *arg, const char *comm,
+		 struct task_struct **task);
+u64 uk_fibers_schedule(void);
+int uk_fibers_fd(void);
+unsigned int uk_fibers_alive(void);
 
 /* ------------------------------------------------------------------- time */
 
@@ -593,6 +651,7 @@ struct wait_queue_head {
 	pthread_mutex_t m;
 	pthread_cond_t c;
 	unsigned long seq;
+	struct list_head fibers;	/* m: fibers parked on it */
 };
 typedef struct wait_queue_head wait_queue_head_t;
 

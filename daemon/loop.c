@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotad's event loop: one thread polls every descriptor (epoll,
+ * level-triggered), runs the timers that are due and the fibers that are
+ * ready (compat/uk.c: a waiting charge is a parked fiber), then frees what
+ * was deferred.  SIGTERM and SIGINT come as a signalfd.  Also the socket
+ * helpers both sockets use: systemd's socket passing and readiness
+ * protocols, and binding.
+ *
+ * Objects: watches and timers belong to whoever embeds them; the loop
+ * only points at them.  A watch deleted during a turn may still have an
+ * event in that turn's batch: it is marked dead and skipped, and what
+ * embeds it is freed through nxqd_loop_defer_free() after the batch.
+ */
+#include <linux/types.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "nxqd.h"
+
+#define NXQD_EVENTS	64
+
+struct nxqd_deferred {
+	void *p;
+	void (*fn)(void *p);
+};
+
+static struct {
+	int epfd;
+	bool stop, busy;
+	u64 turn;
+	struct list_head timers;	/* by deadline */
+	struct nxqd_deferred *defer;
+	size_t ndefer, capdefer;
+	struct nxqd_watch sig, fibers;
+	void (*on_signal)(int sig);
+} nxqd_loop = {
+	.epfd = -1,
+	.timers = LIST_HEAD_INIT(nxqd_loop.timers),
+};
+
+int nxqd_watch_add(struct nxqd_watch *w)
+{
+	struct epoll_event ev = { .events = w->events, .data.ptr = w };
+
+	w->dead = false;
+	return epoll_ctl(nxqd_loop.epfd, EPOLL_CTL_ADD, w->fd, &ev) ? -errno : 0;
+}
+
+int nxqd_watch_mod(struct nxqd_watch *w, u32 events)
+{
+	struct epoll_event ev = { .events = events, .data.ptr = w };
+
+	if (w->events == events)
+		return 0;
+	w->events = events;
+	return epoll_ctl(nxqd_loop.epfd, EPOLL_CTL_MOD, w->fd, &ev) ? -errno : 0;
+}
+
+void nxqd_watch_del(struct nxqd_watch *w)
+{
+	if (w->dead)
+		return;
+	epoll_ctl(nxqd_loop.epfd, EPOLL_CTL_DEL, w->fd, NULL);
+	w->dead = true;
+}
+
+void nxqd_timer_init(struct nxqd_timer *t, void (*fn)(struct nxqd_timer *t))
+{
+	INIT_LIST_HEAD(&t->link);
+	t->fn = fn;
+	t->at = 0;
+}
+
+bool nxqd_timer_armed(const struct nxqd_timer *t)
+{
+	return !list_empty(&t->link);
+}
+
+void nxqd_timer_cancel(struct nxqd_timer *t)
+{
+	list_del_init(&t->link);
+}
+
+/* Timers are few (the record, the window, held charges): a sorted list. */
+void nxqd_timer_arm(struct nxqd_timer *t, u64 at)
+{
+	struct nxqd_timer *pos;
+
+	list_del_init(&t->link);
+	t->at = at;
+	list_for_each_entry(pos, &nxqd_loop.timers, link)
+		if (pos->at > at)
+			break;
+	list_add_tail(&t->link, &pos->link);
+}
+
+void nxqd_loop_defer_free(void *p, void (*fn)(void *p))
+{
+	if (nxqd_loop.ndefer == nxqd_loop.capdefer) {
+		size_t cap = nxqd_loop.capdefer ? 2 * nxqd_loop.capdefer : 64;
+		struct nxqd_deferred *d = realloc(nxqd_loop.defer,
+						  cap * sizeof(*d));
+
+		if (!d)
+			abort();	/* nothing sane to do: it would leak */
+		nxqd_loop.defer = d;
+		nxqd_loop.capdefer = cap;
+	}
+	nxqd_loop.defer[nxqd_loop.ndefer].p = p;
+	nxqd_loop.defer[nxqd_loop.ndefer].fn = fn;
+	nxqd_loop.ndefer++;
+}
+
+static void nxqd_loop_free_deferred(void)
+{
+	size_t i;
+
+	/* a free may defer more */
+	for (i = 0; i < nxqd_loop.ndefer; i++)
+		nxqd_loop.defer[i].fn(nxqd_loop.defer[i].p);
+	nxqd_loop.ndefer = 0;
+}
+
+static void nxqd_loop_signal(struct nxqd_watch *w, u32 revents)
+{
+	struct signalfd_siginfo si;
+
+	while (read(w->fd, &si, sizeof(si)) == sizeof(si))
+		if (nxqd_loop.on_signal)
+			nxqd_loop.on_signal((int)si.ssi_signo);
+}
+
+unsigned int nxqd_busy_us = NXQD_BUSY_US;
+
+static void nxqd_loop_fibers(struct nxqd_watch *w, u32 revents)
+{
+	/* uk_fibers_schedule() below reads it */
+}
+
+int nxqd_loop_init(void)
+{
+	sigset_t set;
+
+	nxqd_loop.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (nxqd_loop.epfd < 0)
+		return -errno;
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	nxqd_loop.sig.fd = signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (nxqd_loop.sig.fd < 0)
+		return -errno;
+	nxqd_loop.sig.events = EPOLLIN;
+	nxqd_loop.sig.fn = nxqd_loop_signal;
+	nxqd_loop.fibers.fd = uk_fibers_fd();
+	nxqd_loop.fibers.events = EPOLLIN;
+	nxqd_loop.fibers.fn = nxqd_loop_fibers;
+	if (nxqd_watch_add(&nxqd_loop.sig) ||
+	    nxqd_watch_add(&nxqd_loop.fibers))
+		return -errno;
+	return 0;
+}
+
+void nxqd_loop_exit(void)
+{
+	nxqd_loop_free_deferred();
+	free(nxqd_loop.defer);
+	nxqd_loop.defer = NULL;
+	nxqd_loop.capdefer = 0;
+	if (nxqd_loop.sig.fd >= 0)
+		close(nxqd_loop.sig.fd);
+	if (nxqd_loop.epfd >= 0)
+		close(nxqd_loop.epfd);
+	nxqd_loop.epfd = -1;
+}
+
+u64 nxqd_loop_turn(void)
+{
+	return nxqd_loop.turn;
+}
+
+void nxqd_loop_stop(void)
+{
+	nxqd_loop.stop = true;
+}
+
+/* One turn: wait up to @max_ms for events, run them, timers, fibers. */
+static void nxqd_loop_once(int max_ms)
+{
+	struct epoll_event evs[NXQD_EVENTS];
+	struct nxqd_timer *t;
+	u64 now, next, fnext;
+	int n, i, ms = max_ms;
+
+	/* the nearest of the timers and the fibers' deadlines */
+	fnext = uk_fibers_schedule();
+	next = list_empty(&nxqd_loop.timers) ? 0 :
+	       list_first_entry(&nxqd_loop.timers, struct nxqd_timer,
+				link)->at;
+	if (fnext && (!next || fnext < next))
+		next = fnext;
+	if (next) {
+		now = nxqd_now();
+		if (next <= now) {
+			ms = 0;
+		} else {
+			u64 d = (next - now + NSEC_PER_MSEC - 1) / NSEC_PER_MSEC;
+
+			if (ms < 0 || d < (u64)ms)
+				ms = (int)min_t(u64, d, INT_MAX);
+		}
+	}
+	n = 0;
+	if (nxqd_busy_us && nxqd_loop.busy && ms) {
+		/* a request just came: the next one may be a few us away */
+		u64 end = nxqd_now() + (u64)nxqd_busy_us * NSEC_PER_USEC;
+
+		do
+			n = epoll_wait(nxqd_loop.epfd, evs, ARRAY_SIZE(evs), 0);
+		while (!n && nxqd_now() < end);
+	}
+	if (!n)
+		n = epoll_wait(nxqd_loop.epfd, evs, ARRAY_SIZE(evs), ms);
+	nxqd_loop.busy = n > 0;
+	nxqd_loop.turn++;
+	for (i = 0; i < n; i++) {
+		struct nxqd_watch *w = evs[i].data.ptr;
+
+		if (!w->dead)
+			w->fn(w, evs[i].events);
+	}
+	now = nxqd_now();
+	while (!list_empty(&nxqd_loop.timers)) {
+		t = list_first_entry(&nxqd_loop.timers, struct nxqd_timer,
+				     link);
+		if (t->at > now)
+			break;
+		list_del_init(&t->link);
+		t->fn(t);
+	}
+	uk_fibers_schedule();
+	nxqd_loop_free_deferred();
+}
+
+void nxqd_loop_run(void (*on_signal)(int sig))
+{
+	nxqd_loop.on_signal = on_signal;
+	nxqd_loop.stop = false;
+	while (!nxqd_loop.stop)
+		nxqd_loop_once(-1);
+}
+
+void nxqd_loop_until(bool (*done)(void *arg), void *arg,
+		     unsigned int timeout_ms)
+{
+	u64 end = nxqd_now() + (u64)timeout_ms * NSEC_PER_MSEC;
+
+	while (!done(arg) && nxqd_now() < end)
+		nxqd_loop_once(10);
+}
+
+/* ---- sockets ---- */
+
+int nxqd_listen_fds(const char *name)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	const char *names = getenv("LISTEN_FDNAMES"), *p;
+	size_t nlen = strlen(name);
+	long n, i;
+	char *end;
+
+	if (!pid || !fds || !names)
+		return -1;
+	if (strtol(pid, &end, 10) != getpid() || *end)
+		return -1;
+	n = strtol(fds, &end, 10);
+	if (*end || n <= 0 || n > 64)
+		return -1;
+	for (i = 0, p = names; i < n && p; i++) {
+		if (!strncmp(p, name, nlen) && (p[nlen] == ':' || !p[nlen])) {
+			int fd = 3 + (int)i, type = 0;
+			socklen_t len = sizeof(type);
+
+			if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) ||
+			    type != SOCK_SEQPACKET)
+				return -1;
+			fcntl(fd, F_SETFD, FD_CLOEXEC);
+			return fd;
+		}
+		p = strchr(p, ':');
+		if (p)
+			p++;
+	}
+	return -1;
+}
+
+int nxqd_bind(const char *path, mode_t mode, long gid, int backlog)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, probe, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
+		if (errno != EADDRINUSE)
+			goto fail;
+		/* A socket file left by a daemon that died, or a live one? */
+		probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+		if (probe >= 0 &&
+		    !connect(probe, (struct sockaddr *)&sa, sizeof(sa))) {
+			close(probe);
+			close(fd);
+			return -EADDRINUSE;
+		}
+		if (probe >= 0)
+			close(probe);
+		unlink(path);
+		if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			goto fail;
+	}
+	/* nobody can connect before listen(): no window with a wrong mode */
+	if ((gid >= 0 && chown(path, -1, gid)) || chmod(path, mode) ||
+	    listen(fd, backlog)) {
+		err = -errno;
+		unlink(path);
+		close(fd);
+		return err;
+	}
+	return fd;
+fail:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+void nxqd_notify(const char *state)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len;
+	int fd;
+
+	if (!path || (path[0] != '/' && path[0] != '@') ||
+	    strlen(path) >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, path, strlen(path));
+	len = offsetof(struct sockaddr_un, sun_path) + strlen(path);
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0';	/* an abstract socket */
+	else
+		len++;
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return;
+	if (sendto(fd, state, strlen(state), MSG_NOSIGNAL,
+		   (struct sockaddr *)&sa, len) < 0 && nxqd_verbose)
+		fprintf(stderr, "nxquotad: sd_notify %s: %s\n", path,
+			strerror(errno));
+	close(fd);
+}

@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotad's client processes.  A process is who the kernel says made a
+ * connection: SO_PEERCRED's pid, pinned by the connection's SO_PEERPIDFD
+ * (Linux 6.5) or, before, by pidfd_open() of that pid checked against the
+ * process's start time (it must have started before the connection was
+ * accepted, so a reused pid is not taken for the connector).  One struct
+ * nxqd_proc per process, in a table by pid, with a reference from each of
+ * its connections and holders; its pidfd is watched on the loop, and when
+ * the process exits it is marked dead, dropped from the table and the
+ * exit hook ends its holders (client.c).  Its cgroup is read through the
+ * pidfd (PIDFD_GET_INFO, Linux 6.13) or from /proc/PID/cgroup.
+ *
+ * Everything here runs on the loop thread.
+ */
+#include <linux/types.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/nsfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "nxqd.h"
+
+#ifndef SYS_pidfd_open
+#define SYS_pidfd_open		434
+#endif
+#ifndef SYS_pidfd_send_signal
+#define SYS_pidfd_send_signal	424
+#endif
+
+/* PIDFD_GET_INFO (Linux 6.13), its first version of struct pidfd_info. */
+struct nxqd_pidfd_info {
+	__u64 mask;
+	__u64 cgroupid;
+	__u32 pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid;
+	__u32 fsuid, fsgid;
+	__s32 exit_code;
+};
+#define NXQD_PIDFD_GET_INFO	_IOWR(0xFF, 11, struct nxqd_pidfd_info)
+#define NXQD_PIDFD_INFO_CGROUPID	(1ULL << 2)
+
+#define NXQD_PROC_BUCKETS	1024
+
+static struct nxqd_proc *nxqd_procs[NXQD_PROC_BUCKETS];
+static void (*nxqd_proc_exit_hook)(struct nxqd_proc *p);
+static bool nxqd_no_pidfd_info;	/* the kernel has no PIDFD_GET_INFO */
+
+static unsigned int nxqd_proc_bucket(pid_t pid)
+{
+	return (unsigned int)pid % NXQD_PROC_BUCKETS;
+}
+
+void nxqd_proc_init(void (*on_exit)(struct nxqd_proc *p))
+{
+	nxqd_proc_exit_hook = on_exit;
+}
+
+u64 nxqd_proc_ticks(void)
+{
+	struct timespec ts;
+	long hz = sysconf(_SC_CLK_TCK);
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (u64)ts.tv_sec * hz + (u64)ts.tv_nsec / (NSEC_PER_SEC / hz);
+}
+
+u64 nxqd_proc_start_time(pid_t pid)
+{
+	char file[64], buf[1024], *p;
+	unsigned long long start;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(file, sizeof(file), "/proc/%d/stat", (int)pid);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* comm may hold blanks and ')' */
+	if (!p)
+		return 0;
+	/* field 3 is after ") "; the start time is field 22 */
+	for (i = 2; i < 22 && p; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+static bool nxqd_pidfd_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) != 0;
+}
+
+int nxqd_proc_pidfd(pid_t pid, u64 start)
+{
+	int fd = syscall(SYS_pidfd_open, pid, 0);
+
+	if (fd < 0)
+		return -1;
+	/* the pid is still the process started then, after the open */
+	if (!start || nxqd_proc_start_time(pid) != start ||
+	    nxqd_pidfd_exited(fd)) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void nxqd_proc_unhash(struct nxqd_proc *p)
+{
+	struct nxqd_proc **pp = &nxqd_procs[nxqd_proc_bucket(p->tgid)];
+
+	for (; *pp; pp = &(*pp)->hnext) {
+		if (*pp == p) {
+			*pp = p->hnext;
+			p->hnext = NULL;
+			return;
+		}
+	}
+}
+
+static void nxqd_proc_free(void *arg)
+{
+	struct nxqd_proc *p = arg;
+
+	close(p->pidfd);
+	if (p->cgfd >= 0)
+		close(p->cgfd);
+	free(p);
+}
+
+void nxqd_proc_hold(struct nxqd_proc *p)
+{
+	p->refs++;
+}
+
+void nxqd_proc_put(struct nxqd_proc *p)
+{
+	if (--p->refs)
+		return;
+	if (!p->dead)
+		nxqd_proc_unhash(p);
+	nxqd_watch_del(&p->w);
+	nxqd_loop_defer_free(p, nxqd_proc_free);
+}
+
+static void nxqd_proc_exited(struct nxqd_watch *w, u32 revents)
+{
+	struct nxqd_proc *p = container_of(w, struct nxqd_proc, w);
+
+	if (p->dead)
+		return;
+	if (nxqd_verbose)
+		fprintf(stderr, "nxquotad: pid %d exited\n", p->tgid);
+	p->dead = true;
+	nxqd_watch_del(&p->w);
+	nxqd_proc_unhash(p);
+	nxqd_proc_hold(p);
+	if (nxqd_proc_exit_hook)
+		nxqd_proc_exit_hook(p);
+	nxqd_proc_put(p);
+}
+
+/*
+ * nxqd_proc_reap() - handle every listed process that has exited, now
+ *
+ * A process's pidfd polls readable from its exit on, before its parent's
+ * wait() can return, but the loop may serve a request that is ready at
+ * the same time first.  The control socket calls this before it reads the
+ * ledger, so that a dump never shows a process its parent has reaped as
+ * holding anything (the module's release runs in the exiting task).
+ * O(listed processes): the control socket is the administrator's.
+ */
+void nxqd_proc_reap(void)
+{
+	struct nxqd_proc *p, *next;
+	unsigned int b;
+
+	for (b = 0; b < NXQD_PROC_BUCKETS; b++)
+		for (p = nxqd_procs[b]; p; p = next) {
+			next = p->hnext;
+			if (nxqd_pidfd_exited(p->pidfd))
+				nxqd_proc_exited(&p->w, EPOLLIN);
+		}
+}
+
+struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks)
+{
+	unsigned int b = nxqd_proc_bucket(pid);
+	struct nxqd_proc *p;
+	u64 start;
+	int err;
+
+	if (pidfd < 0) {
+		pidfd = syscall(SYS_pidfd_open, pid, 0);
+		if (pidfd < 0)
+			return ERR_PTR(errno == ESRCH ? -ESRCH : -errno);
+	}
+	/*
+	 * The process started no later than the connection was accepted,
+	 * and is still the pidfd's once its start time is read.
+	 */
+	start = nxqd_proc_start_time(pid);
+	if (!start || start > ticks || nxqd_pidfd_exited(pidfd)) {
+		close(pidfd);
+		return ERR_PTR(-ESRCH);
+	}
+	for (p = nxqd_procs[b]; p; p = p->hnext) {
+		if (p->tgid == pid && p->start == start) {
+			close(pidfd);
+			p->refs++;
+			return p;
+		}
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		close(pidfd);
+		return ERR_PTR(-ENOMEM);
+	}
+	p->tgid = pid;
+	p->start = start;
+	p->pidfd = pidfd;
+	p->cgfd = -1;
+	p->refs = 1;
+	INIT_LIST_HEAD(&p->holders);
+	{
+		char file[64];
+
+		snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
+		p->cgfd = open(file, O_RDONLY | O_CLOEXEC);
+	}
+	p->w.fd = pidfd;
+	p->w.events = EPOLLIN;
+	p->w.fn = nxqd_proc_exited;
+	err = p->cgfd < 0 ? -ESRCH : nxqd_watch_add(&p->w);
+	if (err || nxqd_pidfd_exited(pidfd)) {
+		if (!err)
+			nxqd_watch_del(&p->w);
+		nxqd_proc_free(p);
+		return ERR_PTR(err ? err : -ESRCH);
+	}
+	p->hnext = nxqd_procs[b];
+	nxqd_procs[b] = p;
+	return p;
+}
+
+int nxqd_proc_cgroup_id(struct nxqd_proc *p, u64 *id)
+{
+	struct nxqd_pidfd_info info = { .mask = NXQD_PIDFD_INFO_CGROUPID };
+
+	if (nxqd_no_pidfd_info)
+		return -EOPNOTSUPP;
+	if (ioctl(p->pidfd, NXQD_PIDFD_GET_INFO, &info)) {
+		if (errno == ESRCH)
+			return -ESRCH;
+		nxqd_no_pidfd_info = true;	/* ENOTTY, EINVAL: before 6.13 */
+		return -EOPNOTSUPP;
+	}
+	if (!(info.mask & NXQD_PIDFD_INFO_CGROUPID)) {
+		nxqd_no_pidfd_info = true;
+		return -EOPNOTSUPP;
+	}
+	*id = info.cgroupid;
+	return 0;
+}
+
+int nxqd_proc_cgroup_path(struct nxqd_proc *p, char *buf, size_t len)
+{
+	return nxqd_cgroup_read(p->cgfd, buf, len);
+}
+
+bool nxqd_proc_cred_trusted(pid_t pid)
+{
+	static struct stat me;
+	static bool have_me;
+	struct stat st;
+	char file[64];
+	int fd, ufd, up;
+	bool ok = false;
+
+	if (!have_me) {
+		if (stat("/proc/self/ns/user", &me))
+			return false;
+		have_me = true;
+	}
+	snprintf(file, sizeof(file), "/proc/%d/ns/pid", (int)pid);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	/* its pid namespace and each above it, up to ours */
+	for (;;) {
+		ufd = ioctl(fd, NS_GET_USERNS);
+		if (ufd < 0)
+			break;	/* owned by a namespace we cannot see */
+		if (fstat(ufd, &st) || st.st_ino != me.st_ino ||
+		    st.st_dev != me.st_dev) {
+			close(ufd);
+			break;	/* someone else's root could name it */
+		}
+		close(ufd);
+		up = ioctl(fd, NS_GET_PARENT);
+		if (up < 0) {
+			/* EPERM: no parent we can see -- ours is reached */
+			ok = errno == EPERM;
+			break;
+		}
+		close(fd);
+		fd = up;
+	}
+	close(fd);
+	return ok;
+}
+
+void nxqd_proc_kill(struct nxqd_proc *p)
+{
+	syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+}

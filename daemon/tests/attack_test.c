@@ -1,0 +1,853 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotad against hostile tenants and faults (issue 21): each case is an
+ * attack made as an unprivileged client (uid 65534, in a cgroup the case
+ * makes) or a fault injected from outside, and asserts that the daemon
+ * refuses it or bounds what it costs the others.  Each failed on the
+ * daemon before issue 21 (daemon/README.md has the table).  Root and a
+ * writable cgroup2 hierarchy are needed, else the cases are skipped.
+ */
+#include <grp.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+
+#include "client_util.h"
+
+#define UNOBODY		65534
+/* nxquotad's default bound on connections per cgroup (-K) */
+#define NXQD_CONN_PER_CGROUP_T	1024
+
+/* The daemon, for tenants: its socket 0660 to group 65534, the dir open. */
+static void start_tenants(struct kunit *test, struct daemon *d,
+			  struct tcg *cg, u64 max, const char *devt,
+			  const char *const *extra)
+{
+	const char *args[12] = { "-g", "65534" };
+	int n = 2;
+
+	prepare(test, d);
+	write_state(test, d, 1000000, devt, cg ? cg->rel : NULL, max);
+	while (extra && *extra && n < 11)
+		args[n++] = *extra++;
+	args[n] = NULL;
+	KUNIT_ASSERT_EQ(test, chmod(d->dir, 0755), 0);
+	d->pid = spawn_args(test, d, args);
+	wait_up(test, d);
+}
+
+/* In a child: become uid/gid 65534 (no groups); false if that failed. */
+static bool become_nobody(void)
+{
+	return !setgroups(0, NULL) && !setgid(UNOBODY) && !setuid(UNOBODY);
+}
+
+/* Fork a tenant running @fn(@arg); its exit status, or -1. */
+static int tenant(int (*fn)(void *arg), void *arg)
+{
+	pid_t pid = fork();
+	int st = 0;
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(become_nobody() ? fn(arg) : 99);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+/* ---- the device proof ---- */
+
+struct opath_arg {
+	const char *sock;
+	int out;		/* where the tenant writes this back */
+	int err_path, err_rd;
+};
+
+/*
+ * A tenant that cannot open the GPU's node holds an O_PATH descriptor of
+ * it: that is no proof (the module's fget() refuses it: -EBADF).  One
+ * opened for reading is.
+ */
+static int opath_tenant(void *arg)
+{
+	struct opath_arg *a = arg;
+	int fd = dial(a->sock, SOCK_SEQPACKET), efd, p, rd, fds[2];
+	u64 id;
+
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	p = open("/dev/null", O_PATH | O_CLOEXEC);
+	rd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || efd < 0 || p < 0 || rd < 0)
+		return 10;
+	fds[0] = efd;
+	fds[1] = p;
+	a->err_path = reg_fds(fd, efd, p, &id, fds, 2);
+	fds[1] = rd;
+	a->err_rd = reg_fds(fd, efd, rd, &id, fds, 2);
+	if (write(a->out, a, sizeof(*a)) != sizeof(*a))
+		return 11;
+	return 0;
+}
+
+static void nxqd_test_opath(struct kunit *test)
+{
+	struct opath_arg a = { 0 };
+	struct daemon d;
+	struct tcg cg;
+	int p[2];
+
+	cg_enter(test, &cg);
+	start_tenants(test, &d, &cg, 1000, "1:3", NULL);	/* /dev/null */
+	a.sock = d.sock;
+	KUNIT_ASSERT_EQ(test, pipe(p), 0);
+	a.out = p[1];
+	KUNIT_EXPECT_EQ(test, tenant(opath_tenant, &a), 0);
+	close(p[1]);
+	KUNIT_EXPECT_EQ(test, (long)read(p[0], &a, sizeof(a)), (long)sizeof(a));
+	close(p[0]);
+	KUNIT_EXPECT_EQ(test, a.err_path, -EBADF);
+	KUNIT_EXPECT_EQ(test, a.err_rd, 0);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/* ---- identity ---- */
+
+struct decoy_arg {
+	const char *sock;
+	int out;		/* where the tenant writes this back */
+	int err;		/* the registration naming the decoy */
+	int own;		/* a registration as itself, after */
+	int step;		/* what failed, if anything */
+};
+
+static int write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/* Register on @fd with SCM_CREDENTIALS naming @pid (0: none sent). */
+static int reg_as(int fd, pid_t pid, u64 *id)
+{
+	struct {
+		struct nxqd_req req;
+		struct nxq_holder_reg r;
+	} m = { .req = { .cmd = NXQ_IOC_HOLDER_REGISTER },
+		.r = { .size = sizeof(m.r), .eventfd = -1 } };
+	union {
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = &m, .iov_len = sizeof(m) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	unsigned char rep[256];
+	struct nxqd_rep r;
+	ssize_t n;
+
+	strscpy(m.r.device, KEY, sizeof(m.r.device));
+	if (pid) {
+		struct ucred uc = { .pid = pid, .uid = getuid(),
+				    .gid = getgid() };
+		struct cmsghdr *cm;
+
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_CREDENTIALS;
+		cm->cmsg_len = CMSG_LEN(sizeof(uc));
+		memcpy(CMSG_DATA(cm), &uc, sizeof(uc));
+	}
+	if (sendmsg(fd, &mh, MSG_NOSIGNAL) != sizeof(m))
+		return -errno;
+	n = recv(fd, rep, sizeof(rep), 0);
+	if (n < (ssize_t)sizeof(r))
+		return 1;
+	memcpy(&r, rep, sizeof(r));
+	if (!r.err && id)
+		memcpy(id, rep + sizeof(r) + offsetof(struct nxq_holder_reg,
+						       holder_id), sizeof(*id));
+	return r.err;
+}
+
+/*
+ * PID 1 of a new user and pid namespace (root there, nobody outside):
+ * a decoy sleeps as pid 2; a registration whose credentials name the
+ * decoy must not make it the holder's owner (the kill would hit it, and
+ * the real user keep running while its charge goes).
+ */
+static int decoy_init(void *arg)
+{
+	struct decoy_arg *a = arg;
+	pid_t decoy;
+	int fd;
+
+	decoy = fork();
+	if (decoy < 0)
+		return 21;
+	if (!decoy) {
+		for (;;)
+			pause();
+	}
+	fd = dial(a->sock, SOCK_SEQPACKET);
+	if (fd < 0) {
+		a->step = 2;
+		return write(a->out, a, sizeof(*a)) == sizeof(*a) ? 22 : 23;
+	}
+	a->err = reg_as(fd, decoy, NULL);
+	a->own = reg_as(fd, 0, NULL);
+	kill(decoy, SIGKILL);
+	close(fd);
+	return write(a->out, a, sizeof(*a)) == sizeof(*a) ? 0 : 23;
+}
+
+static int decoy_tenant(void *arg)
+{
+	struct decoy_arg *a = arg;
+	char map[64];
+	pid_t init;
+	int st = 0;
+
+	/* setuid() made it undumpable: its /proc files would be root's */
+	prctl(PR_SET_DUMPABLE, 1);
+	if (unshare(CLONE_NEWUSER | CLONE_NEWPID)) {
+		a->step = 1;
+		goto out;
+	}
+	snprintf(map, sizeof(map), "0 %d 1", UNOBODY);
+	if (write_file("/proc/self/setgroups", "deny") ||
+	    write_file("/proc/self/uid_map", map) ||
+	    write_file("/proc/self/gid_map", map)) {
+		a->step = 1;
+		goto out;
+	}
+	init = fork();	/* pid 1 of the new namespace */
+	if (init < 0) {
+		a->step = 1;
+		goto out;
+	}
+	if (!init)
+		_exit(decoy_init(a));
+	waitpid(init, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 31;
+out:
+	return write(a->out, a, sizeof(*a)) == sizeof(*a) ? 0 : 30;
+}
+
+static void nxqd_test_decoy_creds(struct kunit *test)
+{
+	struct decoy_arg a = { 0 };
+	struct daemon d;
+	struct tcg cg;
+	int p[2];
+
+	cg_enter(test, &cg);
+	start_tenants(test, &d, &cg, 1000, "-", NULL);
+	a.sock = d.sock;
+	a.err = a.own = 1;
+	KUNIT_ASSERT_EQ(test, pipe(p), 0);
+	a.out = p[1];
+	KUNIT_EXPECT_EQ(test, tenant(decoy_tenant, &a), 0);
+	close(p[1]);
+	KUNIT_EXPECT_EQ(test, (long)read(p[0], &a, sizeof(a)), (long)sizeof(a));
+	close(p[0]);
+	if (a.step == 1)
+		kunit_skip(test, "no unprivileged user namespaces here");
+	KUNIT_EXPECT_EQ(test, a.step, 0);
+	/* refused; registering as itself works */
+	KUNIT_EXPECT_EQ(test, a.err, -EPERM);
+	KUNIT_EXPECT_EQ(test, a.own, 0);
+	KUNIT_EXPECT_GE(test, ctl_dev_attr(d.ctl, KEY,
+					   NXQUOTA_A_DEVICE_CREDS_REFUSED), 1ULL);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/* The root's control connection, passed to nobody over @sv. */
+static int passed_ctl_tenant(void *arg)
+{
+	int sv = *(int *)arg, fd = -1, err;
+	unsigned char attrs[128];
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	char one;
+	struct iovec iov = { .iov_base = &one, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	__u64 cap = 1ULL << 40;
+	size_t off = 0;
+
+	if (recvmsg(sv, &mh, 0) != 1 || !CMSG_FIRSTHDR(&mh))
+		return 20;
+	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fd));
+	/* a 1T device; then its own budget lifted */
+	off = nl_put(attrs, off, NXQUOTA_A_DEVICE_KEY, "evil", 5);
+	off = nl_put(attrs, off, NXQUOTA_A_DEVICE_CAPACITY, &cap, sizeof(cap));
+	err = nl_call(fd, NXQUOTA_CMD_DEVICE_ADD, 0, attrs, off, NULL, NULL,
+		      NULL, 0);
+	return err == -EPERM ? 0 : err == 0 ? 1 : 2;
+}
+
+static void nxqd_test_ctl_passed(struct kunit *test)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	char one = 1;
+	struct iovec iov = { .iov_base = &one, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	struct cmsghdr *cm;
+	struct daemon d;
+	int sv[2], fd;
+
+	start_with(test, &d, NULL, 0, "-");
+	fd = dial(d.ctl, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_EQ(test, socketpair(AF_UNIX, SOCK_DGRAM, 0, sv), 0);
+	memset(&cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+	KUNIT_ASSERT_EQ(test, (long)sendmsg(sv[0], &mh, 0), 1L);
+	/* 0: refused (-EPERM); 1: the device was added */
+	KUNIT_EXPECT_EQ(test, tenant(passed_ctl_tenant, &sv[1]), 0);
+	KUNIT_EXPECT_EQ(test, ctl_dev_attr(d.ctl, "evil",
+					   NXQUOTA_A_DEVICE_CAPACITY), ~0ULL);
+	/* root, on its own connection, is served */
+	KUNIT_EXPECT_EQ(test, ctl_dev_attr(d.ctl, KEY,
+					   NXQUOTA_A_DEVICE_CAPACITY), 1000000ULL);
+	close(sv[0]);
+	close(sv[1]);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+}
+
+/* ---- no tenant I/O under a ledger lock ---- */
+
+/* The fdinfo eventfd-id of @fd, or -1. */
+static long efd_id(int fd)
+{
+	char p[64], line[128];
+	long id = -1;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+	f = fopen(p, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		sscanf(line, "eventfd-id: %ld", &id);
+	fclose(f);
+	return id;
+}
+
+/*
+ * A tenant whose eventfd write would wait (it won the race: the counter
+ * full and O_NONBLOCK cleared between the daemon's checks and its write;
+ * slow_eventfd.so makes that happen every time) stalls nobody: the
+ * neighbour's charges on the same device are answered at once, and the
+ * daemon gives up on that file.
+ */
+static void nxqd_test_eventfd_block(struct kunit *test)
+{
+	struct timeval tv = { .tv_sec = 3 };
+	char idbuf[32], so[PATH_MAX];
+	struct daemon d;
+	struct tcg cg;
+	int fd, nb, efa, efb, efc, i;
+	u64 ida, idb, idc, t0, worst = 0, v;
+	const char *bin = getenv("NXQD_BIN");
+	ssize_t n;
+
+	cg_enter(test, &cg);
+	KUNIT_ASSERT_NOT_NULL(test, bin);
+	/* built next to this binary (the daemon under test may be elsewhere) */
+	n = readlink("/proc/self/exe", so, sizeof(so) - 1);
+	KUNIT_ASSERT_GT(test, n, 0L);
+	so[n] = '\0';
+	*strrchr(so, '/') = '\0';
+	strncat(so, "/slow_eventfd.so", sizeof(so) - strlen(so) - 1);
+	if (access(so, R_OK))
+		kunit_skip(test, "no %s", so);
+	efa = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_GE(test, efa, 0);
+	snprintf(idbuf, sizeof(idbuf), "%ld", efd_id(efa));
+	setenv("NXQD_TEST_EFD_ID", idbuf, 1);
+	setenv("LD_PRELOAD", so, 1);
+	setenv("ASAN_OPTIONS",
+	       "detect_leaks=1:abort_on_error=0:verify_asan_link_order=0", 1);
+	start_with(test, &d, &cg, 1000, "-");
+	unsetenv("LD_PRELOAD");
+	setenv("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=0", 1);
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	nb = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_GE(test, nb, 0);
+	KUNIT_ASSERT_EQ(test, setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+					 sizeof(tv)), 0);
+	KUNIT_ASSERT_EQ(test, setsockopt(nb, SOL_SOCKET, SO_RCVTIMEO, &tv,
+					 sizeof(tv)), 0);
+	efb = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	efc = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efa, &ida), 0);
+	KUNIT_ASSERT_EQ(test, reg(fd, efb, &idb), 0);
+	KUNIT_ASSERT_EQ(test, reg(nb, efc, &idc), 0);
+	KUNIT_ASSERT_EQ(test, charge(fd, ida, 900, 0, 0, NULL), 0);
+	/* B's refusal asks A: A's eventfd is written, and that write waits */
+	KUNIT_EXPECT_EQ(test, charge(fd, idb, 500, 0, 0, NULL), -EDQUOT);
+	/* the neighbour, on the same device, meanwhile */
+	for (i = 0; i < 20; i++) {
+		int e1, e2;
+
+		t0 = now_ms();
+		e1 = charge(nb, idc, 10, 0, 0, NULL);
+		e2 = e1 ? 0 : uncharge(nb, idc, 10, NULL);
+		worst = max(worst, now_ms() - t0);
+		KUNIT_EXPECT_EQ(test, e1, 0);
+		KUNIT_EXPECT_EQ(test, e2, 0);
+		if (e1 || e2)
+			break;	/* frozen: 3 s each, no need for more */
+		usleep_range(5000, 6000);
+	}
+	KUNIT_EXPECT_LT(test, worst, 500ULL);
+	/* a ticket is open for A all the same; later asks skip its file */
+	KUNIT_EXPECT_EQ(test, charge(fd, idb, 500, 0, 0, NULL), -EDQUOT);
+	/* (had a write waited, this lets it go) */
+	KUNIT_EXPECT_EQ(test, (long)read(efa, &v, sizeof(v)), 8L);
+	/* the write that would have waited was cut short, and said so */
+	KUNIT_EXPECT_TRUE(test, log_has(&d, "that file is not written again"));
+	close(fd);
+	close(nb);
+	close(efa);
+	close(efb);
+	close(efc);
+	unsetenv("NXQD_TEST_EFD_ID");
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/* ---- tenants slowing each other down ---- */
+
+/* Median of @n samples (sorted in place). */
+static u64 median(u64 *v, int n)
+{
+	int i, j;
+
+	for (i = 1; i < n; i++)
+		for (j = i; j > 0 && v[j - 1] > v[j]; j--) {
+			u64 t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return v[n / 2];
+}
+
+static u64 now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* The neighbour's charge+uncharge pair, median of @n (ns). */
+static u64 pair_ns(int fd, u64 id, int n)
+{
+	u64 *v = calloc(n, sizeof(*v)), t0, m;
+	int i;
+
+	for (i = 0; i < n; i++) {
+		t0 = now_ns();
+		if (charge(fd, id, 4096, 0, 0, NULL) ||
+		    uncharge(fd, id, 4096, NULL))
+			v[i] = ~0ULL;
+		else
+			v[i] = now_ns() - t0;
+	}
+	m = median(v, n);
+	free(v);
+	return m;
+}
+
+struct storm {
+	const char *sock;
+	volatile int *stop;
+};
+
+/* Register and unregister, as fast as the daemon answers. */
+static int storm_tenant(void *arg)
+{
+	struct storm *s = arg;
+	int fd = dial(s->sock, SOCK_SEQPACKET);
+	u64 id;
+
+	if (fd < 0)
+		return 1;
+	while (!*s->stop)
+		if (!reg(fd, -1, &id))
+			unreg(fd, id);
+	return 0;
+}
+
+/*
+ * Four unprivileged register/unregister loops in another cgroup cost a
+ * neighbour's charge+uncharge pair at most a few times what it costs
+ * without them (the record is not rewritten, nor fsync()ed, on the
+ * registration path, and one tenant's requests wait behind at most one
+ * of each other tenant's).  Before: 141x.
+ */
+static void nxqd_test_register_storm(struct kunit *test)
+{
+	volatile int *halt = mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				  MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	struct storm s;
+	struct daemon d;
+	struct tcg cg, atk;
+	pid_t pids[4];
+	u64 base, loaded, id;
+	char procs[600], pid[32];
+	int fd, efd, i;
+
+	KUNIT_ASSERT_NE(test, (void *)halt, MAP_FAILED);
+	cg_enter(test, &atk);	/* the storm's cgroup */
+	cg_enter(test, &cg);	/* the neighbour's */
+	start_tenants(test, &d, &cg, 1ULL << 30, "-", NULL);
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efd, &id), 0);
+	pair_ns(fd, id, 200);	/* warm */
+	/* the best of three: this machine may be shared */
+	base = min(pair_ns(fd, id, 300), pair_ns(fd, id, 300));
+	base = min(base, pair_ns(fd, id, 300));
+	s.sock = d.sock;
+	s.stop = halt;
+	*halt = 0;
+	for (i = 0; i < 4; i++) {
+		pids[i] = fork();
+		KUNIT_ASSERT_GE(test, pids[i], 0);
+		if (!pids[i]) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs",
+				 atk.dir);
+			snprintf(pid, sizeof(pid), "%d", (int)getpid());
+			if (write_str(procs, pid) || !become_nobody())
+				_exit(99);
+			_exit(storm_tenant(&s));
+		}
+	}
+	usleep_range(200000, 201000);
+	loaded = min(pair_ns(fd, id, 300), pair_ns(fd, id, 300));
+	loaded = min(loaded, pair_ns(fd, id, 300));
+	*halt = 1;
+	for (i = 0; i < 4; i++)
+		waitpid(pids[i], NULL, 0);
+	kunit_info(test, "neighbour's pair: %llu ns alone, %llu ns under 4 register loops (%.1fx)",
+		   (unsigned long long)base, (unsigned long long)loaded,
+		   (double)loaded / base);
+	/*
+	 * The benchmark's target is 2x (client_bench --attacks, on a machine
+	 * with cores to spare); here four loops, the daemon and the
+	 * neighbour may share two cores: room for that (before: 141x-418x).
+	 */
+	KUNIT_EXPECT_LT(test, loaded, 8 * base);
+	close(fd);
+	close(efd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+	cg_leave(&atk);
+	munmap((void *)halt, 4096);
+}
+
+struct flood {
+	const char *sock;
+	int n, made, served;
+};
+
+/* Hold as many connections as it can get; report; wait to be killed. */
+static int flood_tenant(void *arg)
+{
+	struct flood *f = arg;
+	struct nxq_version v = { .size = sizeof(v) };
+	struct timeval tv = { .tv_sec = 2 };
+	size_t rlen;
+	int i, fd;
+
+	for (i = 0; i < f->n; i++) {
+		fd = dial(f->sock, SOCK_SEQPACKET);
+		if (fd < 0)
+			continue;
+		f->made++;
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (i % 64 == 0 || i + 1 == f->n)
+			f->served += !call(fd, NXQ_IOC_VERSION, 0, &v,
+					   sizeof(v), NULL, &rlen);
+	}
+	if (write(3, f, sizeof(*f)) != sizeof(*f))
+		return 1;
+	for (;;)
+		pause();
+}
+
+/*
+ * A tenant that opens thousands of connections from several processes
+ * is bounded by its cgroup's share (-K), each refusal counted; a neighbour of the same uid
+ * in another cgroup is not locked out; the daemon spends no thread per
+ * connection.  Before: one thread each, bounded per uid only, so the
+ * neighbour got ECONNRESET.
+ */
+static void nxqd_test_conn_flood(struct kunit *test)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	struct timeval tv = { .tv_sec = 3 };
+	struct flood f = { 0 }, got;
+	struct rlimit rl;
+	struct daemon d;
+	struct tcg cg, atk;
+	char procs[600], pidbuf[32];
+	int p[2], nb, threads, i, k, made = 0, served = 0;
+	u64 refused = ~0ULL;
+	size_t rlen;
+	pid_t pid, fpid[5];
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max < 5000)
+		kunit_skip(test, "needs 5000 descriptors");
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+	cg_enter(test, &atk);
+	cg_enter(test, &cg);
+	start_tenants(test, &d, &cg, 1000, "-", NULL);
+	f.sock = d.sock;
+	/*
+	 * Five processes of one uid in one cgroup, 840 each: under the bound
+	 * per process (1024), past the bound per uid before (4096) together,
+	 * and past the bound per cgroup (1024).
+	 */
+	f.n = 840;
+	KUNIT_ASSERT_EQ(test, pipe(p), 0);
+	for (k = 0; k < 5; k++) {
+		fpid[k] = fork();
+		KUNIT_ASSERT_GE(test, fpid[k], 0);
+		if (!fpid[k]) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs",
+				 atk.dir);
+			snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+			if (dup2(p[1], 3) != 3 || write_str(procs, pidbuf) ||
+			    !become_nobody())
+				_exit(99);
+			_exit(flood_tenant(&f));
+		}
+	}
+	close(p[1]);
+	for (k = 0; k < 5; k++) {
+		KUNIT_EXPECT_EQ(test, (long)read(p[0], &got, sizeof(got)),
+				(long)sizeof(got));
+		made += got.made;
+		served += got.served;
+	}
+	close(p[0]);
+	/* the neighbour: uid 65534 too, its own cgroup */
+	pid = fork();
+	KUNIT_ASSERT_GE(test, pid, 0);
+	if (!pid) {
+		if (!become_nobody())
+			_exit(99);
+		nb = dial(d.sock, SOCK_SEQPACKET);
+		if (nb < 0)
+			_exit(2);
+		setsockopt(nb, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		_exit(call(nb, NXQ_IOC_VERSION, 0, &v, sizeof(v), NULL, &rlen) ?
+		      3 : 0);
+	}
+	{
+		int st = 0;
+
+		KUNIT_EXPECT_EQ(test, waitpid(pid, &st, 0), pid);
+		KUNIT_EXPECT_TRUE(test, WIFEXITED(st) && !WEXITSTATUS(st));
+	}
+	threads = count_threads(d.pid);
+	/* the bound per cgroup (1024 by default) held; each refusal counted */
+	for (i = 0; i < 300; i++) {
+		refused = ctl_dev_attr(d.ctl, KEY,
+				       NXQUOTA_A_DEVICE_CONNS_REFUSED);
+		if (refused != ~0ULL &&
+		    refused >= (u64)(5 * f.n - NXQD_CONN_PER_CGROUP_T))
+			break;
+		usleep_range(10000, 11000);
+	}
+	kunit_info(test, "flood: %d connections made by 5 processes, %d served, the daemon has %d threads, %llu refused",
+		   made, served, threads, (unsigned long long)refused);
+	KUNIT_EXPECT_LE(test, threads, 8);
+	KUNIT_EXPECT_NE(test, refused, ~0ULL);
+	KUNIT_EXPECT_GE(test, refused, (u64)(5 * f.n - NXQD_CONN_PER_CGROUP_T));
+	for (k = 0; k < 5; k++) {
+		kill(fpid[k], SIGKILL);
+		waitpid(fpid[k], NULL, 0);
+	}
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+	cg_leave(&atk);
+}
+
+/* ---- readiness and durability ---- */
+
+/*
+ * Type=notify: READY=1 on $NOTIFY_SOCKET once the sockets answer,
+ * STOPPING=1 at SIGTERM.
+ */
+static void nxqd_test_notify(struct kunit *test)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { .tv_sec = 5 };
+	char buf[256], path[96];
+	struct daemon d;
+	ssize_t n;
+	int ns, fd;
+
+	prepare(test, &d);
+	snprintf(path, sizeof(path), "%s/notify.sock", d.dir);
+	ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	KUNIT_ASSERT_GE(test, ns, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	KUNIT_ASSERT_EQ(test, bind(ns, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	KUNIT_ASSERT_EQ(test, setsockopt(ns, SOL_SOCKET, SO_RCVTIMEO, &tv,
+					 sizeof(tv)), 0);
+	setenv("NOTIFY_SOCKET", path, 1);
+	d.pid = spawn(test, &d);
+	unsetenv("NOTIFY_SOCKET");
+	n = recv(ns, buf, sizeof(buf) - 1, 0);
+	KUNIT_ASSERT_GT(test, n, 0L);
+	buf[n] = '\0';
+	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, "READY=1"));
+	/* ready means serving */
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_EXPECT_GE(test, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	KUNIT_EXPECT_GE(test, dial(d.ctl, SOCK_SEQPACKET), 0);
+	kill(d.pid, SIGTERM);
+	n = recv(ns, buf, sizeof(buf) - 1, 0);
+	KUNIT_EXPECT_GT(test, n, 0L);
+	buf[n > 0 ? n : 0] = '\0';
+	KUNIT_EXPECT_NOT_NULL(test, strstr(buf, "STOPPING=1"));
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	close(ns);
+	cleanup(test, &d);
+}
+
+/* Set @path's max on KEY through the control socket; the ack's error. */
+static int ctl_set_max(struct daemon *d, const char *path, u64 max,
+		       char *msg, size_t len)
+{
+	unsigned char attrs[512];
+	size_t off = 0;
+	int fd = dial(d->ctl, SOCK_SEQPACKET), err;
+
+	if (fd < 0)
+		return fd;
+	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_DEVICE, KEY, sizeof(KEY));
+	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_CGROUP_PATH, path,
+		     strlen(path) + 1);
+	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_MAX, &max, sizeof(max));
+	err = nl_call(fd, NXQUOTA_CMD_BUDGET_SET, 0, attrs, off, NULL, NULL,
+		      msg, len);
+	close(fd);
+	return err;
+}
+
+/*
+ * A budget change that cannot be written (the disk is full: the state's
+ * temporary file is /dev/full) is refused, says so, and is not in effect;
+ * the next start finds what was acknowledged.  Before: acknowledged, then
+ * lost at the next restart.
+ */
+static void nxqd_test_durability(struct kunit *test)
+{
+	struct nxq_status st;
+	char msg[256], tmp[128];
+	struct daemon d;
+	struct tcg cg;
+	int fd, efd;
+	u64 id;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	snprintf(tmp, sizeof(tmp), "%s/state.tmp", d.dir);
+	KUNIT_ASSERT_EQ(test, symlink("/dev/full", tmp), 0);
+	KUNIT_EXPECT_EQ(test, ctl_set_max(&d, cg.rel, 5000, msg, sizeof(msg)),
+			-ENOSPC);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(msg, "could not be saved"));
+	unlink(tmp);
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efd, &id), 0);
+	KUNIT_EXPECT_EQ(test, status(fd, id, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.node_max, 1000ULL);	/* not in effect */
+	close(fd);
+	close(efd);
+	/* a change that can be written is; a restart keeps it */
+	KUNIT_EXPECT_EQ(test, ctl_set_max(&d, cg.rel, 3000, msg, sizeof(msg)),
+			0);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGKILL), 128 + SIGKILL);
+	d.pid = spawn(test, &d);
+	wait_up(test, &d);
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efd, &id), 0);
+	KUNIT_EXPECT_EQ(test, status(fd, id, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.node_max, 3000ULL);
+	close(fd);
+	close(efd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+static struct kunit_case nxqd_attack_cases[] = {
+	KUNIT_CASE(nxqd_test_opath),
+	KUNIT_CASE(nxqd_test_decoy_creds),
+	KUNIT_CASE(nxqd_test_ctl_passed),
+	KUNIT_CASE(nxqd_test_eventfd_block),
+	KUNIT_CASE(nxqd_test_register_storm),
+	KUNIT_CASE(nxqd_test_conn_flood),
+	KUNIT_CASE(nxqd_test_notify),
+	KUNIT_CASE(nxqd_test_durability),
+	{}
+};
+
+static struct kunit_suite nxqd_attack_suite = {
+	.name = "nxquotad-attack",
+	.test_cases = nxqd_attack_cases,
+};
+
+kunit_test_suite(nxqd_attack_suite);

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A fault for nxqd_test_eventfd_block (attack_test.c), preloaded into the
+ * daemon: a tenant that wins the race against the daemon's checks.  When
+ * the daemon writes the eventfd whose fdinfo eventfd-id is
+ * $NXQD_TEST_EFD_ID, its counter is first filled and O_NONBLOCK cleared
+ * -- what the tenant, who shares the file, can do between the daemon's
+ * checks and its write -- so that the write waits until someone reads
+ * the counter.  Every other write is left alone.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static ssize_t (*real_write)(int fd, const void *buf, size_t n);
+
+/* The eventfd-id and count of @fd from its fdinfo; 0 if not an eventfd. */
+static int efd_info(int fd, long *id, unsigned long long *count)
+{
+	char p[64], line[128];
+	int found = 0;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/self/fdinfo/%d", fd);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "eventfd-id: %ld", id) == 1)
+			found |= 1;
+		if (sscanf(line, "eventfd-count: %llx", count) == 1)
+			found |= 2;
+	}
+	fclose(f);
+	return found == 3;
+}
+
+ssize_t write(int fd, const void *buf, size_t n)
+{
+	const char *want = getenv("NXQD_TEST_EFD_ID");
+	unsigned long long count = 0;
+	long id = -1;
+
+	if (!real_write)
+		real_write = (ssize_t (*)(int, const void *, size_t))
+			     dlsym(RTLD_NEXT, "write");
+	if (n == 8 && want && efd_info(fd, &id, &count) && id == atol(want)) {
+		uint64_t fill = 0xfffffffffffffffeULL - count;
+		int fl = fcntl(fd, F_GETFL);
+
+		/* full, then blocking: the write below waits */
+		if (fl >= 0) {
+			fcntl(fd, F_SETFL, fl | O_NONBLOCK);
+			if (fill)
+				real_write(fd, &fill, sizeof(fill));
+			fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+		}
+	}
+	return real_write(fd, buf, n);
+}

@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * nxquotad - the nxquota authority in userspace: its two sockets' wire
+ * protocol.  The commands, their argument structs, their rules and errnos
+ * are the module's, <linux/nxquota.h>; this header only frames them.
+ *
+ * ---- The client socket (NXQD_SOCKET_PATH) ----
+ *
+ * SOCK_SEQPACKET.  One message per request, one per reply.  A request is
+ * a struct nxqd_req followed by the command's argument struct, exactly as
+ * ioctl(2) would be given it (its size field first; the message carries
+ * size bytes of it).  A reply is a struct nxqd_rep followed, for commands
+ * with output, by min(size, the daemon's size) bytes of the argument
+ * struct.  Errors are the ioctl's negative errnos.
+ *
+ * Who asks is the kernel's to say, never the message's: the caller is the
+ * process that made the connection (SO_PEERCRED, SO_PEERPIDFD).  The
+ * daemon sets SO_PASSCRED and compares each request's SCM_CREDENTIALS
+ * with the connection's.  A request whose credential names another
+ * process (a child that inherited the connection, one it was passed to)
+ * is that process's own -- as a child sharing /dev/nxquota's file is a
+ * process of its own in the module -- only where nobody but the daemon's
+ * root could have named that credential (every pid namespace of the
+ * process, up to the daemon's, is owned by the daemon's user namespace);
+ * else it is refused and counted: -ENOENT for a command on a holder (as
+ * the module answers a process that is not the holder's), -EPERM for
+ * NXQ_IOC_HOLDER_REGISTER.
+ *
+ * NXQ_IOC_HOLDER_REGISTER passes its descriptors by SCM_RIGHTS in the
+ * same message, in this order: the eventfd (iff eventfd >= 0 in the
+ * struct), then the device node (iff NXQ_HOLDER_DEVFD), open for reading
+ * or writing (an O_PATH descriptor is -EBADF, as fget() refuses it); the
+ * numbers in the struct are the sender's and are not used.  A wrong count
+ * is -EBADF; a descriptor sent with any other command is closed and the
+ * request fails with -EINVAL.
+ *
+ * Versions.  nxqd_req.version is the protocol the request speaks: 0 is
+ * the first one (the field was a reserved zero, and flags must be 0),
+ * NXQD_PROTO_VERSION this one; a version above the daemon's is
+ * -EPROTONOSUPPORT.  Every reply carries the daemon's NXQD_PROTO_VERSION
+ * in nxqd_rep.version (0 from a daemon of the first protocol, which also
+ * refuses a non-zero version with -EINVAL): a client asks NXQ_IOC_VERSION
+ * at version 1 first and falls back to 0 on -EINVAL.
+ *
+ * ---- After a restart: the restore protocol (version 1) ----
+ *
+ * nxquotad records, at most every few tens of milliseconds (its -R) and
+ * when it stops, what each process's holders held: the process (pid and
+ * start time), each holder's id, device and charge.  A daemon that starts
+ * and finds processes of that record still alive opens a grace window
+ * (its -G, 5 s by default) in which only restores are served:
+ *
+ *  1. A client notices the daemon went away at once, not at its next
+ *     call: it keeps a connection watched (poll() for POLLHUP/POLLRDHUP,
+ *     e.g. from the thread that watches its eventfds), so an idle process
+ *     restores within the window too.
+ *  2. It connects again (retrying until the socket answers), asks
+ *     NXQ_IOC_VERSION at version 1, and for each holder it kept:
+ *       - NXQ_IOC_HOLDER_REGISTER with NXQD_REQ_RESTORE, holder_id (in)
+ *         the id the holder had, and the same device, priority, eventfd
+ *         and device node as before;
+ *       - if it held bytes: NXQ_IOC_CHARGE with NXQD_REQ_RESTORE, bytes
+ *         what it held, NXQ_CHARGE_NOWAIT; the reply may take up to the
+ *         window's length (see 4), so it must not give up sooner;
+ *       - NXQ_IOC_SET_RECLAIMABLE as before, if it had reported any.
+ *     A request it had in flight when the connection went is not sent
+ *     again as such: a charge was never granted (send it again, after the
+ *     restore, as new growth); an uncharge or a ticket answer already
+ *     counts in what it restores.
+ *  3. Last, once: NXQ_IOC_VERSION with NXQD_REQ_RESTORED.  The process is
+ *     then restored, whatever it did not restore (a holder it unregistered
+ *     since the record was written) is forgotten, and the window closes
+ *     as soon as every listed process still alive is restored or gone.
+ *  4. A restore charge of at most what the record has for that holder is
+ *     granted at once.  One for more (the record is older than the last
+ *     growth), or for a holder the record does not have, is held until
+ *     every listed process still alive is restored, gone, or itself held
+ *     so, then granted before any new growth, the smallest excess over
+ *     the record first.  A process the record does not list (it
+ *     registered after the record was last written) is listed by its
+ *     first restore: the window waits for its step 3 too.  Growth -- any
+ *     charge without NXQD_REQ_RESTORE -- waits (it does not fail) until
+ *     the window closes, then competes as usual; with NXQ_CHARGE_WAIT it
+ *     gives up at its own timeout (-ETIMEDOUT).  The window closes at its
+ *     end (-G) whatever is left.
+ *  5. A restore the ledger refuses all the same (a budget was lowered
+ *     meanwhile) fails as a charge would (-EDQUOT, -ENOSPC): the client
+ *     holds memory the daemon does not count, and gives it back through
+ *     its pressure path.
+ *
+ * A request of version 0 keeps the first protocol's window: a listed
+ * process's first charge on each holder it registers again is its restore
+ * (up to what the record has for an unclaimed holder of it on that
+ * device; for more, with a wait, a restore beyond the record as in 4),
+ * other charges get -EAGAIN (no wait: the holder's first charge is still
+ * to come) or wait within their timeout, and a process counts as restored
+ * once it registered as many holders as it had and charged after the
+ * last (or 200 ms after it, for a last holder with nothing to charge).
+ *
+ * ---- The control socket (NXQD_CONTROL_PATH, root only) ----
+ *
+ * The module's generic netlink family "nxquota", whose spec is
+ * Documentation/netlink/specs/nxquota.yaml: one netlink message (struct
+ * nlmsghdr, struct genlmsghdr, attributes) per SOCK_SEQPACKET message, both
+ * ways.  nlmsg_type is NXQD_GENL_ID in what the daemon sends and is
+ * ignored in what it gets.  A do is answered by its data message, if any,
+ * then an NLMSG_ERROR ack; a dump by one message per object, then
+ * NLMSG_DONE.  NXQUOTA_CMD_EVENT sent as a request subscribes the
+ * connection to the "events" group.  Every message's SCM_CREDENTIALS must
+ * be uid 0's and the connecting process's (the daemon sets SO_PASSCRED):
+ * a connection passed to another process gets -EPERM for everything.  A
+ * change that cannot be written to the daemon's state directory is
+ * undone and refused with the write's errno.
+ */
+#ifndef _UAPI_LINUX_NXQUOTAD_H
+#define _UAPI_LINUX_NXQUOTAD_H
+
+#include <linux/types.h>
+
+#define NXQD_SOCKET_PATH	"/run/nxquota/nxquota.sock"
+#define NXQD_CONTROL_PATH	"/run/nxquota/control.sock"
+#define NXQD_STATE_DIR		"/var/lib/nxquota"
+
+/* The protocol this header describes (nxqd_req.version, nxqd_rep.version). */
+#define NXQD_PROTO_VERSION	1
+
+/* nlmsg_type of the family on the control socket (no genl controller). */
+#define NXQD_GENL_ID		0x7ffe
+
+/* The longest argument struct a request may carry, as the ioctl's page. */
+#define NXQD_ARG_MAX		4096
+
+/* Descriptors one request may carry (NXQ_IOC_HOLDER_REGISTER). */
+#define NXQD_FDS_MAX		2
+
+/* nxqd_req.flags (version 1) */
+/*
+ * On NXQ_IOC_HOLDER_REGISTER: the registration restores the holder whose
+ * id on the daemon that went away is holder_id (in).  On NXQ_IOC_CHARGE:
+ * the charge restores what that holder held.
+ */
+#define NXQD_REQ_RESTORE	(1U << 0)
+/* On NXQ_IOC_VERSION: this process has restored all it will restore. */
+#define NXQD_REQ_RESTORED	(1U << 1)
+#define NXQD_REQ_FLAGS_ALL	(NXQD_REQ_RESTORE | NXQD_REQ_RESTORED)
+
+struct nxqd_req {
+	__u32 cmd;		/* NXQ_IOC_*; its size bits are ignored */
+	union {
+		__u32 reserved;	/* version 0's name for both: 0 */
+		struct {
+			__u16 version;	/* 0, or NXQD_PROTO_VERSION */
+			__u16 flags;	/* NXQD_REQ_*; 0 at version 0 */
+		};
+	};
+};
+
+struct nxqd_rep {
+	__s32 err;		/* 0 or -errno */
+	union {
+		__u32 reserved;
+		struct {
+			__u16 version;	/* the daemon's NXQD_PROTO_VERSION */
+			__u16 flags;	/* 0 */
+		};
+	};
+};
+
+#endif /* _UAPI_LINUX_NXQUOTAD_H */
