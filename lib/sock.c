@@ -37,6 +37,17 @@
  * ticket answer (the local charge already excludes it, so the restore
  * did too): nothing is granted twice and nothing is lost.
  *
+ * The watcher (a thread of its own, sk_watch()): every connection is in an
+ * epoll set for EPOLLRDHUP.  When one hangs up, the watcher takes s->rw
+ * for writing (waiting out requests in flight, which fail on the same
+ * hang-up), and if a pooled connection has really ended it reconnects and
+ * restores at once: an idle process -- one making no call while the
+ * daemon restarts -- restores within the daemon's grace window instead
+ * of at its next call, which may come after the window or never.  A
+ * hang-up of one connection alone (the daemon's bound refusing a new one)
+ * finds the others alive and does nothing.  While the daemon stays away
+ * (s->broken) the watcher tries again every SK_WATCH_RETRY_MS.
+ *
  * A restore charge answered -EAGAIN (the daemon's grace after a restart
  * holds back a process it did not list) is asked again with
  * NXQ_CHARGE_WAIT, up to NXQUOTA_RECONNECT_MS.
@@ -57,6 +68,7 @@
  *
  * Lock order: s->rw, then s->mu (the pool, the holder table and every
  * holder's fields).  No lock but s->rw (read) is held across a request.
+ * The watcher holds none while it waits.
  *
  * Fork: the context belongs to the parent (nxq__forked(): every op
  * answers -ECHILD in a child); nxq_ctx_close() in the child only closes
@@ -68,7 +80,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <poll.h>
+#include <signal.h>
 #include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 
@@ -79,6 +95,7 @@
 #define SK_CONNS_MAX	8
 #define SK_SYN_GEN	(1ULL << 63)	/* generations of restore tickets */
 #define SK_IOC(cmd)	((uint32_t)(cmd))
+#define SK_WATCH_RETRY_MS 200	/* the watcher's pace while the daemon is away */
 
 const char *nxq__sock_default = NXQD_SOCKET_PATH;
 
@@ -118,6 +135,12 @@ struct sk {
 	uint64_t reconnect_ms;
 	uint64_t syn_next;
 	int reported;
+	/* the watcher */
+	int epfd;			/* every connection, for EPOLLRDHUP */
+	int stopfd;			/* an eventfd: stop (in that set too) */
+	int watching;			/* the thread runs */
+	int stopping;			/* close: the reconnect loop gives up */
+	pthread_t watcher;
 	/* for the tests */
 	unsigned long reconnects, restores_refused, conns_made, conns_refused;
 };
@@ -227,6 +250,12 @@ static struct sk_conn *conn_new(struct sk *s, int fd)
 		return NULL;
 	c->fd = fd;
 	c->fresh = 1;
+	if (s->epfd >= 0) {
+		struct epoll_event ev = { .events = EPOLLRDHUP | EPOLLET, .data.u64 = 1 };
+
+		/* failing that, this connection is noticed at its next use */
+		epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
+	}
 	c->all = s->all;	/* under s->mu */
 	s->all = c;
 	s->conns_made++;
@@ -349,7 +378,7 @@ static int sk_req(struct sk *s, uint32_t cmd, void *arg, uint32_t len, uint32_t 
 			}
 		}
 		if (!r)
-			c->fresh = 0;
+			__atomic_store_n(&c->fresh, 0, __ATOMIC_RELAXED);
 		conn_put(s, c, gone, 0);
 		return r;
 	}
@@ -492,16 +521,12 @@ refused:
  * holder (once: whoever comes first does it).  0, or a negative errno
  * with the message set if the daemon stayed away.
  */
-static int sk_reconnect(struct nxq_ctx *ctx, unsigned int epoch)
+static int sk_reconnect_locked(struct sk *s)
 {
-	struct sk *s = ctx->kpriv;
 	uint64_t deadline;
 	unsigned int delay_ms = 10;
 	int fd = -1, r = 0;
 
-	pthread_rwlock_wrlock(&s->rw);
-	if (s->epoch != epoch && !s->broken)
-		goto out;	/* done meanwhile */
 	/* No request is in flight: every connection is in the pool. */
 	while (s->pool) {
 		struct sk_conn *c = s->pool;
@@ -538,7 +563,7 @@ static int sk_reconnect(struct nxq_ctx *ctx, unsigned int epoch)
 		} else {
 			r = fd;
 		}
-		if (now_ms() >= deadline)
+		if (now_ms() >= deadline || __atomic_load_n(&s->stopping, __ATOMIC_RELAXED))
 			break;
 		{
 			struct timespec ts = { 0, (long)delay_ms * 1000000L };
@@ -568,8 +593,103 @@ static int sk_reconnect(struct nxq_ctx *ctx, unsigned int epoch)
 	s->reconnects++;
 	r = 0;
 out:
+	return r;
+}
+
+static int sk_reconnect(struct nxq_ctx *ctx, unsigned int epoch)
+{
+	struct sk *s = ctx->kpriv;
+	int r = 0;
+
+	pthread_rwlock_wrlock(&s->rw);
+	if (s->epoch == epoch || s->broken)	/* else done meanwhile */
+		r = sk_reconnect_locked(s);
 	pthread_rwlock_unlock(&s->rw);
 	return r;
+}
+
+/*
+ * Whether a pooled connection has ended (s->rw held for writing: every
+ * connection is in the pool).
+ */
+static int sk_pool_gone(struct sk *s)
+{
+	for (struct sk_conn *c = s->pool; c; c = c->next) {
+		struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
+
+		if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * After a hang-up: whether the daemon has gone, rather than refused one
+ * new connection (its bound per process) -- a connection that had a reply
+ * ended, or every connection did.  s->rw held for reading (no reconnect
+ * closes connections meanwhile), s->mu taken (nor does a request).
+ */
+static int sk_daemon_gone(struct sk *s)
+{
+	int n = 0, ended = 0, answered = 0;
+
+	pthread_mutex_lock(&s->mu);
+	for (struct sk_conn *c = s->all; c; c = c->all) {
+		struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
+		int end = poll(&p, 1, 0) > 0 &&
+			  (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+
+		n++;
+		ended += end;
+		/* tolerated race: fresh is cleared by the request that reads a reply */
+		answered += end && !__atomic_load_n(&c->fresh, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return answered || (n && ended == n);
+}
+
+/*
+ * The watcher: a connection hung up -- if the daemon has gone, reconnect
+ * and restore now, not at this process's next call.  Edge-triggered: a
+ * refused connection is reported once, and closed by its request.
+ */
+static void *sk_watch(void *arg)
+{
+	struct sk *s = arg;
+	sigset_t all;
+
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, NULL);
+	for (;;) {
+		struct epoll_event ev[8];
+		int n, stop = 0, hup = 0, broken, gone;
+
+		/* tolerated race: broken is written under s->rw, read here to pace */
+		broken = __atomic_load_n(&s->broken, __ATOMIC_RELAXED);
+		n = epoll_wait(s->epfd, ev, 8, broken ? SK_WATCH_RETRY_MS : -1);
+		if (n < 0 && errno != EINTR)
+			break;
+		for (int i = 0; i < n; i++) {
+			if (!ev[i].data.u64)
+				stop = 1;
+			else
+				hup = 1;
+		}
+		if (stop || __atomic_load_n(&s->stopping, __ATOMIC_RELAXED))
+			break;
+		if (!hup && !broken)
+			continue;
+		pthread_rwlock_rdlock(&s->rw);
+		gone = s->broken || sk_daemon_gone(s);
+		pthread_rwlock_unlock(&s->rw);
+		if (!gone)
+			continue;
+		pthread_rwlock_wrlock(&s->rw);
+		if (s->broken || sk_pool_gone(s))
+			sk_reconnect_locked(s);
+		pthread_rwlock_unlock(&s->rw);
+	}
+	return NULL;
 }
 
 /*
@@ -1135,6 +1255,19 @@ static void sk_free(struct sk *s, int child)
 {
 	struct sk_conn *c, *n;
 
+	/* in a forked child the watcher is the parent's: nothing runs */
+	if (!child && s->watching) {
+		uint64_t one = 1;
+
+		__atomic_store_n(&s->stopping, 1, __ATOMIC_RELAXED);
+		if (write(s->stopfd, &one, sizeof(one)) < 0)
+			abort();	/* an eventfd's write of 1 cannot fail */
+		pthread_join(s->watcher, NULL);
+	}
+	if (s->epfd >= 0)
+		close(s->epfd);
+	if (s->stopfd >= 0)
+		close(s->stopfd);
 	for (c = s->all; c; c = n) {
 		n = c->all;
 		close(c->fd);
@@ -1189,6 +1322,26 @@ const struct nxq_kops nxq__sock_kops = {
 	.probe = sk_probe,
 };
 
+/* The watcher's epoll set, its stop eventfd and its thread: 0 or a negative errno. */
+static int sk_watch_start(struct sk *s)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = 0 };
+	int r;
+
+	s->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (s->epfd < 0)
+		return -errno;
+	s->stopfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (s->stopfd < 0)
+		return -errno;
+	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, s->stopfd, &ev))
+		return -errno;
+	r = -pthread_create(&s->watcher, NULL, sk_watch, s);
+	if (!r)
+		s->watching = 1;
+	return r;
+}
+
 /*
  * Connect to the daemon at path: *kprivp is the state for nxq__sock_kops.
  * Returns 0, or the connect's negative errno (nothing kept).
@@ -1204,6 +1357,8 @@ int nxq__sock_open(const char *path, void **kprivp)
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	s->epfd = -1;
+	s->stopfd = -1;
 	s->addr.sun_family = AF_UNIX;
 	memcpy(s->addr.sun_path, path, strlen(path) + 1);
 	s->reconnect_ms = 10000;
@@ -1224,6 +1379,12 @@ int nxq__sock_open(const char *path, void **kprivp)
 	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv, NULL);
+	r = sk_watch_start(s);
+	if (r) {
+		close(fd);
+		sk_free(s, 0);
+		return r;
+	}
 	s->pool = conn_new(s, fd);
 	if (!s->pool) {
 		close(fd);

@@ -443,6 +443,49 @@ static void test_reconnect_restores(void **state)
 }
 
 /*
+ * An idle process: the daemon restarts while it makes no call at all.
+ * The library's watcher sees the connection end and restores at once --
+ * its holders and their charges are back in the new daemon before the
+ * process calls again (the daemon's grace window waits for it, and an
+ * idle process would otherwise restore at its next call, or never).
+ * Without the watcher nothing reaches the new daemon here.
+ */
+static void test_idle_restores(void **state)
+{
+	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
+	struct nxq_arena *a = mk(c, 0, 0);
+	unsigned long k[4];
+	int i;
+	void *p;
+
+	assert_int_equal(nxq_alloc(a, 6 * MiB, 0, &p), 0);
+	assert_int_equal(fs_used(), 6 * MiB);
+
+	fs_stop();				/* the daemon dies: state gone */
+	fs_zero();
+	fs_start_later(64 * MiB, 300);
+	fs_join_later();
+	/* no call from here on: only the watcher can restore */
+	for (i = 0; i < 5000 && fs_used() != 6 * MiB; i++)
+		usleep(1000);
+	assert_true(i < 5000);
+	assert_int_equal(fs.registers, 1);
+	assert_int_equal(fs_holder_charged(0), 6 * MiB);
+	nxq__sock_counters(c, k);
+	assert_int_equal(k[0], 1);		/* one reconnect, by the watcher */
+	assert_int_equal(k[1], 0);		/* nothing refused */
+
+	/* the next call finds it done: nothing registered or charged again */
+	assert_int_equal(nxq_free(a, p), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(fs.registers, 1);
+	nxq__sock_counters(c, k);
+	assert_int_equal(k[0], 1);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	assert_int_equal(fs_used(), 0);
+}
+
+/*
  * The daemon dies with an uncharge read and not answered: it is not sent
  * again (the restore already charged without it), nor is a ticket answer.
  */
@@ -869,6 +912,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_restores, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_waiting_charge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_idle_restores, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_uncharge_and_answer_in_flight, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enoent_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_refused, setup, teardown),
