@@ -65,6 +65,10 @@ int dev_cb(struct nlattr **tb, void *arg)
 	str_to(d->devt, sizeof(d->devt), tb[NXQUOTA_A_DEVICE_DEVT]);
 	d->default_max = u64_or(tb[NXQUOTA_A_DEVICE_DEFAULT_MAX], 0);
 	d->events_dropped = u64_or(tb[NXQUOTA_A_DEVICE_EVENTS_DROPPED], 0);
+	d->conns_refused = u64_or(tb[NXQUOTA_A_DEVICE_CONNS_REFUSED], 0);
+	d->creds_refused = u64_or(tb[NXQUOTA_A_DEVICE_CREDS_REFUSED], 0);
+	d->restored = u64_or(tb[NXQUOTA_A_DEVICE_RESTORED], 0);
+	d->restore_refused = u64_or(tb[NXQUOTA_A_DEVICE_RESTORE_REFUSED], 0);
 	return 0;
 }
 

@@ -1410,6 +1410,14 @@ static const struct metric dev_metrics[] = {
 	DM("timeouts_total", "counter", timeouts, "Waits that ran out."),
 	DM("events_dropped_total", "counter", events_dropped,
 	   "Events no listener received (out of memory or a full socket)."),
+	DM("conns_refused_total", "counter", conns_refused,
+	   "Connections nxquotad closed over a bound (0 for the module)."),
+	DM("creds_refused_total", "counter", creds_refused,
+	   "Requests nxquotad refused for their sender (0 for the module)."),
+	DM("restored_bytes_total", "counter", restored,
+	   "Bytes restored after nxquotad's last restart (0 for the module)."),
+	DM("restore_refused_bytes_total", "counter", restore_refused,
+	   "Bytes of restores refused after nxquotad's last restart."),
 };
 
 static const struct metric node_metrics[] = {

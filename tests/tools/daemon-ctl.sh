@@ -126,6 +126,11 @@ has "$tmp/out" 'nxquota_budget_claimed_bytes{device="gpu0",cgroup="/a"} 53687091
 has "$tmp/out" 'nxquota_budget_overcommitted{device="gpu0",cgroup="/a"} 0'
 
 has "$tmp/out" 'nxquota_device_events_dropped_total{device="gpu0"} 0'
+# nxquotad's refusals and restores (issue 21): none here
+has "$tmp/out" 'nxquota_device_conns_refused_total{device="gpu0"} 0'
+has "$tmp/out" 'nxquota_device_creds_refused_total{device="gpu0"} 0'
+has "$tmp/out" 'nxquota_device_restored_bytes_total{device="gpu0"} 0'
+has "$tmp/out" 'nxquota_device_restore_refused_bytes_total{device="gpu0"} 0'
 
 # ---- cdi ------------------------------------------------------------------
 ok cdi generate --hook /usr/sbin/nxquota-hook --shim /usr/lib/libnxquota-preload.so
