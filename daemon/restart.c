@@ -368,6 +368,8 @@ void nxqd_grace_done(pid_t pid, u64 start)
 
 	if (!p)
 		return;
+	if (nxqd_verbose)
+		fprintf(stderr, "nxquotad: pid %d restored (version 1)\n", (int)pid);
 	p->done = true;
 	nxqd_grace_check();
 }

@@ -48,6 +48,16 @@
  * finds the others alive and does nothing.  While the daemon stays away
  * (s->broken) the watcher tries again every SK_WATCH_RETRY_MS.
  *
+ * Protocol (<linux/nxquotad.h>): NXQ_IOC_VERSION at version 1 on each new
+ * daemon (sk_hello()); a daemon of the first protocol refuses it and is
+ * spoken to at version 0.  At version 1 a restore says so: the
+ * registration carries NXQD_REQ_RESTORE and the holder's id on the daemon
+ * that went, its charge NXQD_REQ_RESTORE (the daemon grants up to what it
+ * recorded for that holder, and may hold the answer until the others have
+ * restored), and NXQ_IOC_VERSION with NXQD_REQ_RESTORED ends the restore,
+ * so the daemon's grace window closes as soon as every process is back;
+ * growth meanwhile waits in the daemon instead of failing.
+ *
  * A restore charge answered -EAGAIN (the daemon's grace after a restart
  * holds back a process it did not list) is asked again with
  * NXQ_CHARGE_WAIT, up to NXQUOTA_RECONNECT_MS.
@@ -129,6 +139,7 @@ struct sk {
 	int cap;			/* SK_CONNS_MAX, lower once the daemon refused one */
 	int nwait;			/* connections held by waiting charges */
 	unsigned int epoch;		/* bumped by each reconnect */
+	uint16_t proto;			/* the daemon's protocol (<linux/nxquotad.h>): 0 or 1 */
 	int broken;			/* the last reconnect failed */
 	struct sk_holder **h;
 	int nh, hcap;
@@ -158,10 +169,11 @@ static int is_gone(int r)
  * (at most outlen bytes).  Returns 0 with *errp the daemon's answer, or a
  * negative errno of the transport (-ECONNRESET for end of file).
  */
-static int sk_xfer(int fd, uint32_t cmd, void *arg, uint32_t len, uint32_t outlen,
-		   const int *fds, int nfds, int *errp)
+static int sk_xfer_v(int fd, uint16_t ver, uint16_t flags, uint32_t cmd, void *arg,
+		     uint32_t len, uint32_t outlen, const int *fds, int nfds, int *errp,
+		     uint16_t *repver)
 {
-	struct nxqd_req req = { .cmd = cmd };
+	struct nxqd_req req = { .cmd = cmd, .version = ver, .flags = flags };
 	struct iovec iov[2] = { { &req, sizeof(req) }, { arg, len } };
 	union {
 		char buf[CMSG_SPACE(sizeof(int) * (NXQD_FDS_MAX + 2))];
@@ -220,7 +232,35 @@ static int sk_xfer(int fd, uint32_t cmd, void *arg, uint32_t len, uint32_t outle
 	if (!in.rep.err && outlen)
 		memcpy(arg, in.arg, (size_t)n < outlen ? (size_t)n : outlen);
 	*errp = in.rep.err;
+	if (repver)
+		*repver = in.rep.version;
 	return 0;
+}
+
+/* A request at the protocol this connection's daemon speaks, no flags. */
+#define sk_xfer(fd, ...) sk_xfer_v(fd, s->proto, 0, __VA_ARGS__, NULL)
+
+/*
+ * Which protocol the daemon on fd speaks: NXQ_IOC_VERSION at version 1;
+ * a daemon of the first protocol refuses a non-zero version (-EINVAL):
+ * ask again at 0.  0 with *v filled and s->proto set, or a transport
+ * error.
+ */
+static int sk_hello(struct sk *s, int fd, struct nxq_version *v, int *errp)
+{
+	uint16_t repver = 0;
+	int r;
+
+	r = sk_xfer_v(fd, NXQD_PROTO_VERSION, 0, SK_IOC(NXQ_IOC_VERSION), v, sizeof(*v),
+		      sizeof(*v), NULL, 0, errp, &repver);
+	if (!r && *errp == -EINVAL) {
+		s->proto = 0;
+		return sk_xfer_v(fd, 0, 0, SK_IOC(NXQ_IOC_VERSION), v, sizeof(*v), sizeof(*v),
+				 NULL, 0, errp, NULL);
+	}
+	if (!r)
+		s->proto = repver >= NXQD_PROTO_VERSION ? NXQD_PROTO_VERSION : 0;
+	return r;
 }
 
 static int sk_connect(const struct sk *s)
@@ -462,11 +502,15 @@ static int restore_holder(struct sk *s, int fd, struct sk_holder *h)
 	struct nxq_holder_reg reg;
 	struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT };
 	int fds[2], n = holder_fds(h, &reg, fds), err, r;
+	/* version 1: the registration and the charge say they restore */
+	uint16_t rf = s->proto ? NXQD_REQ_RESTORE : 0;
 
+	if (rf)
+		reg.holder_id = h->dmn_id;	/* its id on the daemon that went */
 	h->dmn_id = 0;
 	h->syn_gen = 0;
-	r = sk_xfer(fd, SK_IOC(NXQ_IOC_HOLDER_REGISTER), &reg, sizeof(reg), sizeof(reg),
-		    fds, n, &err);
+	r = sk_xfer_v(fd, s->proto, rf, SK_IOC(NXQ_IOC_HOLDER_REGISTER), &reg, sizeof(reg),
+		      sizeof(reg), fds, n, &err, NULL);
 	if (r)
 		return r;
 	if (!err && !reg.holder_id)
@@ -479,7 +523,12 @@ static int restore_holder(struct sk *s, int fd, struct sk_holder *h)
 	if (h->charged) {
 		c.holder_id = h->dmn_id;
 		c.bytes = h->charged;
-		r = sk_xfer(fd, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c), NULL, 0, &err);
+		/*
+		 * At version 1 the answer may wait for the other processes'
+		 * restores (the daemon's grace window): recv() waits with it.
+		 */
+		r = sk_xfer_v(fd, s->proto, rf, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c),
+			      NULL, 0, &err, NULL);
 		if (!r && err == -EAGAIN) {
 			/*
 			 * The daemon's grace after a restart holds back processes
@@ -488,8 +537,8 @@ static int restore_holder(struct sk *s, int fd, struct sk_holder *h)
 			 */
 			c.flags = NXQ_CHARGE_WAIT;
 			c.timeout_ns = s->reconnect_ms * 1000000ULL;
-			r = sk_xfer(fd, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c), NULL, 0,
-				    &err);
+			r = sk_xfer_v(fd, s->proto, rf, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c),
+				      sizeof(c), NULL, 0, &err, NULL);
 		}
 		if (r)
 			return r;
@@ -547,13 +596,18 @@ static int sk_reconnect_locked(struct sk *s)
 
 		fd = sk_connect(s);
 		if (fd >= 0) {
-			r = sk_xfer(fd, SK_IOC(NXQ_IOC_VERSION), &v, sizeof(v), sizeof(v), NULL, 0,
-				    &err);
+			r = sk_hello(s, fd, &v, &err);
 			if (!r && !err && v.abi_version != NXQ_ABI_VERSION)
 				r = -EPROTO;
 			for (int i = 0; !r && i < s->nh; i++)
 				if (s->h[i] && s->h[i]->live)
 					r = restore_holder(s, fd, s->h[i]);
+			if (!r && s->proto) {
+				/* version 1: all restored; the window may close */
+				r = sk_xfer_v(fd, s->proto, NXQD_REQ_RESTORED,
+					      SK_IOC(NXQ_IOC_VERSION), &v, sizeof(v), sizeof(v),
+					      NULL, 0, &err, NULL);
+			}
 			if (!r)
 				break;
 			close(fd);
@@ -1384,6 +1438,17 @@ int nxq__sock_open(const char *path, void **kprivp)
 		close(fd);
 		sk_free(s, 0);
 		return r;
+	}
+	{
+		struct nxq_version v = { .size = sizeof(v) };
+		int err;
+
+		r = sk_hello(s, fd, &v, &err);	/* which protocol; its answer is asked again */
+		if (r) {
+			close(fd);
+			sk_free(s, 0);
+			return r;
+		}
 	}
 	s->pool = conn_new(s, fd);
 	if (!s->pool) {

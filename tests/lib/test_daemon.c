@@ -461,6 +461,8 @@ static void test_two_tenants_restart(void **state)
 	dev_status(&used, &holders);
 	assert_int_equal(used, 0);
 	assert_int_equal(holders, 0);
+	/* both restored with the version 1 protocol (NXQD_REQ_RESTORED) */
+	assert_int_equal(run("test $(grep -c 'restored (version 1)' %s/nxquotad.log) = 2", tmp), 0);
 	/* and the daemon (an ASan build in make check) saw nothing wrong */
 	assert_int_equal(run("! grep -E 'AddressSanitizer|runtime error|WARNING|BUG' %s/nxquotad.log",
 			     tmp), 0);

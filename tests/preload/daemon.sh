@@ -113,6 +113,40 @@ i=0
 while u=$(used); [ "$u" != 0 ] && [ $i -lt 200 ]; do i=$((i + 1)); sleep 0.01; done
 [ "$u" = 0 ] || fail "used $u after SIGKILL"
 
+# ---- nxquotad restarts while the process is idle (issue 21): the shim's
+# library notices the connection end at once (its watcher) and restores
+# the 8 MiB within the grace window, with no call from the application
+start_daemon() {
+	"$dbin" -s "$tmp/client.sock" -c "$tmp/ctl.sock" -S "$tmp/state" -C "$cgroot" -v \
+		>>"$tmp/nxquotad.log" 2>&1 &
+	dpid=$!
+	i=0
+	until ctl devices >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 500 ] || { cat "$tmp/nxquotad.log"; echo "daemon.sh: FAIL: no daemon"; exit 1; }
+		sleep 0.01
+	done
+}
+run 3
+await 3 "allocated"
+u=$(used); [ "$u" = 8388608 ] || fail "run 3: used $u while holding"
+kill -9 "$dpid"
+wait "$dpid" 2>/dev/null
+start_daemon
+i=0
+while u=$(used); [ "$u" != 8388608 ] && [ $i -lt 300 ]; do i=$((i + 1)); sleep 0.01; done
+[ "$u" = 8388608 ] ||
+	fail "idle across a restart: used $u after 3 s, not the 8 MiB it holds (err: $(cat "$tmp/err.3"))"
+echo >&9
+await 3 "freed"
+echo >&9
+exec 9>&-
+wait "$apid" || fail "run 3 exited $?"
+apid=
+i=0
+while u=$(used); [ "$u" != 0 ] && [ $i -lt 200 ]; do i=$((i + 1)); sleep 0.01; done
+[ "$u" = 0 ] || fail "used $u after run 3's exit"
+
 # ---- two processes: the guaranteed one gets its memory back from the pool of the other
 ctl devices capacity "$key" 64M >/dev/null || fail "capacity"
 mkdir "$cgroot/$cg/b" "$cgroot/$cg/g" 2>/dev/null
