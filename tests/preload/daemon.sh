@@ -52,14 +52,19 @@ ctl() { "$cbin" --control "$tmp/ctl.sock" "$@"; }
 used() { ctl --json status "$key" | sed -n 's/.*"used":\([0-9]*\).*/\1/p' | head -n1; }
 
 mkdir "$tmp/state"
-"$dbin" -s "$tmp/client.sock" -c "$tmp/ctl.sock" -S "$tmp/state" -C "$cgroot" -v >"$tmp/nxquotad.log" 2>&1 &
-dpid=$!
-i=0
-while [ ! -S "$tmp/client.sock" ] || [ ! -S "$tmp/ctl.sock" ]; do
-	i=$((i + 1))
-	[ $i -lt 500 ] || { cat "$tmp/nxquotad.log"; echo "daemon.sh: FAIL: no sockets"; exit 1; }
-	sleep 0.01
-done
+# the daemon on $tmp's sockets and state, until its control socket answers
+start_daemon() {
+	"$dbin" -s "$tmp/client.sock" -c "$tmp/ctl.sock" -S "$tmp/state" -C "$cgroot" -v \
+		>>"$tmp/nxquotad.log" 2>&1 &
+	dpid=$!
+	i=0
+	until ctl devices >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -lt 500 ] || { cat "$tmp/nxquotad.log"; echo "daemon.sh: FAIL: no daemon"; exit 1; }
+		sleep 0.01
+	done
+}
+start_daemon
 ctl devices register "$key" 64M >/dev/null || fail "register"
 ctl set "/$cg" "$key" min=8M max=16M >/dev/null || fail "set budget"
 
@@ -116,17 +121,6 @@ while u=$(used); [ "$u" != 0 ] && [ $i -lt 200 ]; do i=$((i + 1)); sleep 0.01; d
 # ---- nxquotad restarts while the process is idle (issue 21): the shim's
 # library notices the connection end at once (its watcher) and restores
 # the 8 MiB within the grace window, with no call from the application
-start_daemon() {
-	"$dbin" -s "$tmp/client.sock" -c "$tmp/ctl.sock" -S "$tmp/state" -C "$cgroot" -v \
-		>>"$tmp/nxquotad.log" 2>&1 &
-	dpid=$!
-	i=0
-	until ctl devices >/dev/null 2>&1; do
-		i=$((i + 1))
-		[ $i -lt 500 ] || { cat "$tmp/nxquotad.log"; echo "daemon.sh: FAIL: no daemon"; exit 1; }
-		sleep 0.01
-	done
-}
 run 3
 await 3 "allocated"
 u=$(used); [ "$u" = 8388608 ] || fail "run 3: used $u while holding"
