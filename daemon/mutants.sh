@@ -167,6 +167,14 @@ mutant no-follow-cgroup DAEMON_SRCS DAEMON_BIN client.c \
 mutant no-cgroup-cap DAEMON_SRCS DAEMON_BIN client.c \
 	's/c->per_cg->n >= nxqd_conn_per_cgroup)/0)/' \
 	'nxquotad-attack.nxqd_test_conn_flood' 'Expected'
+# The daemon: no bound on connections in all (-N).
+mutant no-global-cap DAEMON_SRCS DAEMON_BIN client.c \
+	's/if (nxqd_cl.nr_conns >= nxqd_conns_max ||/if (0 ||/' \
+	'nxquotad-client.nxqd_test_conn_bound_all' 'Expected'
+# The daemon: no bound on connections per uid (-U).
+mutant no-uid-cap DAEMON_SRCS DAEMON_BIN client.c \
+	's/c->per_uid->n >= nxqd_conn_per_uid ||/0 ||/' \
+	'nxquotad-client.nxqd_test_conn_bound_uid' 'Expected'
 # The daemon: the client socket stays root's whatever -g says.
 mutant group-ignored DAEMON_SRCS DAEMON_BIN client.c \
 	's/gid >= 0 ? 0660 : 0600/0600/' \

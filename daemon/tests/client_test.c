@@ -702,17 +702,21 @@ static void nxqd_test_restart_grace(struct kunit *test)
 	cg_leave(&cg);
 }
 
-/* At most -P connections per process: the next one is closed at once. */
-static void nxqd_test_conn_bound(struct kunit *test)
+/*
+ * At most @opt connections (16; the other bounds at their defaults, all
+ * above that): the next one is closed at once, and once one closes there
+ * is room for one again.
+ */
+static void conn_bound(struct kunit *test, const char *opt)
 {
 	struct nxq_version v = { .size = sizeof(v) };
-	const char *const per_proc[] = { "-P", "16", NULL };
+	const char *const bound[] = { opt, "16", NULL };
 	int fds[NXQD_CONN_PER_PROC_T + 1], i, ok = 0, extra;
 	struct daemon d;
 	size_t rlen;
 
 	prepare(test, &d);
-	d.pid = spawn_args(test, &d, per_proc);
+	d.pid = spawn_args(test, &d, bound);
 	wait_up(test, &d);
 	usleep_range(100000, 101000);	/* wait_up's connection is gone */
 	for (i = 0; i < NXQD_CONN_PER_PROC_T; i++) {
@@ -744,6 +748,27 @@ static void nxqd_test_conn_bound(struct kunit *test)
 	cleanup(test, &d);
 }
 
+/* Per process (-P), in all (-N), per uid (-U), per cgroup (-K). */
+static void nxqd_test_conn_bound(struct kunit *test)
+{
+	conn_bound(test, "-P");
+}
+
+static void nxqd_test_conn_bound_all(struct kunit *test)
+{
+	conn_bound(test, "-N");
+}
+
+static void nxqd_test_conn_bound_uid(struct kunit *test)
+{
+	conn_bound(test, "-U");
+}
+
+static void nxqd_test_conn_bound_cgroup(struct kunit *test)
+{
+	conn_bound(test, "-K");
+}
+
 static struct kunit_case nxqd_client_cases[] = {
 	KUNIT_CASE(nxqd_test_charge),
 	KUNIT_CASE(nxqd_test_register_fds),
@@ -755,6 +780,9 @@ static struct kunit_case nxqd_client_cases[] = {
 	KUNIT_CASE(nxqd_test_close_ends_wait),
 	KUNIT_CASE(nxqd_test_restart_grace),
 	KUNIT_CASE(nxqd_test_conn_bound),
+	KUNIT_CASE(nxqd_test_conn_bound_all),
+	KUNIT_CASE(nxqd_test_conn_bound_uid),
+	KUNIT_CASE(nxqd_test_conn_bound_cgroup),
 	{}
 };
 
