@@ -9,8 +9,9 @@
  * Identity is the kernel's: the process that connected (SO_PEERCRED,
  * pinned by SO_PEERPIDFD, proc.c), whose credentials every request it
  * sends carries (SCM_CREDENTIALS).  A request whose credentials name
- * another process is refused (nxqd_caller()) -- a holder command with
- * -ENOENT (none of the holders is the sender's), a registration with
+ * another process is believed only where no one but root could have
+ * named it (nxqd_caller()); otherwise it is refused -- a holder command
+ * with -ENOENT (none of the holders is the sender's), a registration with
  * -EPERM -- so a tenant that is root in its own user and pid namespaces
  * cannot make a decoy the owner of its holders.
  *
@@ -936,26 +937,35 @@ static ssize_t nxqd_recv(struct nxqd_conn *c, struct nxqd_ctx *r)
 }
 
 /*
- * Who sent the request: the connection's peer (SO_PEERCRED, pinned by
- * SO_PEERPIDFD at accept), when the request's SCM_CREDENTIALS say the
- * same.  Where they differ -- a child that inherited the connection, a
- * process it was passed to, or a credential named in a user and pid
- * namespace -- nobody: the request is refused and counted.  A named
- * credential is never believed (libnxquota and the shim open a
- * connection of their own in a child).
+ * Who sent the request: the connection's process, as SCM_CREDENTIALS
+ * matches SO_PEERCRED; another process only where its credential could
+ * not have been named by anyone but root (nxqd_proc_cred_trusted()) --
+ * a child that inherited the connection is then a process of its own, as
+ * a child sharing /dev/nxquota's file is in the module; else nobody, and
+ * the request is refused.
  */
 static void nxqd_caller(struct nxqd_ctx *r)
 {
 	struct nxqd_conn *c = r->c;
+	struct nxqd_proc *p;
 
 	r->caller = NULL;
 	r->caller_ref = false;
 	if (!r->have_cred)
 		return;
-	if (r->cred.pid != c->peer.pid || r->cred.uid != c->peer.uid ||
-	    r->cred.gid != c->peer.gid)
+	if (r->cred.pid == c->peer.pid && r->cred.uid == c->peer.uid &&
+	    r->cred.gid == c->peer.gid) {
+		r->caller = c->proc;
 		return;
-	r->caller = c->proc;
+	}
+	if (!nxqd_proc_cred_trusted(r->cred.pid))
+		return;
+	/* it sent the request: it started before it was received */
+	p = nxqd_proc_get(r->cred.pid, -1, nxqd_proc_ticks());
+	if (IS_ERR(p))
+		return;
+	r->caller = p;
+	r->caller_ref = true;
 }
 
 static void nxqd_conn_free(void *arg)

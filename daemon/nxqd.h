@@ -237,6 +237,16 @@ int nxqd_proc_cgroup_id(struct nxqd_proc *p, u64 *id);
 int nxqd_proc_cgroup_path(struct nxqd_proc *p, char *buf, size_t len);
 /* SIGKILL it, through its pidfd. */
 void nxqd_proc_kill(struct nxqd_proc *p);
+/*
+ * May a request's SCM_CREDENTIALS naming @pid, which is not the
+ * connection's process, be believed?  The kernel lets a sender name
+ * another process only with CAP_SYS_ADMIN in the user namespace that owns
+ * its pid namespace; when @pid's pid namespace and every one above it are
+ * owned by the daemon's user namespace, only a root that can do anything
+ * could have named it.  False (refuse) for any other, e.g. a process in a
+ * container with a user namespace, whose root could name a decoy.
+ */
+bool nxqd_proc_cred_trusted(pid_t pid);
 
 /* ---- signal.c: the tickets' eventfds ---- */
 

@@ -22,6 +22,7 @@
 #include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <linux/nsfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -280,6 +281,48 @@ int nxqd_proc_cgroup_id(struct nxqd_proc *p, u64 *id)
 int nxqd_proc_cgroup_path(struct nxqd_proc *p, char *buf, size_t len)
 {
 	return nxqd_cgroup_read(p->cgfd, buf, len);
+}
+
+bool nxqd_proc_cred_trusted(pid_t pid)
+{
+	static struct stat me;
+	static bool have_me;
+	struct stat st;
+	char file[64];
+	int fd, ufd, up;
+	bool ok = false;
+
+	if (!have_me) {
+		if (stat("/proc/self/ns/user", &me))
+			return false;
+		have_me = true;
+	}
+	snprintf(file, sizeof(file), "/proc/%d/ns/pid", (int)pid);
+	fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	/* its pid namespace and each above it, up to ours */
+	for (;;) {
+		ufd = ioctl(fd, NS_GET_USERNS);
+		if (ufd < 0)
+			break;	/* owned by a namespace we cannot see */
+		if (fstat(ufd, &st) || st.st_ino != me.st_ino ||
+		    st.st_dev != me.st_dev) {
+			close(ufd);
+			break;	/* someone else's root could name it */
+		}
+		close(ufd);
+		up = ioctl(fd, NS_GET_PARENT);
+		if (up < 0) {
+			/* EPERM: no parent we can see -- ours is reached */
+			ok = errno == EPERM;
+			break;
+		}
+		close(fd);
+		fd = up;
+	}
+	close(fd);
+	return ok;
 }
 
 void nxqd_proc_kill(struct nxqd_proc *p)

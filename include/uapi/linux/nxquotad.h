@@ -16,12 +16,15 @@
  * Who asks is the kernel's to say, never the message's: the caller is the
  * process that made the connection (SO_PEERCRED, SO_PEERPIDFD).  The
  * daemon sets SO_PASSCRED and compares each request's SCM_CREDENTIALS
- * with the connection's.  A request whose credential is not the
- * connection's peer (a child that inherited the connection, a process it
- * was passed to, a credential named from a user and pid namespace) is
- * refused and counted: -ENOENT for a command on a holder (as the module
- * answers a process that is not the holder's), -EPERM for
- * NXQ_IOC_HOLDER_REGISTER.  A process uses connections it made itself.
+ * with the connection's.  A request whose credential names another
+ * process (a child that inherited the connection, one it was passed to)
+ * is that process's own -- as a child sharing /dev/nxquota's file is a
+ * process of its own in the module -- only where nobody but the daemon's
+ * root could have named that credential (every pid namespace of the
+ * process, up to the daemon's, is owned by the daemon's user namespace);
+ * else it is refused and counted: -ENOENT for a command on a holder (as
+ * the module answers a process that is not the holder's), -EPERM for
+ * NXQ_IOC_HOLDER_REGISTER.
  *
  * NXQ_IOC_HOLDER_REGISTER passes its descriptors by SCM_RIGHTS in the
  * same message, in this order: the eventfd (iff eventfd >= 0 in the
