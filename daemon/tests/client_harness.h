@@ -105,6 +105,17 @@ static inline void wait_up(struct kunit *test, struct daemon *d)
 	}
 	KUNIT_ASSERT_GE(test, fd, 0);
 	close(fd);
+	/*
+	 * The control socket is served after the client socket: wait for it
+	 * too (up to 5 s; a case whose daemon has none goes on without it).
+	 */
+	for (i = 0, fd = -1; i < 500 && fd < 0; i++) {
+		fd = dial(d->ctl, SOCK_SEQPACKET);
+		if (fd < 0)
+			usleep_range(10000, 11000);
+	}
+	if (fd >= 0)
+		close(fd);
 }
 
 /* A fresh directory for the socket, the log and the state. */
