@@ -8,7 +8,9 @@
 # The daemon's "used" is 8 MiB
 # while it holds them, at most one batch (2 MiB) plus its last
 # allocation's size (1 MiB) kept as credit after its frees and 0 after its exit; a second run SIGKILLed while
-# holding leaves 0 behind.  Then two unmodified processes share the device
+# holding leaves 0 behind, and a third, idle while nxquotad is SIGKILLed and
+# started again, has its 8 MiB charged again with no call of its own (the
+# library's watcher, issue 21).  Then two unmodified processes share the device
 # (capacity 64M): B, a borrower (min 0), holds 64 MiB reserved and unused
 # in its stream-ordered pool; G, guaranteed 32M, allocates 16 MiB with
 # cuMemAlloc and --wait: the daemon tickets B, B's shim trims its pool and
@@ -228,5 +230,5 @@ for nd in 1 2; do
 		fail "$nd device(s): cuMemAllocAsync pair: $3 driver calls vs $4 (+$want_s expected)"
 done
 
-[ $rc = 0 ] && echo "daemon.sh: ok (min 8M, max 16M: 8 blocks granted, the 9th OUT_OF_MEMORY; at most a batch + 1 MiB after the frees, 0 after exit and after SIGKILL; G granted through B's ticket answer)"
+[ $rc = 0 ] && echo "daemon.sh: ok (min 8M, max 16M: 8 blocks granted, the 9th OUT_OF_MEMORY; at most a batch + 1 MiB after the frees, 0 after exit and after SIGKILL; an idle process restored after nxquotad is SIGKILLed and restarted; G granted through B's ticket answer)"
 exit $rc
