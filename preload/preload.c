@@ -65,6 +65,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
@@ -116,6 +117,7 @@ enum {
 	R_nvmlInit_v2 = NCUDA,
 	R_nvmlDeviceGetHandleByUUID,
 	R_nvmlDeviceGetUUID,
+	R_nvmlDeviceGetComputeRunningProcesses_v3,
 	NREAL
 };
 
@@ -142,6 +144,7 @@ static const char *const rname[NREAL] = {
 	[R_nvmlInit_v2] = "nvmlInit_v2",
 	[R_nvmlDeviceGetHandleByUUID] = "nvmlDeviceGetHandleByUUID",
 	[R_nvmlDeviceGetUUID] = "nvmlDeviceGetUUID",
+	[R_nvmlDeviceGetComputeRunningProcesses_v3] = "nvmlDeviceGetComputeRunningProcesses_v3",
 };
 
 static void *const wrapper[NWRAP] = {
@@ -307,6 +310,7 @@ static struct {
 	int require;		/* NXQUOTA_REQUIRE: no authority refuses, never passes */
 	int quiet;		/* NXQUOTA_QUIET: no refusal lines */
 	int charge_ctx;		/* NXQUOTA_CHARGE_CONTEXT (default on) */
+	uint64_t ctx_max;	/* NXQUOTA_CONTEXT_MAX (default 1 GiB) */
 	uint64_t retry_ns;	/* ST_REFUSE: when the authority was last looked for (atomic) */
 	uint64_t gap_ns;	/* 1 s: between two looks for an authority, two refusal lines */
 	struct dev dev[MAXDEV];
@@ -317,7 +321,7 @@ static struct {
 	pthread_mutex_t say_mu;	/* last_said */
 	char last_said[1024];
 	int said_none, said_err, said_pool, said_hash, said_gpa, said_sync, said_py;
-	int said_require, said_lost, said_ctx, said_nvml;
+	int said_require, said_lost, said_ctx, said_nvml, said_ctxmax;
 	/* PyTorch's cache (see py_release) */
 	pthread_mutex_t col_mu;	/* d->collect, d->collected */
 	pthread_mutex_t py_mu;	/* py_pending, py_done; py_cv */
@@ -340,7 +344,7 @@ static struct {
 #define SAY_RESET() do {							\
 	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = 0;	\
 	S.said_sync = S.said_py = S.said_require = S.said_lost = 0;		\
-	S.said_ctx = S.said_nvml = 0;						\
+	S.said_ctx = S.said_nvml = S.said_ctxmax = 0;				\
 } while (0)
 
 #define CNT(f) __atomic_add_fetch(&S.cnt.f, 1, __ATOMIC_RELAXED)
@@ -542,6 +546,11 @@ static int authority_init(void)
 	S.require = env_on("NXQUOTA_REQUIRE", 0);
 	S.quiet = env_on("NXQUOTA_QUIET", 0);
 	S.charge_ctx = env_on("NXQUOTA_CHARGE_CONTEXT", 1);
+	S.ctx_max = 1ULL << 30;
+	if (nxq__env_size("NXQUOTA_CONTEXT_MAX", &S.ctx_max) < 0) {
+		say("NXQUOTA_CONTEXT_MAX is not a size: 1 GiB");
+		S.ctx_max = 1ULL << 30;
+	}
 	if (env && !strcmp(env, "off") && S.require) {
 		SAY_ONCE(S.said_none, "NXQ_PRELOAD=off ignored: NXQUOTA_REQUIRE=1 (the operator "
 			 "requires a ledger)");
@@ -1631,6 +1640,8 @@ enum { M_NONE = 0, M_NVML, M_DRV };
 struct ctxm {
 	int src;		/* M_* */
 	uint64_t before;
+	int own;		/* own_before is NVML's figure for this process */
+	uint64_t own_before;
 };
 
 static int nvml_dev(int ord, nvmlDevice_t *h)
@@ -1687,6 +1698,48 @@ static int free_drv(CUcontext c, uint64_t *fr)
 	return r;
 }
 
+/*
+ * What this process has on device ord by NVML's list of compute processes:
+ * 0 (with *used 0 when it is not listed), or -1 when NVML cannot say (no
+ * such call, not supported, or a figure not available).  Only this list
+ * tells the process's own memory from its neighbours': a pid namespace
+ * (a container) hides it, as NVML lists the host's pids.
+ */
+static int own_nvml(int ord, uint64_t *used)
+{
+	int (*procs)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *) =
+		(int (*)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *))
+		R(R_nvmlDeviceGetComputeRunningProcesses_v3);
+	nvmlProcessInfo_t buf[64], *p = buf;
+	unsigned int n = 64, i;
+	pid_t me = getpid();
+	nvmlDevice_t h;
+	int r;
+
+	if (no_nvml || !procs || nvml_dev(ord, &h))
+		return -1;
+	r = procs(h, &n, p);
+	if (r == 7 && n > 64 && n < 65536) {	/* NVML_ERROR_INSUFFICIENT_SIZE */
+		n += 16;
+		p = calloc(n, sizeof(*p));
+		if (!p)
+			return -1;
+		r = procs(h, &n, p);
+	}
+	*used = 0;
+	for (i = 0; !r && i < n; i++)
+		if (p[i].pid == (unsigned int)me) {
+			if (p[i].usedGpuMemory == ~0ULL)
+				r = -1;
+			else
+				*used = p[i].usedGpuMemory;
+			break;
+		}
+	if (p != buf)
+		free(p);
+	return r ? -1 : 0;
+}
+
 static void ctx_measure_begin(int ord, struct ctxm *m)
 {
 	CUresult (*state)(CUdevice, unsigned int *, int *) =
@@ -1699,6 +1752,7 @@ static void ctx_measure_begin(int ord, struct ctxm *m)
 	CUcontext c;
 
 	m->src = M_NONE;
+	m->own = !own_nvml(ord, &m->own_before);
 	if (!free_nvml(ord, &m->before)) {
 		m->src = M_NVML;
 		return;
@@ -1712,10 +1766,20 @@ static void ctx_measure_begin(int ord, struct ctxm *m)
 	release(ord);
 }
 
-/* The bytes context c (now up on ord) took: 0 when it could not be measured. */
+/*
+ * The bytes context c (now up on ord) took: 0 when it could not be
+ * measured.  This process's own growth by NVML's list of processes when
+ * it is listed there (at most the device's difference below); else the
+ * device's free memory before less after,
+ * which also counts what neighbours took meanwhile (a whole GPU's worth
+ * if they fill it as this process starts), bounded by NXQUOTA_CONTEXT_MAX
+ * (default 1 GiB; a context and its modules take about 520 MiB for
+ * PyTorch on an H200).
+ */
 static uint64_t ctx_measure_end(int ord, const struct ctxm *m, CUcontext c)
 {
-	uint64_t after;
+	uint64_t after, own, d;
+	int mine = m->own && !own_nvml(ord, &own) && own;
 
 	if (m->src == M_NONE || (m->src == M_NVML ? free_nvml(ord, &after)
 						 : free_drv(c, &after))) {
@@ -1725,7 +1789,24 @@ static uint64_t ctx_measure_end(int ord, const struct ctxm *m, CUcontext c)
 			 "are not charged", S.dev[ord].key[0] ? S.dev[ord].key : "a device");
 		return 0;
 	}
-	return m->before > after ? m->before - after : 0;
+	d = m->before > after ? m->before - after : 0;
+	/*
+	 * At most the device's difference: a listed pid that is not this
+	 * process (a pid namespace's pid equal to a host pid) cannot raise it.
+	 */
+	if (mine) {
+		own = own > m->own_before ? own - m->own_before : 0;
+		return own < d ? own : d;
+	}
+	if (d > S.ctx_max) {
+		SAY_ONCE(S.said_ctxmax, "a CUDA context on %s measured %" PRIu64 " MiB by the device's "
+			 "free memory, which counts other processes' allocations too: %" PRIu64
+			 " MiB charged (NXQUOTA_CONTEXT_MAX)", S.dev[ord].key[0] ? S.dev[ord].key :
+			 "a device", d >> 20, S.ctx_max >> 20);
+		CNT(ctx_bounded);
+		d = S.ctx_max;
+	}
+	return d;
 }
 
 /* Is a context created now on ord to be measured and charged? */

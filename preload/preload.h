@@ -30,6 +30,12 @@ typedef struct {
 	unsigned long long total, reserved, free, used;
 } nvmlMemory_v2_t;
 #define NXQP_NVML_MEMORY_V2	((unsigned int)(sizeof(nvmlMemory_v2_t) | (2U << 24)))
+/* nvmlDeviceGetComputeRunningProcesses_v3's entries */
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;	/* ~0ULL: not available */
+	unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
 
 /* cuCtxCreate_v3's and _v4's parameters: passed on, never read. */
 typedef struct CUexecAffinityParam_st CUexecAffinityParam;
@@ -117,6 +123,7 @@ struct nxqp_counters {
 	uint64_t said;		/* refusal lines written */
 	uint64_t ctx_bytes;	/* charged for contexts (now) */
 	uint64_t ctx_unmeasured;	/* contexts that could not be measured */
+	uint64_t ctx_bounded;	/* measured above NXQUOTA_CONTEXT_MAX, charged at it */
 	long tracked;		/* pointers, handles, mappings and contexts remembered */
 };
 

@@ -100,6 +100,8 @@ struct shm_slot { int pid; uint64_t used[NDEV]; };
 
 static uint64_t mine[NDEV];	/* what this process takes of each device (under mu) */
 static uint64_t ctx_bytes;	/* what a context takes */
+static uint64_t noise_bytes;	/* what a neighbour takes while a context comes up */
+static uint64_t others[NDEV];	/* what those neighbours hold (under mu) */
 static int prim_ref[NDEV];	/* retains of each primary context */
 static int implicit = 1;	/* a primary context is up without a retain */
 static unsigned int next_ctx = 1;
@@ -159,7 +161,8 @@ static uint64_t dev_used(int d)
 
 	pthread_once(&mem_once, mem_init);
 	if (!shm)
-		return mine[d];
+		return mine[d] + others[d];
+	u = others[d];
 	for (int i = 0; i < SHM_SLOTS; i++) {
 		int pid = __atomic_load_n(&shm[i].pid, __ATOMIC_ACQUIRE);
 
@@ -188,6 +191,31 @@ EXPORT void fakedrv_devmem(int d, uint64_t *tot, uint64_t *used)
 	pthread_mutex_lock(&mu);
 	*tot = mem_total();
 	*used = d >= 0 && d < NDEV ? dev_used(d) : 0;
+	pthread_mutex_unlock(&mu);
+}
+
+/* What this process has taken of device d (NVML's per-process figure). */
+EXPORT uint64_t fakedrv_mine(int d)
+{
+	uint64_t m;
+
+	pthread_mutex_lock(&mu);
+	m = d >= 0 && d < NDEV ? mine[d] : 0;
+	pthread_mutex_unlock(&mu);
+	return m;
+}
+
+/*
+ * From now on, each context that comes up has a neighbour take @mb MiB of
+ * its device at the same moment (and keep it): what a measurement of the
+ * device's free memory around the context's creation also sees.
+ */
+EXPORT void fakedrv_ctx_noise_mb(uint64_t mb)
+{
+	pthread_mutex_lock(&mu);
+	noise_bytes = mb << 20;
+	if (!mb)
+		memset(others, 0, sizeof(others));
 	pthread_mutex_unlock(&mu);
 }
 
@@ -456,6 +484,8 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice d)
 		return CUDA_ERROR_INVALID_DEVICE;
 	pthread_once(&mem_once, mem_init);
 	pthread_mutex_lock(&mu);
+	if (!prim_ref[d] && noise_bytes)
+		others[d] += noise_bytes;
 	if (!prim_ref[d] && mem_take(d, (int64_t)ctx_bytes)) {
 		pthread_mutex_unlock(&mu);
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -529,6 +559,8 @@ static CUresult ctx_create(CUcontext *pc, CUdevice d)
 	if (!pc || d < 0 || d >= NDEV)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&mu);
+	if (noise_bytes)
+		others[d] += noise_bytes;
 	if (mem_take(d, (int64_t)ctx_bytes)) {
 		pthread_mutex_unlock(&mu);
 		return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1102,6 +1134,8 @@ EXPORT void fakedrv_reset(void)
 		ctx_bytes = 0;
 		implicit = 1;
 	}
+	noise_bytes = 0;
+	memset(others, 0, sizeof(others));
 	pthread_mutex_unlock(&mu);
 	curdev = 0;
 	bound = 1;

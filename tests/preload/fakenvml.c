@@ -16,16 +16,21 @@
  * Like the real library: anything before nvmlInit_v2 is
  * NVML_ERROR_UNINITIALIZED; nvmlDeviceGetMemoryInfo_v2 wants its struct's
  * version (nvmlMemory_v2).  fakenvml_calls(NAME) counts the calls.
+ * nvmlDeviceGetComputeRunningProcesses_v3 lists this process with what
+ * the fake driver says it took (fakedrv_mine()); fakenvml_procs(0) makes
+ * it NVML_ERROR_NOT_SUPPORTED.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NVML_SUCCESS			0
 #define NVML_ERROR_UNINITIALIZED	1
 #define NVML_ERROR_INVALID_ARGUMENT	2
+#define NVML_ERROR_NOT_SUPPORTED	3
 #define NVML_ERROR_NOT_FOUND		6
 #define NVML_ERROR_INSUFFICIENT_SIZE	7
 #define NVML_ERROR_ARGUMENT_VERSION_MISMATCH	25
@@ -51,7 +56,8 @@ struct fdev {
 
 static struct fdev devs[NDEV];
 static int inits;
-static long n_init, n_info, n_info2;
+static long n_init, n_info, n_info2, n_procs;
+static int no_procs;	/* fakenvml_procs(0): no per-process figures (as in a pid namespace) */
 
 static void uuids(void)
 {
@@ -83,7 +89,15 @@ API long fakenvml_calls(const char *name)
 		return n_info;
 	if (!strcmp(name, "nvmlDeviceGetMemoryInfo_v2"))
 		return n_info2;
+	if (!strcmp(name, "nvmlDeviceGetComputeRunningProcesses_v3"))
+		return n_procs;
 	return -1;
+}
+
+/* on 0: nvmlDeviceGetComputeRunningProcesses_v3 is not supported */
+API void fakenvml_procs(int on)
+{
+	no_procs = !on;
 }
 
 API const char *nvmlErrorString(int err)
@@ -217,5 +231,51 @@ API int nvmlDeviceGetMemoryInfo_v2(void *h, nvmlMemory_v2_t *m)
 	m->reserved = 5ULL << 20;
 	m->free = t - u - m->reserved;
 	m->used = u;
+	return NVML_SUCCESS;
+}
+
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+	unsigned int gpuInstanceId, computeInstanceId;
+} nvmlProcessInfo_t;
+
+/*
+ * The processes with a context on the device: this one alone, with what
+ * the fake driver says it took (fakedrv_mine()), while that is not 0.
+ */
+API int nvmlDeviceGetComputeRunningProcesses_v3(void *h, unsigned int *count,
+						nvmlProcessInfo_t *infos)
+{
+	const struct fdev *d = h;
+	uint64_t (*minef)(int) = NULL;
+	void *l = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	uint64_t m = 0;
+
+	n_procs++;
+	if (!inits)
+		return NVML_ERROR_UNINITIALIZED;
+	if (!d || !count)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	if (no_procs)
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (l) {
+		minef = (uint64_t (*)(int))dlsym(l, "fakedrv_mine");
+		dlclose(l);
+	}
+	if (minef)
+		m = minef(d->ord);
+	if (!m) {
+		*count = 0;
+		return NVML_SUCCESS;
+	}
+	if (*count < 1 || !infos) {
+		*count = 1;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	*count = 1;
+	infos[0].pid = (unsigned int)getpid();
+	infos[0].usedGpuMemory = m;
+	infos[0].gpuInstanceId = infos[0].computeInstanceId = 0xFFFFFFFFU;
 	return NVML_SUCCESS;
 }

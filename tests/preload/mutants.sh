@@ -145,6 +145,9 @@ ctx-no-nvml~s/^\tif (!free_nvml(ord, \&m->before)) {$/\tif (0) {/~test
 ctx-release-keeps~s/^\t\tctx_uncharge(ord, S.dev\[ord\].prim_bytes);$/\t\t;/~test
 ctx-destroy-keeps~s/^\t\t\tctx_uncharge(e->dev, e->bytes);$/\t\t\t;/~test
 ctx-charged-twice~s/^\tif (!state || !release || state(dev, \&fl, \&active) || active) {$/\tif (!state || !release || state(dev, \&fl, \&active)) {/~test
+ctx-own-ignored~s/^\tint mine = m->own \&\& !own_nvml(ord, \&own) \&\& own;$/\tint mine = 0;/~test
+ctx-unbounded~s/^\tif (d > S.ctx_max) {$/\tif (0) {/~test
+ctx-max-env-ignored~s/^\tif (nxq__env_size("NXQUOTA_CONTEXT_MAX", \&S.ctx_max) < 0) {$/\tif (0) {/~test
 batch-not-probe~s/^\t\tif (!nxq__charge_probe(S.ctx, d->holder, need + S.batch)) {$/\t\tif (!S.ctx->kops->charge(S.ctx, d->holder, need + S.batch, 0)) {/~test
 MUT
 wait

@@ -282,11 +282,13 @@ static void (*d_sync)(void);
 static CUresult (*d_setattr)(CUmemoryPool, int, void *);
 static long (*d_stat)(const char *);
 static void (*d_ctxmb)(uint64_t);
+static void (*d_noise)(uint64_t);
 static CUresult (*d_getstate)(CUdevice, unsigned int *, int *);
 static void *nvml;
 static int (*n_init)(void);
 static int (*n_index)(unsigned int, void **);
 static long (*n_calls)(const char *);
+static void (*n_procs)(int);
 
 static const char DEV0[] = "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f";
 static const char DEV1[] = "GPU-20212223-2425-2627-2829-2a2b2c2d2e2f";
@@ -311,6 +313,7 @@ static int group_setup(void **st)
 	d_setattr = (CUresult (*)(CUmemoryPool, int, void *))dlsym(drv, "cuMemPoolSetAttribute");
 	d_stat = (long (*)(const char *))dlsym(drv, "fakedrv_stat");
 	d_ctxmb = (void (*)(uint64_t))dlsym(drv, "fakedrv_ctx_mb");
+	d_noise = (void (*)(uint64_t))dlsym(drv, "fakedrv_ctx_noise_mb");
 	d_getstate = (CUresult (*)(CUdevice, unsigned int *, int *))dlsym(drv,
 		"cuDevicePrimaryCtxGetState");
 	/* the fake NVML (tests/preload/nvml): its devices are the fake driver's */
@@ -323,7 +326,8 @@ static int group_setup(void **st)
 	n_init = (int (*)(void))dlsym(nvml, "nvmlInit_v2");
 	n_index = (int (*)(unsigned int, void **))dlsym(nvml, "nvmlDeviceGetHandleByIndex_v2");
 	n_calls = (long (*)(const char *))dlsym(nvml, "fakenvml_calls");
-	if (!n_init || !n_index || !n_calls || n_init())
+	n_procs = (void (*)(int))dlsym(nvml, "fakenvml_procs");
+	if (!n_init || !n_index || !n_calls || !n_procs || !d_noise || n_init())
 		return -1;
 	/* exact charges, so that the counts below say what each call did; test_batch turns it on */
 	setenv("NXQ_PRELOAD_BATCH", "0", 1);
@@ -336,6 +340,8 @@ static int setup(void **st)
 	unsetenv("NXQUOTA_REQUIRE");
 	unsetenv("NXQUOTA_QUIET");
 	unsetenv("NXQUOTA_CHARGE_CONTEXT");
+	unsetenv("NXQUOTA_CONTEXT_MAX");
+	n_procs(1);
 	unsetenv("NXQ_PRELOAD_WAIT_MS");
 	unsetenv("NXQ_PRELOAD");
 	nxqp__test_no_nvml(0);
@@ -1539,6 +1545,57 @@ static void test_context(void **st)
 }
 
 /*
+ * Neighbours fill the device while this process's context comes up (as
+ * three PyTorch processes starting together on the H200 did: one was
+ * charged 4.7 GB more for its context): the charge is the process's own
+ * growth by NVML's list of processes; without that list (a pid
+ * namespace), the device's free memory before less after, bounded by
+ * NXQUOTA_CONTEXT_MAX.
+ */
+static void test_context_neighbours(void **st)
+{
+	CUcontext c;
+
+	d_ctxmb(8);
+	d_noise(100);
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);
+	assert_int_equal(K.charged, 8 * MiB);
+	assert_true(n_calls("nvmlDeviceGetComputeRunningProcesses_v3") >= 2);
+	assert_int_equal(cuCtxCreate_v2(&c, 0, 1), 0);	/* a context of its own too */
+	assert_int_equal(K.charged, 16 * MiB);
+	assert_int_equal(cuCtxDestroy_v2(c), 0);
+	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
+	assert_int_equal(K.charged, 0);
+
+	/* no per-process figures: the neighbour's 100 MiB are charged too */
+	n_procs(0);
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);
+	assert_int_equal(K.charged, 108 * MiB);
+	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
+	assert_int_equal(counters().ctx_bounded, 0);
+	/* ... but no more than NXQUOTA_CONTEXT_MAX (1 GiB) */
+	d_noise(2048);
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);
+	assert_int_equal(K.charged, 1024 * MiB);
+	assert_int_equal(counters().ctx_bounded, 1);
+	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
+	assert_int_equal(K.charged, 0);
+	/* NXQUOTA_CONTEXT_MAX=64M */
+	d_noise(0);
+	setenv("NXQUOTA_CONTEXT_MAX", "64M", 1);
+	setup(st);
+	setenv("NXQUOTA_CONTEXT_MAX", "64M", 1);
+	n_procs(0);
+	d_ctxmb(8);
+	d_noise(100);
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);
+	assert_int_equal(K.charged, 64 * MiB);
+	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
+	unsetenv("NXQUOTA_CONTEXT_MAX");
+	n_procs(1);
+}
+
+/*
  * NXQUOTA_REQUIRE=1: without an authority every allocation is refused,
  * said once, and the budget reads empty; a device the authority does not
  * know is refused too; NXQ_PRELOAD=off does not turn it off.
@@ -1643,6 +1700,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusal_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vmm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_context_neighbours, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_require, setup, teardown),
 	};
 
