@@ -22,6 +22,10 @@
  * directory may be deleted under the ledger lock: kobject_del() waits for
  * running handlers, and none starts after it, so neither wrapper nor node
  * is used once deleted.
+ *
+ * Size (over 800 lines): one show/store pair per documented attribute
+ * (tests/sysfs-doc.sh holds this file to Documentation); per-device and
+ * per-node attributes would split cleanly into two files, not done yet.
  */
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
