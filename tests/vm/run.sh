@@ -47,6 +47,8 @@ cd "$top" || exit 2
 out=build/vm
 daemon_bin=daemon/build/nxquotad-static
 vm_timeout=${NXQ_VM_TIMEOUT:-180}
+# One host thread for all vCPUs: see boot() below.
+NXQ_QEMU_ACCEL=${NXQ_QEMU_ACCEL:-tcg,thread=single}
 # The daemon pass spends its time in a userspace authority under TCG: 216 s
 # seen on a loaded 2-core host (60 s idle).
 vm_timeout_daemon=${NXQ_VM_TIMEOUT:-360}
@@ -266,16 +268,25 @@ pack() {	# kver ko mode scenario...
 # Boot it; the console goes to build/vm/KVER/console.log ($1's dir).  In
 # demo mode the demo's own lines are also shown live, without the kernel's.
 # tsc=reliable: under TCG the clocksource watchdog may find the TSC skewed
-# against the HPET at any time and switch clocksources; the static key it
-# flips (sched_clock_stable) is patched with text_poke's int3 while the
-# other vCPU runs, and TCG has turned that into "Oops: int3" in
-# sched_clock_cpu and a panic (6.12, daemon pass, during sigkill).  With
-# the watchdog off nothing is patched after boot.
+# against the HPET at any time and switch clocksources, flipping a static
+# key after boot.
+#
+# thread=single: the kernel flips static keys (sched_clock_stable, memcg's
+# kmem key when the first memory cgroup appears, cgroup BPF's keys on
+# every device-program attach and detach, schedstats) with text_poke's
+# int3 while the other vCPUs run.  Multi-threaded TCG lets a vCPU run the
+# int3 after the poke's sync, which the kernel reports as "Oops: int3" and
+# panics on; toggling kernel.sched_schedstats under load does it on 6.12
+# in seconds, and a podman run did it in CI.  With every vCPU on one host
+# thread the poke's sync holds: the same toggling ran 6,000 flips without
+# an Oops.  The vCPUs still interleave (a slice each, and at every
+# interrupt), but are no longer simultaneous.  NXQ_QEMU_ACCEL=tcg puts
+# multi-threaded TCG back (tests/vm/containers/run.sh takes it too).
 boot() {	# kver img [log suffix]
 	local kver=$1 img=$2 log=$out/$1/console${3:-}.log rc
 	local vt=$vm_timeout
 	[ "${3:-}" != -daemon ] || vt=$vm_timeout_daemon
-	local qemu=(timeout -k 5 "$vt" qemu-system-x86_64 -accel tcg
+	local qemu=(timeout -k 5 "$vt" qemu-system-x86_64 -accel "$NXQ_QEMU_ACCEL"
 		-m 1024 -smp 2 -nographic -no-reboot -nic none
 		-kernel "$img" -initrd "$out/$kver/initramfs.cpio.gz"
 		-append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable"

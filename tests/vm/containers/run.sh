@@ -41,6 +41,8 @@
 #   NXQ_CTR_ADD       "SRC:DEST ..." more files for the container rootfs
 #                     /ctr/rootfs (with their shared libraries)
 #   NXQ_QEMU_EXTRA    more QEMU arguments
+#   NXQ_QEMU_ACCEL    -accel's value (default tcg,thread=single: see boot()
+#                     in tests/vm/run.sh for why not multi-threaded TCG)
 set -u
 
 top=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -48,6 +50,7 @@ cd "$top" || exit 2
 here=tests/vm/containers
 out=build/vm-containers
 vm_timeout=${NXQ_VM_TIMEOUT:-300}
+NXQ_QEMU_ACCEL=${NXQ_QEMU_ACCEL:-tcg,thread=single}
 scen_timeout=${NXQ_SCEN_TIMEOUT:-150}
 daemon_bin=daemon/build/nxquotad-static
 splat='WARNING:|BUG:|Oops|Call Trace|lockdep|possible circular locking|KASAN|UBSAN|refcount_t|list_add corruption|general protection'
@@ -389,7 +392,7 @@ run_boot() {	# auth kver img kdir
 	pack_boot "$kver" "$auth" "$ko"
 
 	t0=$SECONDS
-	timeout -k 5 "$vm_timeout" qemu-system-x86_64 -accel tcg \
+	timeout -k 5 "$vm_timeout" qemu-system-x86_64 -accel "$NXQ_QEMU_ACCEL" \
 		-m 1536 -smp 2 -nographic -no-reboot -nic none \
 		-kernel "$img" -initrd "$out/$kver/initramfs-$auth.cpio.gz" \
 		-append "console=ttyS0 panic=-1 loglevel=5 tsc=reliable" \
