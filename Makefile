@@ -5,6 +5,15 @@
 #                   kernels the tests use; KDIR=... builds for one kernel)
 #   make check      install what is missing (Debian 12, root) and run every
 #                   test that can run here: KUnit, cmocka, real kernels
+#                   (Debian 12's 6.12 and trixie-backports' newest 7.x)
+#   make check-matrix  the kernel matrix: the module built for, and every
+#                   scenario (module and nxquotad, then the container
+#                   scenarios) run on, every kernel scripts/deps.sh lists:
+#                   Debian 12's 6.1 and 6.12, trixie-backports' newest
+#                   6.18.x and newest 7.x
+#   make check-dmem the scenarios on the newest kernel built with the dmem
+#                   cgroup controller on (scripts/dmem-kernel.sh; the first
+#                   run builds that kernel, which takes long)
 #   make demo       boot a real kernel with the module and show the main job
 #   make check-gpu  the GPU tests (say "skipped" without a GPU)
 #   make demo-gpu   the lending story on a real GPU with nxquotad as the
@@ -54,7 +63,8 @@ NXQD_UNITS := packaging/nxquotad.socket packaging/nxquotad-control.socket
 KMOD_SRC := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild kmod/Kconfig
 
 .PHONY: all deps kmod lib tools check check-kmod check-kunit check-lib \
-	check-vm check-gpu demo demo-gpu install install-dkms uninstall clean
+	check-vm check-matrix check-dmem check-gpu demo demo-gpu install \
+	install-dkms uninstall clean
 
 all: lib tools kmod
 
@@ -95,6 +105,15 @@ check-preload: lib ; $(MAKE) -C preload check
 
 check-vm: deps
 	@tests/vm/run.sh
+
+check-matrix: deps
+	@tests/run-all.sh --matrix
+
+check-dmem: deps lib tools
+	@scripts/dmem-kernel.sh
+	@$(MAKE) -s -C tools static
+	@tests/vm/run.sh --kernel-list 'scripts/dmem-kernel.sh --print' --dmem \
+		--authority both
 
 check-gpu:
 	$(MAKE) -C lib check-gpu

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * nxquota: what differs between the kernels the module supports (Debian's
- * 6.1 and 6.12).  The only place that tests LINUX_VERSION_CODE.
+ * nxquota: what differs between the kernels the module supports (Debian
+ * 12's 6.1 and 6.12, trixie-backports' 6.18 and 7.x; 6.18 and 7.x needed
+ * nothing of their own).  The only place that tests LINUX_VERSION_CODE.
  */
 #ifndef _NXQ_COMPAT_H
 #define _NXQ_COMPAT_H

@@ -9,8 +9,9 @@
 #     and freed, the statistics after;
 #  3. the module source installed for DKMS builds through dkms itself
 #     (a private dkms tree in a private mount namespace: nothing on this
-#     machine changes) for the newest kernel the tests use, and the module
-#     carries the project's version.  Without dkms or namespaces the same
+#     machine changes) for every kernel the tests use (scripts/deps.sh
+#     --print), and each module carries the project's version and that
+#     kernel's vermagic.  Without dkms or namespaces the same
 #     source is built with kbuild directly, and this says so.
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -189,10 +190,12 @@ out=$("$tmp/prog-static") || fail "the static program failed (rc $?)"
 echo "install: static: $out"
 
 # ---- 3. the DKMS source builds -------------------------------------------
-kver=$(scripts/deps.sh --print | tail -n 1 | cut -d' ' -f1)
-[ -n "$kver" ] && [ -d "/lib/modules/$kver/build" ] ||
-	fail "no kernel headers for the tests' kernel (scripts/deps.sh)"
-ko=""
+# For every kernel the tests use: Debian 12's through their headers
+# packages, trixie-backports' through the trees scripts/deps.sh prepares
+# (--kernelsourcedir, as for any kernel whose headers are not under
+# /lib/modules/KVER/build).
+kernels=$(scripts/deps.sh --print)
+[ -n "$kernels" ] || fail "scripts/deps.sh --print listed no kernel"
 why=""
 if ! command -v dkms >/dev/null; then
 	why="dkms is not installed"
@@ -207,32 +210,45 @@ dkms_tree="$tmp/dkms"
 install_tree="$tmp/modules"
 sign_file="/nonexistent"
 EOF
-	if unshare --mount --propagation private sh -c '
-		mount --bind "$1" /etc/dkms/framework.conf.d &&
-		dkms add -m nxquota -v "$2" &&
-		dkms build -m nxquota -v "$2" -k "$3"' sh "$tmp/fw" "$version" "$kver" \
-		>"$tmp/dkms.log" 2>&1; then
-		ko=$(find "$tmp/dkms/nxquota/$version/$kver" -name 'nxquota.ko*' | head -n 1)
-	else
-		cat "$tmp/dkms.log"
-		find "$tmp/dkms" -name make.log -exec cat {} + 2>/dev/null || true
-		fail "dkms build of the installed source for $kver"
-	fi
 	how="dkms build"
 else
 	echo "install: dkms skipped: $why; building the installed source with kbuild"
-	cp -a "$root/$src" "$tmp/kbuild"
-	make -C "/lib/modules/$kver/build" M="$tmp/kbuild/kmod" CONFIG_NXQUOTA=m \
-		-j"$(nproc)" modules >"$tmp/kbuild.log" 2>&1 ||
-		{ cat "$tmp/kbuild.log"; fail "kbuild of the installed source for $kver"; }
-	ko=$tmp/kbuild/kmod/nxquota.ko
 	how="kbuild"
 fi
-[ -n "$ko" ] && [ -f "$ko" ] || fail "no nxquota.ko after $how"
-[ "$(modinfo -F version "$ko")" = "$version" ] ||
-	fail "module version '$(modinfo -F version "$ko")', not $version"
-modinfo -F vermagic "$ko" | grep -q "^$kver " || fail "module not built for $kver"
-echo "install: $how ok: nxquota.ko $version for $kver"
+added=0
+echo "$kernels" | while read -r kver img kdir; do
+	[ -n "$kver" ] && [ -f "$kdir/Makefile" ] ||
+		fail "no kernel headers for $kver at $kdir (scripts/deps.sh)"
+	if [ -z "$why" ]; then
+		# dkms add once, then a build per kernel
+		if unshare --mount --propagation private sh -c '
+			mount --bind "$1" /etc/dkms/framework.conf.d &&
+			{ [ "$5" = 1 ] || dkms add -m nxquota -v "$2"; } &&
+			dkms build -m nxquota -v "$2" -k "$3" --kernelsourcedir "$4"' \
+			sh "$tmp/fw" "$version" "$kver" "$kdir" "$added" \
+			>"$tmp/dkms.log" 2>&1; then
+			ko=$(find "$tmp/dkms/nxquota/$version/$kver" -name 'nxquota.ko*' | head -n 1)
+		else
+			cat "$tmp/dkms.log"
+			find "$tmp/dkms/nxquota/$version/$kver" -name make.log \
+				-exec cat {} + 2>/dev/null || true
+			fail "dkms build of the installed source for $kver"
+		fi
+		added=1
+	else
+		rm -rf "$tmp/kbuild"
+		cp -a "$root/$src" "$tmp/kbuild"
+		make -C "$kdir" M="$tmp/kbuild/kmod" CONFIG_NXQUOTA=m \
+			-j"$(nproc)" modules >"$tmp/kbuild.log" 2>&1 ||
+			{ cat "$tmp/kbuild.log"; fail "kbuild of the installed source for $kver"; }
+		ko=$tmp/kbuild/kmod/nxquota.ko
+	fi
+	[ -n "$ko" ] && [ -f "$ko" ] || fail "no nxquota.ko after $how for $kver"
+	[ "$(modinfo -F version "$ko")" = "$version" ] ||
+		fail "module version '$(modinfo -F version "$ko")', not $version"
+	modinfo -F vermagic "$ko" | grep -q "^$kver " || fail "module not built for $kver"
+	echo "install: $how ok: nxquota.ko $version for $kver"
+done || exit 1
 
 # ---- 4. uninstall ---------------------------------------------------------
 make -s uninstall DESTDIR="$root" PREFIX=/usr >"$tmp/make.log" 2>&1 ||

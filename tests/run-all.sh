@@ -2,9 +2,21 @@
 # make check: every test that can run on this machine, in order, each
 # stage timed.  A stage that cannot run says why; any failure fails the
 # whole run, but later stages still run so one report shows everything.
+#
+#   tests/run-all.sh            make check: the real-kernel stages boot
+#                               Debian 12's 6.12 and the newest kernel
+#                               scripts/deps.sh lists (trixie-backports'
+#                               newest 7.x)
+#   tests/run-all.sh --matrix   make check-matrix: the kernel matrix, every
+#                               kernel scripts/deps.sh lists (6.1, 6.12,
+#                               6.18, 7.x): the module built for each, every
+#                               scenario against the module and nxquotad,
+#                               and the container scenarios
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
+matrix=0
+[ "${1:-}" = --matrix ] && matrix=1
 
 passed=0
 failed=0
@@ -14,6 +26,7 @@ t0=$(date +%s)
 # run repeats the failing lines of a failed stage, so that a log cut in the
 # middle (CI keeps its head and tail) still says what failed.
 logs=build/check
+[ $matrix = 0 ] || logs=build/matrix
 rm -rf "$logs"
 mkdir -p "$logs"
 
@@ -33,9 +46,42 @@ stage() {
 	fi
 }
 
+# The end of the run: the failed stages' failing lines, the count, the
+# exit status.
+finish() {	# what ran
+	echo "=== $1: $(($(date +%s) - t0))s"
+	for name in $failures; do
+		echo "--- $name failed; its failing lines (all of it: $logs/$name.log):"
+		grep -E '(^|[^A-Za-z])(FAIL|FAILED|SURVIVED|ERROR)([^A-Za-z]|$)|(^|[[:space:]#])not ok|error:|Error [0-9]|[Tt]imed? ?out' \
+			"$logs/$name.log" | grep -v '^    \|EXPECTATION FAILED\|ASSERTION FAILED\|: killed; failed' |
+			tail -n 40
+		echo "--- $name: its last lines:"
+		tail -n 8 "$logs/$name.log"
+	done
+	[ -z "$failures" ] || echo "failed stages:$failures"
+	echo "stages: $passed passed, $failed failed"
+	[ "$failed" -eq 0 ]
+	exit
+}
+
+if [ $matrix = 1 ]; then
+	# What the scenarios link (lib_*: libnxquota.a; nl_tool: nxquotactl).
+	stage build sh -c 'make -s lib tools && make -s -C tools static'
+	stage kmod-build make -s kmod
+	stage vm tests/vm/run.sh --authority both
+	stage containers tests/vm/containers/run.sh
+	stage sysfs-doc tests/sysfs-doc.sh
+	finish "make check-matrix"
+fi
+
+# The real-kernel stages' kernels: 6.12 and the newest.
+newest=$(scripts/deps.sh --print | tail -n 1 | cut -d' ' -f1)
+kernels="--kernel 6.12 --kernel ${newest:-none}"
+
 stage kmod-build make -s kmod
 stage kmod-style tests/kmod-style.sh
 stage kunit tests/kunit/run.sh
+stage kunit-newest tests/kunit/run.sh --source newest
 stage daemon make -s -C daemon check check-mutants
 stage lib make -s -C lib check
 # the real-kernel scenarios against nxquotad, here, as root (no VM;
@@ -47,22 +93,14 @@ stage tools sh -c 'make -s -C tools check && make -s -C tools static'
 stage preload make -s -C preload check check-mutants
 stage install tests/install.sh
 stage docs tests/docs.sh
-# every scenario on both kernels, against the module and against nxquotad
-stage vm tests/vm/run.sh --authority both
-stage containers tests/vm/containers/run.sh
+# every scenario on 6.12 and the newest kernel, against the module and
+# against nxquotad (make check-matrix: on every kernel)
+# shellcheck disable=SC2086
+stage vm tests/vm/run.sh --authority both $kernels
+# shellcheck disable=SC2086
+stage containers tests/vm/containers/run.sh $kernels
 # reads the vm stage's console logs: before demo, which boots 6.12 again
 stage sysfs-doc tests/sysfs-doc.sh
 stage demo tests/demo-check.sh
 
-echo "=== make check: $(($(date +%s) - t0))s"
-for name in $failures; do
-	echo "--- $name failed; its failing lines (all of it: $logs/$name.log):"
-	grep -E '(^|[^A-Za-z])(FAIL|FAILED|SURVIVED|ERROR)([^A-Za-z]|$)|(^|[[:space:]#])not ok|error:|Error [0-9]|[Tt]imed? ?out' \
-		"$logs/$name.log" | grep -v '^    \|EXPECTATION FAILED\|ASSERTION FAILED\|: killed; failed' |
-		tail -n 40
-	echo "--- $name: its last lines:"
-	tail -n 8 "$logs/$name.log"
-done
-[ -z "$failures" ] || echo "failed stages:$failures"
-echo "stages: $passed passed, $failed failed"
-[ "$failed" -eq 0 ]
+finish "make check"

@@ -1,12 +1,36 @@
 #!/bin/sh
-# KUnit on User Mode Linux: unpack Debian's linux-source-6.12 once under
+# KUnit on User Mode Linux: unpack a Debian kernel source once under
 # build/kunit/, link kmod/ into it as drivers/misc/nxquota, and run the
 # nxquota suite with kmod/.kunitconfig (KASAN and lockdep on).
+#
+#   tests/kunit/run.sh [--source X.Y|newest] [kunit.py options...]
+#
+# --source picks the tree: 6.12 (the default: Debian 12's linux-source-6.12),
+# or a trixie-backports source scripts/deps.sh fetched; "newest" is the
+# series of the newest kernel scripts/deps.sh lists.  Each source builds
+# in its own directory, build/kunit/out (6.12) or build/kunit/out-X.Y, and
+# logs to build/kunit/kunit.log or kunit-X.Y.log.
 set -eu
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 base="$top/build/kunit"
-src=$("$top/scripts/kernel-source.sh")
+xy=6.12
+if [ "${1:-}" = --source ]; then
+	[ $# -ge 2 ] || { echo "kunit: --source needs a value" >&2; exit 2; }
+	xy=$2
+	shift 2
+fi
+if [ "$xy" = newest ]; then
+	xy=$("$top/scripts/deps.sh" --print | tail -n 1 | cut -d' ' -f1 | cut -d. -f1,2)
+	[ -n "$xy" ] || { echo "kunit: scripts/deps.sh --print listed no kernel" >&2; exit 1; }
+fi
+src=$("$top/scripts/kernel-source.sh" "$xy")
+if [ "$xy" = 6.12 ]; then
+	out="$base/out" log="$base/kunit.log"
+else
+	out="$base/out-$xy" log="$base/kunit-$xy.log"
+fi
+echo "kunit: linux-source-$xy"
 
 ln -sfn "$top/kmod" "$src/drivers/misc/nxquota"
 grep -q 'nxquota/Kconfig' "$src/drivers/misc/Kconfig" ||
@@ -15,7 +39,6 @@ grep -q 'nxquota/' "$src/drivers/misc/Makefile" ||
 	echo 'obj-$(CONFIG_NXQUOTA) += nxquota/' >> "$src/drivers/misc/Makefile"
 
 cd "$src"
-log="$base/kunit.log"
 # ccache, when present, makes a rebuild of the same tree on the same
 # machine cheap; a fresh machine pays the whole build once either way.
 # BASEDIR and NOHASHDIR let a clone in another folder hit the same cache.
@@ -27,7 +50,7 @@ fi
 set +e
 python3 tools/testing/kunit/kunit.py run --arch=um ${cc_opt:+"$cc_opt"} \
 	--kunitconfig="$top/kmod/.kunitconfig" \
-	--build_dir="$base/out" --jobs="$(nproc)" --timeout=300 \
+	--build_dir="$out" --jobs="$(nproc)" --timeout=300 \
 	"$@" >"$log" 2>&1
 rc=$?
 set -e
@@ -40,10 +63,10 @@ if [ $rc -ne 0 ]; then
 fi
 # A splat in the kernel log fails the run even if every case passed.
 splats=$(grep -E 'BUG:|WARNING:|possible circular locking|KASAN|Call Trace|refcount_t' \
-	"$base/out/test.log" || true)
+	"$out/test.log" || true)
 if [ -n "$splats" ]; then
 	echo "$splats"
-	echo "kunit: kernel log has a splat (see $base/out/test.log)"
+	echo "kunit: kernel log has a splat (see $out/test.log)"
 	exit 1
 fi
 exit 0

@@ -13,6 +13,7 @@
 #
 # Every line the host reads starts with "NXQ-":
 #   NXQ-BOOT <kernel release>
+#   NXQ-DMEM on|absent|failed                     the dmem controller
 #   NXQ-RESULT <name> pass|fail|skip <reason>    one per scenario, then
 #   NXQ-RESULT rmmod ...                          the final unload
 #   NXQ-RESULT nxquotad ...                       or the daemon's exit
@@ -32,6 +33,21 @@ mount -t devtmpfs devtmpfs /dev
 mount -t tmpfs tmpfs /tmp
 mount -t cgroup2 cgroup2 /sys/fs/cgroup
 . /etc/nxq.conf
+
+# The dmem controller (CONFIG_CGROUP_DMEM, 6.14 and later), where the
+# kernel has it: on for the whole tree, as on a node whose GPU driver
+# charges dmem; the scenarios run beside it (Documentation/dmem.rst).
+# NXQ-DMEM says which: on, absent, or failed (a failure of the run).
+if grep -qw dmem /sys/fs/cgroup/cgroup.controllers; then
+	if echo +dmem > /sys/fs/cgroup/cgroup.subtree_control &&
+	   grep -qw dmem /sys/fs/cgroup/cgroup.subtree_control; then
+		NXQ_DMEM=on
+	else
+		NXQ_DMEM=failed
+	fi
+else
+	NXQ_DMEM=absent
+fi
 
 SPLAT='WARNING:|BUG:|Oops|Call Trace|lockdep|possible circular locking|KASAN|UBSAN|refcount_t|list_add corruption|general protection'
 
@@ -99,6 +115,7 @@ finish() {
 }
 
 echo "NXQ-BOOT $(uname -r)"
+echo "NXQ-DMEM $NXQ_DMEM"
 
 if [ "$NXQ_MODE" = demo ]; then
 	# demo.sh loads the module itself, to show it.

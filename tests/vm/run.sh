@@ -11,6 +11,11 @@
 #       nxquotad (make -C daemon static -> daemon/build/nxquotad-static);
 #       both boots each kernel twice.  Results of the daemon pass are
 #       labelled KVER/daemon, its console is build/vm/KVER/console-daemon.log.
+#   --kernel-list CMD   the kernels are the "KVER VMLINUZ KDIR" lines CMD
+#       prints, instead of scripts/deps.sh --print's (make check-dmem:
+#       'scripts/dmem-kernel.sh --print')
+#   --dmem   every kernel run must have the dmem cgroup controller (see
+#       below); one without it fails
 #   --admin genl   with the module: the scenarios' sysfs helpers speak the
 #       module's generic netlink family instead (the daemon's translation,
 #       checked against the kernel); scenarios about sysfs keep sysfs
@@ -23,6 +28,10 @@
 # QEMU with software emulation, and reads the results the VM's /init
 # (tests/vm/init.sh) prints.  Everything goes under build/vm/; the whole
 # console log of a run is build/vm/KVER/console.log.
+#
+# Where the kernel has the dmem cgroup controller (CONFIG_CGROUP_DMEM), the
+# VM enables it for the whole cgroup tree before the scenarios run; the
+# line after each boot says "dmem: on" or "dmem: absent".
 #
 # A kernel-log line with WARNING:, BUG:, Oops, Call Trace, lockdep, KASAN,
 # UBSAN, refcount_t, list_add corruption or general protection is a failure
@@ -61,6 +70,8 @@ authority=module
 admin=sysfs
 sdir=tests/vm/scenarios
 ko_dir=
+kernel_list="scripts/deps.sh --print"
+need_dmem=0
 want_kernels=()
 want_scen=()
 while [ $# -gt 0 ]; do
@@ -76,6 +87,9 @@ while [ $# -gt 0 ]; do
 	--admin) [ $# -ge 2 ] || { echo "vm: --admin needs a value" >&2; exit 2; }
 		admin=$2; shift ;;
 	--admin=*) admin=${1#*=} ;;
+	--kernel-list) [ $# -ge 2 ] || { echo "vm: --kernel-list needs a value" >&2; exit 2; }
+		kernel_list=$2; shift ;;
+	--dmem) need_dmem=1 ;;
 	--ko-dir) [ $# -ge 2 ] || { echo "vm: --ko-dir needs a value" >&2; exit 2; }
 		ko_dir=$(cd "$2" && pwd) || exit 2; shift ;;
 	-h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -130,8 +144,8 @@ fi
 kernels=()
 while read -r kver img kdir; do
 	[ -n "$kver" ] && kernels+=("$kver $img $kdir")
-done < <(scripts/deps.sh --print)
-[ ${#kernels[@]} -gt 0 ] || setup_fail "scripts/deps.sh --print listed no kernel"
+done < <($kernel_list)
+[ ${#kernels[@]} -gt 0 ] || setup_fail "$kernel_list listed no kernel"
 
 kmatch() {	# kver wanted
 	[ "$1" = "$2" ] || [[ "$1" == "$2".* ]] || [[ "$1" == "$2"-* ]] ||
@@ -420,6 +434,15 @@ run_kernel() {	# kver img kdir
 	elif [ "${line#NXQ-BOOT }" != "$kver" ]; then
 		report "$label" boot fail "booted ${line#NXQ-BOOT }, expected $kver"
 	fi
+	# The dmem controller: on where the kernel has it (tests/vm/init.sh).
+	local dmem
+	dmem=$(grep -a -o 'NXQ-DMEM [a-z]*' "$log" | head -n 1 | cut -d' ' -f2)
+	if [ "$dmem" = failed ]; then
+		report "$label" dmem fail "the kernel has the dmem controller; +dmem in cgroup.subtree_control failed"
+	elif [ $need_dmem = 1 ]; then
+		[ "$dmem" = on ] && report "$label" dmem pass "on in the root's cgroup.subtree_control" ||
+			report "$label" dmem fail "--dmem: the kernel has no dmem controller (NXQ-DMEM ${dmem:-missing})"
+	fi
 	if ! grep -a -q 'NXQ-DONE' "$log"; then
 		report "$label" shutdown fail "/init did not finish: $stopped (see $log)"
 	fi
@@ -428,7 +451,7 @@ run_kernel() {	# kver img kdir
 		report "$label" kernel-log fail "$(echo "$s" | wc -l) splat line(s), first: $(echo "$s" | head -n 1)"
 		echo "$s" | head -n 20 | sed 's/^/    /'
 	fi
-	echo "vm: $kver: booted and ran in ${secs}s; console log: $log"
+	echo "vm: $kver: booted and ran in ${secs}s (dmem: ${dmem:-?}); console log: $log"
 }
 
 for k in "${kernels[@]}"; do
