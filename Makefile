@@ -11,9 +11,10 @@
 #                   scenarios) run on, every kernel scripts/deps.sh lists:
 #                   Debian 12's 6.1 and 6.12, trixie-backports' newest
 #                   6.18.x and newest 7.x
-#   make check-dmem the scenarios on the newest kernel built with the dmem
-#                   cgroup controller on (scripts/dmem-kernel.sh; the first
-#                   run builds that kernel, which takes long)
+#   make check-dmem the scenarios, dmem_coexist among them, on the newest
+#                   kernel's source built with the dmem cgroup controller
+#                   (scripts/dmem-kernel.sh, a small configuration; the
+#                   first run builds it: about 25 minutes on 2 busy cores)
 #   make demo       boot a real kernel with the module and show the main job
 #   make check-gpu  the GPU tests (say "skipped" without a GPU)
 #   make demo-gpu   the lending story on a real GPU with nxquotad as the
