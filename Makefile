@@ -14,7 +14,7 @@
 #   make check-dmem the scenarios, dmem_coexist among them, on the newest
 #                   kernel's source built with the dmem cgroup controller
 #                   (scripts/dmem-kernel.sh, a small configuration; the
-#                   first run builds it: about 25 minutes on 2 busy cores)
+#                   first run builds it: 51 minutes on 2 busy cores)
 #   make demo       boot a real kernel with the module and show the main job
 #   make check-gpu  the GPU tests (say "skipped" without a GPU)
 #   make demo-gpu   the lending story on a real GPU with nxquotad as the

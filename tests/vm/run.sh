@@ -70,6 +70,7 @@ authority=module
 admin=sysfs
 sdir=tests/vm/scenarios
 ko_dir=
+dmem_ko=
 kernel_list="scripts/deps.sh --print"
 need_dmem=0
 want_kernels=()
@@ -253,6 +254,7 @@ pack() {	# kver ko mode scenario...
 	install -m 755 tests/vm/init.sh "$root/init"
 	[ ! -f tests/vm/demo.sh ] || install -m 755 tests/vm/demo.sh "$root/demo.sh"
 	[ -z "$ko" ] || install -m 644 "$ko" "$root/lib/nxquota.ko"
+	[ -z "$dmem_ko" ] || install -m 644 "$dmem_ko" "$root/lib/nxq_dmem_fake.ko"
 	[ "$auth" != daemon ] || install -m 755 "$daemon_bin" "$root/bin/nxquotad"
 	for a in "$@"; do
 		install -m 755 "$bin/$a" "$root/scen/$a"
@@ -371,6 +373,20 @@ run_kernel() {	# kver img kdir
 		fi
 	fi
 	[ -z "$why" ] && [ -n "$ko" ] && [ ! -f "$ko" ] && why="no $ko"
+	# The fake dmem driver (dmem_coexist), for kernels with the controller:
+	# built out of tree in build/kmod/KVER/dmem-driver/, for both passes.
+	dmem_ko=
+	if grep -qx 'CONFIG_CGROUP_DMEM=y' "$kdir/.config" 2>/dev/null; then
+		local dd=$top/build/kmod/$kver/dmem-driver
+		mkdir -p "$dd"
+		cp -f tests/vm/dmem-driver/Kbuild tests/vm/dmem-driver/*.c "$dd/"
+		if make -C "$kdir" M="$dd" modules > "$dd/build.log" 2>&1; then
+			dmem_ko=$dd/nxq_dmem_fake.ko
+		else
+			tail -n 20 "$dd/build.log" | sed 's/^/    /' >&2
+			report "$label" dmem-driver fail "tests/vm/dmem-driver does not build: see $dd/build.log"
+		fi
+	fi
 	if [ -n "$why" ]; then
 		report "$label" "$auth" fail "$why"
 		for s in "${scen[@]}"; do
