@@ -5,7 +5,8 @@
 #                   kernels the tests use; KDIR=... builds for one kernel)
 #   make check      install what is missing (Debian 12, root) and run every
 #                   test that can run here: KUnit, cmocka, real kernels
-#                   (Debian 12's 6.12 and trixie-backports' newest 7.x)
+#                   (Debian 12's 6.12 and trixie-backports' newest 7.x;
+#                   NXQ_KERNELS="6.12 7", the series scripts/deps.sh takes)
 #   make check-matrix  the kernel matrix: the module built for, and every
 #                   scenario (module and nxquotad, then the container
 #                   scenarios) run on, every kernel scripts/deps.sh lists:
@@ -89,6 +90,9 @@ lib:
 tools: lib
 	@if [ -f tools/Makefile ]; then $(MAKE) -C tools; fi
 
+# make check's kernels (scripts/deps.sh fetches and prepares only these;
+# make check-matrix and the other targets: all four).
+check: export NXQ_KERNELS ?= 6.12 7
 check: deps
 	@tests/run-all.sh
 
@@ -120,6 +124,7 @@ check-gpu:
 	$(MAKE) -C lib check-gpu
 	$(MAKE) -C integrations/pytorch check-gpu
 
+demo: export NXQ_KERNELS ?= 6.12
 demo: deps
 	@tests/vm/run.sh --demo
 

@@ -28,6 +28,10 @@
 #              The images do not set CONFIG_MODVERSIONS, so vermagic
 #              (release, SMP, preempt, mod_unload) is what must match.
 #
+# NXQ_KERNELS limits both modes to some series: "6.12 7" (make check),
+# "6.12" (make demo); unset or empty, all four (6.1 6.12 6.18 7).  A
+# series matches a kernel whose release starts with it and a dot.
+#
 # Downloads are kept under build/kernels/dl/: a second run fetches nothing
 # but trixie-backports' index, and that only when it changed on the mirror
 # (curl -z); a newer upload in a series is fetched and prepared then.
@@ -41,6 +45,12 @@ mirror=${NXQ_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 # The trixie-backports series we test: the newest image whose version
 # starts with each of these.
 bpo_series="6.18 7"
+want=${NXQ_KERNELS:-6.1 6.12 $bpo_series}
+# Whether NXQ_KERNELS asks for a series.
+wanted() {	# series
+	case " $want " in *" $1 "*) return 0 ;; esac
+	return 1
+}
 print=0
 [ "${1:-}" = "--print" ] && print=1
 
@@ -279,15 +289,26 @@ bpo_kernel() {	# series
 	[ $print = 0 ] || echo "$kver $kdir/vmlinuz-$kver $obj"
 }
 
-failed=0
-for meta in linux-headers-amd64 linux-headers-6.12-amd64; do
-	bookworm_kernel "$meta" || failed=1
+for s in $want; do
+	case " 6.1 6.12 $bpo_series " in
+	*" $s "*) ;;
+	*) say "NXQ_KERNELS: no series '$s' (6.1 6.12 $bpo_series)"; exit 1 ;;
+	esac
 done
-if fetch_index; then
-	for s in $bpo_series; do
-		bpo_kernel "$s" || failed=1
-	done
-else
-	failed=1
+failed=0
+wanted 6.1 && { bookworm_kernel linux-headers-amd64 || failed=1; }
+wanted 6.12 && { bookworm_kernel linux-headers-6.12-amd64 || failed=1; }
+bpo=""
+for s in $bpo_series; do
+	wanted "$s" && bpo="$bpo $s"
+done
+if [ -n "$bpo" ]; then
+	if fetch_index; then
+		for s in $bpo; do
+			bpo_kernel "$s" || failed=1
+		done
+	else
+		failed=1
+	fi
 fi
 exit $failed
