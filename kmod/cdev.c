@@ -13,13 +13,22 @@
  *
  * Holders belong to a process.  A holder is found only by the thread
  * group that registered it: another process sharing the file (a forked
- * child, a process the fd was passed to) gets -ENOENT for its id.  For
- * each process that registers on a file, a struct nxq_owner waits on that
- * process's struct pid (wait_pidfd, the queue pidfd_poll() sleeps on and
- * the exit path wakes once the whole thread group is gone); its work item
- * then detaches that process's holders, whoever else still has the file
- * open.  See Documentation/design.rst for why this and not an
- * mmu_notifier or a file per holder.
+ * child, a process the fd was passed to) gets -ENOENT for its id.  Each
+ * process that registers on a file has a struct nxq_owner there, from
+ * its first registration to its exit (or the file's release), which ends
+ * that process's holders, whoever else still has the file open:
+ *  - in the exiting task itself, before the parent can reap it: ->flush
+ *    is called for each descriptor when the last task of a files table
+ *    exits (exit_files(), before exit_notify()); when the thread group is
+ *    dead by then, the owner ends there (nxq_flush());
+ *  - else, by the file's exit work: the owner waits on the process's
+ *    struct pid (wait_pidfd, the queue pidfd_poll() sleeps on and the exit
+ *    path wakes once the whole thread group is gone), whose wake queues
+ *    the work.  That is the case of a process that no longer had the file
+ *    in its files table when it died, or shared its table with a process
+ *    outside its thread group (CLONE_FILES).
+ * See Documentation/design.rst for why this and not an mmu_notifier or a
+ * file per holder.
  *
  * Dispatch is table-driven: one head copies the argument in, checks its
  * size, its reserved flags and the writability of what is copied out,
@@ -55,23 +64,40 @@ struct nxq_file {
 	unsigned int nr_holders;	/* lock */
 	u32 next_id;			/* lock */
 	struct list_head owners;	/* lock: struct nxq_owner */
+	struct work_struct exit_work;	/* ends the owners that are gone */
 };
 
 /**
- * struct nxq_owner - a process with holders on a file, watched for exit
+ * struct nxq_owner - a process that registered on a file, until it exits
  * @link: in nxq_file.owners
  * @pid: the process (its thread group's pid), a reference
- * @wqe: on @pid's wait_pidfd queue
- * @work: detaches the process's holders once it is gone
+ * @wqe: on @pid's wait_pidfd queue; its wake queues @f's exit work
  * @f: the file
+ *
+ * Freed with its process's holders on @f: at the process's exit
+ * (nxq_owner_end()) or at the file's release.
  */
 struct nxq_owner {
 	struct list_head link;
 	struct pid *pid;
 	struct wait_queue_entry wqe;
-	struct work_struct work;
 	struct nxq_file *f;
 };
+
+/* Owners that exist, on all files (the owners file in sysfs). */
+static atomic_long_t nxq_nr_owners = ATOMIC_LONG_INIT(0);
+
+/**
+ * nxq_cdev_owners() - how many struct nxq_owner exist
+ *
+ * One per (open file, process that registered on it and has not exited).
+ *
+ * Return: the count.
+ */
+long nxq_cdev_owners(void)
+{
+	return atomic_long_read(&nxq_nr_owners);
+}
 
 static int nxq_copy_out(void __user *uarg, const void *karg, size_t ksize,
 			u32 usize)
@@ -174,16 +200,18 @@ static bool nxq_pid_gone(struct pid *pid)
 	return gone;
 }
 
-static void nxq_owner_work(struct work_struct *work)
+/*
+ * End @o: its process's holders on @f, then @o itself.  f->lock is held;
+ * @o is still on its pid's queue.
+ */
+static void nxq_owner_end(struct nxq_file *f, struct nxq_owner *o)
 {
-	struct nxq_owner *o = container_of(work, struct nxq_owner, work);
-	struct nxq_file *f = o->f;
 	struct nxq_holder *h;
 	unsigned long id;
 
-	if (!nxq_pid_gone(o->pid))
-		return;		/* another wake on the queue */
-	mutex_lock(&f->lock);
+	lockdep_assert_held(&f->lock);
+	remove_wait_queue(&o->pid->wait_pidfd, &o->wqe);
+	list_del(&o->link);
 	xa_for_each(&f->holders, id, h) {
 		if (h->owner != o->pid)
 			continue;
@@ -191,16 +219,35 @@ static void nxq_owner_work(struct work_struct *work)
 		f->nr_holders--;
 		nxq_holder_end(h, nxq_free_holder_priv);
 	}
+	put_pid(o->pid);
+	kfree(o);
+	atomic_long_dec(&nxq_nr_owners);
+}
+
+/* The exit work: end the owners of @f whose process is gone. */
+static void nxq_file_exit_work(struct work_struct *work)
+{
+	struct nxq_file *f = container_of(work, struct nxq_file, exit_work);
+	struct nxq_owner *o, *tmp;
+
+	mutex_lock(&f->lock);
+	list_for_each_entry_safe(o, tmp, &f->owners, link)
+		if (nxq_pid_gone(o->pid))	/* else another wake */
+			nxq_owner_end(f, o);
 	mutex_unlock(&f->lock);
 }
 
-/* Wait-queue callback, in the exiting task with the queue's lock held. */
+/*
+ * Wait-queue callback, in the exiting task with the queue's lock held
+ * (and, from exit_notify(), tasklist_lock): nothing here may sleep or
+ * take a lock the ledger holds, so it only queues the work.
+ */
 static int nxq_owner_wake(struct wait_queue_entry *wqe, unsigned int mode,
 			  int sync, void *key)
 {
 	struct nxq_owner *o = container_of(wqe, struct nxq_owner, wqe);
 
-	schedule_work(&o->work);
+	schedule_work(&o->f->exit_work);
 	return 0;
 }
 
@@ -219,10 +266,47 @@ static int nxq_owner_watch(struct nxq_file *f)
 		return -ENOMEM;
 	o->pid = get_pid(pid);
 	o->f = f;
-	INIT_WORK(&o->work, nxq_owner_work);
 	init_waitqueue_func_entry(&o->wqe, nxq_owner_wake);
 	add_wait_queue(&pid->wait_pidfd, &o->wqe);
 	list_add_tail(&o->link, &f->owners);
+	atomic_long_inc(&nxq_nr_owners);
+	return 0;
+}
+
+/*
+ * ->flush: filp_close() calls it for every close(2) of a descriptor of
+ * the file, and for every descriptor still open when a files table is
+ * torn down -- at exit, close_files() from exit_files() in the last task
+ * using that table.  Only that last case matters here: the task is
+ * exiting (PF_EXITING) and its whole thread group with it (signal->live
+ * is 0: every thread has passed do_exit()'s decrement, so none is in an
+ * ioctl and none can register again).  exit_files() runs before
+ * exit_notify(), and the thread running it is still in the group until
+ * its exit_notify()/release_task(): the group leader is not reapable
+ * (delay_group_leader()) and the parent is not even notified yet, so its
+ * wait4()/waitid() cannot return before the holders have ended here.
+ *
+ * A process that closed its descriptors of the file before dying, or
+ * whose files table outlives it (CLONE_FILES without CLONE_THREAD),
+ * is ended by the exit work instead, just after.
+ */
+static int nxq_flush(struct file *file, fl_owner_t id)
+{
+	struct nxq_file *f = file->private_data;
+	struct pid *pid = task_tgid(current);
+	struct nxq_owner *o;
+
+	if (!(current->flags & PF_EXITING) ||
+	    atomic_read(&current->signal->live))
+		return 0;
+	mutex_lock(&f->lock);
+	list_for_each_entry(o, &f->owners, link) {
+		if (o->pid == pid) {
+			nxq_owner_end(f, o);
+			break;
+		}
+	}
+	mutex_unlock(&f->lock);
 	return 0;
 }
 
@@ -585,6 +669,7 @@ static int nxq_open(struct inode *inode, struct file *file)
 	mutex_init(&f->lock);
 	xa_init_flags(&f->holders, XA_FLAGS_ALLOC1 | XA_FLAGS_ACCOUNT);
 	INIT_LIST_HEAD(&f->owners);
+	INIT_WORK(&f->exit_work, nxq_file_exit_work);
 	file->private_data = f;
 	return nonseekable_open(inode, file);
 }
@@ -594,15 +679,25 @@ static int nxq_release(struct inode *inode, struct file *file)
 	struct nxq_file *f = file->private_data;
 	struct nxq_owner *o, *tmp;
 	struct nxq_holder *h;
+	LIST_HEAD(owners);
 	unsigned long id;
 
-	/* No exit work runs after this: it would use @f. */
-	list_for_each_entry_safe(o, tmp, &f->owners, link) {
+	/*
+	 * No wake queues the exit work once the entries are off their
+	 * queues, and the work finds no owner left to end; after the
+	 * cancel, none runs: it would use @f.
+	 */
+	mutex_lock(&f->lock);
+	list_for_each_entry(o, &f->owners, link)
 		remove_wait_queue(&o->pid->wait_pidfd, &o->wqe);
-		cancel_work_sync(&o->work);
+	list_splice_init(&f->owners, &owners);
+	mutex_unlock(&f->lock);
+	cancel_work_sync(&f->exit_work);
+	list_for_each_entry_safe(o, tmp, &owners, link) {
 		list_del(&o->link);
 		put_pid(o->pid);
 		kfree(o);
+		atomic_long_dec(&nxq_nr_owners);
 	}
 	xa_for_each(&f->holders, id, h) {
 		xa_erase(&f->holders, id);
@@ -617,6 +712,7 @@ static int nxq_release(struct inode *inode, struct file *file)
 static const struct file_operations nxq_fops = {
 	.owner		= THIS_MODULE,
 	.open		= nxq_open,
+	.flush		= nxq_flush,
 	.release	= nxq_release,
 	.unlocked_ioctl	= nxq_ioctl,
 	.compat_ioctl	= compat_ptr_ioctl,

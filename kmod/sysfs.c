@@ -143,6 +143,29 @@ static ssize_t abi_version_show(struct kobject *kobj,
 
 static struct kobj_attribute nxq_abi_version_attr = __ATTR_RO(abi_version);
 
+/*
+ * Processes watched for exit on open files (nxq_cdev_owners()): root's,
+ * as the count of other tenants' processes is not a tenant's business.
+ */
+static ssize_t owners_show(struct kobject *kobj, struct kobj_attribute *attr,
+			   char *buf)
+{
+	return sysfs_emit(buf, "%ld\n", nxq_cdev_owners());
+}
+
+static struct kobj_attribute nxq_owners_attr = __ATTR(owners, 0400,
+						      owners_show, NULL);
+
+static struct attribute *nxq_root_attrs[] = {
+	&nxq_abi_version_attr.attr,
+	&nxq_owners_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group nxq_root_group = {
+	.attrs = nxq_root_attrs,
+};
+
 /* ---- devices/register, devices/unregister ---- */
 
 /**
@@ -876,7 +899,7 @@ int nxq_sysfs_init(void)
 	nxq_root_kobj = kobject_create_and_add("nxquota", kernel_kobj);
 	if (!nxq_root_kobj)
 		return -ENOMEM;
-	err = sysfs_create_file(nxq_root_kobj, &nxq_abi_version_attr.attr);
+	err = sysfs_create_group(nxq_root_kobj, &nxq_root_group);
 	if (err)
 		goto fail;
 	nxq_devices_kobj = kobject_create_and_add("devices", nxq_root_kobj);

@@ -139,6 +139,7 @@ static const struct {
 	{ "nl_press_events", "the kernel's generic netlink socket" },
 	{ "nl_tool", "nxquotactl over the kernel's netlink" },
 	{ "press_kill_paths", "rmmod while a charge waits" },
+	{ "exit_owners", "the module's exit records (sysfs owners)" },
 };
 
 static SC_UNUSED const char *sc_module_only_why(const char *name)
