@@ -640,6 +640,40 @@ static void nxqd_rq_release(struct nxqd_held *held, int err)
 	nxqd_rq_done(q);
 }
 
+/*
+ * A refusal may be owed to a process that has exited, whose exit the loop
+ * has not handled yet: its pidfd is readable from its exit_notify(), before
+ * its parent's wait() returns, so a supervisor that reaped a worker and
+ * started another could meet the old one's charge.  Handle the exits that
+ * are ready (O(exited)) and say whether to try again: some were, and the
+ * caller is not one of them (its hent is then gone).
+ */
+static bool nxqd_exits_first(struct nxqd_hent *e)
+{
+	struct nxqd_proc *p = e->proc;
+	bool again;
+
+	nxqd_proc_hold(p);
+	again = nxqd_proc_reap() && !p->dead;
+	nxqd_proc_put(p);
+	return again;
+}
+
+/* A charge or probe that does not wait; see nxqd_exits_first(). */
+static int nxqd_charge_nowait(struct nxqd_hent *e, struct nxq_charge *a)
+{
+	int err, tries = 0;
+
+	do {
+		if (a->flags & NXQ_CHARGE_PROBE)
+			err = nxq_charge_probe(e->h, a->bytes, &a->charged);
+		else
+			err = nxq_charge(e->h, a->bytes, 0, &a->charged);
+	} while ((err == -EDQUOT || err == -ENOSPC) && !tries++ &&
+		 nxqd_exits_first(e));
+	return err;
+}
+
 static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
 			   void *karg, u32 usize)
 {
@@ -663,10 +697,8 @@ static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
 	if (!nxqd_grace_open() &&
 	    (!a->timeout_ns || nxq_try_charge(e->h, a->bytes, &a->charged))) {
 		e->asked = true;
-		if (a->flags & NXQ_CHARGE_PROBE)
-			err = nxq_charge_probe(e->h, a->bytes, &a->charged);
-		else if (!a->timeout_ns)
-			err = nxq_charge(e->h, a->bytes, 0, &a->charged);
+		if ((a->flags & NXQ_CHARGE_PROBE) || !a->timeout_ns)
+			err = nxqd_charge_nowait(e, a);
 		if (!err)
 			nxqd_charged(e->id, e->h, a->charged);
 		return err;	/* (an unsent reply undoes it: nxqd_handle) */
@@ -1258,8 +1290,10 @@ int nxqd_client_start(const char *path, const char *group)
 {
 	int fd, on = 1;
 	long gid;
+	int err = nxqd_proc_init(nxqd_proc_gone);
 
-	nxqd_proc_init(nxqd_proc_gone);
+	if (err)
+		return err;
 	nxqd_cl.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* a socket systemd made (nxquotad.socket) is systemd's to remove */
 	fd = nxqd_listen_fds("client");

@@ -189,7 +189,8 @@ int nxqd_cgroup_read(int fd, char *buf, size_t len);
 
 /*
  * A process that made a connection, found by its pid and start time; the
- * loop watches its pidfd and calls the exit hook once it is gone.  Fields
+ * loop watches its pidfd (through proc.c's epoll set) and calls the exit
+ * hook once it is gone.  Fields
  * are the loop's.
  */
 struct nxqd_proc {
@@ -200,7 +201,7 @@ struct nxqd_proc {
 	unsigned int refs;		/* connections, holders */
 	unsigned int nr_conns;
 	bool dead;			/* its exit was seen */
-	struct nxqd_watch w;		/* the pidfd */
+	bool watched;			/* its pidfd is in proc.c's epoll set */
 	struct nxqd_proc *hnext;	/* proc.c's table */
 	struct list_head holders;	/* client.c's: its holders */
 };
@@ -209,7 +210,7 @@ struct nxqd_proc {
  * Called on the loop when a watched process exits (after it is marked
  * dead): client.c ends its holders.
  */
-void nxqd_proc_init(void (*on_exit)(struct nxqd_proc *p));
+int nxqd_proc_init(void (*on_exit)(struct nxqd_proc *p));
 /*
  * The process @pid that made a connection accepted at @ticks
  * (nxqd_proc_ticks()), with a reference; @pidfd is the connection's
@@ -217,8 +218,11 @@ void nxqd_proc_init(void (*on_exit)(struct nxqd_proc *p));
  * the pid was reused, -ENOMEM, ...).
  */
 struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks);
-/* Handle now every listed process whose pidfd says it exited (before a dump). */
-void nxqd_proc_reap(void);
+/*
+ * Handle now every listed process whose pidfd says it exited (before a
+ * dump, before a refusal).  Return: how many.  O(exited).
+ */
+unsigned int nxqd_proc_reap(void);
 void nxqd_proc_hold(struct nxqd_proc *p);
 void nxqd_proc_put(struct nxqd_proc *p);
 /* Now, in /proc/PID/stat's start-time ticks (CLOCK_BOOTTIME). */

@@ -6,9 +6,12 @@
  * process's start time (it must have started before the connection was
  * accepted, so a reused pid is not taken for the connector).  One struct
  * nxqd_proc per process, in a table by pid, with a reference from each of
- * its connections and holders; its pidfd is watched on the loop, and when
- * the process exits it is marked dead, dropped from the table and the
- * exit hook ends its holders (client.c).  Its cgroup is read through the
+ * its connections and holders; its pidfd is in an epoll set of its own
+ * (nxqd_proc_ep), which the loop watches, and when the process exits it
+ * is marked dead, dropped from the table and the exit hook ends its
+ * holders (client.c).  nxqd_proc_reap() handles, at once, the exits that
+ * are ready (O(exited)): before the control socket reads the ledger and
+ * before a charge is refused.  Its cgroup is read through the
  * pidfd (PIDFD_GET_INFO, Linux 6.13) or from /proc/PID/cgroup.
  *
  * Everything here runs on the loop thread.
@@ -50,6 +53,8 @@ struct nxqd_pidfd_info {
 
 static struct nxqd_proc *nxqd_procs[NXQD_PROC_BUCKETS];
 static void (*nxqd_proc_exit_hook)(struct nxqd_proc *p);
+/* The listed processes' pidfds (data.ptr: the proc), watched on the loop. */
+static struct nxqd_watch nxqd_proc_ep = { .fd = -1 };
 static bool nxqd_no_pidfd_info;	/* the kernel has no PIDFD_GET_INFO */
 
 static unsigned int nxqd_proc_bucket(pid_t pid)
@@ -57,9 +62,41 @@ static unsigned int nxqd_proc_bucket(pid_t pid)
 	return (unsigned int)pid % NXQD_PROC_BUCKETS;
 }
 
-void nxqd_proc_init(void (*on_exit)(struct nxqd_proc *p))
+static void nxqd_proc_ep_ready(struct nxqd_watch *w, u32 revents)
+{
+	nxqd_proc_reap();
+}
+
+int nxqd_proc_init(void (*on_exit)(struct nxqd_proc *p))
 {
 	nxqd_proc_exit_hook = on_exit;
+	if (nxqd_proc_ep.fd >= 0)
+		return 0;
+	nxqd_proc_ep.fd = epoll_create1(EPOLL_CLOEXEC);
+	if (nxqd_proc_ep.fd < 0)
+		return -errno;
+	nxqd_proc_ep.events = EPOLLIN;
+	nxqd_proc_ep.fn = nxqd_proc_ep_ready;
+	return nxqd_watch_add(&nxqd_proc_ep);
+}
+
+/* Put the pidfd of @p in nxqd_proc_ep, or take it out. */
+static int nxqd_proc_watch(struct nxqd_proc *p)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = p };
+
+	if (epoll_ctl(nxqd_proc_ep.fd, EPOLL_CTL_ADD, p->pidfd, &ev))
+		return -errno;
+	p->watched = true;
+	return 0;
+}
+
+static void nxqd_proc_unwatch(struct nxqd_proc *p)
+{
+	if (!p->watched)
+		return;
+	epoll_ctl(nxqd_proc_ep.fd, EPOLL_CTL_DEL, p->pidfd, NULL);
+	p->watched = false;
 }
 
 u64 nxqd_proc_ticks(void)
@@ -154,20 +191,18 @@ void nxqd_proc_put(struct nxqd_proc *p)
 		return;
 	if (!p->dead)
 		nxqd_proc_unhash(p);
-	nxqd_watch_del(&p->w);
+	nxqd_proc_unwatch(p);
 	nxqd_loop_defer_free(p, nxqd_proc_free);
 }
 
-static void nxqd_proc_exited(struct nxqd_watch *w, u32 revents)
+static void nxqd_proc_exited(struct nxqd_proc *p)
 {
-	struct nxqd_proc *p = container_of(w, struct nxqd_proc, w);
-
 	if (p->dead)
 		return;
 	if (nxqd_verbose)
 		fprintf(stderr, "nxquotad: pid %d exited\n", p->tgid);
 	p->dead = true;
-	nxqd_watch_del(&p->w);
+	nxqd_proc_unwatch(p);
 	nxqd_proc_unhash(p);
 	nxqd_proc_hold(p);
 	if (nxqd_proc_exit_hook)
@@ -178,24 +213,38 @@ static void nxqd_proc_exited(struct nxqd_watch *w, u32 revents)
 /*
  * nxqd_proc_reap() - handle every listed process that has exited, now
  *
- * A process's pidfd polls readable from its exit on, before its parent's
- * wait() can return, but the loop may serve a request that is ready at
- * the same time first.  The control socket calls this before it reads the
- * ledger, so that a dump never shows a process its parent has reaped as
- * holding anything (the module's release runs in the exiting task).
- * O(listed processes): the control socket is the administrator's.
+ * A process's pidfd polls readable from its exit on (exit_notify()),
+ * before its parent's wait() can return, but the loop may serve a request
+ * that is ready at the same time first.  The control socket calls this
+ * before it reads the ledger, so that a dump never shows a process its
+ * parent has reaped as holding anything, and a charge before it is
+ * refused, so that a worker respawned by a supervisor that reaped the
+ * old one is not refused the old one's charge (the module ends the
+ * holders in the exiting task).  O(exited): nxqd_proc_ep reports only
+ * the pidfds that are readable; a process whose pidfd stays readable is
+ * unwatched by its handling, so it is not reported twice.
+ *
+ * Return: how many exits were handled.
  */
-void nxqd_proc_reap(void)
+unsigned int nxqd_proc_reap(void)
 {
-	struct nxqd_proc *p, *next;
-	unsigned int b;
+	struct epoll_event ev[64];
+	unsigned int seen = 0;
+	int n, i;
 
-	for (b = 0; b < NXQD_PROC_BUCKETS; b++)
-		for (p = nxqd_procs[b]; p; p = next) {
-			next = p->hnext;
-			if (nxqd_pidfd_exited(p->pidfd))
-				nxqd_proc_exited(&p->w, EPOLLIN);
+	do {
+		n = epoll_wait(nxqd_proc_ep.fd, ev, ARRAY_SIZE(ev), 0);
+		for (i = 0; i < n; i++) {
+			struct nxqd_proc *p = ev[i].data.ptr;
+
+			/* unwatched by an earlier one: freed after the turn */
+			if (!p->watched)
+				continue;
+			nxqd_proc_exited(p);
+			seen++;
 		}
+	} while (n == (int)ARRAY_SIZE(ev));
+	return seen;
 }
 
 struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks)
@@ -243,13 +292,10 @@ struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks)
 		snprintf(file, sizeof(file), "/proc/%d/cgroup", (int)pid);
 		p->cgfd = open(file, O_RDONLY | O_CLOEXEC);
 	}
-	p->w.fd = pidfd;
-	p->w.events = EPOLLIN;
-	p->w.fn = nxqd_proc_exited;
-	err = p->cgfd < 0 ? -ESRCH : nxqd_watch_add(&p->w);
+	err = p->cgfd < 0 ? -ESRCH : nxqd_proc_watch(p);
 	if (err || nxqd_pidfd_exited(pidfd)) {
 		if (!err)
-			nxqd_watch_del(&p->w);
+			nxqd_proc_unwatch(p);
 		nxqd_proc_free(p);
 		return ERR_PTR(err ? err : -ESRCH);
 	}

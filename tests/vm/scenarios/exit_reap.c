@@ -17,6 +17,14 @@
  * NROUNDS rounds; every stale read and every refused first charge is
  * counted, and any is a failure.  The workers never close the shared
  * descriptor: it is in their files table when they die.
+ *
+ * With nxquotad (NXQ_AUTHORITY=daemon), QROUNDS more rounds in which the
+ * daemon meets the new worker's charge before the old one's exit: the
+ * new worker B has registered; nxquotad is SIGSTOPped; B sends its 60M
+ * (one try); the old worker A is SIGKILLed and reaped; nxquotad is
+ * SIGCONTed and finds B's request ready before A's pidfd.  B must be
+ * granted (the daemon handles the exits that are ready before it
+ * refuses a charge).
  */
 #include "scen.h"
 
@@ -25,7 +33,9 @@
 #define M	SC_MIB
 #define NROUNDS	200
 
-static int w2s[2];
+#define QROUNDS	20
+
+static int w2s[2], go[2];
 
 /* Worker: charge 60M on the shared file, say how many tries it took. */
 static int worker(void *arg)
@@ -48,6 +58,37 @@ static int worker(void *arg)
 	for (;;)
 		pause();
 	return 0;
+}
+
+/* Worker B: register, say so, wait for go, charge 60M once, say how. */
+static int worker_once(void *arg)
+{
+	int fd = (int)(uintptr_t)arg;
+	uint64_t id = 0, c = 0;
+	long rc;
+
+	CHECK_OK(sc_cg_enter(CG));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &id));
+	CHECK_OK(sc_send(w2s[1], 0));
+	RECV(go[0]);
+	CHECK_OK(sc_send(w2s[1], 1));	/* sending the charge */
+	rc = sc_charge(fd, id, 60 * M, &c);
+	CHECK_OK(sc_send(w2s[1], (uint64_t)-rc));
+	for (;;)
+		pause();
+	return 0;
+}
+
+/* The daemon's pid, as the harness knows it. */
+static pid_t daemon_pid(void)
+{
+	const char *f = getenv("NXQD_PIDFILE");
+	char buf[32];
+
+	if (!f || sc_read(f, buf, sizeof(buf)) <= 0)
+		FAIL("NXQD_PIDFILE unset or unreadable: the harness must say "
+		     "which process nxquotad is");
+	return (pid_t)atoi(buf);
 }
 
 /* Start a worker and wait until it holds 60M; *tries: its charges. */
@@ -151,6 +192,41 @@ int main(int argc, char **argv)
 	kill_reap(pid);
 	sc_log("%u rounds: %u stale reads after the reap, %u respawns "
 	       "refused", NROUNDS, stale, refused);
+	if (sc_daemon() && !stale && !refused) {
+		unsigned int qrefused = 0;
+		pid_t d = daemon_pid(), b;
+		uint64_t err;
+
+		CHECK(pipe(go) == 0);
+		pid = start_worker(fd, &tries);
+		for (r = 0; r < QROUNDS; r++) {
+			b = sc_spawn(worker_once, (void *)(uintptr_t)fd);
+			CHECK_EQ(RECV(w2s[0]), 0);
+			CHECK(kill(d, SIGSTOP) == 0);
+			CHECK_OK(sc_send(go[1], 1));
+			CHECK_EQ(RECV(w2s[0]), 1);
+			usleep(20000);		/* B's request is on the socket */
+			kill_reap(pid);
+			CHECK(kill(d, SIGCONT) == 0);
+			err = RECV(w2s[0]);
+			if (err) {
+				qrefused++;
+				sc_log("queued round %u: B's 60M: %s", r,
+				       sc_errname((int)err));
+				CHECK_OK(sc_wait_u64(sc_dev_path(KEY, "used"),
+						     0, 5000, NULL));
+			} else {
+				CHECK_EQ(DEV_U64(KEY, "used"), 60 * M);
+			}
+			CHECK_EQ(DEV_U64(KEY, "holders"), 1);
+			pid = b;
+		}
+		kill_reap(pid);
+		if (qrefused)
+			FAIL("%u of %u charges nxquotad met before the exit "
+			     "of the holder in the way were refused",
+			     qrefused, QROUNDS);
+	}
 	if (stale || refused)
 		FAIL("%u of %u reads after waitpid() saw a reaped worker's "
 		     "holder (first: round %u, used %llu), %u of %u respawned "
