@@ -19,6 +19,8 @@
  * the library's memory without any call to the module, the driver or the
  * pressure thread (the parent's holders, eventfds and thread are left
  * alone).
+ *
+ * Layer 5, the top: may call every file below it.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -119,7 +121,7 @@ int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 	}
 	a->holder = reg.holder_id;
 	if (ctx->pressure) {
-		r = nxq__pressure_attach(ctx, a, a->evfd);	/* sets the message */
+		r = nxq__ledger_attach(a);	/* sets the message */
 		if (r) {
 			ctx->kops->holder_unregister(ctx, a->holder);
 			goto fail_unreserve;
@@ -473,7 +475,7 @@ NXQ_API int nxq_arena_destroy(struct nxq_arena *a)
 		arena_free(a);
 		return 0;
 	}
-	if (a->ctx->pressure && nxq__pressure_detach(a->ctx, a))
+	if (a->ctx->pressure && nxq__ledger_detach(a))
 		return -EDEADLK;	/* from a callback: message set */
 	/* Queued device work may still use the memory: wait for it first,
 	 * without the lock. */

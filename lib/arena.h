@@ -2,14 +2,20 @@
 /*
  * An arena's internals, shared by the files that implement it:
  *
- *   block.c    the block allocator: blocks, size bins, the pointer hash,
- *              per-stream bins of stream-ordered frees, fences
+ *   block.c    the block allocator (block.h): blocks, size bins, the
+ *              pointer hash, per-stream bins of stream-ordered frees,
+ *              fences, the segments' busy bytes
+ *   charge.c   the authority's ledger: charge/uncharge, reclaimable reports
  *   mapping.c  segments (one physical handle each), the handle pool,
  *              growth and release of whole handles
- *   ledger.c   the module's ledger: charge/uncharge, reclaimable reports,
- *              pressure tickets and reclaim callbacks
+ *   ledger.c   pressure tickets and reclaim callbacks; registers each
+ *              arena with the context's pressure.c
  *   options.c  options structs and environment variables (one validator)
  *   arena.c    the public entry points
+ *
+ * block.c < charge.c < mapping.c < ledger.c < arena.c: each calls only
+ * the files before it (and err.c, options.c, pressure.c: internal.h
+ * lists the layers).
  *
  * Objects and lifetimes (all fields protected by arena->lock):
  *  - segments (struct seg): one physical handle of `size` bytes (a
@@ -48,52 +54,10 @@
 
 #include <sys/queue.h>
 #include "internal.h"
-
-#define QSHIFT		8		/* 256-byte quantum and minimum alignment */
-#define QUANTUM		(1ULL << QSHIFT)
-#define NBINS		192
-#define SPARE_SLAB	256
+#include "block.h"
 
 #define GiB (1ULL << 30)
 #define MiB (1ULL << 20)
-
-enum { B_FREE = 1, B_USED, B_OWNED, B_PENDING };
-
-struct nxq_stream;
-
-/* A fence shared by the blocks one fencing pass moved to PENDING. */
-struct pfence {
-	void *fence;
-	int refs, done;
-};
-
-struct blk {
-	uint64_t off, size;			/* relative to arena->base */
-	TAILQ_ENTRY(blk) alink;			/* address order */
-	LIST_ENTRY(blk) flink;			/* bin (FREE, OWNED) */
-	TAILQ_ENTRY(blk) plink;			/* pending FIFO (PENDING) */
-	SLIST_ENTRY(blk) hlink;			/* pointer hash (USED), spare list */
-	struct nxq_stream *owner;		/* OWNED */
-	struct pfence *pf;			/* PENDING */
-	uint32_t state, bin;
-};
-
-TAILQ_HEAD(blk_tailq, blk);
-LIST_HEAD(blk_list, blk);
-SLIST_HEAD(blk_slist, blk);
-
-struct binset {
-	struct blk_list bins[NBINS];
-	uint64_t map[NBINS / 64];
-	uint64_t bytes;
-};
-
-struct nxq_stream {
-	void *handle;
-	struct binset bs;			/* OWNED blocks */
-	uint64_t unfenced;			/* bytes freed since its last fence */
-	TAILQ_ENTRY(nxq_stream) link;
-};
 
 struct seg {
 	uint64_t off, size, handle;
@@ -158,6 +122,7 @@ struct nxq_arena {
 
 	/* ledger.c */
 	int evfd;				/* -1 without tickets */
+	struct nxq_pclient pclient;		/* evfd registered with pressure.c */
 	uint64_t grow_timeout_ns;
 	int in_pressure;			/* handler releasing: defer retention */
 	uint64_t owed;				/* released, not yet answered */
@@ -171,31 +136,7 @@ static inline uint64_t align_up(uint64_t x, uint64_t a) { return (x + a - 1) & ~
 static inline uint64_t rdup(uint64_t x, uint64_t m) { return (x + m - 1) / m * m; }
 static inline uint64_t rddn(uint64_t x, uint64_t m) { return x / m * m; }
 
-/* block.c */
-int nxq__blk_init(struct nxq_arena *a);
-void nxq__blk_fini(struct nxq_arena *a);
-struct blk *nxq__blk_new(struct nxq_arena *a);
-void nxq__blk_put(struct nxq_arena *a, struct blk *b);
-int nxq__blk_reserve(struct nxq_arena *a, int n);	/* n spare blocks: 0 or -ENOMEM */
-void nxq__free_insert(struct nxq_arena *a, struct blk *b, struct nxq_stream *owner);
-void nxq__free_remove(struct nxq_arena *a, struct blk *b);
-void nxq__coalesce(struct nxq_arena *a, struct blk *b, struct nxq_stream *owner);
-struct blk *nxq__find_fit(struct nxq_arena *a, struct nxq_stream *s, uint64_t size,
-			  uint64_t align);
-int nxq__take(struct nxq_arena *a, struct blk *b, uint64_t size, uint64_t align,
-	      uint64_t *off);
-struct blk *nxq__take_used(struct nxq_arena *a, void *ptr);
-void nxq__insert_mapped(struct nxq_arena *a, uint64_t off, uint64_t size);
-struct nxq_stream *nxq__stream_find(struct nxq_arena *a, void *handle, int create);
-void nxq__absorb(struct nxq_arena *a, struct nxq_stream *s);
-void nxq__absorb_freed(struct nxq_arena *a, struct blk *b, struct nxq_stream *s);
-int nxq__fence_stream(struct nxq_arena *a, struct nxq_stream *s);
-int nxq__fence_streams(struct nxq_arena *a, struct nxq_stream *except);
-/* mode 0: complete the done prefix of the FIFO; 1: scan all; 2: wait all. */
-void nxq__poll_pending(struct nxq_arena *a, int mode);
-
 /* mapping.c */
-void nxq__seg_account(struct nxq_arena *a, uint64_t off, uint64_t size, int busy);
 int nxq__grow(struct nxq_arena *a, struct nxq_stream *st, uint64_t size, uint64_t align);
 int nxq__grow_wait(struct nxq_arena *a, uint64_t size, uint64_t align);
 uint64_t nxq__release_idle(struct nxq_arena *a, uint64_t want, int to_pool);
@@ -208,6 +149,9 @@ int nxq__k_charge(struct nxq_arena *a, uint64_t bytes);
 void nxq__k_uncharge(struct nxq_arena *a, uint64_t bytes);
 void nxq__report_reclaimable(struct nxq_arena *a);
 void nxq__reclaim_fini(struct nxq_arena *a);
+/* The arena's tickets handled by the context's pressure.c: register, unregister. */
+int nxq__ledger_attach(struct nxq_arena *a);
+int nxq__ledger_detach(struct nxq_arena *a);
 
 /* options.c */
 int nxq__read_arena_opts(const struct nxq_arena_opts *in, struct nxq_arena_opts *o,

@@ -4,14 +4,50 @@
  * from slabs, the address list, size bins (the arena's FREE bins and one
  * set per stream for OWNED blocks), best fit, the pointer hash of USED
  * blocks, and stream-ordered frees (stream ownership, fences, the
- * pending FIFO).  Everything here runs under arena->lock and makes no
- * system call except the backend's fence calls.
+ * pending FIFO), and the segments' busy bytes that block state changes
+ * move (nxq__seg_account(): mapping.c makes the segments, this file
+ * counts what of them is busy).  Everything here runs under arena->lock
+ * and makes no system call except the backend's fence calls.
+ *
+ * Layer: calls only err.c and the backend's fence ops; block.h is its
+ * interface.  It works on the arena's block fields (arena.h, "block.c").
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "block.h"
 #include "arena.h"
+
+/* ---- segments' busy bytes ---- */
+
+/*
+ * busy 1: [off, off+size) stops being FREE; 0: becomes FREE after its
+ * stream's fence completed; 2: becomes FREE by a plain free (device work
+ * queued before it may still touch it: see nxq__release_idle()).
+ */
+void nxq__seg_account(struct nxq_arena *a, uint64_t off, uint64_t size, int busy)
+{
+	uint64_t end = off + size;
+
+	while (off < end) {
+		struct seg *s = a->slots[off / a->granule];
+		uint64_t e = s->off + s->size < end ? s->off + s->size : end;
+
+		if (busy == 1) {
+			if (!s->busy)
+				a->idle -= s->size;
+			s->busy += e - off;
+		} else {
+			s->busy -= e - off;
+			if (!s->busy)
+				a->idle += s->size;
+			if (busy == 2)
+				s->fseq = a->free_seq;
+		}
+		off = e;
+	}
+}
 
 /* ---- blocks ---- */
 

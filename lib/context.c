@@ -8,6 +8,9 @@
  * kernel ops are the only code that issues ioctls; the unmanaged ledger is
  * lock-free (atomics).  A managed context whose module has tickets also
  * owns the pressure state (pressure.c): started here, stopped on close.
+ *
+ * Layer 3: calls err.c, options.c, pressure.c and sock.c (the kernel ops
+ * it picks); never an arena file.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,42 +24,6 @@
 
 #include "gpu_node.h"
 #include "internal.h"
-
-static __thread char errbuf[256];
-
-int nxq__err(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
-unsigned int nxq__fork_gen;
-static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
-
-static void fork_child(void)
-{
-	__atomic_add_fetch(&nxq__fork_gen, 1, __ATOMIC_RELAXED);
-}
-
-static void fork_register(void)
-{
-	pthread_atfork(NULL, NULL, fork_child);
-}
-
-int nxq__fork_err(void)
-{
-	return nxq__err(-ECHILD, "nxquota: this context belongs to the parent process: after "
-			"fork() a child opens its own (see FORK in libnxquota(7)/nxq_ctx_open(3))");
-}
-
-NXQ_API const char *nxq_errmsg(void)
-{
-	return errbuf[0] ? errbuf : "no error";
-}
 
 /* ---- the module, through ioctls ---- */
 
@@ -428,7 +395,7 @@ int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *k
 	r = ctx_read_opts(opts, &o);
 	if (r)
 		return r;
-	pthread_once(&fork_once, fork_register);
+	nxq__fork_register();
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return nxq__err(-ENOMEM, "nxquota: out of memory");

@@ -18,6 +18,8 @@
  * may have no current context, or another device's).
  * The loader runs once per process (pthread_once); a backend object is
  * used under its arena's lock only.
+ *
+ * Layer 1 (a backend, reached through nxq__cuda_be_ops): calls only err.c.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -18,6 +18,8 @@
  * Handles are memfd offsets.  Host work is synchronous, so every stream
  * fence is complete when recorded.  The backend object is used under its
  * arena's lock only.
+ *
+ * Layer 1 (a backend, reached through nxq__host_be_ops): calls only err.c.
  */
 #include <errno.h>
 #include <fcntl.h>

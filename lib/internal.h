@@ -6,12 +6,26 @@
  *    process-local ledger of an unmanaged context, or a test's fake kernel.
  *  - struct nxq_be_ops: a backend's reserve/create/map/access/unmap/release
  *    and stream fences (host memfd+mmap, CUDA VMM, or a test's wrapper).
- *  - the context's pressure state (pressure.c): the arenas attached to it,
- *    an epoll fd over their eventfds, the optional thread.
+ *  - the context's pressure state (pressure.c): the clients registered
+ *    with it (struct nxq_pclient: an arena's ledger), an epoll fd over
+ *    their fds, the optional thread.
  *
- * Lock order: ctx->plock (pressure handling, the arena list) before
+ * Lock order: ctx->plock (pressure handling, the client list) before
  * arena->lock.  No lock is held across a waiting charge, a reclaim
  * callback or an event hook (plock excepted: the handler holds it).
+ *
+ * Layers, lowest first: a file calls only files in lower layers (each
+ * file's opening comment says which; scripts/call-graph.sh, run by
+ * make check, fails on a cycle):
+ *   0  err.c (errors, fork generation, clock), size.c
+ *   1  options.c, host.c, cuda.c (backends), pressure.c (fd reactor),
+ *      block.c (block allocator)
+ *   2  sock.c (nxquotad's kernel ops), charge.c (an arena's charges)
+ *   3  context.c (contexts, kernel ops), mapping.c (segments, growth)
+ *   4  ledger.c (tickets, reclaim callbacks: a client of pressure.c)
+ *   5  arena.c (the arena's public entry points)
+ * Where a lower layer must reach up it takes an ops struct: struct
+ * nxq_kops, struct nxq_be_ops, struct nxq_pclient.
  *
  * Nothing here is exported from the shared library; the static library
  * carries these symbols for the tests.
@@ -81,10 +95,10 @@ struct nxq_ctx {
 	/* Pressure (pressure.c); only when managed and the module has tickets. */
 	int pressure;		/* tickets handled on this context */
 	unsigned int flags;	/* NXQ_CTX_* */
-	pthread_mutex_t plock;	/* held while handling; protects alist */
-	struct nxq_arena **alist;
-	int nalist, alist_cap;
-	int epfd;		/* epoll over the arenas' eventfds, or -1 */
+	pthread_mutex_t plock;	/* held while handling; protects clist */
+	struct nxq_pclient **clist;
+	int nclist, clist_cap;
+	int epfd;		/* epoll over the clients' fds, or -1 */
 	int stopfd;		/* eventfd: stop the thread, or -1 */
 	int thread_started;
 	pthread_t thread;
@@ -160,19 +174,25 @@ int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *k
 int nxq__arena_create_be(struct nxq_ctx *ctx, const struct nxq_arena_opts *opts,
 			 const struct nxq_be_ops *be, struct nxq_arena **arenap);
 
-/* pressure.c */
+/*
+ * pressure.c: a reactor over the clients registered with a context.  A
+ * client is an fd (an eventfd: drained before handle() runs) and what to
+ * do when it is readable and on each periodic report; both are called
+ * with ctx->plock held.  The arena's ledger (ledger.c) registers one per
+ * arena; pressure.c knows nothing of arenas.
+ */
+struct nxq_pclient {
+	int fd;
+	int (*handle)(void *arg);	/* fd readable: the number of tickets handled */
+	void (*report)(void *arg);	/* the periodic report */
+	void *arg;
+};
 int nxq__pressure_init(struct nxq_ctx *ctx);
 void nxq__pressure_fini(struct nxq_ctx *ctx);
-int nxq__pressure_attach(struct nxq_ctx *ctx, struct nxq_arena *a, int evfd);
-int nxq__pressure_detach(struct nxq_ctx *ctx, struct nxq_arena *a);
+int nxq__pressure_attach(struct nxq_ctx *ctx, struct nxq_pclient *c);
+int nxq__pressure_detach(struct nxq_ctx *ctx, struct nxq_pclient *c);
 int nxq__in_handler(const struct nxq_ctx *ctx);	/* on the handling thread now */
 void nxq__emit(struct nxq_ctx *ctx, const struct nxq_event *ev);
-uint64_t nxq__now_ns(void);
-
-/* arena.c, for pressure.c: called with ctx->plock held, arena lock not held. */
-int nxq__arena_handle_tickets(struct nxq_arena *a);	/* tickets handled */
-void nxq__arena_report_changed(struct nxq_arena *a);
-int nxq__arena_evfd(const struct nxq_arena *a);
 
 /*
  * Fork policy: a context and its arenas belong to the process that opened
@@ -187,10 +207,14 @@ static inline int nxq__forked(const struct nxq_ctx *ctx)
 	return __atomic_load_n(&nxq__fork_gen, __ATOMIC_RELAXED) != ctx->fork_gen;
 }
 int nxq__fork_err(void);	/* -ECHILD, with the message */
+void nxq__fork_register(void);	/* the pthread_atfork() handler, once */
 
-/* Error message of the calling thread. */
+/* err.c: the error message of the calling thread. */
 __attribute__((format(printf, 2, 3)))
 int nxq__err(int err, const char *fmt, ...);
+
+/* err.c: CLOCK_MONOTONIC in nanoseconds. */
+uint64_t nxq__now_ns(void);
 
 /* options.c: the one validator of an options struct (size, zero tail). */
 int nxq__opts_copy(void *out, size_t out_size, const void *in, uint32_t in_size, uint32_t ver0,

@@ -1,65 +1,26 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The arena's side of the module's ledger (see arena.h for the objects):
- * charge and uncharge (one request per growth, one per release pass), the
- * reclaimable bytes reported, reclaim callbacks, and pressure tickets.  A
- * ticket is handled by the context's handler (pressure.c, holding
- * ctx->plock): streams fenced and completed frees collected, retained
+ * The arena's side of the module's tickets (see arena.h for the objects):
+ * reclaim callbacks, and pressure tickets (charge.c holds the charges and
+ * reports themselves).  Each arena registers with its context's pressure
+ * reactor (nxq__ledger_attach(): its eventfd, handle_tickets(),
+ * report_changed()).  A ticket is handled by the reactor (pressure.c,
+ * holding ctx->plock): streams fenced and completed frees collected, retained
  * handles, then idle segments (whole handles: the answer overshoots by
  * less than one handle), then the callbacks (lock dropped around each),
  * then what they made idle; in_pressure defers retention meanwhile so
  * that everything released is counted in the one answer.  Only idle
  * segments are ever unmapped.
+ *
+ * Layer 4: calls err.c, block.c, charge.c, mapping.c and pressure.c (it
+ * registers each arena there as a client; pressure.c never calls back
+ * except through the client).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arena.h"
-
-/* ---- kernel calls ---- */
-
-int nxq__k_charge(struct nxq_arena *a, uint64_t bytes)
-{
-	int r;
-
-	a->charge_calls++;
-	r = a->ctx->kops->charge(a->ctx, a->holder, bytes, 0);
-	if (r) {
-		a->charge_denied++;
-		return r;
-	}
-	a->charged += bytes;
-	return 0;
-}
-
-void nxq__k_uncharge(struct nxq_arena *a, uint64_t bytes)
-{
-	int r;
-
-	if (!bytes)
-		return;
-	a->uncharge_calls++;
-	r = a->ctx->kops->uncharge(a->ctx, a->holder, bytes);
-	if (r)
-		a->kernel_errors++;	/* the module kept it; nothing else to do */
-	a->charged -= bytes;
-}
-
-void nxq__report_reclaimable(struct nxq_arena *a)
-{
-	uint64_t v = a->idle + a->pool_bytes;
-
-	if (v > a->charged)
-		v = a->charged;
-	if (v == a->reported)
-		return;
-	a->reports++;
-	if (a->ctx->kops->set_reclaimable(a->ctx, a->holder, v) == 0)
-		a->reported = v;
-	else
-		a->kernel_errors++;
-}
 
 /* ---- pressure: reclaim callbacks and tickets ---- */
 
@@ -215,8 +176,10 @@ static void emit_answer(struct nxq_arena *a, const struct nxq_ticket *t, uint64_
 	nxq__emit(a->ctx, &ev);
 }
 
-int nxq__arena_handle_tickets(struct nxq_arena *a)
+/* The pressure client's handle(): plock held, arena lock not held. */
+static int handle_tickets(void *arg)
 {
+	struct nxq_arena *a = arg;
 	const struct nxq_kops *k = a->ctx->kops;
 	int handled = 0, stale = 0;
 
@@ -284,8 +247,11 @@ int nxq__arena_handle_tickets(struct nxq_arena *a)
 	return handled;
 }
 
-void nxq__arena_report_changed(struct nxq_arena *a)
+/* The pressure client's report(): plock held, arena lock not held. */
+static void report_changed(void *arg)
 {
+	struct nxq_arena *a = arg;
+
 	pthread_mutex_lock(&a->lock);
 	/* finished stream frees become FREE (and idle) without waiting for an allocation */
 	nxq__fence_streams(a, NULL);
@@ -294,7 +260,14 @@ void nxq__arena_report_changed(struct nxq_arena *a)
 	pthread_mutex_unlock(&a->lock);
 }
 
-int nxq__arena_evfd(const struct nxq_arena *a)
+int nxq__ledger_attach(struct nxq_arena *a)
 {
-	return a->evfd;
+	a->pclient = (struct nxq_pclient){ .fd = a->evfd, .handle = handle_tickets,
+					   .report = report_changed, .arg = a };
+	return nxq__pressure_attach(a->ctx, &a->pclient);
+}
+
+int nxq__ledger_detach(struct nxq_arena *a)
+{
+	return nxq__pressure_detach(a->ctx, &a->pclient);
 }

@@ -14,6 +14,8 @@
  *
  * Runs under arena->lock; nxq__release_idle() and nxq__grow_wait() drop it
  * (the device-wide wait and the module's wait), see their comments.
+ *
+ * Layer 3: calls err.c, block.c and charge.c; never ledger.c or arena.c.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,34 +25,6 @@
 #include "arena.h"
 
 TAILQ_HEAD(segq, seg);
-
-/*
- * busy 1: [off, off+size) stops being FREE; 0: becomes FREE after its
- * stream's fence completed; 2: becomes FREE by a plain free (device work
- * queued before it may still touch it: see nxq__release_idle()).
- */
-void nxq__seg_account(struct nxq_arena *a, uint64_t off, uint64_t size, int busy)
-{
-	uint64_t end = off + size;
-
-	while (off < end) {
-		struct seg *s = a->slots[off / a->granule];
-		uint64_t e = s->off + s->size < end ? s->off + s->size : end;
-
-		if (busy == 1) {
-			if (!s->busy)
-				a->idle -= s->size;
-			s->busy += e - off;
-		} else {
-			s->busy -= e - off;
-			if (!s->busy)
-				a->idle += s->size;
-			if (busy == 2)
-				s->fseq = a->free_seq;
-		}
-		off = e;
-	}
-}
 
 /* Who refused: the module, nxquotad, or the process-local cap. */
 static const char *authority(const struct nxq_arena *a)

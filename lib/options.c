@@ -2,6 +2,8 @@
 /*
  * Options: the one validator of options structs (size, zero tail) and
  * the environment variables that fill fields left 0.
+ *
+ * Layer 1: calls only err.c and size.c.
  */
 #include <errno.h>
 #include <stddef.h>

@@ -2,24 +2,31 @@
 /*
  * Pressure: a context's side of the module's tickets.
  *
+ * A reactor: it knows fds and callbacks (struct nxq_pclient, internal.h),
+ * not arenas.  Each arena's ledger (ledger.c) registers a client for its
+ * holder's eventfd; this file never calls up into it except through the
+ * client's handle() and report().
+ *
  * Objects and lifetimes:
- *  - ctx->alist: the arenas attached to the context (each registered its
- *    holder with its own eventfd); attached at arena creation, detached at
- *    destroy, both under ctx->plock.
- *  - ctx->epfd: an epoll fd over those eventfds (data.ptr = the arena); it
- *    is what nxq_ctx_pressure_fd() returns, readable when some arena's
- *    eventfd was signalled.  Arenas are added and removed under plock, so
- *    an event the handler reads always names an attached arena.
+ *  - ctx->clist: the clients attached to the context; attached at arena
+ *    creation, detached at destroy, both under ctx->plock.
+ *  - ctx->epfd: an epoll fd over their fds (data.ptr = the client); it
+ *    is what nxq_ctx_pressure_fd() returns, readable when some client's
+ *    eventfd was signalled.  Clients are added and removed under plock, so
+ *    an event the handler reads always names an attached client.
  *  - the thread (unless NXQ_CTX_NO_THREAD): polls epfd and ctx->stopfd,
  *    with the report interval as timeout; started by nxq__pressure_init(),
  *    stopped and joined by nxq__pressure_fini() (nxq_ctx_close()).
  *
  * ctx->plock is held for the whole of one handling pass: it serialises
  * the thread, nxq_ctx_handle_pressure() callers and arena attach/detach,
- * and it is what lets arena.c run reclaim callbacks without the arena
+ * and it is what lets ledger.c run reclaim callbacks without the arena
  * lock.  The thread-local `handling` marks the thread that holds it, so
  * that calls which would wait for it (destroy, close, remove_reclaim)
  * from a callback are refused or done in place instead of deadlocking.
+ *
+ * Layer 1: calls only err.c, and its clients through their handle() and
+ * report() (struct nxq_pclient).
  */
 #include <errno.h>
 #include <poll.h>
@@ -35,14 +42,6 @@
 
 static __thread const struct nxq_ctx *handling;
 
-uint64_t nxq__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
 int nxq__in_handler(const struct nxq_ctx *ctx)
 {
 	return ctx && handling == ctx;
@@ -54,7 +53,7 @@ void nxq__emit(struct nxq_ctx *ctx, const struct nxq_event *ev)
 		ctx->on_event(ev, ctx->event_user);
 }
 
-/* One pass: tickets of the signalled arenas, then periodic reports. */
+/* One pass: the signalled clients, then periodic reports. */
 static int handle_locked(struct nxq_ctx *ctx)
 {
 	struct epoll_event evs[32];
@@ -65,19 +64,19 @@ static int handle_locked(struct nxq_ctx *ctx)
 	do {
 		n = epoll_wait(ctx->epfd, evs, 32, 0);
 		for (int i = 0; i < n; i++) {
-			struct nxq_arena *a = evs[i].data.ptr;
+			struct nxq_pclient *c = evs[i].data.ptr;
 			uint64_t cnt;
 
 			/* Drain first: a ticket opened after this signals again. */
-			while (read(nxq__arena_evfd(a), &cnt, sizeof(cnt)) == sizeof(cnt))
+			while (read(c->fd, &cnt, sizeof(cnt)) == sizeof(cnt))
 				;
-			handled += nxq__arena_handle_tickets(a);
+			handled += c->handle(c->arg);
 		}
 	} while (n == 32);
 	now = nxq__now_ns();
 	if (ctx->report_ns && now - ctx->last_report_ns >= ctx->report_ns) {
-		for (int i = 0; i < ctx->nalist; i++)
-			nxq__arena_report_changed(ctx->alist[i]);
+		for (int i = 0; i < ctx->nclist; i++)
+			ctx->clist[i]->report(ctx->clist[i]->arg);
 		ctx->last_report_ns = now;
 	}
 	handling = NULL;
@@ -164,52 +163,52 @@ void nxq__pressure_fini(struct nxq_ctx *ctx)
 	if (ctx->epfd >= 0)
 		close(ctx->epfd);
 	ctx->stopfd = ctx->epfd = -1;
-	free(ctx->alist);
-	ctx->alist = NULL;
+	free(ctx->clist);
+	ctx->clist = NULL;
 	ctx->pressure = 0;
 	pthread_mutex_destroy(&ctx->plock);
 }
 
-int nxq__pressure_attach(struct nxq_ctx *ctx, struct nxq_arena *a, int evfd)
+int nxq__pressure_attach(struct nxq_ctx *ctx, struct nxq_pclient *c)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = a };
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 	int r = 0;
 
 	if (nxq__in_handler(ctx))
 		return nxq__err(-EDEADLK, "nxquota: nxq_arena_create() from a reclaim callback "
 				"or event hook");
 	pthread_mutex_lock(&ctx->plock);
-	if (ctx->nalist == ctx->alist_cap) {
-		int n = ctx->alist_cap ? ctx->alist_cap * 2 : 8;
-		struct nxq_arena **l = realloc(ctx->alist, (size_t)n * sizeof(*l));
+	if (ctx->nclist == ctx->clist_cap) {
+		int n = ctx->clist_cap ? ctx->clist_cap * 2 : 8;
+		struct nxq_pclient **l = realloc(ctx->clist, (size_t)n * sizeof(*l));
 
 		if (!l) {
 			r = nxq__err(-ENOMEM, "nxquota: out of memory");
 			goto out;
 		}
-		ctx->alist = l;
-		ctx->alist_cap = n;
+		ctx->clist = l;
+		ctx->clist_cap = n;
 	}
-	if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, evfd, &ev)) {
+	if (epoll_ctl(ctx->epfd, EPOLL_CTL_ADD, c->fd, &ev)) {
 		r = nxq__err(-errno, "nxquota: epoll_ctl: %s", strerror(errno));
 		goto out;
 	}
-	ctx->alist[ctx->nalist++] = a;
+	ctx->clist[ctx->nclist++] = c;
 out:
 	pthread_mutex_unlock(&ctx->plock);
 	return r;
 }
 
-int nxq__pressure_detach(struct nxq_ctx *ctx, struct nxq_arena *a)
+int nxq__pressure_detach(struct nxq_ctx *ctx, struct nxq_pclient *c)
 {
 	if (nxq__in_handler(ctx))
 		return nxq__err(-EDEADLK, "nxquota: nxq_arena_destroy() from a reclaim callback "
 				"or event hook");
 	pthread_mutex_lock(&ctx->plock);
-	epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, nxq__arena_evfd(a), NULL);
-	for (int i = 0; i < ctx->nalist; i++)
-		if (ctx->alist[i] == a) {
-			ctx->alist[i] = ctx->alist[--ctx->nalist];
+	epoll_ctl(ctx->epfd, EPOLL_CTL_DEL, c->fd, NULL);
+	for (int i = 0; i < ctx->nclist; i++)
+		if (ctx->clist[i] == c) {
+			ctx->clist[i] = ctx->clist[--ctx->nclist];
 			break;
 		}
 	pthread_mutex_unlock(&ctx->plock);

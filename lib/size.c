@@ -8,6 +8,8 @@
  * A quantity is exact: its digits are read as a decimal string, never as
  * a double, so "1.000000000000000000001" rounds up to 2 and "0.1Ki" is
  * ceil(102.4) = 103 bytes, as apimachinery's Quantity.Value() gives.
+ *
+ * Layer 0: calls nothing in lib/ (tools/ build it on its own).
  */
 #include <errno.h>
 #include <stddef.h>

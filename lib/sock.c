@@ -83,6 +83,9 @@
  * Fork: the context belongs to the parent (nxq__forked(): every op
  * answers -ECHILD in a child); nxq_ctx_close() in the child only closes
  * its copies of the descriptors (sk_forget()), sending nothing.
+ *
+ * Layer 2 (kernel ops, reached through nxq__sock_kops): calls only err.c
+ * and options.c.
  */
 #include <errno.h>
 #include <fcntl.h>
