@@ -20,7 +20,8 @@
  *   0  err.c (errors, fork generation, clock), size.c
  *   1  options.c, host.c, cuda.c (backends), pressure.c (fd reactor),
  *      block.c (block allocator)
- *   2  sock.c (nxquotad's kernel ops), charge.c (an arena's charges)
+ *   2  sock_conn.c < sock_restore.c < sock.c (nxquotad's kernel ops,
+ *      sock.h), charge.c (an arena's charges)
  *   3  context.c (contexts, kernel ops), mapping.c (segments, growth)
  *   4  ledger.c (tickets, reclaim callbacks: a client of pressure.c)
  *   5  arena.c (the arena's public entry points)
