@@ -5,25 +5,30 @@
 # (exit 1) naming each set of files that call each other, directly or
 # through others (a cycle), and exits 0 when there is none.
 #
-# Usage: call-graph.sh [-q] [-p PREFIX] OBJ...
+# Usage: call-graph.sh [-q] [-p PREFIX] [-x REGEX] OBJ...
 #   -q          print only the cycles (and "no cycle")
 #   -p PREFIX   only symbols that start with PREFIX (default: every
 #               symbol defined by one of the objects)
+#   -x REGEX    leave out the symbols that match (awk ERE): entry points
+#               the process calls, which a table of them in a lower file
+#               names without calling up (preload/'s interposition)
 # lib/Makefile and preload/Makefile run it in `make check`.
 set -eu
 
 quiet=0
 prefix=
+exclude=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-q) quiet=1; shift ;;
 	-p) prefix=$2; shift 2 ;;
+	-x) exclude=$2; shift 2 ;;
 	--) shift; break ;;
-	-*) echo "usage: $0 [-q] [-p PREFIX] OBJ..." >&2; exit 2 ;;
+	-*) echo "usage: $0 [-q] [-p PREFIX] [-x REGEX] OBJ..." >&2; exit 2 ;;
 	*) break ;;
 	esac
 done
-[ $# -gt 0 ] || { echo "usage: $0 [-q] [-p PREFIX] OBJ..." >&2; exit 2; }
+[ $# -gt 0 ] || { echo "usage: $0 [-q] [-p PREFIX] [-x REGEX] OBJ..." >&2; exit 2; }
 
 NM=${NM:-nm}
 for o in "$@"; do
@@ -33,8 +38,10 @@ for o in "$@"; do
 	"$NM" -g "$o" | awk -v f="$f" '
 		NF == 2 && $1 == "U" { print "U", f, $2; next }
 		NF == 3 && $2 != "U" && $2 != "w" && $2 != "v" { print "D", f, $3 }'
-done | awk -v quiet="$quiet" -v prefix="$prefix" '
-	$1 == "D" { if (prefix == "" || index($3, prefix) == 1) def[$3] = $2;
+done | awk -v quiet="$quiet" -v prefix="$prefix" -v exclude="$exclude" '
+	$1 == "D" { if ((prefix == "" || index($3, prefix) == 1) &&
+		        (exclude == "" || $3 !~ exclude))
+			def[$3] = $2;
 		    files[$2] = 1; next }
 	$1 == "U" { files[$2] = 1; use[++nu] = $2 " " $3 }
 	END {

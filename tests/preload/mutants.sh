@@ -1,7 +1,9 @@
 #!/bin/bash
-# Each mutant breaks preload.c once; the tests must fail on every one
-# (a mutant that passes is a test that checks nothing).  Built in a
-# temporary directory: the tree's objects are not touched.
+# Each mutant breaks the shim's sources (preload/*.c) once; the tests must
+# fail on every one (a mutant that passes is a test that checks nothing).
+# Built in a temporary directory: the tree's objects are not touched.  A
+# mutant's sed runs on every file; the files it changed are compiled
+# again and linked, as preload/Makefile does, with the others' objects.
 # Usage: mutants.sh (from make -C preload check-mutants); ONLY=REGEX: some of them
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -9,7 +11,8 @@ top=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d /tmp/nxqp-mut.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 CC=${CC:-cc}
-inc="-I$top/include -I$top/include/uapi -I$top/lib -I$tmp -I$top/preload -D_GNU_SOURCE"
+inc="-I$top/include -I$top/include/uapi -I$top/lib -I$top/preload -D_GNU_SOURCE"
+pflags="-O2 -fPIC -fvisibility=hidden -pthread -foptimize-sibling-calls"
 survived=0
 n=0
 
@@ -19,17 +22,29 @@ run_one() { # n name expr what
 	d="$tmp/m$1"
 	mkdir -p "$d"
 	echo 0 > "$d/surv"
-	sed "$3" "$top/preload/preload.c" > "$d/preload.c" || { echo "mutant $2: sed failed" > "$d/res"; : > "$d/fatal"; return; }
-	if cmp -s "$d/preload.c" "$top/preload/preload.c"; then
+	changed=0
+	objs=
+	for src in "$top"/preload/*.c; do
+		b=$(basename "$src" .c)
+		sed "$3" "$src" > "$d/$b.c" || { echo "mutant $2: sed failed" > "$d/res"; : > "$d/fatal"; return; }
+		if cmp -s "$d/$b.c" "$src"; then
+			objs="$objs $tmp/base/$b.o"
+			continue
+		fi
+		changed=$((changed + 1))
+		if ! $CC $pflags $inc -c -o "$d/$b.o" "$d/$b.c"; then
+			echo "mutant $2: build failed" > "$d/res"; : > "$d/fatal"; return
+		fi
+		objs="$objs $d/$b.o"
+	done
+	if [ "$changed" = 0 ]; then
 		echo "mutant $2: did not apply (the source changed?)" > "$d/res"
 		echo 1 > "$d/surv"
 		return
 	fi
-	cp "$top/preload/preload.h" "$d/"
-	if ! $CC -O2 -fPIC -fvisibility=hidden -pthread -foptimize-sibling-calls $inc -I"$d" -c \
-		-o "$d/preload.o" "$d/preload.c"; then
-		echo "mutant $2: build failed" > "$d/res"; : > "$d/fatal"; return
-	fi
+	# shellcheck disable=SC2086
+	$CC -nostdlib -r -o "$d/preload.o" $objs ||
+		{ echo "mutant $2: link failed" > "$d/res"; : > "$d/fatal"; return; }
 	if [ "$4" != test ]; then
 		$CC -O2 -shared -Wl,--version-script="$top/preload/preload.map" -o "$d/libnxquota-preload.so" \
 			"$d/preload.o" "$top/lib/libnxquota.a" -ldl -pthread ||
@@ -55,7 +70,7 @@ run_one() { # n name expr what
 	fi
 }
 
-# name~sed expression on preload.c~what runs (test: test_preload, app: app.sh,
+# name~sed expression on preload/*.c~what runs (test: test_preload, app: app.sh,
 # py: py.sh, the .so against nxquotad with a fake torch.cuda; daemon: daemon.sh
 # with its per-pair counts; budget: budget.sh, issue 20 against nxquotad --
 # the last three root only, else not run).  The test_preload
@@ -67,6 +82,11 @@ JOBS=${MUTANT_JOBS:-6}
 running=0
 # the test program once; each mutant links it with its own preload.o
 $CC -O2 $inc -c -o "$tmp/test_preload.o" "$here/test_preload.c" || exit 1
+# the unchanged files' objects, once
+mkdir -p "$tmp/base"
+for src in "$top"/preload/*.c; do
+	$CC $pflags $inc -c -o "$tmp/base/$(basename "$src" .c).o" "$src" || exit 1
+done
 while IFS='~' read -r name expr what; do
 	[ -n "$name" ] || continue
 	# ONLY=REGEX: only the mutants whose names match
@@ -101,7 +121,7 @@ no-fork-reset~s/^\tpthread_atfork(fork_prepare, fork_parent, fork_child);$/\tpth
 no-authority-not-kept~s/^\t__atomic_store_n(\&S.state, st, __ATOMIC_RELEASE);$/\t__atomic_store_n(\&S.state, st > 0 ? st : 0, __ATOMIC_RELEASE);/~test
 unknown-device-refused~s/^\t} else if (r == -ENOENT || r == -ENODEV) {$/\t} else if (0) {/~test
 exempt-ignored~s/^\texempt = !!on;$/\t(void)on;/~test
-batch-refusal-not-exact~/^static int plain_take/,/^}/s/^\tif (!charge(ord, H_PLAIN, d->holder, need, bytes))$/\tif (0)/~test
+batch-refusal-not-exact~/^int plain_take/,/^}/s/^\tif (!charge(ord, H_PLAIN, d->holder, need, bytes))$/\tif (0)/~test
 ticket-no-sync~s/^\treturn sync() ? -1 : 0;$/\treturn 0;/~test
 ticket-sync-no-context~s/^\tif (push(c)) {$/\tif (0) {/~test
 rollback-no-sync~s/^\t\tif (!cr \&\& sync)$/\t\tif (0)/~test
@@ -134,7 +154,7 @@ refusal-not-quiet~s/^\tif (S.quiet)$/\tif (0)/~test
 refusal-wait-unsaid~s/^\telse if (S.wait_ns \&\& waited_ns < S.wait_ns)$/\telse if (0)/~test
 require-passes~s/^\tif (r \&\& S.require) {$/\tif (0) {/~test
 require-unknown-device-passes~s/^\tif ((r == -ENOENT || r == -ENODEV) \&\& S.require) {$/\tif (0) {/~test
-require-never-looks-again~/^static int authority_retry/,/^}/s/^\tuint64_t now = now_ns(), last = __atomic_load_n(\&S.retry_ns, __ATOMIC_RELAXED);$/\treturn ST_REFUSE; uint64_t now = now_ns(), last = 0;/~test
+require-never-looks-again~/^int authority_retry/,/^}/s/^\tuint64_t now = now_ns(), last = __atomic_load_n(\&S.retry_ns, __ATOMIC_RELAXED);$/\treturn ST_REFUSE; uint64_t now = now_ns(), last = 0;/~test
 vmm-release-uncharges-mapped~s/^\t\telse if (__atomic_fetch_or(\&e->hst, 1, __ATOMIC_ACQ_REL) == 0)$/\t\telse if (__atomic_fetch_or(\&e->hst, 1, __ATOMIC_ACQ_REL) < 99)/~test
 vmm-map-not-counted~s/^\t\t\t__atomic_add_fetch(\&e->hst, 2, __ATOMIC_RELAXED);$/\t\t\t;/~test
 vmm-last-unmap-keeps~s/^\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 1)$/\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 99)/~test

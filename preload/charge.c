@@ -1,0 +1,430 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
+/*
+ * Charging: charge() and uncharge() on a holder, with the refusal said
+ * on stderr (why, and what would help: the node that refused, its
+ * guarantee, the credit); the plain holder's batched credit (plain_take(),
+ * plain_give(), plain_drop_credit()), the frees a ticket collects
+ * (collect_add()), and the current device.
+ *
+ * Layer 3: calls authority.c, track.c, resolve.c, state.c.
+ */
+#include "shim.h"
+
+/* ---- refusals said: why, and what would help ---- */
+
+/* "4 GiB", "1.5 MiB", "4096 B": a size for a person. */
+static const char *hsize(char *buf, size_t n, uint64_t v)
+{
+	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
+	double x = (double)v;
+	int u = 0;
+
+	if (v == NXQ_UNLIMITED) {
+		snprintf(buf, n, "unlimited");
+		return buf;
+	}
+	while (x >= 1024 && u < 5) {
+		x /= 1024;
+		u++;
+	}
+	if (!u || x == (double)(uint64_t)x)
+		snprintf(buf, n, "%llu %s", (unsigned long long)x, unit[u]);
+	else
+		snprintf(buf, n, "%.1f %s", x, unit[u]);
+	return buf;
+}
+
+/* This process's cgroup (v2), as /proc/self/cgroup says it ("0::PATH"). */
+static void cgroup_path(char *out, size_t n)
+{
+	char buf[4096], *p;
+	ssize_t len;
+	int fd = open("/proc/self/cgroup", O_RDONLY | O_CLOEXEC);
+
+	snprintf(out, n, "(unknown cgroup)");
+	if (fd < 0)
+		return;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len <= 0)
+		return;
+	buf[len] = 0;
+	for (p = buf; p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (!strncmp(p, "0::", 3)) {
+			char *e = strchr(p + 3, '\n');
+
+			if (e)
+				*e = 0;
+			snprintf(out, n, "%s", p + 3);
+			return;
+		}
+}
+
+/* The node level levels up from cgroup cg: its path, "/" at the top. */
+static void node_path(const char *cg, uint32_t level, char *out, size_t n)
+{
+	size_t len = strlen(cg);
+	uint32_t up = 0;
+
+	while (len > 1 && cg[len - 1] == '/')
+		len--;
+	while (up < level && len > 1) {
+		while (len > 0 && cg[len - 1] != '/')
+			len--;
+		while (len > 1 && cg[len - 1] == '/')
+			len--;
+		up++;
+	}
+	if (up < level) {	/* above what this cgroup namespace shows */
+		snprintf(out, n, "the cgroup %u level%s above %s (outside this cgroup namespace)",
+			 level, level == 1 ? "" : "s", cg);
+		return;
+	}
+	if (len == 0 || (len == 1 && cg[0] == '/'))
+		snprintf(out, n, "/");
+	else
+		snprintf(out, n, "%.*s", (int)len, cg);
+}
+
+static const char *const kind_what[NHKIND] = { "an allocation", "a pool's growth",
+						"a CUDA context" };
+
+/* Does device ord's holder of this kind have an eventfd (can it give back)? */
+static int holder_evfd(int ord, int kind)
+{
+	const struct dev *d = &S.dev[ord];
+
+	return (kind == H_POOL ? d->evfd : kind == H_CTX ? d->cevfd : d->plevfd) >= 0;
+}
+
+/*
+ * One line on stderr for a refused charge of bytes (err: the authority's
+ * answer) by device ord's holder of this kind: the device, this process's
+ * cgroup, the node that refused (STATUS version 1: last_level levels up),
+ * its limit, min and usage, and what would help.  At most one line per
+ * device per second (the refusals in between are counted in the next);
+ * none with NXQUOTA_QUIET.  A trip to the authority (STATUS), on the
+ * refusal path only.
+ */
+static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked,
+			int err, uint64_t waited_ns)
+{
+	struct dev *d = &S.dev[ord];
+	uint64_t now = now_ns(), last = __atomic_load_n(&d->said_ns, __ATOMIC_RELAXED), more;
+	char cg[512], node[640], hb[32], hl[32], hm[32], hu[32], line[1024], wait[160] = "";
+	char more_b[64] = "";
+	struct nxq_status st;
+	int evfd = holder_evfd(ord, kind), v1, n;
+
+	if (S.quiet)
+		return;
+	if ((last && now - last < S.gap_ns) ||
+	    !__atomic_compare_exchange_n(&d->said_ns, &last, now, 0, __ATOMIC_RELAXED,
+					 __ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&d->unsaid, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	more = __atomic_exchange_n(&d->unsaid, 0, __ATOMIC_RELAXED);
+	cgroup_path(cg, sizeof(cg));
+	v1 = (S.ctx->features & NXQ_FEAT_STATUS_V1) && !nxq__status(S.ctx, holder, &st) &&
+	     st.last_error;
+	hsize(hb, sizeof(hb), asked);
+	if (asked != bytes)	/* the rest was charged already (the credit) */
+		snprintf(more_b, sizeof(more_b), " (%s of it to charge)",
+			 hsize(hl, sizeof(hl), bytes));
+	if (err == -ETIMEDOUT)
+		snprintf(wait, sizeof(wait), " after waiting %llu ms for memory given back",
+			 (unsigned long long)(waited_ns / 1000000ULL));
+	else if (S.wait_ns && waited_ns < S.wait_ns)
+		snprintf(wait, sizeof(wait), " at once, although it may wait %llu ms "
+			 "(NXQ_PRELOAD_WAIT_MS): waiting cannot make room for it",
+			 (unsigned long long)(S.wait_ns / 1000000ULL));
+	n = snprintf(line, sizeof(line), "refused %s of %s%s on %s for cgroup %s%s: ",
+		     kind_what[kind], hb, more_b, d->key, cg, wait);
+	if (n < 0 || (size_t)n >= sizeof(line))
+		n = (int)sizeof(line) - 1;
+	if (!v1) {
+		snprintf(line + n, sizeof(line) - (size_t)n, "%s (the authority does not say "
+			 "which budget: no NXQ_FEAT_STATUS_V1)", strerror(-err));
+	} else if (st.last_level == NXQ_LEVEL_DEVICE) {
+		snprintf(line + n, sizeof(line) - (size_t)n, "the GPU is full (capacity %s, "
+			 "charged %s): wait for memory to come back (nxquota-run --wait MS) or "
+			 "ask the borrowers on it to give memory back",
+			 hsize(hl, sizeof(hl), st.last_limit), hsize(hu, sizeof(hu), st.last_usage));
+	} else {
+		int guarantee = !evfd && st.last_limit < st.node_effective_max;
+
+		node_path(cg, st.last_level, node, sizeof(node));
+		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s (%u level%s up) is at its "
+			      "%s: limit %s, min %s, in use %s; ", node, st.last_level,
+			      st.last_level == 1 ? "" : "s", guarantee ? "guarantee" : "limit",
+			      hsize(hl, sizeof(hl), st.last_limit),
+			      hsize(hm, sizeof(hm), st.last_min),
+			      hsize(hu, sizeof(hu), st.last_usage));
+		if (n < 0 || (size_t)n >= sizeof(line))
+			n = (int)sizeof(line) - 1;
+		if (!st.last_limit)
+			snprintf(line + n, sizeof(line) - (size_t)n, "nothing may be charged there "
+				 "(no budget: a new device's default_max is 0): set one, e.g. "
+				 "nxquotactl set %s %s min=SIZE max=SIZE", cg, d->key);
+		else if (guarantee)
+			snprintf(line + n, sizeof(line) - (size_t)n, "this process cannot give "
+				 "memory back, so it may charge only within its guarantee: raise "
+				 "the min of %s or use a runtime that answers tickets (libnxquota; "
+				 "PyTorch under the shim)", node);
+		else if (!evfd)
+			snprintf(line + n, sizeof(line) - (size_t)n, "raise the max of %s (and "
+				 "its min: this process cannot give memory back, so it may charge "
+				 "only within its guarantee)", node);
+		else
+			snprintf(line + n, sizeof(line) - (size_t)n, "raise the max of %s, or "
+				 "free memory below it", node);
+	}
+	if (more) {
+		size_t l = strlen(line);
+
+		snprintf(line + l, sizeof(line) - l, " (and %llu more refused since the last "
+			 "line)", (unsigned long long)more);
+	}
+	CNT(said);
+	pthread_mutex_lock(&S.say_mu);
+	snprintf(S.last_said, sizeof(S.last_said), "%s", line);
+	pthread_mutex_unlock(&S.say_mu);
+	say("%s", line);
+}
+
+/*
+ * A charge of bytes by device ord's holder of this kind, for something of
+ * asked bytes (an allocation whose rest the credit covers): 0, or -1
+ * refused (counted; said: refusal_say() for the ledger's refusals, once
+ * for other errors -- the authority gone, say).
+ */
+int charge(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked)
+{
+	uint64_t t0 = 0;
+	int r;
+
+	if (!bytes)
+		return 0;
+	CNT(trips);
+	if (S.wait_ns)
+		t0 = now_ns();
+	r = S.ctx->kops->charge(S.ctx, holder, bytes, S.wait_ns);
+	if (!r) {
+		CNT(charges);
+		return 0;
+	}
+	CNT(refused);
+	if (r == -EDQUOT || r == -ENOSPC || r == -ETIMEDOUT)
+		refusal_say(ord, kind, holder, bytes, asked, r, S.wait_ns ? now_ns() - t0 : 0);
+	else if (S.require)
+		SAY_ONCE(S.said_lost, "charge of %llu bytes on %s failed: %s; NXQUOTA_REQUIRE=1: "
+			 "allocations that need the authority are refused while it does not "
+			 "answer", (unsigned long long)bytes, S.dev[ord].key, strerror(-r));
+	else
+		SAY_ONCE(S.said_err, "charge of %llu bytes failed: %s; the allocation is "
+			 "refused", (unsigned long long)bytes, strerror(-r));
+	return -1;
+}
+
+void uncharge(uint64_t holder, uint64_t bytes)
+{
+	int r;
+
+	if (!bytes)
+		return;
+	CNT(trips);
+	r = S.ctx->kops->uncharge(S.ctx, holder, bytes);
+	if (r)
+		SAY_ONCE(S.said_err, "uncharge of %llu bytes failed: %s",
+			 (unsigned long long)bytes, strerror(-r));
+	else
+		CNT(uncharges);
+}
+
+/*
+ * The plain holder's credit: bytes charged but held by no allocation, so
+ * that repeated allocation/free pairs ask the authority once, not twice
+ * per pair, whatever their size.  A charge that needs the authority asks
+ * for NXQ_PRELOAD_BATCH more than the allocation needs; a free gives its
+ * bytes to the credit, which keeps up to one batch plus the size of the
+ * last allocation (so a warm loop of any size stays in the process) and
+ * gives the excess back.  A ticket to the device's pool holder gives all
+ * of it back.  A charge the authority refuses with the batch is asked
+ * again without it, and the credit the process holds counts towards it:
+ * the refusal comes exactly where the process's cgroup is full.  The
+ * batch is asked as a probe (NXQ_CHARGE_PROBE), whose refusal the
+ * authority does not count, report or ask for: a refused allocation is
+ * one denial, for its own bytes.  The
+ * authority sees the credit as charge (it is: charge, not residency).
+ */
+int plain_take(int ord, uint64_t bytes)
+{
+	struct dev *d = &S.dev[ord];
+	uint64_t cur = __atomic_load_n(&d->credit, __ATOMIC_RELAXED), took, need;
+
+	for (;;) {
+		if (cur >= bytes) {
+			if (__atomic_compare_exchange_n(&d->credit, &cur, cur - bytes, 0,
+							__ATOMIC_RELAXED, __ATOMIC_RELAXED))
+				goto granted;
+		} else if (__atomic_compare_exchange_n(&d->credit, &cur, 0, 0, __ATOMIC_RELAXED,
+						       __ATOMIC_RELAXED)) {
+			break;
+		}
+	}
+	took = cur;
+	need = bytes - took;
+	if (S.batch && need + S.batch > need) {
+		CNT(trips);
+		if (!nxq__charge_probe(S.ctx, d->holder, need + S.batch)) {
+			CNT(charges);
+			__atomic_add_fetch(&d->credit, S.batch, __ATOMIC_RELAXED);
+			goto granted;
+		}
+	}
+	if (!charge(ord, H_PLAIN, d->holder, need, bytes))
+		goto granted;
+	__atomic_add_fetch(&d->credit, took, __ATOMIC_RELAXED);
+	return -1;
+granted:
+	if (__atomic_load_n(&d->last, __ATOMIC_RELAXED) != bytes)
+		__atomic_store_n(&d->last, bytes, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* plain_give() while a ticket collects: 1 when the bytes went to its answer. */
+int collect_add(struct dev *d, uint64_t bytes)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&S.col_mu);
+	if (d->collect) {
+		d->collected += bytes;
+		r = 1;
+	}
+	pthread_mutex_unlock(&S.col_mu);
+	return r;
+}
+
+void plain_give(int ord, uint64_t bytes)
+{
+	struct dev *d = &S.dev[ord];
+	uint64_t cur, keep;
+
+	/* a ticket is collecting what PyTorch's empty_cache() frees: its answer */
+	if (__builtin_expect(__atomic_load_n(&d->collect, __ATOMIC_ACQUIRE), 0) &&
+	    collect_add(d, bytes))
+		return;
+	if (!S.batch) {		/* exact: every free asks the authority */
+		uncharge(d->holder, bytes);
+		return;
+	}
+	cur = __atomic_add_fetch(&d->credit, bytes, __ATOMIC_RELAXED);
+	keep = S.batch + __atomic_load_n(&d->last, __ATOMIC_RELAXED);
+	if (keep < S.batch)
+		keep = UINT64_MAX;	/* overflow: keep it all */
+	while (cur > keep) {
+		if (__atomic_compare_exchange_n(&d->credit, &cur, keep, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED)) {
+			uncharge(d->holder, cur - keep);
+			return;
+		}
+	}
+}
+
+/* A ticket reached the device: the plain holder's whole credit goes back. */
+void plain_drop_credit(int ord)
+{
+	struct dev *d = &S.dev[ord];
+	uint64_t c;
+
+	if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) != DS_CHARGE)
+		return;
+	c = __atomic_exchange_n(&d->credit, 0, __ATOMIC_RELAXED);
+	if (c)
+		uncharge(d->holder, c);
+}
+
+/*
+ * The device of the calling thread's current context, or -1.  A process
+ * that sees one device (CUDA_VISIBLE_DEVICES, a one-GPU container: the
+ * usual case) allocates on device 0 or, without a context, not at all
+ * (the driver's CUDA_ERROR_INVALID_CONTEXT gives the charge back): no
+ * driver call per allocation to ask.  The count is asked once (S.one_dev).
+ */
+int cur_dev(void)
+{
+	CUresult (*f)(CUdevice *) = (CUresult (*)(CUdevice *))R(R_cuCtxGetDevice);
+	int one = __atomic_load_n(&S.one_dev, __ATOMIC_RELAXED);
+	CUdevice d;
+
+	if (__builtin_expect(one < 0, 0)) {
+		CUresult (*cnt)(int *) = (CUresult (*)(int *))R(R_cuDeviceGetCount);
+		int n;
+
+		if (cnt && !cnt(&n)) {	/* not cached if it failed (before cuInit) */
+			one = n == 1;
+			__atomic_store_n(&S.one_dev, one, __ATOMIC_RELAXED);
+		}
+	}
+	if (one > 0)
+		return 0;
+
+	if (!f || f(&d))
+		return -1;
+	return d;
+}
+
+/*
+ * One plain allocation's charge: *holderp is 0 when nothing is charged
+ * (no authority, device not under nxquota, no context: the driver says
+ * what it says).  Returns -1 when refused.
+ */
+int charge_plain(int ord, uint64_t bytes, uint64_t *holderp)
+{
+	int st = authority();
+
+	*holderp = 0;
+	if (__builtin_expect(st == ST_REFUSE, 0) && bytes) {
+		CNT(refused);	/* NXQUOTA_REQUIRE and no authority: said once */
+		return -1;
+	}
+	if (st < 0 || !bytes || ord < 0)
+		return 0;
+	st = dev_state(ord, H_PLAIN);
+	if (st == DS_PASS)
+		return 0;
+	if (st == DS_REFUSE) {
+		CNT(refused);
+		return -1;
+	}
+	if (plain_take(ord, bytes))
+		return -1;
+	*holderp = S.dev[ord].holder;
+	return 0;
+}
+
+/* After a successful plain allocation: remember it, or undo it. */
+CUresult settle(int kind, uint64_t key, uint64_t bytes, int ord, uint64_t holder,
+		CUresult (*undo)(uint64_t))
+{
+	if (!holder)
+		return CUDA_SUCCESS;
+	if (!track(kind, key, bytes, ord, NULL))
+		return CUDA_SUCCESS;
+	SAY_ONCE(S.said_hash, "out of memory tracking an allocation: refused");
+	depth++;
+	undo(key);
+	depth--;
+	plain_give(ord, bytes);
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+void release_tracked(int kind, struct ent *e)
+{
+	if (e->dev >= 0 && e->dev < MAXDEV && S.dev[e->dev].holder)
+		plain_give(e->dev, e->bytes);
+	ent_free(e);
+	(void)kind;
+}
