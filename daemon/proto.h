@@ -2,7 +2,7 @@
 /*
  * nxquotad's wire protocol moved to <linux/nxquotad.h> (include/uapi), with
  * a version.  This name stays for the programs that include it by path
- * (lib/sock.c, tests/vm/authority.h, tests/lib/fake_srv.h) until they
+ * (lib/sock.h, tests/vm/authority.h, tests/lib/fake_srv.h) until they
  * include the uapi header themselves.
  */
 #ifndef _NXQD_PROTO_H
