@@ -40,7 +40,8 @@
  * hook, runs on the compat layer's worker thread and sends each event to
  * every subscriber with MSG_DONTWAIT under ctl.lock (which the loop holds
  * to add or close a connection); an event some subscriber's full socket
- * refused is counted once in the device's events_dropped.
+ * refused is counted once in the device's events_dropped (in all and by
+ * type; a coalesced denial as the denials it stands for).
  *
  * Output: what a connection's socket has no room for waits in its queue
  * (the connection is not read meanwhile).
@@ -662,8 +663,8 @@ void nxqd_ctl_event(const struct nxq_event *ev)
 	}
 	pthread_mutex_unlock(&ctl.lock);
 	free(b.p);
-	if (dropped && ev->dropped)
-		atomic64_inc(ev->dropped);
+	if (dropped)
+		nxq_event_lost(ev);
 }
 
 /* ---- dispatch --------------------------------------------------------------- */

@@ -76,6 +76,29 @@ mutant() {
 	( set +e; mutant_run "$@" >"$tmp/$1.out" 2>&1; echo $? >"$tmp/$1.rc" ) &
 }
 
+# Issue 22, the event queues: one ring for every event, denials not
+# coalesced (the code before issue 22): a storm of denials drops kills.
+mutant events-one-ring LEDGER_SRCS LEDGER_BIN event.c \
+	's/if (type == NXQ_EV_DENIED) {/if (0) {/;s/} else if (nxq_event_vital(type, h)) {/} else if (0) {/' \
+	'nxquota-event.nxq_test_event_storm' 'Expected'
+# Vital events share the ring of the others: its 256 places hold more
+# kills than the vital ring's, so none is dropped as the test expects.
+mutant events-vital-shared LEDGER_SRCS LEDGER_BIN event.c \
+	's/} else if (nxq_event_vital(type, h)) {/} else if (0) {/' \
+	'nxquota-event.nxq_test_event_drops' 'Expected'
+# Denials not coalesced, each queued as an event of its own.
+mutant events-denials-uncoalesced LEDGER_SRCS LEDGER_BIN event.c \
+	's/if (type == NXQ_EV_DENIED) {/if (0) {/' \
+	'nxquota-event.nxq_test_event_storm' 'Expected'
+# Drops counted in all but not by type.
+mutant events-drops-untyped LEDGER_SRCS LEDGER_BIN event.c \
+	's/atomic64_add(n, &ev->dropped_type\[ev->type\]);/;/' \
+	'nxquota-event.nxq_test_event_drops' 'Expected'
+# Denials sent as fast as they come: no gap between batches.
+mutant events-denials-ungapped LEDGER_SRCS LEDGER_BIN event.c \
+	's/if (now < dev->ev_denied_next) {/if (0) {/' \
+	'nxquota-event.nxq_test_event_storm' 'Expected'
+
 # A rule of the ledger: the full check (after the fast path declined)
 # sees what is already charged, not the new charge.
 mutant max-ignores-charge LEDGER_SRCS LEDGER_BIN counter.c \
@@ -229,7 +252,7 @@ mutant ctl-reserved-unchecked DAEMON_SRCS DAEMON_BIN ctl.c \
 	'nxquotad_ctl.ctl_test_validation' 'Expected'
 # Events a full subscriber refused are not counted in events_dropped.
 mutant ctl-drops-uncounted DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/if (dropped \&\& ev->dropped)/if (0 \&\& dropped \&\& ev->dropped)/' \
+	's/^\t\tnxq_event_lost(ev);/\t\t;/' \
 	'nxquotad_ctl.ctl_test_events' 'Expected'
 # A control socket passed by systemd is ignored.
 mutant ctl-no-activation DAEMON_SRCS DAEMON_BIN ctl.c \

@@ -1,13 +1,152 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nxquota ledger, layer 0: events (see event.h).  Each device owns a ring
- * of NXQ_EV_RING events (nxq_device.ev_ring, under ev_lock, inside the
- * device lock) and a work item that empties it into the event hook.
+ * nxquota ledger, layer 0: events (see event.h).  Each device owns three
+ * queues -- the vital ring (nxq_device.ev_vital, NXQ_EV_VITAL events),
+ * the coalesced denials (ev_denied, NXQ_EV_DENIED_SLOTS cgroups) and the
+ * ring of the others (ev_ring, NXQ_EV_RING events) -- all under ev_lock,
+ * inside the device lock, and a work item that empties them into the
+ * event hook, oldest first.  They are allocated with the device and freed
+ * with it (objects.c), after the work is flushed.
  */
+#include <linux/delay.h>
 #include <linux/ktime.h>
 #include <linux/workqueue.h>
 
 #include "event.h"
+
+/**
+ * nxq_event_vital() - is an event one that must not queue behind others?
+ * @type: enum nxq_event_type
+ * @h: the holder concerned, or NULL
+ *
+ * Kills, budget changes, devices added and removed, and tickets that call
+ * a guarantee back (RECALL) go to the device's vital ring, which denials
+ * and asks cannot fill.
+ *
+ * Context: the device lock is held for a ticket's level (as when a ticket
+ * is issued).
+ * Return: true for a vital event.
+ */
+bool nxq_event_vital(enum nxq_event_type type, struct nxq_holder *h)
+{
+	switch (type) {
+	case NXQ_EV_DEVICE_ADDED:
+	case NXQ_EV_DEVICE_REMOVED:
+	case NXQ_EV_BUDGET_CHANGED:
+	case NXQ_EV_KILLED:
+		return true;
+	case NXQ_EV_TICKET_ISSUED:
+		return h && h->ticket.level == NXQ_TICKET_LEVEL_RECALL;
+	default:
+		return false;
+	}
+}
+
+/**
+ * nxq_event_lost() - count an event no listener got
+ * @ev: the event
+ *
+ * Adds the events @ev stands for (a coalesced denial's count) to its
+ * device's events_dropped, in all and for its type.  The shells call it
+ * for an event they could not send.
+ *
+ * Context: any.
+ */
+void nxq_event_lost(const struct nxq_event *ev)
+{
+	u64 n = ev->count ? ev->count : 1;
+
+	BUILD_BUG_ON(NXQ_EV_NR > NXQ_EV_TYPES);
+	if (ev->dropped)
+		atomic64_add(n, ev->dropped);
+	if (ev->dropped_type && ev->type < NXQ_EV_NR)
+		atomic64_add(n, &ev->dropped_type[ev->type]);
+}
+
+/*
+ * The slot of @id's pending denials, or a free slot of its probe window,
+ * or NULL: NXQ_EV_DENIED_PROBE slots looked at, whatever the others hold.
+ */
+static struct nxq_ev_denied *nxq_ev_denied_slot(struct nxq_device *dev,
+						u64 id)
+{
+	struct nxq_ev_denied *d, *free = NULL;
+	unsigned int i, start;
+
+	lockdep_assert_held(&dev->ev_lock);
+	start = (u32)((id * 0x9e3779b97f4a7c15ULL) >> 32) % NXQ_EV_DENIED_SLOTS;
+	for (i = 0; i < NXQ_EV_DENIED_PROBE; i++) {
+		d = &dev->ev_denied[(start + i) % NXQ_EV_DENIED_SLOTS];
+		if (d->ev.count && d->ev.cgroup_id == id)
+			return d;
+		if (!d->ev.count && !free)
+			free = d;
+	}
+	return free;
+}
+
+/*
+ * Take the oldest event that may be sent now into @ev.  Denials go in
+ * batches (every cgroup pending when a batch starts), a batch at most every
+ * NXQ_EV_DENIED_GAP_MS; when only denials wait for the next batch, *@wait
+ * is how long.
+ */
+static bool nxq_event_take(struct nxq_device *dev, struct nxq_event *ev,
+			   u64 *wait)
+{
+	struct nxq_event *best = NULL, *o;
+	struct nxq_ev_denied *d = NULL, *p;
+	bool vital = false;
+	u64 now;
+
+	lockdep_assert_held(&dev->ev_lock);
+	if (dev->ev_vhead != dev->ev_vtail) {
+		best = &dev->ev_vital[dev->ev_vtail % NXQ_EV_VITAL];
+		vital = true;
+	}
+	if (dev->ev_head != dev->ev_tail) {
+		o = &dev->ev_ring[dev->ev_tail % NXQ_EV_RING];
+		if (!best || o->seq < best->seq) {
+			best = o;
+			vital = false;
+		}
+	}
+	if (!list_empty(&dev->ev_denied_list)) {
+		d = list_first_entry(&dev->ev_denied_list, struct nxq_ev_denied,
+				     link);
+		if (best && best->seq < d->ev.seq) {
+			d = NULL;
+		} else if (!dev->ev_denied_batch) {
+			now = ktime_get_ns();
+			if (now < dev->ev_denied_next) {
+				if (!best)
+					*wait = dev->ev_denied_next - now;
+				d = NULL;
+			} else {
+				list_for_each_entry(p, &dev->ev_denied_list,
+						    link)
+					dev->ev_denied_batch++;
+			}
+		}
+	}
+	if (d) {
+		*ev = d->ev;
+		list_del(&d->link);
+		d->ev.count = 0;
+		if (!--dev->ev_denied_batch)
+			dev->ev_denied_next = ktime_get_ns() +
+				NXQ_EV_DENIED_GAP_MS * NSEC_PER_MSEC;
+		return true;
+	}
+	if (!best)
+		return false;
+	*ev = *best;
+	if (vital)
+		dev->ev_vtail++;
+	else
+		dev->ev_tail++;
+	return true;
+}
 
 /**
  * nxq_event_work() - send a device's queued events, oldest first
@@ -15,6 +154,7 @@
  *
  * Context: a work item; takes ev_lock around each dequeue only, so the
  * hook (which allocates and multicasts) runs with no ledger lock held.
+ * Sleeps until the next batch when only denials wait for it.
  */
 void nxq_event_work(struct work_struct *work)
 {
@@ -22,15 +162,20 @@ void nxq_event_work(struct work_struct *work)
 					      ev_work);
 	const struct nxq_ledger_ops *ops = dev->ledger->ops;
 	struct nxq_event ev;
+	u64 wait;
 
 	for (;;) {
+		wait = 0;
 		spin_lock(&dev->ev_lock);
-		if (dev->ev_head == dev->ev_tail) {
+		if (!nxq_event_take(dev, &ev, &wait)) {
+			if (!wait)
+				dev->ev_busy = false;
 			spin_unlock(&dev->ev_lock);
-			return;
+			if (!wait)
+				return;
+			msleep(DIV_ROUND_UP(wait, NSEC_PER_MSEC));
+			continue;
 		}
-		ev = dev->ev_ring[dev->ev_tail % NXQ_EV_RING];
-		dev->ev_tail++;
 		spin_unlock(&dev->ev_lock);
 		ops->event(&ev);
 	}
@@ -46,9 +191,10 @@ void nxq_event_work(struct work_struct *work)
  * @value: see enum nxq_event_type
  * @reason: see struct nxq_event
  *
- * The event is queued on the device's ring and sent by nxq_event_work()
- * once the caller's locks are dropped; a full ring (or no ring) counts
- * the event in events_dropped.  Holder attach and detach only mark dumps
+ * The event is queued (see event.h for which queue) and sent by
+ * nxq_event_work() once the caller's locks are dropped; a full queue (or
+ * none) counts the event in events_dropped.  A denial joins its cgroup's
+ * pending one if there is one.  Holder attach and detach only mark dumps
  * (the changed hook), they are not queued.
  *
  * Context: the device lock or the ledger lock is held; does not sleep.
@@ -62,11 +208,15 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 		.type = type,
 		.device = dev->key,
 		.dropped = &dev->events_dropped,
+		.dropped_type = dev->events_dropped_type,
 		.bytes = bytes,
 		.value = value,
 		.reason = reason,
+		.count = 1,
 	};
+	struct nxq_ev_denied *d;
 	bool idle;
+	u64 n;
 
 	if (!ops)
 		return;
@@ -83,19 +233,42 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 	ev.cgroup_id = node ? node->id : 0;
 	ev.tgid = h ? h->tgid : 0;
 	spin_lock(&dev->ev_lock);
-	if (!dev->ev_ring || dev->ev_head - dev->ev_tail >= NXQ_EV_RING) {
-		spin_unlock(&dev->ev_lock);
-		atomic64_inc(&dev->events_dropped);
-		return;
+	if (!dev->ev_ring)
+		goto lost;
+	ev.seq = dev->ev_seq++;
+	if (type == NXQ_EV_DENIED) {
+		d = nxq_ev_denied_slot(dev, ev.cgroup_id);
+		if (!d)
+			goto lost;
+		if (d->ev.count) {
+			/* The latest details, the first's place. */
+			n = d->ev.count + 1;
+			ev.seq = d->ev.seq;
+			d->ev = ev;
+			d->ev.count = n;
+		} else {
+			d->ev = ev;
+			list_add_tail(&d->link, &dev->ev_denied_list);
+		}
+	} else if (nxq_event_vital(type, h)) {
+		if (dev->ev_vhead - dev->ev_vtail >= NXQ_EV_VITAL)
+			goto lost;
+		dev->ev_vital[dev->ev_vhead % NXQ_EV_VITAL] = ev;
+		dev->ev_vhead++;
+	} else {
+		if (dev->ev_head - dev->ev_tail >= NXQ_EV_RING)
+			goto lost;
+		dev->ev_ring[dev->ev_head % NXQ_EV_RING] = ev;
+		dev->ev_head++;
 	}
-	/*
-	 * The work empties the ring, checking under ev_lock: it needs
-	 * scheduling only when it may have seen the ring empty.
-	 */
-	idle = dev->ev_head == dev->ev_tail;
-	dev->ev_ring[dev->ev_head % NXQ_EV_RING] = ev;
-	dev->ev_head++;
+	/* The work empties the queues, and says under ev_lock when done. */
+	idle = !dev->ev_busy;
+	dev->ev_busy = true;
 	spin_unlock(&dev->ev_lock);
 	if (idle)
 		schedule_work(&dev->ev_work);
+	return;
+lost:
+	spin_unlock(&dev->ev_lock);
+	nxq_event_lost(&ev);
 }

@@ -61,6 +61,10 @@ struct nxq_node;
 struct nxq_holder;
 struct pid;
 struct nxq_event;
+struct nxq_ev_denied;
+
+/* enum nxq_event_type's NXQ_EV_NR (event.h), for per-type counters */
+#define NXQ_EV_TYPES	10
 
 /**
  * struct nxq_ask_stamp - the last victim search for one constraint
@@ -210,11 +214,22 @@ struct nxq_device {
 	char key[NXQ_DEVICE_KEY_MAX];
 	void *priv;			/* the sysfs shell's */
 	dev_t devt;			/* node proving access, 0: none; const */
-	atomic64_t events_dropped;	/* events no listener got */
-	spinlock_t ev_lock;		/* the ring below; inside dev->lock */
+	atomic64_t events_dropped;	/* events no listener got, in all */
+	atomic64_t events_dropped_type[NXQ_EV_TYPES];	/* by type */
+	spinlock_t ev_lock;		/* the queues below; inside dev->lock */
 	struct nxq_event *ev_ring;	/* ev_lock: NXQ_EV_RING entries */
 	unsigned int ev_head, ev_tail;	/* ev_lock */
-	struct work_struct ev_work;	/* sends the ring's events */
+	struct nxq_event *ev_vital;	/* ev_lock: NXQ_EV_VITAL entries */
+	unsigned int ev_vhead, ev_vtail;	/* ev_lock */
+	struct nxq_ev_denied *ev_denied;	/* ev_lock: NXQ_EV_DENIED_SLOTS */
+	struct list_head ev_denied_list;	/* ev_lock: pending, oldest
+						 * first
+						 */
+	unsigned int ev_denied_batch;	/* ev_lock: left in this batch */
+	u64 ev_denied_next;		/* ev_lock: no batch before (ns) */
+	u64 ev_seq;			/* ev_lock: events queued */
+	bool ev_busy;			/* ev_lock: the work is queued or runs */
+	struct work_struct ev_work;	/* sends the queues' events */
 
 	spinlock_t lock;		/* the counters, see above */
 	u64 capacity;			/* lock */

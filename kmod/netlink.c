@@ -637,8 +637,7 @@ void nxq_nl_event(const struct nxq_event *ev)
 	if (err != -ENOBUFS)
 		return;
 dropped:
-	if (ev->dropped)
-		atomic64_inc(ev->dropped);
+	nxq_event_lost(ev);
 }
 
 /* ---- the family ---- */

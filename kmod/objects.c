@@ -180,6 +180,14 @@ struct nxq_device *nxq_device_find(struct nxq_ledger *l, const char *key)
 	return __nxq_device_find(l, key);
 }
 
+/* The event queues (event.h), allocated or not. */
+static void nxq_device_free_events(struct nxq_device *dev)
+{
+	kfree(dev->ev_ring);
+	kfree(dev->ev_vital);
+	kfree(dev->ev_denied);
+}
+
 /**
  * nxq_device_add() - register a device
  * @l: the ledger, whose locks the caller must NOT hold
@@ -201,7 +209,7 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 				  u64 capacity, dev_t devt)
 {
 	struct nxq_device *dev;
-	int err;
+	int err, i;
 
 	if (!nxq_device_key_valid(key))
 		return ERR_PTR(-EINVAL);
@@ -211,12 +219,18 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	if (l->ops && l->ops->event) {
 		dev->ev_ring = kcalloc(NXQ_EV_RING, sizeof(*dev->ev_ring),
 				       GFP_KERNEL);
-		if (!dev->ev_ring) {
+		dev->ev_vital = kcalloc(NXQ_EV_VITAL, sizeof(*dev->ev_vital),
+					GFP_KERNEL);
+		dev->ev_denied = kcalloc(NXQ_EV_DENIED_SLOTS,
+					 sizeof(*dev->ev_denied), GFP_KERNEL);
+		if (!dev->ev_ring || !dev->ev_vital || !dev->ev_denied) {
+			nxq_device_free_events(dev);
 			kfree(dev);
 			return ERR_PTR(-ENOMEM);
 		}
 	}
 	spin_lock_init(&dev->ev_lock);
+	INIT_LIST_HEAD(&dev->ev_denied_list);
 	INIT_WORK(&dev->ev_work, nxq_event_work);
 	dev->ledger = l;
 	strscpy(dev->key, key, sizeof(dev->key));
@@ -232,6 +246,8 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	dev->devt = devt;
 	dev->default_max = 0;
 	atomic64_set(&dev->events_dropped, 0);
+	for (i = 0; i < NXQ_EV_TYPES; i++)
+		atomic64_set(&dev->events_dropped_type[i], 0);
 	dev->ticket_timeout_ms = NXQ_TICKET_TIMEOUT_MS;
 
 	mutex_lock(&l->reg_lock);
@@ -257,7 +273,7 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 fail:
 	mutex_unlock(&l->lock);
 	mutex_unlock(&l->reg_lock);
-	kfree(dev->ev_ring);
+	nxq_device_free_events(dev);
 	kfree(dev);
 	return ERR_PTR(err);
 }
@@ -379,7 +395,7 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 	flush_work(&dev->ev_work);
 	/* A charge may still use it under RCU through a holder found so. */
 	synchronize_rcu();
-	kfree(dev->ev_ring);
+	nxq_device_free_events(dev);
 	kfree(dev);
 	return 0;
 }
