@@ -920,8 +920,8 @@ void nxq_abi_device_msg(struct nxq_device *dev, const char *devt,
 {
 	static const struct nxq_abi_refusals none;
 	u64 c[12];
-	u32 timeout_ms, waiters;
-	int i = 0;
+	u32 timeout_ms, waiters, type;
+	int i = 0, t;
 
 	lockdep_assert_held(&dev->ledger->lock);
 	if (!ref)
@@ -969,6 +969,18 @@ void nxq_abi_device_msg(struct nxq_device *dev, const char *devt,
 	nxq_abi_put(m, NXQUOTA_A_DEVICE_RESTORED, NXQ_ABI_U64, ref->restored);
 	nxq_abi_put(m, NXQUOTA_A_DEVICE_RESTORE_REFUSED, NXQ_ABI_U64,
 		    ref->restore_refused);
+	/* events-dropped-<type>, in the order of the event types */
+	BUILD_BUG_ON(NXQUOTA_A_DEVICE_EVENTS_DROPPED_KILLED -
+		     NXQUOTA_A_DEVICE_EVENTS_DROPPED_DEVICE_ADDED !=
+		     NXQUOTA_EVENT_TYPE_KILLED - NXQUOTA_EVENT_TYPE_DEVICE_ADDED);
+	for (t = 1; t < NXQ_EV_NR; t++) {
+		type = nxq_abi_event_type(t);
+		if (!type)
+			continue;
+		nxq_abi_put(m, NXQUOTA_A_DEVICE_EVENTS_DROPPED_DEVICE_ADDED +
+			    type - NXQUOTA_EVENT_TYPE_DEVICE_ADDED, NXQ_ABI_U64,
+			    atomic64_read(&dev->events_dropped_type[t]));
+	}
 }
 
 /**
@@ -1098,6 +1110,9 @@ u32 nxq_abi_event_msg(const struct nxq_event *ev, struct nxq_abi_msg *m)
 	nxq_abi_put(m, NXQUOTA_A_EVENT_VALUE, NXQ_ABI_U64, ev->value);
 	nxq_abi_put(m, NXQUOTA_A_EVENT_REASON, NXQ_ABI_U32, ev->reason);
 	nxq_abi_put(m, NXQUOTA_A_EVENT_TIMESTAMP_NS, NXQ_ABI_U64, ev->ts_ns);
+	if (ev->type == NXQ_EV_DENIED)
+		nxq_abi_put(m, NXQUOTA_A_EVENT_COUNT, NXQ_ABI_U64,
+			    ev->count ? ev->count : 1);
 	return type;
 }
 
@@ -1309,7 +1324,8 @@ static void nxq_abi_test_nlops(struct kunit *test)
 static void nxq_abi_test_events(struct kunit *test)
 {
 	struct nxq_event ev = { .type = NXQ_EV_DENIED, .device = "d",
-				.cgroup_id = 5, .tgid = 9, .bytes = 7 };
+				.cgroup_id = 5, .tgid = 9, .bytes = 7,
+				.count = 3 };
 	struct nxq_abi_msg m;
 
 	KUNIT_EXPECT_EQ(test, nxq_abi_event_type(NXQ_EV_DEVICE_ADDED),
@@ -1321,9 +1337,16 @@ static void nxq_abi_test_events(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, nxq_abi_event_type(NXQ_EV_HOLDER_ADDED), 0U);
 	KUNIT_EXPECT_EQ(test, nxq_abi_event_msg(&ev, &m),
 			NXQUOTA_EVENT_TYPE_DENIED);
-	KUNIT_EXPECT_EQ(test, m.n, 8U);
+	/* a denial carries the count it stands for, last */
+	KUNIT_EXPECT_EQ(test, m.n, 9U);
 	KUNIT_EXPECT_EQ(test, m.a[0].type, NXQUOTA_A_EVENT_TYPE);
 	KUNIT_EXPECT_STREQ(test, m.a[1].s, "d");
+	KUNIT_EXPECT_EQ(test, m.a[8].type, NXQUOTA_A_EVENT_COUNT);
+	KUNIT_EXPECT_EQ(test, m.a[8].v, 3ULL);
+	ev.type = NXQ_EV_KILLED;
+	KUNIT_EXPECT_EQ(test, nxq_abi_event_msg(&ev, &m),
+			NXQUOTA_EVENT_TYPE_KILLED);
+	KUNIT_EXPECT_EQ(test, m.n, 8U);
 	ev.type = NXQ_EV_HOLDER_REMOVED;
 	KUNIT_EXPECT_EQ(test, nxq_abi_event_msg(&ev, &m), 0U);
 	KUNIT_EXPECT_EQ(test, m.n, 0U);

@@ -39,7 +39,8 @@
  * namespace root, as in sysfs.
  *
  * Events that cannot be allocated, or that a listener's full socket
- * refuses, are counted in the device's events_dropped.
+ * refuses, are counted in the device's events_dropped, in all and by type
+ * (nxq_event_lost()).
  */
 #include <linux/atomic.h>
 #include <linux/capability.h>
@@ -567,7 +568,7 @@ static size_t nxq_nl_event_size(void)
 {
 	return nla_total_size(sizeof(u32)) * 3 +
 	       nla_total_size(NXQ_DEVICE_KEY_MAX) +
-	       nla_total_size_64bit(sizeof(u64)) * 4;
+	       nla_total_size_64bit(sizeof(u64)) * 5;
 }
 
 /**

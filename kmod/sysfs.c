@@ -413,6 +413,25 @@ static ssize_t events_dropped_show(struct kobject *kobj,
 static struct kobj_attribute nxq_events_dropped_attr =
 	__ATTR_RO(events_dropped);
 
+/* events_dropped_<type>: of events_dropped, the events of one type. */
+#define NXQ_DEV_DROPPED(name, type)					\
+static ssize_t events_dropped_##name##_show(struct kobject *kobj,	\
+		struct kobj_attribute *attr, char *buf)			\
+{									\
+	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(	\
+		&to_dev(kobj)->events_dropped_type[type]));		\
+}									\
+static struct kobj_attribute nxq_events_dropped_##name##_attr =		\
+	__ATTR_RO(events_dropped_##name)
+
+NXQ_DEV_DROPPED(device_added, NXQ_EV_DEVICE_ADDED);
+NXQ_DEV_DROPPED(device_removed, NXQ_EV_DEVICE_REMOVED);
+NXQ_DEV_DROPPED(budget_changed, NXQ_EV_BUDGET_CHANGED);
+NXQ_DEV_DROPPED(denied, NXQ_EV_DENIED);
+NXQ_DEV_DROPPED(ticket_issued, NXQ_EV_TICKET_ISSUED);
+NXQ_DEV_DROPPED(ticket_answered, NXQ_EV_TICKET_ANSWERED);
+NXQ_DEV_DROPPED(killed, NXQ_EV_KILLED);
+
 static ssize_t dev_holders_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
 {
@@ -548,6 +567,13 @@ static struct attribute *nxq_dev_attrs[] = {
 	&nxq_devt_attr.attr,
 	&nxq_default_max_attr.attr,
 	&nxq_events_dropped_attr.attr,
+	&nxq_events_dropped_device_added_attr.attr,
+	&nxq_events_dropped_device_removed_attr.attr,
+	&nxq_events_dropped_budget_changed_attr.attr,
+	&nxq_events_dropped_denied_attr.attr,
+	&nxq_events_dropped_ticket_issued_attr.attr,
+	&nxq_events_dropped_ticket_answered_attr.attr,
+	&nxq_events_dropped_killed_attr.attr,
 	&nxq_set_budget_attr.attr,
 	&nxq_clear_budget_attr.attr,
 	NULL,

@@ -48,6 +48,7 @@ void str_to(char *dst, size_t size, struct nlattr *a)
 int dev_cb(struct nlattr **tb, void *arg)
 {
 	struct dev *d = vec_add(arg);
+	int t;
 
 	str_to(d->key, sizeof(d->key), tb[NXQUOTA_A_DEVICE_KEY]);
 	d->capacity = u64_or(tb[NXQUOTA_A_DEVICE_CAPACITY], 0);
@@ -69,6 +70,12 @@ int dev_cb(struct nlattr **tb, void *arg)
 	d->creds_refused = u64_or(tb[NXQUOTA_A_DEVICE_CREDS_REFUSED], 0);
 	d->restored = u64_or(tb[NXQUOTA_A_DEVICE_RESTORED], 0);
 	d->restore_refused = u64_or(tb[NXQUOTA_A_DEVICE_RESTORE_REFUSED], 0);
+	/* absent from an authority that predates them: 0 */
+	for (t = NXQUOTA_EVENT_TYPE_DEVICE_ADDED;
+	     t <= NXQUOTA_EVENT_TYPE_KILLED; t++)
+		d->events_dropped_type[t] = u64_or(
+			tb[NXQUOTA_A_DEVICE_EVENTS_DROPPED_DEVICE_ADDED + t -
+			   NXQUOTA_EVENT_TYPE_DEVICE_ADDED], 0);
 	return 0;
 }
 

@@ -20,6 +20,8 @@ struct dev {
 	uint64_t capacity, used, denials, capacity_hits, tickets, bytes_asked;
 	uint64_t bytes_released, kills, waits, timeouts;
 	uint64_t default_max, events_dropped;
+	/* of events_dropped, by NXQUOTA_EVENT_TYPE_* (0 unused) */
+	uint64_t events_dropped_type[NXQUOTA_EVENT_TYPE_KILLED + 1];
 	/* nxquotad's alone (the module has no such bounds or restarts: 0) */
 	uint64_t conns_refused, creds_refused, restored, restore_refused;
 	uint32_t holders, ticket_timeout_ms;

@@ -543,12 +543,24 @@ static void json_max(FILE *f, const char *name, uint64_t v)
 		json_u64(f, name, v, true);
 }
 
+/* Event types' names, by NXQUOTA_EVENT_TYPE_*. */
+static const char *const event_names[] = {
+	[NXQUOTA_EVENT_TYPE_DEVICE_ADDED] = "device-added",
+	[NXQUOTA_EVENT_TYPE_DEVICE_REMOVED] = "device-removed",
+	[NXQUOTA_EVENT_TYPE_BUDGET_CHANGED] = "budget-changed",
+	[NXQUOTA_EVENT_TYPE_DENIED] = "denied",
+	[NXQUOTA_EVENT_TYPE_TICKET_ISSUED] = "ticket-issued",
+	[NXQUOTA_EVENT_TYPE_TICKET_ANSWERED] = "ticket-answered",
+	[NXQUOTA_EVENT_TYPE_KILLED] = "killed",
+};
+
 static void status_json(struct ledger *l, const struct attribution *at)
 {
 	struct dev *d = l->devs.v;
 	struct node *n = l->nodes.v;
 	struct holder *h = l->holders.v;
 	size_t i;
+	int t;
 
 	printf("{\"devices\":[");
 	for (i = 0; i < l->devs.n; i++, d++) {
@@ -575,8 +587,14 @@ static void status_json(struct ledger *l, const struct attribution *at)
 			printf("null");
 		printf(",");
 		json_max(stdout, "default_max", d->default_max);
-		json_u64(stdout, "events_dropped", d->events_dropped, false);
-		printf("}");
+		json_u64(stdout, "events_dropped", d->events_dropped, true);
+		printf("\"events_dropped_type\":{");
+		for (t = NXQUOTA_EVENT_TYPE_DEVICE_ADDED;
+		     t <= NXQUOTA_EVENT_TYPE_KILLED; t++)
+			json_u64(stdout, event_names[t],
+				 d->events_dropped_type[t],
+				 t < NXQUOTA_EVENT_TYPE_KILLED);
+		printf("}}");
 	}
 	printf("],\"budgets\":[");
 	for (i = 0; i < l->nodes.n; i++, n++) {
@@ -1163,15 +1181,6 @@ usage:
 
 /* ---- events ----------------------------------------------------------------- */
 
-static const char *const event_names[] = {
-	[NXQUOTA_EVENT_TYPE_DEVICE_ADDED] = "device-added",
-	[NXQUOTA_EVENT_TYPE_DEVICE_REMOVED] = "device-removed",
-	[NXQUOTA_EVENT_TYPE_BUDGET_CHANGED] = "budget-changed",
-	[NXQUOTA_EVENT_TYPE_DENIED] = "denied",
-	[NXQUOTA_EVENT_TYPE_TICKET_ISSUED] = "ticket-issued",
-	[NXQUOTA_EVENT_TYPE_TICKET_ANSWERED] = "ticket-answered",
-	[NXQUOTA_EVENT_TYPE_KILLED] = "killed",
-};
 
 /*
  * Events name cgroups by id; a second connection's dumps name them by
@@ -1261,7 +1270,8 @@ static int on_event(struct nl_msg *msg, void *arg)
 		else
 			printf("null");
 		if (type == NXQUOTA_EVENT_TYPE_DENIED) {
-			printf(",\"refused_by\":");
+			printf(",\"count\":%" PRIu64 ",\"refused_by\":",
+			       u64_or(tb[NXQUOTA_A_EVENT_COUNT], 1));
 			if (by)
 				nxq_json_string(stdout, by);
 			else
@@ -1299,6 +1309,10 @@ static int on_event(struct nl_msg *msg, void *arg)
 			printf(" refused-by=#%" PRIu64, value);
 		else if (reason == ENOSPC)
 			printf(" refused-by=device");
+		/* coalesced: the latest of count denials */
+		if (u64_or(tb[NXQUOTA_A_EVENT_COUNT], 1) != 1)
+			printf(" count=%" PRIu64,
+			       u64_or(tb[NXQUOTA_A_EVENT_COUNT], 1));
 		break;
 	case NXQUOTA_EVENT_TYPE_TICKET_ISSUED:
 		printf(" asked=%s generation=%" PRIu64 " reason=%u",
@@ -1597,7 +1611,7 @@ static int cmd_metrics(struct ctl *n, int argc)
 	struct node *nd;
 	struct dev *d;
 	size_t i, j;
-	int rc;
+	int rc, t;
 
 	if (argc) {
 		warnx_("usage: metrics");
@@ -1614,6 +1628,18 @@ static int cmd_metrics(struct ctl *n, int argc)
 			printf("} %" PRIu64 "\n", field(d, &dev_metrics[j]));
 		}
 	}
+	printf("# HELP nxquota_device_events_dropped_type_total Of "
+	       "events_dropped, the events of one type.\n"
+	       "# TYPE nxquota_device_events_dropped_type_total counter\n");
+	for (i = 0, d = l.devs.v; i < l.devs.n; i++, d++)
+		for (t = NXQUOTA_EVENT_TYPE_DEVICE_ADDED;
+		     t <= NXQUOTA_EVENT_TYPE_KILLED; t++) {
+			printf("nxquota_device_events_dropped_type_total"
+			       "{device=");
+			nxq_prom_label(stdout, d->key);
+			printf(",type=\"%s\"} %" PRIu64 "\n", event_names[t],
+			       d->events_dropped_type[t]);
+		}
 	for (j = 0; j < sizeof(node_metrics) / sizeof(node_metrics[0]); j++) {
 		head(&node_metrics[j]);
 		for (i = 0, nd = l.nodes.v; i < l.nodes.n; i++, nd++) {

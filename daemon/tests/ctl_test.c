@@ -914,6 +914,15 @@ static void ctl_test_events(struct kunit *test)
 	dropped = nla_get_u64(dtb[NXQUOTA_A_DEVICE_EVENTS_DROPPED]);
 	KUNIT_EXPECT_GT(test, dropped, 0);
 	KUNIT_EXPECT_LT(test, dropped, 1200);
+	/* by type: all of them budget changes */
+	KUNIT_ASSERT_NOT_NULL(test,
+		dtb[NXQUOTA_A_DEVICE_EVENTS_DROPPED_BUDGET_CHANGED]);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(
+		dtb[NXQUOTA_A_DEVICE_EVENTS_DROPPED_BUDGET_CHANGED]), dropped);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(
+		dtb[NXQUOTA_A_DEVICE_EVENTS_DROPPED_DENIED]), 0);
+	KUNIT_EXPECT_EQ(test, nla_get_u64(
+		dtb[NXQUOTA_A_DEVICE_EVENTS_DROPPED_KILLED]), 0);
 	reply_free(&r);
 	close(stuck);
 	close(other);

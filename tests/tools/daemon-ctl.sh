@@ -112,7 +112,10 @@ assert b["max_set"] and b["effective_max"] == 2 << 30 and b["effective_min"] == 
 a = [n for n in d["budgets"] if n["path"] == "/a"][0]
 assert a["claimed"] == 512 << 20 and not a["overcommitted"] and a["min"] == 0, a
 assert [n for n in d["budgets"] if n["path"] == "/"][0]["parent_id"] is None
-assert d["devices"][0]["devt"] == "195:0" and d["holders"] == []' "$tmp/out" ||
+assert d["devices"][0]["devt"] == "195:0" and d["holders"] == []
+t = d["devices"][0]["events_dropped_type"]
+assert sorted(t) == sorted(["device-added", "device-removed", "budget-changed",
+    "denied", "ticket-issued", "ticket-answered", "killed"]) and not any(t.values()), t' "$tmp/out" ||
 	fail "status --json: $(cat "$tmp/out")"
 
 # ---- metrics --------------------------------------------------------------
@@ -126,6 +129,9 @@ has "$tmp/out" 'nxquota_budget_claimed_bytes{device="gpu0",cgroup="/a"} 53687091
 has "$tmp/out" 'nxquota_budget_overcommitted{device="gpu0",cgroup="/a"} 0'
 
 has "$tmp/out" 'nxquota_device_events_dropped_total{device="gpu0"} 0'
+has "$tmp/out" '# TYPE nxquota_device_events_dropped_type_total counter'
+has "$tmp/out" 'nxquota_device_events_dropped_type_total{device="gpu0",type="denied"} 0'
+has "$tmp/out" 'nxquota_device_events_dropped_type_total{device="gpu0",type="killed"} 0'
 # nxquotad's refusals and restores (issue 21): none here
 has "$tmp/out" 'nxquota_device_conns_refused_total{device="gpu0"} 0'
 has "$tmp/out" 'nxquota_device_creds_refused_total{device="gpu0"} 0'
