@@ -241,9 +241,13 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 		if (!d)
 			goto lost;
 		if (d->ev.count) {
-			/* The latest details, the first's place. */
+			/*
+			 * The latest details, the first's place and time (so
+			 * that timestamps do not go back in the order sent).
+			 */
 			n = d->ev.count + 1;
 			ev.seq = d->ev.seq;
+			ev.ts_ns = d->ev.ts_ns;
 			d->ev = ev;
 			d->ev.count = n;
 		} else {

@@ -53,9 +53,10 @@ enum nxq_event_type {
  * @dropped: the device's counter of events no listener got, in all
  * @dropped_type: the device's counters of them by type (NXQ_EV_NR)
  * @count: the events this one stands for: a coalesced denial's count of
- *	denials (the other fields are the latest one's), else 1
+ *	denials (the other fields are the latest one's, but @seq and @ts_ns
+ *	the first's), else 1
  * @seq: the device's sequence number of the (first) event, for the order
- * @ts_ns: ktime_get_ns() when it happened (a coalesced denial: the latest)
+ * @ts_ns: ktime_get_ns() when it happened (a coalesced denial: the first)
  */
 struct nxq_event {
 	enum nxq_event_type type;
@@ -74,7 +75,8 @@ struct nxq_event {
 
 /**
  * struct nxq_ev_denied - a cgroup's coalesced denials, pending
- * @ev: the latest denial, @ev.count of them, @ev.seq the first's
+ * @ev: the latest denial, @ev.count of them, @ev.seq and @ev.ts_ns the
+ *	first's
  * @link: in nxq_device.ev_denied_list, oldest first
  *
  * Free while @ev.count is 0.  Under nxq_device.ev_lock.

@@ -18,6 +18,7 @@ static struct {
 	u64 count[EV_MAX];
 	u64 seq[EV_MAX];
 	u64 at[EV_MAX];
+	u64 ts[EV_MAX];
 } rec;
 
 /* A gate: the hook's next call waits in it until the test opens it. */
@@ -38,6 +39,7 @@ static void rec_event(const struct nxq_event *ev)
 		rec.count[rec.n] = ev->count;
 		rec.seq[rec.n] = ev->seq;
 		rec.at[rec.n] = ktime_get_ns();
+		rec.ts[rec.n] = ev->ts_ns;
 	}
 	rec.n++;
 }
@@ -173,8 +175,11 @@ static void nxq_test_event_storm(struct kunit *test)
 	KUNIT_EXPECT_LE(test, denied, 3 + (int)ms / NXQ_EV_DENIED_GAP_MS);
 	KUNIT_EXPECT_EQ(test, rec.n, kills + 2 + denied);
 	for (i = 0; i < rec.n && i < EV_MAX; i++) {
-		if (i)
+		if (i) {
 			KUNIT_EXPECT_LT(test, rec.seq[i - 1], rec.seq[i]);
+			/* timestamps do not go back: a denial's is its first */
+			KUNIT_EXPECT_LE(test, rec.ts[i - 1], rec.ts[i]);
+		}
 		if (rec.type[i] == NXQ_EV_DENIED)
 			last = i;
 	}
