@@ -86,10 +86,11 @@ static struct nxq_ev_denied *nxq_ev_denied_slot(struct nxq_device *dev,
 }
 
 /*
- * Take the oldest event that may be sent now into @ev.  Denials go in
- * batches (every cgroup pending when a batch starts), a batch at most every
- * NXQ_EV_DENIED_GAP_MS; when only denials wait for the next batch, *@wait
- * is how long.
+ * Take the oldest event into @ev.  Denials go in batches (every cgroup
+ * pending when a batch starts), a batch at most every NXQ_EV_DENIED_GAP_MS,
+ * but a denial older than another event that waits is sent at once (so no
+ * event waits for a batch, and the order holds); when only denials wait
+ * for the next batch, *@wait is how long.
  */
 static bool nxq_event_take(struct nxq_device *dev, struct nxq_event *ev,
 			   u64 *wait)
@@ -116,6 +117,12 @@ static bool nxq_event_take(struct nxq_device *dev, struct nxq_event *ev,
 				     link);
 		if (best && best->seq < d->ev.seq) {
 			d = NULL;
+		} else if (best) {
+			/*
+			 * Older than an event waiting behind it: sent now,
+			 * gap or not, so that nothing waits for denials and
+			 * the order holds.
+			 */
 		} else if (!dev->ev_denied_batch) {
 			now = ktime_get_ns();
 			if (now < dev->ev_denied_next) {
@@ -133,7 +140,7 @@ static bool nxq_event_take(struct nxq_device *dev, struct nxq_event *ev,
 		*ev = d->ev;
 		list_del(&d->link);
 		d->ev.count = 0;
-		if (!--dev->ev_denied_batch)
+		if (dev->ev_denied_batch && !--dev->ev_denied_batch)
 			dev->ev_denied_next = ktime_get_ns() +
 				NXQ_EV_DENIED_GAP_MS * NSEC_PER_MSEC;
 		return true;

@@ -82,7 +82,8 @@ static void nl_put_str(struct nl_msg *m, uint16_t type, const char *s)
 	nl_put(m, type, s, strlen(s) + 1);
 }
 
-static void nl_put_u64(struct nl_msg *m, uint16_t type, uint64_t v)
+static SC_UNUSED void nl_put_u64(struct nl_msg *m, uint16_t type,
+			     uint64_t v)
 {
 	nl_put(m, type, &v, sizeof(v));
 }
