@@ -94,6 +94,11 @@ mutant events-denials-uncoalesced LEDGER_SRCS LEDGER_BIN event.c \
 mutant events-drops-untyped LEDGER_SRCS LEDGER_BIN event.c \
 	's/atomic64_add(n, &ev->dropped_type\[ev->type\]);/;/' \
 	'nxquota-event.nxq_test_event_drops' 'Expected'
+# A denial held by the gap is overtaken by a later event (the order and
+# the timestamps go back), instead of being sent ahead of it.
+mutant events-denial-overtaken LEDGER_SRCS LEDGER_BIN event.c \
+	's/} else if (best) {/} else if (0) {/' \
+	'nxquota-event.nxq_test_event_storm' 'Expected'
 # Denials sent as fast as they come: no gap between batches.
 mutant events-denials-ungapped LEDGER_SRCS LEDGER_BIN event.c \
 	's/if (now < dev->ev_denied_next) {/if (0) {/' \

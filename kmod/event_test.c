@@ -199,6 +199,19 @@ static void nxq_test_event_storm(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, rec.n, 2);
 	KUNIT_EXPECT_GE(test, rec.at[1] - rec.at[0],
 			(u64)NXQ_EV_DENIED_GAP_MS * NSEC_PER_MSEC);
+	/*
+	 * A kill behind a denial held by the gap: the denial goes first, at
+	 * once, rather than the kill overtaking it (time would go back).
+	 */
+	spin_lock(&dev->lock);
+	nxq_event(dev, NXQ_EV_DENIED, &a, NULL, MiB, 3, EDQUOT);
+	nxq_event(dev, NXQ_EV_KILLED, NULL, &v, MiB, 0, 0);
+	spin_unlock(&dev->lock);
+	flush_work(&dev->ev_work);
+	KUNIT_ASSERT_EQ(test, rec.n, 4);
+	KUNIT_EXPECT_EQ(test, rec.type[2], NXQ_EV_DENIED);
+	KUNIT_EXPECT_EQ(test, rec.type[3], NXQ_EV_KILLED);
+	KUNIT_EXPECT_LE(test, rec.ts[2], rec.ts[3]);
 
 	KUNIT_EXPECT_EQ(test, nxq_device_remove(&l, "gpu0"), 0);
 	nxq_ledger_destroy(&l);
