@@ -96,7 +96,7 @@ static bool nxq_event_take(struct nxq_device *dev, struct nxq_event *ev,
 			   u64 *wait)
 {
 	struct nxq_event *best = NULL, *o;
-	struct nxq_ev_denied *d = NULL, *p;
+	struct nxq_ev_denied *d = NULL;
 	bool vital = false;
 	u64 now;
 
@@ -130,15 +130,14 @@ static bool nxq_event_take(struct nxq_device *dev, struct nxq_event *ev,
 					*wait = dev->ev_denied_next - now;
 				d = NULL;
 			} else {
-				list_for_each_entry(p, &dev->ev_denied_list,
-						    link)
-					dev->ev_denied_batch++;
+				dev->ev_denied_batch = dev->ev_denied_nr;
 			}
 		}
 	}
 	if (d) {
 		*ev = d->ev;
 		list_del(&d->link);
+		dev->ev_denied_nr--;
 		d->ev.count = 0;
 		if (dev->ev_denied_batch && !--dev->ev_denied_batch)
 			dev->ev_denied_next = ktime_get_ns() +
@@ -260,6 +259,7 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 		} else {
 			d->ev = ev;
 			list_add_tail(&d->link, &dev->ev_denied_list);
+			dev->ev_denied_nr++;
 		}
 	} else if (nxq_event_vital(type, h)) {
 		if (dev->ev_vhead - dev->ev_vtail >= NXQ_EV_VITAL)

@@ -225,6 +225,7 @@ struct nxq_device {
 	struct list_head ev_denied_list;	/* ev_lock: pending, oldest
 						 * first
 						 */
+	unsigned int ev_denied_nr;	/* ev_lock: entries of the list */
 	unsigned int ev_denied_batch;	/* ev_lock: left in this batch */
 	u64 ev_denied_next;		/* ev_lock: no batch before (ns) */
 	u64 ev_seq;			/* ev_lock: events queued */
