@@ -92,14 +92,11 @@ if [ "$MODE" = prebuild ]; then
 	nl="-Wl,-Bstatic -lnl-genl-3 -lnl-3 -Wl,-Bdynamic"
 	make -s $J -C "$TOP/daemon" B="$BIN/daemon" SAN= NL_LIBS="$nl" "$BIN/daemon/nxquotad" || exit 1
 	cp "$BIN/daemon/nxquotad" "$BIN/"
-	# tools/Makefile's nxquotactl rule, with libnl static
-	cc -O2 -g -std=gnu11 -I"$TOP/include/uapi" -I"$TOP/lib" \
-		-DNXQ_VERSION="\"$(cat "$TOP/VERSION")\"" \
-		$(pkg-config --cflags libnl-genl-3.0 2>/dev/null || echo -I/usr/include/libnl3) \
-		-o "$BIN/nxquotactl" "$TOP/tools/nxquotactl.c" "$TOP/tools/ctl.c" \
-		"$TOP/tools/ledger.c" "$TOP/tools/fmt.c" "$TOP/tools/nvml.c" \
-		"$TOP/tools/cdi.c" "$TOP/lib/size.c" $nl -ldl -pthread ||
-		exit 1
+	# tools/Makefile's nxquotactl rule, with libnl and json-c static; the
+	# tree's own nxquotactl is built again by the next make -C tools
+	make -s $J -C "$TOP/tools" -B NL_LIBS="$nl -pthread" \
+		CTL_JSON_LIBS="-Wl,-Bstatic -ljson-c -Wl,-Bdynamic" nxquotactl || exit 1
+	mv "$TOP/tools/nxquotactl" "$BIN/nxquotactl" || exit 1
 	ls -l "$BIN"
 	echo "demo-gpu: carry build/demo-gpu-bin to the GPU machine"
 	exit 0

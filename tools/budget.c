@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotactl set and clear: one cgroup's budget on one device, and the
+ * line that says what changed.  Owns nothing past the call.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <netlink/netlink.h>
+#include <netlink/genl/genl.h>
+#include <netlink/genl/ctrl.h>
+#include <linux/netlink.h>
+
+#include <linux/nxquota.h>
+
+#include "ctl.h"
+#include "fmt.h"
+#include "ledger.h"
+#include "nxquotactl.h"
+
+/* The attribute of a "holders-max=N"-style word, or 0. */
+static int limit_attr(const char *w)
+{
+	static const struct {
+		const char *name;
+		int attr;
+	} lims[] = {
+		{ "holders-max=", NXQUOTA_A_BUDGET_HOLDERS_MAX },
+		{ "waiters-max=", NXQUOTA_A_BUDGET_WAITERS_MAX },
+		{ "priority-max=", NXQUOTA_A_BUDGET_PRIORITY_MAX },
+		{ "wait-max-ms=", NXQUOTA_A_BUDGET_WAIT_MAX_MS },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++)
+		if (!strncmp(w, lims[i].name, strlen(lims[i].name)))
+			return lims[i].attr;
+	return 0;
+}
+
+/* The budget node of @path on @device as a dump shows it, or NULL. */
+static struct node *find_node(struct ctl *n, const char *device,
+			      const char *path, struct vec *v)
+{
+	struct reply r = { .data = node_cb, .arg = v,
+			   .maxattr = NXQUOTA_A_BUDGET_LAST };
+	struct nl_msg *msg = ctl_new(n, NXQUOTA_CMD_BUDGET_GET, NLM_F_DUMP);
+	struct node *nd;
+	size_t i;
+
+	/* Quiet: a missing device is the set's own error to report. */
+	*v = (struct vec){ .size = sizeof(struct node) };
+	nla_put_string(msg, NXQUOTA_A_BUDGET_DEVICE, device);
+	if (ctl_request(n, msg, &r))
+		return NULL;
+	for (i = 0, nd = v->v; i < v->n; i++, nd++)
+		if (!strcmp(nd->path, path))
+			return nd;
+	return NULL;
+}
+
+static const char *own_max(const struct node *nd, char *buf)
+{
+	return nd && nd->max_set ? nxq_format_size(nd->max, true, buf) : "-";
+}
+
+static const char *own_min(const struct node *nd, char *buf)
+{
+	return nd && nd->min ? nxq_format_size(nd->min, false, buf) : "-";
+}
+
+/*
+ * What a set or clear changed, on stdout: each field before and after,
+ * then what binds the cgroup now.  Sizes as status shows them.
+ */
+static void say_changed(const char *path, const char *device,
+			const struct node *was, const struct node *now,
+			bool lim_given)
+{
+	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN];
+	bool any = false;
+
+	printf("%s on %s:", path, device);
+	if (strcmp(own_max(was, a), own_max(now, b))) {
+		printf(" max %s -> %s", own_max(was, a), own_max(now, b));
+		any = true;
+	}
+	if (strcmp(own_min(was, a), own_min(now, b))) {
+		printf("%s min %s -> %s", any ? "," : "", own_min(was, a),
+		       own_min(now, b));
+		any = true;
+	}
+	if ((was && was->kill_on_ignore) != (now && now->kill_on_ignore)) {
+		printf("%s kill-on-ignore %d -> %d", any ? "," : "",
+		       was && was->kill_on_ignore, now && now->kill_on_ignore);
+		any = true;
+	}
+	if (was && now && (was->holders_max != now->holders_max ||
+			   was->waiters_max != now->waiters_max ||
+			   was->priority_max != now->priority_max ||
+			   was->wait_max_ms != now->wait_max_ms)) {
+		printf("%s limits %u/%u/%u/%u -> %u/%u/%u/%u", any ? "," : "",
+		       was->holders_max, was->waiters_max, was->priority_max,
+		       was->wait_max_ms, now->holders_max, now->waiters_max,
+		       now->priority_max, now->wait_max_ms);
+		any = true;
+	} else if (!was && now && lim_given) {
+		printf("%s limits %u/%u/%u/%u", any ? "," : "",
+		       now->holders_max, now->waiters_max, now->priority_max,
+		       now->wait_max_ms);
+		any = true;
+	}
+	if (!any)
+		printf(" unchanged");
+	if (now)
+		printf("; effective max %s, effective min %s%s",
+		       nxq_format_size(now->emax, true, a),
+		       nxq_format_size(now->emin, false, b),
+		       now->overcommitted ? "; its children overcommit it" :
+		       "");
+	else
+		printf("; no budget node left");
+	printf("\n");
+}
+
+int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
+{
+	struct vec before = { 0 }, after = { 0 };
+	struct node *was, *now;
+	bool lim_given = false;
+	struct reply r = { 0 };
+	struct nl_msg *msg;
+	uint64_t v;
+	int i, err;
+
+	if (argc < 2 || (set && argc < 3) || (!set && argc != 2)) {
+		warnx_(set ? "usage: set CGROUP DEVICE [max=SIZE] [min=SIZE] "
+			     "[kill-on-ignore=0|1] [holders-max=N] "
+			     "[waiters-max=N] [priority-max=N] [wait-max-ms=N] "
+			     "[overcommit]"
+			   : "usage: clear CGROUP DEVICE");
+		return EX_USAGE;
+	}
+	if (argv[0][0] != '/') {
+		warnx_("%s: a cgroup is a path from the cgroup2 root, such as "
+		       "/kubepods/pod1", argv[0]);
+		return EX_USAGE;
+	}
+	msg = ctl_new(n, set ? NXQUOTA_CMD_BUDGET_SET : NXQUOTA_CMD_BUDGET_CLEAR,
+		     0);
+	nla_put_string(msg, NXQUOTA_A_BUDGET_CGROUP_PATH, argv[0]);
+	nla_put_string(msg, NXQUOTA_A_BUDGET_DEVICE, argv[1]);
+	for (i = 2; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+		bool is_max = !strncmp(argv[i], "max=", 4);
+		bool is_kill = !strncmp(argv[i], "kill-on-ignore=", 15);
+		int lim = limit_attr(argv[i]);
+
+		if (!strcmp(argv[i], "overcommit") ||
+		    !strcmp(argv[i], "--overcommit")) {
+			nla_put_flag(msg, NXQUOTA_A_BUDGET_OVERCOMMIT);
+			continue;
+		}
+		if (lim) {
+			char *end;
+			unsigned long long x = strtoull(eq + 1, &end, 10);
+
+			if (eq[1] < '0' || eq[1] > '9' || *end ||
+			    x >= UINT32_MAX) {
+				warnx_("%s: not a number", argv[i]);
+				nlmsg_free(msg);
+				return EX_USAGE;
+			}
+			nla_put_u32(msg, lim, (uint32_t)x);
+			lim_given = true;
+			continue;
+		}
+		if (!eq || (!is_max && !is_kill && strncmp(argv[i], "min=", 4))) {
+			warnx_("%s: expected max=SIZE, min=SIZE, "
+			       "kill-on-ignore=0|1, a limit or overcommit",
+			       argv[i]);
+			nlmsg_free(msg);
+			return EX_USAGE;
+		}
+		if (is_kill) {
+			if (strcmp(eq + 1, "0") && strcmp(eq + 1, "1")) {
+				warnx_("%s: kill-on-ignore is 0 or 1", argv[i]);
+				nlmsg_free(msg);
+				return EX_USAGE;
+			}
+			nla_put_u8(msg, NXQUOTA_A_BUDGET_KILL_ON_IGNORE,
+				   eq[1] == '1');
+			continue;
+		}
+		err = nxq_parse_size(eq + 1, is_max, &v);
+		if (err) {
+			warnx_("%s: not a size (bytes, or with a K, M, G, T, P "
+			       "or E suffix, also Ki..Ei: powers of 1024%s)",
+			       argv[i], is_max ? "; or max" : "");
+			nlmsg_free(msg);
+			return EX_USAGE;
+		}
+		nla_put_u64(msg, is_max ? NXQUOTA_A_BUDGET_MAX :
+			    NXQUOTA_A_BUDGET_MIN, v);
+	}
+	was = find_node(n, argv[1], argv[0], &before);
+	if (ctl_request(n, msg, &r)) {
+		free(before.v);
+		return ctl_report(set ? "set" : "clear", &r);
+	}
+	now = find_node(n, argv[1], argv[0], &after);
+	say_changed(argv[0], argv[1], was, now, lim_given);
+	free(before.v);
+	free(after.v);
+	return EX_OK;
+}

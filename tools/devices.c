@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotactl devices: list, register, default-max, unregister, capacity,
+ * and sync (every CUDA GPU, its capacity read through libcuda.so.1 loaded
+ * with dlopen).  Owns nothing past the call; libcuda stays loaded.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <netlink/netlink.h>
+#include <netlink/genl/genl.h>
+#include <netlink/genl/ctrl.h>
+#include <linux/netlink.h>
+
+#include <linux/nxquota.h>
+
+#include "ctl.h"
+#include "fmt.h"
+#include "ledger.h"
+#include "nxquotactl.h"
+#include "gpu_node.h"
+
+static int device_cmd(struct ctl *n, uint8_t cmd, const char *key,
+		      const uint64_t *capacity, const char *devt,
+		      const uint64_t *default_max, struct reply *r)
+{
+	struct nl_msg *msg = ctl_new(n, cmd, 0);
+
+	memset(r, 0, sizeof(*r));
+	nla_put_string(msg, NXQUOTA_A_DEVICE_KEY, key);
+	if (capacity)
+		nla_put_u64(msg, NXQUOTA_A_DEVICE_CAPACITY, *capacity);
+	if (devt && devt[0])
+		nla_put_string(msg, NXQUOTA_A_DEVICE_DEVT, devt);
+	if (default_max)
+		nla_put_u64(msg, NXQUOTA_A_DEVICE_DEFAULT_MAX, *default_max);
+	return ctl_request(n, msg, r);
+}
+
+/*
+ * "MAJOR:MINOR" of the NVIDIA node of "GPU-<uuid>" (the Device Minor of
+ * the /proc/driver/nvidia/gpus entry whose GPU UUID is the key), or "".
+ */
+static void gpu_devt(const char *key, char *out, size_t size)
+{
+	int minor = nxq__gpu_minor(key);
+	char path[64];
+	struct stat st;
+
+	out[0] = '\0';
+	if (minor < 0)
+		return;
+	snprintf(path, sizeof(path), "/dev/nvidia%d", minor);
+	if (stat(path, &st) == 0 && S_ISCHR(st.st_mode))
+		snprintf(out, size, "%u:%u", major(st.st_rdev),
+			 minor(st.st_rdev));
+}
+
+/* The CUDA driver API, loaded at run time: no toolkit needed to build. */
+typedef int (*cu_init_t)(unsigned int);
+typedef int (*cu_count_t)(int *);
+typedef int (*cu_get_t)(int *, int);
+typedef int (*cu_uuid_t)(unsigned char *, int);
+typedef int (*cu_mem_t)(size_t *, int);
+
+static int devices_sync(struct ctl *n, bool dry_run)
+{
+	cu_init_t cu_init;
+	cu_count_t cu_count;
+	cu_get_t cu_get;
+	cu_uuid_t cu_uuid;
+	cu_mem_t cu_mem;
+	int i, count = 0, rc = EX_OK, err;
+	void *lib;
+
+	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	if (!lib) {
+		warnx_("devices sync: cannot load the CUDA driver "
+		       "(libcuda.so.1): %s; is the NVIDIA driver installed?",
+		       dlerror());
+		return EX_FAIL;
+	}
+	cu_init = (cu_init_t)dlsym(lib, "cuInit");
+	cu_count = (cu_count_t)dlsym(lib, "cuDeviceGetCount");
+	cu_get = (cu_get_t)dlsym(lib, "cuDeviceGet");
+	cu_uuid = (cu_uuid_t)dlsym(lib, "cuDeviceGetUuid_v2");
+	if (!cu_uuid)
+		cu_uuid = (cu_uuid_t)dlsym(lib, "cuDeviceGetUuid");
+	cu_mem = (cu_mem_t)dlsym(lib, "cuDeviceTotalMem_v2");
+	if (!cu_init || !cu_count || !cu_get || !cu_uuid || !cu_mem) {
+		warnx_("devices sync: libcuda.so.1 lacks cuInit, "
+		       "cuDeviceGetCount, cuDeviceGet, cuDeviceGetUuid or "
+		       "cuDeviceTotalMem_v2 (driver too old?)");
+		dlclose(lib);
+		return EX_FAIL;
+	}
+	err = cu_init(0);
+	if (!err)
+		err = cu_count(&count);
+	if (err) {
+		warnx_("devices sync: cuInit/cuDeviceGetCount failed: CUDA "
+		       "error %d%s", err, err == 100 ? " (no CUDA device)" : "");
+		dlclose(lib);
+		return EX_FAIL;
+	}
+	for (i = 0; i < count; i++) {
+		unsigned char u[16];
+		char key[NXQ_DEVICE_KEY_MAX], size[NXQ_FMT_SIZE_LEN];
+		char devt[32];
+		struct reply r;
+		size_t total = 0;
+		uint64_t cap;
+		int dev;
+
+		if (cu_get(&dev, i) || cu_uuid(u, dev) || cu_mem(&total, dev)) {
+			warnx_("devices sync: cannot read device %d", i);
+			rc = EX_FAIL;
+			continue;
+		}
+		snprintf(key, sizeof(key),
+			 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+			 "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3],
+			 u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+			 u[12], u[13], u[14], u[15]);
+		cap = total;
+		nxq_format_size(cap, false, size);
+		if (dry_run) {
+			printf("%s %" PRIu64 " (%s) would be registered\n", key,
+			       cap, size);
+			continue;
+		}
+		gpu_devt(key, devt, sizeof(devt));
+		if (!device_cmd(n, NXQUOTA_CMD_DEVICE_ADD, key, &cap, devt,
+				NULL, &r)) {
+			printf("%s %s registered%s%s\n", key, size,
+			       devt[0] ? " devt " : "", devt);
+		} else if (r.error == -EEXIST &&
+			   !device_cmd(n, NXQUOTA_CMD_DEVICE_SET, key, &cap,
+					NULL, NULL, &r)) {
+			printf("%s %s capacity updated\n", key, size);
+		} else {
+			rc = ctl_report(key, &r);
+		}
+	}
+	if (!count)
+		printf("no CUDA device\n");
+	dlclose(lib);
+	return rc;
+}
+
+int cmd_devices(struct ctl *n, int argc, char **argv)
+{
+	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN];
+	struct reply r;
+	struct ledger l;
+	struct dev *d;
+	uint64_t cap;
+	size_t i;
+	int rc;
+
+	if (argc == 0) {
+		bool intr = false;
+
+		l.devs = (struct vec){ .size = sizeof(struct dev) };
+		rc = dump(n, NXQUOTA_CMD_DEVICE_GET, NXQUOTA_A_DEVICE_MAX, 0,
+			  NULL, dev_cb, &l.devs, &intr);
+		if (rc)
+			return rc;
+		d = l.devs.v;
+		if (opt_json)
+			printf("[");
+		else
+			printf("%-40s %9s %9s %7s\n", "DEVICE", "CAPACITY",
+			       "USED", "HOLDERS");
+		for (i = 0; i < l.devs.n; i++, d++) {
+			if (opt_json) {
+				printf("%s{\"key\":", i ? "," : "");
+				nxq_json_string(stdout, d->key);
+				printf(",\"capacity\":%" PRIu64 ",\"used\":%"
+				       PRIu64 ",\"holders\":%u}", d->capacity,
+				       d->used, d->holders);
+			} else {
+				printf("%-40s %9s %9s %7u\n", d->key,
+				       nxq_format_size(d->capacity, false, a),
+				       nxq_format_size(d->used, false, b),
+				       d->holders);
+			}
+		}
+		if (opt_json)
+			printf("]\n");
+		return EX_OK;
+	}
+	if (!strcmp(argv[0], "sync")) {
+		if (argc > 2 || (argc == 2 && strcmp(argv[1], "--dry-run")))
+			goto usage;
+		return devices_sync(n, argc == 2);
+	}
+	if ((!strcmp(argv[0], "register") && (argc == 3 || argc == 4)) ||
+	    (!strcmp(argv[0], "capacity") && argc == 3)) {
+		bool reg = argv[0][0] == 'r';
+
+		if (nxq_parse_size(argv[2], false, &cap)) {
+			warnx_("%s: not a size", argv[2]);
+			return EX_USAGE;
+		}
+		if (device_cmd(n, reg ? NXQUOTA_CMD_DEVICE_ADD :
+			       NXQUOTA_CMD_DEVICE_SET, argv[1], &cap,
+			       argc == 4 ? argv[3] : NULL, NULL, &r))
+			return ctl_report(argv[0], &r);
+		return EX_OK;
+	}
+	if (!strcmp(argv[0], "default-max") && argc == 3) {
+		if (nxq_parse_size(argv[2], true, &cap)) {
+			warnx_("%s: not a size (or max)", argv[2]);
+			return EX_USAGE;
+		}
+		if (device_cmd(n, NXQUOTA_CMD_DEVICE_SET, argv[1], NULL, NULL,
+			       &cap, &r))
+			return ctl_report(argv[0], &r);
+		return EX_OK;
+	}
+	if (!strcmp(argv[0], "unregister") && argc == 2) {
+		if (device_cmd(n, NXQUOTA_CMD_DEVICE_DEL, argv[1], NULL, NULL,
+			       NULL, &r))
+			return ctl_report("unregister", &r);
+		return EX_OK;
+	}
+usage:
+	warnx_("usage: devices [register KEY SIZE [MAJOR:MINOR] | "
+	       "unregister KEY | capacity KEY SIZE | default-max KEY SIZE|max "
+	       "| sync [--dry-run]]");
+	return EX_USAGE;
+}
