@@ -34,7 +34,6 @@
 #include "cdi.h"
 #include "ledger.h"
 
-#ifdef NXQ_HAVE_JSONC
 #include <json-c/json.h>
 
 #ifndef NXQ_SBINDIR
@@ -412,17 +411,3 @@ int cmd_cdi(struct ctl *n, int argc, char **argv)
 	json_object_put(spec);
 	return rc;
 }
-
-#else /* !NXQ_HAVE_JSONC */
-
-int cmd_cdi(struct ctl *n, int argc, char **argv)
-{
-	(void)n;
-	(void)argc;
-	(void)argv;
-	warnx_("cdi: this nxquotactl was built without json-c "
-	       "(apt-get install libjson-c-dev, then rebuild)");
-	return EX_FAIL;
-}
-
-#endif /* NXQ_HAVE_JSONC */

@@ -26,6 +26,7 @@
 #include "ctl.h"
 #include "fmt.h"
 #include "ledger.h"
+#include "jsonout.h"
 #include "nxquotactl.h"
 #include "gpu_node.h"
 
@@ -175,28 +176,17 @@ int cmd_devices(struct ctl *n, int argc, char **argv)
 			  NULL, dev_cb, &l.devs, &intr);
 		if (rc)
 			return rc;
-		d = l.devs.v;
-		if (opt_json)
-			printf("[");
-		else
-			printf("%-40s %9s %9s %7s\n", "DEVICE", "CAPACITY",
-			       "USED", "HOLDERS");
-		for (i = 0; i < l.devs.n; i++, d++) {
-			if (opt_json) {
-				printf("%s{\"key\":", i ? "," : "");
-				nxq_json_string(stdout, d->key);
-				printf(",\"capacity\":%" PRIu64 ",\"used\":%"
-				       PRIu64 ",\"holders\":%u}", d->capacity,
-				       d->used, d->holders);
-			} else {
-				printf("%-40s %9s %9s %7u\n", d->key,
-				       nxq_format_size(d->capacity, false, a),
-				       nxq_format_size(d->used, false, b),
-				       d->holders);
-			}
+		if (opt_json) {
+			json_devices(&l);
+			return EX_OK;
 		}
-		if (opt_json)
-			printf("]\n");
+		d = l.devs.v;
+		printf("%-40s %9s %9s %7s\n", "DEVICE", "CAPACITY", "USED",
+		       "HOLDERS");
+		for (i = 0; i < l.devs.n; i++, d++)
+			printf("%-40s %9s %9s %7u\n", d->key,
+			       nxq_format_size(d->capacity, false, a),
+			       nxq_format_size(d->used, false, b), d->holders);
 		return EX_OK;
 	}
 	if (!strcmp(argv[0], "sync")) {

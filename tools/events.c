@@ -25,6 +25,7 @@
 #include "ctl.h"
 #include "fmt.h"
 #include "ledger.h"
+#include "jsonout.h"
 #include "nxquotactl.h"
 
 static const char *const event_names[] = {
@@ -116,26 +117,18 @@ static int on_event(struct nl_msg *msg, void *arg)
 	if (type == NXQUOTA_EVENT_TYPE_DENIED && value)
 		by = ev_path(dev, value);
 	if (opt_json) {
-		printf("{\"time\":\"%s.%03ld\",\"type\":\"%s\",\"device\":",
-		       when, ts.tv_nsec / 1000000, name);
-		nxq_json_string(stdout, dev);
-		printf(",\"cgroup_id\":%" PRIu64 ",\"path\":", cg);
-		if (path)
-			nxq_json_string(stdout, path);
-		else
-			printf("null");
-		if (type == NXQUOTA_EVENT_TYPE_DENIED) {
-			printf(",\"refused_by\":");
-			if (by)
-				nxq_json_string(stdout, by);
-			else
-				printf(value ? "null" : "\"device\"");
-		}
-		printf(",\"pid\":%u,\"bytes\":%"
-		       PRIu64 ",\"value\":%" PRIu64 ",\"reason\":%u,"
-		       "\"timestamp_ns\":%" PRIu64 "}\n", pid, bytes, value,
-		       reason, u64_or(tb[NXQUOTA_A_EVENT_TIMESTAMP_NS], 0));
-		fflush(stdout);
+		char t[96];
+
+		snprintf(t, sizeof(t), "%s.%03ld", when, ts.tv_nsec / 1000000);
+		json_event(&(struct json_event){
+			.time = t, .type = name, .device = dev,
+			.cgroup_id = cg, .path = path,
+			.denied = type == NXQUOTA_EVENT_TYPE_DENIED,
+			.refused_by = by, .by_device = !value,
+			.pid = pid, .reason = reason, .bytes = bytes,
+			.value = value,
+			.timestamp_ns = u64_or(tb[NXQUOTA_A_EVENT_TIMESTAMP_NS], 0),
+		});
 		return NL_OK;
 	}
 	printf("%s.%03ld %-15s device=%s", when, ts.tv_nsec / 1000000, name,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * nxquotactl's pure helpers: sizes, JSON strings, Prometheus label
- * values.  No I/O beyond the FILE given, no libnl: tests/tools/ tests them
- * with cmocka.
+ * nxquotactl's pure helpers: sizes and Prometheus label values (JSON is
+ * json-c's: jsonout.c).  No I/O beyond the FILE given, no libnl:
+ * tests/tools/ tests them with cmocka.
  */
 #ifndef NXQ_TOOLS_FMT_H
 #define NXQ_TOOLS_FMT_H
@@ -38,9 +38,6 @@ const char *nxq_format_size(uint64_t v, bool is_max, char *buf);
  * ("-1.5G"), as nxq_format_size() otherwise.  Returns buf.
  */
 const char *nxq_format_ssize(int64_t v, char *buf);
-
-/* Write s as a JSON string, quotes included. */
-void nxq_json_string(FILE *f, const char *s);
 
 /* Write s as a Prometheus label value, quotes included. */
 void nxq_prom_label(FILE *f, const char *s);

@@ -4,15 +4,13 @@
  * command (status.c, budget.c, devices.c, events.c, metrics.c, cdi.c),
  * the budget tree's order (status.c) and the unattributed bytes
  * (unattr.c).  The transport and its errors are ctl.h's, the dumps
- * ledger.h's, sizes and labels fmt.h's.
+ * ledger.h's, the JSON documents jsonout.h's, sizes and labels fmt.h's.
  */
 #ifndef NXQ_TOOLS_NXQUOTACTL_H
 #define NXQ_TOOLS_NXQUOTACTL_H
 
-#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "ctl.h"
 #include "ledger.h"
@@ -77,16 +75,8 @@ static inline int64_t arow_unattributed(const struct arow *r)
 
 /* Read NVML (if allowed and there) and match it against the ledger l. */
 void attribute(struct ledger *l, const char *device, struct attribution *at);
-/* Status's "nvml" member, its leading comma included. */
-void attribution_json(const struct attribution *at);
 /* Status's table of unattributed bytes. */
 void attribution_table(const struct attribution *at);
 void attribution_free(struct attribution *at);
-
-/* "name":v, and a comma when comma */
-static inline void json_u64(FILE *f, const char *name, uint64_t v, bool comma)
-{
-	fprintf(f, "\"%s\":%" PRIu64 "%s", name, v, comma ? "," : "");
-}
 
 #endif /* NXQ_TOOLS_NXQUOTACTL_H */

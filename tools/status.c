@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nxquotactl status: the ledger's devices, budget tree and holders, as a
- * table or one JSON object, with the unattributed bytes of unattr.c.
+ * table or one JSON object (jsonout.c), with the unattributed bytes of
+ * unattr.c.
  * Owns nothing past the call: the ledger is read, printed and freed.
  */
 #define _GNU_SOURCE
@@ -23,6 +24,7 @@
 #include "ctl.h"
 #include "fmt.h"
 #include "ledger.h"
+#include "jsonout.h"
 #include "nxquotactl.h"
 
 static int cmp_node(const void *a, const void *b)
@@ -94,120 +96,6 @@ const char *node_path(struct ledger *l, const char *device,
 		if (n[i].id == id && !strcmp(n[i].device, device))
 			return n[i].path;
 	return NULL;
-}
-
-static void json_max(FILE *f, const char *name, uint64_t v)
-{
-	if (v == NXQ_UNLIMITED)
-		fprintf(f, "\"%s\":null,", name);
-	else
-		json_u64(f, name, v, true);
-}
-
-static void status_json(struct ledger *l, const struct attribution *at)
-{
-	struct dev *d = l->devs.v;
-	struct node *n = l->nodes.v;
-	struct holder *h = l->holders.v;
-	size_t i;
-
-	printf("{\"devices\":[");
-	for (i = 0; i < l->devs.n; i++, d++) {
-		printf("%s{\"key\":", i ? "," : "");
-		nxq_json_string(stdout, d->key);
-		printf(",");
-		json_u64(stdout, "capacity", d->capacity, true);
-		json_u64(stdout, "used", d->used, true);
-		json_u64(stdout, "holders", d->holders, true);
-		json_u64(stdout, "denials", d->denials, true);
-		json_u64(stdout, "capacity_hits", d->capacity_hits, true);
-		json_u64(stdout, "tickets", d->tickets, true);
-		json_u64(stdout, "bytes_asked", d->bytes_asked, true);
-		json_u64(stdout, "bytes_released", d->bytes_released, true);
-		json_u64(stdout, "kills", d->kills, true);
-		json_u64(stdout, "waits", d->waits, true);
-		json_u64(stdout, "timeouts", d->timeouts, true);
-		json_u64(stdout, "ticket_timeout_ms", d->ticket_timeout_ms,
-			 true);
-		printf("\"devt\":");
-		if (d->devt[0])
-			nxq_json_string(stdout, d->devt);
-		else
-			printf("null");
-		printf(",");
-		json_max(stdout, "default_max", d->default_max);
-		json_u64(stdout, "events_dropped", d->events_dropped, false);
-		printf("}");
-	}
-	printf("],\"budgets\":[");
-	for (i = 0; i < l->nodes.n; i++, n++) {
-		printf("%s{\"device\":", i ? "," : "");
-		nxq_json_string(stdout, n->device);
-		printf(",\"path\":");
-		nxq_json_string(stdout, n->path);
-		printf(",");
-		json_u64(stdout, "cgroup_id", n->id, true);
-		if (n->has_parent)
-			json_u64(stdout, "parent_id", n->parent, true);
-		else
-			printf("\"parent_id\":null,");
-		json_max(stdout, "max", n->max);
-		printf("\"max_set\":%s,", n->max_set ? "true" : "false");
-		json_max(stdout, "effective_max", n->emax);
-		json_u64(stdout, "min", n->min, true);
-		json_u64(stdout, "effective_min", n->emin, true);
-		json_u64(stdout, "claimed", n->claimed, true);
-		printf("\"overcommitted\":%s,",
-		       n->overcommitted ? "true" : "false");
-		json_u64(stdout, "current", n->current, true);
-		json_u64(stdout, "borrowed", n->borrowed, true);
-		json_u64(stdout, "headroom", n->headroom, true);
-		json_u64(stdout, "max_hits", n->max_hits, true);
-		json_u64(stdout, "denials", n->denials, true);
-		json_u64(stdout, "holders", n->holders, true);
-		json_u64(stdout, "tickets", n->tickets, true);
-		json_u64(stdout, "bytes_asked", n->bytes_asked, true);
-		json_u64(stdout, "bytes_released", n->bytes_released, true);
-		json_u64(stdout, "kills", n->kills, true);
-		printf("\"kill_on_ignore\":%s,",
-		       n->kill_on_ignore ? "true" : "false");
-		json_u64(stdout, "holders_max", n->holders_max, true);
-		json_u64(stdout, "waiters_max", n->waiters_max, true);
-		json_u64(stdout, "priority_max", n->priority_max, true);
-		json_u64(stdout, "wait_max_ms", n->wait_max_ms, false);
-		printf("}");
-	}
-	printf("],\"holders\":[");
-	for (i = 0; i < l->holders.n; i++, h++) {
-		const char *p = node_path(l, h->device, h->cgroup);
-
-		printf("%s{\"device\":", i ? "," : "");
-		nxq_json_string(stdout, h->device);
-		printf(",");
-		json_u64(stdout, "cgroup_id", h->cgroup, true);
-		printf("\"path\":");
-		if (p)
-			nxq_json_string(stdout, p);
-		else
-			printf("null");
-		printf(",");
-		json_u64(stdout, "pid", h->pid, true);
-		json_u64(stdout, "priority", h->priority, true);
-		json_u64(stdout, "charge", h->charge, true);
-		json_u64(stdout, "reclaimable", h->reclaimable, true);
-		printf("\"ticket\":{\"open\":%s,", h->topen ? "true" : "false");
-		json_u64(stdout, "generation", h->tgen, h->topen);
-		if (h->topen) {
-			json_u64(stdout, "bytes", h->tbytes, true);
-			json_u64(stdout, "reason", h->treason, true);
-			json_u64(stdout, "level", h->tlevel, true);
-			json_u64(stdout, "deadline_ns", h->tdeadline, false);
-		}
-		printf("}}");
-	}
-	printf("]");
-	attribution_json(at);
-	printf("}\n");
 }
 
 static void status_table(struct ledger *l, const struct attribution *at)
@@ -302,7 +190,7 @@ int cmd_status(struct ctl *n, int argc, char **argv)
 		return rc;
 	attribute(&l, argc ? argv[0] : NULL, &at);
 	if (opt_json)
-		status_json(&l, &at);
+		json_status(&l, &at);
 	else
 		status_table(&l, &at);
 	attribution_free(&at);

@@ -2,7 +2,8 @@
 /*
  * Unattributed bytes: what NVML (nvml.c) attributes to each process
  * against what the ledger charged it, per process, per (device, cgroup)
- * and per device, for status (table and JSON) and metrics.  Owns the rows
+ * and per device, for status (its table here, its JSON in jsonout.c)
+ * and metrics.  Owns the rows
  * and sums of a struct attribution, from attribute() to
  * attribution_free().
  */
@@ -214,81 +215,6 @@ void attribute(struct ledger *l, const char *device,
 		}
 		asum_add(s, r);
 	}
-}
-
-static void json_i64_or_null(const char *name, uint64_t nvml, int64_t v,
-			     bool comma)
-{
-	if (nvml == NXQ_NVML_NA)
-		printf("\"%s\":null%s", name, comma ? "," : "");
-	else
-		printf("\"%s\":%" PRId64 "%s", name, v, comma ? "," : "");
-}
-
-static void json_str_or_null(const char *s)
-{
-	if (s)
-		nxq_json_string(stdout, s);
-	else
-		printf("null");
-}
-
-void attribution_json(const struct attribution *at)
-{
-	const struct arow *r = at->rows.v;
-	const struct asum *s;
-	size_t i;
-
-	printf(",\"nvml\":{\"available\":%s", at->shown ? "true" : "false");
-	if (!at->shown) {
-		printf(",\"reason\":");
-		nxq_json_string(stdout, at->why);
-		printf("}");
-		return;
-	}
-	printf(",\"api\":");
-	nxq_json_string(stdout, at->api);
-	printf(",\"processes\":[");
-	for (i = 0; i < at->rows.n; i++, r++) {
-		printf("%s{\"device\":", i ? "," : "");
-		nxq_json_string(stdout, r->device);
-		printf(",\"pid\":%u,\"cgroup\":", r->pid);
-		json_str_or_null(r->cgroup);
-		printf(",\"cgroup_source\":");
-		json_str_or_null(r->cg_source);
-		printf(",\"listed\":%s,", r->listed ? "true" : "false");
-		json_i64_or_null("nvml_bytes", r->nvml, (int64_t)r->nvml, true);
-		json_u64(stdout, "charged", r->charged, true);
-		json_u64(stdout, "holders", r->holders, true);
-		json_i64_or_null("unattributed", r->nvml, arow_unattributed(r),
-				 false);
-		printf("}");
-	}
-	printf("],\"cgroups\":[");
-	for (i = 0, s = at->cgroups.v; i < at->cgroups.n; i++, s++) {
-		printf("%s{\"device\":", i ? "," : "");
-		nxq_json_string(stdout, s->device);
-		printf(",\"cgroup\":");
-		json_str_or_null(s->cgroup[0] ? s->cgroup : NULL);
-		printf(",\"processes\":%u,\"not_available\":%u,", s->procs,
-		       s->na);
-		json_u64(stdout, "nvml_bytes", s->nvml, true);
-		json_u64(stdout, "charged", s->charged, true);
-		printf("\"unattributed\":%" PRId64 "}", s->unattributed);
-	}
-	printf("],\"devices\":[");
-	for (i = 0, s = at->devices.v; i < at->devices.n; i++, s++) {
-		printf("%s{\"key\":", i ? "," : "");
-		nxq_json_string(stdout, s->device);
-		printf(",\"error\":");
-		json_str_or_null(s->error);
-		printf(",\"processes\":%u,\"not_available\":%u,", s->procs,
-		       s->na);
-		json_u64(stdout, "nvml_bytes", s->nvml, true);
-		json_u64(stdout, "charged", s->charged, true);
-		printf("\"unattributed\":%" PRId64 "}", s->unattributed);
-	}
-	printf("]}");
 }
 
 /* "520M", or "520M+2n/a" when some processes' figures are not available */

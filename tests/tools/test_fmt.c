@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * cmocka tests of nxquotactl's pure helpers (tools/fmt.c): size parsing
- * and formatting, JSON strings and Prometheus label values.
+ * and formatting and Prometheus label values (JSON: test_jsonout.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -175,21 +175,6 @@ static char *capture(void (*fn)(FILE *, const char *), const char *s)
 	return out;
 }
 
-static void test_json_string(void **state)
-{
-	(void)state;
-	assert_string_equal(capture(nxq_json_string, "GPU-1"), "\"GPU-1\"");
-	assert_string_equal(capture(nxq_json_string, "a\"b\\c"),
-			    "\"a\\\"b\\\\c\"");
-	assert_string_equal(capture(nxq_json_string, "x\ny\tz\r"),
-			    "\"x\\ny\\tz\\r\"");
-	assert_string_equal(capture(nxq_json_string, "\x01\x1f"),
-			    "\"\\u0001\\u001f\"");
-	assert_string_equal(capture(nxq_json_string, "/caf\xc3\xa9"),
-			    "\"/caf\xc3\xa9\"");
-	assert_string_equal(capture(nxq_json_string, ""), "\"\"");
-}
-
 static void test_prom_label(void **state)
 {
 	(void)state;
@@ -220,7 +205,6 @@ int main(void)
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_format_signed),
 		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_json_string),
 		cmocka_unit_test(test_prom_label),
 		cmocka_unit_test(test_errno_name),
 	};

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * nxquotactl's --json documents (jsonout.c), built with json-c and
+ * written compact -- no spaces, "/" not escaped -- one document per line
+ * on stdout.  Each function builds its tree, writes it and frees it; the
+ * ledger and the attribution stay the caller's.
+ */
+#ifndef NXQ_TOOLS_JSONOUT_H
+#define NXQ_TOOLS_JSONOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "ledger.h"
+#include "nxquotactl.h"
+
+/*
+ * status --json: {"devices":[...],"budgets":[...],"holders":[...],
+ * "nvml":{...}}, nxquotactl.8 says what each member means.
+ */
+void json_status(struct ledger *l, const struct attribution *at);
+
+/* devices --json: [{"key":...,"capacity":N,"used":N,"holders":N},...] */
+void json_devices(const struct ledger *l);
+
+/* One event of events --json, as on_event() read it. */
+struct json_event {
+	const char *time;	/* "2026-12-02T06:25:50.123", local time */
+	const char *type;	/* "denied", ... */
+	const char *device;
+	uint64_t cgroup_id;
+	const char *path;	/* the cgroup's path, or NULL: null */
+	bool denied;		/* a denial: refused_by follows */
+	const char *refused_by;	/* the limiting cgroup's path, or NULL */
+	bool by_device;		/* NULL refused_by: the device refused */
+	uint32_t pid, reason;
+	uint64_t bytes, value, timestamp_ns;
+};
+void json_event(const struct json_event *e);
+
+#endif /* NXQ_TOOLS_JSONOUT_H */
