@@ -53,7 +53,8 @@ static unsigned int memparse_shift(char c)
 	return u ? 10 * (unsigned int)(u - units + 1) : 0;
 }
 
-int nxq_size_parse(const char *s, bool allow_max, uint64_t *out)
+/* The kernel's sizes; with b, a "B" may follow the suffix. */
+static int memparse(const char *s, bool allow_max, bool b, uint64_t *out)
 {
 	unsigned int shift = 0;
 	const char *p = s;
@@ -76,6 +77,8 @@ int nxq_size_parse(const char *s, bool allow_max, uint64_t *out)
 			return -EINVAL;
 		if (*p == 'i' || *p == 'I')
 			p++;
+		if (b && (*p == 'B' || *p == 'b'))
+			p++;
 		if (*p)
 			return -EINVAL;
 	}
@@ -83,6 +86,16 @@ int nxq_size_parse(const char *s, bool allow_max, uint64_t *out)
 		return -ERANGE;
 	*out = v << shift;
 	return 0;
+}
+
+int nxq_size_parse(const char *s, bool allow_max, uint64_t *out)
+{
+	return memparse(s, allow_max, false, out);
+}
+
+int nxq_size_parse_b(const char *s, bool allow_max, uint64_t *out)
+{
+	return memparse(s, allow_max, true, out);
 }
 
 /* ---- Kubernetes quantities --------------------------------------------- */

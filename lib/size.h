@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * The one userspace size parser (size.c), for the library, the tools, the
- * preload shim and the OCI hook.  Two conventions, one function each:
+ * The one userspace size parser (size.c), for the library, the tools,
+ * the preload shim, the OCI hook and the PyTorch integration (the
+ * kernel's sysfs files parse with the kernel's own memparse()).  Two
+ * conventions:
  *
  *  - the kernel's (memparse, cgroupfs, sysfs and nxquotactl): digits and
- *    a binary suffix, "40G" = 40 * 2^30;
+ *    a binary suffix, "40G" = 40 * 2^30 (nxq_size_parse_b() also takes
+ *    "40GB" and "40GiB", for what people type);
  *  - Kubernetes' resource.Quantity (what a container runtime hands over):
  *    "40G" = 40 * 10^9, "40Gi" = 40 * 2^30, "1.5Gi", "4e9".
  *
@@ -30,6 +33,22 @@
  * or repeated suffix, "B").
  */
 int nxq_size_parse(const char *s, bool allow_max, uint64_t *out);
+
+/**
+ * nxq_size_parse_b() - nxq_size_parse(), and people's "B" after a suffix
+ * @s:		as nxq_size_parse(), and a suffix may end in "B" or "b":
+ *		"8GB", "8GiB" and "8gib" are "8G" (powers of 1024 all the
+ *		same); "8B" is not a size (bytes are plain digits)
+ * @allow_max:	accept "max", which gives UINT64_MAX
+ * @out:	the value in bytes; untouched on failure
+ *
+ * For what operators and applications type: nxquotactl's sizes and the
+ * PyTorch integration's environment.  The library's own environment and
+ * sysfs keep nxq_size_parse(), as the kernel's memparse() has no "B".
+ *
+ * Return: as nxq_size_parse().
+ */
+int nxq_size_parse_b(const char *s, bool allow_max, uint64_t *out);
 
 /**
  * nxq_quantity_parse() - parse a Kubernetes quantity as a number of bytes

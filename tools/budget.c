@@ -23,6 +23,7 @@
 #include "fmt.h"
 #include "ledger.h"
 #include "nxquotactl.h"
+#include "size.h"
 
 /* The attribute of a "holders-max=N"-style word, or 0. */
 static int limit_attr(const char *w)
@@ -198,7 +199,7 @@ int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 				   eq[1] == '1');
 			continue;
 		}
-		err = nxq_parse_size(eq + 1, is_max, &v);
+		err = nxq_size_parse_b(eq + 1, is_max, &v);
 		if (err) {
 			warnx_("%s: not a size (bytes, or with a K, M, G, T, P "
 			       "or E suffix, also Ki..Ei: powers of 1024%s)",

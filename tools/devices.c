@@ -28,6 +28,7 @@
 #include "ledger.h"
 #include "jsonout.h"
 #include "nxquotactl.h"
+#include "size.h"
 #include "gpu_node.h"
 
 static int device_cmd(struct ctl *n, uint8_t cmd, const char *key,
@@ -198,7 +199,7 @@ int cmd_devices(struct ctl *n, int argc, char **argv)
 	    (!strcmp(argv[0], "capacity") && argc == 3)) {
 		bool reg = argv[0][0] == 'r';
 
-		if (nxq_parse_size(argv[2], false, &cap)) {
+		if (nxq_size_parse_b(argv[2], false, &cap)) {
 			warnx_("%s: not a size", argv[2]);
 			return EX_USAGE;
 		}
@@ -209,7 +210,7 @@ int cmd_devices(struct ctl *n, int argc, char **argv)
 		return EX_OK;
 	}
 	if (!strcmp(argv[0], "default-max") && argc == 3) {
-		if (nxq_parse_size(argv[2], true, &cap)) {
+		if (nxq_size_parse_b(argv[2], true, &cap)) {
 			warnx_("%s: not a size (or max)", argv[2]);
 			return EX_USAGE;
 		}

@@ -8,34 +8,8 @@
 #include <linux/nxquota.h>
 
 #include "fmt.h"
-#include "size.h"
 
 static const char units[] = "KMGTP";
-
-/* "8GB" and "8GiB" are "8G" here: nxq_size_parse() knows no "B". */
-static bool unit_b(const char *s, size_t n)
-{
-	char c = n >= 2 ? s[n - 2] : 0;
-
-	return n >= 3 && (s[n - 1] == 'B' || s[n - 1] == 'b') && c &&
-	       (strchr("KMGTPEkmgtpe", c) || c == 'i' || c == 'I');
-}
-
-int nxq_parse_size(const char *s, bool allow_max, uint64_t *out)
-{
-	size_t n = strlen(s);
-	char *t;
-	int err;
-
-	if (!unit_b(s, n))
-		return nxq_size_parse(s, allow_max, out);
-	t = strndup(s, n - 1);
-	if (!t)
-		return -ENOMEM;
-	err = nxq_size_parse(t, false, out);
-	free(t);
-	return err;
-}
 
 const char *nxq_format_size(uint64_t v, bool is_max, char *buf)
 {

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * nxquotactl's pure helpers: sizes and Prometheus label values (JSON is
- * json-c's: jsonout.c).  No I/O beyond the FILE given, no libnl:
+ * nxquotactl's pure helpers: sizes for people and Prometheus label values
+ * (sizes are parsed by lib/size.c, JSON written by json-c: jsonout.c).  No I/O beyond the FILE given, no libnl:
  * tests/tools/ tests them with cmocka.
  */
 #ifndef NXQ_TOOLS_FMT_H
@@ -13,17 +13,6 @@
 #include <stdio.h>
 
 #define NXQ_FMT_SIZE_LEN	32
-
-/*
- * Parse a size: lib/size.h's nxq_size_parse() (decimal digits with an
- * optional K, M, G, T, P or E suffix, powers of 1024; "Ki" means the same
- * as "K"; case does not matter), and also "KiB" and "KB" for "K", or
- * "max" (NXQ_UNLIMITED) when allow_max.  Returns 0, or -EINVAL for
- * anything else (empty, signs, spaces, fractions, unknown suffixes),
- * -ERANGE when the value does not fit 64 bits (and -ENOMEM when a "B"
- * form cannot be copied).
- */
-int nxq_parse_size(const char *s, bool allow_max, uint64_t *out);
 
 /*
  * Format bytes for people into buf (NXQ_FMT_SIZE_LEN bytes): "max" for

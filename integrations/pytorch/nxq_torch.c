@@ -79,6 +79,7 @@
 
 #include "nxquota.h"
 #include "nxq_torch.h"
+#include "size.h"	/* lib/size.c, in libnxquota.a */
 
 #define API __attribute__((visibility("default")))
 #define QUANTUM 256ULL		/* libnxquota's size quantum */
@@ -164,41 +165,6 @@ static int fail(int err, const char *fmt, ...)
 	return err;
 }
 
-/* "123", "4K", "2M", "1G", "1T" (powers of 1024). */
-static int parse_size(const char *s, uint64_t *out)
-{
-	uint64_t v = 0, m = 1;
-	const char *p = s;
-
-	if (!*p)
-		return -EINVAL;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (v > (UINT64_MAX - 9) / 10)
-			return -ERANGE;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (p == s)
-		return -EINVAL;
-	switch (*p) {
-	case 0: break;
-	case 'K': case 'k': m = 1ULL << 10; p++; break;
-	case 'M': case 'm': m = 1ULL << 20; p++; break;
-	case 'G': case 'g': m = 1ULL << 30; p++; break;
-	case 'T': case 't': m = 1ULL << 40; p++; break;
-	default: return -EINVAL;
-	}
-	if (*p == 'i' || *p == 'I')
-		p++;
-	if (*p == 'B' || *p == 'b')
-		p++;
-	if (*p)
-		return -EINVAL;
-	if (v && m > UINT64_MAX / v)
-		return -ERANGE;
-	*out = v * m;
-	return 0;
-}
-
 /* 0 unset, 1 set (*out), <0 malformed (message set).  zero: NXQ_OPT_ZERO for "0". */
 static int env_size(const char *name, int zero_ok, uint64_t *out)
 {
@@ -208,10 +174,10 @@ static int env_size(const char *name, int zero_ok, uint64_t *out)
 
 	if (!s || !*s)
 		return 0;
-	r = parse_size(s, &v);
+	r = nxq_size_parse_b(s, false, &v);
 	if (r)
-		return fail(-EINVAL, "%s=\"%s\": not a size (digits, optionally K, M, G or T)",
-			    name, s);
+		return fail(-EINVAL, "%s=\"%s\": not a size (digits, optionally "
+			    "K, M, G, T, P or E)", name, s);
 	if (!v) {
 		if (!zero_ok)
 			return fail(-EINVAL, "%s cannot be 0", name);

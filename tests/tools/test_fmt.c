@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cmocka tests of nxquotactl's pure helpers (tools/fmt.c): size parsing
- * and formatting and Prometheus label values (JSON: test_jsonout.c).
+ * cmocka tests of nxquotactl's pure helpers (tools/fmt.c): size formatting
+ * (what it prints, lib/size.c's nxq_size_parse_b() reads back) and
+ * Prometheus label values.  The parser's own tests: test_size.c; JSON:
+ * test_jsonout.c.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -16,93 +18,7 @@
 #include <linux/nxquota.h>
 
 #include "fmt.h"
-
-static void parse_ok(const char *s, bool allow_max, uint64_t want)
-{
-	uint64_t v = 12345;
-
-	if (nxq_parse_size(s, allow_max, &v) != 0)
-		fail_msg("\"%s\" refused", s);
-	if (v != want)
-		fail_msg("\"%s\" -> %llu, want %llu", s,
-			 (unsigned long long)v, (unsigned long long)want);
-}
-
-static void parse_err(const char *s, bool allow_max, int err)
-{
-	uint64_t v = 12345;
-	int rc = nxq_parse_size(s, allow_max, &v);
-
-	if (rc != -err)
-		fail_msg("\"%s\" -> %d, want %d", s, rc, -err);
-	assert_int_equal(v, 12345);	/* untouched on error */
-}
-
-static void test_parse_plain(void **state)
-{
-	(void)state;
-	parse_ok("0", false, 0);
-	parse_ok("1", false, 1);
-	parse_ok("4096", false, 4096);
-	parse_ok("18446744073709551615", false, UINT64_MAX);
-	parse_err("18446744073709551616", false, ERANGE);
-	parse_err("99999999999999999999999", false, ERANGE);
-}
-
-static void test_parse_suffixes(void **state)
-{
-	(void)state;
-	parse_ok("512K", false, 512ULL << 10);
-	parse_ok("512k", false, 512ULL << 10);
-	parse_ok("512M", false, 512ULL << 20);
-	parse_ok("8G", false, 8ULL << 30);
-	parse_ok("8g", false, 8ULL << 30);
-	parse_ok("8Gi", false, 8ULL << 30);
-	parse_ok("8GiB", false, 8ULL << 30);
-	parse_ok("8GB", false, 8ULL << 30);
-	parse_ok("2T", false, 2ULL << 40);
-	parse_ok("3P", false, 3ULL << 50);
-	parse_ok("0G", false, 0);
-	parse_ok("16383P", false, 16383ULL << 50);
-	parse_err("16384P", false, ERANGE);
-	parse_ok("17179869183G", false, 17179869183ULL << 30);
-	parse_err("17179869184G", false, ERANGE);
-	/* lib/size.c's E, and the B forms this wrapper keeps */
-	parse_ok("15E", false, 15ULL << 60);
-	parse_ok("1Ei", false, 1ULL << 60);
-	parse_ok("2EiB", false, 2ULL << 60);
-	parse_ok("3eb", false, 3ULL << 60);
-	parse_err("16E", false, ERANGE);
-	parse_err("16EB", false, ERANGE);
-	parse_err("8B", false, EINVAL);
-	parse_err("18B", false, EINVAL);
-	parse_err("8iB", false, EINVAL);
-	parse_err("GB", false, EINVAL);
-	parse_err("8GBB", false, EINVAL);
-	parse_err("maxB", true, EINVAL);
-}
-
-static void test_parse_max(void **state)
-{
-	(void)state;
-	parse_ok("max", true, NXQ_UNLIMITED);
-	parse_err("max", false, EINVAL);
-	parse_err("MAX", true, EINVAL);
-	parse_err("max ", true, EINVAL);
-}
-
-static void test_parse_garbage(void **state)
-{
-	static const char *const bad[] = {
-		"", " 1", "1 ", "-1", "+1", "1.5G", "0x10", "G", "1Q", "1GG",
-		"1Gx", "1iB", "1Y", "1Z", "1\n", "1G\n", "max=1", "1,000",
-	};
-	size_t i;
-
-	(void)state;
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		parse_err(bad[i], true, EINVAL);
-}
+#include "size.h"
 
 static void fmt_is(uint64_t v, bool is_max, const char *want)
 {
@@ -156,11 +72,11 @@ static void test_roundtrip(void **state)
 	(void)state;
 	for (i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
 		nxq_format_size(vals[i], false, buf);
-		assert_int_equal(nxq_parse_size(buf, false, &v), 0);
+		assert_int_equal(nxq_size_parse_b(buf, false, &v), 0);
 		assert_int_equal(v, vals[i]);
 	}
 	nxq_format_size(NXQ_UNLIMITED, true, buf);
-	assert_int_equal(nxq_parse_size(buf, true, &v), 0);
+	assert_int_equal(nxq_size_parse_b(buf, true, &v), 0);
 	assert_true(v == NXQ_UNLIMITED);
 }
 
@@ -198,10 +114,6 @@ static void test_errno_name(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_plain),
-		cmocka_unit_test(test_parse_suffixes),
-		cmocka_unit_test(test_parse_max),
-		cmocka_unit_test(test_parse_garbage),
 		cmocka_unit_test(test_format),
 		cmocka_unit_test(test_format_signed),
 		cmocka_unit_test(test_roundtrip),

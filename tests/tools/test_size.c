@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cmocka tests of lib/size.c: the kernel's sizes (nxq_size_parse) and
- * Kubernetes quantities (nxq_quantity_parse).
+ * cmocka tests of lib/size.c: the kernel's sizes (nxq_size_parse, and
+ * nxq_size_parse_b with its "B") and Kubernetes quantities
+ * (nxq_quantity_parse).
  *
  * The quantity cases are apimachinery's own (pkg/api/resource/
  * quantity_test.go: TestQuantityParse's table and its invalid list,
@@ -322,6 +323,94 @@ static void test_size_max(void **state)
 	size_err("maximum", true, EINVAL);
 }
 
+/* nxq_size_parse_b(): nxquotactl's sizes, and the PyTorch integration's */
+static void size_b_ok(const char *s, bool allow_max, uint64_t want)
+{
+	uint64_t v = 12345;
+
+	if (nxq_size_parse_b(s, allow_max, &v) != 0)
+		fail_msg("\"%s\" refused", s);
+	if (v != want)
+		fail_msg("\"%s\" -> %llu, want %llu", s,
+			 (unsigned long long)v, (unsigned long long)want);
+}
+
+static void size_b_err(const char *s, bool allow_max, int err)
+{
+	uint64_t v = 12345;
+	int rc = nxq_size_parse_b(s, allow_max, &v);
+
+	if (rc != -err)
+		fail_msg("\"%s\" -> %d, want %d", s, rc, -err);
+	assert_int_equal(v, 12345);	/* untouched on error */
+}
+
+static void test_size_b_plain(void **state)
+{
+	(void)state;
+	size_b_ok("0", false, 0);
+	size_b_ok("1", false, 1);
+	size_b_ok("4096", false, 4096);
+	size_b_ok("18446744073709551615", false, UINT64_MAX);
+	size_b_err("18446744073709551616", false, ERANGE);
+	size_b_err("99999999999999999999999", false, ERANGE);
+}
+
+static void test_size_b_suffixes(void **state)
+{
+	(void)state;
+	size_b_ok("512K", false, 512ULL << 10);
+	size_b_ok("512k", false, 512ULL << 10);
+	size_b_ok("512M", false, 512ULL << 20);
+	size_b_ok("8G", false, 8ULL << 30);
+	size_b_ok("8g", false, 8ULL << 30);
+	size_b_ok("8Gi", false, 8ULL << 30);
+	size_b_ok("8GiB", false, 8ULL << 30);
+	size_b_ok("8GB", false, 8ULL << 30);
+	size_b_ok("2T", false, 2ULL << 40);
+	size_b_ok("3P", false, 3ULL << 50);
+	size_b_ok("0G", false, 0);
+	size_b_ok("16383P", false, 16383ULL << 50);
+	size_b_err("16384P", false, ERANGE);
+	size_b_ok("17179869183G", false, 17179869183ULL << 30);
+	size_b_err("17179869184G", false, ERANGE);
+	/* E, and the B forms */
+	size_b_ok("15E", false, 15ULL << 60);
+	size_b_ok("1Ei", false, 1ULL << 60);
+	size_b_ok("2EiB", false, 2ULL << 60);
+	size_b_ok("3eb", false, 3ULL << 60);
+	size_b_err("16E", false, ERANGE);
+	size_b_err("16EB", false, ERANGE);
+	size_b_err("8B", false, EINVAL);
+	size_b_err("18B", false, EINVAL);
+	size_b_err("8iB", false, EINVAL);
+	size_b_err("GB", false, EINVAL);
+	size_b_err("8GBB", false, EINVAL);
+	size_b_err("maxB", true, EINVAL);
+}
+
+static void test_size_b_max(void **state)
+{
+	(void)state;
+	size_b_ok("max", true, UINT64_MAX);
+	size_b_err("max", false, EINVAL);
+	size_b_err("MAX", true, EINVAL);
+	size_b_err("max ", true, EINVAL);
+}
+
+static void test_size_b_garbage(void **state)
+{
+	static const char *const bad[] = {
+		"", " 1", "1 ", "-1", "+1", "1.5G", "0x10", "G", "1Q", "1GG",
+		"1Gx", "1iB", "1Y", "1Z", "1\n", "1G\n", "max=1", "1,000",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		size_b_err(bad[i], true, EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +422,10 @@ int main(void)
 		cmocka_unit_test(test_size_suffixes),
 		cmocka_unit_test(test_size_errors),
 		cmocka_unit_test(test_size_max),
+		cmocka_unit_test(test_size_b_plain),
+		cmocka_unit_test(test_size_b_suffixes),
+		cmocka_unit_test(test_size_b_max),
+		cmocka_unit_test(test_size_b_garbage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -66,6 +66,21 @@ static void bad_env(const char *var, const char *val)
 	      "%s=%s: configuration refused, message names the variable", var, val);
 }
 
+/* A child with a well-formed size: configuration succeeds. */
+static void good_env(const char *var, const char *val)
+{
+	pid_t pid = fork();
+	int status = 0;
+
+	if (pid == 0) {
+		setenv(var, val, 1);
+		_exit(nxq_torch_configure() == 0 ? 0 : 1);
+	}
+	waitpid(pid, &status, 0);
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	      "%s=%s: configuration accepted", var, val);
+}
+
 /* Two variables at once, for rules that join them. */
 static void bad_env2(const char *v1, const char *x1, const char *v2, const char *x2)
 {
@@ -344,7 +359,14 @@ int main(void)
 	setenv("NXQ_TORCH_CAP", "64M", 1);
 	unsetenv("NXQ_RETAIN_IDLE");
 
+	/* sizes: lib/size.c's nxq_size_parse_b(), as nxquotactl reads them */
 	bad_env("NXQ_TORCH_CAP", "12Q");
+	bad_env("NXQ_TORCH_CAP", "1.5G");
+	bad_env("NXQ_TORCH_CAP", "8B");
+	bad_env("NXQ_TORCH_CAP", "16E");
+	bad_env("NXQ_TORCH_CAP", "max");
+	good_env("NXQ_TORCH_CAP", "64MiB");
+	good_env("NXQ_TORCH_CAP", "1P");
 	bad_env("NXQ_TORCH_FREE", "later");
 	bad_env("NXQ_TORCH_GRANULE", "0");
 	bad_env("NXQ_TORCH_ROUTE", "tensors");
