@@ -6,7 +6,7 @@
 #   scripts/demo-gpu.sh [--out DIR]        the story; DIR default build/demo-gpu
 #   scripts/demo-gpu.sh --figures DIR      figures (a), (b), (c) into DIR
 #   scripts/demo-gpu.sh --prebuild         build nxquotad, nxquotactl (libnl
-#                                          linked statically) and the bench
+#                                          and json-c linked statically) and the bench
 #                                          programs into build/demo-gpu-bin,
 #                                          to carry where they cannot build
 #
@@ -76,8 +76,9 @@ if [ -n "$FAKE" ]; then
 fi
 
 # Binaries built elsewhere (scripts/demo-gpu.sh --prebuild, on a machine
-# with libnl's headers) are used where a build here fails: the GPU machine
-# may lack libnl-genl-3's headers and cannot install them.
+# with libnl's and json-c's headers) are used where a build here fails: the
+# GPU machine may lack libnl-genl-3's or json-c's headers and cannot
+# install them.
 BIN=$TOP/build/demo-gpu-bin
 pick() {	# name built-path: the built one, else the carried one
 	if [ -x "$2" ]; then echo "$2"
@@ -105,7 +106,8 @@ fi
 # What this machine offers (printed, so that one run tells what is missing).
 echo "== this machine: $(uname -sr); cgroup2: $(awk '$0 ~ / - cgroup2 / { print $5; exit }' \
 	/proc/self/mountinfo | grep . || echo none); libnl-genl-3 headers: $(
-	[ -f /usr/include/libnl3/netlink/genl/genl.h ] && echo yes || echo no); gnuplot: $(
+	[ -f /usr/include/libnl3/netlink/genl/genl.h ] && echo yes || echo no); json-c headers: $(
+	[ -f /usr/include/json-c/json.h ] && echo yes || echo no); gnuplot: $(
 	command -v gnuplot >/dev/null && echo yes || echo no); pidfd_open: $(
 	python3 -c 'import os; os.close(os.pidfd_open(os.getpid())); print("yes")' 2>/dev/null ||
 	echo "no (or no python3)")"

@@ -28,8 +28,9 @@
 # Usage (root, GPU 0, from the repository root or anywhere):
 #   OUT=DIR sh tests/preload/gpu-s4.sh      (PARTS="overhead stress share servers")
 # libnl-genl: extracted to / from LIBNL_TAR or build/devlibs/libnl-genl.tar
-# when present (as build/devrun/final.sh does); or NXQD_BIN and NXQCTL_BIN
-# name prebuilt binaries.  Results: $OUT/results.txt.
+# when present (as build/devrun/final.sh does); nxquotactl also needs
+# json-c's headers; or NXQD_BIN and NXQCTL_BIN name prebuilt binaries
+# (scripts/demo-gpu.sh --prebuild).  Results: $OUT/results.txt.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -58,7 +59,7 @@ make -s -j16 -C "$top/lib" >"$OUT/build.log" 2>&1
 make -s -C "$top/preload" >>"$OUT/build.log" 2>&1 &&
 	make -s -C "$here" bench_preload >>"$OUT/build.log" 2>&1 || { tail "$OUT/build.log"; exit 1; }
 # NXQD_BIN, NXQCTL_BIN: prebuilt (scripts/demo-gpu.sh --prebuild) where
-# libnl's headers are missing
+# libnl's or json-c's headers are missing
 D=${NXQD_BIN:-$OUT/d/nxquotad}
 [ -n "${NXQD_BIN:-}" ] || make -s -C "$top/daemon" B="$OUT/d" SAN= "$D" >>"$OUT/build.log" 2>&1 ||
 	make -s -C "$top/daemon" all >>"$OUT/build.log" 2>&1

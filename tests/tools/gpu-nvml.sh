@@ -17,9 +17,11 @@
 #   - without CAP_SYS_ADMIN the tool shows none of it.
 # Usage, as root, from the repository root:
 #   OUT=DIR sh tests/tools/gpu-nvml.sh      (about 40 s; keep under 90)
-# Needs libnl-genl-3 to build nxquotactl (on the H200: extract the Debian
-# copy to / first, as build/devrun/final.sh does; LIBNL_TAR=PATH makes this
-# script do it).  Prints "PASS: ..." / "FAIL: ..." lines and a last
+# Needs libnl-genl-3's and json-c's headers to build nxquotactl (on the
+# H200: extract the Debian copies to / first, as build/devrun/final.sh
+# does; LIBNL_TAR=PATH makes this script do it), or NXQCTL_BIN=PATH, a
+# nxquotactl built elsewhere (scripts/demo-gpu.sh --prebuild links libnl
+# and json-c into it).  Prints "PASS: ..." / "FAIL: ..." lines and a last
 # "gpu-nvml: N passed, M failed"; figures in $OUT (status.txt,
 # status.json, metrics.txt, nvidia-smi.txt, results.txt).
 set -u
@@ -39,11 +41,11 @@ hdr() { echo "== $* (at $(($(date +%s) - T0)) s)"; }
 [ -z "${LIBNL_TAR:-}" ] || tar -xf "$LIBNL_TAR" -C / 2>/dev/null
 hdr build
 make -s -C "$top/daemon" B="$OUT/d" SAN= "$OUT/d/nxquotad" >"$OUT/build.log" 2>&1 &&
-	make -s -C "$top/tools" >>"$OUT/build.log" 2>&1 &&
+	{ [ -n "${NXQCTL_BIN:-}" ] || make -s -C "$top/tools" nxquotactl >>"$OUT/build.log" 2>&1; } &&
 	make -s -C "$top/preload" >>"$OUT/build.log" 2>&1 ||
-	{ tail -20 "$OUT/build.log"; echo "gpu-nvml: FAIL: build (libnl-genl-3? see the header)"; exit 1; }
+	{ tail -20 "$OUT/build.log"; echo "gpu-nvml: FAIL: build (libnl-genl-3 or json-c headers? see the header)"; exit 1; }
 D=$OUT/d/nxquotad
-C=$top/tools/nxquotactl
+C=${NXQCTL_BIN:-$top/tools/nxquotactl}
 SO=$top/preload/libnxquota-preload.so
 python3 -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null ||
 	{ echo "gpu-nvml: skipped: no PyTorch with CUDA"; exit 0; }
