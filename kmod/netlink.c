@@ -222,6 +222,51 @@ static void *nxq_nl_dump_hdr(struct sk_buff *skb, struct netlink_callback *cb,
 	return hdr;
 }
 
+/*
+ * The one walk of every dump: the ledger's devices in list order, from
+ * where the previous part stopped (cb->args[NXQ_NL_ARG_DEV]), skipping
+ * those the scope's device filter does not name (@s NULL: no scope, no
+ * filter).  For each, @fn puts its records into @skb from *@resume (the
+ * saved cb->args[NXQ_NL_ARG_POS] for the first device it is given, 0 for
+ * the next) and, when @skb is full, leaves *@resume where the next part
+ * resumes and returns the error.  Under the ledger lock; the dump's
+ * sequence is read under it, so a change after it flags the part.
+ *
+ * Return: what a dumpit returns (nxq_nl_dump_ret()).
+ */
+static int nxq_nl_dump_devices(struct sk_buff *skb, struct netlink_callback *cb,
+			       struct nxq_nl_scope *s,
+			       int (*fn)(struct sk_buff *skb,
+					 struct netlink_callback *cb,
+					 struct nxq_nl_scope *s,
+					 struct nxq_device *dev,
+					 unsigned long *resume))
+{
+	long pos = 0, start = cb->args[NXQ_NL_ARG_DEV];
+	unsigned long resume = cb->args[NXQ_NL_ARG_POS];
+	struct nxq_device *dev;
+	int err = 0;
+
+	mutex_lock(&nxq_ledger.lock);
+	cb->seq = atomic_read(&nxq_nl_gen);
+	list_for_each_entry(dev, &nxq_ledger.devices, link) {
+		if (pos < start ||
+		    (s && s->device[0] && strcmp(s->device, dev->key))) {
+			pos++;
+			continue;
+		}
+		err = fn(skb, cb, s, dev, &resume);
+		if (err)
+			break;
+		resume = 0;
+		pos++;
+	}
+	mutex_unlock(&nxq_ledger.lock);
+	cb->args[NXQ_NL_ARG_DEV] = pos;
+	cb->args[NXQ_NL_ARG_POS] = resume;
+	return nxq_nl_dump_ret(skb, err);
+}
+
 /* ---- devices ---- */
 
 /*
@@ -284,28 +329,18 @@ static int nxq_nl_put_device(struct sk_buff *skb, struct netlink_callback *cb,
 	return nxq_nl_dump_msg(skb, cb, NXQUOTA_CMD_DEVICE_GET, &m);
 }
 
+/* One message per device: nothing to resume inside a device. */
+static int nxq_nl_device_one(struct sk_buff *skb, struct netlink_callback *cb,
+			     struct nxq_nl_scope *s, struct nxq_device *dev,
+			     unsigned long *resume)
+{
+	return nxq_nl_put_device(skb, cb, dev);
+}
+
 static int nxq_nl_device_dumpit(struct sk_buff *skb,
 				struct netlink_callback *cb)
 {
-	long pos = 0, start = cb->args[NXQ_NL_ARG_DEV];
-	struct nxq_device *dev;
-	int err = 0;
-
-	mutex_lock(&nxq_ledger.lock);
-	cb->seq = atomic_read(&nxq_nl_gen);
-	list_for_each_entry(dev, &nxq_ledger.devices, link) {
-		if (pos < start) {
-			pos++;
-			continue;
-		}
-		err = nxq_nl_put_device(skb, cb, dev);
-		if (err)
-			break;
-		pos++;
-	}
-	mutex_unlock(&nxq_ledger.lock);
-	cb->args[NXQ_NL_ARG_DEV] = pos;
-	return nxq_nl_dump_ret(skb, err);
+	return nxq_nl_dump_devices(skb, cb, NULL, nxq_nl_device_one);
 }
 
 static int nxq_nl_device_add_doit(struct sk_buff *skb, struct genl_info *info)
@@ -403,39 +438,31 @@ static int nxq_nl_budget_start(struct netlink_callback *cb)
 	return 0;
 }
 
-static int nxq_nl_budget_dumpit(struct sk_buff *skb,
-				struct netlink_callback *cb)
+/* The visible nodes of @dev from node id *@resume. */
+static int nxq_nl_budget_one(struct sk_buff *skb, struct netlink_callback *cb,
+			     struct nxq_nl_scope *s, struct nxq_device *dev,
+			     unsigned long *resume)
 {
-	struct nxq_nl_scope *s = nxq_nl_scope(cb);
-	long pos = 0, start = cb->args[NXQ_NL_ARG_DEV];
-	unsigned long id = cb->args[NXQ_NL_ARG_POS];
-	struct nxq_device *dev;
+	unsigned long id = *resume;
 	struct nxq_node *node;
 	int err = 0;
 
-	mutex_lock(&nxq_ledger.lock);
-	cb->seq = atomic_read(&nxq_nl_gen);
-	list_for_each_entry(dev, &nxq_ledger.devices, link) {
-		if (pos < start || (s->device[0] && strcmp(s->device, dev->key))) {
-			pos++;
+	xa_for_each_start(&dev->nodes, id, node, id) {
+		if (!nxq_nl_visible(s, node->key))
 			continue;
-		}
-		xa_for_each_start(&dev->nodes, id, node, id) {
-			if (!nxq_nl_visible(s, node->key))
-				continue;
-			err = nxq_nl_put_budget(skb, cb, s, node);
-			if (err)
-				break;
-		}
+		err = nxq_nl_put_budget(skb, cb, s, node);
 		if (err)
 			break;
-		id = 0;
-		pos++;
 	}
-	mutex_unlock(&nxq_ledger.lock);
-	cb->args[NXQ_NL_ARG_DEV] = pos;
-	cb->args[NXQ_NL_ARG_POS] = id;
-	return nxq_nl_dump_ret(skb, err);
+	*resume = id;
+	return err;
+}
+
+static int nxq_nl_budget_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb)
+{
+	return nxq_nl_dump_devices(skb, cb, nxq_nl_scope(cb),
+				   nxq_nl_budget_one);
 }
 
 /* Set (@r) or clear (NULL) a budget through nxq_budget_set(). */
@@ -519,46 +546,36 @@ static int nxq_nl_holder_start(struct netlink_callback *cb)
 				 NXQUOTA_A_HOLDER_DEVICE);
 }
 
-static int nxq_nl_holder_dumpit(struct sk_buff *skb,
-				struct netlink_callback *cb)
+/* The visible holders of @dev from the *@resume-th in its list. */
+static int nxq_nl_holder_one(struct sk_buff *skb, struct netlink_callback *cb,
+			     struct nxq_nl_scope *s, struct nxq_device *dev,
+			     unsigned long *resume)
 {
-	struct nxq_nl_scope *s = nxq_nl_scope(cb);
-	long pos = 0, start = cb->args[NXQ_NL_ARG_DEV];
-	long skip = cb->args[NXQ_NL_ARG_POS], idx = 0;
-	struct nxq_device *dev;
+	unsigned long idx = 0;
 	struct nxq_holder *h;
 	int err = 0;
 
-	mutex_lock(&nxq_ledger.lock);
-	cb->seq = atomic_read(&nxq_nl_gen);
-	list_for_each_entry(dev, &nxq_ledger.devices, link) {
-		if (pos < start || (s->device[0] && strcmp(s->device, dev->key))) {
-			pos++;
+	spin_lock(&dev->lock);
+	list_for_each_entry(h, &dev->holders, link) {
+		if (idx < *resume || !nxq_nl_visible(s, h->node->key)) {
+			idx++;
 			continue;
 		}
-		idx = 0;
-		spin_lock(&dev->lock);
-		list_for_each_entry(h, &dev->holders, link) {
-			if (idx < skip || !nxq_nl_visible(s, h->node->key)) {
-				idx++;
-				continue;
-			}
-			err = nxq_nl_put_holder(skb, cb, s, h);
-			if (err)
-				break;
-			idx++;
-		}
-		spin_unlock(&dev->lock);
+		err = nxq_nl_put_holder(skb, cb, s, h);
 		if (err)
 			break;
-		skip = 0;
-		idx = 0;
-		pos++;
+		idx++;
 	}
-	mutex_unlock(&nxq_ledger.lock);
-	cb->args[NXQ_NL_ARG_DEV] = pos;
-	cb->args[NXQ_NL_ARG_POS] = idx;
-	return nxq_nl_dump_ret(skb, err);
+	spin_unlock(&dev->lock);
+	*resume = idx;
+	return err;
+}
+
+static int nxq_nl_holder_dumpit(struct sk_buff *skb,
+				struct netlink_callback *cb)
+{
+	return nxq_nl_dump_devices(skb, cb, nxq_nl_scope(cb),
+				   nxq_nl_holder_one);
 }
 
 /* ---- events ---- */

@@ -611,26 +611,26 @@ static ssize_t path_show(struct kobject *kobj, struct kobj_attribute *attr,
 static struct kobj_attribute nxq_path_attr = __ATTR(path, 0400, path_show,
 						    NULL);
 
-#define NXQ_NODE_BUDGET(name, field, is_max)				\
-static ssize_t name##_show(struct kobject *kobj,			\
-			   struct kobj_attribute *attr, char *buf)	\
+/*
+ * A file that shows one field of the node's budget (nxq_node_budget(),
+ * under the device lock), "max" for unlimited where @_is_max: its show
+ * function and its attribute, @_mode 0400 or 0600 with @_store.  "#_name",
+ * not __stringify(): "current" must not expand as the macro.
+ */
+#define NXQ_NODE_BUDGET(_name, _field, _is_max, _mode, _store)		\
+static ssize_t node_##_name##_show(struct kobject *kobj,		\
+				   struct kobj_attribute *attr, char *buf) \
 {									\
 	struct nxq_budget b;						\
 									\
 	nxq_node_budget(to_node(kobj), &b);				\
-	return nxq_emit_u64(buf, b.field, is_max);			\
+	return nxq_emit_u64(buf, b._field, _is_max);			\
+}									\
+static struct kobj_attribute nxq_node_##_name##_attr = {		\
+	.attr = { .name = #_name, .mode = _mode },			\
+	.show = node_##_name##_show,					\
+	.store = _store,						\
 }
-
-NXQ_NODE_BUDGET(max, max, true)
-NXQ_NODE_BUDGET(min, min, false)
-NXQ_NODE_BUDGET(effective_min, effective_min, false)
-NXQ_NODE_BUDGET(effective_max, effective_max, true)
-NXQ_NODE_BUDGET(claimed, claimed, false)
-NXQ_NODE_BUDGET(overcommitted, overcommitted, false)
-NXQ_NODE_BUDGET(node_current, current_bytes, false)
-NXQ_NODE_BUDGET(borrowed, borrowed, false)
-NXQ_NODE_BUDGET(max_hits, max_hits, false)
-NXQ_NODE_BUDGET(node_denials, denials, false)
 
 #define NXQ_NODE_COUNTER(name)						\
 static ssize_t node_##name##_show(struct kobject *kobj,			\
@@ -735,29 +735,16 @@ static ssize_t node_holders_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", data_race(to_node(kobj)->nr_holders));
 }
 
-static struct kobj_attribute nxq_max_attr = __ATTR(max, 0600, max_show,
-						   max_store);
-static struct kobj_attribute nxq_min_attr = __ATTR(min, 0600, min_show,
-						   min_store);
-static struct kobj_attribute nxq_effective_min_attr =
-	__ATTR(effective_min, 0400, effective_min_show, NULL);
-static struct kobj_attribute nxq_effective_max_attr =
-	__ATTR(effective_max, 0400, effective_max_show, NULL);
-static struct kobj_attribute nxq_claimed_attr =
-	__ATTR(claimed, 0400, claimed_show, NULL);
-static struct kobj_attribute nxq_overcommitted_attr =
-	__ATTR(overcommitted, 0400, overcommitted_show, NULL);
-/* Not __ATTR_RO(current): the name would expand as the current macro. */
-static struct kobj_attribute nxq_current_attr = {
-	.attr = { .name = "current", .mode = 0400 },
-	.show = node_current_show,
-};
-static struct kobj_attribute nxq_borrowed_attr =
-	__ATTR(borrowed, 0400, borrowed_show, NULL);
-static struct kobj_attribute nxq_max_hits_attr =
-	__ATTR(max_hits, 0400, max_hits_show, NULL);
-static struct kobj_attribute nxq_node_denials_attr =
-	__ATTR(denials, 0400, node_denials_show, NULL);
+NXQ_NODE_BUDGET(max, max, true, 0600, max_store);
+NXQ_NODE_BUDGET(min, min, false, 0600, min_store);
+NXQ_NODE_BUDGET(effective_min, effective_min, false, 0400, NULL);
+NXQ_NODE_BUDGET(effective_max, effective_max, true, 0400, NULL);
+NXQ_NODE_BUDGET(claimed, claimed, false, 0400, NULL);
+NXQ_NODE_BUDGET(overcommitted, overcommitted, false, 0400, NULL);
+NXQ_NODE_BUDGET(current, current_bytes, false, 0400, NULL);
+NXQ_NODE_BUDGET(borrowed, borrowed, false, 0400, NULL);
+NXQ_NODE_BUDGET(max_hits, max_hits, false, 0400, NULL);
+NXQ_NODE_BUDGET(denials, denials, false, 0400, NULL);
 static struct kobj_attribute nxq_node_holders_attr =
 	__ATTR(holders, 0400, node_holders_show, NULL);
 
@@ -786,15 +773,15 @@ NXQ_NODE_LIMIT(wait_max_ms, NXQ_LIM_WAIT_MS);
 
 static struct attribute *nxq_node_attrs[] = {
 	&nxq_path_attr.attr,
-	&nxq_max_attr.attr,
-	&nxq_min_attr.attr,
-	&nxq_effective_min_attr.attr,
-	&nxq_effective_max_attr.attr,
-	&nxq_claimed_attr.attr,
-	&nxq_overcommitted_attr.attr,
-	&nxq_current_attr.attr,
-	&nxq_borrowed_attr.attr,
-	&nxq_max_hits_attr.attr,
+	&nxq_node_max_attr.attr,
+	&nxq_node_min_attr.attr,
+	&nxq_node_effective_min_attr.attr,
+	&nxq_node_effective_max_attr.attr,
+	&nxq_node_claimed_attr.attr,
+	&nxq_node_overcommitted_attr.attr,
+	&nxq_node_current_attr.attr,
+	&nxq_node_borrowed_attr.attr,
+	&nxq_node_max_hits_attr.attr,
 	&nxq_node_denials_attr.attr,
 	&nxq_node_holders_attr.attr,
 	&nxq_node_tickets_attr.attr,
