@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The authority's transport, shared by nxquotactl and nxquota-hook
- * (ctl.c): connect to the module's generic netlink family, else to
- * nxquotad's control socket, and send requests whose replies come back
- * through one set of libnl callbacks on either transport.
+ * (ctl.c, and extack.c for the replies): connect to the module's generic
+ * netlink family, else to nxquotad's control socket, and send requests
+ * whose replies come back through one set of libnl callbacks on either
+ * transport.
  */
 #ifndef NXQ_TOOLS_CTL_H
 #define NXQ_TOOLS_CTL_H

@@ -25,8 +25,9 @@
  * This file: the options and the dispatch.  The commands: status.c,
  * budget.c (set, clear), devices.c, events.c, metrics.c, cdi.c; what
  * they share, nxquotactl.h.  Below them: ctl.c (the transport, either
- * authority, and its extended acks), ledger.c (the dumps, parsed),
- * unattr.c (NVML against the ledger), nvml.c, fmt.c (sizes, labels).
+ * authority), extack.c (the replies and their extended acks), ledger.c
+ * (the dumps, parsed), unattr.c (NVML against the ledger), nvml.c,
+ * jsonout.c (the --json documents), fmt.c (sizes and labels for people).
  */
 #define _GNU_SOURCE
 #include <stdbool.h>
