@@ -28,16 +28,6 @@
 #include "jsonout.h"
 #include "nxquotactl.h"
 
-static const char *const event_names[] = {
-	[NXQUOTA_EVENT_TYPE_DEVICE_ADDED] = "device-added",
-	[NXQUOTA_EVENT_TYPE_DEVICE_REMOVED] = "device-removed",
-	[NXQUOTA_EVENT_TYPE_BUDGET_CHANGED] = "budget-changed",
-	[NXQUOTA_EVENT_TYPE_DENIED] = "denied",
-	[NXQUOTA_EVENT_TYPE_TICKET_ISSUED] = "ticket-issued",
-	[NXQUOTA_EVENT_TYPE_TICKET_ANSWERED] = "ticket-answered",
-	[NXQUOTA_EVENT_TYPE_KILLED] = "killed",
-};
-
 /*
  * Events name cgroups by id; a second connection's dumps name them by
  * path (as the caller's cgroup namespace shows them), looked up again, at
@@ -89,7 +79,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 	struct nlattr *tb[NXQUOTA_A_EVENT_MAX + 1];
 	char when[64], a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN];
 	const char *name = "unknown", *dev = "", *path, *by = NULL;
-	uint64_t cg, bytes, value;
+	uint64_t cg, bytes, value, count;
 	uint32_t type, pid, reason;
 	struct timespec ts;
 	struct tm tm;
@@ -109,6 +99,8 @@ static int on_event(struct nl_msg *msg, void *arg)
 	bytes = u64_or(tb[NXQUOTA_A_EVENT_BYTES], 0);
 	value = u64_or(tb[NXQUOTA_A_EVENT_VALUE], 0);
 	reason = u32_or(tb[NXQUOTA_A_EVENT_REASON], 0);
+	/* a denial stands for count of them (1 from older authorities) */
+	count = u64_or(tb[NXQUOTA_A_EVENT_COUNT], 1);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	localtime_r(&ts.tv_sec, &tm);
 	strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%S", &tm);
@@ -124,7 +116,7 @@ static int on_event(struct nl_msg *msg, void *arg)
 			.time = t, .type = name, .device = dev,
 			.cgroup_id = cg, .path = path,
 			.denied = type == NXQUOTA_EVENT_TYPE_DENIED,
-			.refused_by = by, .by_device = !value,
+			.refused_by = by, .by_device = !value, .count = count,
 			.pid = pid, .reason = reason, .bytes = bytes,
 			.value = value,
 			.timestamp_ns = u64_or(tb[NXQUOTA_A_EVENT_TIMESTAMP_NS], 0),
@@ -156,6 +148,9 @@ static int on_event(struct nl_msg *msg, void *arg)
 			printf(" refused-by=#%" PRIu64, value);
 		else if (reason == ENOSPC)
 			printf(" refused-by=device");
+		/* coalesced: the latest of count denials */
+		if (count != 1)
+			printf(" count=%" PRIu64, count);
 		break;
 	case NXQUOTA_EVENT_TYPE_TICKET_ISSUED:
 		printf(" asked=%s generation=%" PRIu64 " reason=%u",

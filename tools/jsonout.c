@@ -84,9 +84,21 @@ static void put(struct json_object *doc)
 	json_object_put(doc);
 }
 
+/* Event types' names, by NXQUOTA_EVENT_TYPE_*. */
+const char *const event_names[NXQUOTA_EVENT_TYPE_KILLED + 1] = {
+	[NXQUOTA_EVENT_TYPE_DEVICE_ADDED] = "device-added",
+	[NXQUOTA_EVENT_TYPE_DEVICE_REMOVED] = "device-removed",
+	[NXQUOTA_EVENT_TYPE_BUDGET_CHANGED] = "budget-changed",
+	[NXQUOTA_EVENT_TYPE_DENIED] = "denied",
+	[NXQUOTA_EVENT_TYPE_TICKET_ISSUED] = "ticket-issued",
+	[NXQUOTA_EVENT_TYPE_TICKET_ANSWERED] = "ticket-answered",
+	[NXQUOTA_EVENT_TYPE_KILLED] = "killed",
+};
+
 static struct json_object *device(const struct dev *d)
 {
-	struct json_object *o = obj();
+	struct json_object *o = obj(), *t;
+	int i;
 
 	str(o, "key", d->key);
 	u64(o, "capacity", d->capacity);
@@ -104,6 +116,11 @@ static struct json_object *device(const struct dev *d)
 	str(o, "devt", d->devt[0] ? d->devt : NULL);
 	max(o, "default_max", d->default_max);
 	u64(o, "events_dropped", d->events_dropped);
+	t = obj();
+	for (i = NXQUOTA_EVENT_TYPE_DEVICE_ADDED;
+	     i <= NXQUOTA_EVENT_TYPE_KILLED; i++)
+		u64(t, event_names[i], d->events_dropped_type[i]);
+	json_object_object_add(o, "events_dropped_type", t);
 	return o;
 }
 
@@ -280,6 +297,8 @@ void json_event(const struct json_event *e)
 	str(o, "device", e->device);
 	u64(o, "cgroup_id", e->cgroup_id);
 	str(o, "path", e->path);
+	if (e->denied)
+		u64(o, "count", e->count);
 	if (e->denied)
 		str(o, "refused_by", e->refused_by ? e->refused_by :
 		    e->by_device ? "device" : NULL);

@@ -23,6 +23,10 @@ void json_status(struct ledger *l, const struct attribution *at);
 /* devices --json: [{"key":...,"capacity":N,"used":N,"holders":N},...] */
 void json_devices(const struct ledger *l);
 
+/* Event types' names, by NXQUOTA_EVENT_TYPE_* (the text, JSON and
+ * metrics outputs all name them so). */
+extern const char *const event_names[NXQUOTA_EVENT_TYPE_KILLED + 1];
+
 /* One event of events --json, as on_event() read it. */
 struct json_event {
 	const char *time;	/* "2026-12-02T06:25:50.123", local time */
@@ -30,7 +34,8 @@ struct json_event {
 	const char *device;
 	uint64_t cgroup_id;
 	const char *path;	/* the cgroup's path, or NULL: null */
-	bool denied;		/* a denial: refused_by follows */
+	bool denied;		/* a denial: count and refused_by follow */
+	uint64_t count;		/* a denial: how many it stands for */
 	const char *refused_by;	/* the limiting cgroup's path, or NULL */
 	bool by_device;		/* NULL refused_by: the device refused */
 	uint32_t pid, reason;

@@ -23,6 +23,7 @@
 
 #include "ctl.h"
 #include "fmt.h"
+#include "jsonout.h"
 #include "ledger.h"
 #include "nxquotactl.h"
 
@@ -245,7 +246,7 @@ int cmd_metrics(struct ctl *n, int argc)
 	struct node *nd;
 	struct dev *d;
 	size_t i, j;
-	int rc;
+	int rc, t;
 
 	if (argc) {
 		warnx_("usage: metrics");
@@ -262,6 +263,18 @@ int cmd_metrics(struct ctl *n, int argc)
 			printf("} %" PRIu64 "\n", field(d, &dev_metrics[j]));
 		}
 	}
+	printf("# HELP nxquota_device_events_dropped_type_total Of "
+	       "events_dropped, the events of one type.\n"
+	       "# TYPE nxquota_device_events_dropped_type_total counter\n");
+	for (i = 0, d = l.devs.v; i < l.devs.n; i++, d++)
+		for (t = NXQUOTA_EVENT_TYPE_DEVICE_ADDED;
+		     t <= NXQUOTA_EVENT_TYPE_KILLED; t++) {
+			printf("nxquota_device_events_dropped_type_total"
+			       "{device=");
+			nxq_prom_label(stdout, d->key);
+			printf(",type=\"%s\"} %" PRIu64 "\n", event_names[t],
+			       d->events_dropped_type[t]);
+		}
 	for (j = 0; j < sizeof(node_metrics) / sizeof(node_metrics[0]); j++) {
 		head(&node_metrics[j]);
 		for (i = 0, nd = l.nodes.v; i < l.nodes.n; i++, nd++) {

@@ -117,7 +117,10 @@ static void test_status(void **state)
 		"\"denials\":0,\"capacity_hits\":0,\"tickets\":0,\"bytes_asked\":0,"
 		"\"bytes_released\":0,\"kills\":0,\"waits\":0,\"timeouts\":0,"
 		"\"ticket_timeout_ms\":0,\"devt\":\"195:0\",\"default_max\":null,"
-		"\"events_dropped\":0}],"
+		"\"events_dropped\":0,\"events_dropped_type\":{"
+		"\"device-added\":0,\"device-removed\":0,\"budget-changed\":0,"
+		"\"denied\":0,\"ticket-issued\":0,\"ticket-answered\":0,"
+		"\"killed\":0}}],"
 		"\"budgets\":[{\"device\":\"G\",\"path\":\"/a/b\",\"cgroup_id\":7,"
 		"\"parent_id\":1,\"max\":null,\"max_set\":false,\"effective_max\":4,"
 		"\"min\":18446744073709551614,\"effective_min\":0,\"claimed\":0,"
@@ -177,14 +180,14 @@ static void test_events(void **state)
 {
 	struct json_event e = { .time = "T", .type = "denied", .device = "G",
 				.cgroup_id = 7, .path = "/a", .denied = true,
-				.refused_by = "/", .pid = 1, .bytes = 2,
+				.count = 6, .refused_by = "/", .pid = 1, .bytes = 2,
 				.value = 3, .reason = 4, .timestamp_ns = 5 };
 
 	(void)state;
 	CAPTURE(json_event(&e));
 	assert_string_equal(out,
 		"{\"time\":\"T\",\"type\":\"denied\",\"device\":\"G\",\"cgroup_id\":7,"
-		"\"path\":\"/a\",\"refused_by\":\"/\",\"pid\":1,\"bytes\":2,"
+		"\"path\":\"/a\",\"count\":6,\"refused_by\":\"/\",\"pid\":1,\"bytes\":2,"
 		"\"value\":3,\"reason\":4,\"timestamp_ns\":5}\n");
 	e.refused_by = NULL;	/* a limit the caller may not see */
 	CAPTURE(json_event(&e));
