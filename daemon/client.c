@@ -645,33 +645,51 @@ static void nxqd_rq_release(struct nxqd_held *held, int err)
  * has not handled yet: its pidfd is readable from its exit_notify(), before
  * its parent's wait() returns, so a supervisor that reaped a worker and
  * started another could meet the old one's charge.  Handle the exits that
- * are ready (O(exited)) and say whether to try again: some were, and the
- * caller is not one of them (its hent is then gone).
+ * are ready (O(exited)).  Return: 1 some were, try again; 0 none; -1 the
+ * caller was one of them (its hent is gone: touch nothing of it).
  */
-static bool nxqd_exits_first(struct nxqd_hent *e)
+static int nxqd_exits_first(struct nxqd_hent *e)
 {
 	struct nxqd_proc *p = e->proc;
-	bool again;
+	bool any, dead;
 
 	nxqd_proc_hold(p);
-	again = nxqd_proc_reap() && !p->dead;
+	any = nxqd_proc_reap();
+	dead = p->dead;
 	nxqd_proc_put(p);
-	return again;
+	return dead ? -1 : any;
 }
 
-/* A charge or probe that does not wait; see nxqd_exits_first(). */
+static bool nxqd_refused(int err)
+{
+	return err == -EDQUOT || err == -ENOSPC;
+}
+
+/*
+ * A charge or probe that does not wait; see nxqd_exits_first().  It is
+ * first tried as a probe, whose refusal is not counted, reported or asked
+ * for, so that a refusal the exits then undo leaves no denial behind; a
+ * refusal that stands is then the charge's own, said once (counted, an
+ * event, tickets asked), as the module says it.
+ */
 static int nxqd_charge_nowait(struct nxqd_hent *e, struct nxq_charge *a)
 {
-	int err, tries = 0;
+	int err, ex;
 
-	do {
-		if (a->flags & NXQ_CHARGE_PROBE)
-			err = nxq_charge_probe(e->h, a->bytes, &a->charged);
-		else
-			err = nxq_charge(e->h, a->bytes, 0, &a->charged);
-	} while ((err == -EDQUOT || err == -ENOSPC) && !tries++ &&
-		 nxqd_exits_first(e));
-	return err;
+	err = nxq_charge_probe(e->h, a->bytes, &a->charged);
+	if (!nxqd_refused(err))
+		return err;
+	ex = nxqd_exits_first(e);
+	if (ex < 0)
+		return err;
+	if (ex > 0) {
+		err = nxq_charge_probe(e->h, a->bytes, &a->charged);
+		if (!nxqd_refused(err))
+			return err;
+	}
+	if (a->flags & NXQ_CHARGE_PROBE)
+		return err;
+	return nxq_charge(e->h, a->bytes, 0, &a->charged);
 }
 
 static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
