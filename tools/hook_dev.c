@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquota-hook's decisions, the GPUs a container was given (hook.h:
+ * hook_dev_init(), hook_given()): linux.devices' character devices
+ * matched by MAJOR:MINOR against the registered devices, and the
+ * environment's names (NVIDIA_VISIBLE_DEVICES, NXQUOTA_DEVICES,
+ * NXQUOTA_DEVICE_<X>) only where the operator trusts process.env.  Pure,
+ * as hook.c: the host's devices come in struct hook_host.
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hook.h"
+#include "hook_int.h"
+#include "size.h"
+
+/* ---- devices ---------------------------------------------------------------- */
+
+int hook_dev_init(struct hook_dev *d, const char *key, const char *devt)
+{
+	unsigned long ma, mi;
+	char *end;
+
+	memset(d, 0, sizeof(*d));
+	if (strlen(key) >= sizeof(d->key))
+		return -EINVAL;
+	strcpy(d->key, key);
+	if (!devt || !devt[0])
+		return 0;
+	if (!isdigit((unsigned char)devt[0]))
+		return -EINVAL;
+	ma = strtoul(devt, &end, 10);
+	if (*end != ':' || !isdigit((unsigned char)end[1]))
+		return -EINVAL;
+	mi = strtoul(end + 1, &end, 10);
+	if (*end || ma > UINT_MAX || mi > UINT_MAX)
+		return -EINVAL;
+	d->has_devt = true;
+	d->major = (unsigned int)ma;
+	d->minor = (unsigned int)mi;
+	return 0;
+}
+
+/* The index of the device registered as key, or -1. */
+static long dev_by_key(const struct hook_host *h, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < h->ndevs; i++)
+		if (!strcmp(h->devs[i].key, key))
+			return (long)i;
+	return -1;
+}
+
+/* The index of the device registered with MAJOR:MINOR, or -1. */
+static long dev_by_devt(const struct hook_host *h, unsigned int ma,
+			unsigned int mi)
+{
+	size_t i;
+
+	for (i = 0; i < h->ndevs; i++)
+		if (h->devs[i].has_devt && h->devs[i].major == ma &&
+		    h->devs[i].minor == mi)
+			return (long)i;
+	return -1;
+}
+
+/*
+ * The device a GPU is named by in an annotation or NVIDIA_VISIBLE_DEVICES
+ * (where names it, for messages): an index N (the device registered with
+ * /dev/nvidiaN's MAJOR:MINOR) or a UUID, with or without "GPU-".
+ */
+int hook_gpu_resolve(const char *spec, const struct hook_host *h,
+		     const char *where, size_t *dev, char *err)
+{
+	char key[NXQ_DEVICE_KEY_MAX];
+	unsigned int ma, mi;
+	size_t n = strlen(spec);
+	long d;
+
+	if (n && n <= 6 && hook_run_of(spec, "0123456789") == n) {
+		unsigned int idx = (unsigned int)strtoul(spec, NULL, 10);
+
+		if (!h->nvidia || h->nvidia(idx, &ma, &mi, h->arg))
+			return hook_fail(err, -EINVAL, "%s names GPU %u, but the host "
+				    "has no /dev/nvidia%u", where, idx, idx);
+		d = dev_by_devt(h, ma, mi);
+		if (d < 0)
+			return hook_fail(err, -EINVAL, "%s names GPU %u (/dev/nvidia%u, "
+				    "%u:%u), which is not registered with the "
+				    "authority", where, idx, idx, ma, mi);
+		*dev = (size_t)d;
+		return 0;
+	}
+	snprintf(key, sizeof(key), "%s%s", strncmp(spec, "GPU-", 4) ? "GPU-" :
+		 "", spec);
+	d = n && n < sizeof(key) - 4 ? dev_by_key(h, key) : -1;
+	if (d < 0)
+		return hook_fail(err, -EINVAL, "%s names %s, which is neither an index "
+			    "nor a GPU registered with the authority", where,
+			    hook_q(spec));
+	*dev = (size_t)d;
+	return 0;
+}
+
+/* linux.devices: its character devices registered with the authority. */
+static int given_linux_devices(json_object *cfg, const struct hook_host *h,
+			       bool *given, char *err)
+{
+	json_object *linux_, *devs, *e, *ma, *mi;
+	const char *type;
+	size_t i, n;
+	int64_t a, b;
+	long d;
+	int rc;
+
+	rc = hook_get_typed(cfg, "linux", json_type_object, "config.json", &linux_,
+		       err);
+	if (!rc)
+		rc = hook_get_typed(linux_, "devices", json_type_array,
+			       "config.json linux", &devs, err);
+	if (rc || !linux_ || !devs)
+		return rc;
+	n = json_object_array_length(devs);
+	for (i = 0; i < n; i++) {
+		e = json_object_array_get_idx(devs, i);
+		if (!json_object_is_type(e, json_type_object))
+			return hook_fail(err, -EINVAL, "config.json: linux.devices[%zu] "
+				    "is not an object", i);
+		rc = hook_get_str(e, "type", "config.json linux.devices[]", &type,
+			     err);
+		if (rc || !type || (strcmp(type, "c") && strcmp(type, "u")))
+			continue;
+		rc = hook_get_typed(e, "major", json_type_int, "config.json "
+			       "linux.devices[]", &ma, err);
+		if (!rc)
+			rc = hook_get_typed(e, "minor", json_type_int, "config.json "
+				       "linux.devices[]", &mi, err);
+		if (rc)
+			return rc;
+		a = ma ? json_object_get_int64(ma) : -1;
+		b = mi ? json_object_get_int64(mi) : -1;
+		if (a < 0 || b < 0 || a > UINT_MAX || b > UINT_MAX)
+			return hook_fail(err, -EINVAL, "config.json: linux.devices[%zu]"
+				    " has no valid major and minor", i);
+		d = dev_by_devt(h, (unsigned int)a, (unsigned int)b);
+		if (d >= 0)
+			given[d] = true;
+	}
+	return 0;
+}
+
+/*
+ * A list of devices in process.env: NVIDIA_VISIBLE_DEVICES (indexes or
+ * UUIDs) or, keys_only, NXQUOTA_DEVICES (device keys); "all", "none",
+ * "void" as the NVIDIA container toolkit reads them.
+ */
+static int given_env(json_object *cfg, const struct hook_host *h,
+		     const char *name, bool keys_only, bool *given, char *err)
+{
+	char where[128], *copy, *tok, *save, *end;
+	const char *val;
+	size_t i, dev;
+	long d;
+	int rc;
+
+	rc = hook_env(cfg, name, &val, err);
+	if (rc <= 0)
+		return rc;
+	rc = 0;
+	copy = strdup(val);
+	if (!copy)
+		return hook_fail(err, -ENOMEM, "out of memory");
+	snprintf(where, sizeof(where), "process.env %s", name);
+	for (tok = strtok_r(copy, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		end = tok + strlen(tok);
+		while (end > tok && end[-1] == ' ')
+			*--end = '\0';
+		if (!*tok || !strcmp(tok, "none") || !strcmp(tok, "void"))
+			continue;
+		if (!strcmp(tok, "all")) {
+			for (i = 0; i < h->ndevs; i++)
+				given[i] |= keys_only ||
+					    !strncmp(h->devs[i].key, "GPU-", 4);
+			continue;
+		}
+		if (!keys_only) {
+			rc = hook_gpu_resolve(tok, h, where, &dev, err);
+			if (!rc)
+				given[dev] = true;
+			continue;
+		}
+		d = dev_by_key(h, tok);
+		if (d < 0)
+			rc = hook_fail(err, -EINVAL, "%s names %s, which is not a "
+				  "device registered with the authority", where,
+				  hook_q(tok));
+		else
+			given[d] = true;
+	}
+	free(copy);
+	return rc;
+}
+
+/* NXQUOTA_DEVICE_<X>=KEY entries of process.env (any number). */
+static int given_env_each(json_object *cfg, const struct hook_host *h,
+			  bool *given, char *err)
+{
+	size_t i, n, len = strlen(ENV_NXQUOTA_ONE);
+	json_object *proc = NULL, *env = NULL;
+	const char *s, *eq;
+	long d;
+
+	if (!json_object_object_get_ex(cfg, "process", &proc) ||
+	    !json_object_object_get_ex(proc, "env", &env) ||
+	    !json_object_is_type(env, json_type_array))
+		return 0;	/* hook_env() already said what is wrong */
+	n = json_object_array_length(env);
+	for (i = 0; i < n; i++) {
+		s = json_object_get_string(json_object_array_get_idx(env, i));
+		if (!s || strncmp(s, ENV_NXQUOTA_ONE, len))
+			continue;
+		eq = strchr(s, '=');
+		if (!eq || eq == s + len)
+			continue;
+		d = dev_by_key(h, eq + 1);
+		if (d < 0)
+			return hook_fail(err, -EINVAL, "process.env %.*s names %s, "
+				    "which is not a device registered with the "
+				    "authority", (int)(eq - s), s,
+				    hook_q(eq + 1));
+		given[d] = true;
+	}
+	return 0;
+}
+
+int hook_given(json_object *cfg, const struct hook_host *host, bool *given,
+	       char *err)
+{
+	bool env[HOOK_MAX_DEVS] = { false };
+	size_t i;
+	int rc;
+
+	memset(given, 0, host->ndevs * sizeof(*given));
+	rc = given_linux_devices(cfg, host, given, err);
+	if (!rc)
+		rc = given_env(cfg, host, ENV_NVIDIA, false, env, err);
+	if (!rc)
+		rc = given_env(cfg, host, ENV_NXQUOTA, true, env, err);
+	if (!rc)
+		rc = given_env_each(cfg, host, env, err);
+	/* A name in process.env gives no node: it counts only without one. */
+	for (i = 0; !rc && i < host->ndevs; i++)
+		if (env[i] && (host->trust_env || !host->devs[i].has_devt))
+			given[i] = true;
+	return rc;
+}
