@@ -668,8 +668,9 @@ static bool nxqd_refused(int err)
 /*
  * A charge or probe that does not wait; see nxqd_exits_first().  It is
  * first tried as a probe, whose refusal is not counted, reported or asked
- * for, so that a refusal the exits then undo leaves no denial behind; a
- * refusal that stands is then the charge's own, said once (counted, an
+ * for, so that a refusal the exits then undo leaves no denial behind; any
+ * refusal that stands (EDQUOT and ENOSPC after the exits, EOVERFLOW and
+ * the rest at once) is then the charge's own, said once (counted, an
  * event, tickets asked), as the module says it.
  */
 static int nxqd_charge_nowait(struct nxqd_hent *e, struct nxq_charge *a)
@@ -677,18 +678,21 @@ static int nxqd_charge_nowait(struct nxqd_hent *e, struct nxq_charge *a)
 	int err, ex;
 
 	err = nxq_charge_probe(e->h, a->bytes, &a->charged);
-	if (!nxqd_refused(err))
-		return err;
-	ex = nxqd_exits_first(e);
-	if (ex < 0)
-		return err;
-	if (ex > 0) {
-		err = nxq_charge_probe(e->h, a->bytes, &a->charged);
-		if (!nxqd_refused(err))
+	if (!err)
+		return 0;
+	if (nxqd_refused(err)) {
+		ex = nxqd_exits_first(e);
+		if (ex < 0)
 			return err;
+		if (ex > 0) {
+			err = nxq_charge_probe(e->h, a->bytes, &a->charged);
+			if (!err)
+				return 0;
+		}
 	}
 	if (a->flags & NXQ_CHARGE_PROBE)
 		return err;
+	/* any other refusal too (EOVERFLOW, ...) is the charge's to count */
 	return nxq_charge(e->h, a->bytes, 0, &a->charged);
 }
 
