@@ -1,16 +1,21 @@
 #!/bin/bash
-# Issue 12: the allocator's GPU figures on one H200, about 7 minutes with
-# the defaults.  bench/RESULTS.rst's steps/s also come from RUNS=5
-# WINDOWS=5 STEPS=30 CONFIGS=native,native-expandable,tensor-async,tensor-sync
-# (about 6 minutes for bench_torch.py alone).
+# Issue 12: the allocator's GPU figures on one H200.  bench/RESULTS.rst's
+# older steps/s come from TORCH_MODE=procs RUNS=5 WINDOWS=5 STEPS=30
+# CONFIGS=native,native-expandable,tensor-async,tensor-sync (about 6
+# minutes for bench_torch.py alone).
 #
 #   OUT=/some/dir bash bench/gpu-s4-alloc.sh      (cwd: an unpacked git archive of HEAD)
 #
 # Runs, each with its own timeout and log under $OUT:
-#   1. python3 integrations/pytorch/bench/bench_torch.py --runs $RUNS (3)
-#        --windows $WINDOWS (3) --steps $STEPS (20) --models small,decoder
-#        --configs $CONFIGS (native,native-expandable,tensor-sync,tensor-async,pool)
-#      (steps/s, peak cudaMemGetInfo MiB, losses; torch.log, torch.json)
+#   1. python3 integrations/pytorch/bench/bench_torch.py --lockstep $ROUNDS (15)
+#        --steps $STEPS (20) --models small,decoder
+#        --configs $CONFIGS (native,native-expandable,tensor-sync,tensor-async)
+#        [--pin $PIN] --profile: the four processes side by side, one window
+#      each in turn (steps/s against native-expandable's in the same round,
+#      NVML per-process peak, loss digests; a torch.profiler table per
+#      process and workload in prof.tgz; torch.log, torch.json); with
+#      TORCH_MODE=procs, a process per run and configuration in turn
+#      (--runs $RUNS (3) --windows $WINDOWS (3)) as before
 #   2. make -s -C lib check-gpu                  (check-gpu.log)
 #   3. make -s -C lib bench-gpu                  (bench-gpu.log: warm pairs,
 #      growth per GiB against one cudaMalloc / one big handle)
@@ -22,9 +27,12 @@
 # Each timeout is what the part took on the H200 per process it starts,
 # times about 2, times the processes it will start (TORCH_S and
 # GPUTESTS_S override them):
-#   bench_torch.py: one process per run and configuration, and one
-#     warm-up; 7 processes took up to 180 s (25 s each) -> 45 s each:
-#     720 s with the defaults (16), 945 s with RESULTS.rst's (21);
+#   bench_torch.py --lockstep: 60 s for the start, and 60 s per
+#     configuration (its warm-ups, 2 x 15 windows and 2 profiled ones):
+#     300 s with the defaults;
+#   bench_torch.py, TORCH_MODE=procs: one process per run and
+#     configuration, and one warm-up; 7 processes took up to 180 s (25 s
+#     each) -> 45 s each: 585 s with the defaults (13);
 #   run_gpu_tests.py: one worker process per run() in it (10 today);
 #     they took 106 s -> 30 s each: 300 s;
 #   check-gpu and bench-gpu keep 45 s and 75 s: no H200 timing of theirs
@@ -58,19 +66,33 @@ fi
 verdict "check-gpu" $rc
 grep -q "rc=0" "$OUT/build-torch.log"; verdict "build integrations/pytorch" $?
 
-CONFIGS=${CONFIGS:-native,native-expandable,tensor-sync,tensor-async,pool}
+CONFIGS=${CONFIGS:-native,native-expandable,tensor-sync,tensor-async}
 nconf=$(echo "$CONFIGS" | tr ',' '\n' | grep -c .)
-TORCH_S=${TORCH_S:-$(( (${RUNS:-3} * nconf + 1) * 45 ))}
-el "bench_torch.py ($CONFIGS; small, decoder; timeout $TORCH_S s)"
-timeout "$TORCH_S" python3 integrations/pytorch/bench/bench_torch.py --runs ${RUNS:-3} \
-	--windows ${WINDOWS:-3} --steps ${STEPS:-20} --models small,decoder --configs "$CONFIGS" \
-	--out "$OUT/torch.json" > "$OUT/torch.log" 2>&1
-rc=$?
-grep -E "^\| |^workload|^torch " "$OUT/torch.log"
+if [ "${TORCH_MODE:-lockstep}" = lockstep ]; then
+	# every configuration's process alive at once, one window each in turn
+	# for ROUNDS rounds (bench/lockstep.py); a profiled window each at the end
+	TORCH_S=${TORCH_S:-$(( 60 + nconf * 60 ))}
+	el "bench_torch.py --lockstep ${ROUNDS:-15} ($CONFIGS; small, decoder; timeout $TORCH_S s)"
+	timeout "$TORCH_S" python3 integrations/pytorch/bench/bench_torch.py --lockstep ${ROUNDS:-15} \
+		--steps ${STEPS:-20} --models small,decoder --configs "$CONFIGS" ${PIN:+--pin "$PIN"} \
+		--profile "$OUT/prof" --out "$OUT/torch.json" > "$OUT/torch.log" 2>&1
+	rc=$?
+	tar -czf "$OUT/prof.tgz" -C "$OUT" prof 2>/dev/null && rm -rf "$OUT/prof"
+	grep -E "^\| |^lockstep |^  [a-z-]+: " "$OUT/torch.log"
+else
+	TORCH_S=${TORCH_S:-$(( (${RUNS:-3} * nconf + 1) * 45 ))}
+	el "bench_torch.py ($CONFIGS; small, decoder; timeout $TORCH_S s)"
+	timeout "$TORCH_S" python3 integrations/pytorch/bench/bench_torch.py --runs ${RUNS:-3} \
+		--windows ${WINDOWS:-3} --steps ${STEPS:-20} --models small,decoder --configs "$CONFIGS" \
+		--out "$OUT/torch.json" > "$OUT/torch.log" 2>&1
+	rc=$?
+	grep -E "^\| |^workload|^torch " "$OUT/torch.log"
+fi
 verdict "bench_torch ran" $rc
-grep -q "^targets:" "$OUT/torch.log" || echo "FAIL torch: no targets table (skipped or failed: see torch.log)"
-# steps/s >= 1.00x native, peak <= native-expandable, losses bitwise equal
-grep -E "^  (small|decoder) " "$OUT/torch.log" | while read -r m c _ s _ p _ l; do
+grep -q "^targets" "$OUT/torch.log" || echo "FAIL torch: no targets table (skipped or failed: see torch.log)"
+# lockstep: steps/s >= 1.00x native-expandable, peak <= native-expandable,
+# losses equal to native's (procs: steps/s against native)
+grep -E "^  (small|decoder) " "$OUT/torch.log" | while read -r m c _ s _ p _ l _; do
 	for x in "steps/s:$s" "peak:$p" "losses:$l"; do
 		[ "${x#*:}" = met ] && echo "PASS torch $m $c ${x%%:*}" || echo "FAIL torch $m $c ${x%%:*}"
 	done

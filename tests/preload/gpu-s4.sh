@@ -17,10 +17,12 @@
 #             the stressor's main thread -- PASS: both runs "stress ok",
 #             bitwise equal hashes, >= 100 empty_cache calls ran
 #   servers   (issue 20, item 6) torch_overhead.py, bare and shim processes
-#             rotated over SRUNS runs (5): the variable-shape decoder's
-#             training steps/s and HF generate()'s tokens/s with a
-#             random-weight Llama-shaped model -- PASS when the median of
-#             per-run shim/bare ratios >= 0.99 (SVARGS: its options)
+#             of the variable-shape decoder's training steps/s and HF
+#             generate()'s tokens/s with a random-weight Llama-shaped model:
+#             SPROCS (2) of each in lockstep for SROUNDS (20) rounds
+#             (bench/lockstep.py), or with SMODE=procs one of each, rotated
+#             over SRUNS runs (5) -- PASS when the median of per-round (per-
+#             run) shim/bare ratios >= 0.99 (SVARGS: its options)
 #   share     PyTorch's NATIVE allocator: an unmodified borrower caches
 #             6 GiB; an unmodified guaranteed process (min 4G) asks 4 GiB with
 #             --wait: the borrower's shim empties its cache on the ticket --
@@ -206,7 +208,41 @@ fi
 # charged as by default.  SRUNS runs (default 5); run r starts bare when r
 # is odd, shim when even; each run's ratio is shim/bare of the two
 # processes' rates; PASS when the median of the runs' ratios >= 0.99.
-if [ -n "$TORCH" ] && want servers; then
+if [ -n "$TORCH" ] && want servers && [ "${SMODE:-lockstep}" = lockstep ]; then
+	# Lockstep (bench/lockstep.py): SPROCS (2) bare and SPROCS shim
+	# processes alive at once, taking turns one window each for SROUNDS
+	# (20) rounds; a round's ratio is the shim processes' mean rate over the
+	# bare ones' in the same round, of the same steps or generate() calls.
+	# PASS when the median over rounds >= 0.99.  SVPIN (e.g. "taskset -c
+	# 2-5") runs every process on the same CPUs.
+	np=${SPROCS:-2} nr=${SROUNDS:-20}
+	hdr "servers: $np bare and $np shim processes in lockstep, $nr rounds"
+	ctl clear "/$CG/o" "$KEY" >/dev/null 2>&1
+	# each process peaks at about 9 GiB on the decoder, 0.5 of context
+	ctl set "/$CG" "$KEY" min=$((np * 12))G max=$((np * 12))G >/dev/null || fail "set /$CG"
+	budget w min=$((np * 12))G max=$((np * 12))G
+	sva="--serve --windows $((nr + 1)) --gen-windows $((nr + 1)) ${SVARGS:-}"
+	set --
+	for i in $(seq "$np"); do
+		set -- "$@" --worker "bare#$i" "sh -c 'echo 0 >$CGROOT/$CG/w/cgroup.procs; exec ${SVPIN:-} python3 $here/torch_overhead.py $sva'"
+		set -- "$@" --worker "shim#$i" "sh -c 'echo 0 >$CGROOT/$CG/w/cgroup.procs; NXQUOTA_CHARGE_CONTEXT=1 LD_PRELOAD=$SO exec ${SVPIN:-} python3 $here/torch_overhead.py $sva'"
+	done
+	python3 "$top/bench/lockstep.py" --rounds "$nr" --base bare --log "$RUN/servers.log" \
+		--json "$RUN/servers.json" "$@" >"$RUN/servers.out" 2>>"$RUN/servers.log" ||
+		fail "servers: lockstep.py failed ($(tail -3 "$RUN/servers.log" | tr '\n' ' '))"
+	cat "$RUN/servers.out" | tee -a "$OUT/results.txt"
+	cp "$RUN/servers.json" "$OUT/" 2>/dev/null
+	for w in ${SVW:-decoder generate}; do
+		x=$(python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))[sys.argv[2]]["configs"]["shim"]["x"]["bare"]; print("%.4f %.4f %.4f %d" % (r["median"], r["q"][0], r["q"][1], r["above"]))' "$RUN/servers.json" "$w" 2>/dev/null) ||
+			{ fail "servers $w: no figures"; continue; }
+		set -- $x
+		line="$w: shim/bare median of $nr lockstep rounds x$1 (quartiles $2..$3; $4 rounds above 1)"
+		if awk -v r="$1" 'BEGIN { exit !(r >= 0.99) }'; then pass "servers $line"; else fail "servers $line (target >= 0.99)"; fi
+	done
+	ctl clear "/$CG/w" "$KEY" >/dev/null 2>&1
+	ctl set "/$CG" "$KEY" min=8G max=8G >/dev/null
+fi
+if [ -n "$TORCH" ] && want servers && [ "${SMODE:-lockstep}" = procs ]; then
 	hdr "servers: bare and shim processes rotated, ${SRUNS:-5} runs"
 	ctl clear "/$CG/o" "$KEY" >/dev/null 2>&1
 	# the decoder's peak is about 9 GiB, the context's 0.5: a guarantee

@@ -19,6 +19,10 @@ Prints, one line each (figures per window, the median over windows):
   generate tokens/s=R
   shim trips=N charges=...   (the shim's trips to the authority during the
                               timed windows, when the shim is loaded)
+With --serve, each workload is warmed up and then runs one window
+whenever bench/lockstep.py asks (gpu-s4.sh's servers part starts a bare
+and a shim process of it, or two of each, and they take turns): window K
+is the same steps, or the same generate() calls, in every process.
 Nothing here knows about nxquota beyond reading the shim's counter.
 """
 import argparse
@@ -32,6 +36,7 @@ import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "integrations", "pytorch", "tests"))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 
 
 def trips():
@@ -63,18 +68,15 @@ def decoder(a):
     for i in range(a.warmup):
         step(i)
     torch.cuda.synchronize()
-    t0 = trips()
-    rates = []
-    i = a.warmup
-    for _ in range(a.windows):
+
+    def window(k):
         t = time.perf_counter()
-        for _ in range(a.steps):
+        for i in range(a.warmup + k * a.steps, a.warmup + (k + 1) * a.steps):
             step(i)
-            i += 1
         torch.cuda.synchronize()
-        rates.append(a.steps / (time.perf_counter() - t))
-    t1 = trips()
-    return statistics.median(rates), (None if t0 is None else t1 - t0)
+        return a.steps / (time.perf_counter() - t)
+
+    return timed(a, "decoder", window, a.windows)
 
 
 def generate(a):
@@ -99,17 +101,29 @@ def generate(a):
             toks += b * (out.shape[1] - n)
         return toks
 
+    def timed_window(k):
+        t = time.perf_counter()
+        n = window()
+        torch.cuda.synchronize()
+        return n / (time.perf_counter() - t)
+
     with torch.no_grad():
         window()	# warm-up
         torch.cuda.synchronize()
-        t0 = trips()
-        rates = []
-        for _ in range(a.gen_windows):
-            t = time.perf_counter()
-            n = window()
-            torch.cuda.synchronize()
-            rates.append(n / (time.perf_counter() - t))
-        t1 = trips()
+        return timed(a, "generate", timed_window, a.gen_windows)
+
+
+def timed(a, name, window, n):
+    """n windows in a row (their median rate), or, with --serve, windows
+    when bench/lockstep.py asks; and the shim's trips to the authority
+    during them."""
+    t0 = trips()
+    if a.serve:
+        import lockstep
+        lockstep.serve(name, window, lambda: {"trips": "-" if t0 is None else trips() - t0})
+        return None, None
+    rates = [window(k) for k in range(n)]
+    t1 = trips()
     return statistics.median(rates), (None if t0 is None else t1 - t0)
 
 
@@ -120,10 +134,18 @@ def main():
     ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--gen-windows", type=int, default=5)
     ap.add_argument("--workloads", default="decoder,generate")
+    ap.add_argument("--serve", action="store_true",
+                    help="windows when bench/lockstep.py asks (--windows/--gen-windows at most)")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.cuda.init()
     tr = []
+    if a.serve:
+        for w in a.workloads.split(","):
+            {"decoder": decoder, "generate": generate}[w](a)
+        import lockstep
+        lockstep.done()
+        return
     for w in a.workloads.split(","):
         if w == "decoder":
             r, n = decoder(a)

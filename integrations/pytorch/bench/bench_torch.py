@@ -40,11 +40,24 @@ the CPU runs ahead as in real training).  Reported:
                arena's peak charge (tensor route);
   losses       whether every step's loss is bitwise equal to the native
                run's (deterministic algorithms, TF32 off).
+With --lockstep N, every configuration's process (--procs of each) is
+started once and they take turns, one window each, for N rounds
+(bench/lockstep.py): a round's ratio compares windows seconds apart, of
+the same steps.  Printed per workload: each configuration's median
+window rate, and the median over rounds of its rate over native's and
+over native-expandable's in the same round, with quartiles; each
+process's NVML-listed device memory at the end (its peak) less its
+context, the allocator's own peak, and a digest of its losses (all equal
+to native's when the routes compute the same thing).  --pin CPUS runs
+every process on the same CPUs; --profile DIR writes one
+torch.profiler table per process and workload.
+
 Prints "skipped: ..." without PyTorch or a GPU.
 """
 import argparse
 import json
 import os
+import shlex
 import statistics
 import subprocess
 import sys
@@ -82,6 +95,11 @@ def main():
     ap.add_argument("--windows", type=int, default=5)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--out")
+    ap.add_argument("--lockstep", type=int, metavar="ROUNDS",
+                    help="every configuration's process alive at once, a window each in turn")
+    ap.add_argument("--procs", type=int, default=1, help="--lockstep: processes per configuration")
+    ap.add_argument("--pin", metavar="CPUS", help="taskset -c CPUS for every process")
+    ap.add_argument("--profile", metavar="DIR", help="--lockstep: a profiled window per process")
     a = ap.parse_args()
     try:
         import torch
@@ -95,6 +113,10 @@ def main():
         print("skipped: build/libnxq_torch.so is not built")
         return 0
     tmp = tempfile.mkdtemp(prefix="nxq_bench_")
+    if a.profile:
+        os.makedirs(a.profile, exist_ok=True)
+    if a.lockstep:
+        return lockstep_main(a, tmp)
     configs = a.configs.split(",")
     models = a.models.split(",")
     res = {c: [] for c in configs}
@@ -199,6 +221,77 @@ def main():
     if a.out:
         with open(a.out, "w") as f:
             json.dump({"summary": summary, "raw": res}, f, indent=1)
+    return 0
+
+
+def lockstep_main(a, tmp):
+    sys.path.insert(0, os.path.join(TOP, "..", "..", "bench"))
+    import lockstep
+    configs = a.configs.split(",")
+    workers = []
+    for c in configs:
+        alloc, extra = CONFIGS[c]
+        env = ["env", "-u", "PYTORCH_CUDA_ALLOC_CONF"]
+        for k in os.environ:
+            if k.startswith("NXQ_TORCH_"):
+                env += ["-u", k]
+        env += ["CUBLAS_WORKSPACE_CONFIG=:4096:8"] + ["%s=%s" % kv for kv in extra.items()]
+        for i in range(a.procs):
+            name = c if a.procs == 1 else "%s#%d" % (c, i + 1)
+            cmd = env + (["taskset", "-c", a.pin] if a.pin else []) + [
+                sys.executable, WORKER, "serve", "--alloc", alloc,
+                "--out", os.path.join(tmp, "%s.json" % name.replace("#", "_")),
+                "--models", a.models, "--warmup", str(a.warmup),
+                "--windows", str(a.lockstep + 1), "--steps", str(a.steps)]
+            workers.append((name, " ".join(shlex.quote(x) for x in cmd)))
+    bases = [b for b in ("native", "native-expandable") if b in configs] or [configs[0]]
+    log = open(os.path.join(tmp, "lockstep.log"), "w")
+    print("lockstep: %d processes, %d rounds of one %d-step window each, after %d warm-up "
+          "steps; log %s" % (len(workers), a.lockstep, a.steps, a.warmup, log.name))
+    sys.stdout.flush()
+    try:
+        res = lockstep.run(workers, a.lockstep, bases, log, a.profile)
+    except Exception as e:
+        log.flush()
+        print("lockstep failed: %s\n%s" % (e, open(log.name).read()[-3000:]))
+        return 1
+    lockstep.report(res)
+    # targets: steps/s >= 1.00x native-expandable's (or native's when it did
+    # not run) as the median over rounds; peak <= native-expandable's, from
+    # NVML's per-process figure, else the allocator's own; losses = native's
+    ref = "native-expandable" if "native-expandable" in configs else "native"
+    print("\ntargets (lockstep): steps/s >= 1.00x %s in the same round, peak <= "
+          "native-expandable, losses equal to native's" % ref)
+
+    def peak(infos, c):
+        v = [i.get("nvml_peak_MiB") for n, i in infos.items() if n.split("#")[0] == c]
+        if v and all(x not in (None, "-") for x in v):
+            return statistics.median(int(x) for x in v), "nvml"
+        v = [i.get("reserved_peak_MiB", i.get("arena_peak_MiB")) for n, i in infos.items()
+             if n.split("#")[0] == c]
+        return (statistics.median(int(x) for x in v), "allocator") if v and None not in v \
+            else (None, None)
+
+    for wl, r in res.items():
+        digests = {n: i.get("losses") for n, i in r["infos"].items()}
+        nat = [d for n, d in digests.items() if n.split("#")[0] == "native"]
+        for c in configs:
+            if c.startswith("native"):
+                continue
+            x = r["configs"][c]["x"][ref]["median"]
+            pc, how = peak(r["infos"], c)
+            pe, how_e = peak(r["infos"], "native-expandable")
+            mine = [d for n, d in digests.items() if n.split("#")[0] == c]
+            print("  %-8s %-13s steps/s %s  peak %s  losses %s   (x %s %.4f; peak %s %s "
+                  "MiB against %s)" % (
+                      wl, c, "met" if x >= 1.0 else "MISSED",
+                      "n/a" if pe is None or pc is None or how != how_e else
+                      "met" if pc <= pe else "MISSED",
+                      "n/a" if not nat else "met" if all(d == nat[0] for d in mine) else "MISSED",
+                      ref, x, how, pc, pe))
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
     return 0
 
 

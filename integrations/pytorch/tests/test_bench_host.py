@@ -35,6 +35,25 @@ run = int(os.path.basename(out).rsplit("_", 1)[1].split(".")[0])
 json.dump(raw[c][run], open(out, "w"))
 '''
 
+# --lockstep's stand-in: each configuration serves windows at a fixed rate
+# with a fixed peak; tensor-sync's losses differ from native's
+SERVE = r'''
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "bench"))
+import lockstep
+a = sys.argv
+if a[a.index("--alloc") + 1] == "native":
+    c = "native-expandable" if os.environ.get("PYTORCH_CUDA_ALLOC_CONF") else "native"
+else:
+    c = "tensor-" + os.environ["NXQ_TORCH_FREE"]
+rate = {"native": 50, "native-expandable": 50, "tensor-async": 51, "tensor-sync": 49}[c]
+peak = {"native": 1216, "native-expandable": 1164, "tensor-async": 1150, "tensor-sync": 1170}[c]
+for m in a[a.index("--models") + 1].split(","):
+    lockstep.serve(m, lambda k: rate, lambda: {"nvml_peak_MiB": peak,
+                   "losses": "65:" + ("bad" if c == "tensor-sync" else "good")})
+lockstep.done()
+'''
+
 failed = 0
 
 
@@ -105,6 +124,30 @@ def main():
         check(rc == 0 and r is not None and r[3] == "-" and r[9] == "-" and
               "steps/s n/a (no native run)  peak met  losses n/a (no native run)" in out,
               "without native: x native and losses '-', targets n/a, peak still met")
+
+        # --lockstep: bench_torch.py finds bench/lockstep.py two levels up
+        lt = os.path.join(tree, "ls", "i", "p")
+        for d in ("bench", "tests", "build"):
+            os.makedirs(os.path.join(lt, d))
+        os.makedirs(os.path.join(tree, "ls", "bench"))
+        shutil.copy(os.path.join(TOP, "bench", "bench_torch.py"), os.path.join(lt, "bench"))
+        shutil.copy(os.path.join(TOP, "..", "..", "bench", "lockstep.py"),
+                    os.path.join(tree, "ls", "bench"))
+        open(os.path.join(lt, "tests", "torch_worker.py"), "w").write(SERVE)
+        open(os.path.join(lt, "build", "libnxq_torch.so"), "w").close()
+        env = dict(os.environ, PYTHONPATH=os.path.join(tree, "fake"))
+        p = subprocess.run([sys.executable, os.path.join(lt, "bench", "bench_torch.py"),
+                            "--lockstep", "4", "--configs",
+                            "native,native-expandable,tensor-async,tensor-sync"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        out = p.stdout.decode()
+        check(p.returncode == 0 and "| tensor-async | 51.000 | 51.000 | 1.0200 " in out,
+              "--lockstep: tensor-async at 1.02x native in every round")
+        check("  small    tensor-async  steps/s met  peak met  losses met" in out and
+              "  decoder  tensor-sync   steps/s MISSED  peak MISSED  losses MISSED" in out,
+              "--lockstep target lines: met and MISSED where the figures say so")
+        if failed:
+            print(out)
     finally:
         shutil.rmtree(tree)
     print("%d failed" % failed)

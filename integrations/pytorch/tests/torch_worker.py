@@ -26,6 +26,9 @@ MODE bench    steps/s over timed windows and peak device memory, for the
               fixed-shape models of MODELS and the variable-shape decoder
               (DECODERS: batch and sequence length drawn at random each
               step from a seeded generator)
+MODE serve    the same workloads, one timed window at a time when
+              bench/lockstep.py asks (bench_torch.py --lockstep): every
+              configuration's process alive at once, taking turns
 """
 import argparse
 import gc
@@ -433,9 +436,75 @@ def mode_bench(a, nxq, rep):
             nxq.release()
 
 
+def mode_serve(a, nxq, rep):
+    """mode_bench's workloads in lockstep (bench/lockstep.py): per workload,
+    --warmup steps, then window K (steps warmup + K * steps ...) whenever
+    the coordinator asks, up to --windows of them.  Nothing is read per
+    step.  At each workload's end it reports this process's device memory
+    as NVML lists it (its peak: every allocator here keeps what it got),
+    less its reading when the context was up, the allocator's own peak,
+    and a digest of every loss, which must equal the native process's."""
+    import hashlib
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "..", "bench"))
+    import lockstep
+    deterministic()
+    torch.cuda.init()
+    torch.zeros(1, device="cuda")
+    torch.cuda.synchronize()
+    ctx = lockstep.proc_used()
+    w = torch.ones(64, 64, device="cuda", requires_grad=True)
+    (w @ w).sum().backward()
+    del w
+    torch.cuda.synchronize()
+    for name in a.models.split(","):
+        total = a.warmup + a.windows * a.steps
+        if name in MODELS:
+            cfg = MODELS[name]
+            model, opt, xs, _ = make(cfg, a.seed, total)
+        else:
+            cfg = DECODERS[name]
+            model, opt, xs = make_decoder(cfg, a.seed, total)
+        if nxq is None or pool_route(nxq):
+            torch.cuda.reset_peak_memory_stats()
+        if nxq is not None:
+            nxq.reset_peaks()
+        losses = [step(model, opt, xs[i], cfg["vocab"]) for i in range(a.warmup)]
+        torch.cuda.synchronize()
+
+        def window(k):
+            if k >= a.windows:
+                raise SystemExit("serve: window %d of %d" % (k, a.windows))
+            t0 = time.perf_counter()
+            for i in range(a.warmup + k * a.steps, a.warmup + (k + 1) * a.steps):
+                losses.append(step(model, opt, xs[i], cfg["vocab"]))
+            torch.cuda.synchronize()
+            return a.steps / (time.perf_counter() - t0)
+
+        def info():
+            used = lockstep.proc_used()
+            d = {"losses": "%d:%s" % (len(losses), hashlib.sha1(
+                 b"".join(float(v).hex().encode() for v in losses)).hexdigest()[:12]),
+                 "nvml_peak_MiB": "-" if used is None or ctx is None else (used - ctx) >> 20}
+            if nxq is None or pool_route(nxq):
+                d["reserved_peak_MiB"] = torch.cuda.max_memory_reserved() >> 20
+            if nxq is not None:
+                d["arena_peak_MiB"] = nxq.stats()["peak_charged"] >> 20
+            return d
+
+        lockstep.serve(name, window, info)
+        del model, opt, xs, losses
+        gc.collect()
+        torch.cuda.synchronize()
+        if nxq is None:
+            torch.cuda.empty_cache()
+        else:
+            nxq.release()
+    lockstep.done()
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["train", "oom", "release", "bench"])
+    ap.add_argument("mode", choices=["train", "oom", "release", "bench", "serve"])
     ap.add_argument("--alloc", choices=["native", "nxq"], required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--model", default="small", choices=sorted(MODELS) + sorted(DECODERS))
@@ -464,6 +533,8 @@ def main():
             mode_train(a, nxq, rep)
         elif a.mode == "oom":
             mode_oom(a, nxq, rep)
+        elif a.mode == "serve":
+            mode_serve(a, nxq, rep)
         else:
             mode_bench(a, nxq, rep)
         rep["ok"] = True
