@@ -112,6 +112,7 @@
 #include "internal.h"
 #include "cuda_api.h"
 #include "preload.h"
+#include "size.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -149,6 +149,7 @@ totalmem-current-device~s/^\treturn budget_clamp(dev, \&fr, totalp);$/\treturn b
 totalmem-v1-as-v2~s/^\t\treturn ver >= 3020 ? R_cuDeviceTotalMem_v2 : R_cuDeviceTotalMem;$/\t\treturn R_cuDeviceTotalMem_v2;/~test
 nvml-not-clamped~s/^\tif (ord < 0 || !budget_clamp(ord, \&fr, \&tot))$/\tif (1)/~test
 nvml-dlsym-not-wrapped~s/ \&\& (name\[0\] != 'n' || name\[1\] != 'v')))$/))/~test
+refusal-size-rounded-up~s/^\treturn nxq_size_format(v, NXQ_SIZE_IEC, buf, n);$/\tsnprintf(buf, n, "%.1f KiB", (double)v \/ 1024); return buf;/~test
 refusal-not-said~s/^\t\trefusal_say(ord, kind, holder, bytes, asked, r, S.wait_ns ? now_ns() - t0 : 0);$/\t\t;/~test
 refusal-not-rate-limited~s/^\tif ((last \&\& now - last < S.gap_ns) ||$/\tif (0 ||/~test
 refusal-level-ignored~s/^\t\tnode_path(cg, st.last_level, node, sizeof(node));$/\t\tnode_path(cg, 0, node, sizeof(node));/~test

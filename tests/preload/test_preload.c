@@ -699,6 +699,12 @@ static void test_refused(void **st)
 			assert_int_equal(K.charged, 0);
 			assert_int_equal(counters().tracked, c0.tracked);
 			assert_int_equal(counters().refused, c0.refused + 1);
+			if (!p && !k) {	/* a limit of 1 MiB - 1: rounded down, never "1024.0 KiB" */
+				const char *l = nxqp__test_last_said();
+
+				assert_non_null(strstr(l, "refused an allocation of 1 MiB on "));
+				assert_non_null(strstr(l, "limit 1023.9 KiB, min 0 B, in use 0 B;"));
+			}
 			d_pool(pool_of((enum kind)k), &res, &used);
 			assert_int_equal(used, 0);	/* nothing left allocated */
 			assert_int_equal(res, 0);
@@ -1631,6 +1637,7 @@ static void test_context(void **st)
 static void test_context_neighbours(void **st)
 {
 	CUcontext c;
+	char *out;
 
 	d_ctxmb(8);
 	d_noise(100);
@@ -1649,11 +1656,15 @@ static void test_context_neighbours(void **st)
 	assert_int_equal(K.charged, 108 * MiB);
 	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
 	assert_int_equal(counters().ctx_bounded, 0);
-	/* ... but no more than NXQUOTA_CONTEXT_MAX (1 GiB) */
+	/* ... but no more than NXQUOTA_CONTEXT_MAX (1 GiB), said in the sizes refusals use */
 	d_noise(2048);
+	err_begin();
 	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);
+	out = err_end();
 	assert_int_equal(K.charged, 1024 * MiB);
 	assert_int_equal(counters().ctx_bounded, 1);
+	assert_non_null(strstr(out, "measured 2.0 GiB by the device's free memory"));	/* 2056 MiB */
+	assert_non_null(strstr(out, ": 1 GiB charged (NXQUOTA_CONTEXT_MAX)"));
 	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
 	assert_int_equal(K.charged, 0);
 	/* NXQUOTA_CONTEXT_MAX=64M */
