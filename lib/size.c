@@ -2,8 +2,8 @@
 /*
  * Size parsers (size.h): the kernel's convention (memparse: "40G" is
  * 40 GiB) and Kubernetes' resource.Quantity ("40G" is 40 * 10^9 bytes,
- * "40Gi" 40 GiB).  No state, no allocation: every caller owns its
- * string and its result.
+ * "40Gi" 40 GiB); and the formatter, nxq_size_format().  No state, no
+ * allocation: every caller owns its string and its result.
  *
  * A quantity is exact: its digits are read as a decimal string, never as
  * a double, so "1.000000000000000000001" rounds up to 2 and "0.1Ki" is
@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "size.h"
@@ -270,4 +271,26 @@ int nxq_quantity_parse(const char *s, uint64_t *out)
 	if (q.neg)
 		return -EINVAL;
 	return q.binary ? qty_binary(&q, out) : qty_decimal(&q, out);
+}
+
+const char *nxq_size_format(uint64_t v, enum nxq_size_style style, char *buf, size_t n)
+{
+	static const char *const iec[] = { " B", " KiB", " MiB", " GiB", " TiB", " PiB" };
+	static const char *const kern[] = { "", "K", "M", "G", "T", "P" };
+	const char *unit;
+	unsigned int u = 0, shift = 0;
+	uint64_t r;
+
+	while (u + 1 < sizeof(iec) / sizeof(iec[0]) && v >> (shift + 10)) {
+		shift += 10;
+		u++;
+	}
+	unit = style == NXQ_SIZE_SHORT ? kern[u] : iec[u];
+	r = v & ((1ULL << shift) - 1);
+	if (!r)
+		snprintf(buf, n, "%llu%s", (unsigned long long)(v >> shift), unit);
+	else	/* r < 2^50: r * 10 fits */
+		snprintf(buf, n, "%llu.%u%s", (unsigned long long)(v >> shift),
+			 (unsigned int)((r * 10) >> shift), unit);
+	return buf;
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * The one userspace size parser (size.c), for the library, the tools,
- * the preload shim, the OCI hook and the PyTorch integration (the
- * kernel's sysfs files parse with the kernel's own memparse()).  Two
- * conventions:
+ * The one userspace size parser and the one size formatter (size.c),
+ * for the library, the tools, the preload shim, the OCI hook and the
+ * PyTorch integration (the kernel's sysfs files parse with the kernel's
+ * own memparse()).  Two conventions to parse:
  *
  *  - the kernel's (memparse, cgroupfs, sysfs and nxquotactl): digits and
  *    a binary suffix, "40G" = 40 * 2^30 (nxq_size_parse_b() also takes
@@ -17,6 +17,7 @@
 #define NXQ_SIZE_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /**
@@ -71,5 +72,37 @@ int nxq_size_parse_b(const char *s, bool allow_max, uint64_t *out);
  * -ERANGE when the value is above UINT64_MAX.
  */
 int nxq_quantity_parse(const char *s, uint64_t *out);
+
+/* nxq_size_format()'s spellings of one rule. */
+enum nxq_size_style {
+	NXQ_SIZE_IEC,	/* for people: "8 GiB", "1.5 MiB", "1000 B" (the shim's messages) */
+	NXQ_SIZE_SHORT,	/* the kernel's: "8G", "1.5M", "1000" (nxquotactl, nxquota-hook) */
+};
+
+/* Room for any value in either style, the terminating NUL included. */
+#define NXQ_SIZE_FMT_LEN	32
+
+/**
+ * nxq_size_format() - write a size in bytes for people
+ * @v:		the size in bytes
+ * @style:	NXQ_SIZE_IEC or NXQ_SIZE_SHORT: the unit's spelling
+ * @buf:	where to write it, NUL-terminated
+ * @n:		@buf's size (NXQ_SIZE_FMT_LEN holds any value)
+ *
+ * One rule for every userspace writer: the largest unit of K, M, G, T,
+ * P (powers of 1024) that @v holds at least one of, plain bytes below
+ * 1 KiB; the count of that unit as an integer when @v is an exact
+ * multiple of it, else with one decimal, rounded down.  So 1023 is
+ * "1023 B", 1024 "1 KiB", 1536 "1.5 KiB", 1048576 "1 MiB", 4294967296
+ * "4 GiB", 1000 "1000 B"; 1048575 is "1023.9 KiB", never "1024.0 KiB"
+ * nor "1.0 MiB": a size said is never more than the value (a room or a
+ * limit in a refusal, next to the size that was refused).  A decimal
+ * thus says the value is not exact ("80.0G" is a little over 80 GiB).
+ * Values of 1024 PiB and more stay in PiB.  NXQ_SIZE_SHORT's exact
+ * values read back with nxq_size_parse_b().
+ *
+ * Return: @buf.
+ */
+const char *nxq_size_format(uint64_t v, enum nxq_size_style style, char *buf, size_t n);
 
 #endif /* NXQ_SIZE_H */

@@ -12,26 +12,17 @@
 
 /* ---- refusals said: why, and what would help ---- */
 
-/* "4 GiB", "1.5 MiB", "4096 B": a size for a person. */
+/*
+ * A size for a person: lib/size.c's one rule ("4 GiB", "1.5 MiB",
+ * "1023.9 KiB", "1000 B"), "unlimited" for no limit.
+ */
 static const char *hsize(char *buf, size_t n, uint64_t v)
 {
-	static const char *const unit[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double x = (double)v;
-	int u = 0;
-
 	if (v == NXQ_UNLIMITED) {
 		snprintf(buf, n, "unlimited");
 		return buf;
 	}
-	while (x >= 1024 && u < 5) {
-		x /= 1024;
-		u++;
-	}
-	if (!u || x == (double)(uint64_t)x)
-		snprintf(buf, n, "%llu %s", (unsigned long long)x, unit[u]);
-	else
-		snprintf(buf, n, "%.1f %s", x, unit[u]);
-	return buf;
+	return nxq_size_format(v, NXQ_SIZE_IEC, buf, n);
 }
 
 /* This process's cgroup (v2), as /proc/self/cgroup says it ("0::PATH"). */

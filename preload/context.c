@@ -191,10 +191,13 @@ static uint64_t ctx_measure_end(int ord, const struct ctxm *m, CUcontext c)
 		return own < d ? own : d;
 	}
 	if (d > S.ctx_max) {
-		SAY_ONCE(S.said_ctxmax, "a CUDA context on %s measured %" PRIu64 " MiB by the device's "
-			 "free memory, which counts other processes' allocations too: %" PRIu64
-			 " MiB charged (NXQUOTA_CONTEXT_MAX)", S.dev[ord].key[0] ? S.dev[ord].key :
-			 "a device", d >> 20, S.ctx_max >> 20);
+		char hd[NXQ_SIZE_FMT_LEN], hm[NXQ_SIZE_FMT_LEN];
+
+		SAY_ONCE(S.said_ctxmax, "a CUDA context on %s measured %s by the device's free "
+			 "memory, which counts other processes' allocations too: %s charged "
+			 "(NXQUOTA_CONTEXT_MAX)", S.dev[ord].key[0] ? S.dev[ord].key : "a device",
+			 nxq_size_format(d, NXQ_SIZE_IEC, hd, sizeof(hd)),
+			 nxq_size_format(S.ctx_max, NXQ_SIZE_IEC, hm, sizeof(hm)));
 		CNT(ctx_bounded);
 		d = S.ctx_max;
 	}

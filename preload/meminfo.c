@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * Memory queries: cuMemGetInfo, cuMemGetInfo_v2 and NVML's
- * nvmlDeviceGetMemoryInfo(_v2) answer with the budget (STATUS's room and
- * limit, at most the device's).
+ * Memory queries: cuMemGetInfo, cuMemGetInfo_v2, cuDeviceTotalMem(_v2)
+ * and NVML's nvmlDeviceGetMemoryInfo(_v2) answer with the budget
+ * (STATUS's room and limit, at most the device's).
  *
  * Layer 4: calls authority.c, resolve.c, state.c.
  */
@@ -90,6 +90,54 @@ EXPORT CUresult cuMemGetInfo(unsigned int *freep, unsigned int *totalp)
 		*freep = (unsigned int)fr;
 		*totalp = (unsigned int)tot;
 	}
+	return cr;
+}
+
+/*
+ * A device's total memory (the CUDA runtime's cudaGetDeviceProperties()
+ * fills totalGlobalMem from it: torch.cuda.get_device_properties()'s
+ * total_memory): at most the limit, as cuMemGetInfo's total, and left as
+ * the driver says where cuMemGetInfo's total is (no STATUS version 1, a
+ * device not under nxquota, NXQUOTA_REQUIRE without an authority).  Of
+ * device dev, not of the current context's: no context is needed.  A
+ * CUdevice is the device's ordinal (cuDeviceGet() hands the ordinal
+ * out), which is what the shim's devices are indexed by, each keyed by
+ * that CUdevice's UUID (dev_key()); cur_dev() and the context wrappers
+ * take it the same way.
+ */
+static int total_clamp(CUdevice dev, uint64_t *totalp)
+{
+	uint64_t fr = *totalp;
+
+	return budget_clamp(dev, &fr, totalp);
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+	REAL_OR_FAIL(CUresult (*)(size_t *, CUdevice), R_cuDeviceTotalMem_v2);
+	CUresult cr = f(bytes, dev);
+	uint64_t tot;
+
+	if (cr || depth || !bytes)
+		return cr;
+	tot = *bytes;
+	if (total_clamp(dev, &tot))
+		*bytes = (size_t)tot;
+	return cr;
+}
+
+/* The 32-bit entry point (before CUDA 3.2): the same, in an unsigned int. */
+EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
+{
+	REAL_OR_FAIL(CUresult (*)(unsigned int *, CUdevice), R_cuDeviceTotalMem);
+	CUresult cr = f(bytes, dev);
+	uint64_t tot;
+
+	if (cr || depth || !bytes)
+		return cr;
+	tot = *bytes;
+	if (total_clamp(dev, &tot))
+		*bytes = (unsigned int)tot;
 	return cr;
 }
 

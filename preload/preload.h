@@ -52,7 +52,7 @@ typedef struct CUctxCreateParams_st CUctxCreateParams;
 	X(cuMemAllocAsync) X(cuMemAllocAsync_ptsz)				\
 	X(cuMemAllocFromPoolAsync) X(cuMemAllocFromPoolAsync_ptsz)		\
 	X(cuMemPoolTrimTo) X(cuMemPoolCreate) X(cuMemPoolDestroy)		\
-	X(cuMemGetInfo) X(cuMemGetInfo_v2)					\
+	X(cuMemGetInfo) X(cuMemGetInfo_v2) X(cuDeviceTotalMem) X(cuDeviceTotalMem_v2)	\
 	X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease_v2)		\
 	X(cuDevicePrimaryCtxReset_v2)						\
 	X(cuCtxCreate_v2) X(cuCtxCreate_v3) X(cuCtxCreate_v4) X(cuCtxDestroy_v2)	\
@@ -73,6 +73,8 @@ CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset, CUmemGenericAlloca
 CUresult cuMemUnmap(CUdeviceptr va, size_t size);
 CUresult cuMemGetInfo(unsigned int *free, unsigned int *total);
 CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
+CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev);
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev);
 CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
 CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
 CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev);
@@ -119,7 +121,7 @@ struct nxqp_counters {
 	uint64_t trips;		/* charges and uncharges sent to the authority */
 	uint64_t py_calls;	/* torch.cuda.empty_cache() callbacks run (a PyTorch process) */
 	uint64_t py_late;	/* plain-holder tickets answered before their callback ran */
-	uint64_t clamped;	/* memory queries (cuMemGetInfo, NVML) answered with the budget */
+	uint64_t clamped;	/* memory queries (cuMemGetInfo, cuDeviceTotalMem, NVML) answered with the budget */
 	uint64_t said;		/* refusal lines written */
 	uint64_t ctx_bytes;	/* charged for contexts (now) */
 	uint64_t ctx_unmeasured;	/* contexts that could not be measured */

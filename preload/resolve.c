@@ -179,6 +179,8 @@ static int wrapped_variant(const char *sym, int ver, uint64_t flags)
 		return R_cuMemUnmap;
 	if (!strcmp(sym, "cuMemGetInfo"))
 		return ver >= 3020 ? R_cuMemGetInfo_v2 : R_cuMemGetInfo;
+	if (!strcmp(sym, "cuDeviceTotalMem"))	/* as cuMemGetInfo: size_t from 3.2 */
+		return ver >= 3020 ? R_cuDeviceTotalMem_v2 : R_cuDeviceTotalMem;
 	if (!strcmp(sym, "cuDevicePrimaryCtxRetain"))
 		return R_cuDevicePrimaryCtxRetain;
 	if (!strcmp(sym, "cuDevicePrimaryCtxRelease"))

@@ -43,11 +43,12 @@
  *    it comes up (cuDevicePrimaryCtxRetain, cuCtxCreate_v2/_v3/_v4), to a
  *    third holder per device; given back when it goes.
  *
- * What the application is told (issue 20): cuMemGetInfo and NVML's
- * nvmlDeviceGetMemoryInfo report the budget (STATUS version 1's room and
- * limit, at most the device's); a refused charge is said on stderr, with
- * the node that refused and what would help; NXQUOTA_REQUIRE=1 refuses
- * every allocation while no authority answers, instead of passing.
+ * What the application is told (issue 20): cuMemGetInfo, cuDeviceTotalMem
+ * and NVML's nvmlDeviceGetMemoryInfo report the budget (STATUS version
+ * 1's room and limit, at most the device's); a refused charge is said on
+ * stderr, with the node that refused and what would help;
+ * NXQUOTA_REQUIRE=1 refuses every allocation while no authority answers,
+ * instead of passing.
  *
  * One thread-local depth counter: a wrapper called while another wrapper
  * of the same thread is in the driver (the driver calling its own exported
@@ -76,7 +77,7 @@
  *   authority.c  the context, each device's holders (dev_state())
  *   charge.c     charge/uncharge, refusals said, the plain credit
  *   plain.c      cuMemAlloc & co, cuMemFree, the VMM calls followed
- *   meminfo.c    cuMemGetInfo and NVML's memory info: the budget
+ *   meminfo.c    cuMemGetInfo, cuDeviceTotalMem, NVML's memory info: the budget
  *   context.c    CUDA contexts measured and charged
  *   pool.c       stream-ordered pools
  *   torch.c      PyTorch's cache given back on a ticket
@@ -111,6 +112,7 @@
 #include "internal.h"
 #include "cuda_api.h"
 #include "preload.h"
+#include "size.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

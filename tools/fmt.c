@@ -8,34 +8,17 @@
 #include <linux/nxquota.h>
 
 #include "fmt.h"
+#include "size.h"
 
-static const char units[] = "KMGTP";
+_Static_assert(NXQ_FMT_SIZE_LEN >= NXQ_SIZE_FMT_LEN, "room for any size");
 
 const char *nxq_format_size(uint64_t v, bool is_max, char *buf)
 {
-	unsigned int i = 0;
-	uint64_t unit = 1024;
-
 	if (is_max && v == NXQ_UNLIMITED) {
 		snprintf(buf, NXQ_FMT_SIZE_LEN, "max");
 		return buf;
 	}
-	if (v < 1024) {
-		snprintf(buf, NXQ_FMT_SIZE_LEN, "%llu", (unsigned long long)v);
-		return buf;
-	}
-	while (i + 1 < sizeof(units) - 1 && v / unit >= 1024) {
-		unit <<= 10;
-		i++;
-	}
-	if (v % unit == 0)
-		snprintf(buf, NXQ_FMT_SIZE_LEN, "%llu%c",
-			 (unsigned long long)(v / unit), units[i]);
-	else
-		snprintf(buf, NXQ_FMT_SIZE_LEN, "%llu.%u%c",
-			 (unsigned long long)(v / unit),
-			 (unsigned int)((v % unit) * 10 / unit), units[i]);
-	return buf;
+	return nxq_size_format(v, NXQ_SIZE_SHORT, buf, NXQ_FMT_SIZE_LEN);
 }
 
 const char *nxq_format_ssize(int64_t v, char *buf)

@@ -16,9 +16,10 @@
 
 /*
  * Format bytes for people into buf (NXQ_FMT_SIZE_LEN bytes): "max" for
- * NXQ_UNLIMITED when is_max, plain bytes below 1 KiB, an exact "8G" when
- * the value is a multiple of its unit, else one decimal, rounded down
- * ("1.5G").  Returns buf.
+ * NXQ_UNLIMITED when is_max, else lib/size.c's nxq_size_format() in the
+ * kernel's spelling: plain bytes below 1 KiB, an exact "8G" when the
+ * value is a multiple of its unit, else one decimal, rounded down
+ * ("1.5G", "1023.9K").  Returns buf.
  */
 const char *nxq_format_size(uint64_t v, bool is_max, char *buf);
 

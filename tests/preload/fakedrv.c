@@ -28,7 +28,8 @@
  * Device memory (issue 20): each device has FAKEDRV_MEM_MB (default 8192)
  * MiB; plain, managed and handle allocations, pool reservations and
  * contexts take it, and an allocation that does not fit is
- * CUDA_ERROR_OUT_OF_MEMORY; cuMemGetInfo (both versions) reports it.  A
+ * CUDA_ERROR_OUT_OF_MEMORY; cuMemGetInfo (both versions) reports it,
+ * cuDeviceTotalMem (both versions) its total.  A
  * handle's memory goes when it is released and its last mapping is
  * unmapped (cuMemMap/cuMemUnmap: whole mappings, contiguous from the
  * address, as the driver wants).  A context takes FAKEDRV_CTX_MB (default
@@ -676,6 +677,38 @@ EXPORT CUresult cuMemGetInfo(unsigned int *fr, unsigned int *tot)
 	return r;
 }
 
+/* A device's memory, with or without a context (FAKEDRV_MEM_MB). */
+static CUresult totalmem(size_t *bytes, CUdevice d)
+{
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (d < 0 || d >= NDEV)
+		return CUDA_ERROR_INVALID_DEVICE;
+	*bytes = mem_total();
+	return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
+{
+	hit("cuDeviceTotalMem_v2");
+	return totalmem(bytes, d);
+}
+
+/* The 32-bit one (before CUDA 3.2): the same, saturated at 4 GiB - 1. */
+EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice d)
+{
+	size_t t;
+	CUresult r;
+
+	hit("cuDeviceTotalMem");
+	if (!bytes)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = totalmem(&t, d);
+	if (!r)
+		*bytes = t > 0xffffffffU ? 0xffffffffU : (unsigned int)t;
+	return r;
+}
+
 /* Whole mappings of a live handle; no overlap. */
 EXPORT CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset,
 			 CUmemGenericAllocationHandle hv, unsigned long long flags)
@@ -1001,7 +1034,7 @@ L(cuStreamSynchronize) L(cuDeviceGetUuid_v2) L(cuDevicePrimaryCtxGetState)
 L(cuDevicePrimaryCtxRelease_v2) L(cuCtxPushCurrent_v2) L(cuCtxPopCurrent_v2) L(cuCtxSynchronize)
 L(cuMemPoolSetAttribute) L(cuDeviceGetCount) L(cuMemGetInfo) L(cuMemGetInfo_v2) L(cuMemMap)
 L(cuMemUnmap) L(cuCtxCreate_v2) L(cuCtxCreate_v3) L(cuCtxCreate_v4) L(cuCtxDestroy_v2)
-L(cuDevicePrimaryCtxReset_v2)
+L(cuDevicePrimaryCtxReset_v2) L(cuDeviceTotalMem) L(cuDeviceTotalMem_v2)
 #undef L
 
 /* ---- cuGetProcAddress: base names, versions and stream flavours as the driver has them ---- */
@@ -1075,6 +1108,8 @@ static void *proc(const char *n, int ver, uint64_t flags)
 		return (void *)l_cuDeviceGetUuid_v2;
 	if (IS("cuMemGetInfo"))
 		return ver >= 3020 ? (void *)l_cuMemGetInfo_v2 : (void *)l_cuMemGetInfo;
+	if (IS("cuDeviceTotalMem"))
+		return ver >= 3020 ? (void *)l_cuDeviceTotalMem_v2 : (void *)l_cuDeviceTotalMem;
 	if (IS("cuMemMap"))
 		return (void *)l_cuMemMap;
 	if (IS("cuMemUnmap"))

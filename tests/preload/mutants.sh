@@ -143,8 +143,13 @@ meminfo-free-unclamped~s/^\tif (room < \*freep)$/\tif (0)/~test
 meminfo-total-unclamped~s/^\tif (st.limit < \*totalp)$/\tif (0)/~test
 meminfo-credit-not-free~s/^\troom = st.room + __atomic_load_n(\&S.dev\[ord\].credit, __ATOMIC_RELAXED);$/\troom = st.room;/~test
 meminfo-v1-as-v2~s/^\t\treturn ver >= 3020 ? R_cuMemGetInfo_v2 : R_cuMemGetInfo;$/\t\treturn R_cuMemGetInfo_v2;/~test
+totalmem-unclamped~s/^\tif (total_clamp(dev, \&tot))$/\tif (0)/~test
+totalmem-v1-unclamped~s/^\t\t\*bytes = (unsigned int)tot;$/\t\t;/~test
+totalmem-current-device~s/^\treturn budget_clamp(dev, \&fr, totalp);$/\treturn budget_clamp(cur_dev(), \&fr, totalp);/~test
+totalmem-v1-as-v2~s/^\t\treturn ver >= 3020 ? R_cuDeviceTotalMem_v2 : R_cuDeviceTotalMem;$/\t\treturn R_cuDeviceTotalMem_v2;/~test
 nvml-not-clamped~s/^\tif (ord < 0 || !budget_clamp(ord, \&fr, \&tot))$/\tif (1)/~test
 nvml-dlsym-not-wrapped~s/ \&\& (name\[0\] != 'n' || name\[1\] != 'v')))$/))/~test
+refusal-size-rounded-up~s/^\treturn nxq_size_format(v, NXQ_SIZE_IEC, buf, n);$/\tsnprintf(buf, n, "%.1f KiB", (double)v \/ 1024); return buf;/~test
 refusal-not-said~s/^\t\trefusal_say(ord, kind, holder, bytes, asked, r, S.wait_ns ? now_ns() - t0 : 0);$/\t\t;/~test
 refusal-not-rate-limited~s/^\tif ((last \&\& now - last < S.gap_ns) ||$/\tif (0 ||/~test
 refusal-level-ignored~s/^\t\tnode_path(cg, st.last_level, node, sizeof(node));$/\t\tnode_path(cg, 0, node, sizeof(node));/~test

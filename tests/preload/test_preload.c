@@ -699,6 +699,12 @@ static void test_refused(void **st)
 			assert_int_equal(K.charged, 0);
 			assert_int_equal(counters().tracked, c0.tracked);
 			assert_int_equal(counters().refused, c0.refused + 1);
+			if (!p && !k) {	/* a limit of 1 MiB - 1: rounded down, never "1024.0 KiB" */
+				const char *l = nxqp__test_last_said();
+
+				assert_non_null(strstr(l, "refused an allocation of 1 MiB on "));
+				assert_non_null(strstr(l, "limit 1023.9 KiB, min 0 B, in use 0 B;"));
+			}
 			d_pool(pool_of((enum kind)k), &res, &used);
 			assert_int_equal(used, 0);	/* nothing left allocated */
 			assert_int_equal(res, 0);
@@ -1183,6 +1189,82 @@ static void test_nvml(void **st)
 	assert_int_equal(cuMemFree_v2(p), 0);
 }
 
+/*
+ * cuDeviceTotalMem (what cudaGetDeviceProperties() puts in totalGlobalMem,
+ * torch.cuda.get_device_properties().total_memory): under a budget its
+ * limit, as cuMemGetInfo's total; of the device it is given, with or
+ * without a current context; the driver's without a budget, for a device
+ * not under nxquota, without STATUS version 1 or without an authority;
+ * every way in (the symbol, cuGetProcAddress by version, dlsym).
+ */
+static void test_totalmem(void **st)
+{
+	CUresult (*v2)(size_t *, CUdevice) = NULL;
+	CUresult (*v1)(unsigned int *, CUdevice) = NULL;
+	long calls;
+	unsigned int t1;
+	size_t t;
+
+	K.cap = 4 * GiB;
+	assert_int_equal(cuDeviceTotalMem_v2(&t, 0), 0);
+	assert_int_equal(t, 4 * GiB);
+	assert_int_equal(counters().clamped, 1);
+	assert_int_equal(K.statuses, 1);
+	/* no current context: the device given is the one asked */
+	d_setdev(-1);
+	K.cap = 3 * GiB;
+	assert_int_equal(cuDeviceTotalMem_v2(&t, 0), 0);
+	assert_int_equal(t, 3 * GiB);
+	d_setdev(0);
+	/* device 1, not under nxquota, asked while device 0 is current: the driver's */
+	K.reg_err = -ENOENT;
+	assert_int_equal(cuDeviceTotalMem_v2(&t, 1), 0);
+	assert_int_equal(t, 8 * GiB);
+	K.reg_err = 0;
+	assert_int_equal(cuDeviceTotalMem_v2(&t, 0), 0);
+	assert_int_equal(t, 3 * GiB);
+	/* no budget (no limit): the driver's */
+	K.cap = 0;
+	assert_int_equal(cuDeviceTotalMem_v2(&t, 0), 0);
+	assert_int_equal(t, 8 * GiB);
+	/* the driver's error passes, nothing asked */
+	calls = K.statuses;
+	assert_int_equal(cuDeviceTotalMem_v2(&t, 7), CUDA_ERROR_INVALID_DEVICE);
+	assert_int_equal(K.statuses, calls);
+
+	/* cuGetProcAddress: _v2 from 3.2, the 32-bit one before; dlsym on the driver */
+	assert_int_equal(cuGetProcAddress_v2("cuDeviceTotalMem", (void **)&v2, 12000, 0, NULL), 0);
+	assert_ptr_equal((void *)v2, (void *)cuDeviceTotalMem_v2);
+	assert_int_equal(cuGetProcAddress("cuDeviceTotalMem", (void **)&v2, 3020, 0), 0);
+	assert_ptr_equal((void *)v2, (void *)cuDeviceTotalMem_v2);
+	assert_int_equal(cuGetProcAddress("cuDeviceTotalMem", (void **)&v1, 3010, 0), 0);
+	assert_ptr_equal((void *)v1, (void *)cuDeviceTotalMem);
+	assert_ptr_equal(dlsym(drv, "cuDeviceTotalMem_v2"), (void *)cuDeviceTotalMem_v2);
+	assert_ptr_equal(dlsym(drv, "cuDeviceTotalMem"), (void *)cuDeviceTotalMem);
+	K.cap = 1 * GiB;
+	calls = d_calls("cuDeviceTotalMem");
+	assert_int_equal(v2(&t, 0), 0);
+	assert_int_equal(t, 1 * GiB);
+	assert_int_equal(v1(&t1, 0), 0);	/* the driver says 4 GiB - 1 */
+	assert_int_equal(t1, 1 * GiB);
+	assert_int_equal(d_calls("cuDeviceTotalMem"), calls + 1);
+
+	/* an authority without STATUS version 1: the driver's numbers */
+	setup(st);
+	K.no_v1 = 1;
+	K.cap = 1 * GiB;
+	assert_int_equal(cuDeviceTotalMem_v2(&t, 0), 0);
+	assert_int_equal(t, 8 * GiB);
+	assert_int_equal(counters().clamped, 0);
+	/* no authority (a process not under nxquota): the driver's */
+	setup(st);
+	K.version_err = -ECONNREFUSED;
+	K.cap = 1 * GiB;
+	assert_int_equal(cuDeviceTotalMem_v2(&t, 0), 0);
+	assert_int_equal(t, 8 * GiB);
+	assert_int_equal(nxqp__test_state(), -1);
+}
+
 /* stderr of the calls in between, read back (the caller checks it) */
 static int err_fd = -1, err_saved = -1;
 
@@ -1555,6 +1637,7 @@ static void test_context(void **st)
 static void test_context_neighbours(void **st)
 {
 	CUcontext c;
+	char *out;
 
 	d_ctxmb(8);
 	d_noise(100);
@@ -1573,11 +1656,15 @@ static void test_context_neighbours(void **st)
 	assert_int_equal(K.charged, 108 * MiB);
 	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
 	assert_int_equal(counters().ctx_bounded, 0);
-	/* ... but no more than NXQUOTA_CONTEXT_MAX (1 GiB) */
+	/* ... but no more than NXQUOTA_CONTEXT_MAX (1 GiB), said in the sizes refusals use */
 	d_noise(2048);
+	err_begin();
 	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);
+	out = err_end();
 	assert_int_equal(K.charged, 1024 * MiB);
 	assert_int_equal(counters().ctx_bounded, 1);
+	assert_non_null(strstr(out, "measured 2.0 GiB by the device's free memory"));	/* 2056 MiB */
+	assert_non_null(strstr(out, ": 1 GiB charged (NXQUOTA_CONTEXT_MAX)"));
 	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
 	assert_int_equal(K.charged, 0);
 	/* NXQUOTA_CONTEXT_MAX=64M */
@@ -1608,6 +1695,7 @@ static void test_require(void **st)
 	uint64_t fr, tot;
 	long calls = d_calls("cuMemAlloc_v2");
 	char *out;
+	size_t t;
 
 	setenv("NXQUOTA_REQUIRE", "1", 1);
 	setenv("NXQ_DEV", "/nonexistent/nxquota", 1);
@@ -1627,6 +1715,8 @@ static void test_require(void **st)
 	assert_int_equal(count(out, "NXQUOTA_REQUIRE=1 and no nxquota authority"), 1);
 	assert_int_equal(fr, 0);
 	assert_int_equal(tot, 8 * GiB);
+	assert_int_equal(cuDeviceTotalMem_v2(&t, 0), 0);	/* as cuMemGetInfo's total */
+	assert_int_equal(t, 8 * GiB);
 	/* host memory is not device memory: not refused */
 	prop.location.type = 2;
 	assert_int_equal(cuMemCreate(&h, 2 * MiB, &prop, 0), 0);
@@ -1696,6 +1786,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_meminfo, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nvml, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_totalmem, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vmm, setup, teardown),

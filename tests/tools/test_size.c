@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * cmocka tests of lib/size.c: the kernel's sizes (nxq_size_parse, and
- * nxq_size_parse_b with its "B") and Kubernetes quantities
- * (nxq_quantity_parse).
+ * nxq_size_parse_b with its "B"), Kubernetes quantities
+ * (nxq_quantity_parse) and the one formatter (nxq_size_format: its
+ * unit boundaries, the decimal rounded down, both spellings).
  *
  * The quantity cases are apimachinery's own (pkg/api/resource/
  * quantity_test.go: TestQuantityParse's table and its invalid list,
@@ -17,6 +18,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <cmocka.h>
 
 #include "size.h"
@@ -411,6 +414,87 @@ static void test_size_b_garbage(void **state)
 		size_b_err(bad[i], true, EINVAL);
 }
 
+static void fmt_is(uint64_t v, const char *iec, const char *kern)
+{
+	char buf[NXQ_SIZE_FMT_LEN];
+
+	assert_string_equal(nxq_size_format(v, NXQ_SIZE_IEC, buf, sizeof(buf)), iec);
+	assert_string_equal(nxq_size_format(v, NXQ_SIZE_SHORT, buf, sizeof(buf)), kern);
+}
+
+/* The largest unit held at least once; exact as an integer, else one decimal, rounded down. */
+static void test_format_boundaries(void **state)
+{
+	(void)state;
+	fmt_is(0, "0 B", "0");
+	fmt_is(1, "1 B", "1");
+	fmt_is(1000, "1000 B", "1000");
+	fmt_is(1023, "1023 B", "1023");
+	fmt_is(KI, "1 KiB", "1K");
+	fmt_is(KI + 1, "1.0 KiB", "1.0K");		/* not exact: a decimal */
+	fmt_is(1536, "1.5 KiB", "1.5K");
+	fmt_is(MI - 1, "1023.9 KiB", "1023.9K");	/* rounded up it would be 1024.0 KiB */
+	fmt_is(MI - 52, "1023.9 KiB", "1023.9K");	/* 1023.949: %.1f said 1023.9 */
+	fmt_is(MI - 51, "1023.9 KiB", "1023.9K");	/* 1023.950: %.1f said 1024.0 */
+	fmt_is(MI, "1 MiB", "1M");
+	fmt_is(MI + MI / 2, "1.5 MiB", "1.5M");
+	fmt_is(4 * MI - 1, "3.9 MiB", "3.9M");		/* %.1f said 4.0 MiB */
+	fmt_is(GI - 1, "1023.9 MiB", "1023.9M");
+	fmt_is(GI, "1 GiB", "1G");
+	fmt_is(4 * GI, "4 GiB", "4G");
+	fmt_is(4 * GI - 400 * MI, "3.6 GiB", "3.6G");
+	fmt_is(80 * GI + 1, "80.0 GiB", "80.0G");
+	fmt_is(141000000000ULL, "131.3 GiB", "131.3G");
+	fmt_is(TI - 1, "1023.9 GiB", "1023.9G");
+	fmt_is(5 * TI, "5 TiB", "5T");
+	fmt_is(PI, "1 PiB", "1P");
+	fmt_is(EI, "1024 PiB", "1024P");		/* P is the largest unit */
+	fmt_is(UINT64_MAX, "16383.9 PiB", "16383.9P");
+}
+
+/* Every value of a unit's range: the integer part below 1024, the tenth never 10. */
+static void test_format_sweep(void **state)
+{
+	char buf[NXQ_SIZE_FMT_LEN];
+
+	(void)state;
+	for (uint64_t v = 1; v < 4 * MI; v += v < 4096 ? 1 : 37) {
+		unsigned long long q;
+		unsigned int t;
+		char unit[8];
+
+		nxq_size_format(v, NXQ_SIZE_IEC, buf, sizeof(buf));
+		assert_null(strstr(buf, "1024"));
+		if (sscanf(buf, "%llu.%u %7s", &q, &t, unit) == 3)
+			assert_true(t <= 9 && q >= 1 && q <= 1023);
+	}
+}
+
+/* A short buffer is cut, NUL-terminated, as snprintf() cuts. */
+static void test_format_short_buffer(void **state)
+{
+	char buf[6];
+
+	(void)state;
+	assert_string_equal(nxq_size_format(1536 * MI, NXQ_SIZE_IEC, buf, sizeof(buf)), "1.5 G");
+	assert_ptr_equal(nxq_size_format(1, NXQ_SIZE_SHORT, buf, sizeof(buf)), buf);
+}
+
+/* What the kernel's spelling writes exactly, nxq_size_parse_b() reads back. */
+static void test_format_roundtrip(void **state)
+{
+	static const uint64_t vals[] = { 0, 1, 1023, KI, 4 * KI, MI, 8 * GI, 5 * TI, 7 * PI };
+	char buf[NXQ_SIZE_FMT_LEN];
+	uint64_t v;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(vals) / sizeof(vals[0]); i++) {
+		assert_int_equal(nxq_size_parse_b(nxq_size_format(vals[i], NXQ_SIZE_SHORT, buf,
+								  sizeof(buf)), false, &v), 0);
+		assert_int_equal(v, vals[i]);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -426,6 +510,10 @@ int main(void)
 		cmocka_unit_test(test_size_b_suffixes),
 		cmocka_unit_test(test_size_b_max),
 		cmocka_unit_test(test_size_b_garbage),
+		cmocka_unit_test(test_format_boundaries),
+		cmocka_unit_test(test_format_sweep),
+		cmocka_unit_test(test_format_short_buffer),
+		cmocka_unit_test(test_format_roundtrip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
