@@ -11,8 +11,9 @@
 #   fill     under min=max=1G: 1 MiB allocations until the first refusal;
 #            the ledger holds at most 1 GiB, context included, and the
 #            refusal names the cgroup; 0 after the program exits
-#   torch    unmodified PyTorch under min=max=4G: torch.cuda.mem_get_info()
-#            and nvidia-ml-py's nvmlDeviceGetMemoryInfo in the process say
+#   torch    unmodified PyTorch under min=max=4G: torch.cuda.mem_get_info(),
+#            get_device_properties().total_memory (cuDeviceTotalMem) and
+#            nvidia-ml-py's nvmlDeviceGetMemoryInfo in the process say
 #            4 GiB; 0.9 x free as one tensor is granted; 1 GiB more is
 #            torch's OutOfMemoryError; with expandable_segments (cuMemCreate,
 #            cuMemMap) the same; without the shim mem_get_info is the GPU's
@@ -179,6 +180,7 @@ import os, sys, torch
 GiB = 1 << 30
 free, total = torch.cuda.mem_get_info()
 print("torch free %d total %d" % (free, total), flush=True)
+print("props total %d" % torch.cuda.get_device_properties(0).total_memory, flush=True)
 try:
     import pynvml
     pynvml.nvmlInit()
@@ -203,6 +205,8 @@ EOF
 		o=$RUN/out.torch-$mode
 		tt=$(sed -n 's/^torch free [0-9]* total \([0-9]*\)$/\1/p' "$o")
 		[ "$tt" = $((4 * GiB)) ] || fail "torch $mode: mem_get_info total '$tt' ($(cat "$o"); $(tail -3 "$RUN/err.torch-$mode"))"
+		grep -q "^props total $((4 * GiB))$" "$o" ||
+			fail "torch $mode: get_device_properties().total_memory (cuDeviceTotalMem): $(grep props "$o")"
 		grep -q "^nvml total $((4 * GiB))$" "$o" || grep -q "^nvml none" "$o" ||
 			fail "torch $mode: NVML in the process: $(grep nvml "$o")"
 		grep -q "^took " "$o" || fail "torch $mode: 0.9 x free not granted: $(tail -3 "$RUN/err.torch-$mode")"
@@ -254,7 +258,7 @@ EOF
 	exec 8>&-
 	for p in $FP; do wait "$p"; done
 	zero fits
-	(cd "$RUN" && python3 -c 'import torch; f, t = torch.cuda.mem_get_info(); print("bare total %d" % t)' \
+	(cd "$RUN" && python3 -c 'import torch; f, t = torch.cuda.mem_get_info(); print("bare total %d props %d" % (t, torch.cuda.get_device_properties(0).total_memory))' \
 		>"$RUN/out.torch-bare" 2>&1)
 	say "torch without the shim: $(cat "$RUN/out.torch-bare")"
 else

@@ -50,7 +50,9 @@ process's NVML-listed device memory at the end (its peak) less its
 context, the allocator's own peak, and a digest of its losses (all equal
 to native's when the routes compute the same thing).  --pin CPUS runs
 every process on the same CPUs; --profile DIR writes one
-torch.profiler table per process and workload.
+torch.profiler table per process and workload.  --models may add
+"pairs": 20,000 tensors made and dropped per window, no model (each
+route's cost per allocation, apart from the steps).
 
 Prints "skipped: ..." without PyTorch or a GPU.
 """
@@ -273,6 +275,8 @@ def lockstep_main(a, tmp):
             else (None, None)
 
     for wl, r in res.items():
+        if wl == "pairs":           # the route's own cost: a figure, no target
+            continue
         digests = {n: i.get("losses") for n, i in r["infos"].items()}
         nat = [d for n, d in digests.items() if n.split("#")[0] == "native"]
         for c in configs:

@@ -455,7 +455,15 @@ def mode_serve(a, nxq, rep):
     (w @ w).sum().backward()
     del w
     torch.cuda.synchronize()
+    def allocs():
+        if nxq is None or pool_route(nxq):
+            return torch.cuda.memory_stats()["allocation.all.allocated"]
+        return nxq.stats()["mallocs"]
+
     for name in a.models.split(","):
+        if name == "pairs":
+            serve_pairs(a, lockstep, allocs)
+            continue
         total = a.warmup + a.windows * a.steps
         if name in MODELS:
             cfg = MODELS[name]
@@ -469,20 +477,26 @@ def mode_serve(a, nxq, rep):
             nxq.reset_peaks()
         losses = [step(model, opt, xs[i], cfg["vocab"]) for i in range(a.warmup)]
         torch.cuda.synchronize()
+        counted = [0, 0]                # steps, allocations in the timed windows
 
         def window(k):
             if k >= a.windows:
                 raise SystemExit("serve: window %d of %d" % (k, a.windows))
+            n0 = allocs()
             t0 = time.perf_counter()
             for i in range(a.warmup + k * a.steps, a.warmup + (k + 1) * a.steps):
                 losses.append(step(model, opt, xs[i], cfg["vocab"]))
             torch.cuda.synchronize()
-            return a.steps / (time.perf_counter() - t0)
+            r = a.steps / (time.perf_counter() - t0)
+            counted[0] += a.steps
+            counted[1] += allocs() - n0
+            return r
 
         def info():
             used = lockstep.proc_used()
             d = {"losses": "%d:%s" % (len(losses), hashlib.sha1(
                  b"".join(float(v).hex().encode() for v in losses)).hexdigest()[:12]),
+                 "allocs_per_step": "%.1f" % (counted[1] / max(counted[0], 1)),
                  "nvml_peak_MiB": "-" if used is None or ctx is None else (used - ctx) >> 20}
             if nxq is None or pool_route(nxq):
                 d["reserved_peak_MiB"] = torch.cuda.max_memory_reserved() >> 20
@@ -499,6 +513,32 @@ def mode_serve(a, nxq, rep):
         else:
             nxq.release()
     lockstep.done()
+
+
+def serve_pairs(a, lockstep, allocs):
+    """Workload "pairs" of mode serve: the route's own cost, apart from any
+    model.  A window is 20,000 tensors made and dropped at once (sizes 512
+    B to 8 MiB in turn, as a training step's mix), no kernel between them:
+    pairs/s.  PyTorch's caching allocator (native, expandable) answers from
+    its cache; the tensor route calls libnxquota through
+    CUDAPluggableAllocator for each."""
+    sizes = [512, 4096, 65536, 1 << 20, 8 << 20]
+    n = 20000
+    # each size's memory in hand before timing
+    keep = [torch.empty(s, dtype=torch.uint8, device="cuda") for s in sizes]
+    del keep
+    torch.cuda.synchronize()
+
+    def window(k):
+        t0 = time.perf_counter()
+        for i in range(n):
+            x = torch.empty(sizes[i % 5], dtype=torch.uint8, device="cuda")
+            del x
+        torch.cuda.synchronize()
+        return n / (time.perf_counter() - t0)
+
+    n0 = allocs()
+    lockstep.serve("pairs", window, lambda: {"allocs": allocs() - n0})
 
 
 def main():
