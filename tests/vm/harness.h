@@ -20,13 +20,13 @@
  * which the runners read).  A failed ASSERT, FAIL() or SKIP() ends the
  * program there: the state is shown (th_hooks.show_state, on a failure),
  * the tracked children are killed, the running test's fixture teardown
- * runs (if its setup had finished), then th_hooks.cleanup; the exit status is that of the first ending (a
- * failure inside that teardown is reported, not counted).  A failed
- * EXPECT prints its FAIL line and the test goes on; the program fails
- * after its tests, or at PASS().  Unlike the kernel's harness, ASSERT and
- * EXPECT work anywhere (helpers, forked children: a child's failure is
- * its exit status, which CHECK_CHILD_OK() reads), and SKIP(fmt, ...) skips
- * the whole program.
+ * runs (if its setup had finished), then th_hooks.cleanup.  The exit
+ * status is that of the first ending; a failure inside that teardown is
+ * a "NOTE:" line and ends it.  A failed EXPECT prints its FAIL line and
+ * the test goes on; the program fails after its tests, or at PASS().
+ * Unlike the kernel's harness, ASSERT and EXPECT work anywhere (helpers,
+ * forked children: a child's failure is its exit status, which
+ * CHECK_CHILD_OK() reads), and SKIP(fmt, ...) skips the whole program.
  *
  * Programs written before the fixtures call th_start() (scen.h: sc_init())
  * in main() and end with PASS(); the CHECK*() names are ASSERT's.
@@ -178,23 +178,25 @@ static void th_kill_children(void)
 /* The fixture whose teardown is due if the program ends in its test. */
 static void (*th_teardown_fn)(void *self);
 static void *th_teardown_self;
+/* The main process is ending early: later failures are only noted. */
+static int th_ending;
 /* The test running now (TEST_HARNESS_MAIN), for its "not ok" line. */
 static const char *th_running;
 static int th_running_n;
 
 static TH_NORETURN void th_exit(int code)
 {
-	static int ending, first;
+	static int first;
 	void (*td)(void *) = th_teardown_fn;
 
 	if (getpid() != th_main_pid)
 		_exit(code == TH_PASS && th_failed ? TH_FAIL : code);
-	if (ending) {
+	if (th_ending) {
 		/* failed again in the teardown or cleanup of an early end */
 		code = first;
 		goto out;
 	}
-	ending = 1;
+	th_ending = 1;
 	if (code == TH_PASS && th_failed)
 		code = TH_FAIL;
 	if (code == TH_FAIL && th_child_skipped()) {
@@ -221,15 +223,20 @@ out:
 	exit(code);
 }
 
-/* "FAIL: file:line: what" (and where, if not in the main process). */
+/*
+ * "FAIL: file:line: what" (and where, if not in the main process); a
+ * "NOTE:" in the teardown of a program already ending, whose reason is
+ * the first line.
+ */
 static void th_report(const char *file, int line, const char *fmt,
 		      va_list ap)
 {
 	char msg[768];
+	int main_pid = getpid() == th_main_pid;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	th_log("FAIL: %s:%d: %s%s", file, line, msg,
-	       getpid() == th_main_pid ? "" : " (in a child process)");
+	th_log("%s: %s:%d: %s%s", main_pid && th_ending ? "NOTE" : "FAIL",
+	       file, line, msg, main_pid ? "" : " (in a child process)");
 }
 
 /* Report a failure and end the program (ASSERT_*, FAIL()). */
@@ -329,56 +336,56 @@ static TH_UNUSED void th_cmp_fail(const char *file, int line, int stop,
 
 #define TH_SIGNED(x)	((__typeof__(x))-1 < (__typeof__(x))1)
 
-#define __TH_CMP(a, b, op, code, nop, stop) do {			\
+#define __TH_CMP(a, b, sa, sb, op, code, nop, stop) do {		\
 	__typeof__(a) _th_a = (a);					\
 	__typeof__(b) _th_b = (b);					\
 	int _th_sa = TH_SIGNED(_th_a), _th_sb = TH_SIGNED(_th_b);	\
 	if (!th_cmp(code, _th_sa, (unsigned long long)_th_a, _th_sb,	\
 		    (unsigned long long)_th_b))				\
-		th_cmp_fail(__FILE__, __LINE__, stop, #a, #op, #b, nop,	\
+		th_cmp_fail(__FILE__, __LINE__, stop, sa, #op, sb, nop,	\
 			    _th_sa, (unsigned long long)_th_a, _th_sb,	\
 			    (unsigned long long)_th_b);			\
 } while (0)
 
-#define __TH_BOOL(e, want, stop) do {					\
+#define __TH_BOOL(e, se, want, stop) do {				\
 	if (!(e) != !(want)) {						\
 		if (stop)						\
-			th_fail_at(__FILE__, __LINE__, "%s is %s", #e,	\
+			th_fail_at(__FILE__, __LINE__, "%s is %s", se,	\
 				   (want) ? "false" : "true");		\
-		th_expect_at(__FILE__, __LINE__, "%s is %s", #e,	\
+		th_expect_at(__FILE__, __LINE__, "%s is %s", se,	\
 			     (want) ? "false" : "true");		\
 	}								\
 } while (0)
 
-#define __TH_STR(a, b, eq, stop) do {					\
+#define __TH_STR(a, b, sa, sb, eq, stop) do {				\
 	const char *_th_a = (a), *_th_b = (b);				\
 	if (!strcmp(_th_a, _th_b) != !!(eq)) {				\
 		if (stop)						\
 			th_fail_at(__FILE__, __LINE__,			\
-				   "%s %s %s: \"%s\" %s \"%s\"", #a,	\
-				   (eq) ? "==" : "!=", #b, _th_a,	\
+				   "%s %s %s: \"%s\" %s \"%s\"", sa,	\
+				   (eq) ? "==" : "!=", sb, _th_a,	\
 				   (eq) ? "!=" : "==", _th_b);		\
 		th_expect_at(__FILE__, __LINE__,			\
-			     "%s %s %s: \"%s\" %s \"%s\"", #a,		\
-			     (eq) ? "==" : "!=", #b, _th_a,		\
+			     "%s %s %s: \"%s\" %s \"%s\"", sa,		\
+			     (eq) ? "==" : "!=", sb, _th_a,		\
 			     (eq) ? "!=" : "==", _th_b);		\
 	}								\
 } while (0)
 
 /* e is a helper returning >= 0 or -errno: it must succeed. */
-#define __TH_OK(e, stop) do {						\
+#define __TH_OK(e, se, stop) do {					\
 	long _th_r = (e);						\
 	if (_th_r < 0) {						\
 		if (stop)						\
-			th_fail_at(__FILE__, __LINE__, "%s: %s", #e,	\
+			th_fail_at(__FILE__, __LINE__, "%s: %s", se,	\
 				   th_errname((int)-_th_r));		\
-		th_expect_at(__FILE__, __LINE__, "%s: %s", #e,		\
+		th_expect_at(__FILE__, __LINE__, "%s: %s", se,		\
 			     th_errname((int)-_th_r));			\
 	}								\
 } while (0)
 
 /* e must fail with err1 or err2 (where the docs allow either). */
-#define __TH_ERR(e, err1, err2, stop) do {				\
+#define __TH_ERR(e, se, err1, err2, stop) do {				\
 	long _th_r = (e);						\
 	int _th_1 = (err1), _th_2 = (err2);				\
 	if (_th_r != -(long)_th_1 && _th_r != -(long)_th_2) {		\
@@ -388,49 +395,53 @@ static TH_UNUSED void th_cmp_fail(const char *file, int line, int stop,
 			 th_errname(_th_2));				\
 		if (stop)						\
 			th_fail_at(__FILE__, __LINE__,			\
-				   "%s: expected %s, got %s", #e, _th_w,\
+				   "%s: expected %s, got %s", se, _th_w,\
 				   th_rcname(_th_r));			\
 		th_expect_at(__FILE__, __LINE__,			\
-			     "%s: expected %s, got %s", #e, _th_w,	\
+			     "%s: expected %s, got %s", se, _th_w,	\
 			     th_rcname(_th_r));				\
 	}								\
 } while (0)
 
-#define ASSERT_EQ(a, b)		__TH_CMP(a, b, ==, TH_EQ, "!=", 1)
-#define ASSERT_NE(a, b)		__TH_CMP(a, b, !=, TH_NE, "==", 1)
-#define ASSERT_LT(a, b)		__TH_CMP(a, b, <, TH_LT, ">=", 1)
-#define ASSERT_LE(a, b)		__TH_CMP(a, b, <=, TH_LE, ">", 1)
-#define ASSERT_GT(a, b)		__TH_CMP(a, b, >, TH_GT, "<=", 1)
-#define ASSERT_GE(a, b)		__TH_CMP(a, b, >=, TH_GE, "<", 1)
-#define ASSERT_TRUE(e)		__TH_BOOL(e, 1, 1)
-#define ASSERT_FALSE(e)		__TH_BOOL(e, 0, 1)
-#define ASSERT_STREQ(a, b)	__TH_STR(a, b, 1, 1)
-#define ASSERT_STRNE(a, b)	__TH_STR(a, b, 0, 1)
-#define ASSERT_OK(e)		__TH_OK(e, 1)
-#define ASSERT_ERR(e, err)	__TH_ERR(e, err, err, 1)
-#define ASSERT_ERR2(e, e1, e2)	__TH_ERR(e, e1, e2, 1)
+/*
+ * The expressions are named as written (#a here, before any macro in
+ * them is expanded): "NODE_U64(KEY, b, \"current\") == 5 * M".
+ */
+#define ASSERT_EQ(a, b)		__TH_CMP(a, b, #a, #b, ==, TH_EQ, "!=", 1)
+#define ASSERT_NE(a, b)		__TH_CMP(a, b, #a, #b, !=, TH_NE, "==", 1)
+#define ASSERT_LT(a, b)		__TH_CMP(a, b, #a, #b, <, TH_LT, ">=", 1)
+#define ASSERT_LE(a, b)		__TH_CMP(a, b, #a, #b, <=, TH_LE, ">", 1)
+#define ASSERT_GT(a, b)		__TH_CMP(a, b, #a, #b, >, TH_GT, "<=", 1)
+#define ASSERT_GE(a, b)		__TH_CMP(a, b, #a, #b, >=, TH_GE, "<", 1)
+#define ASSERT_TRUE(e)		__TH_BOOL(e, #e, 1, 1)
+#define ASSERT_FALSE(e)		__TH_BOOL(e, #e, 0, 1)
+#define ASSERT_STREQ(a, b)	__TH_STR(a, b, #a, #b, 1, 1)
+#define ASSERT_STRNE(a, b)	__TH_STR(a, b, #a, #b, 0, 1)
+#define ASSERT_OK(e)		__TH_OK(e, #e, 1)
+#define ASSERT_ERR(e, err)	__TH_ERR(e, #e, err, err, 1)
+#define ASSERT_ERR2(e, e1, e2)	__TH_ERR(e, #e, e1, e2, 1)
 
-#define EXPECT_EQ(a, b)		__TH_CMP(a, b, ==, TH_EQ, "!=", 0)
-#define EXPECT_NE(a, b)		__TH_CMP(a, b, !=, TH_NE, "==", 0)
-#define EXPECT_LT(a, b)		__TH_CMP(a, b, <, TH_LT, ">=", 0)
-#define EXPECT_LE(a, b)		__TH_CMP(a, b, <=, TH_LE, ">", 0)
-#define EXPECT_GT(a, b)		__TH_CMP(a, b, >, TH_GT, "<=", 0)
-#define EXPECT_GE(a, b)		__TH_CMP(a, b, >=, TH_GE, "<", 0)
-#define EXPECT_TRUE(e)		__TH_BOOL(e, 1, 0)
-#define EXPECT_FALSE(e)		__TH_BOOL(e, 0, 0)
-#define EXPECT_STREQ(a, b)	__TH_STR(a, b, 1, 0)
-#define EXPECT_STRNE(a, b)	__TH_STR(a, b, 0, 0)
-#define EXPECT_OK(e)		__TH_OK(e, 0)
-#define EXPECT_ERR(e, err)	__TH_ERR(e, err, err, 0)
-#define EXPECT_ERR2(e, e1, e2)	__TH_ERR(e, e1, e2, 0)
+#define EXPECT_EQ(a, b)		__TH_CMP(a, b, #a, #b, ==, TH_EQ, "!=", 0)
+#define EXPECT_NE(a, b)		__TH_CMP(a, b, #a, #b, !=, TH_NE, "==", 0)
+#define EXPECT_LT(a, b)		__TH_CMP(a, b, #a, #b, <, TH_LT, ">=", 0)
+#define EXPECT_LE(a, b)		__TH_CMP(a, b, #a, #b, <=, TH_LE, ">", 0)
+#define EXPECT_GT(a, b)		__TH_CMP(a, b, #a, #b, >, TH_GT, "<=", 0)
+#define EXPECT_GE(a, b)		__TH_CMP(a, b, #a, #b, >=, TH_GE, "<", 0)
+#define EXPECT_TRUE(e)		__TH_BOOL(e, #e, 1, 0)
+#define EXPECT_FALSE(e)		__TH_BOOL(e, #e, 0, 0)
+#define EXPECT_STREQ(a, b)	__TH_STR(a, b, #a, #b, 1, 0)
+#define EXPECT_STRNE(a, b)	__TH_STR(a, b, #a, #b, 0, 0)
+#define EXPECT_OK(e)		__TH_OK(e, #e, 0)
+#define EXPECT_ERR(e, err)	__TH_ERR(e, #e, err, err, 0)
+#define EXPECT_ERR2(e, e1, e2)	__TH_ERR(e, #e, e1, e2, 0)
 
-/* The names the scenarios were written with. */
-#define CHECK(e)		ASSERT_TRUE(e)
-#define CHECK_EQ(a, b)		ASSERT_EQ(a, b)
-#define CHECK_STREQ(a, b)	ASSERT_STREQ(a, b)
-#define CHECK_OK(e)		ASSERT_OK(e)
-#define CHECK_ERR(e, err)	ASSERT_ERR(e, err)
-#define CHECK_ERR2(e, e1, e2)	ASSERT_ERR2(e, e1, e2)
+/* The names the scenarios were written with: ASSERT_TRUE, _EQ, ... */
+#define CHECK(e)		__TH_BOOL(e, #e, 1, 1)
+#define CHECK_EQ(a, b)		__TH_CMP(a, b, #a, #b, ==, TH_EQ, "!=", 1)
+#define CHECK_STREQ(a, b)	__TH_STR(a, b, #a, #b, 1, 1)
+#define CHECK_OK(e)		__TH_OK(e, #e, 1)
+#define CHECK_ERR(e, err)	__TH_ERR(e, #e, err, err, 1)
+#define CHECK_ERR2(e, e1, e2)	__TH_ERR(e, #e, e1, e2, 1)
 
 /* ---- processes ------------------------------------------------------------ */
 
