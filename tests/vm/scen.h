@@ -3,21 +3,24 @@
  * scen.h - helpers for the real-kernel scenario programs (tests/vm/).
  *
  * A scenario is one small static program run as root inside the test VM,
- * with the module loaded and cgroup2 mounted at /sys/fs/cgroup.  It exits
- * 0 (pass), 1 (fail) or 77 (skip); on fail or skip it first prints one line
- * "FAIL: file:line: what" or "SKIP: why", which the VM's /init reports.
+ * with the module loaded and cgroup2 mounted at /sys/fs/cgroup (or on the
+ * host against nxquotad: authority.h).  Its verdict, tests and assertions
+ * are harness.h's (kselftest_harness.h's shape: TEST_F, ASSERT_*, exit 0,
+ * 1 or 77 with the first "FAIL:"/"SKIP:" line the reason, which the VM's
+ * /init reports); this file adds the module's helpers, and the old names
+ * (CHECK_*, sc_log, sc_fork, ...) stay as aliases of the harness's.
  *
- * Every helper that can fail returns 0 (or a length) or a negative errno;
- * the CHECK_* macros turn an unexpected result into a FAIL line that names
- * the expression, the expected and the observed value.
+ * Every helper that can fail returns 0 (or a length) or a negative errno,
+ * for ASSERT_OK / ASSERT_ERR.
  *
  * Objects a scenario creates through the helpers (devices, cgroups, child
  * processes, /dev/nxquota files) are tracked; if the scenario fails or
- * skips half way, sc_exit() kills the children, closes the files,
- * unregisters the devices and removes the cgroups, so that the next
- * scenario starts from a clean module.  A passing scenario is expected to
- * have torn everything down itself (and checked that it could); /init
- * reports anything left behind as a failure.
+ * skips half way, the harness kills the children and sc_cleanup() closes
+ * the files, unregisters the devices and removes the cgroups, so that the
+ * next scenario starts from a clean module.  A passing scenario is
+ * expected to have torn everything down itself (and checked that it
+ * could: a fixture's teardown); /init reports anything left behind as a
+ * failure.
  *
  * Header only, no dependency beyond libc and include/uapi/linux/nxquota.h;
  * include it first (it defines _GNU_SOURCE).
@@ -57,9 +60,11 @@
 
 #include <linux/nxquota.h>
 
-#define SC_PASS	0
-#define SC_FAIL	1
-#define SC_SKIP	77
+#include "harness.h"
+
+#define SC_PASS	TH_PASS
+#define SC_FAIL	TH_FAIL
+#define SC_SKIP	TH_SKIP
 
 #define SC_SYSFS	"/sys/kernel/nxquota"
 #define SC_DEVICES	SC_SYSFS "/devices"
@@ -72,146 +77,22 @@
 #define SC_MIB		(1024ULL * 1024)
 #define SC_GIB		(1024ULL * 1024 * 1024)
 
-#define SC_UNUSED	__attribute__((unused))
-#define SC_PRINTF(a, b)	__attribute__((format(printf, a, b)))
+#define SC_UNUSED	TH_UNUSED
+#define SC_PRINTF(a, b)	TH_PRINTF(a, b)
 
-/* ---- output and exit ------------------------------------------------- */
-
-static pid_t sc_main_pid;
-static const char *sc_name = "scenario";
-
-/* One write(2) per line, so that lines of concurrent processes never mix. */
-static SC_PRINTF(1, 2) SC_UNUSED void sc_log(const char *fmt, ...)
-{
-	char buf[1024];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return;
-	if (n > (int)sizeof(buf) - 2)
-		n = sizeof(buf) - 2;
-	if (n == 0 || buf[n - 1] != '\n')
-		buf[n++] = '\n';
-	if (write(STDOUT_FILENO, buf, n) < 0)
-		return;
-}
-
-/* "EDQUOT", "ENOSPC", ... for messages. */
-static SC_UNUSED const char *sc_errname(int err)
-{
-	static __thread char other[32];
-	const char *s = err > 0 ? strerrorname_np(err) : NULL;
-
-	if (s)
-		return s;
-	snprintf(other, sizeof(other), "errno %d", err);
-	return other;
-}
-
-/* Describe a helper's return value: "ok (3)" or "EDQUOT". */
-static SC_UNUSED const char *sc_rcname(long rc)
-{
-	static __thread char buf[48];
-
-	if (rc < 0)
-		return sc_errname((int)-rc);
-	snprintf(buf, sizeof(buf), "success (%ld)", rc);
-	return buf;
-}
-
-static void sc_cleanup(void);
-static void sc_dump_state(void);
-
-static int sc_child_skipped(void);
-
-static __attribute__((noreturn)) void sc_exit(int code)
-{
-	if (getpid() == sc_main_pid) {
-		if (code == SC_FAIL && sc_child_skipped()) {
-			sc_log("SKIP: a child process skipped (its SKIP line "
-			       "says why); the failure above follows from it");
-			code = SC_SKIP;
-		}
-		if (code == SC_FAIL)
-			sc_dump_state();
-		if (code != SC_PASS)
-			sc_cleanup();
-		exit(code);
-	}
-	_exit(code);
-}
-
-static SC_PRINTF(3, 4) __attribute__((noreturn)) SC_UNUSED void
-sc_fail_at(const char *file, int line, const char *fmt, ...)
-{
-	char msg[768];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	sc_log("FAIL: %s:%d: %s%s", file, line, msg,
-	       getpid() == sc_main_pid ? "" : " (in a child process)");
-	sc_exit(SC_FAIL);
-}
-
-#define FAIL(...)	sc_fail_at(__FILE__, __LINE__, __VA_ARGS__)
-
-#define SKIP(...) do {							\
-	char _m[512];							\
-	snprintf(_m, sizeof(_m), __VA_ARGS__);				\
-	sc_log("SKIP: %s", _m);						\
-	sc_exit(SC_SKIP);						\
-} while (0)
-
-#define PASS() do {							\
-	sc_log("PASS: %s", sc_name);					\
-	sc_exit(SC_PASS);						\
-} while (0)
-
-#define CHECK(e) do {							\
-	if (!(e))							\
-		FAIL("CHECK(%s) is false", #e);				\
-} while (0)
-
-#define CHECK_EQ(a, b) do {						\
-	unsigned long long _a = (a), _b = (b);				\
-	if (_a != _b)							\
-		FAIL("%s == %s: %llu != %llu", #a, #b, _a, _b);		\
-} while (0)
-
-#define CHECK_STREQ(a, b) do {						\
-	const char *_a = (a), *_b = (b);				\
-	if (strcmp(_a, _b))						\
-		FAIL("%s == %s: \"%s\" != \"%s\"", #a, #b, _a, _b);	\
-} while (0)
-
-/* e is a helper returning >= 0 or -errno: it must succeed. */
-#define CHECK_OK(e) do {						\
-	long _r = (e);							\
-	if (_r < 0)							\
-		FAIL("%s: %s", #e, sc_errname((int)-_r));		\
-} while (0)
-
-/* e must fail with exactly err. */
-#define CHECK_ERR(e, err) do {						\
-	long _r = (e);							\
-	if (_r != -(long)(err))						\
-		FAIL("%s: expected %s, got %s", #e, sc_errname(err),	\
-		     sc_rcname(_r));					\
-} while (0)
-
-/* e must fail with one of two errnos (where the docs allow either). */
-#define CHECK_ERR2(e, err1, err2) do {					\
-	long _r = (e);							\
-	if (_r != -(long)(err1) && _r != -(long)(err2))			\
-		FAIL("%s: expected %s or %s, got %s", #e,		\
-		     sc_errname(err1), sc_errname(err2), sc_rcname(_r));\
-} while (0)
+/* The harness's (harness.h), by the names the scenarios use. */
+#define sc_main_pid	th_main_pid
+#define sc_name		th_name
+#define sc_log		th_log
+#define sc_errname	th_errname
+#define sc_rcname	th_rcname
+#define sc_exit		th_exit
+#define sc_fail_at	th_fail_at
+#define sc_fork		th_fork
+#define sc_spawn	th_spawn
+#define sc_wait		th_wait
+#define sc_untrack	th_untrack
+#define sc_shared	th_shared
 
 /* ---- tracking for sc_cleanup() --------------------------------------- */
 
@@ -222,8 +103,6 @@ static struct {
 	int nkeys;
 	char cgroups[64][128];
 	int ncgroups;
-	pid_t pids[SC_TRACK_MAX];
-	int npids;
 	int fds[SC_TRACK_MAX];
 	int nfds;
 } sc_track;
@@ -412,14 +291,21 @@ static SC_UNUSED int sc_exists(const char *path)
 
 /* ---- devices and budgets --------------------------------------------- */
 
+/* A device registered otherwise, for sc_cleanup(). */
+static SC_UNUSED void sc_track_key(const char *key)
+{
+	if (sc_track.nkeys < 16)
+		snprintf(sc_track.keys[sc_track.nkeys++], NXQ_DEVICE_KEY_MAX,
+			 "%s", key);
+}
+
 /* Register a device: "KEY CAPACITY" to devices/register; 0 or -errno. */
 static SC_UNUSED int sc_dev_register(const char *key, const char *capacity)
 {
 	int rc = sc_writef(SC_DEVICES "/register", "%s %s", key, capacity);
 
-	if (!rc && sc_track.nkeys < 16)
-		snprintf(sc_track.keys[sc_track.nkeys++], NXQ_DEVICE_KEY_MAX,
-			 "%s", key);
+	if (!rc)
+		sc_track_key(key);
 	return rc;
 }
 
@@ -440,15 +326,22 @@ static SC_UNUSED int sc_dev_register_open(const char *key,
 	return sc_write(path, "max");
 }
 
+/* A device unregistered otherwise. */
+static SC_UNUSED void sc_untrack_key(const char *key)
+{
+	int i;
+
+	for (i = 0; i < sc_track.nkeys; i++)
+		if (!strcmp(sc_track.keys[i], key))
+			sc_track.keys[i][0] = 0;
+}
+
 static SC_UNUSED int sc_dev_unregister(const char *key)
 {
 	int rc = sc_write(SC_DEVICES "/unregister", key);
-	int i;
 
 	if (!rc)
-		for (i = 0; i < sc_track.nkeys; i++)
-			if (!strcmp(sc_track.keys[i], key))
-				sc_track.keys[i][0] = 0;
+		sc_untrack_key(key);
 	return rc;
 }
 
@@ -599,17 +492,32 @@ static SC_UNUSED int sc_any_efd(void)
 }
 #define SC_EFD	sc_any_efd()
 
-static SC_UNUSED long sc_register(int fd, const char *key, int efd,
-				  unsigned int prio, uint64_t *id)
+/*
+ * Register a holder with flags; devfd (unless SC_NO_DEVFD) goes in
+ * nxq_holder_reg.devfd.  -ENOSYS for a devfd or flags when the ABI header
+ * has no NXQ_HOLDER_DEVFD (ABI 1).
+ */
+#define SC_NO_DEVFD	(-1000)
+static SC_UNUSED long sc_register_ex(int fd, const char *key, int efd,
+				     unsigned int prio, uint32_t flags,
+				     int devfd, uint64_t *id)
 {
 	struct nxq_holder_reg r;
 	long rc;
 
 	memset(&r, 0, sizeof(r));
 	r.size = sizeof(r);
+	r.flags = flags;
 	snprintf(r.device, sizeof(r.device), "%s", key);
 	r.eventfd = efd;
 	r.priority = prio;
+#ifdef NXQ_HOLDER_DEVFD
+	if (devfd != SC_NO_DEVFD)
+		r.devfd = devfd;
+#else
+	if (devfd != SC_NO_DEVFD || flags)
+		return -ENOSYS;
+#endif
 	rc = sc_ioctl(fd, NXQ_IOC_HOLDER_REGISTER, &r);
 	if (!rc) {
 		if (!r.holder_id)
@@ -617,6 +525,12 @@ static SC_UNUSED long sc_register(int fd, const char *key, int efd,
 		*id = r.holder_id;
 	}
 	return rc;
+}
+
+static SC_UNUSED long sc_register(int fd, const char *key, int efd,
+				  unsigned int prio, uint64_t *id)
+{
+	return sc_register_ex(fd, key, efd, prio, 0, SC_NO_DEVFD, id);
 }
 
 static SC_UNUSED long sc_unregister(int fd, uint64_t id)
@@ -703,85 +617,7 @@ static SC_UNUSED uint64_t sc_holder_charge_at(const char *file, int line,
 }
 #define HOLDER_CHARGE(fd, id) sc_holder_charge_at(__FILE__, __LINE__, fd, id)
 
-/* ---- processes --------------------------------------------------------- */
-
-/*
- * fork() with stdio flushed; the child dies with SIGKILL if the scenario's
- * main process dies (so a timed-out scenario leaves nothing behind).
- */
-static SC_UNUSED pid_t sc_fork(void)
-{
-	pid_t parent = getpid(), pid;
-
-	fflush(NULL);
-	pid = fork();
-	if (pid < 0)
-		FAIL("fork: %s", sc_errname(errno));
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(SC_FAIL);
-		sc_track.nfds = 0;
-		sc_track.npids = 0;
-		return 0;
-	}
-	if (parent == sc_main_pid && sc_track.npids < SC_TRACK_MAX)
-		sc_track.pids[sc_track.npids++] = pid;
-	return pid;
-}
-
-/* Run fn(arg) in a child; the child exits with its return value. */
-static SC_UNUSED pid_t sc_spawn(int (*fn)(void *), void *arg)
-{
-	pid_t pid = sc_fork();
-
-	if (pid == 0)
-		_exit(fn(arg));
-	return pid;
-}
-
-/*
- * Wait for a child: its exit status, 128 + the signal that killed it, or
- * -errno.
- */
-static SC_UNUSED int sc_wait(pid_t pid)
-{
-	int status, i;
-
-	while (waitpid(pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return sc_errno();
-	for (i = 0; i < sc_track.npids; i++)
-		if (sc_track.pids[i] == pid)
-			sc_track.pids[i] = 0;
-	if (sc_daemon() && geteuid() == 0)
-		sc_d_wait_released(pid);	/* as close() at exit has */
-	if (WIFEXITED(status))
-		return WEXITSTATUS(status);
-	return 128 + WTERMSIG(status);
-}
-
-/* A child must exit with status 0 (77: it skipped; so does the scenario). */
-#define CHECK_CHILD_OK(pid) do {					\
-	int _s = sc_wait(pid);						\
-	if (_s == SC_SKIP)						\
-		SKIP("child %d (%s) skipped (its SKIP line says why)",	\
-		     (int)(pid), #pid);					\
-	if (_s != 0)							\
-		FAIL("child %d (%s) exited with status %d", (int)(pid),	\
-		     #pid, _s);						\
-} while (0)
-
-/* Anonymous memory shared with the children forked after this call. */
-static SC_UNUSED void *sc_shared(size_t size)
-{
-	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-
-	if (p == MAP_FAILED)
-		FAIL("mmap shared %zu: %s", size, sc_errname(errno));
-	return p;
-}
+/* ---- processes (sc_fork, sc_wait, ...: harness.h) ----------------------- */
 
 /* Pipes carrying u64 values between a parent and a child. */
 static SC_UNUSED int sc_send(int fd, uint64_t v)
@@ -956,36 +792,14 @@ static void sc_dump_state(void)
 	sc_nl_talk(&m, sc_dump_nl_cb, (void *)bud);
 }
 
-/* Did a child of the scenario exit with SC_SKIP (reaped here if so)? */
-static int sc_child_skipped(void)
-{
-	int i, st, round;
-
-	/* A child that just exited may not be reapable yet: 100 ms. */
-	for (round = 0; round < 10; round++) {
-		for (i = 0; i < sc_track.npids; i++)
-			if (sc_track.pids[i] > 0 &&
-			    waitpid(sc_track.pids[i], &st, WNOHANG) ==
-			    sc_track.pids[i]) {
-				sc_track.pids[i] = 0;
-				if (WIFEXITED(st) && WEXITSTATUS(st) == SC_SKIP)
-					return 1;
-			}
-		usleep(10000);
-	}
-	return 0;
-}
-
-/* Undo whatever the helpers created; used when a scenario stops early. */
+/*
+ * Undo whatever the helpers created (the harness has killed the children);
+ * used when a scenario stops early.
+ */
 static void sc_cleanup(void)
 {
 	int i;
 
-	for (i = 0; i < sc_track.npids; i++)
-		if (sc_track.pids[i] > 0) {
-			kill(sc_track.pids[i], SIGKILL);
-			waitpid(sc_track.pids[i], NULL, 0);
-		}
 	for (i = 0; i < sc_track.nfds; i++)
 		if (sc_track.fds[i] >= 0) {
 			if (sc_daemon())
@@ -1001,20 +815,41 @@ static void sc_cleanup(void)
 			rmdir(sc_cg_path(sc_track.cgroups[i], NULL));
 }
 
+/* A child of sc_fork() tracks its own files. */
+static void sc_forked(void)
+{
+	sc_track.nfds = 0;
+}
+
+/* A reaped child's holders are gone, as close() at exit has them go. */
+static void sc_reaped(pid_t pid)
+{
+	if (sc_daemon() && geteuid() == 0)
+		sc_d_wait_released(pid);
+}
+
+static void sc_init(int argc, char **argv);
+
+/* The module's side of the harness (harness.h's th_hooks). */
+static void __attribute__((constructor)) sc_hooks_set(void)
+{
+	th_hooks.start = sc_init;
+	th_hooks.show_state = sc_dump_state;
+	th_hooks.cleanup = sc_cleanup;
+	th_hooks.forked = sc_forked;
+	th_hooks.reaped = sc_reaped;
+}
+
 /*
- * Start a scenario: name it, check that it runs as root with the module
+ * Start a scenario (TEST_HARNESS_MAIN does; a main() of its own calls it
+ * first): name it, check that it runs as root with the module
  * loaded (else SKIP/FAIL), and make sure it starts in the root cgroup.
  */
-static SC_UNUSED void sc_init(int argc, char **argv)
+static void sc_init(int argc, char **argv)
 {
-	const char *slash, *s, *why;
+	const char *s, *why;
 
-	(void)argc;
-	sc_main_pid = getpid();
-	slash = strrchr(argv[0], '/');
-	sc_name = slash ? slash + 1 : argv[0];
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	signal(SIGPIPE, SIG_IGN);	/* a dead peer is EPIPE, reported */
+	th_start(argc, argv);
 	if (geteuid() != 0)
 		SKIP("needs root (runs inside the test VM)");
 	s = getenv("NXQ_AUTHORITY");
@@ -1176,8 +1011,9 @@ static SC_UNUSED int sc_wait_u64(const char *path, uint64_t want,
  * (struct sc_rep) per command.  A command that blocks in the kernel (a
  * waiting charge) can be sent and its reply read later, so the parent can
  * look at the ledger meanwhile.  In serve mode the peer also answers every
- * ticket by itself as it comes (release what is asked, or release
- * nothing), between commands.
+ * ticket by itself as it comes, between commands (SC_SERVE_*: release what
+ * is asked, nothing, what is asked after a delay, at most a part of it, or
+ * count the eventfd and never answer).  tenant.h starts them as tenants.
  */
 enum {
 	SC_PEER_CHARGE = 1,	/* a: bytes, b: timeout_ns (0: no wait) ->
@@ -1191,7 +1027,8 @@ enum {
 	SC_PEER_TICKET,		/* -> v0 generation, v1 bytes, v2 deadline_ns,
 				 * v3 reason, v4 level */
 	SC_PEER_ANSWER,		/* a: generation, b: released -> v0 charged */
-	SC_PEER_SERVE,		/* a: SC_SERVE_* from now on */
+	SC_PEER_SERVE,		/* a: SC_SERVE_* from now on, b: its
+				 * parameter */
 	SC_PEER_STATS,		/* -> v0 answers, v1 bytes released,
 				 * v2 last generation, v3 last bytes asked,
 				 * v4 last reason << 8 | level,
@@ -1199,7 +1036,14 @@ enum {
 	SC_PEER_EXIT,		/* reply, then exit 0 (closing the file) */
 };
 
-enum { SC_SERVE_OFF, SC_SERVE_RELEASE, SC_SERVE_ZERO };
+enum {
+	SC_SERVE_OFF,
+	SC_SERVE_RELEASE,	/* release what is asked */
+	SC_SERVE_ZERO,		/* answer, releasing nothing */
+	SC_SERVE_DELAY,		/* after b ms, release what is asked */
+	SC_SERVE_PARTIAL,	/* release at most b bytes of what is asked */
+	SC_SERVE_IGNORE,	/* read the eventfd (count it), never answer */
+};
 
 struct sc_msg {
 	uint64_t op, a, b;
@@ -1219,7 +1063,7 @@ struct sc_peer {
 
 struct sc_peer_state {
 	int fd, efd, cmd, rep, serve;
-	uint64_t id;
+	uint64_t id, param;	/* param: the serve mode's */
 	struct sc_rep stats;
 };
 
@@ -1242,13 +1086,26 @@ static SC_UNUSED void sc_peer_serve(struct sc_peer_state *s)
 	if (n <= 0)
 		return;
 	s->stats.v[5] += n;
+	if (s->serve == SC_SERVE_IGNORE)
+		return;
+	if (s->serve == SC_SERVE_DELAY)
+		usleep(s->param * 1000);
 	for (i = 0; i < 100; i++) {
 		rc = sc_ticket_read(s->fd, s->id, &t);
 		if (rc == -EAGAIN)
 			return;
 		if (rc < 0)
 			FAIL("peer: TICKET_READ: %s", sc_errname((int)-rc));
-		rel = s->serve == SC_SERVE_RELEASE ? t.bytes : 0;
+		switch (s->serve) {
+		case SC_SERVE_ZERO:
+			rel = 0;
+			break;
+		case SC_SERVE_PARTIAL:
+			rel = t.bytes < s->param ? t.bytes : s->param;
+			break;
+		default:
+			rel = t.bytes;
+		}
 		rc = sc_ticket_answer(s->fd, s->id, t.generation, rel, NULL);
 		if (rc == -ESTALE)
 			continue;	/* raised meanwhile: read it again */
@@ -1298,10 +1155,12 @@ static SC_UNUSED void sc_peer_run(struct sc_peer_state *s)
 					    &r.v[0]);
 			r.v[2] = sc_now_ns();
 			r.v[1] = r.v[2] - t0;
-			if (r.rc)
-				r.v[0] = sc_holder_charge_at(__FILE__,
-							     __LINE__, s->fd,
-							     s->id);
+			if (r.rc) {
+				struct nxq_status st;
+
+				r.v[0] = sc_status(s->fd, s->id, &st) ? ~0ULL
+					 : st.holder_charge;
+			}
 			break;
 		case SC_PEER_UNCHARGE:
 			r.rc = sc_uncharge(s->fd, s->id, m.a, &r.v[0]);
@@ -1343,6 +1202,7 @@ static SC_UNUSED void sc_peer_run(struct sc_peer_state *s)
 			break;
 		case SC_PEER_SERVE:
 			s->serve = (int)m.a;
+			s->param = m.b;
 			if (s->serve)
 				sc_peer_serve(s);	/* one already waiting */
 			break;
@@ -1392,11 +1252,13 @@ static SC_UNUSED int sc_peer_recv(struct sc_peer *p, struct sc_rep *r,
 
 /*
  * Start a peer: a child in cgroup cg with one holder on key (priority
- * prio; an eventfd if with_efd).  FAILs if the peer cannot register.
+ * prio; an eventfd if with_efd), which calls become() (if set) once in
+ * cg, before it opens SC_DEVNODE.  FAILs if the peer cannot register.
  */
-static SC_UNUSED void sc_peer_start(struct sc_peer *p, const char *name,
-				    const char *cg, const char *key,
-				    unsigned int prio, int with_efd)
+static SC_UNUSED void sc_peer_start_as(struct sc_peer *p, const char *name,
+				       const char *cg, const char *key,
+				       unsigned int prio, int with_efd,
+				       void (*become)(void))
 {
 	int c[2], r[2];
 	struct sc_rep rep;
@@ -1408,17 +1270,26 @@ static SC_UNUSED void sc_peer_start(struct sc_peer *p, const char *name,
 	p->pid = sc_fork();
 	if (p->pid == 0) {
 		struct sc_peer_state s = { .cmd = c[0], .rep = r[1] };
+		long rr;
 
 		close(c[1]);
 		close(r[0]);
 		if (cg)
 			CHECK_OK(sc_cg_enter(cg));
+		if (become)
+			become();
 		s.fd = sc_open();
-		CHECK_OK(s.fd);
+		if (s.fd < 0)
+			FAIL("peer %s: open %s: %s", name, SC_DEVNODE,
+			     sc_errname(-s.fd));
 		s.efd = with_efd ? sc_eventfd() : -1;
-		CHECK_OK(sc_register(s.fd, key, s.efd, prio, &s.id));
+		rr = sc_register(s.fd, key, s.efd, prio, &s.id);
+		if (rr < 0)
+			FAIL("peer %s: register on %s: %s", name, key,
+			     sc_errname((int)-rr));
 		memset(&rep, 0, sizeof(rep));
 		rep.v[0] = s.id;
+		rep.v[1] = getpid();
 		sc_peer_reply(&s, &rep);
 		sc_peer_run(&s);
 		_exit(0);
@@ -1433,6 +1304,10 @@ static SC_UNUSED void sc_peer_start(struct sc_peer *p, const char *name,
 		     sc_errname(-rc));
 	p->id = rep.v[0];
 }
+
+/* A peer as root. */
+#define sc_peer_start(p, name, cg, key, prio, with_efd) \
+	sc_peer_start_as(p, name, cg, key, prio, with_efd, NULL)
 
 static SC_UNUSED struct sc_rep sc_peer_reply_at(const char *file, int line,
 						struct sc_peer *p,

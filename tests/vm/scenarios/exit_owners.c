@@ -46,14 +46,12 @@ static int child(void *arg)
 
 static int reap(pid_t pid)
 {
-	int status, i;
+	int status;
 
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			FAIL("waitpid %d: %s", (int)pid, sc_errname(errno));
-	for (i = 0; i < sc_track.npids; i++)
-		if (sc_track.pids[i] == pid)
-			sc_track.pids[i] = 0;
+	sc_untrack(pid);
 	return status;
 }
 

@@ -103,16 +103,14 @@ static pid_t start_worker(int fd, uint64_t *tries)
 /* SIGKILL and reap with waitpid() alone (sc_wait() waits for nxquotad). */
 static void kill_reap(pid_t pid)
 {
-	int status, i;
+	int status;
 
 	CHECK(kill(pid, SIGKILL) == 0);
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			FAIL("waitpid %d: %s", (int)pid, sc_errname(errno));
 	CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-	for (i = 0; i < sc_track.npids; i++)
-		if (sc_track.pids[i] == pid)
-			sc_track.pids[i] = 0;
+	sc_untrack(pid);
 }
 
 int main(int argc, char **argv)

@@ -281,22 +281,9 @@ static SC_UNUSED int nl_resolve(int fd)
 	return nl_family_id ? 0 : -ENOENT;
 }
 
-/* Track a device registered through netlink, for sc_cleanup(). */
-static SC_UNUSED void nl_track_key(const char *key)
-{
-	if (sc_track.nkeys < 16)
-		snprintf(sc_track.keys[sc_track.nkeys++], NXQ_DEVICE_KEY_MAX,
-			 "%s", key);
-}
-
-static SC_UNUSED void nl_untrack_key(const char *key)
-{
-	int i;
-
-	for (i = 0; i < sc_track.nkeys; i++)
-		if (!strcmp(sc_track.keys[i], key))
-			sc_track.keys[i][0] = 0;
-}
+/* A device registered or unregistered through netlink (sc_cleanup()). */
+#define nl_track_key	sc_track_key
+#define nl_untrack_key	sc_untrack_key
 
 /* A socket with the family resolved, or FAIL. */
 #define NL_OPEN() ({							\

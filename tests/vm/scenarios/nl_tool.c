@@ -332,9 +332,7 @@ int main(int argc, char **argv)
 
 	TOOL_OK("devices", "register", KEY, "8M");
 	CHECK_EQ(DEV_U64(KEY, "capacity"), 8 * SC_MIB);
-	if (sc_track.nkeys < 16)	/* for sc_cleanup() */
-		snprintf(sc_track.keys[sc_track.nkeys++], NXQ_DEVICE_KEY_MAX,
-			 "%s", KEY);
+	sc_track_key(KEY);	/* for sc_cleanup() */
 	CHECK_OK(sc_cg_create(CG));
 	CHECK_OK(sc_cg_create(CG_B));
 	a = CG_ID(CG);
@@ -414,7 +412,7 @@ int main(int argc, char **argv)
 	CHECK(!sc_node_exists(KEY, a));
 	TOOL_OK("devices", "unregister", KEY);
 	CHECK(!sc_dev_exists(KEY));
-	sc_track.keys[sc_track.nkeys - 1][0] = 0;
+	sc_untrack_key(KEY);
 	CHECK_EQ(tool(0, "devices", "unregister", KEY, NULL), 1);
 	want("unregistering twice", "ENODEV");
 	CHECK_OK(sc_cg_remove(CG));

@@ -4,8 +4,7 @@
  * and benches: a node's admin setup (the /dev/nxquota group, a device's
  * default_max and limits), unprivileged tenants (uid 65534 in their own
  * cgroup, optionally in the nxquota group), registration with a device
- * node fd, and tenant peers with more answering modes than scen.h's
- * (answer after a delay, answer part, ignore).
+ * node fd, and scen.h's peers started as tenants.
  *
  * Include after scen.h.  The names of the trust rules (NXQ_HOLDER_DEVFD,
  * devfd, default_max, holders_max=, ...) are the ones fixed in the
@@ -79,9 +78,8 @@ static SC_UNUSED int tn_dev_register(const char *key, const char *cap,
 	if (!devt)
 		return sc_dev_register(key, cap);
 	rc = sc_writef(SC_DEVICES "/register", "%s %s %s", key, cap, devt);
-	if (!rc && sc_track.nkeys < 16)
-		snprintf(sc_track.keys[sc_track.nkeys++], NXQ_DEVICE_KEY_MAX,
-			 "%s", key);
+	if (!rc)
+		sc_track_key(key);
 	return rc;
 }
 
@@ -173,39 +171,9 @@ static SC_UNUSED void tn_tenant(const char *cg)
 #define TN_HAVE_DEVFD 0
 #endif
 
-/*
- * Register a holder; devfd >= 0 (or TN_DEVFD_RAW with raw_devfd) passes it
- * with NXQ_HOLDER_DEVFD.  -ENOSYS when the ABI header has no devfd.
- */
-#define TN_NO_DEVFD	(-1000)
-static SC_UNUSED long tn_register_raw(int fd, const char *key, int efd,
-				      unsigned int prio, uint32_t flags,
-				      int devfd, uint64_t *id)
-{
-	struct nxq_holder_reg r;
-	long rc;
-
-	memset(&r, 0, sizeof(r));
-	r.size = sizeof(r);
-	r.flags = flags;
-	snprintf(r.device, sizeof(r.device), "%s", key);
-	r.eventfd = efd;
-	r.priority = prio;
-#if TN_HAVE_DEVFD
-	if (devfd != TN_NO_DEVFD)
-		r.devfd = devfd;
-#else
-	if (devfd != TN_NO_DEVFD || flags)
-		return -ENOSYS;
-#endif
-	rc = sc_ioctl(fd, NXQ_IOC_HOLDER_REGISTER, &r);
-	if (!rc) {
-		if (!r.holder_id)
-			return -ERANGE;
-		*id = r.holder_id;
-	}
-	return rc;
-}
+/* scen.h's registration with flags and a devfd (-ENOSYS on ABI 1). */
+#define TN_NO_DEVFD	SC_NO_DEVFD
+#define tn_register_raw	sc_register_ex
 
 static SC_UNUSED long tn_register_devfd(int fd, const char *key, int efd,
 					unsigned int prio, int devfd,
@@ -230,228 +198,29 @@ static SC_UNUSED long tn_register_devfd(int fd, const char *key, int efd,
 
 /* ---- tenant peers --------------------------------------------------------- */
 
-/*
- * Like scen.h's peers (same commands, SC_PEER_*), started as a tenant
- * when tenant is set, with more ways to answer tickets:
- *   TN_SERVE_DELAY    after a.b ms, release what is asked
- *   TN_SERVE_PARTIAL  release at most b bytes of what is asked
- *   TN_SERVE_IGNORE   read the eventfd (count it), never answer
- * (SC_SERVE_RELEASE / SC_SERVE_ZERO / SC_SERVE_OFF as in scen.h.)
- * Set with TN_PEER_SERVE (a: mode, b: parameter).
- */
-enum { TN_SERVE_DELAY = 10, TN_SERVE_PARTIAL, TN_SERVE_IGNORE };
-#define TN_PEER_SERVE	100
+/* scen.h's serve modes, by the names the issue-10 scenarios use. */
+#define TN_SERVE_DELAY		SC_SERVE_DELAY
+#define TN_SERVE_PARTIAL	SC_SERVE_PARTIAL
+#define TN_SERVE_IGNORE		SC_SERVE_IGNORE
+#define TN_PEER_SERVE		SC_PEER_SERVE
 
-struct tn_peer_state {
-	struct sc_peer_state s;
-	uint64_t param;
-};
-
-static SC_UNUSED void tn_peer_serve(struct tn_peer_state *ts)
+static SC_UNUSED void tn_become_tenant(void)
 {
-	struct sc_peer_state *s = &ts->s;
-	struct nxq_ticket t;
-	uint64_t rel;
-	int64_t n;
-	long rc;
-	int i;
-
-	n = sc_efd_wait(s->efd, 0);
-	if (n <= 0)
-		return;
-	s->stats.v[5] += n;
-	if (s->serve == TN_SERVE_IGNORE)
-		return;
-	if (s->serve == TN_SERVE_DELAY)
-		usleep(ts->param * 1000);
-	for (i = 0; i < 100; i++) {
-		rc = sc_ticket_read(s->fd, s->id, &t);
-		if (rc == -EAGAIN)
-			return;
-		if (rc < 0)
-			FAIL("peer: TICKET_READ: %s", sc_errname((int)-rc));
-		switch (s->serve) {
-		case SC_SERVE_ZERO:
-			rel = 0;
-			break;
-		case TN_SERVE_PARTIAL:
-			rel = t.bytes < ts->param ? t.bytes : ts->param;
-			break;
-		default:
-			rel = t.bytes;
-		}
-		rc = sc_ticket_answer(s->fd, s->id, t.generation, rel, NULL);
-		if (rc == -ESTALE)
-			continue;
-		if (rc < 0)
-			FAIL("peer: TICKET_ANSWER: %s", sc_errname((int)-rc));
-		s->stats.v[0]++;
-		s->stats.v[1] += rel;
-		s->stats.v[2] = t.generation;
-		s->stats.v[3] = t.bytes;
-		s->stats.v[4] = t.reason << 8 | t.level;
-		return;
-	}
-	FAIL("peer: ticket kept changing under 100 answers");
-}
-
-static SC_UNUSED void tn_peer_run(struct tn_peer_state *ts)
-{
-	struct sc_peer_state *s = &ts->s;
-	struct pollfd p[2];
-	struct nxq_ticket t;
-	struct sc_msg m;
-	struct sc_rep r;
-	uint64_t t0;
-	int n;
-
-	for (;;) {
-		p[0].fd = s->cmd;
-		p[0].events = POLLIN;
-		p[1].fd = s->efd;
-		p[1].events = POLLIN;
-		n = poll(p, s->serve && s->efd >= 0 ? 2 : 1, -1);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			FAIL("peer: poll: %s", sc_errname(errno));
-		if (s->serve && s->efd >= 0 && (p[1].revents & POLLIN))
-			tn_peer_serve(ts);
-		if (!(p[0].revents & (POLLIN | POLLHUP)))
-			continue;
-		if (read(s->cmd, &m, sizeof(m)) != sizeof(m))
-			_exit(0);
-		memset(&r, 0, sizeof(r));
-		switch (m.op) {
-		case SC_PEER_CHARGE:
-			t0 = sc_now_ns();
-			r.rc = sc_charge_ex(s->fd, s->id, m.a,
-					    m.b ? NXQ_CHARGE_WAIT : 0, m.b,
-					    &r.v[0]);
-			r.v[2] = sc_now_ns();
-			r.v[1] = r.v[2] - t0;
-			if (r.rc) {
-				struct nxq_status st;
-
-				r.v[0] = sc_status(s->fd, s->id, &st) ? ~0ULL
-					 : st.holder_charge;
-			}
-			break;
-		case SC_PEER_UNCHARGE:
-			r.rc = sc_uncharge(s->fd, s->id, m.a, &r.v[0]);
-			break;
-		case SC_PEER_RECLAIMABLE:
-			r.rc = sc_set_reclaimable(s->fd, s->id, m.a);
-			break;
-		case SC_PEER_STATUS: {
-			struct nxq_status st;
-
-			r.rc = sc_status(s->fd, s->id, &st);
-			r.v[0] = st.holder_charge;
-			r.v[1] = st.holder_reclaimable;
-			r.v[2] = st.cgroup_id;
-			break;
-		}
-		case SC_PEER_EFD:
-			r.rc = s->efd < 0 ? -EBADF :
-				sc_efd_wait(s->efd, (int)m.a);
-			if (r.rc > 0)
-				s->stats.v[5] += r.rc;
-			break;
-		case SC_PEER_TICKET:
-			r.rc = sc_ticket_read(s->fd, s->id, &t);
-			r.v[0] = t.generation;
-			r.v[1] = t.bytes;
-			r.v[2] = t.deadline_ns;
-			r.v[3] = t.reason;
-			r.v[4] = t.level;
-			break;
-		case SC_PEER_ANSWER:
-			r.rc = sc_ticket_answer(s->fd, s->id, m.a, m.b,
-						&r.v[0]);
-			if (!r.rc) {
-				s->stats.v[0]++;
-				s->stats.v[1] += m.b;
-				s->stats.v[2] = m.a;
-			}
-			break;
-		case SC_PEER_SERVE:
-		case TN_PEER_SERVE:
-			s->serve = (int)m.a;
-			ts->param = m.b;
-			if (s->serve)
-				tn_peer_serve(ts);
-			break;
-		case SC_PEER_STATS:
-			r = s->stats;
-			break;
-		case SC_PEER_EXIT:
-			sc_peer_reply(s, &r);
-			_exit(0);
-		default:
-			r.rc = -ENOSYS;
-		}
-		sc_peer_reply(s, &r);
-	}
+	tn_drop(1, 0);
 }
 
 /*
- * Start a peer in cgroup cg with one holder on key (priority prio, an
- * eventfd if with_efd); as a tenant (uid 65534, nxquota group) if tenant.
- * FAILs if it cannot register.
+ * scen.h's peer, as a tenant (uid 65534, nxquota group) if tenant: in
+ * cgroup cg with one holder on key (priority prio, an eventfd if
+ * with_efd).  FAILs if it cannot register.
  */
 static SC_UNUSED void tn_peer_start(struct sc_peer *p, const char *name,
 				    const char *cg, const char *key,
 				    unsigned int prio, int with_efd,
 				    int tenant)
 {
-	int c[2], r[2];
-	struct sc_rep rep;
-	int rc;
-
-	if (pipe2(c, O_CLOEXEC) < 0 || pipe2(r, O_CLOEXEC) < 0)
-		FAIL("pipe: %s", sc_errname(errno));
-	p->name = name;
-	p->pid = sc_fork();
-	if (p->pid == 0) {
-		struct tn_peer_state ts;
-		struct sc_peer_state *s = &ts.s;
-		long rr;
-
-		memset(&ts, 0, sizeof(ts));
-		s->cmd = c[0];
-		s->rep = r[1];
-		close(c[1]);
-		close(r[0]);
-		if (cg)
-			CHECK_OK(sc_cg_enter(cg));
-		if (tenant)
-			tn_drop(1, 0);
-		s->fd = sc_open();
-		if (s->fd < 0)
-			FAIL("peer %s: open %s: %s", name, SC_DEVNODE,
-			     sc_errname(-s->fd));
-		s->efd = with_efd ? sc_eventfd() : -1;
-		rr = sc_register(s->fd, key, s->efd, prio, &s->id);
-		if (rr < 0)
-			FAIL("peer %s: register on %s: %s", name, key,
-			     sc_errname((int)-rr));
-		memset(&rep, 0, sizeof(rep));
-		rep.v[0] = s->id;
-		rep.v[1] = getpid();
-		sc_peer_reply(s, &rep);
-		tn_peer_run(&ts);
-		_exit(0);
-	}
-	close(c[0]);
-	close(r[1]);
-	p->cmd = c[1];
-	p->rep = r[0];
-	rc = sc_peer_recv(p, &rep, 20000);
-	if (rc < 0)
-		FAIL("peer %s did not start: %s (see its FAIL line)", name,
-		     sc_errname(-rc));
-	p->id = rep.v[0];
+	sc_peer_start_as(p, name, cg, key, prio, with_efd,
+			 tenant ? tn_become_tenant : NULL);
 }
 
 /* Run fn(arg) in a child; it must exit 0. */

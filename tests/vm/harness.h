@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * harness.h - the test harness of the scenario programs (tests/vm/), in
+ * the shape of the kernel's tools/testing/selftests/kselftest_harness.h:
+ * TEST(), FIXTURE() / FIXTURE_SETUP() / FIXTURE_TEARDOWN() / TEST_F(),
+ * ASSERT_*() (the test stops) and EXPECT_*() (the test is failed and goes
+ * on), TEST_HARNESS_MAIN.  It knows nothing of nxquota: scen.h adds the
+ * module's helpers and plugs its setup and cleanup in through th_hooks.
+ *
+ * One program is one verdict, which tests/vm/init.sh and
+ * tests/daemon-scen.sh read: exit status 0 (pass), 1 (fail) or 77 (skip),
+ * and the first line that starts "FAIL: " or "SKIP: " is the reason:
+ *
+ *	FAIL: file.c:42: used == 10 * M: 5242880 != 10485760
+ *	SKIP: needs root (runs inside the test VM)
+ *	PASS: name
+ *
+ * The tests of a program run one after another in its main process, each
+ * between "#  RUN  name" and "ok N name" or "not ok N name" lines (none of
+ * which the runners read).  A failed ASSERT, FAIL() or SKIP() ends the
+ * program there: the state is shown (th_hooks.show_state, on a failure),
+ * the tracked children are killed, the running test's fixture teardown
+ * runs (if its setup had finished), then th_hooks.cleanup.  The exit
+ * status is that of the first ending; a failure inside that teardown is
+ * a "NOTE:" line and ends it.  A failed EXPECT prints its FAIL line and
+ * the test goes on; the program fails after its tests, or at PASS().
+ * Unlike the kernel's harness, ASSERT and EXPECT work anywhere (helpers,
+ * forked children: a child's failure is its exit status, which
+ * CHECK_CHILD_OK() reads), and SKIP(fmt, ...) skips the whole program.
+ *
+ * Programs written before the fixtures call th_start() (scen.h: sc_init())
+ * in main() and end with PASS(); the CHECK*() names are ASSERT's.
+ *
+ * Children forked with th_fork() are tracked: killed when the program
+ * ends early, and a child that exited 77 turns the program's failure into
+ * a skip (the failure follows from whatever the child skipped on).
+ *
+ * Output is one write(2) per line, so that the lines of concurrent
+ * processes never mix.  Header only, libc only; include it first (it
+ * defines _GNU_SOURCE), or through scen.h.
+ */
+#ifndef NXQ_TESTS_VM_HARNESS_H
+#define NXQ_TESTS_VM_HARNESS_H
+
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+
+#define TH_PASS		0
+#define TH_FAIL		1
+#define TH_SKIP		77
+
+#define TH_UNUSED	__attribute__((unused))
+#define TH_PRINTF(a, b)	__attribute__((format(printf, a, b)))
+#define TH_NORETURN	__attribute__((noreturn))
+
+/*
+ * What the includer adds (scen.h: the module's checks, its state dump,
+ * its objects' cleanup); each may be NULL.
+ *	start		TEST_HARNESS_MAIN's setup; it must call th_start()
+ *	show_state	main process, on a failure: print what explains it
+ *	cleanup		main process, when the program ends early
+ *	forked		in a child of th_fork(), before it returns there
+ *	reaped		after th_wait() reaped a child
+ */
+struct th_hooks {
+	void (*start)(int argc, char **argv);
+	void (*show_state)(void);
+	void (*cleanup)(void);
+	void (*forked)(void);
+	void (*reaped)(pid_t pid);
+};
+
+static struct th_hooks th_hooks;
+static pid_t th_main_pid;
+static const char *th_name = "scenario";
+static int th_failed;		/* an EXPECT failed in this process */
+
+/* ---- output ------------------------------------------------------------ */
+
+static TH_PRINTF(1, 2) TH_UNUSED void th_log(const char *fmt, ...)
+{
+	char buf[1024];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, sizeof(buf) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	if (n > (int)sizeof(buf) - 2)
+		n = sizeof(buf) - 2;
+	if (n == 0 || buf[n - 1] != '\n')
+		buf[n++] = '\n';
+	if (write(STDOUT_FILENO, buf, n) < 0)
+		return;
+}
+
+/* A note with its place: "# file.c:42: what". */
+#define TH_LOG(fmt, ...) \
+	th_log("# %s:%d: " fmt, __FILE__, __LINE__, ##__VA_ARGS__)
+
+/* "EDQUOT", "ENOSPC", ... for messages. */
+static TH_UNUSED const char *th_errname(int err)
+{
+	static __thread char other[32];
+	const char *s = err > 0 ? strerrorname_np(err) : NULL;
+
+	if (s)
+		return s;
+	snprintf(other, sizeof(other), "errno %d", err);
+	return other;
+}
+
+/* A helper's return value (>= 0 or -errno): "success (3)" or "EDQUOT". */
+static TH_UNUSED const char *th_rcname(long rc)
+{
+	static __thread char buf[48];
+
+	if (rc < 0)
+		return th_errname((int)-rc);
+	snprintf(buf, sizeof(buf), "success (%ld)", rc);
+	return buf;
+}
+
+/* ---- children ------------------------------------------------------------ */
+
+#define TH_TRACK_MAX 256
+
+static pid_t th_pids[TH_TRACK_MAX];
+static int th_npids;
+
+/* Did a tracked child exit with TH_SKIP (reaped here if so)? */
+static int th_child_skipped(void)
+{
+	int i, st, round;
+
+	/* A child that just exited may not be reapable yet: 100 ms. */
+	for (round = 0; round < 10; round++) {
+		for (i = 0; i < th_npids; i++)
+			if (th_pids[i] > 0 &&
+			    waitpid(th_pids[i], &st, WNOHANG) == th_pids[i]) {
+				th_pids[i] = 0;
+				if (WIFEXITED(st) && WEXITSTATUS(st) == TH_SKIP)
+					return 1;
+			}
+		usleep(10000);
+	}
+	return 0;
+}
+
+static void th_kill_children(void)
+{
+	int i;
+
+	for (i = 0; i < th_npids; i++)
+		if (th_pids[i] > 0) {
+			kill(th_pids[i], SIGKILL);
+			waitpid(th_pids[i], NULL, 0);
+			th_pids[i] = 0;
+		}
+}
+
+/* ---- the end of a program ------------------------------------------------ */
+
+/* The fixture whose teardown is due if the program ends in its test. */
+static void (*th_teardown_fn)(void *self);
+static void *th_teardown_self;
+/* The main process is ending early: later failures are only noted. */
+static int th_ending;
+/* The test running now (TEST_HARNESS_MAIN), for its "not ok" line. */
+static const char *th_running;
+static int th_running_n;
+
+static TH_NORETURN void th_exit(int code)
+{
+	static int first;
+	void (*td)(void *) = th_teardown_fn;
+
+	if (getpid() != th_main_pid)
+		_exit(code == TH_PASS && th_failed ? TH_FAIL : code);
+	if (th_ending) {
+		/* failed again in the teardown or cleanup of an early end */
+		code = first;
+		goto out;
+	}
+	th_ending = 1;
+	if (code == TH_PASS && th_failed)
+		code = TH_FAIL;
+	if (code == TH_FAIL && th_child_skipped()) {
+		th_log("SKIP: a child process skipped (its SKIP line says "
+		       "why); the failure above follows from it");
+		code = TH_SKIP;
+	}
+	first = code;
+	if (code == TH_PASS)
+		exit(code);
+	if (th_running)
+		th_log("%s %d %s%s", code == TH_SKIP ? "ok" : "not ok",
+		       th_running_n, th_running,
+		       code == TH_SKIP ? " # SKIP" : "");
+	if (code == TH_FAIL && th_hooks.show_state)
+		th_hooks.show_state();
+	th_kill_children();
+	th_teardown_fn = NULL;
+	if (td)
+		td(th_teardown_self);
+out:
+	if (th_hooks.cleanup)
+		th_hooks.cleanup();
+	exit(code);
+}
+
+/*
+ * "FAIL: file:line: what" (and where, if not in the main process); a
+ * "NOTE:" in the teardown of a program already ending, whose reason is
+ * the first line.
+ */
+static void th_report(const char *file, int line, const char *fmt,
+		      va_list ap)
+{
+	char msg[768];
+	int main_pid = getpid() == th_main_pid;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	th_log("%s: %s:%d: %s%s", main_pid && th_ending ? "NOTE" : "FAIL",
+	       file, line, msg, main_pid ? "" : " (in a child process)");
+}
+
+/* Report a failure and end the program (ASSERT_*, FAIL()). */
+static TH_PRINTF(3, 4) TH_NORETURN TH_UNUSED void
+th_fail_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	th_report(file, line, fmt, ap);
+	va_end(ap);
+	th_exit(TH_FAIL);
+}
+
+/* Report a failure; the test goes on, failed (EXPECT_*). */
+static TH_PRINTF(3, 4) TH_UNUSED void
+th_expect_at(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	th_report(file, line, fmt, ap);
+	va_end(ap);
+	th_failed = 1;
+}
+
+#define FAIL(...)	th_fail_at(__FILE__, __LINE__, __VA_ARGS__)
+
+#define SKIP(...) do {							\
+	char _m[512];							\
+	snprintf(_m, sizeof(_m), __VA_ARGS__);				\
+	th_log("SKIP: %s", _m);						\
+	th_exit(TH_SKIP);						\
+} while (0)
+
+/* The end of a program that did not fail (else it fails here). */
+#define PASS() do {							\
+	if (!th_failed)							\
+		th_log("PASS: %s", th_name);				\
+	th_exit(TH_PASS);						\
+} while (0)
+
+/* ---- assertions -------------------------------------------------------- */
+
+enum { TH_EQ, TH_NE, TH_LT, TH_LE, TH_GT, TH_GE };
+
+/*
+ * a OP b, both widened to 64 bits: as signed numbers when both are
+ * signed, else as unsigned ones (as C compares a u64 with an int).
+ */
+static TH_UNUSED int th_cmp(int op, int sa, unsigned long long a, int sb,
+			    unsigned long long b)
+{
+	int c;
+
+	if (sa && sb)
+		c = (long long)a < (long long)b ? -1 : (long long)a > (long long)b;
+	else
+		c = a < b ? -1 : a > b;
+	switch (op) {
+	case TH_EQ: return c == 0;
+	case TH_NE: return c != 0;
+	case TH_LT: return c < 0;
+	case TH_LE: return c <= 0;
+	case TH_GT: return c > 0;
+	default:    return c >= 0;
+	}
+}
+
+static TH_UNUSED const char *th_num(char *buf, size_t size, int s,
+				    unsigned long long v)
+{
+	if (s)
+		snprintf(buf, size, "%lld", (long long)v);
+	else
+		snprintf(buf, size, "%llu", v);
+	return buf;
+}
+
+/* "a == b: 5 != 6": the expression, then what was seen. */
+static TH_UNUSED void th_cmp_fail(const char *file, int line, int stop,
+				  const char *ea, const char *op,
+				  const char *eb, const char *nop, int sa,
+				  unsigned long long a, int sb,
+				  unsigned long long b)
+{
+	char x[32], y[32];
+
+	if (stop)
+		th_fail_at(file, line, "%s %s %s: %s %s %s", ea, op, eb,
+			   th_num(x, sizeof(x), sa, a), nop,
+			   th_num(y, sizeof(y), sb, b));
+	th_expect_at(file, line, "%s %s %s: %s %s %s", ea, op, eb,
+		     th_num(x, sizeof(x), sa, a), nop,
+		     th_num(y, sizeof(y), sb, b));
+}
+
+#define TH_SIGNED(x)	((__typeof__(x))-1 < (__typeof__(x))1)
+
+#define __TH_CMP(a, b, sa, sb, op, code, nop, stop) do {		\
+	__typeof__(a) _th_a = (a);					\
+	__typeof__(b) _th_b = (b);					\
+	int _th_sa = TH_SIGNED(_th_a), _th_sb = TH_SIGNED(_th_b);	\
+	if (!th_cmp(code, _th_sa, (unsigned long long)_th_a, _th_sb,	\
+		    (unsigned long long)_th_b))				\
+		th_cmp_fail(__FILE__, __LINE__, stop, sa, #op, sb, nop,	\
+			    _th_sa, (unsigned long long)_th_a, _th_sb,	\
+			    (unsigned long long)_th_b);			\
+} while (0)
+
+#define __TH_BOOL(e, se, want, stop) do {				\
+	if (!(e) != !(want)) {						\
+		if (stop)						\
+			th_fail_at(__FILE__, __LINE__, "%s is %s", se,	\
+				   (want) ? "false" : "true");		\
+		th_expect_at(__FILE__, __LINE__, "%s is %s", se,	\
+			     (want) ? "false" : "true");		\
+	}								\
+} while (0)
+
+#define __TH_STR(a, b, sa, sb, eq, stop) do {				\
+	const char *_th_a = (a), *_th_b = (b);				\
+	if (!strcmp(_th_a, _th_b) != !!(eq)) {				\
+		if (stop)						\
+			th_fail_at(__FILE__, __LINE__,			\
+				   "%s %s %s: \"%s\" %s \"%s\"", sa,	\
+				   (eq) ? "==" : "!=", sb, _th_a,	\
+				   (eq) ? "!=" : "==", _th_b);		\
+		th_expect_at(__FILE__, __LINE__,			\
+			     "%s %s %s: \"%s\" %s \"%s\"", sa,		\
+			     (eq) ? "==" : "!=", sb, _th_a,		\
+			     (eq) ? "!=" : "==", _th_b);		\
+	}								\
+} while (0)
+
+/* e is a helper returning >= 0 or -errno: it must succeed. */
+#define __TH_OK(e, se, stop) do {					\
+	long _th_r = (e);						\
+	if (_th_r < 0) {						\
+		if (stop)						\
+			th_fail_at(__FILE__, __LINE__, "%s: %s", se,	\
+				   th_errname((int)-_th_r));		\
+		th_expect_at(__FILE__, __LINE__, "%s: %s", se,		\
+			     th_errname((int)-_th_r));			\
+	}								\
+} while (0)
+
+/* e must fail with err1 or err2 (where the docs allow either). */
+#define __TH_ERR(e, se, err1, err2, stop) do {				\
+	long _th_r = (e);						\
+	int _th_1 = (err1), _th_2 = (err2);				\
+	if (_th_r != -(long)_th_1 && _th_r != -(long)_th_2) {		\
+		char _th_w[80];						\
+		snprintf(_th_w, sizeof(_th_w), _th_1 == _th_2 ? "%s" :	\
+			 "%s or %s", th_errname(_th_1),			\
+			 th_errname(_th_2));				\
+		if (stop)						\
+			th_fail_at(__FILE__, __LINE__,			\
+				   "%s: expected %s, got %s", se, _th_w,\
+				   th_rcname(_th_r));			\
+		th_expect_at(__FILE__, __LINE__,			\
+			     "%s: expected %s, got %s", se, _th_w,	\
+			     th_rcname(_th_r));				\
+	}								\
+} while (0)
+
+/*
+ * The expressions are named as written (#a here, before any macro in
+ * them is expanded): "NODE_U64(KEY, b, \"current\") == 5 * M".
+ */
+#define ASSERT_EQ(a, b)		__TH_CMP(a, b, #a, #b, ==, TH_EQ, "!=", 1)
+#define ASSERT_NE(a, b)		__TH_CMP(a, b, #a, #b, !=, TH_NE, "==", 1)
+#define ASSERT_LT(a, b)		__TH_CMP(a, b, #a, #b, <, TH_LT, ">=", 1)
+#define ASSERT_LE(a, b)		__TH_CMP(a, b, #a, #b, <=, TH_LE, ">", 1)
+#define ASSERT_GT(a, b)		__TH_CMP(a, b, #a, #b, >, TH_GT, "<=", 1)
+#define ASSERT_GE(a, b)		__TH_CMP(a, b, #a, #b, >=, TH_GE, "<", 1)
+#define ASSERT_TRUE(e)		__TH_BOOL(e, #e, 1, 1)
+#define ASSERT_FALSE(e)		__TH_BOOL(e, #e, 0, 1)
+#define ASSERT_STREQ(a, b)	__TH_STR(a, b, #a, #b, 1, 1)
+#define ASSERT_STRNE(a, b)	__TH_STR(a, b, #a, #b, 0, 1)
+#define ASSERT_OK(e)		__TH_OK(e, #e, 1)
+#define ASSERT_ERR(e, err)	__TH_ERR(e, #e, err, err, 1)
+#define ASSERT_ERR2(e, e1, e2)	__TH_ERR(e, #e, e1, e2, 1)
+
+#define EXPECT_EQ(a, b)		__TH_CMP(a, b, #a, #b, ==, TH_EQ, "!=", 0)
+#define EXPECT_NE(a, b)		__TH_CMP(a, b, #a, #b, !=, TH_NE, "==", 0)
+#define EXPECT_LT(a, b)		__TH_CMP(a, b, #a, #b, <, TH_LT, ">=", 0)
+#define EXPECT_LE(a, b)		__TH_CMP(a, b, #a, #b, <=, TH_LE, ">", 0)
+#define EXPECT_GT(a, b)		__TH_CMP(a, b, #a, #b, >, TH_GT, "<=", 0)
+#define EXPECT_GE(a, b)		__TH_CMP(a, b, #a, #b, >=, TH_GE, "<", 0)
+#define EXPECT_TRUE(e)		__TH_BOOL(e, #e, 1, 0)
+#define EXPECT_FALSE(e)		__TH_BOOL(e, #e, 0, 0)
+#define EXPECT_STREQ(a, b)	__TH_STR(a, b, #a, #b, 1, 0)
+#define EXPECT_STRNE(a, b)	__TH_STR(a, b, #a, #b, 0, 0)
+#define EXPECT_OK(e)		__TH_OK(e, #e, 0)
+#define EXPECT_ERR(e, err)	__TH_ERR(e, #e, err, err, 0)
+#define EXPECT_ERR2(e, e1, e2)	__TH_ERR(e, #e, e1, e2, 0)
+
+/* The names the scenarios were written with: ASSERT_TRUE, _EQ, ... */
+#define CHECK(e)		__TH_BOOL(e, #e, 1, 1)
+#define CHECK_EQ(a, b)		__TH_CMP(a, b, #a, #b, ==, TH_EQ, "!=", 1)
+#define CHECK_STREQ(a, b)	__TH_STR(a, b, #a, #b, 1, 1)
+#define CHECK_OK(e)		__TH_OK(e, #e, 1)
+#define CHECK_ERR(e, err)	__TH_ERR(e, #e, err, err, 1)
+#define CHECK_ERR2(e, e1, e2)	__TH_ERR(e, #e, e1, e2, 1)
+
+/* ---- processes ------------------------------------------------------------ */
+
+/*
+ * fork() with stdio flushed; the child dies with SIGKILL if the program's
+ * main process dies (so a timed-out program leaves nothing behind).
+ */
+static TH_UNUSED pid_t th_fork(void)
+{
+	pid_t parent = getpid(), pid;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork: %s", th_errname(errno));
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(TH_FAIL);
+		th_npids = 0;
+		th_teardown_fn = NULL;
+		if (th_hooks.forked)
+			th_hooks.forked();
+		return 0;
+	}
+	if (parent == th_main_pid && th_npids < TH_TRACK_MAX)
+		th_pids[th_npids++] = pid;
+	return pid;
+}
+
+/* Run fn(arg) in a child; the child exits with its return value. */
+static TH_UNUSED pid_t th_spawn(int (*fn)(void *), void *arg)
+{
+	pid_t pid = th_fork();
+	int rc;
+
+	if (pid == 0) {
+		rc = fn(arg);
+		_exit(rc == TH_PASS && th_failed ? TH_FAIL : rc);
+	}
+	return pid;
+}
+
+/* A child reaped (by the caller's own waitpid()): no longer tracked. */
+static TH_UNUSED void th_untrack(pid_t pid)
+{
+	int i;
+
+	for (i = 0; i < th_npids; i++)
+		if (th_pids[i] == pid)
+			th_pids[i] = 0;
+}
+
+/*
+ * Wait for a child: its exit status, 128 + the signal that killed it, or
+ * -errno.
+ */
+static TH_UNUSED int th_wait(pid_t pid)
+{
+	int status;
+
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	th_untrack(pid);
+	if (th_hooks.reaped)
+		th_hooks.reaped(pid);
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	return 128 + WTERMSIG(status);
+}
+
+/* A child must exit with status 0 (77: it skipped; so does the program). */
+#define CHECK_CHILD_OK(pid) do {					\
+	int _s = th_wait(pid);						\
+	if (_s == TH_SKIP)						\
+		SKIP("child %d (%s) skipped (its SKIP line says why)",	\
+		     (int)(pid), #pid);					\
+	if (_s != 0)							\
+		FAIL("child %d (%s) exited with status %d", (int)(pid),	\
+		     #pid, _s);						\
+} while (0)
+
+/* Anonymous memory shared with the children forked after this call. */
+static TH_UNUSED void *th_shared(size_t size)
+{
+	void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED)
+		FAIL("mmap shared %zu: %s", size, th_errname(errno));
+	return p;
+}
+
+/* ---- tests and fixtures ------------------------------------------------ */
+
+struct th_meta {
+	const char *name;		/* "test" or "fixture.test" */
+	void (*fn)(struct th_meta *_metadata);
+	struct th_meta *next;
+};
+
+static struct th_meta *th_tests, **th_tests_tail = &th_tests;
+
+static TH_UNUSED void th_register(struct th_meta *t)
+{
+	*th_tests_tail = t;
+	th_tests_tail = &t->next;
+}
+
+/* TEST(name) { ... }: a test without a fixture. */
+#define TEST(test_name)							\
+	static void test_name(struct th_meta *_metadata);		\
+	static struct th_meta _th_meta_##test_name = {			\
+		.name = #test_name, .fn = test_name };			\
+	static void __attribute__((constructor))			\
+	_th_register_##test_name(void)					\
+	{								\
+		th_register(&_th_meta_##test_name);			\
+	}								\
+	static void test_name(TH_UNUSED struct th_meta *_metadata)
+
+/*
+ * FIXTURE(name) { fields };  FIXTURE_SETUP(name) { ... self ... }
+ * FIXTURE_TEARDOWN(name) { ... }  TEST_F(name, test) { ... self ... }
+ * Each TEST_F gets a zeroed fixture, set up before and torn down after
+ * it; the teardown also runs when the test ends early (see the top), but
+ * not when the setup does (as in kselftest_harness.h): what the setup
+ * made is then th_hooks.cleanup's.
+ */
+#define FIXTURE_DATA(fixture_name) struct _th_fixture_##fixture_name
+#define FIXTURE(fixture_name) FIXTURE_DATA(fixture_name)
+
+#define FIXTURE_SETUP(fixture_name)					\
+	static void _th_##fixture_name##_setup(				\
+		TH_UNUSED struct th_meta *_metadata,			\
+		TH_UNUSED FIXTURE_DATA(fixture_name) *self)
+
+#define FIXTURE_TEARDOWN(fixture_name)					\
+	static void _th_##fixture_name##_teardown_body(			\
+		FIXTURE_DATA(fixture_name) *self);			\
+	static void _th_##fixture_name##_teardown(void *self)		\
+	{								\
+		_th_##fixture_name##_teardown_body(self);		\
+	}								\
+	static void _th_##fixture_name##_teardown_body(			\
+		TH_UNUSED FIXTURE_DATA(fixture_name) *self)
+
+#define TEST_F(fixture_name, test_name)					\
+	static void _th_##fixture_name##_##test_name##_body(		\
+		struct th_meta *_metadata,				\
+		FIXTURE_DATA(fixture_name) *self);			\
+	static void _th_##fixture_name##_##test_name(struct th_meta *m)	\
+	{								\
+		FIXTURE_DATA(fixture_name) self;			\
+									\
+		memset(&self, 0, sizeof(self));				\
+		_th_##fixture_name##_setup(m, &self);			\
+		th_teardown_self = &self;				\
+		th_teardown_fn = _th_##fixture_name##_teardown;		\
+		_th_##fixture_name##_##test_name##_body(m, &self);	\
+		th_teardown_fn = NULL;					\
+		_th_##fixture_name##_teardown(&self);			\
+	}								\
+	static struct th_meta _th_meta_##fixture_name##_##test_name = {	\
+		.name = #fixture_name "." #test_name,			\
+		.fn = _th_##fixture_name##_##test_name };		\
+	static void __attribute__((constructor))			\
+	_th_register_##fixture_name##_##test_name(void)			\
+	{								\
+		th_register(&_th_meta_##fixture_name##_##test_name);	\
+	}								\
+	static void _th_##fixture_name##_##test_name##_body(		\
+		TH_UNUSED struct th_meta *_metadata,			\
+		TH_UNUSED FIXTURE_DATA(fixture_name) *self)
+
+/*
+ * Name the program after argv[0], set up its output; called first by
+ * every program (scen.h's sc_init() does).
+ */
+static TH_UNUSED void th_start(int argc, char **argv)
+{
+	const char *slash;
+
+	(void)argc;
+	th_main_pid = getpid();
+	slash = strrchr(argv[0], '/');
+	th_name = slash ? slash + 1 : argv[0];
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);	/* a dead peer is EPIPE, reported */
+}
+
+/* Set up (th_hooks.start), run every test in order, end the program. */
+static TH_UNUSED int th_main(int argc, char **argv)
+{
+	struct th_meta *t;
+	int n = 0, failed_before;
+
+	if (th_hooks.start)
+		th_hooks.start(argc, argv);
+	else
+		th_start(argc, argv);
+	for (t = th_tests; t; t = t->next) {
+		n++;
+		th_log("#  RUN  %s ...", t->name);
+		failed_before = th_failed;
+		th_failed = 0;
+		th_running = t->name;
+		th_running_n = n;
+		t->fn(t);
+		th_running = NULL;
+		th_log("%s %d %s", th_failed ? "not ok" : "ok", n, t->name);
+		th_failed |= failed_before;
+	}
+	if (!n)
+		FAIL("no TEST() or TEST_F() in this program");
+	PASS();
+}
+
+#define TEST_HARNESS_MAIN						\
+	int main(int argc, char **argv)					\
+	{								\
+		return th_main(argc, argv);				\
+	}
+
+#endif /* NXQ_TESTS_VM_HARNESS_H */
