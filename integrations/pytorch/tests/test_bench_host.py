@@ -146,8 +146,17 @@ def main():
         check("  small    tensor-async  steps/s met  peak met  losses met" in out and
               "  decoder  tensor-sync   steps/s MISSED  peak MISSED  losses MISSED" in out,
               "--lockstep target lines: met and MISSED where the figures say so")
+        p = subprocess.run([sys.executable, os.path.join(lt, "bench", "bench_torch.py"),
+                            "--lockstep", "2", "--configs",
+                            "native-expandable,tensor-async,tensor-sync"],
+                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=120)
+        out2 = p.stdout.decode()
+        check(p.returncode == 0 and
+              "  small    tensor-async  steps/s met  peak met  losses met" in out2 and
+              "  small    tensor-sync   steps/s MISSED  peak MISSED  losses MISSED" in out2,
+              "--lockstep without native: losses against expandable segments'")
         if failed:
-            print(out)
+            print(out, out2)
     finally:
         shutil.rmtree(tree)
     print("%d failed" % failed)
