@@ -53,15 +53,8 @@ D=${NXQD_BIN:-$OUT/d/nxquotad}
 [ -n "${NXQD_BIN:-}" ] || make -s -C "$top/daemon" B="$OUT/d" SAN= "$D" >>"$OUT/build.log" 2>&1
 C=${NXQCTL_BIN:-$top/tools/nxquotactl}
 [ -n "${NXQCTL_BIN:-}" ] || make -s -C "$top/tools" >>"$OUT/build.log" 2>&1
-# where they do not build here (a GPU host without json-c's or libnl's
-# headers), the ones scripts/demo-gpu.sh --prebuild left in build/demo-gpu-bin
-for b in D:nxquotad C:nxquotactl; do
-	eval "f=\$${b%:*}"
-	if [ ! -x "$f" ] && [ -x "$top/build/demo-gpu-bin/${b#*:}" ]; then
-		echo "gpu-budget.sh: ${b#*:} not built here ($(grep -m1 -i 'not built\|error' "$OUT/build.log")); using build/demo-gpu-bin/${b#*:}"
-		eval "${b%:*}=\$top/build/demo-gpu-bin/${b#*:}"
-	fi
-done
+. "$here/gpu-bins.sh"
+prebuilt gpu-budget.sh
 [ -x "$D" ] && [ -x "$C" ] || { tail "$OUT/build.log"; echo "gpu-budget.sh: no nxquotad/nxquotactl"; exit 1; }
 CGROOT=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo)
 [ -n "$CGROOT" ] || skip "no cgroup2 mount"

@@ -364,6 +364,22 @@ def used_bytes():
     return total - free
 
 
+def workload(name, seed, total, nxq):
+    """mode_bench's and mode_serve's model of that name, its optimizer and
+    data for total steps, on the GPU; the allocator's peaks reset."""
+    if name in MODELS:
+        cfg = MODELS[name]
+        model, opt, xs, _ = make(cfg, seed, total)
+    else:
+        cfg = DECODERS[name]
+        model, opt, xs = make_decoder(cfg, seed, total)
+    if nxq is None or pool_route(nxq):
+        torch.cuda.reset_peak_memory_stats()
+    if nxq is not None:
+        nxq.reset_peaks()
+    return cfg, model, opt, xs
+
+
 def mode_bench(a, nxq, rep):
     """Per workload: --warmup steps, then --windows windows of --steps steps
     (no per-step synchronisation; a window ends with one).  Peak device
@@ -391,16 +407,7 @@ def mode_bench(a, nxq, rep):
         gc.collect()
         torch.cuda.synchronize()
         base = used_bytes()
-        if name in MODELS:
-            cfg = MODELS[name]
-            model, opt, xs, _ = make(cfg, a.seed, total)
-        else:
-            cfg = DECODERS[name]
-            model, opt, xs = make_decoder(cfg, a.seed, total)
-        if nxq is None or pool_route(nxq):
-            torch.cuda.reset_peak_memory_stats()
-        if nxq is not None:
-            nxq.reset_peaks()
+        cfg, model, opt, xs = workload(name, a.seed, total, nxq)
         peak = used_bytes()
         losses = []
         for i in range(a.warmup):
@@ -465,16 +472,7 @@ def mode_serve(a, nxq, rep):
             serve_pairs(a, lockstep, allocs)
             continue
         total = a.warmup + a.windows * a.steps
-        if name in MODELS:
-            cfg = MODELS[name]
-            model, opt, xs, _ = make(cfg, a.seed, total)
-        else:
-            cfg = DECODERS[name]
-            model, opt, xs = make_decoder(cfg, a.seed, total)
-        if nxq is None or pool_route(nxq):
-            torch.cuda.reset_peak_memory_stats()
-        if nxq is not None:
-            nxq.reset_peaks()
+        cfg, model, opt, xs = workload(name, a.seed, total, nxq)
         losses = [step(model, opt, xs[i], cfg["vocab"]) for i in range(a.warmup)]
         torch.cuda.synchronize()
         counted = [0, 0]                # steps, allocations in the timed windows
