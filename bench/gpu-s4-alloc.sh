@@ -7,15 +7,19 @@
 #   OUT=/some/dir bash bench/gpu-s4-alloc.sh      (cwd: an unpacked git archive of HEAD)
 #
 # Runs, each with its own timeout and log under $OUT:
-#   1. python3 integrations/pytorch/bench/bench_torch.py --lockstep $ROUNDS (15)
+#   1. python3 integrations/pytorch/bench/bench_torch.py --lockstep $ROUNDS (30)
+#        --procs $PROCS (2) --pin $PIN (2-9 where there are 10 CPUs or more)
 #        --steps $STEPS (20) --models small,decoder
-#        --configs $CONFIGS (native,native-expandable,tensor-sync,tensor-async)
-#        [--pin $PIN] --profile: the four processes side by side, one window
-#      each in turn (steps/s against native-expandable's in the same round,
-#      NVML per-process peak, loss digests; a torch.profiler table per
-#      process and workload in prof.tgz; torch.log, torch.json); with
-#      TORCH_MODE=procs, a process per run and configuration in turn
-#      (--runs $RUNS (3) --windows $WINDOWS (3)) as before
+#        --configs $CONFIGS (native-expandable,tensor-sync,tensor-async)
+#        --profile: every process alive at once, one window each in turn
+#      (steps/s against native-expandable's in the same round, NVML
+#      per-process peak, loss digests; a torch.profiler table per process
+#      and workload in prof.tgz; torch.log, torch.json).  These are the
+#      settings that read 1.02-1.05x on the H200 (bench/RESULTS.rst, "In
+#      lockstep"); one unpinned process per configuration reads the same
+#      medians with a process's own luck in them.  With TORCH_MODE=procs, a
+#      process per run and configuration in turn (--runs $RUNS (3)
+#      --windows $WINDOWS (3)) as before
 #   2. make -s -C lib check-gpu                  (check-gpu.log)
 #   3. make -s -C lib bench-gpu                  (bench-gpu.log: warm pairs,
 #      growth per GiB against one cudaMalloc / one big handle)
@@ -27,9 +31,9 @@
 # Each timeout is what the part took on the H200 per process it starts,
 # times about 2, times the processes it will start (TORCH_S and
 # GPUTESTS_S override them):
-#   bench_torch.py --lockstep: 60 s for the start, and 60 s per
-#     configuration (its warm-ups, 2 x 15 windows and 2 profiled ones):
-#     300 s with the defaults;
+#   bench_torch.py --lockstep: 60 s for the start, and 60 s per process
+#     (six processes, 30 rounds of three workloads took 266 s on the
+#     H200): 420 s with the defaults;
 #   bench_torch.py, TORCH_MODE=procs: one process per run and
 #     configuration, and one warm-up; 7 processes took up to 180 s (25 s
 #     each) -> 45 s each: 585 s with the defaults (13);
@@ -66,20 +70,23 @@ fi
 verdict "check-gpu" $rc
 grep -q "rc=0" "$OUT/build-torch.log"; verdict "build integrations/pytorch" $?
 
-CONFIGS=${CONFIGS:-native,native-expandable,tensor-sync,tensor-async}
-nconf=$(echo "$CONFIGS" | tr ',' '\n' | grep -c .)
+nconf=$(echo "${CONFIGS:-x,y,z}" | tr ',' '\n' | grep -c .)
 if [ "${TORCH_MODE:-lockstep}" = lockstep ]; then
-	# every configuration's process alive at once, one window each in turn
-	# for ROUNDS rounds (bench/lockstep.py); a profiled window each at the end
-	TORCH_S=${TORCH_S:-$(( 60 + nconf * 60 ))}
-	el "bench_torch.py --lockstep ${ROUNDS:-15} ($CONFIGS; small, decoder; timeout $TORCH_S s)"
-	timeout "$TORCH_S" python3 integrations/pytorch/bench/bench_torch.py --lockstep ${ROUNDS:-15} \
-		--steps ${STEPS:-20} --models small,decoder --configs "$CONFIGS" ${PIN:+--pin "$PIN"} \
+	# every process alive at once, one window each in turn for ROUNDS
+	# rounds (bench/lockstep.py); a profiled window each at the end
+	CONFIGS=${CONFIGS:-native-expandable,tensor-sync,tensor-async}
+	[ "$(nproc)" -ge 10 ] && PIN=${PIN-2-9}
+	TORCH_S=${TORCH_S:-$(( 60 + nconf * ${PROCS:-2} * 60 ))}
+	el "bench_torch.py --lockstep ${ROUNDS:-30} --procs ${PROCS:-2} ${PIN:+--pin $PIN} ($CONFIGS; small, decoder; timeout $TORCH_S s)"
+	timeout "$TORCH_S" python3 integrations/pytorch/bench/bench_torch.py --lockstep ${ROUNDS:-30} \
+		--procs ${PROCS:-2} --steps ${STEPS:-20} --models small,decoder --configs "$CONFIGS" ${PIN:+--pin "$PIN"} \
 		--profile "$OUT/prof" --out "$OUT/torch.json" > "$OUT/torch.log" 2>&1
 	rc=$?
 	tar -czf "$OUT/prof.tgz" -C "$OUT" prof 2>/dev/null && rm -rf "$OUT/prof"
 	grep -E "^\| |^lockstep |^  [a-z-]+: " "$OUT/torch.log"
 else
+	CONFIGS=${CONFIGS:-native,native-expandable,tensor-sync,tensor-async}
+	nconf=$(echo "$CONFIGS" | tr ',' '\n' | grep -c .)
 	TORCH_S=${TORCH_S:-$(( (${RUNS:-3} * nconf + 1) * 45 ))}
 	el "bench_torch.py ($CONFIGS; small, decoder; timeout $TORCH_S s)"
 	timeout "$TORCH_S" python3 integrations/pytorch/bench/bench_torch.py --runs ${RUNS:-3} \
