@@ -126,6 +126,48 @@ static char *nxq_words(const char *buf, size_t count, char **words, int max,
 	return line;
 }
 
+/* The most words a command file takes: set_budget's. */
+#define NXQ_STORE_WORDS	(2 + NXQ_NR_LIMITS + 2)
+
+/*
+ * A root-only command file: the written line copied and split into at
+ * most @max words, @cmd called with them and their number (-EINVAL for
+ * too many, which every @cmd refuses), the copy freed.  Returns what a
+ * store returns: @count, or @cmd's -errno.
+ */
+static ssize_t nxq_store_words(struct kobject *kobj, const char *buf,
+			       size_t count, int max,
+			       int (*cmd)(struct kobject *kobj, char **w, int n))
+{
+	char *line, *w[NXQ_STORE_WORDS];
+	int n, err;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	line = nxq_words(buf, count, w, min(max, NXQ_STORE_WORDS), &n);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
+	err = cmd(kobj, w, n);
+	kfree(line);
+	return err ? err : count;
+}
+
+/* A root-only write of one size: "4G", or "max" where @is_max. */
+static int nxq_store_size(const char *buf, size_t count, bool is_max, u64 *v)
+{
+	char *line, *w[1];
+	int n, err;
+
+	if (!capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &n);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
+	err = n == 1 ? nxq_parse_size(w[0], is_max, v) : -EINVAL;
+	kfree(line);
+	return err;
+}
+
 static ssize_t nxq_emit_u64(char *buf, u64 v, bool is_max)
 {
 	if (is_max && v == NXQ_UNLIMITED)
@@ -189,56 +231,44 @@ int nxq_parse_devt(const char *s, dev_t *devt)
 	return 0;
 }
 
-static ssize_t register_store(struct kobject *kobj, struct kobj_attribute *attr,
-			      const char *buf, size_t count)
+/* "KEY CAPACITY [MAJOR:MINOR]" */
+static int nxq_register_cmd(struct kobject *kobj, char **w, int n)
 {
 	struct nxq_device *dev;
-	char *line, *w[3];
 	dev_t devt = 0;
 	u64 capacity;
 	int err;
 
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
-	if (IS_ERR(line))
-		return PTR_ERR(line);
-	if (err != 2 && err != 3)
-		err = -EINVAL;
-	else if (err == 3 && nxq_parse_devt(w[2], &devt))
-		err = -EINVAL;
-	else
-		err = nxq_parse_size(w[1], false, &capacity);
-	if (!err) {
-		dev = nxq_device_add(&nxq_ledger, w[0], capacity, devt);
-		err = PTR_ERR_OR_ZERO(dev);
-	}
-	kfree(line);
-	return err ? err : count;
+	if (n != 2 && n != 3)
+		return -EINVAL;
+	if (n == 3 && nxq_parse_devt(w[2], &devt))
+		return -EINVAL;
+	err = nxq_parse_size(w[1], false, &capacity);
+	if (err)
+		return err;
+	dev = nxq_device_add(&nxq_ledger, w[0], capacity, devt);
+	return PTR_ERR_OR_ZERO(dev);
+}
+
+static ssize_t register_store(struct kobject *kobj, struct kobj_attribute *attr,
+			      const char *buf, size_t count)
+{
+	return nxq_store_words(kobj, buf, count, 3, nxq_register_cmd);
 }
 
 static struct kobj_attribute nxq_register_attr = __ATTR_WO(register);
+
+/* "KEY" */
+static int nxq_unregister_cmd(struct kobject *kobj, char **w, int n)
+{
+	return n == 1 ? nxq_device_remove(&nxq_ledger, w[0]) : -EINVAL;
+}
 
 static ssize_t unregister_store(struct kobject *kobj,
 				struct kobj_attribute *attr, const char *buf,
 				size_t count)
 {
-	char *line, *w[1];
-	int err;
-
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
-	if (IS_ERR(line))
-		return PTR_ERR(line);
-	if (err != 1) {
-		err = -EINVAL;
-		goto out;
-	}
-	err = nxq_device_remove(&nxq_ledger, w[0]);
-out:
-	kfree(line);
-	return err ? err : count;
+	return nxq_store_words(kobj, buf, count, 1, nxq_unregister_cmd);
 }
 
 static struct kobj_attribute nxq_unregister_attr = __ATTR_WO(unregister);
@@ -270,17 +300,9 @@ static ssize_t capacity_show(struct kobject *kobj, struct kobj_attribute *attr,
 static ssize_t capacity_store(struct kobject *kobj, struct kobj_attribute *attr,
 			      const char *buf, size_t count)
 {
-	char *line, *w[1];
 	u64 v;
-	int err;
+	int err = nxq_store_size(buf, count, false, &v);
 
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
-	if (IS_ERR(line))
-		return PTR_ERR(line);
-	err = err == 1 ? nxq_parse_size(w[0], false, &v) : -EINVAL;
-	kfree(line);
 	if (err)
 		return err;
 	nxq_device_set_capacity(to_dev(kobj), v);
@@ -384,17 +406,9 @@ static ssize_t default_max_store(struct kobject *kobj,
 				 struct kobj_attribute *attr, const char *buf,
 				 size_t count)
 {
-	char *line, *w[1];
 	u64 v;
-	int err;
+	int err = nxq_store_size(buf, count, true, &v);
 
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
-	if (IS_ERR(line))
-		return PTR_ERR(line);
-	err = err == 1 ? nxq_parse_size(w[0], true, &v) : -EINVAL;
-	kfree(line);
 	if (err)
 		return err;
 	nxq_device_set_default_max(to_dev(kobj), v);
@@ -503,49 +517,42 @@ static int nxq_parse_budget_word(char *word, struct nxq_budget_req *r)
 	return -EINVAL;
 }
 
+/* "/CGROUP WORD..." (nxq_parse_budget_word()) */
+static int nxq_set_budget_cmd(struct kobject *kobj, char **w, int n)
+{
+	struct nxq_budget_req r = {};
+	int i, err = 0;
+
+	if (n < 2 || w[0][0] != '/')
+		return -EINVAL;
+	for (i = 1; !err && i < n; i++)
+		err = nxq_parse_budget_word(w[i], &r);
+	return err ? err : nxq_budget_set(to_dev(kobj)->key, w[0], &r, NULL, 0);
+}
+
 static ssize_t set_budget_store(struct kobject *kobj,
 				struct kobj_attribute *attr, const char *buf,
 				size_t count)
 {
-	struct nxq_budget_req r = {};
-	char *line, *w[2 + NXQ_NR_LIMITS + 2];
-	int i, n, err = 0;
-
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &n);
-	if (IS_ERR(line))
-		return PTR_ERR(line);
-	if (n < 2 || w[0][0] != '/')
-		err = -EINVAL;
-	for (i = 1; !err && i < n; i++)
-		err = nxq_parse_budget_word(w[i], &r);
-	if (!err)
-		err = nxq_budget_set(to_dev(kobj)->key, w[0], &r, NULL, 0);
-	kfree(line);
-	return err ? err : count;
+	return nxq_store_words(kobj, buf, count, NXQ_STORE_WORDS,
+			       nxq_set_budget_cmd);
 }
 
 static struct kobj_attribute nxq_set_budget_attr = __ATTR_WO(set_budget);
+
+/* "/CGROUP" */
+static int nxq_clear_budget_cmd(struct kobject *kobj, char **w, int n)
+{
+	if (n != 1 || w[0][0] != '/')
+		return -EINVAL;
+	return nxq_budget_set(to_dev(kobj)->key, w[0], NULL, NULL, 0);
+}
 
 static ssize_t clear_budget_store(struct kobject *kobj,
 				  struct kobj_attribute *attr, const char *buf,
 				  size_t count)
 {
-	char *line, *w[1];
-	int err;
-
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
-	if (IS_ERR(line))
-		return PTR_ERR(line);
-	if (err != 1 || w[0][0] != '/')
-		err = -EINVAL;
-	else
-		err = nxq_budget_set(to_dev(kobj)->key, w[0], NULL, NULL, 0);
-	kfree(line);
-	return err ? err : count;
+	return nxq_store_words(kobj, buf, count, 1, nxq_clear_budget_cmd);
 }
 
 static struct kobj_attribute nxq_clear_budget_attr = __ATTR_WO(clear_budget);
@@ -687,17 +694,9 @@ static ssize_t nxq_node_store(struct kobject *kobj, const char *buf,
 	struct nxq_node *node = to_node(kobj);
 	struct nxq_budget_refusal why;
 	struct nxq_budget_req r = {};
-	char *line, *w[1];
 	u64 v;
-	int err;
+	int err = nxq_store_size(buf, count, is_max, &v);
 
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &err);
-	if (IS_ERR(line))
-		return PTR_ERR(line);
-	err = err == 1 ? nxq_parse_size(w[0], is_max, &v) : -EINVAL;
-	kfree(line);
 	if (err)
 		return err;
 	if (is_max) {

@@ -128,6 +128,7 @@ static const struct {
 	{ "atk_kmem", "the module's memory charged to the tenant's memcg" },
 	{ "atk_priv_nl", "the kernel's netlink scope per cgroup namespace" },
 	{ "atk_netadmin", "the kernel's netlink capability checks" },
+	{ "atk_root_nocap", "the module's sysfs capability checks" },
 	{ "fuzz_abi", "fuzzes the ioctls and the kernel's netlink socket" },
 	{ "race_budget", "races sysfs against the kernel's netlink" },
 	{ "race_device", "races sysfs against the kernel's netlink" },
