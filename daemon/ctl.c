@@ -26,9 +26,11 @@
  * consistent and never NLM_F_DUMP_INTR.
  *
  * Who may speak: the socket file is 0600; a peer whose SO_PEERCRED uid is
- * not 0 is closed at once; and each message's SCM_CREDENTIALS must be uid
- * 0's and the connecting process's (SO_PASSCRED), or it is refused with
- * -EPERM: a connection passed to another process grants nothing.
+ * not 0, or whose effective capabilities lack CAP_SYS_ADMIN (a container's
+ * root: the module's sysfs and netlink ask the same capability), is
+ * closed at once; and each message's SCM_CREDENTIALS must be uid 0's and
+ * the connecting process's (SO_PASSCRED), or it is refused with -EPERM: a
+ * connection passed to another process grants nothing.
  *
  * Durability: a change is applied, the state file written, and if that
  * fails the change is undone and refused with the write's errno and a
@@ -204,6 +206,30 @@ static void nlb_end(struct nlb *b)
 /* ---- output ---------------------------------------------------------------- */
 
 /* Send @b (one packet) on @c, or queue it; it is consumed. */
+/*
+ * Whether process @pid has CAP_SYS_ADMIN in its effective set, as
+ * /proc/PID/status says.  Read at accept, when the connecting process is
+ * the peer; if it has exited and its pid was reused, its connection
+ * still cannot speak: every message must carry the connecting process's
+ * own credentials.
+ */
+static bool ctl_peer_admin(pid_t pid)
+{
+	unsigned long long eff = 0;
+	char path[64], line[256];
+	bool found = false;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	fclose(f);
+	return found && (eff >> 21 & 1);	/* CAP_SYS_ADMIN */
+}
+
 static void ctl_out(struct ctl_conn *c, struct nlb *b)
 {
 	struct ctl_buf *q;
@@ -891,11 +917,16 @@ static void ctl_accept(struct nxqd_watch *w, u32 revents)
 	fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
-	/* Root only: the kernel says who connected. */
+	/* Root with CAP_SYS_ADMIN only: the kernel says who connected. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
 	    cred.uid != 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) ||
 	    ctl.nconns >= NXQD_CTL_CONNS) {
+		close(fd);
+		return;
+	}
+	if (!ctl_peer_admin(cred.pid)) {
+		ctl.creds_refused++;
 		close(fd);
 		return;
 	}

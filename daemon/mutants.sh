@@ -162,6 +162,10 @@ mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN client.c \
 mutant cred-named-by-client DAEMON_SRCS DAEMON_BIN client.c \
 	's/^\tif (!nxqd_proc_cred_trusted(r->cred.pid))$/\tif (0)/' \
 	'nxquotad-attack.nxqd_test_decoy_creds' 'Expected'
+# The daemon: uid 0 without CAP_SYS_ADMIN administers over the control socket.
+mutant ctl-root-without-cap DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/^\tif (!ctl_peer_admin(cred.pid)) {$/\tif (0 \&\& !ctl_peer_admin(cred.pid)) {/' \
+	'nxquotad-attack.nxqd_test_ctl_nocap' 'Expected'
 # The daemon: a holder usable by any process that names its id.
 mutant holder-any-process DAEMON_SRCS DAEMON_BIN client.c \
 	's/if (!e || !r->caller || e->proc != r->caller || e->proc->dead)/if (!e || e->proc->dead)/' \

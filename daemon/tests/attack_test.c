@@ -11,6 +11,8 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <linux/capability.h>
 
 #include "client_util.h"
 
@@ -341,6 +343,66 @@ static void nxqd_test_ctl_passed(struct kunit *test)
 	close(sv[0]);
 	close(sv[1]);
 	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+}
+
+/*
+ * A container's root: uid 0 without CAP_SYS_ADMIN (dropped from all four
+ * sets) adds a 1T device over the control socket.  0: refused; 1: added;
+ * 2: could not drop the capability.
+ */
+static int nocap_ctl_root(void *arg)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2];
+	const char *ctl = arg;
+	unsigned char attrs[128];
+	__u64 cap = 1ULL << 40;
+	size_t off = 0;
+	int fd, err;
+
+	if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) ||
+	    syscall(SYS_capget, &h, d))
+		return 2;
+	d[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+	d[CAP_TO_INDEX(CAP_SYS_ADMIN)].permitted &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+	d[CAP_TO_INDEX(CAP_SYS_ADMIN)].inheritable &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+	if (syscall(SYS_capset, &h, d) || geteuid() != 0)
+		return 2;
+	fd = dial(ctl, SOCK_SEQPACKET);
+	if (fd < 0)
+		return 0;
+	off = nl_put(attrs, off, NXQUOTA_A_DEVICE_KEY, "evil", 5);
+	off = nl_put(attrs, off, NXQUOTA_A_DEVICE_CAPACITY, &cap, sizeof(cap));
+	err = nl_call(fd, NXQUOTA_CMD_DEVICE_ADD, 0, attrs, off, NULL, NULL,
+		      NULL, 0);
+	close(fd);
+	return err ? 0 : 1;
+}
+
+static void nxqd_test_ctl_nocap(struct kunit *test)
+{
+	struct daemon d;
+	pid_t pid;
+	int st = 0;
+
+	start_with(test, &d, NULL, 0, "-");
+	pid = fork();
+	KUNIT_ASSERT_GE(test, pid, 0);
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		_exit(nocap_ctl_root((void *)d.ctl));
+	}
+	KUNIT_ASSERT_EQ(test, waitpid(pid, &st, 0), pid);
+	/* 0: refused; 1: the device was added */
+	KUNIT_EXPECT_TRUE(test, WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	KUNIT_EXPECT_EQ(test, ctl_dev_attr(d.ctl, "evil",
+					   NXQUOTA_A_DEVICE_CAPACITY), ~0ULL);
+	/* root with every capability is served */
+	KUNIT_EXPECT_EQ(test, ctl_dev_attr(d.ctl, KEY,
+					   NXQUOTA_A_DEVICE_CAPACITY), 1000000ULL);
 	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
 	cleanup(test, &d);
 }
@@ -837,6 +899,7 @@ static struct kunit_case nxqd_attack_cases[] = {
 	KUNIT_CASE(nxqd_test_opath),
 	KUNIT_CASE(nxqd_test_decoy_creds),
 	KUNIT_CASE(nxqd_test_ctl_passed),
+	KUNIT_CASE(nxqd_test_ctl_nocap),
 	KUNIT_CASE(nxqd_test_eventfd_block),
 	KUNIT_CASE(nxqd_test_register_storm),
 	KUNIT_CASE(nxqd_test_conn_flood),

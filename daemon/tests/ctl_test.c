@@ -12,10 +12,12 @@
  */
 #include <kunit/test.h>
 #include <linux/nxquota.h>
+#include <linux/capability.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -395,7 +397,10 @@ static int budget_set(int fd, const char *path, const char *dev, u64 max,
 
 /* ---- cases ------------------------------------------------------------- */
 
-/* 0600, and a peer that is not uid 0 is closed even if it gets in. */
+/*
+ * 0600, and a peer that is not uid 0 is closed even if it gets in, with
+ * CAP_SYS_ADMIN kept (nxqd_test_ctl_nocap: uid 0 without it).
+ */
 static void ctl_test_root_only(struct kunit *test)
 {
 	struct daemon d;
@@ -419,7 +424,16 @@ static void ctl_test_root_only(struct kunit *test)
 		char buf[256];
 		ssize_t n;
 
-		if (setgid(65534) || setuid(65534))
+		struct __user_cap_header_struct h = {
+			.version = _LINUX_CAPABILITY_VERSION_3 };
+		struct __user_cap_data_struct c[2] = {};
+
+		/* uid 65534 that kept CAP_SYS_ADMIN: the uid check alone */
+		c[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective =
+		c[CAP_TO_INDEX(CAP_SYS_ADMIN)].permitted =
+			CAP_TO_MASK(CAP_SYS_ADMIN);
+		if (prctl(PR_SET_KEEPCAPS, 1) || setgid(65534) ||
+		    setuid(65534) || syscall(SYS_capset, &h, c))
 			_exit(10);
 		fd = dial(d.ctl);
 		if (fd < 0)
