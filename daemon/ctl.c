@@ -26,11 +26,13 @@
  * consistent and never NLM_F_DUMP_INTR.
  *
  * Who may speak: the socket file is 0600; a peer whose SO_PEERCRED uid is
- * not 0, or whose effective capabilities lack CAP_SYS_ADMIN (a container's
- * root: the module's sysfs and netlink ask the same capability), is
- * closed at once; and each message's SCM_CREDENTIALS must be uid 0's and
- * the connecting process's (SO_PASSCRED), or it is refused with -EPERM: a
- * connection passed to another process grants nothing.
+ * not 0 is closed at once; and each message's SCM_CREDENTIALS must be uid
+ * 0's and the connecting process's (SO_PASSCRED), or it is refused with
+ * -EPERM: a connection passed to another process grants nothing.  What
+ * changes something (the GENL_ADMIN_PERM operations) and joining the
+ * events need more, as in the module: CAP_SYS_ADMIN in the initial user
+ * namespace, read at accept (ctl_peer_admin()).  A root without it (a
+ * container's root, or a process in a user namespace of its own) reads.
  *
  * Durability: a change is applied, the state file written, and if that
  * fails the change is undone and refused with the write's errno and a
@@ -61,6 +63,7 @@
 #include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
 #include <net/netlink.h>
@@ -84,6 +87,7 @@ struct ctl_conn {
 	struct nxqd_watch w;
 	struct list_head link;		/* ctl.conns; ctl.lock */
 	struct ucred peer;
+	bool admin;			/* CAP_SYS_ADMIN, initial user ns */
 	bool subscribed;		/* ctl.lock */
 	bool closed;
 	struct list_head out;		/* struct ctl_buf, not sent yet */
@@ -207,19 +211,27 @@ static void nlb_end(struct nlb *b)
 
 /* Send @b (one packet) on @c, or queue it; it is consumed. */
 /*
- * Whether process @pid has CAP_SYS_ADMIN in its effective set, as
- * /proc/PID/status says.  Read at accept, when the connecting process is
- * the peer; if it has exited and its pid was reused, its connection
- * still cannot speak: every message must carry the connecting process's
- * own credentials.
+ * Whether process @pid has CAP_SYS_ADMIN in the initial user namespace,
+ * the module's capable(): in its effective set (/proc/PID/status) and in
+ * nxquotad's own user namespace, which is the initial one where the
+ * daemon runs as root (a process that made a user namespace of its own
+ * has every capability there and none here).  Read at accept, when the
+ * connecting process is the peer; if it has exited and its pid was
+ * reused, its connection still cannot speak: every message must carry
+ * the connecting process's own credentials.
  */
 static bool ctl_peer_admin(pid_t pid)
 {
 	unsigned long long eff = 0;
 	char path[64], line[256];
+	struct stat ns, own;
 	bool found = false;
 	FILE *f;
 
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
+	if (stat(path, &ns) || stat("/proc/self/ns/user", &own) ||
+	    ns.st_ino != own.st_ino || ns.st_dev != own.st_dev)
+		return false;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
@@ -724,6 +736,9 @@ static const struct ctl_handlers *ctl_handler(u8 cmd)
 }
 
 /* One message of @len bytes from @c; @cred_ok: its sender may speak. */
+static const char ctl_not_admin[] =
+	"needs CAP_SYS_ADMIN in the initial user namespace, as the module does";
+
 static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
 		       bool cred_ok)
 {
@@ -772,6 +787,12 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
 	dump = (r.nlh->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
 	/* the daemon's own: what joining the "events" group is */
 	if (r.gh->cmd == NXQUOTA_CMD_EVENT && !dump) {
+		if (!c->admin) {
+			ctl.creds_refused++;
+			r.ext._msg = ctl_not_admin;
+			err = -EPERM;
+			goto ack;
+		}
 		err = nlmsg_parse(r.nlh, GENL_HDRLEN, r.tb, 0, NULL, &r.ext);
 		if (!err)
 			err = ctl_subscribe(&r);
@@ -782,6 +803,12 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
 	err = -EOPNOTSUPP;
 	if (!op || !h || (dump ? !op->dumpit : !op->doit))
 		goto ack;
+	if ((op->flags & GENL_ADMIN_PERM) && !c->admin) {
+		ctl.creds_refused++;
+		r.ext._msg = ctl_not_admin;
+		err = -EPERM;
+		goto ack;
+	}
 	/* strictly, against the operation's policy (none: no attribute) */
 	err = nlmsg_parse(r.nlh, GENL_HDRLEN, r.tb, op->maxattr, op->policy,
 			  &r.ext);
@@ -917,16 +944,11 @@ static void ctl_accept(struct nxqd_watch *w, u32 revents)
 	fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
 		return;
-	/* Root with CAP_SYS_ADMIN only: the kernel says who connected. */
+	/* Root only: the kernel says who connected. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) ||
 	    cred.uid != 0 ||
 	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on)) ||
 	    ctl.nconns >= NXQD_CTL_CONNS) {
-		close(fd);
-		return;
-	}
-	if (!ctl_peer_admin(cred.pid)) {
-		ctl.creds_refused++;
 		close(fd);
 		return;
 	}
@@ -936,6 +958,7 @@ static void ctl_accept(struct nxqd_watch *w, u32 revents)
 		return;
 	}
 	c->peer = cred;
+	c->admin = ctl_peer_admin(cred.pid);
 	c->w.fd = fd;
 	c->w.events = EPOLLIN | EPOLLRDHUP;
 	c->w.fn = ctl_event;

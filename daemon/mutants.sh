@@ -164,7 +164,15 @@ mutant cred-named-by-client DAEMON_SRCS DAEMON_BIN client.c \
 	'nxquotad-attack.nxqd_test_decoy_creds' 'Expected'
 # The daemon: uid 0 without CAP_SYS_ADMIN administers over the control socket.
 mutant ctl-root-without-cap DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/^\tif (!ctl_peer_admin(cred.pid)) {$/\tif (0 \&\& !ctl_peer_admin(cred.pid)) {/' \
+	's/^\tc->admin = ctl_peer_admin(cred.pid);$/\tc->admin = 1 || ctl_peer_admin(cred.pid);/' \
+	'nxquotad-attack.nxqd_test_ctl_nocap' 'Expected'
+# The daemon: CAP_SYS_ADMIN in a user namespace of its own counts.
+mutant ctl-userns-admin DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/    ns.st_ino != own.st_ino || ns.st_dev != own.st_dev)/    0)/' \
+	'nxquotad-attack.nxqd_test_ctl_nocap' 'Expected'
+# The daemon: events given to root without CAP_SYS_ADMIN.
+mutant ctl-events-any-root DAEMON_SRCS DAEMON_BIN ctl.c \
+	'/the daemon.s own: what joining the "events" group is/,+2s/if (!c->admin) {/if (0) {/' \
 	'nxquotad-attack.nxqd_test_ctl_nocap' 'Expected'
 # The daemon: a holder usable by any process that names its id.
 mutant holder-any-process DAEMON_SRCS DAEMON_BIN client.c \

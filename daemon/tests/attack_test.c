@@ -348,56 +348,96 @@ static void nxqd_test_ctl_passed(struct kunit *test)
 }
 
 /*
- * A container's root: uid 0 without CAP_SYS_ADMIN (dropped from all four
- * sets) adds a 1T device over the control socket.  0: refused; 1: added;
- * 2: could not drop the capability.
+ * Root that is not the module's CAP_SYS_ADMIN: uid 0 with CAP_SYS_ADMIN
+ * dropped from all four sets (a container's root), or uid 0 in a user
+ * namespace of its own (every capability there, none in the initial
+ * one).  It reads the devices, then adds a 1T device and asks for the
+ * events.  0: read, both refused with -EPERM; 1: the device was added;
+ * 2: set-up failed; 3: the read was refused; 4: the events were given;
+ * 77: no user namespace here.
  */
+struct nocap_arg {
+	const char *ctl;
+	bool userns;
+};
+
 static int nocap_ctl_root(void *arg)
 {
 	struct __user_cap_header_struct h = {
 		.version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2];
-	const char *ctl = arg;
+	const struct nocap_arg *a = arg;
 	unsigned char attrs[128];
 	__u64 cap = 1ULL << 40;
 	size_t off = 0;
 	int fd, err;
 
-	if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) ||
-	    syscall(SYS_capget, &h, d))
+	if (a->userns) {
+		int m;
+
+		if (unshare(CLONE_NEWUSER))
+			return 77;
+		m = open("/proc/self/uid_map", O_WRONLY);
+		if (m < 0 || write(m, "0 0 1", 5) != 5)
+			return 2;
+		close(m);
+	} else {
+		if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) ||
+		    syscall(SYS_capget, &h, d))
+			return 2;
+		d[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+		d[CAP_TO_INDEX(CAP_SYS_ADMIN)].permitted &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+		d[CAP_TO_INDEX(CAP_SYS_ADMIN)].inheritable &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
+		if (syscall(SYS_capset, &h, d))
+			return 2;
+	}
+	if (geteuid() != 0)
 		return 2;
-	d[CAP_TO_INDEX(CAP_SYS_ADMIN)].effective &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-	d[CAP_TO_INDEX(CAP_SYS_ADMIN)].permitted &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-	d[CAP_TO_INDEX(CAP_SYS_ADMIN)].inheritable &= ~CAP_TO_MASK(CAP_SYS_ADMIN);
-	if (syscall(SYS_capset, &h, d) || geteuid() != 0)
-		return 2;
-	fd = dial(ctl, SOCK_SEQPACKET);
+	fd = dial(a->ctl, SOCK_SEQPACKET);
 	if (fd < 0)
-		return 0;
+		return 2;
+	if (nl_call(fd, NXQUOTA_CMD_DEVICE_GET, NLM_F_DUMP, NULL, 0, NULL,
+		    NULL, NULL, 0))
+		return 3;
 	off = nl_put(attrs, off, NXQUOTA_A_DEVICE_KEY, "evil", 5);
 	off = nl_put(attrs, off, NXQUOTA_A_DEVICE_CAPACITY, &cap, sizeof(cap));
 	err = nl_call(fd, NXQUOTA_CMD_DEVICE_ADD, 0, attrs, off, NULL, NULL,
 		      NULL, 0);
+	if (err != -EPERM)
+		return err ? 2 : 1;
+	err = nl_call(fd, NXQUOTA_CMD_EVENT, 0, NULL, 0, NULL, NULL, NULL, 0);
 	close(fd);
-	return err ? 0 : 1;
+	return err == -EPERM ? 0 : err ? 2 : 4;
 }
 
 static void nxqd_test_ctl_nocap(struct kunit *test)
 {
+	struct nocap_arg a = { .userns = false };
 	struct daemon d;
+	int i, st = 0;
 	pid_t pid;
-	int st = 0;
 
 	start_with(test, &d, NULL, 0, "-");
-	pid = fork();
-	KUNIT_ASSERT_GE(test, pid, 0);
-	if (!pid) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		_exit(nocap_ctl_root((void *)d.ctl));
+	a.ctl = d.ctl;
+	for (i = 0; i < 2; i++) {
+		a.userns = i;
+		pid = fork();
+		KUNIT_ASSERT_GE(test, pid, 0);
+		if (!pid) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			_exit(nocap_ctl_root(&a));
+		}
+		KUNIT_ASSERT_EQ(test, waitpid(pid, &st, 0), pid);
+		KUNIT_ASSERT_TRUE(test, WIFEXITED(st));
+		if (a.userns && WEXITSTATUS(st) == 77) {
+			kunit_info(test, "no user namespace here: that case not run");
+			continue;
+		}
+		/* 0: read, and refused the change and the events */
+		KUNIT_EXPECT_EQ_MSG(test, WEXITSTATUS(st), 0, "%s",
+				    a.userns ? "root in a user namespace" :
+				    "root without CAP_SYS_ADMIN");
 	}
-	KUNIT_ASSERT_EQ(test, waitpid(pid, &st, 0), pid);
-	/* 0: refused; 1: the device was added */
-	KUNIT_EXPECT_TRUE(test, WIFEXITED(st) && WEXITSTATUS(st) == 0);
 	KUNIT_EXPECT_EQ(test, ctl_dev_attr(d.ctl, "evil",
 					   NXQUOTA_A_DEVICE_CAPACITY), ~0ULL);
 	/* root with every capability is served */
