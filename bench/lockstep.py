@@ -162,7 +162,7 @@ def run(workers, rounds, bases, log=sys.stderr, profile_dir=None, timeout_s=600)
     others are compared with.  Returns {workload: {...}}."""
     ws = [Worker(n, c, log) for n, c in workers]
     names = [w.name for w in ws]
-    configs = sorted({w.config for w in ws}, key=lambda c: [w.config for w in ws].index(c))
+    configs = list(dict.fromkeys(w.config for w in ws))  # the workers' order
     for b in bases:
         if b not in configs:
             raise SystemExit("lockstep: base %s is not a worker" % b)

@@ -380,6 +380,17 @@ def workload(name, seed, total, nxq):
     return cfg, model, opt, xs
 
 
+def give_back(nxq):
+    """After a workload, with its tensors dropped: what the allocator
+    holds back to the driver, so that the next workload starts alike."""
+    gc.collect()
+    torch.cuda.synchronize()
+    if nxq is None:
+        torch.cuda.empty_cache()
+    else:
+        nxq.release()
+
+
 def mode_bench(a, nxq, rep):
     """Per workload: --warmup steps, then --windows windows of --steps steps
     (no per-step synchronisation; a window ends with one).  Peak device
@@ -435,12 +446,7 @@ def mode_bench(a, nxq, rep):
                      peak_rounded=s["peak_rounded"], grows=s["grows"], mallocs=s["mallocs"])
         rep["workloads"][name] = r
         del model, opt, xs, losses
-        gc.collect()
-        torch.cuda.synchronize()
-        if nxq is None:
-            torch.cuda.empty_cache()
-        else:
-            nxq.release()
+        give_back(nxq)
 
 
 def mode_serve(a, nxq, rep):
@@ -504,12 +510,7 @@ def mode_serve(a, nxq, rep):
 
         lockstep.serve(name, window, info)
         del model, opt, xs, losses
-        gc.collect()
-        torch.cuda.synchronize()
-        if nxq is None:
-            torch.cuda.empty_cache()
-        else:
-            nxq.release()
+        give_back(nxq)
     lockstep.done()
 
 
