@@ -176,6 +176,7 @@ static struct {
 	struct nxqd_counts per_uid, per_cg;
 	struct nxqd_hent *hents[NXQD_HENT_BUCKETS];
 	u64 next_id;
+	bool ids_started;
 	u64 conns_refused, creds_refused;
 	int spare_fd;			/* given up when out of descriptors */
 	/* one request at a time: the loop's buffers */
@@ -251,7 +252,14 @@ void nxqd_holder_kill(struct nxq_holder *h)
 static void nxqd_hent_end(struct nxqd_hent *e)
 {
 	struct nxqd_hent **pp = nxqd_hent_slot(e->id);
+	struct nxqd_rec_line l = {
+		.pid = e->proc->tgid, .start = e->proc->start, .id = e->id,
+		.device = e->device, .charge = 0,
+	};
 
+	/* out of the record (a failed write leaves a line a restore can't claim) */
+	if (e->charged)
+		nxqd_record_note(&l, e->rec);
 	for (; *pp; pp = &(*pp)->hnext) {
 		if (*pp == e) {
 			*pp = e->hnext;
@@ -264,7 +272,6 @@ static void nxqd_hent_end(struct nxqd_hent *e)
 	nxq_holder_end(e->h, nxqd_free_priv);	/* the table's reference */
 	nxqd_proc_put(e->proc);
 	free(e);
-	nxqd_record_dirty();
 }
 
 /* The exit of a process: its holders end, whoever has its connections. */
@@ -468,7 +475,14 @@ static int nxqd_ioc_register(struct nxqd_ctx *r, void *karg, u32 usize)
 		free(e);
 		return err;
 	}
-	/* ids are not reused while the daemon runs (2^32 registrations) */
+	/*
+	 * ids are not reused while the daemon runs (2^32 registrations), nor
+	 * those the record has from before a restart
+	 */
+	if (!nxqd_cl.ids_started) {
+		nxqd_cl.next_id = nxqd_record_max_id();
+		nxqd_cl.ids_started = true;
+	}
 	do
 		id = (nxqd_cl.next_id++ % U32_MAX) + 1;
 	while (nxqd_hent_find(id));
@@ -487,10 +501,7 @@ static int nxqd_ioc_register(struct nxqd_ctx *r, void *karg, u32 usize)
 	if (r->flags & NXQD_REQ_RESTORE)
 		e->rec = nxqd_grace_claim(e->proc->tgid, e->proc->start,
 					  a->holder_id, a->device);
-	else if (!r->version)
-		nxqd_grace_registered(e->proc->tgid, e->proc->start);
 	a->holder_id = id;
-	nxqd_record_dirty();
 	return 0;
 }
 
@@ -543,15 +554,42 @@ static int nxqd_follow_cgroup(struct nxq_holder *h, struct nxqd_proc *p)
 	return err;
 }
 
-/* A charge's answer seen: the record follows the holder's charge. */
-static void nxqd_charged(u64 id, struct nxq_holder *h, u64 charged)
+/*
+ * A charge's answer is due: the record follows the holder's charge
+ * before it is sent (restart.c).  Return: 0, or the record's -errno when
+ * the charge grew and could not be written down: the caller undoes it.
+ */
+static int nxqd_charged(u64 id, struct nxq_holder *h, u64 charged)
 {
 	struct nxqd_hent *e = nxqd_hent_find(id);
+	struct nxqd_rec_line l;
+	int err;
 
-	if (e && e->h == h && e->charged != charged) {
-		e->charged = charged;
-		nxqd_record_dirty();
-	}
+	if (!e || e->h != h || e->charged == charged)
+		return 0;
+	l = (struct nxqd_rec_line){
+		.pid = e->proc->tgid, .start = e->proc->start, .id = e->id,
+		.device = e->device, .charge = charged,
+	};
+	err = nxqd_record_note(&l, e->rec);
+	if (err && charged > e->charged)
+		return err;
+	/* (a shrink not written leaves the record above it: no harm) */
+	e->charged = charged;
+	return 0;
+}
+
+/* A granted charge the record could not take is undone and refused. */
+static int nxqd_granted(u64 id, struct nxq_holder *h, struct nxq_charge *a)
+{
+	int err;
+
+	if (a->flags & NXQ_CHARGE_PROBE)
+		return 0;
+	err = nxqd_charged(id, h, a->charged);
+	if (err)
+		nxq_uncharge(h, a->bytes, &a->charged);
+	return err;
 }
 
 static void nxqd_rq_free(struct nxqd_rq *q)
@@ -572,11 +610,9 @@ static void nxqd_rq_done(struct nxqd_rq *q)
 	int err = q->err;
 
 	if (q->op->cmd == NXQ_IOC_CHARGE && !err)
-		nxqd_charged(q->id, q->h, a->charged);
+		err = nxqd_granted(q->id, q->h, a);
 	if (q->restore)
 		nxqd_grace_restore_result(q->h->node->dev->key, a->bytes, err);
-	if (q->version == 0 && q->op->cmd == NXQ_IOC_CHARGE && !err)
-		nxqd_grace_charged(q->pid, q->start);
 	if (nxqd_reply(c, err, q->op, &q->karg, q->usize) && !err) {
 		/* unsent: a charge is undone, nothing is lost */
 		nxq_uncharge(q->h, a->bytes, NULL);
@@ -708,6 +744,7 @@ static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
 		.first = !e->asked, .rec = e->rec,
 		.timeout_ns = a->timeout_ns,
 	};
+	struct nxqd_rec_holder *claim = NULL;
 	enum nxqd_verdict v;
 	struct nxqd_rq *q;
 	int err;
@@ -722,7 +759,7 @@ static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
 		if ((a->flags & NXQ_CHARGE_PROBE) || !a->timeout_ns)
 			err = nxqd_charge_nowait(e, a);
 		if (!err)
-			nxqd_charged(e->id, e->h, a->charged);
+			err = nxqd_granted(e->id, e->h, a);
 		return err;	/* (an unsent reply undoes it: nxqd_handle) */
 	}
 	q = calloc(1, sizeof(*q));
@@ -746,15 +783,19 @@ static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
 	c->refs++;
 	nxqd_watch_mod(&c->w, EPOLLRDHUP);
 	/* after a restart, the listed clients restore first */
-	v = nxqd_grace_charge(&ask, &q->held);
+	v = nxqd_grace_charge(&ask, &q->held, &claim);
 	if (v != NXQD_AGAIN)
 		e->asked = true;	/* (-EAGAIN: its first is still to come) */
+	if (claim)
+		e->rec = claim;		/* v0: its line ends with this one's */
 	switch (v) {
 	case NXQD_AGAIN:
 		err = -EAGAIN;
 		break;
+	case NXQD_BEYOND:
+		err = -ERANGE;
+		break;
 	case NXQD_HOLD:
-		q->restore = q->held.restore;
 		q->held.release = nxqd_rq_release;
 		nxqd_grace_hold(&q->held, a->timeout_ns);
 		return 1;

@@ -233,7 +233,7 @@ mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \
 	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
 # The daemon: a restore is taken for whatever it asks (version 1).
 mutant restore-unbounded DAEMON_SRCS DAEMON_BIN restart.c \
-	's/if (r \&\& r->restored + a->bytes <= r->charge) {/if (r) {/' \
+	's/if (a->bytes > r->charge - r->restored) {/if (0) {/' \
 	'nxquotad-restart.nxqd_test_restore_v1' 'Expected'
 # The daemon: a first charge is taken for a restore whatever its size
 # (version 0).
@@ -243,17 +243,36 @@ mutant restore-v0-unbounded DAEMON_SRCS DAEMON_BIN restart.c \
 # The daemon: growth passes in the window (version 1), before others
 # have restored.
 mutant growth-in-window DAEMON_SRCS DAEMON_BIN restart.c \
-	'/^\t\tif (!a->restore)$/{n;s/NXQD_HOLD/NXQD_PASS/}' \
+	'/^enum nxqd_verdict nxqd_grace_charge(/,/^}/s/return NXQD_HOLD;/return NXQD_PASS;/' \
+	'nxquotad-restart.nxqd_test_restore_v1' 'Expected'
+# The daemon: a restore from a process the record does not name passes
+# (issue 32's "restores from nobody").
+mutant restore-from-nobody DAEMON_SRCS DAEMON_BIN restart.c \
+	'/^enum nxqd_verdict nxqd_grace_charge(/,/^}/s/if (!a->v1 \&\& !a->timeout_ns)/if (a->restore)\n\t\treturn NXQD_PASS;\n\tif (!a->v1 \&\& !a->timeout_ns)/' \
 	'nxquotad-restart.nxqd_test_restore_v1' 'Expected'
 # The daemon: a version 0 client counts as restored at its first charge,
-# not after registering again every holder it had.
+# not once every holder it had is back.
 mutant restored-too-early DAEMON_SRCS DAEMON_BIN restart.c \
-	's/if (p \&\& !p->done \&\& p->seen >= p->nr_holders) {/if (p \&\& !p->done) {/' \
+	's/if (++p->settled == p->nr_holders \&\& !p->done) {/if (++p->settled \&\& !p->done) {/' \
 	'nxquotad-client.nxqd_test_restart_grace' 'Expected'
 # The daemon: the record is written without its holders.
 mutant record-empty DAEMON_SRCS DAEMON_BIN restart.c \
 	's/^\trs.ops->list(nxqd_record_emit, f);/\t;/' \
 	'nxquotad-restart.nxqd_test_restore_v1' 'Expected'
+# The daemon: a restored holder's old line is not ended with its new one
+# (a second crash would restore it twice).
+mutant old-line-kept DAEMON_SRCS DAEMON_BIN restart.c \
+	's/if (old \&\& !old->retired) {/if (0) {/' \
+	'nxquotad-restart.nxqd_test_restore_v1' 'Expected'
+# The daemon: a line cut by the crash is read.
+mutant record-cut-read DAEMON_SRCS DAEMON_BIN restart.c \
+	"s/if (!len || line\[len - 1\] != '\\\\n')/if (!len)/" \
+	'nxquotad-restart.nxqd_test_record_cut' 'Expected'
+# The daemon: growth is answered before the record has it (the record
+# as a timer wrote it before issue 32).
+mutant growth-unrecorded DAEMON_SRCS DAEMON_BIN client.c \
+	's/^\terr = nxqd_record_note(&l, e->rec);/\terr = 0; (void)l;/' \
+	'nxquotad-restart.nxqd_test_record_before_ack' 'Expected'
 # The control socket: a connection root made serves whoever sends on it.
 mutant ctl-any-sender DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/cred_ok = uc.uid == 0 \&\& uc.pid == c->peer.pid;/cred_ok = true;/' \

@@ -58,7 +58,7 @@ extern unsigned int nxqd_conn_per_uid, nxqd_conn_per_proc;
 
 /* Default grace window after a restart that found a record (-G). */
 #define NXQD_GRACE_MS		5000
-/* The record of what holders hold is written at most this often (-R). */
+/* The record's log is compacted at most this often (-R). */
 #define NXQD_RECORD_MS		50
 /*
  * After a turn that served something, the loop polls (epoll_wait() with no
@@ -304,23 +304,29 @@ struct nxqd_restart_ops {
 int nxqd_restart_init(const char *dir, unsigned int grace_ms,
 		      unsigned int record_ms,
 		      const struct nxqd_restart_ops *ops);
-/* The holders changed: the record is written within record_ms. */
+/* The log is long: it is compacted within record_ms. */
 void nxqd_record_dirty(void);
-/* Write it now. */
+/* Compact it now: 0, or the write's -errno. */
 int nxqd_record_write(void);
-/* Write it a last time (at stop, before the connections end). */
+/* Compact it a last time (at stop, before the connections end). */
 int nxqd_record_final(void);
 void nxqd_restart_exit(void);
+/* The largest holder id the record had at start (new ids go above). */
+u64 nxqd_record_max_id(void);
 
-/* A claim on what a holder held before the restart (v1). */
+/* A claim on what a holder held before the restart. */
 struct nxqd_rec_holder;
+/*
+ * A holder's charge is now @l->charge: appended to the record before it
+ * is answered (and @old, the claim it restored, ended with it).  Return:
+ * 0, or the write's -errno: growth must then be undone and refused.
+ */
+int nxqd_record_note(const struct nxqd_rec_line *l, struct nxqd_rec_holder *old);
 
 /* A charge held by the grace window until it closes. */
 struct nxqd_rs_proc;
 struct nxqd_held {
 	struct list_head link;
-	u64 excess;			/* restores: beyond the record */
-	bool restore;
 	struct nxqd_rs_proc *proc;	/* a listed process blocked on it */
 	struct nxqd_timer timer;	/* its own timeout, if it has one */
 	/* run when released: 0 go on, -ETIMEDOUT its timeout ran out */
@@ -330,12 +336,10 @@ struct nxqd_held {
 bool nxqd_grace_open(void);
 /*
  * Registration: a v1 restore claims the holder @old_id that process
- * (@pid, @start) had on @device; NULL if there is none to claim.
+ * (@pid, @start) had on @device; NULL if the record has none for it.
  */
 struct nxqd_rec_holder *nxqd_grace_claim(pid_t pid, u64 start, u64 old_id,
 					 const char *device);
-/* A v0 registration of a listed process. */
-void nxqd_grace_registered(pid_t pid, u64 start);
 /* NXQD_REQ_RESTORED: the process restored all it will. */
 void nxqd_grace_done(pid_t pid, u64 start);
 
@@ -357,16 +361,18 @@ enum nxqd_verdict {
 	NXQD_PASS_RESTORE,	/* charge now: a restore within the record */
 	NXQD_HOLD,		/* nxqd_grace_hold() it */
 	NXQD_AGAIN,		/* v0, no wait: -EAGAIN */
+	NXQD_BEYOND,		/* v1: a restore beyond the record: -ERANGE */
 };
 
+/* The window's verdict; a v0 restore's claim in *@claim. */
 enum nxqd_verdict nxqd_grace_charge(const struct nxqd_grace_ask *ask,
-				    struct nxqd_held *held);
+				    struct nxqd_held *held,
+				    struct nxqd_rec_holder **claim);
 /* Keep @held until the window closes (or its timeout, @timeout_ns). */
 void nxqd_grace_hold(struct nxqd_held *held, u64 timeout_ns);
 /* Its connection went: forget it. */
 void nxqd_grace_unhold(struct nxqd_held *held);
-/* A charge completed (v0's restored test); a restore's outcome. */
-void nxqd_grace_charged(pid_t pid, u64 start);
+/* A restore's outcome. */
 void nxqd_grace_restore_result(const char *device, u64 bytes, int err);
 /* The device's restore counts (bytes restored, bytes refused). */
 void nxqd_grace_stats(const char *device, u64 *restored, u64 *refused);

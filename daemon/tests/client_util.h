@@ -250,26 +250,62 @@ static inline u64 now_ms(void)
 	return ts.tv_sec * 1000ULL + ts.tv_nsec / 1000000;
 }
 
+/* The start time of @pid (/proc/PID/stat field 22), as the record has it. */
+static inline unsigned long long proc_start(pid_t pid)
+{
+	unsigned long long start = 0;
+	char p[64], buf[1024], *s;
+	FILE *f;
+	int i;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", (int)pid);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	s = fgets(buf, sizeof(buf), f);
+	fclose(f);
+	s = s ? strrchr(buf, ')') : NULL;
+	/* the space after ")" starts field 3; field 22 is 19 spaces on */
+	for (i = 0; s && i < 20; i++)
+		s = strchr(s + 1, ' ');
+	if (s)
+		sscanf(s + 1, "%llu", &start);
+	return start;
+}
+
 /* Holders of @pid in the daemon's record (@d's record file). */
 static inline int listed(struct daemon *d, pid_t pid)
 {
-	char p[128], line[256];
-	int n = 0, got;
+	struct { unsigned long long id, charge; } h[256];
+	unsigned long long start, id, charge;
+	char p[128], line[256], dev[80];
+	int n = 0, i, k, got;
 	FILE *f;
 
+	/* a log: a later line for a holder replaces it, a charge of 0 ends it */
 	snprintf(p, sizeof(p), "%s/record", d->dir);
 	f = fopen(p, "re");
 	if (!f)
 		return errno == ENOENT ? 0 : -1;
-	while (fgets(line, sizeof(line), f))
-		n += sscanf(line, "holder %d", &got) == 1 && got == pid;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "holder %d %llu %llu %79s %llu", &got, &start,
+			   &id, dev, &charge) != 5 || got != pid)
+			continue;
+		for (i = 0; i < n && h[i].id != id; i++)
+			;
+		if (i == n && n < 256)
+			h[n++].id = id;
+		if (i < n)
+			h[i].charge = charge;
+	}
 	fclose(f);
-	return n;
+	for (i = 0, k = 0; i < n; i++)
+		k += !!h[i].charge;
+	return k;
 }
 
 /*
- * listed(), polled until it is @want (2 s): the record follows the
- * holders within its interval (-R, 50 ms).
+ * listed(), polled until it is @want (2 s).
  */
 static inline int listed_wait(struct daemon *d, pid_t pid, int want)
 {

@@ -44,11 +44,11 @@
  *
  * ---- After a restart: the restore protocol (version 1) ----
  *
- * nxquotad records, at most every few tens of milliseconds (its -R) and
- * when it stops, what each process's holders held: the process (pid and
- * start time), each holder's id, device and charge.  A daemon that starts
- * and finds processes of that record still alive opens a grace window
- * (its -G, 5 s by default) in which only restores are served:
+ * nxquotad records what each process's holders hold -- the process (pid
+ * and start time), each holder's id, device and charge -- before it
+ * answers any change of a holder's charge.  A daemon that starts and finds
+ * processes of that record still alive opens a grace window (its -G, 5 s
+ * by default) in which only restores are granted, and only to them:
  *
  *  1. A client notices the daemon went away at once, not at its next
  *     call: it keeps a connection watched (poll() for POLLHUP/POLLRDHUP,
@@ -71,18 +71,17 @@
  *     then restored, whatever it did not restore (a holder it unregistered
  *     since the record was written) is forgotten, and the window closes
  *     as soon as every listed process still alive is restored or gone.
- *  4. A restore charge of at most what the record has for that holder is
- *     granted at once.  One for more (the record is older than the last
- *     growth), or for a holder the record does not have, is held until
- *     every listed process still alive is restored, gone, or itself held
- *     so, then granted before any new growth, the smallest excess over
- *     the record first.  A process the record does not list (it
- *     registered after the record was last written) is listed by its
- *     first restore: the window waits for its step 3 too.  Growth -- any
- *     charge without NXQD_REQ_RESTORE -- waits (it does not fail) until
- *     the window closes, then competes as usual; with NXQ_CHARGE_WAIT it
- *     gives up at its own timeout (-ETIMEDOUT).  The window closes at its
- *     end (-G) whatever is left.
+ *  4. A restore charge of at most what the record has left for that
+ *     holder is granted at once; one for more fails with -ERANGE (the
+ *     process asks for what it never held).  A restore from a process the
+ *     record does not name, or for a holder it does not have, is not a
+ *     restore: it is growth.  Growth -- any charge that is not a restore
+ *     -- waits (it does not fail) until the window closes, then competes
+ *     as usual; with NXQ_CHARGE_WAIT it gives up at its own timeout
+ *     (-ETIMEDOUT).  The window closes when every listed process still
+ *     alive has restored each holder the record has for it (or said step
+ *     3), or is itself waiting on growth; or at its end (-G) whatever is
+ *     left.
  *  5. A restore the ledger refuses all the same (a budget was lowered
  *     meanwhile) fails as a charge would (-EDQUOT, -ENOSPC): the client
  *     holds memory the daemon does not count, and gives it back through
@@ -90,12 +89,12 @@
  *
  * A request of version 0 keeps the first protocol's window: a listed
  * process's first charge on each holder it registers again is its restore
- * (up to what the record has for an unclaimed holder of it on that
- * device; for more, with a wait, a restore beyond the record as in 4),
- * other charges get -EAGAIN (no wait: the holder's first charge is still
- * to come) or wait within their timeout, and a process counts as restored
- * once it registered as many holders as it had and charged after the
- * last (or 200 ms after it, for a last holder with nothing to charge).
+ * (up to what the record has for an unclaimed holder of it on that device:
+ * the one that held exactly that much, else the smallest that held more);
+ * any other charge is growth: -EAGAIN without a wait (the holder's first
+ * charge may still be to come), else it waits within its timeout.  A
+ * process counts as restored once each holder the record has for it was
+ * claimed so.
  *
  * ---- The control socket (NXQD_CONTROL_PATH, root only) ----
  *
