@@ -310,6 +310,8 @@ static void ctl_ack(struct ctl_req *r, int err)
 
 	if (r->ext._msg || r->ext.miss_type)
 		flags |= NLM_F_ACK_TLVS;
+	/* the tickets a change asked for are signalled before its ack */
+	nxqd_signal_flush();
 	nlb_hdr(&b, NLMSG_ERROR, flags, r->nlh->nlmsg_seq, r->nlh->nlmsg_pid,
 		-1);
 	p = nlb_put(&b, sizeof(e));

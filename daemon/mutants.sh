@@ -273,6 +273,11 @@ mutant record-cut-read DAEMON_SRCS DAEMON_BIN restart.c \
 mutant growth-unrecorded DAEMON_SRCS DAEMON_BIN client.c \
 	's/^\terr = nxqd_record_note(&l, e->rec);/\terr = 0; (void)l;/' \
 	'nxquotad-restart.nxqd_test_record_before_ack' 'Expected'
+# The control socket: a change is acknowledged before the tickets it asked
+# for are signalled (press_budget's race against nxquotad).
+mutant ack-before-tickets DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/^\tnxqd_signal_flush();/\t;/' \
+	'nxquotad-attack.nxqd_test_ticket_before_ack' 'Expected'
 # The control socket: a connection root made serves whoever sends on it.
 mutant ctl-any-sender DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/cred_ok = uc.uid == 0 \&\& uc.pid == c->peer.pid;/cred_ok = true;/' \

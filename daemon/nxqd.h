@@ -269,6 +269,8 @@ struct nxqd_efd *nxqd_efd_new(int fd);
 void nxqd_efd_put(struct nxqd_efd *e);
 void nxqd_efd_signal(struct nxqd_efd *e);
 /* Writes cut short so far (files that will not be signalled again). */
+/* Wait until every eventfd queued so far is written (or dropped). */
+void nxqd_signal_flush(void);
 unsigned long nxqd_signal_refused(void);
 
 /* ---- state.c: devices and budgets on disk ---- */

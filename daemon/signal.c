@@ -42,14 +42,16 @@ struct nxqd_efd {
 
 static struct {
 	pthread_mutex_t m;
-	pthread_cond_t more;
+	pthread_cond_t more, drained;
 	struct list_head queue;
 	bool stop, running;
 	pthread_t thread;
 	unsigned long refused;
+	u64 added, done;		/* queued, and written (or dropped) */
 } sig = {
 	.m = PTHREAD_MUTEX_INITIALIZER,
 	.more = PTHREAD_COND_INITIALIZER,
+	.drained = PTHREAD_COND_INITIALIZER,
 	.queue = LIST_HEAD_INIT(sig.queue),
 };
 
@@ -80,8 +82,28 @@ void nxqd_efd_signal(struct nxqd_efd *e)
 		e->queued = true;
 		__atomic_add_fetch(&e->refs, 1, __ATOMIC_SEQ_CST);
 		list_add_tail(&e->link, &sig.queue);
+		sig.added++;
 		pthread_cond_signal(&sig.more);
 	}
+	pthread_mutex_unlock(&sig.m);
+}
+
+/*
+ * Wait until every eventfd queued so far is written: an answer that
+ * follows (a budget change's ack) comes after the tickets it caused, as
+ * the module's eventfd_signal() does before its write returns.  Each
+ * write is cut short after NXQD_SIGNAL_MS, so this waits at most that
+ * long for each queued holder; a holder's eventfd is queued once at a
+ * time.
+ */
+void nxqd_signal_flush(void)
+{
+	u64 want;
+
+	pthread_mutex_lock(&sig.m);
+	want = sig.added;
+	while (sig.running && sig.done < want)
+		pthread_cond_wait(&sig.drained, &sig.m);
 	pthread_mutex_unlock(&sig.m);
 }
 
@@ -161,6 +183,8 @@ static void *nxqd_signal_main(void *unused)
 		ok = nxqd_efd_write(e, timer);
 		pthread_mutex_lock(&sig.m);
 		e->queued = false;
+		sig.done++;
+		pthread_cond_broadcast(&sig.drained);
 		if (!ok) {
 			e->refused = true;
 			sig.refused++;
@@ -204,8 +228,11 @@ void nxqd_signal_stop(void)
 	sig.stop = true;
 	/* what is still queued is not written */
 	list_splice_init(&sig.queue, &left);
-	list_for_each_entry(e, &left, link)
+	list_for_each_entry(e, &left, link) {
 		e->queued = false;
+		sig.done++;
+	}
+	pthread_cond_broadcast(&sig.drained);
 	pthread_cond_signal(&sig.more);
 	pthread_mutex_unlock(&sig.m);
 	pthread_join(sig.thread, NULL);

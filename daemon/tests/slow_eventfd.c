@@ -7,6 +7,10 @@
  * -- what the tenant, who shares the file, can do between the daemon's
  * checks and its write -- so that the write waits until someone reads
  * the counter.  Every other write is left alone.
+ *
+ * With $NXQD_TEST_EFD_DELAY_MS set instead (nxqd_test_ticket_before_ack),
+ * every eventfd write of the daemon first sleeps that long (through the
+ * signal that cuts a write short): a signal thread that lags behind.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -15,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static ssize_t (*real_write)(int fd, const void *buf, size_t n);
@@ -46,9 +51,25 @@ ssize_t write(int fd, const void *buf, size_t n)
 	unsigned long long count = 0;
 	long id = -1;
 
+	const char *delay = getenv("NXQD_TEST_EFD_DELAY_MS");
+
 	if (!real_write)
 		real_write = (ssize_t (*)(int, const void *, size_t))
 			     dlsym(RTLD_NEXT, "write");
+	if (n == 8 && delay && efd_info(fd, &id, &count)) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		t.tv_sec += atol(delay) / 1000;
+		t.tv_nsec += (atol(delay) % 1000) * 1000000L;
+		if (t.tv_nsec >= 1000000000L) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000L;
+		}
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t,
+				       NULL))
+			;
+	}
 	if (n == 8 && want && efd_info(fd, &id, &count) && id == atol(want)) {
 		uint64_t fill = 0xfffffffffffffffeULL - count;
 		int fl = fcntl(fd, F_GETFL);
