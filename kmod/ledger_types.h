@@ -132,6 +132,8 @@ struct nxq_budget_req {
  *	of its own (@limit), would add up to @value
  * @NXQ_REFUSE_DEVICE: the guarantees on the device would add up to
  *	@value, above its capacity (@limit)
+ * @NXQ_REFUSE_BOUND: a min (@value), or the guarantees under @node (@value),
+ *	above NXQ_BYTES_MAX (@limit), even with overcommit
  */
 enum nxq_refusal_why {
 	NXQ_REFUSE_NONE,
@@ -140,7 +142,16 @@ enum nxq_refusal_why {
 	NXQ_REFUSE_CHILDREN,
 	NXQ_REFUSE_PARENT,
 	NXQ_REFUSE_DEVICE,
+	NXQ_REFUSE_BOUND,
 };
+
+/*
+ * The most bytes a guarantee, or the guarantees under one node, may add up
+ * to (page_counter's PAGE_COUNTER_MAX): every sum of claims the ledger
+ * keeps (children_min) then fits a u64 with room to add one more, and
+ * never wraps, overcommit or not.  4 EiB.
+ */
+#define NXQ_BYTES_MAX		(1ULL << 62)
 
 /**
  * struct nxq_budget_refusal - a refused budget request, for the message

@@ -661,13 +661,42 @@ static struct nxq_node *nxq_claim_top(struct nxq_node *node)
 	return NULL;
 }
 
+/*
+ * The claims under each ancestor of @node if its min became @min, as
+ * nxq_claim_changed() would carry them up: refused where one would pass
+ * NXQ_BYTES_MAX.  Each term is at most that, so the sums cannot wrap.
+ * O(depth).
+ */
+static int nxq_claims_bounded(struct nxq_node *node, u64 min,
+			      struct nxq_budget_refusal *why)
+{
+	u64 old = nxq_claim(node), new = min ?: node->children_min, sum;
+	struct nxq_node *p;
+
+	for (p = node->parent; p && old != new; p = p->parent) {
+		sum = p->children_min - old + new;
+		if (sum > NXQ_BYTES_MAX) {
+			why->why = NXQ_REFUSE_BOUND;
+			why->node = p;
+			why->value = sum;
+			why->limit = NXQ_BYTES_MAX;
+			return -EOVERFLOW;
+		}
+		old = nxq_claim(p);
+		new = p->min ?: sum;
+	}
+	return 0;
+}
+
 /**
  * nxq_node_check() - would a budget request leave a possible budget?
  * @node: the node
  * @r: the request
  * @why: filled in when refused
  *
- * Refused: a min above the max; a min above the device's capacity; and,
+ * Refused: a min above the max; a min, or the guarantees under any
+ * ancestor, above NXQ_BYTES_MAX (-EOVERFLOW, overcommit or not); a min
+ * above the device's capacity; and,
  * unless @r->overcommit, a min below what the node's children claim, or
  * one that makes the guarantees under its nearest ancestor with a min of
  * its own (or on the device) add up to more than that min (or the
@@ -675,12 +704,14 @@ static struct nxq_node *nxq_claim_top(struct nxq_node *node)
  * an overcommit that is already there.
  *
  * Context: the device lock is held.
- * Return: 0, -EINVAL (min above max) or -ENOSPC (no room for the
- * guarantee).
+ * Return: 0, -EINVAL (min above max), -EOVERFLOW (past NXQ_BYTES_MAX) or
+ * -ENOSPC (no room for the guarantee).
  */
 int nxq_node_check(struct nxq_node *node, const struct nxq_budget_req *r,
 		   struct nxq_budget_refusal *why)
 {
+	int err;
+
 	struct nxq_device *dev = node->dev;
 	u64 max, min, old_claim, new_claim, total, limit;
 	struct nxq_node *a;
@@ -699,6 +730,15 @@ int nxq_node_check(struct nxq_node *node, const struct nxq_budget_req *r,
 	}
 	if (!r->set_min)
 		return 0;
+	if (min > NXQ_BYTES_MAX) {
+		why->why = NXQ_REFUSE_BOUND;
+		why->value = min;
+		why->limit = NXQ_BYTES_MAX;
+		return -EOVERFLOW;
+	}
+	err = nxq_claims_bounded(node, min, why);
+	if (err)
+		return err;
 	if (min > dev->capacity) {
 		why->why = NXQ_REFUSE_MIN_ABOVE_DEVICE;
 		why->value = min;
@@ -1102,6 +1142,11 @@ void nxq_refusal_msg(struct nxq_node *node,
 		snprintf(buf, size,
 			 "%s%sguarantees on the device would be %s, above its %s (or overcommit)",
 			 path, sep, v, l);
+		break;
+	case NXQ_REFUSE_BOUND:
+		snprintf(buf, size,
+			 "%s%sguarantees under %s would be %s, above the most the ledger counts, %s",
+			 path, sep, apath, v, l);
 		break;
 	default:
 		snprintf(buf, size, "%s%sbudget refused", path, sep);

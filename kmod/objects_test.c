@@ -281,6 +281,48 @@ static void nxq_test_budget_check(struct kunit *test)
 	tree_free(t);
 }
 
+/*
+ * Sums of guarantees never wrap (issue 30: with overcommit and a capacity
+ * of 15 EiB, two 15 EiB guarantees summed to 14 EiB in children_min):
+ * a min above NXQ_BYTES_MAX, or one that takes the guarantees under any
+ * ancestor past it, is refused (-EOVERFLOW) and changes nothing.
+ */
+static void nxq_test_claims_bounded(struct kunit *test)
+{
+	const u64 EiB = 1ULL << 60;
+	struct tree *t = tree_new(test, 15 * EiB);
+	struct nxq_budget_refusal why;
+
+	KUNIT_EXPECT_EQ(test, apply(t->a, false, 0, true, 15 * EiB, true,
+				    &why), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, why.why, NXQ_REFUSE_BOUND);
+	KUNIT_EXPECT_EQ(test, why.value, 15 * EiB);
+	KUNIT_EXPECT_EQ(test, t->a->min, 0ULL);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 0ULL);
+	/* 3 + 3 > 4 EiB: the second refused, at the root */
+	KUNIT_EXPECT_EQ(test, apply(t->a, false, 0, true, 3 * EiB, true,
+				    &why), 0);
+	KUNIT_EXPECT_EQ(test, apply(t->b, false, 0, true, 3 * EiB, true,
+				    &why), -EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, why.why, NXQ_REFUSE_BOUND);
+	KUNIT_EXPECT_PTR_EQ(test, why.node, t->root);
+	KUNIT_EXPECT_EQ(test, why.value, 6 * EiB);
+	KUNIT_EXPECT_EQ(test, why.limit, NXQ_BYTES_MAX);
+	KUNIT_EXPECT_EQ(test, t->b->min, 0ULL);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 3 * EiB);
+	/* through an ancestor without a min of its own: c under a */
+	KUNIT_EXPECT_EQ(test, apply(t->a, false, 0, true, 0, true, &why), 0);
+	KUNIT_EXPECT_EQ(test, apply(t->b, false, 0, true, 3 * EiB, true,
+				    &why), 0);
+	KUNIT_EXPECT_EQ(test, apply(t->c, false, 0, true, 2 * EiB, true,
+				    &why), -EOVERFLOW);
+	KUNIT_EXPECT_PTR_EQ(test, why.node, t->root);
+	KUNIT_EXPECT_EQ(test, t->a->children_min, 0ULL);
+	KUNIT_EXPECT_EQ(test, apply(t->c, false, 0, true, EiB, true, &why), 0);
+	KUNIT_EXPECT_EQ(test, t->root->children_min, 4 * EiB);
+	tree_free(t);
+}
+
 /* A device with holders cannot go; budgets go with the device. */
 static void nxq_test_device_remove(struct kunit *test)
 {
@@ -359,6 +401,7 @@ static struct kunit_case nxq_objects_cases[] = {
 	KUNIT_CASE(nxq_test_node_lifetime),
 	KUNIT_CASE(nxq_test_device_remove),
 	KUNIT_CASE(nxq_test_budget_check),
+	KUNIT_CASE(nxq_test_claims_bounded),
 	KUNIT_CASE(nxq_test_rehome),
 	{}
 };
