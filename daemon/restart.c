@@ -426,7 +426,8 @@ static void nxqd_rs_settle(struct nxqd_rec_holder *r)
 	r->settled = true;
 	if (++p->settled == p->nr_holders && !p->done) {
 		if (nxqd_verbose)
-			fprintf(stderr, "nxquotad: pid %d restored\n", (int)p->pid);
+			fprintf(stderr, "nxquotad: pid %d restored every holder it had\n",
+				(int)p->pid);
 		nxqd_rs_done(p);
 	}
 }
@@ -453,14 +454,15 @@ struct nxqd_rec_holder *nxqd_grace_claim(pid_t pid, u64 start, u64 old_id,
 
 void nxqd_grace_done(pid_t pid, u64 start)
 {
-	struct nxqd_rs_proc *p = rs.state != RS_CLOSED ?
-				 nxqd_rs_live(pid, start) : NULL;
+	struct nxqd_rs_proc *p = nxqd_rs_find(pid, start);
 
-	if (!p)
+	/* (the window may have closed: it had restored every holder) */
+	if (!p || p->dead)
 		return;
 	if (nxqd_verbose)
 		fprintf(stderr, "nxquotad: pid %d restored (version 1)\n", (int)pid);
-	nxqd_rs_done(p);
+	if (rs.state != RS_CLOSED && !p->done)
+		nxqd_rs_done(p);
 }
 
 /*
