@@ -232,6 +232,15 @@ mutant signal-uncut DAEMON_SRCS DAEMON_BIN signal.c \
 mutant claims-unbounded LEDGER_SRCS LEDGER_BIN objects.c \
 	's/^\terr = nxq_claims_bounded(node, min, why);/\terr = 0 \&\& nxq_claims_bounded(node, min, why);/' \
 	'nxquota-objects.nxq_test_claims_bounded' 'Expected'
+# The ledger: tenants' RECALL tickets queue in the vital ring again (a
+# kill behind a round of them is dropped).
+mutant recall-vital LEDGER_SRCS LEDGER_BIN event.c \
+	's/^\tcase NXQ_EV_KILLED:$/\tcase NXQ_EV_KILLED:\n\tcase NXQ_EV_TICKET_ISSUED:/' \
+	'nxquota-event.nxq_test_event_vital_origin' 'Expected'
+# The ledger: a holder's tickets are not coalesced.
+mutant tickets-uncoalesced LEDGER_SRCS LEDGER_BIN event.c \
+	's/^\tif (!h->ev_ticket_seq ||$/\tif (1 ||/' \
+	'nxquota-event.nxq_test_event_vital_origin' 'Expected'
 # The daemon: no grace window after a restart.
 mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \
 	'/^enum nxqd_verdict nxqd_grace_charge(/,/^}/s/if (rs.state == RS_CLOSED)/if (1)/' \

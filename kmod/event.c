@@ -19,12 +19,14 @@
  * @type: enum nxq_event_type
  * @h: the holder concerned, or NULL
  *
- * Kills, budget changes, devices added and removed, and tickets that call
- * a guarantee back (RECALL) go to the device's vital ring, which denials
- * and asks cannot fill.
+ * Events that root or the ledger itself causes -- kills, budget changes,
+ * devices added and removed -- go to the device's vital ring.  Nothing a
+ * tenant does queues there: its charges cause denials and tickets (asks
+ * and RECALLs alike), which go to the other queues, so no number of
+ * tenants' tickets can make a kill wait or be lost (issue 30: the vital
+ * ring held 64, exactly one round of RECALL tickets, and a KILLED queued
+ * behind them was dropped).
  *
- * Context: the device lock is held for a ticket's level (as when a ticket
- * is issued).
  * Return: true for a vital event.
  */
 bool nxq_event_vital(enum nxq_event_type type, struct nxq_holder *h)
@@ -35,11 +37,37 @@ bool nxq_event_vital(enum nxq_event_type type, struct nxq_holder *h)
 	case NXQ_EV_BUDGET_CHANGED:
 	case NXQ_EV_KILLED:
 		return true;
-	case NXQ_EV_TICKET_ISSUED:
-		return h && h->ticket.level == NXQ_TICKET_LEVEL_RECALL;
 	default:
 		return false;
 	}
+}
+
+/*
+ * A ticket for @h whose event still waits in the ring: the event is
+ * brought up to date there (the latest bytes, level and reason, its first
+ * place and time, and a count), so a holder asked again and again takes
+ * one entry, as a cgroup's denials do.  False if none waits.
+ */
+static bool nxq_event_ticket_join(struct nxq_device *dev,
+				  struct nxq_holder *h,
+				  const struct nxq_event *ev)
+{
+	unsigned int pos = h->ev_ticket_pos;
+	struct nxq_event *o;
+
+	lockdep_assert_held(&dev->ev_lock);
+	if (!h->ev_ticket_seq ||
+	    pos - dev->ev_tail >= dev->ev_head - dev->ev_tail)
+		return false;
+	o = &dev->ev_ring[pos % NXQ_EV_RING];
+	if (o->seq != h->ev_ticket_seq || o->type != NXQ_EV_TICKET_ISSUED)
+		return false;
+	o->bytes = ev->bytes;
+	o->value = ev->value;
+	o->reason = ev->reason;
+	o->cgroup_id = ev->cgroup_id;
+	o->count++;
+	return true;
 }
 
 /**
@@ -261,6 +289,9 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 			list_add_tail(&d->link, &dev->ev_denied_list);
 			dev->ev_denied_nr++;
 		}
+	} else if (type == NXQ_EV_TICKET_ISSUED && h &&
+		   nxq_event_ticket_join(dev, h, &ev)) {
+		dev->ev_seq--;	/* (it took no place of its own) */
 	} else if (nxq_event_vital(type, h)) {
 		if (dev->ev_vhead - dev->ev_vtail >= NXQ_EV_VITAL)
 			goto lost;
@@ -269,6 +300,10 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 	} else {
 		if (dev->ev_head - dev->ev_tail >= NXQ_EV_RING)
 			goto lost;
+		if (type == NXQ_EV_TICKET_ISSUED && h) {
+			h->ev_ticket_seq = ev.seq;
+			h->ev_ticket_pos = dev->ev_head;
+		}
 		dev->ev_ring[dev->ev_head % NXQ_EV_RING] = ev;
 		dev->ev_head++;
 	}

@@ -8,13 +8,15 @@
  * Three queues per device, so that a storm of one kind cannot evict
  * another (issue 22):
  *  - the vital ring (NXQ_EV_VITAL): kills, budget changes, devices added
- *    and removed, RECALL tickets -- what a listener must not miss;
+ *    and removed -- what root and the ledger cause, which a listener
+ *    must not miss and no tenant can fill (issue 30);
  *  - coalesced denials (NXQ_EV_DENIED_SLOTS): one pending entry per
  *    cgroup, carrying how many denials it stands for and the latest one's
  *    details; found by a bounded probe (NXQ_EV_DENIED_PROBE slots), so
  *    its cost under the device lock does not grow with other tenants'
  *    denials; sent at most once per NXQ_EV_DENIED_GAP_MS per batch;
- *  - the ring (NXQ_EV_RING) of every other event.
+ *  - the ring (NXQ_EV_RING) of every other event; a holder's tickets
+ *    take one entry while it waits (the latest details, a count).
  * Events are sent in the order they happened across the queues; a
  * coalesced denial takes the place of the first denial it stands for.
  */

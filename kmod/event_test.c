@@ -314,10 +314,79 @@ static void nxq_test_event_drops(struct kunit *test)
 	nxq_ledger_destroy(&l);
 }
 
+/*
+ * Tenants cannot fill the vital ring (issue 30): with the work held in the
+ * hook, RECALL tickets to twice NXQ_EV_VITAL holders -- more than one
+ * round of victims -- and one holder asked ten times, then a kill: the
+ * kill is delivered (before, the tickets filled the vital ring and the
+ * kill was dropped: "kills delivered 0, kills dropped 1"), and the holder
+ * asked ten times is one event that stands for ten.
+ */
+static void nxq_test_event_vital_origin(struct kunit *test)
+{
+	int i, n = 2 * NXQ_EV_VITAL;
+	struct nxq_holder *hs;
+	struct nxq_node *nodes;
+	struct nxq_ledger l;
+	struct nxq_device *dev;
+	u64 count, tickets = 0;
+
+	nodes = kunit_kcalloc(test, n + 1, sizeof(*nodes), GFP_KERNEL);
+	hs = kunit_kcalloc(test, n + 1, sizeof(*hs), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, nodes);
+	KUNIT_ASSERT_NOT_NULL(test, hs);
+	memset(&rec, 0, sizeof(rec));
+	rec.listening = true;
+	nxq_ledger_init(&l, &rec_ops);
+	dev = nxq_device_add(&l, "gpu0", GiB, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(dev));
+	flush_work(&dev->ev_work);
+	rec.n = 0;
+
+	init_completion(&rec_entered);
+	init_completion(&rec_gate);
+	rec_gated = true;
+	spin_lock(&dev->lock);
+	nxq_event(dev, NXQ_EV_TICKET_ANSWERED, NULL, NULL, 0, 0, 0);
+	spin_unlock(&dev->lock);
+	wait_for_completion(&rec_entered);
+
+	spin_lock(&dev->lock);
+	for (i = 0; i <= n; i++) {
+		nodes[i].id = 2000 + i;
+		hs[i].node = &nodes[i];
+		hs[i].ticket.level = NXQ_TICKET_LEVEL_RECALL;
+	}
+	for (i = 0; i < n; i++)
+		nxq_event(dev, NXQ_EV_TICKET_ISSUED, NULL, &hs[i], MiB, 0, 0);
+	for (i = 0; i < 10; i++)
+		nxq_event(dev, NXQ_EV_TICKET_ISSUED, NULL, &hs[n], MiB + i, 0,
+			  0);
+	nxq_event(dev, NXQ_EV_KILLED, &nodes[0], NULL, MiB, 0, 0);
+	spin_unlock(&dev->lock);
+	complete(&rec_gate);
+	flush_work(&dev->ev_work);
+
+	KUNIT_EXPECT_EQ(test, rec_find(NXQ_EV_KILLED, nodes[0].id, &count), 1);
+	KUNIT_EXPECT_EQ(test, atomic64_read(
+		&dev->events_dropped_type[NXQ_EV_KILLED]), 0LL);
+	KUNIT_EXPECT_EQ(test, rec_find(NXQ_EV_TICKET_ISSUED, nodes[n].id,
+				       &count), 1);
+	KUNIT_EXPECT_EQ(test, count, 10ULL);
+	for (i = 0; i < n; i++)
+		tickets += rec_find(NXQ_EV_TICKET_ISSUED, nodes[i].id, &count);
+	KUNIT_EXPECT_EQ(test, tickets, (u64)n);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&dev->events_dropped), 0LL);
+
+	KUNIT_EXPECT_EQ(test, nxq_device_remove(&l, "gpu0"), 0);
+	nxq_ledger_destroy(&l);
+}
+
 static struct kunit_case nxq_event_cases[] = {
 	KUNIT_CASE(nxq_test_events),
 	KUNIT_CASE(nxq_test_event_storm),
 	KUNIT_CASE(nxq_test_event_drops),
+	KUNIT_CASE(nxq_test_event_vital_origin),
 	{}
 };
 

@@ -447,6 +447,11 @@ struct nxq_holder {
 					 * charges (nxq_waiter.hlink)
 					 */
 	struct nxq_refusal_rec refused;	/* node->dev->lock: the last one */
+	u64 ev_ticket_seq;		/* node->dev->ev_lock: its ticket event
+					 * queued in the ring, not yet sent
+					 * (0: none), at ev_ticket_pos
+					 */
+	unsigned int ev_ticket_pos;	/* node->dev->ev_lock */
 	struct rcu_head rcu;		/* freed after a grace period: the
 					 * file's lookup takes its kref
 					 * under RCU
