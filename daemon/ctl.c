@@ -25,14 +25,30 @@
  * NLMSG_DONE.  A dump is built in one turn of the loop, so it is
  * consistent and never NLM_F_DUMP_INTR.
  *
- * Who may speak: the socket file is 0600; a peer whose SO_PEERCRED uid is
- * not 0 is closed at once; and each message's SCM_CREDENTIALS must be uid
- * 0's and the connecting process's (SO_PASSCRED), or it is refused with
- * -EPERM: a connection passed to another process grants nothing.  What
- * changes something (the GENL_ADMIN_PERM operations) and joining the
- * events need more, as in the module: CAP_SYS_ADMIN in the initial user
- * namespace, read at accept (ctl_peer_admin()).  A root without it (a
- * container's root, or a process in a user namespace of its own) reads.
+ * Who may speak, judged on each message as it is read (ctl_sender(),
+ * ctl_admin()), never once for the connection:
+ *  - the socket file is 0600, and a peer whose SO_PEERCRED uid is not 0
+ *    is closed at once; the connecting process is pinned at accept by a
+ *    pidfd (SO_PEERPIDFD, or pidfd_open() and its start time);
+ *  - each message's SCM_CREDENTIALS (SO_PASSCRED: the kernel attaches
+ *    the sender's to every SOCK_SEQPACKET message, and lets a sender name
+ *    a pid other than its own only with CAP_SYS_ADMIN over its pid
+ *    namespace) must be uid 0's and name the connecting process, which
+ *    must still be live: a connection passed to or inherited by another
+ *    process grants nothing, and neither does the connector's pid once it
+ *    exited and the pid was given to another process (the pidfd says the
+ *    connector exited);
+ *  - what changes something (the GENL_ADMIN_PERM operations) and joining
+ *    the events need more, as in the module: CAP_SYS_ADMIN in the initial
+ *    user namespace, read from /proc for each such message and checked
+ *    against the pidfd after the read (nxqd_proc_admin()); and the
+ *    connector's pid namespaces must all be owned by the daemon's user
+ *    namespace (nxqd_proc_cred_trusted()), or root in a user namespace
+ *    owning one could name the connector's pid on a connection it got.
+ *    A root without it (a container's root, a process in a user
+ *    namespace of its own, or one that dropped it after connecting) reads.
+ * Each refusal is -EPERM with an extended ack's message, and counted in
+ * the devices' creds-refused.
  *
  * Durability: a change is applied, the state file written, and if that
  * fails the change is undone and refused with the write's errno and a
@@ -70,6 +86,10 @@
 
 #include "nxqd.h"
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD	77
+#endif
+
 #define CTL_MSG_MAX	(64 * 1024)
 #define NXQD_CTL_CONNS	64
 /* room for a formatted extended-ack message */
@@ -87,7 +107,8 @@ struct ctl_conn {
 	struct nxqd_watch w;
 	struct list_head link;		/* ctl.conns; ctl.lock */
 	struct ucred peer;
-	bool admin;			/* CAP_SYS_ADMIN, initial user ns */
+	int pidfd;			/* the connector's, pinned at accept */
+	bool pidns_ok;			/* nxqd_proc_cred_trusted(peer.pid) */
 	bool subscribed;		/* ctl.lock */
 	bool closed;
 	struct list_head out;		/* struct ctl_buf, not sent yet */
@@ -210,38 +231,6 @@ static void nlb_end(struct nlb *b)
 /* ---- output ---------------------------------------------------------------- */
 
 /* Send @b (one packet) on @c, or queue it; it is consumed. */
-/*
- * Whether process @pid has CAP_SYS_ADMIN in the initial user namespace,
- * the module's capable(): in its effective set (/proc/PID/status) and in
- * nxquotad's own user namespace, which is the initial one where the
- * daemon runs as root (a process that made a user namespace of its own
- * has every capability there and none here).  Read at accept, when the
- * connecting process is the peer; if it has exited and its pid was
- * reused, its connection still cannot speak: every message must carry
- * the connecting process's own credentials.
- */
-static bool ctl_peer_admin(pid_t pid)
-{
-	unsigned long long eff = 0;
-	char path[64], line[256];
-	struct stat ns, own;
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-	if (stat(path, &ns) || stat("/proc/self/ns/user", &own) ||
-	    ns.st_ino != own.st_ino || ns.st_dev != own.st_dev)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "CapEff: %llx", &eff) == 1;
-	fclose(f);
-	return found && (eff >> 21 & 1);	/* CAP_SYS_ADMIN */
-}
-
 static void ctl_out(struct ctl_conn *c, struct nlb *b)
 {
 	struct ctl_buf *q;
@@ -735,12 +724,55 @@ static const struct ctl_handlers *ctl_handler(u8 cmd)
 	return NULL;
 }
 
-/* One message of @len bytes from @c; @cred_ok: its sender may speak. */
 static const char ctl_not_admin[] =
 	"needs CAP_SYS_ADMIN in the initial user namespace, as the module does";
+static const char ctl_gone[] =
+	"the root process that connected has exited: its pid may be another's";
 
+/*
+ * May the sender of a message on @c speak at all?  @uc: its
+ * SCM_CREDENTIALS, NULL if it came without.  It must be uid 0 and the
+ * process that connected, still live (so that a pid it had is not taken
+ * for it once another process has it).  Return: NULL, or why not.
+ */
+static const char *ctl_sender(struct ctl_conn *c, const struct ucred *uc)
+{
+	if (!uc || uc->uid != 0 || uc->pid != c->peer.pid)
+		return "not sent by the root process that connected";
+	if (!nxqd_proc_alive(c->pidfd))
+		return ctl_gone;
+	return NULL;
+}
+
+/*
+ * May the sender of @r (ctl_sender() said it is the connector) change
+ * something or join the events?  CAP_SYS_ADMIN in the initial user
+ * namespace, read now.  And the connector's pid namespaces must all be
+ * the daemon's user namespace's: where a user namespace owns one, its
+ * root may put the connector's pid in its own credentials, and would
+ * speak with the connector's capability on a connection it inherited.
+ * Return: 0, or -EPERM with the ack's message.
+ */
+static int ctl_admin(struct ctl_req *r)
+{
+	int ret;
+
+	if (!r->c->pidns_ok) {
+		ctl.creds_refused++;
+		r->ext._msg = "the process that connected is in a pid namespace a user namespace owns: another could send as it";
+		return -EPERM;
+	}
+	ret = nxqd_proc_admin(r->c->peer.pid, r->c->pidfd);
+	if (ret == 1)
+		return 0;
+	ctl.creds_refused++;
+	r->ext._msg = ret < 0 ? ctl_gone : ctl_not_admin;
+	return -EPERM;
+}
+
+/* One message of @len bytes from @c, sent with the credentials @uc. */
 static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
-		       bool cred_ok)
+		       const struct ucred *uc)
 {
 	struct ctl_req r = { .c = c, .nlh = buf };
 	const struct nxq_abi_nlop *op;
@@ -755,9 +787,9 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
 	if (!(r.nlh->nlmsg_flags & NLM_F_REQUEST) ||
 	    r.nlh->nlmsg_type < NLMSG_MIN_TYPE)
 		return;
-	if (!cred_ok) {
+	r.ext._msg = ctl_sender(c, uc);
+	if (r.ext._msg) {
 		ctl.creds_refused++;
-		r.ext._msg = "not sent by the root process that connected";
 		err = -EPERM;
 		goto ack;
 	}
@@ -787,12 +819,9 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
 	dump = (r.nlh->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
 	/* the daemon's own: what joining the "events" group is */
 	if (r.gh->cmd == NXQUOTA_CMD_EVENT && !dump) {
-		if (!c->admin) {
-			ctl.creds_refused++;
-			r.ext._msg = ctl_not_admin;
-			err = -EPERM;
+		err = ctl_admin(&r);
+		if (err)
 			goto ack;
-		}
 		err = nlmsg_parse(r.nlh, GENL_HDRLEN, r.tb, 0, NULL, &r.ext);
 		if (!err)
 			err = ctl_subscribe(&r);
@@ -803,18 +832,17 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
 	err = -EOPNOTSUPP;
 	if (!op || !h || (dump ? !op->dumpit : !op->doit))
 		goto ack;
-	if ((op->flags & GENL_ADMIN_PERM) && !c->admin) {
-		ctl.creds_refused++;
-		r.ext._msg = ctl_not_admin;
-		err = -EPERM;
-		goto ack;
+	if (op->flags & GENL_ADMIN_PERM) {
+		err = ctl_admin(&r);
+		if (err)
+			goto ack;
 	}
 	/* strictly, against the operation's policy (none: no attribute) */
 	err = nlmsg_parse(r.nlh, GENL_HDRLEN, r.tb, op->maxattr, op->policy,
 			  &r.ext);
 	if (err)
 		goto ack;
-	/* the peer is root (checked at accept and on each message) */
+	/* the sender is the root that connected (and may change, if asked) */
 	err = dump ? h->dumpit(&r) : h->doit(&r);
 ack:
 	if (!r.acked)
@@ -828,6 +856,8 @@ static void ctl_free(void *arg)
 
 	list_for_each_entry_safe(q, tmp, &c->out, link)
 		free(q);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	free(c);
 }
 
@@ -883,8 +913,8 @@ static void ctl_event(struct nxqd_watch *w, u32 revents)
 		.msg_iov = &iov, .msg_iovlen = 1,
 		.msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf),
 	};
+	struct ucred uc, *ucp = NULL;
 	struct cmsghdr *cm;
-	bool cred_ok = false;
 	ssize_t n;
 
 	if (!list_empty(&c->out)) {
@@ -906,10 +936,8 @@ static void ctl_event(struct nxqd_watch *w, u32 revents)
 			continue;
 		if (cm->cmsg_type == SCM_CREDENTIALS &&
 		    cm->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
-			struct ucred uc;
-
 			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
-			cred_ok = uc.uid == 0 && uc.pid == c->peer.pid;
+			ucp = &uc;
 		} else if (cm->cmsg_type == SCM_RIGHTS) {
 			size_t k, nfd = (cm->cmsg_len - CMSG_LEN(0)) /
 					sizeof(int);
@@ -931,15 +959,16 @@ static void ctl_event(struct nxqd_watch *w, u32 revents)
 		ctl_ack(&r, -EMSGSIZE);
 		return;
 	}
-	ctl_handle(c, ctl.buf, (size_t)n, cred_ok);
+	ctl_handle(c, ctl.buf, (size_t)n, ucp);
 }
 
 static void ctl_accept(struct nxqd_watch *w, u32 revents)
 {
+	u64 ticks = nxqd_proc_ticks(), start;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct ctl_conn *c;
-	int fd, on = 1;
+	int fd, pidfd = -1, on = 1;
 
 	fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
@@ -957,13 +986,25 @@ static void ctl_accept(struct nxqd_watch *w, u32 revents)
 		close(fd);
 		return;
 	}
+	/* the connector, pinned: a pid it leaves is not taken for it */
+	len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len))
+		pidfd = -1;	/* before Linux 6.5: pidfd_open(), start time */
+	pidfd = nxqd_proc_pin(cred.pid, pidfd, ticks, &start);
+	if (pidfd < 0) {
+		free(c);
+		close(fd);
+		return;
+	}
 	c->peer = cred;
-	c->admin = ctl_peer_admin(cred.pid);
+	c->pidfd = pidfd;
+	c->pidns_ok = nxqd_proc_cred_trusted(cred.pid);
 	c->w.fd = fd;
 	c->w.events = EPOLLIN | EPOLLRDHUP;
 	c->w.fn = ctl_event;
 	INIT_LIST_HEAD(&c->out);
 	if (nxqd_watch_add(&c->w)) {
+		close(pidfd);
 		close(fd);
 		free(c);
 		return;
