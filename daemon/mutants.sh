@@ -249,7 +249,12 @@ mutant signal-under-lock DAEMON_SRCS DAEMON_BIN signal.c \
 	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
 # The daemon: an eventfd write that waits is not cut short.
 mutant signal-uncut DAEMON_SRCS DAEMON_BIN signal.c \
-	's/\.it_value\.tv_nsec = NXQD_SIGNAL_MS \* NSEC_PER_MSEC,/.it_value.tv_nsec = 0,/' \
+	's/\.it_value\.tv_nsec = NXQD_SIGNAL_US \* NSEC_PER_USEC,/.it_value.tv_nsec = 0,/' \
+	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
+# Issue 32: the cut's timer fires once: one that fired before the write
+# began (the thread preempted in between) leaves the write waiting.
+mutant signal-one-shot DAEMON_SRCS DAEMON_BIN signal.c \
+	'/^\t\t\.it_interval\.tv_nsec = NXQD_SIGNAL_US \* NSEC_PER_USEC,$/d' \
 	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
 # The daemon: no grace window after a restart.
 mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \

@@ -32,7 +32,8 @@
  * or writing (an O_PATH descriptor is -EBADF, as fget() refuses it); the
  * numbers in the struct are the sender's and are not used.  A wrong count
  * is -EBADF; a descriptor sent with any other command is closed and the
- * request fails with -EINVAL.
+ * request fails with -EINVAL.  More than two descriptors in one message
+ * (more than any command takes) are not received: -EBADF or -EINVAL.
  *
  * Versions.  nxqd_req.version is the protocol the request speaks: 0 is
  * the first one (the field was a reserved zero, and flags must be 0),
