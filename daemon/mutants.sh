@@ -180,7 +180,7 @@ mutant ctl-events-any-root DAEMON_SRCS DAEMON_BIN ctl.c \
 # Issue 32: the capability read at accept only (as before issue 32): a
 # root that drops it after connecting still adds devices.
 mutant ctl-cap-at-accept DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/^\tbool subscribed;.*$/&\n\tint admin0;/;s/^\tc->pidfd = pidfd;$/&\n\tc->admin0 = nxqd_proc_admin(cred.pid, pidfd);/;s/int ret = nxqd_proc_admin(r->c->peer.pid, r->c->pidfd);/int ret = r->c->admin0;/' \
+	's/^\tbool subscribed;.*$/&\n\tint admin0;/;s/^\tc->pidfd = pidfd;$/&\n\tc->admin0 = nxqd_proc_admin(cred.pid, pidfd);/;s/\tret = nxqd_proc_admin(r->c->peer.pid, r->c->pidfd);/\tret = r->c->admin0;/' \
 	'nxquotad_ctl.ctl_test_cap_dropped' 'Expected'
 # Issue 32: the connector checked, not the sender: any root sender is
 # taken and the capability read from the process that connected (alive,
@@ -309,7 +309,7 @@ mutant ctl-conns-unbounded DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/ctl.nconns >= NXQD_CTL_CONNS/ctl.nconns >= 100000/' \
 	'nxquotad_ctl.ctl_test_bounds' 'Expected'
 # A budget change that could not be saved is acknowledged all the same.
-mutant unsaved-acked DAEMON_SRCS DAEMON_BIN ctl.c \
+mutant unsaved-acked DAEMON_SRCS DAEMON_BIN ctl_ops.c \
 	'/^static int ctl_budget(/,/^}/s/^\terr = nxqd_state_save(NULL);/\tnxqd_state_save(NULL); err = 0;/' \
 	'nxquotad-attack.nxqd_test_durability' 'Expected'
 # The new state is written but never renamed into place.

@@ -14,7 +14,9 @@
  *   state.c     devices and budgets on disk
  *   restart.c   what each holder held (the record) and the grace window
  *   client.c    the client socket: kmod/cdev.c's commands
- *   ctl.c       the control socket: kmod/netlink.c's family
+ *   ctl.c       the control socket: kmod/netlink.c's family (transport,
+ *               who may speak, dispatch, events)
+ *   ctl_ops.c   its operations: devices, budgets, holders (ctl.h between)
  *   nxquotad.c  main(), the options, the ledger's hooks
  *
  * Threads: the loop runs every socket, every ledger call and every fiber
