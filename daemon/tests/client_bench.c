@@ -32,6 +32,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -246,11 +247,17 @@ static bool find_cgroup2(void)
 static void attacker_become(void)
 {
 	char procs[400], pid[32];
-	int fd;
+	cpu_set_t all;
+	int fd, i;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	setpgid(0, 0);		/* stopped and killed as a group */
 	atk_counting = true;
+	/* the bench may be pinned (taskset): its attackers are not */
+	CPU_ZERO(&all);
+	for (i = 0; i < CPU_SETSIZE; i++)
+		CPU_SET(i, &all);
+	sched_setaffinity(0, sizeof(all), &all);
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg_atk);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	fd = open(procs, O_WRONLY);
