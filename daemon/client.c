@@ -64,8 +64,14 @@
 /* Holders one connection may register (the module's per-file bound). */
 #define NXQD_HOLDERS_PER_CONN	4096
 
-/* Descriptors received in one message beyond which it is refused whole. */
-#define NXQD_FDS_RECV		8
+/*
+ * Descriptors received in one message: the most a command takes (the
+ * registration's eventfd and device proof).  More are not installed
+ * (MSG_CTRUNC: the kernel drops them) and the message is refused whole;
+ * each installed one costs a close(), so a tenant that passes SCM_MAX_FD
+ * with every request makes the daemon close 2, not 8 (issue 32).
+ */
+#define NXQD_FDS_RECV		2
 
 unsigned int nxqd_conns_max = NXQD_CONNS_MAX;
 unsigned int nxqd_conn_per_cgroup = NXQD_CONN_PER_CGROUP;

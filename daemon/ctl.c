@@ -25,14 +25,30 @@
  * NLMSG_DONE.  A dump is built in one turn of the loop, so it is
  * consistent and never NLM_F_DUMP_INTR.
  *
- * Who may speak: the socket file is 0600; a peer whose SO_PEERCRED uid is
- * not 0 is closed at once; and each message's SCM_CREDENTIALS must be uid
- * 0's and the connecting process's (SO_PASSCRED), or it is refused with
- * -EPERM: a connection passed to another process grants nothing.  What
- * changes something (the GENL_ADMIN_PERM operations) and joining the
- * events need more, as in the module: CAP_SYS_ADMIN in the initial user
- * namespace, read at accept (ctl_peer_admin()).  A root without it (a
- * container's root, or a process in a user namespace of its own) reads.
+ * Who may speak, judged on each message as it is read (ctl_sender(),
+ * ctl_admin()), never once for the connection:
+ *  - the socket file is 0600, and a peer whose SO_PEERCRED uid is not 0
+ *    is closed at once; the connecting process is pinned at accept by a
+ *    pidfd (SO_PEERPIDFD, or pidfd_open() and its start time);
+ *  - each message's SCM_CREDENTIALS (SO_PASSCRED: the kernel attaches
+ *    the sender's to every SOCK_SEQPACKET message, and lets a sender name
+ *    a pid other than its own only with CAP_SYS_ADMIN over its pid
+ *    namespace) must be uid 0's and name the connecting process, which
+ *    must still be live: a connection passed to or inherited by another
+ *    process grants nothing, and neither does the connector's pid once it
+ *    exited and the pid was given to another process (the pidfd says the
+ *    connector exited);
+ *  - what changes something (the GENL_ADMIN_PERM operations) and joining
+ *    the events need more, as in the module: CAP_SYS_ADMIN in the initial
+ *    user namespace, read from /proc for each such message and checked
+ *    against the pidfd after the read (nxqd_proc_admin()); and the
+ *    connector's pid namespaces must all be owned by the daemon's user
+ *    namespace (nxqd_proc_cred_trusted()), or root in a user namespace
+ *    owning one could name the connector's pid on a connection it got.
+ *    A root without it (a container's root, a process in a user
+ *    namespace of its own, or one that dropped it after connecting) reads.
+ * Each refusal is -EPERM with an extended ack's message, and counted in
+ * the devices' creds-refused.
  *
  * Durability: a change is applied, the state file written, and if that
  * fails the change is undone and refused with the write's errno and a
@@ -50,9 +66,10 @@
  * Output: what a connection's socket has no room for waits in its queue
  * (the connection is not read meanwhile).
  *
- * Size (over 800 lines): the control socket's transport, per-message
- * credentials, the family's ops (devices, budgets, holders, metrics) and
- * events; the ops' dump builders are the part to move out, not done yet.
+ * This file: the transport, who may speak, dispatch and the events; the
+ * family's operations (devices, budgets, holders) are ctl_ops.c's, which
+ * gets a request (struct ctl_req, ctl.h) and answers through the helpers
+ * here.
  */
 #include <linux/types.h>
 #include <linux/nxquota.h>
@@ -69,11 +86,14 @@
 #include <net/netlink.h>
 
 #include "nxqd.h"
+#include "ctl.h"
+
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD	77
+#endif
 
 #define CTL_MSG_MAX	(64 * 1024)
 #define NXQD_CTL_CONNS	64
-/* room for a formatted extended-ack message */
-#define CTL_ACK_MSG	640
 
 /* ---- connections -------------------------------------------------------- */
 
@@ -87,7 +107,8 @@ struct ctl_conn {
 	struct nxqd_watch w;
 	struct list_head link;		/* ctl.conns; ctl.lock */
 	struct ucred peer;
-	bool admin;			/* CAP_SYS_ADMIN, initial user ns */
+	int pidfd;			/* the connector's, pinned at accept */
+	bool pidns_ok;			/* nxqd_proc_cred_trusted(peer.pid) */
 	bool subscribed;		/* ctl.lock */
 	bool closed;
 	struct list_head out;		/* struct ctl_buf, not sent yet */
@@ -210,38 +231,6 @@ static void nlb_end(struct nlb *b)
 /* ---- output ---------------------------------------------------------------- */
 
 /* Send @b (one packet) on @c, or queue it; it is consumed. */
-/*
- * Whether process @pid has CAP_SYS_ADMIN in the initial user namespace,
- * the module's capable(): in its effective set (/proc/PID/status) and in
- * nxquotad's own user namespace, which is the initial one where the
- * daemon runs as root (a process that made a user namespace of its own
- * has every capability there and none here).  Read at accept, when the
- * connecting process is the peer; if it has exited and its pid was
- * reused, its connection still cannot speak: every message must carry
- * the connecting process's own credentials.
- */
-static bool ctl_peer_admin(pid_t pid)
-{
-	unsigned long long eff = 0;
-	char path[64], line[256];
-	struct stat ns, own;
-	bool found = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", (int)pid);
-	if (stat(path, &ns) || stat("/proc/self/ns/user", &own) ||
-	    ns.st_ino != own.st_ino || ns.st_dev != own.st_dev)
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (!found && fgets(line, sizeof(line), f))
-		found = sscanf(line, "CapEff: %llx", &eff) == 1;
-	fclose(f);
-	return found && (eff >> 21 & 1);	/* CAP_SYS_ADMIN */
-}
-
 static void ctl_out(struct ctl_conn *c, struct nlb *b)
 {
 	struct ctl_buf *q;
@@ -269,20 +258,10 @@ static void ctl_out(struct ctl_conn *c, struct nlb *b)
 	free(b->p);
 }
 
-/* ---- what one request carries ------------------------------------------ */
-
-struct ctl_req {
-	struct ctl_conn *c;
-	struct nlmsghdr *nlh;
-	struct genlmsghdr *gh;
-	struct nlattr *tb[NXQUOTA_A_BUDGET_LAST + 1];
-	struct netlink_ext_ack ext;
-	char msg_buf[CTL_ACK_MSG];	/* a formatted message */
-	bool acked;			/* a dump answered by its DONE */
-};
+/* ---- what one request carries (struct ctl_req: ctl.h) ------------------ */
 
 /* GENL_REQ_ATTR_CHECK() */
-static bool ctl_missing(struct ctl_req *r, int type)
+bool ctl_missing(struct ctl_req *r, int type)
 {
 	if (r->tb[type])
 		return false;
@@ -291,7 +270,7 @@ static bool ctl_missing(struct ctl_req *r, int type)
 }
 
 /* A refusal the ABI explained (@why, its msg NULL: it said nothing). */
-static int ctl_fail(struct ctl_req *r, const struct nxq_abi_fail *why, int err)
+int ctl_fail(struct ctl_req *r, const struct nxq_abi_fail *why, int err)
 {
 	if (why->msg) {
 		r->ext._msg = why->msg;
@@ -333,8 +312,7 @@ static void ctl_ack(struct ctl_req *r, int err)
 }
 
 /* One message of a dump, of @cmd, with @m's attributes. */
-static void ctl_dump_one(struct ctl_req *r, u8 cmd,
-			 const struct nxq_abi_msg *m)
+void ctl_dump_one(struct ctl_req *r, u8 cmd, const struct nxq_abi_msg *m)
 {
 	struct nlb b = { 0 };
 
@@ -344,7 +322,7 @@ static void ctl_dump_one(struct ctl_req *r, u8 cmd,
 	ctl_out(r->c, &b);
 }
 
-static void ctl_dump_done(struct ctl_req *r)
+void ctl_dump_done(struct ctl_req *r)
 {
 	struct nlb b = { 0 };
 
@@ -355,283 +333,10 @@ static void ctl_dump_done(struct ctl_req *r)
 	r->acked = true;
 }
 
-/* A change that could not be saved: undone, and the ack says so. */
-static int ctl_unsaved(struct ctl_req *r, int err)
+/* Requests this socket refused for who sent them (the device dump). */
+unsigned long ctl_creds_refused(void)
 {
-	snprintf(r->msg_buf, sizeof(r->msg_buf),
-		 "the change could not be saved in %s (%s): it is undone",
-		 nxqd_state_dir(), strerror(-err));
-	r->ext._msg = r->msg_buf;
-	return err;
-}
-
-/* ---- devices ------------------------------------------------------------- */
-
-static int ctl_device_dump(struct ctl_req *r)
-{
-	struct nxq_abi_refusals ref;
-	struct nxq_device *dev;
-	struct nxq_abi_msg m;
-	char devt[32];
-
-	nxqd_proc_reap();
-
-	mutex_lock(&nxqd_ledger.lock);
-	list_for_each_entry(dev, &nxqd_ledger.devices, link) {
-		snprintf(devt, sizeof(devt), "%u:%u", major(dev->devt),
-			 minor(dev->devt));
-		nxqd_client_refusals(dev->key, &ref);
-		ref.creds += ctl.creds_refused;
-		nxq_abi_device_msg(dev, devt, &ref, &m);
-		ctl_dump_one(r, NXQUOTA_CMD_DEVICE_GET, &m);
-	}
-	mutex_unlock(&nxqd_ledger.lock);
-	ctl_dump_done(r);
-	return 0;
-}
-
-static int ctl_device_add(struct ctl_req *r)
-{
-	struct nlattr *key = r->tb[NXQUOTA_A_DEVICE_KEY];
-	struct nxq_abi_fail why;
-	struct nxq_device *dev;
-	int err;
-
-	if (ctl_missing(r, NXQUOTA_A_DEVICE_KEY) ||
-	    ctl_missing(r, NXQUOTA_A_DEVICE_CAPACITY))
-		return -EINVAL;
-	dev = nxq_abi_device_add(&nxqd_ledger, r->tb, &why);
-	if (IS_ERR(dev))
-		return ctl_fail(r, &why, PTR_ERR(dev));
-	err = nxqd_state_save(NULL);
-	if (err) {
-		nxq_device_remove(&nxqd_ledger, nla_data(key));
-		return ctl_unsaved(r, err);
-	}
-	return 0;
-}
-
-static int ctl_device_del(struct ctl_req *r)
-{
-	const char *key;
-	struct nxq_abi_fail why;
-	struct nxq_device *dev;
-	int err = 0;
-
-	if (ctl_missing(r, NXQUOTA_A_DEVICE_KEY))
-		return -EINVAL;
-	key = nla_data(r->tb[NXQUOTA_A_DEVICE_KEY]);
-	/* what nxq_device_remove() would refuse, before the file changes */
-	mutex_lock(&nxqd_ledger.lock);
-	dev = nxq_device_find(&nxqd_ledger, key);
-	if (!dev)
-		err = -ENOENT;
-	else if (dev->nr_holders)
-		err = -EBUSY;
-	mutex_unlock(&nxqd_ledger.lock);
-	if (!err) {
-		err = nxqd_state_save(key);
-		if (err)
-			return ctl_unsaved(r, err);
-		err = nxq_device_remove(&nxqd_ledger, key);
-		if (err)
-			nxqd_state_save(NULL);	/* it stays: so does its line */
-	}
-	return ctl_fail(r, &why, nxq_abi_device_del_err(r->tb, err, &why));
-}
-
-static int ctl_device_set(struct ctl_req *r)
-{
-	struct nxq_abi_device_vals was;
-	struct nxq_abi_fail why;
-	int err;
-
-	if (ctl_missing(r, NXQUOTA_A_DEVICE_KEY))
-		return -EINVAL;
-	err = nxq_abi_device_set(&nxqd_ledger, r->tb, &was, &why);
-	if (err)
-		return ctl_fail(r, &why, err);
-	err = nxqd_state_save(NULL);
-	if (err) {
-		nxq_abi_device_reset(&nxqd_ledger,
-				     nla_data(r->tb[NXQUOTA_A_DEVICE_KEY]), &was);
-		return ctl_unsaved(r, err);
-	}
-	return 0;
-}
-
-/* ---- budget nodes --------------------------------------------------------- */
-
-/* The dumps' device filter, as nxq_nl_dump_start(): -ENODEV if unknown. */
-static int ctl_filter(struct ctl_req *r, int attr, const char **key)
-{
-	*key = NULL;
-	if (!r->tb[attr])
-		return 0;
-	*key = nla_data(r->tb[attr]);
-	if (nxq_device_find(&nxqd_ledger, *key))
-		return 0;
-	NL_SET_ERR_MSG_ATTR(&r->ext, r->tb[attr], NXQ_ABI_MSG_NODEV);
-	return -ENODEV;
-}
-
-static int ctl_budget_dump(struct ctl_req *r)
-{
-	struct nxq_device *dev;
-	struct nxq_node *node;
-	struct nxq_abi_msg m;
-	unsigned long id;
-	const char *key;
-	int err;
-
-	nxqd_proc_reap();
-
-	mutex_lock(&nxqd_ledger.lock);
-	err = ctl_filter(r, NXQUOTA_A_BUDGET_DEVICE, &key);
-	if (err) {
-		mutex_unlock(&nxqd_ledger.lock);
-		return err;
-	}
-	list_for_each_entry(dev, &nxqd_ledger.devices, link) {
-		if (key && strcmp(key, dev->key))
-			continue;
-		/* a budget whose cgroup was removed goes with it */
-		nxq_device_prune(dev);
-		xa_for_each(&dev->nodes, id, node) {
-			nxq_abi_budget_msg(node, nxqd_cgroup_key_path(node->key),
-					   &m);
-			ctl_dump_one(r, NXQUOTA_CMD_BUDGET_GET, &m);
-		}
-	}
-	mutex_unlock(&nxqd_ledger.lock);
-	ctl_dump_done(r);
-	return 0;
-}
-
-/* A node's budget as it was, to put back if its change is not saved. */
-struct ctl_budget_was {
-	bool had;
-	struct nxq_budget_req req;
-};
-
-static void ctl_budget_snap(const char *key, const char *path,
-			    struct ctl_budget_was *was)
-{
-	struct nxq_device *dev;
-	struct nxq_node *node;
-	u64 id = nxqd_cgroup_id(path);
-	int i;
-
-	memset(was, 0, sizeof(*was));
-	mutex_lock(&nxqd_ledger.lock);
-	dev = nxq_device_find(&nxqd_ledger, key);
-	node = dev && id ? nxq_node_find(dev, id) : NULL;
-	if (node) {
-		struct nxq_budget_req *q = &was->req;
-
-		spin_lock(&dev->lock);
-		q->set_max = node->max_set;
-		q->max = node->max;
-		q->set_min = true;
-		q->min = node->min;
-		q->set_kill = true;
-		q->kill_on_ignore = node->kill_on_ignore;
-		/* what was accepted once is put back as it was */
-		q->overcommit = true;
-		for (i = 0; i < NXQ_NR_LIMITS; i++) {
-			q->lim[i] = node->lim[i];
-			if (node->lim[i] != NXQ_LIMIT_UNSET)
-				q->set_lim |= BIT(i);
-		}
-		was->had = node->max_set || node->min || node->kill_on_ignore ||
-			   q->set_lim;
-		spin_unlock(&dev->lock);
-	}
-	mutex_unlock(&nxqd_ledger.lock);
-}
-
-static int ctl_budget(struct ctl_req *r, const struct nxq_budget_req *b)
-{
-	struct nlattr *key = r->tb[NXQUOTA_A_BUDGET_DEVICE];
-	struct nlattr *path = r->tb[NXQUOTA_A_BUDGET_CGROUP_PATH];
-	struct ctl_budget_was was;
-	struct nxq_abi_fail why;
-	int err;
-
-	if (ctl_missing(r, NXQUOTA_A_BUDGET_DEVICE) ||
-	    ctl_missing(r, NXQUOTA_A_BUDGET_CGROUP_PATH))
-		return -EINVAL;
-	err = nxq_abi_budget_path(r->tb, &why);
-	if (err)
-		return ctl_fail(r, &why, err);
-	ctl_budget_snap(nla_data(key), nla_data(path), &was);
-	err = nxqd_budget_set(nla_data(key), nla_data(path), b, r->msg_buf,
-			      sizeof(r->msg_buf));
-	if (r->msg_buf[0])
-		r->ext._msg = r->msg_buf;
-	else if (err)
-		ctl_fail(r, &why, nxq_abi_budget_err(r->tb, err, &why));
-	if (err)
-		return err;
-	err = nxqd_state_save(NULL);
-	if (err) {
-		nxqd_budget_set(nla_data(key), nla_data(path), NULL, NULL, 0);
-		if (was.had)
-			nxqd_budget_set(nla_data(key), nla_data(path),
-					&was.req, NULL, 0);
-		return ctl_unsaved(r, err);
-	}
-	return 0;
-}
-
-static int ctl_budget_set(struct ctl_req *r)
-{
-	struct nxq_budget_req b;
-	struct nxq_abi_fail why;
-	int err;
-
-	err = nxq_abi_budget_req(r->tb, &b, &why);
-	if (err)
-		return ctl_fail(r, &why, err);
-	return ctl_budget(r, &b);
-}
-
-static int ctl_budget_clear(struct ctl_req *r)
-{
-	return ctl_budget(r, NULL);
-}
-
-/* ---- holders --------------------------------------------------------------- */
-
-static int ctl_holder_dump(struct ctl_req *r)
-{
-	struct nxq_device *dev;
-	struct nxq_holder *h;
-	struct nxq_abi_msg m;
-	const char *key;
-	int err;
-
-	nxqd_proc_reap();
-
-	mutex_lock(&nxqd_ledger.lock);
-	err = ctl_filter(r, NXQUOTA_A_HOLDER_DEVICE, &key);
-	if (err) {
-		mutex_unlock(&nxqd_ledger.lock);
-		return err;
-	}
-	list_for_each_entry(dev, &nxqd_ledger.devices, link) {
-		if (key && strcmp(key, dev->key))
-			continue;
-		spin_lock(&dev->lock);
-		list_for_each_entry(h, &dev->holders, link) {
-			nxq_abi_holder_msg(h, h->tgid, &m);
-			ctl_dump_one(r, NXQUOTA_CMD_HOLDER_GET, &m);
-		}
-		spin_unlock(&dev->lock);
-	}
-	mutex_unlock(&nxqd_ledger.lock);
-	ctl_dump_done(r);
-	return 0;
+	return ctl.creds_refused;
 }
 
 /* ---- events ---------------------------------------------------------------- */
@@ -737,12 +442,55 @@ static const struct ctl_handlers *ctl_handler(u8 cmd)
 	return NULL;
 }
 
-/* One message of @len bytes from @c; @cred_ok: its sender may speak. */
 static const char ctl_not_admin[] =
 	"needs CAP_SYS_ADMIN in the initial user namespace, as the module does";
+static const char ctl_gone[] =
+	"the root process that connected has exited: its pid may be another's";
 
+/*
+ * May the sender of a message on @c speak at all?  @uc: its
+ * SCM_CREDENTIALS, NULL if it came without.  It must be uid 0 and the
+ * process that connected, still live (so that a pid it had is not taken
+ * for it once another process has it).  Return: NULL, or why not.
+ */
+static const char *ctl_sender(struct ctl_conn *c, const struct ucred *uc)
+{
+	if (!uc || uc->uid != 0 || uc->pid != c->peer.pid)
+		return "not sent by the root process that connected";
+	if (!nxqd_proc_alive(c->pidfd))
+		return ctl_gone;
+	return NULL;
+}
+
+/*
+ * May the sender of @r (ctl_sender() said it is the connector) change
+ * something or join the events?  CAP_SYS_ADMIN in the initial user
+ * namespace, read now.  And the connector's pid namespaces must all be
+ * the daemon's user namespace's: where a user namespace owns one, its
+ * root may put the connector's pid in its own credentials, and would
+ * speak with the connector's capability on a connection it inherited.
+ * Return: 0, or -EPERM with the ack's message.
+ */
+static int ctl_admin(struct ctl_req *r)
+{
+	int ret;
+
+	if (!r->c->pidns_ok) {
+		ctl.creds_refused++;
+		r->ext._msg = "the process that connected is in a pid namespace a user namespace owns: another could send as it";
+		return -EPERM;
+	}
+	ret = nxqd_proc_admin(r->c->peer.pid, r->c->pidfd);
+	if (ret == 1)
+		return 0;
+	ctl.creds_refused++;
+	r->ext._msg = ret < 0 ? ctl_gone : ctl_not_admin;
+	return -EPERM;
+}
+
+/* One message of @len bytes from @c, sent with the credentials @uc. */
 static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
-		       bool cred_ok)
+		       const struct ucred *uc)
 {
 	struct ctl_req r = { .c = c, .nlh = buf };
 	const struct nxq_abi_nlop *op;
@@ -757,9 +505,9 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
 	if (!(r.nlh->nlmsg_flags & NLM_F_REQUEST) ||
 	    r.nlh->nlmsg_type < NLMSG_MIN_TYPE)
 		return;
-	if (!cred_ok) {
+	r.ext._msg = ctl_sender(c, uc);
+	if (r.ext._msg) {
 		ctl.creds_refused++;
-		r.ext._msg = "not sent by the root process that connected";
 		err = -EPERM;
 		goto ack;
 	}
@@ -789,12 +537,9 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
 	dump = (r.nlh->nlmsg_flags & NLM_F_DUMP) == NLM_F_DUMP;
 	/* the daemon's own: what joining the "events" group is */
 	if (r.gh->cmd == NXQUOTA_CMD_EVENT && !dump) {
-		if (!c->admin) {
-			ctl.creds_refused++;
-			r.ext._msg = ctl_not_admin;
-			err = -EPERM;
+		err = ctl_admin(&r);
+		if (err)
 			goto ack;
-		}
 		err = nlmsg_parse(r.nlh, GENL_HDRLEN, r.tb, 0, NULL, &r.ext);
 		if (!err)
 			err = ctl_subscribe(&r);
@@ -805,18 +550,17 @@ static void ctl_handle(struct ctl_conn *c, void *buf, size_t len,
 	err = -EOPNOTSUPP;
 	if (!op || !h || (dump ? !op->dumpit : !op->doit))
 		goto ack;
-	if ((op->flags & GENL_ADMIN_PERM) && !c->admin) {
-		ctl.creds_refused++;
-		r.ext._msg = ctl_not_admin;
-		err = -EPERM;
-		goto ack;
+	if (op->flags & GENL_ADMIN_PERM) {
+		err = ctl_admin(&r);
+		if (err)
+			goto ack;
 	}
 	/* strictly, against the operation's policy (none: no attribute) */
 	err = nlmsg_parse(r.nlh, GENL_HDRLEN, r.tb, op->maxattr, op->policy,
 			  &r.ext);
 	if (err)
 		goto ack;
-	/* the peer is root (checked at accept and on each message) */
+	/* the sender is the root that connected (and may change, if asked) */
 	err = dump ? h->dumpit(&r) : h->doit(&r);
 ack:
 	if (!r.acked)
@@ -830,6 +574,8 @@ static void ctl_free(void *arg)
 
 	list_for_each_entry_safe(q, tmp, &c->out, link)
 		free(q);
+	if (c->pidfd >= 0)
+		close(c->pidfd);
 	free(c);
 }
 
@@ -885,8 +631,8 @@ static void ctl_event(struct nxqd_watch *w, u32 revents)
 		.msg_iov = &iov, .msg_iovlen = 1,
 		.msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf),
 	};
+	struct ucred uc, *ucp = NULL;
 	struct cmsghdr *cm;
-	bool cred_ok = false;
 	ssize_t n;
 
 	if (!list_empty(&c->out)) {
@@ -908,10 +654,8 @@ static void ctl_event(struct nxqd_watch *w, u32 revents)
 			continue;
 		if (cm->cmsg_type == SCM_CREDENTIALS &&
 		    cm->cmsg_len >= CMSG_LEN(sizeof(struct ucred))) {
-			struct ucred uc;
-
 			memcpy(&uc, CMSG_DATA(cm), sizeof(uc));
-			cred_ok = uc.uid == 0 && uc.pid == c->peer.pid;
+			ucp = &uc;
 		} else if (cm->cmsg_type == SCM_RIGHTS) {
 			size_t k, nfd = (cm->cmsg_len - CMSG_LEN(0)) /
 					sizeof(int);
@@ -933,15 +677,16 @@ static void ctl_event(struct nxqd_watch *w, u32 revents)
 		ctl_ack(&r, -EMSGSIZE);
 		return;
 	}
-	ctl_handle(c, ctl.buf, (size_t)n, cred_ok);
+	ctl_handle(c, ctl.buf, (size_t)n, ucp);
 }
 
 static void ctl_accept(struct nxqd_watch *w, u32 revents)
 {
+	u64 ticks = nxqd_proc_ticks(), start;
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct ctl_conn *c;
-	int fd, on = 1;
+	int fd, pidfd = -1, on = 1;
 
 	fd = accept4(w->fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
 	if (fd < 0)
@@ -959,13 +704,25 @@ static void ctl_accept(struct nxqd_watch *w, u32 revents)
 		close(fd);
 		return;
 	}
+	/* the connector, pinned: a pid it leaves is not taken for it */
+	len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len))
+		pidfd = -1;	/* before Linux 6.5: pidfd_open(), start time */
+	pidfd = nxqd_proc_pin(cred.pid, pidfd, ticks, &start);
+	if (pidfd < 0) {
+		free(c);
+		close(fd);
+		return;
+	}
 	c->peer = cred;
-	c->admin = ctl_peer_admin(cred.pid);
+	c->pidfd = pidfd;
+	c->pidns_ok = nxqd_proc_cred_trusted(cred.pid);
 	c->w.fd = fd;
 	c->w.events = EPOLLIN | EPOLLRDHUP;
 	c->w.fn = ctl_event;
 	INIT_LIST_HEAD(&c->out);
 	if (nxqd_watch_add(&c->w)) {
+		close(pidfd);
 		close(fd);
 		free(c);
 		return;

@@ -6,7 +6,7 @@
 # userspace KUnit run fails in the cases named, with the message named.
 # A mutant the suites do not kill fails this script.  Mutants run
 # $NXQ_MUTANT_JOBS at a time (default 3: their cases mostly wait); the
-# results are printed in order.
+# results are printed in order.  NXQ_MUTANTS='ctl-*' runs only those.
 set -eu
 cd "$(dirname "$0")"
 tmp=$(mktemp -d /tmp/nxq-mutants.XXXXXX)
@@ -67,8 +67,11 @@ mutant_run() {
 	return 1
 }
 
-# mutant NAME ...: mutant_run in the background, $jobs at a time
+# mutant NAME ...: mutant_run in the background, $jobs at a time; only
+# those whose name matches $NXQ_MUTANTS (a shell pattern, default all)
 mutant() {
+	# shellcheck disable=SC2254
+	case $1 in ${NXQ_MUTANTS:-*}) ;; *) return 0 ;; esac
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
 		wait -n || true
 	done
@@ -164,16 +167,37 @@ mutant cred-named-by-client DAEMON_SRCS DAEMON_BIN client.c \
 	'nxquotad-attack.nxqd_test_decoy_creds' 'Expected'
 # The daemon: uid 0 without CAP_SYS_ADMIN administers over the control socket.
 mutant ctl-root-without-cap DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/^\tc->admin = ctl_peer_admin(cred.pid);$/\tc->admin = 1 || ctl_peer_admin(cred.pid);/' \
+	'/^static int ctl_admin(/,/^}/s/if (ret == 1)/if (ret >= 0)/' \
 	'nxquotad-attack.nxqd_test_ctl_nocap' 'Expected'
 # The daemon: CAP_SYS_ADMIN in a user namespace of its own counts.
-mutant ctl-userns-admin DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/    ns.st_ino != own.st_ino || ns.st_dev != own.st_dev)/    0)/' \
+mutant ctl-userns-admin DAEMON_SRCS DAEMON_BIN proc.c \
+	's/same = ns.st_ino == own.st_ino \&\& ns.st_dev == own.st_dev;/same = true;/' \
 	'nxquotad-attack.nxqd_test_ctl_nocap' 'Expected'
 # The daemon: events given to root without CAP_SYS_ADMIN.
 mutant ctl-events-any-root DAEMON_SRCS DAEMON_BIN ctl.c \
-	'/the daemon.s own: what joining the "events" group is/,+2s/if (!c->admin) {/if (0) {/' \
+	'/the daemon.s own: what joining the "events" group is/,+2s/err = ctl_admin(&r);/err = 0;/' \
 	'nxquotad-attack.nxqd_test_ctl_nocap' 'Expected'
+# Issue 32: the capability read at accept only (as before issue 32): a
+# root that drops it after connecting still adds devices.
+mutant ctl-cap-at-accept DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/^\tbool subscribed;.*$/&\n\tint admin0;/;s/^\tc->pidfd = pidfd;$/&\n\tc->admin0 = nxqd_proc_admin(cred.pid, pidfd);/;s/\tret = nxqd_proc_admin(r->c->peer.pid, r->c->pidfd);/\tret = r->c->admin0;/' \
+	'nxquotad_ctl.ctl_test_cap_dropped' 'Expected'
+# Issue 32: the connector checked, not the sender: any root sender is
+# taken and the capability read from the process that connected (alive,
+# an admin) -- its child without the capability adds a device.
+mutant ctl-cap-of-connector DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/if (!uc || uc->uid != 0 || uc->pid != c->peer.pid)/if (!uc || uc->uid != 0)/' \
+	'nxquotad_ctl.ctl_test_cap_pid_reused' 'Expected'
+# Issue 32: the connector known by its pid number, not pinned by its
+# pidfd: once it exited, a process given its pid speaks on its connection.
+mutant ctl-pid-not-pinned DAEMON_SRCS DAEMON_BIN ctl.c \
+	'/^static const char \*ctl_sender(/,/^}/s/if (!nxqd_proc_alive(c->pidfd))/if (0)/' \
+	'nxquotad_ctl.ctl_test_cap_pid_reused' 'Expected'
+# Issue 32: the connector's pid namespaces not checked: an admin forked
+# into one a user namespace owns (whose root could name its pid) changes.
+mutant ctl-pidns-unchecked DAEMON_SRCS DAEMON_BIN ctl.c \
+	's/if (!r->c->pidns_ok) {/if (0) {/' \
+	'nxquotad_ctl.ctl_test_cap_pidns' 'Expected'
 # The daemon: a holder usable by any process that names its id.
 mutant holder-any-process DAEMON_SRCS DAEMON_BIN client.c \
 	's/if (!e || !r->caller || e->proc != r->caller || e->proc->dead)/if (!e || e->proc->dead)/' \
@@ -225,7 +249,12 @@ mutant signal-under-lock DAEMON_SRCS DAEMON_BIN signal.c \
 	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
 # The daemon: an eventfd write that waits is not cut short.
 mutant signal-uncut DAEMON_SRCS DAEMON_BIN signal.c \
-	's/\.it_value\.tv_nsec = NXQD_SIGNAL_MS \* NSEC_PER_MSEC,/.it_value.tv_nsec = 0,/' \
+	's/\.it_value\.tv_nsec = NXQD_SIGNAL_US \* NSEC_PER_USEC,/.it_value.tv_nsec = 0,/' \
+	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
+# Issue 32: the cut's timer fires once: one that fired before the write
+# began (the thread preempted in between) leaves the write waiting.
+mutant signal-one-shot DAEMON_SRCS DAEMON_BIN signal.c \
+	'/^\t\t\.it_interval\.tv_nsec = NXQD_SIGNAL_US \* NSEC_PER_USEC,$/d' \
 	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
 # The ledger: guarantees summed past NXQ_BYTES_MAX with overcommit (the
 # 15 EiB wrap).
@@ -294,7 +323,7 @@ mutant ack-before-tickets DAEMON_SRCS DAEMON_BIN ctl.c \
 	'nxquotad-attack.nxqd_test_ticket_before_ack' 'Expected'
 # The control socket: a connection root made serves whoever sends on it.
 mutant ctl-any-sender DAEMON_SRCS DAEMON_BIN ctl.c \
-	's/cred_ok = uc.uid == 0 \&\& uc.pid == c->peer.pid;/cred_ok = true;/' \
+	's/if (!uc || uc->uid != 0 || uc->pid != c->peer.pid)/if (0)/' \
 	'nxquotad-attack.nxqd_test_ctl_passed' 'Expected'
 # The control socket: a peer that is not root is served (only the mode
 # kept it out).
@@ -318,7 +347,7 @@ mutant ctl-conns-unbounded DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/ctl.nconns >= NXQD_CTL_CONNS/ctl.nconns >= 100000/' \
 	'nxquotad_ctl.ctl_test_bounds' 'Expected'
 # A budget change that could not be saved is acknowledged all the same.
-mutant unsaved-acked DAEMON_SRCS DAEMON_BIN ctl.c \
+mutant unsaved-acked DAEMON_SRCS DAEMON_BIN ctl_ops.c \
 	'/^static int ctl_budget(/,/^}/s/^\terr = nxqd_state_save(NULL);/\tnxqd_state_save(NULL); err = 0;/' \
 	'nxquotad-attack.nxqd_test_durability' 'Expected'
 # The new state is written but never renamed into place.

@@ -14,7 +14,9 @@
  *   state.c     devices and budgets on disk
  *   restart.c   what each holder held (the record) and the grace window
  *   client.c    the client socket: kmod/cdev.c's commands
- *   ctl.c       the control socket: kmod/netlink.c's family
+ *   ctl.c       the control socket: kmod/netlink.c's family (transport,
+ *               who may speak, dispatch, events)
+ *   ctl_ops.c   its operations: devices, budgets, holders (ctl.h between)
  *   nxquotad.c  main(), the options, the ledger's hooks
  *
  * Threads: the loop runs every socket, every ledger call and every fiber
@@ -225,6 +227,21 @@ struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks);
 unsigned int nxqd_proc_reap(void);
 void nxqd_proc_hold(struct nxqd_proc *p);
 void nxqd_proc_put(struct nxqd_proc *p);
+/*
+ * A pidfd of the process @pid that made a connection accepted at @ticks
+ * (@pidfd: the connection's SO_PEERPIDFD, consumed, or -1), and its start
+ * time in *@start.  Return: the pidfd, or -ESRCH (gone, or the pid is
+ * another process's: it started after @ticks), -errno.
+ */
+int nxqd_proc_pin(pid_t pid, int pidfd, u64 ticks, u64 *start);
+/* The process of @pidfd has not exited (a zombie has). */
+bool nxqd_proc_alive(int pidfd);
+/*
+ * Has the process @pid, pinned by @pidfd, CAP_SYS_ADMIN in the initial
+ * user namespace now (the module's capable())?  Read from /proc and
+ * checked against the pidfd after.  Return: 1 yes, 0 no, -ESRCH gone.
+ */
+int nxqd_proc_admin(pid_t pid, int pidfd);
 /* Now, in /proc/PID/stat's start-time ticks (CLOCK_BOOTTIME). */
 u64 nxqd_proc_ticks(void);
 /* The start time of @pid (/proc/PID/stat field 22), 0 if none. */

@@ -14,6 +14,10 @@
  * before a charge is refused.  Its cgroup is read through the
  * pidfd (PIDFD_GET_INFO, Linux 6.13) or from /proc/PID/cgroup.
  *
+ * The control socket pins its connectors the same way (nxqd_proc_pin(),
+ * no table) and reads their capability on each message through the pin
+ * (nxqd_proc_admin()).
+ *
  * Everything here runs on the loop thread.
  */
 #include <linux/types.h>
@@ -247,6 +251,30 @@ unsigned int nxqd_proc_reap(void)
 	return seen;
 }
 
+int nxqd_proc_pin(pid_t pid, int pidfd, u64 ticks, u64 *start)
+{
+	if (pidfd < 0) {
+		pidfd = syscall(SYS_pidfd_open, pid, 0);
+		if (pidfd < 0)
+			return errno == ESRCH ? -ESRCH : -errno;
+	}
+	/*
+	 * The process started no later than the connection was accepted,
+	 * and is still the pidfd's once its start time is read.
+	 */
+	*start = nxqd_proc_start_time(pid);
+	if (!*start || *start > ticks || nxqd_pidfd_exited(pidfd)) {
+		close(pidfd);
+		return -ESRCH;
+	}
+	return pidfd;
+}
+
+bool nxqd_proc_alive(int pidfd)
+{
+	return pidfd >= 0 && !nxqd_pidfd_exited(pidfd);
+}
+
 struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks)
 {
 	unsigned int b = nxqd_proc_bucket(pid);
@@ -254,20 +282,9 @@ struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks)
 	u64 start;
 	int err;
 
-	if (pidfd < 0) {
-		pidfd = syscall(SYS_pidfd_open, pid, 0);
-		if (pidfd < 0)
-			return ERR_PTR(errno == ESRCH ? -ESRCH : -errno);
-	}
-	/*
-	 * The process started no later than the connection was accepted,
-	 * and is still the pidfd's once its start time is read.
-	 */
-	start = nxqd_proc_start_time(pid);
-	if (!start || start > ticks || nxqd_pidfd_exited(pidfd)) {
-		close(pidfd);
-		return ERR_PTR(-ESRCH);
-	}
+	pidfd = nxqd_proc_pin(pid, pidfd, ticks, &start);
+	if (pidfd < 0)
+		return ERR_PTR(pidfd);
 	for (p = nxqd_procs[b]; p; p = p->hnext) {
 		if (p->tgid == pid && p->start == start) {
 			close(pidfd);
@@ -374,4 +391,67 @@ bool nxqd_proc_cred_trusted(pid_t pid)
 void nxqd_proc_kill(struct nxqd_proc *p)
 {
 	syscall(SYS_pidfd_send_signal, p->pidfd, SIGKILL, NULL, 0);
+}
+
+/*
+ * nxqd_proc_admin() - CAP_SYS_ADMIN in the initial user namespace, now
+ *
+ * The module's capable(CAP_SYS_ADMIN): the bit in the process's effective
+ * set (/proc/PID/status, CapEff: its thread group leader's -- a process
+ * any of whose threads holds the capability can use it through that one)
+ * and the process in nxquotad's own user namespace, which is the initial
+ * one where the daemon runs as root (a process that made a user namespace
+ * of its own has every capability there and none here).  What is read is
+ * @pidfd's process's only if the process is still live once it has been
+ * read: /proc/PID is opened first and read through (a directory of a
+ * process that has been reaped reads nothing, even if its pid is
+ * another's now), and the pidfd is polled after the reads.
+ *
+ * Return: 1 if it has the capability, 0 if not, -ESRCH if it exited.
+ */
+int nxqd_proc_admin(pid_t pid, int pidfd)
+{
+	static struct stat own;
+	static bool have_own;
+	unsigned long long eff = 0;
+	char path[64], line[256];
+	struct stat ns;
+	bool found = false, same;
+	int dir, fd;
+	FILE *f;
+
+	if (!have_own) {
+		if (stat("/proc/self/ns/user", &own))
+			return 0;
+		have_own = true;
+	}
+	snprintf(path, sizeof(path), "/proc/%d", (int)pid);
+	dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0 || !nxqd_proc_alive(pidfd)) {
+		if (dir >= 0)
+			close(dir);
+		return -ESRCH;
+	}
+	if (fstatat(dir, "ns/user", &ns, 0))
+		ns.st_ino = 0;
+	same = ns.st_ino == own.st_ino && ns.st_dev == own.st_dev;
+	if (!same) {
+		close(dir);
+		return nxqd_proc_alive(pidfd) ? 0 : -ESRCH;
+	}
+	fd = openat(dir, "status", O_RDONLY | O_CLOEXEC);
+	close(dir);
+	f = fd >= 0 ? fdopen(fd, "r") : NULL;
+	if (!f) {
+		if (fd >= 0)
+			close(fd);
+		return nxqd_proc_alive(pidfd) ? 0 : -ESRCH;
+	}
+	while (!found && fgets(line, sizeof(line), f))
+		found = sscanf(line, "CapEff: %llx", &eff) == 1;
+	fclose(f);
+	/* after the reads: what they saw was the pidfd's process */
+	if (!nxqd_proc_alive(pidfd))
+		return -ESRCH;
+	return found && (eff >> 21 & 1);	/* CAP_SYS_ADMIN */
 }

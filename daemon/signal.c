@@ -9,9 +9,19 @@
  * queued) and this file's thread writes it, with O_NONBLOCK set again and
  * POLLOUT checked first; a write that waits all the same (the tenant won
  * the race between the check and the write) is cut short by a timer
- * signal after NXQD_SIGNAL_MS, and that file is never written again (its
+ * signal after NXQD_SIGNAL_US, and that file is never written again (its
  * tickets stay readable: NXQ_IOC_TICKET_READ).  What a tenant can cost the
  * others is then one cut-short write per holder it registered.
+ *
+ * The cut is short (1 ms; 5 ms before issue 32) because it costs no honest
+ * tenant anything: an eventfd write sleeps only when the counter cannot
+ * take the 1 (full, and O_NONBLOCK cleared -- the tenant's doing), so the
+ * timer interrupts nothing else; a write that is merely slow (the thread
+ * preempted on a busy host) is not sleeping and finishes.  The timer
+ * repeats until it is disarmed, so that one that fired before the write
+ * began (the thread preempted between arming it and writing) still cuts
+ * the write: a single shot would have been spent, and the thread would
+ * wait for as long as the tenant liked.
  *
  * Lifetimes: an efd is referenced by its holder (freed after an RCU grace
  * period, nxqd_free_priv() in client.c) and by the queue while queued.
@@ -29,8 +39,8 @@
 
 #include "nxqd.h"
 
-/* The longest an eventfd write may take before it is cut short. */
-#define NXQD_SIGNAL_MS		5
+/* The longest an eventfd write may wait before it is cut short. */
+#define NXQD_SIGNAL_US		1000
 
 struct nxqd_efd {
 	int fd;
@@ -126,7 +136,8 @@ static void nxqd_signal_alarm(int signo)
 static bool nxqd_efd_write(struct nxqd_efd *e, timer_t timer)
 {
 	struct itimerspec arm = {
-		.it_value.tv_nsec = NXQD_SIGNAL_MS * NSEC_PER_MSEC,
+		.it_value.tv_nsec = NXQD_SIGNAL_US * NSEC_PER_USEC,
+		.it_interval.tv_nsec = NXQD_SIGNAL_US * NSEC_PER_USEC,
 	}, off = { 0 };
 	struct pollfd pf = { .fd = e->fd, .events = POLLOUT };
 	u64 one = 1;

@@ -471,7 +471,9 @@ static long efd_id(int fd)
  * full and O_NONBLOCK cleared between the daemon's checks and its write;
  * slow_eventfd.so makes that happen every time) stalls nobody: the
  * neighbour's charges on the same device are answered at once, and the
- * daemon gives up on that file.
+ * daemon gives up on that file.  The daemon's thread is held up between
+ * arming its cut and writing for longer than the cut (as a preempted
+ * thread would be): the write is cut short all the same.
  */
 static void nxqd_test_eventfd_block(struct kunit *test)
 {
@@ -498,6 +500,8 @@ static void nxqd_test_eventfd_block(struct kunit *test)
 	KUNIT_ASSERT_GE(test, efa, 0);
 	snprintf(idbuf, sizeof(idbuf), "%ld", efd_id(efa));
 	setenv("NXQD_TEST_EFD_ID", idbuf, 1);
+	/* longer than the cut: its timer fires before the write begins */
+	setenv("NXQD_TEST_EFD_STALL_US", "3000", 1);
 	setenv("LD_PRELOAD", so, 1);
 	setenv("ASAN_OPTIONS",
 	       "detect_leaks=1:abort_on_error=0:verify_asan_link_order=0", 1);
@@ -547,6 +551,7 @@ static void nxqd_test_eventfd_block(struct kunit *test)
 	close(efb);
 	close(efc);
 	unsetenv("NXQD_TEST_EFD_ID");
+	unsetenv("NXQD_TEST_EFD_STALL_US");
 	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
 	cleanup(test, &d);
 	cg_leave(&cg);

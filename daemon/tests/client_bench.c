@@ -10,18 +10,29 @@
  * targets: a null request <= 1.5x the echo, a pair <= 2x the echo.
  *
  * --attacks (root, a writable cgroup2): the pair again while each of the
- * issue's attacks runs from another cgroup as uid 65534 -- four
+ * issues' attacks runs from another cgroup as uid 65534 -- four
  * register/unregister loops, 4200 connections, a tenant whose eventfd
- * writes would wait, 60 waiting charges, four loops of null requests --
- * each against the pair without it (target <= 2x).
+ * writes would wait, 60 waiting charges, four loops of null requests,
+ * four loops of requests passing 253 descriptors each, an eventfd race
+ * (issue 32) -- each against the pair without it (target <= 2x), with
+ * the daemon's resident set before and after and its CPU time per
+ * attacker request; last a control, four processes that only spin (the
+ * attackers' CPU, which no daemon can give back); $NXQD_BENCH_ONLY, if set,
+ * runs only the attacks whose names contain it; $NXQD_BENCH_HOLD_MS (300)
+ * is how long each attack runs before the pairs under it are timed.  An
+ * attack that is work while it runs is timed in 10 blocks of 200 pairs
+ * with it stopped (SIGSTOP) alternating with 10 under it, medians of
+ * each: the machine's own load weighs on both alike.
  *
  * make -C daemon bench-client runs it against the static daemon.
  */
 #include <linux/nxquota.h>
 #include <linux/nxquotad.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -39,6 +50,9 @@
 #include <unistd.h>
 
 static const char *sock_path, *device = "host0";
+/* In an attacker: requests it sent, shared with the bench (mmap). */
+static unsigned long *atk_sent;
+static bool atk_counting;
 
 static int dial(const char *path)
 {
@@ -84,6 +98,8 @@ static int call(int conn, __u32 cmd, void *arg, size_t len, int fd)
 	}
 	if (sendmsg(conn, &mh, MSG_NOSIGNAL) < 0)
 		return -errno;
+	if (atk_counting)
+		__atomic_add_fetch(atk_sent, 1, __ATOMIC_RELAXED);
 	n = recv(conn, rep, sizeof(rep), 0);
 	if (n < (ssize_t)sizeof(r) || (size_t)n > sizeof(r) + len)
 		return -EPROTO;
@@ -141,10 +157,10 @@ static int pair(int conn, __u64 id)
 	return err ? err : call(conn, NXQ_IOC_UNCHARGE, &c, sizeof(c), -1);
 }
 
-/* The median of @n charge+uncharge pairs (us). */
-static double pairs_us(int conn, __u64 id, int n)
+/* @n charge+uncharge pairs, each one's time (ns) in @v; 0 or -1. */
+static int pairs_into(int conn, __u64 id, int n, double *v)
 {
-	double *v = calloc(n, sizeof(*v)), t0, m;
+	double t0;
 	int i;
 
 	for (i = 0; i < n; i++) {
@@ -153,7 +169,16 @@ static double pairs_us(int conn, __u64 id, int n)
 			return -1;
 		v[i] = now_ns() - t0;
 	}
-	m = pct(v, n, 50) / 1e3;
+	return 0;
+}
+
+/* The median of @n charge+uncharge pairs (us). */
+static double pairs_us(int conn, __u64 id, int n)
+{
+	double *v = calloc(n, sizeof(*v)), m = -1;
+
+	if (v && !pairs_into(conn, id, n, v))
+		m = pct(v, n, 50) / 1e3;
 	free(v);
 	return m;
 }
@@ -222,9 +247,17 @@ static bool find_cgroup2(void)
 static void attacker_become(void)
 {
 	char procs[400], pid[32];
-	int fd;
+	cpu_set_t all;
+	int fd, i;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	setpgid(0, 0);		/* stopped and killed as a group */
+	atk_counting = true;
+	/* the bench may be pinned (taskset): its attackers are not */
+	CPU_ZERO(&all);
+	for (i = 0; i < CPU_SETSIZE; i++)
+		CPU_SET(i, &all);
+	sched_setaffinity(0, sizeof(all), &all);
 	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg_atk);
 	snprintf(pid, sizeof(pid), "%d", (int)getpid());
 	fd = open(procs, O_WRONLY);
@@ -312,6 +345,122 @@ static void atk_eventfd(void)
 	}
 }
 
+/*
+ * Requests that each carry SCM_MAX_FD (253) descriptors -- eventfds the
+ * attacker keeps open -- as fast as they are answered (issue 32: 2.39x).
+ */
+#define ATK_NFDS	253
+static void atk_fds(void)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	unsigned char msg[sizeof(struct nxqd_req) + sizeof(v)];
+	struct nxqd_req req = { .cmd = NXQ_IOC_VERSION };
+	static union {
+		char buf[CMSG_SPACE(ATK_NFDS * sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+	int c = dial(sock_path), fds[ATK_NFDS], i;
+	char rep[256];
+
+	for (i = 0; i < ATK_NFDS; i++) {
+		fds[i] = eventfd(0, EFD_CLOEXEC);
+		if (fds[i] < 0)
+			_exit(96);
+	}
+	memcpy(msg, &req, sizeof(req));
+	memcpy(msg + sizeof(req), &v, sizeof(v));
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(cm), fds, sizeof(fds));
+	for (;;) {
+		if (atk_counting)
+			__atomic_add_fetch(atk_sent, 1, __ATOMIC_RELAXED);
+		if (sendmsg(c, &mh, MSG_NOSIGNAL) < 0 ||
+		    recv(c, rep, sizeof(rep), 0) <= 0) {
+			close(c);
+			c = dial(sock_path);
+		}
+	}
+}
+
+/*
+ * The eventfd race (issue 32: 2.31x, the daemon's RSS 29 -> 101 MB):
+ * one eventfd is emptied and filled again, O_NONBLOCK set and cleared, by
+ * a process of its own in a loop, so that the daemon's check (room in
+ * the counter) and its write may straddle the fill and the write wait.
+ * The attacker registers a holder A with that eventfd, charges its max
+ * (1M) to A, charges more on holder B -- which asks A, and signals its
+ * eventfd -- and unregisters A, over and over: the daemon stops writing
+ * a file whose write it had to cut short, but each registration is a
+ * new holder with a new chance, and a holder that declined is not asked
+ * again soon.
+ */
+static void atk_efd_race(void)
+{
+	struct nxq_holder_reg reg = { .size = sizeof(reg) };
+	struct nxq_holder_id un = { .size = sizeof(un) };
+	__u64 big = 0xfffffffffffffffeULL, v, b;
+	int c = dial(sock_path), c2, efd;
+	pid_t racer;
+
+	efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (efd < 0 || holder(&c2, &b))
+		_exit(93);
+	racer = fork();
+	if (!racer) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() == 1)
+			_exit(0);
+		for (;;) {
+			fcntl(efd, F_SETFL, O_NONBLOCK);
+			if (read(efd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				_exit(0);
+			if (write(efd, &big, sizeof(big)) < 0 && errno != EAGAIN)
+				_exit(0);
+			fcntl(efd, F_SETFL, 0);
+		}
+	}
+	for (;;) {
+		struct nxq_charge ch = { .size = sizeof(ch), .bytes = 1 << 20 };
+
+		reg.size = sizeof(reg);
+		snprintf(reg.device, sizeof(reg.device), "%s", device);
+		reg.eventfd = efd;
+		if (call(c, NXQ_IOC_HOLDER_REGISTER, &reg, sizeof(reg), efd))
+			continue;
+		ch.holder_id = reg.holder_id;
+		call(c, NXQ_IOC_CHARGE, &ch, sizeof(ch), -1);
+		/* over the attacker's max (1M): asks A */
+		ch.size = sizeof(ch);
+		ch.holder_id = b;
+		ch.bytes = 1 << 20;
+		ch.flags = 0;
+		call(c2, NXQ_IOC_CHARGE, &ch, sizeof(ch), -1);
+		un.size = sizeof(un);
+		un.holder_id = reg.holder_id;
+		call(c, NXQ_IOC_HOLDER_UNREGISTER, &un, sizeof(un), -1);
+	}
+}
+
+/*
+ * No request at all: processes spinning, as many as the busiest attack
+ * has -- what the pair pays for the attackers' CPU alone on the machine
+ * it runs on (a control: no daemon can do better than it).
+ */
+static void atk_spin(void)
+{
+	volatile unsigned long n = 0;
+
+	for (;;)
+		n++;
+}
+
 /* 60 charges waiting at once (over the attacker's max), kept so. */
 static void atk_waiters(void)
 {
@@ -335,23 +484,129 @@ static void atk_waiters(void)
 		pause();
 }
 
+/*
+ * @loop: the attack is work done while it runs (it can be paused): the
+ * pairs without it are timed with its processes stopped (SIGSTOP), in
+ * blocks alternating with blocks under it, so that the machine's load
+ * weighs on both alike.  Otherwise (what it holds is the attack) the
+ * pairs without it are timed before it starts.
+ */
 static const struct {
 	const char *name;
 	void (*fn)(void);
 	int procs;
+	bool loop;
 } attacks[] = {
-	{ "4 register/unregister loops", atk_register, 4 },
-	{ "4200 connections", atk_conns, 1 },
-	{ "an eventfd that would block", atk_eventfd, 1 },
-	{ "60 waiting charges", atk_waiters, 1 },
-	{ "4 loops of null requests", atk_nulls, 4 },
+	{ "4 register/unregister loops", atk_register, 4, true },
+	{ "4200 connections", atk_conns, 1, false },
+	{ "an eventfd that would block", atk_eventfd, 1, true },
+	{ "60 waiting charges", atk_waiters, 1, false },
+	{ "4 loops of null requests", atk_nulls, 4, true },
+	{ "4 loops passing 253 fds each", atk_fds, 4, true },
+	{ "an eventfd race", atk_efd_race, 1, true },
+	{ "4 busy loops, no request (control)", atk_spin, 4, true },
 };
+
+#define BLOCKS		10
+#define BLOCK_PAIRS	200
+
+static void signal_all(pid_t *pids, int n, int sig)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		killpg(pids[i], sig);
+}
+
+/*
+ * The medians of the pairs without and under a loop attack, in BLOCKS
+ * alternating blocks; 0, or -1 if a pair failed.
+ */
+static int interleaved(int conn, __u64 id, pid_t *pids, int n,
+		       double *alone, double *under)
+{
+	double *va = calloc(BLOCKS * BLOCK_PAIRS, sizeof(double));
+	double *vu = calloc(BLOCKS * BLOCK_PAIRS, sizeof(double));
+	int b, err = -1;
+
+	if (!va || !vu)
+		goto out;
+	for (b = 0; b < BLOCKS; b++) {
+		signal_all(pids, n, SIGSTOP);
+		usleep(20000);	/* what they sent is answered */
+		if (pairs_into(conn, id, BLOCK_PAIRS, va + b * BLOCK_PAIRS))
+			goto out;
+		signal_all(pids, n, SIGCONT);
+		usleep(20000);
+		if (pairs_into(conn, id, BLOCK_PAIRS, vu + b * BLOCK_PAIRS))
+			goto out;
+	}
+	*alone = pct(va, BLOCKS * BLOCK_PAIRS, 50) / 1e3;
+	*under = pct(vu, BLOCKS * BLOCK_PAIRS, 50) / 1e3;
+	err = 0;
+out:
+	free(va);
+	free(vu);
+	return err;
+}
+
+/* CPU time of every thread of @pid so far (schedstat), in ns. */
+static unsigned long long cpu_ns(pid_t pid)
+{
+	unsigned long long sum = 0, t;
+	char p[300];
+	struct dirent *e;
+	DIR *d;
+	FILE *f;
+
+	snprintf(p, sizeof(p), "/proc/%d/task", (int)pid);
+	d = opendir(p);
+	while (d && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(p, sizeof(p), "/proc/%d/task/%s/schedstat", (int)pid,
+			 e->d_name);
+		f = fopen(p, "re");
+		if (f && fscanf(f, "%llu", &t) == 1)
+			sum += t;
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+/* The resident set (VmRSS) and its peak (VmHWM) of @pid, in KiB. */
+static void rss_kib(pid_t pid, long *rss, long *hwm)
+{
+	char p[64], line[256];
+	FILE *f;
+
+	*rss = *hwm = -1;
+	snprintf(p, sizeof(p), "/proc/%d/status", (int)pid);
+	f = fopen(p, "re");
+	while (f && fgets(line, sizeof(line), f)) {
+		sscanf(line, "VmRSS: %ld", rss);
+		sscanf(line, "VmHWM: %ld", hwm);
+	}
+	if (f)
+		fclose(f);
+}
 
 static int run_attacks(int conn, __u64 id)
 {
+	const char *only = getenv("NXQD_BENCH_ONLY");
+	const char *hold = getenv("NXQD_BENCH_HOLD_MS");
+	long hold_ms = hold ? atol(hold) : 300;
 	int a, i, bad = 0;
 	pid_t pids[8];
 	double base, under;
+	struct ucred peer;
+	socklen_t plen = sizeof(peer);
+	long rss0, rss1, hwm;
+	unsigned long long cpu0, cpu1;
+	unsigned long sent0, sent1;
 
 	if (geteuid() || !find_cgroup2()) {
 		printf("attacks: skipped: needs root and a cgroup2 mount\n");
@@ -363,8 +618,18 @@ static int run_attacks(int conn, __u64 id)
 		printf("attacks: skipped: no %s\n", cg_atk);
 		return 0;
 	}
+	/* the daemon, for its resident set and its CPU time */
+	if (getsockopt(conn, SOL_SOCKET, SO_PEERCRED, &peer, &plen))
+		peer.pid = 0;
+	atk_sent = mmap(NULL, sizeof(*atk_sent), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (atk_sent == MAP_FAILED)
+		return 1;
 	for (a = 0; a < (int)(sizeof(attacks) / sizeof(attacks[0])); a++) {
-		base = pairs_us(conn, id, 2000);
+		if (only && !strstr(attacks[a].name, only))
+			continue;
+		base = attacks[a].loop ? 0 : pairs_us(conn, id, 2000);
+		rss_kib(peer.pid, &rss0, &hwm);
 		for (i = 0; i < attacks[a].procs; i++) {
 			pids[i] = fork();
 			if (!pids[i]) {
@@ -372,18 +637,47 @@ static int run_attacks(int conn, __u64 id)
 				attacks[a].fn();
 				_exit(0);
 			}
+			setpgid(pids[i], pids[i]);
 		}
-		usleep(300000);
-		under = pairs_us(conn, id, 2000);
+		/* the daemon's CPU per attacker request, over the hold */
+		usleep(100000);
+		cpu0 = cpu_ns(peer.pid);
+		sent0 = __atomic_load_n(atk_sent, __ATOMIC_RELAXED);
+		usleep(hold_ms * 1000);
+		cpu1 = cpu_ns(peer.pid);
+		sent1 = __atomic_load_n(atk_sent, __ATOMIC_RELAXED);
+		if (!attacks[a].loop)
+			under = pairs_us(conn, id, 2000);
+		else if (interleaved(conn, id, pids, attacks[a].procs, &base,
+				     &under))
+			base = under = -1;
+		rss_kib(peer.pid, &rss1, &hwm);
 		for (i = 0; i < attacks[a].procs; i++) {
-			kill(pids[i], SIGKILL);
+			int st;
+
+			/* an attacker that gave up measured nothing */
+			killpg(pids[i], SIGCONT);
+			if (waitpid(pids[i], &st, WNOHANG) == pids[i]) {
+				printf("attack %s: an attacker exited (status 0x%x)\n",
+				       attacks[a].name, st);
+				bad = 1;
+				killpg(pids[i], SIGKILL);
+				continue;
+			}
+			killpg(pids[i], SIGKILL);
 			waitpid(pids[i], NULL, 0);
 		}
 		usleep(200000);
 		printf("pair under %-30s %6.1f us, alone %6.1f us: %.2fx (target <= 2x: %s)\n",
 		       attacks[a].name, under, base, under / base,
 		       under <= 2 * base ? "PASS" : "MISSED");
-		bad |= under > 2 * base || under < 0;
+		printf("  the daemon's RSS %.1f -> %.1f MiB (peak so far %.1f MiB); its CPU %.0f%% over %ld ms, %.1f us per attacker request (%lu)\n",
+		       rss0 / 1024.0, rss1 / 1024.0, hwm / 1024.0,
+		       (cpu1 - cpu0) / 1e4 / hold_ms, hold_ms,
+		       sent1 > sent0 ? (cpu1 - cpu0) / 1e3 / (sent1 - sent0) : 0.0,
+		       sent1 - sent0);
+		if (attacks[a].fn != atk_spin)	/* the control: told, not judged */
+			bad |= under > 2 * base || under < 0 || base < 0;
 	}
 	return bad;
 }

@@ -15,7 +15,9 @@
 #include <linux/capability.h>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/socket.h>
@@ -1203,6 +1205,474 @@ static void ctl_test_bounds(struct kunit *test)
 	cleanup(&d);
 }
 
+/* ---- capabilities, read from each message's sender ---- */
+
+/* Shared by a case and the processes it forks: what each one got. */
+struct cap_res {
+	int step;		/* 0: all ran; else where it stopped */
+	int err;		/* the errno there */
+	pid_t a, b;		/* pid reuse: the admin's pid, its reuser's */
+	int add0, dump_noeff, add_noeff, ev_noeff, add_raised, add_gone,
+	    dump_gone;
+	int a_add, c_add, c_dump, b_dump, b_add;
+	int k_dump, k_add;
+	char msg[128], c_msg[128], b_msg[128], k_msg[160];
+};
+
+static struct cap_res *cap_res_new(struct kunit *test)
+{
+	struct cap_res *res = mmap(NULL, sizeof(*res), PROT_READ | PROT_WRITE,
+				   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	KUNIT_ASSERT_NE(test, (void *)res, MAP_FAILED);
+	memset(res, 0, sizeof(*res));
+	return res;
+}
+
+/*
+ * CAP_SYS_ADMIN of this process on (@eff) or off in its effective set;
+ * @all: off in every set, the bounding set too (it cannot come back).
+ */
+static int cap_admin(bool eff, bool all)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct c[2];
+	int i = CAP_TO_INDEX(CAP_SYS_ADMIN);
+	__u32 bit = CAP_TO_MASK(CAP_SYS_ADMIN);
+
+	if (syscall(SYS_capget, &h, c))
+		return -errno;
+	if (eff)
+		c[i].effective |= bit;
+	else
+		c[i].effective &= ~bit;
+	if (all) {
+		c[i].permitted &= ~bit;
+		c[i].inheritable &= ~bit;
+		if (prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0))
+			return -errno;
+	}
+	return syscall(SYS_capset, &h, c) ? -errno : 0;
+}
+
+/* Is device @key in the daemon's dump (root's own connection)? */
+static bool has_dev(struct daemon *d, const char *key)
+{
+	struct nlattr *tb[NXQUOTA_A_DEVICE_MAX + 1];
+	int fd = dial(d->ctl), i;
+	struct reply r;
+	bool found = false;
+
+	if (fd < 0)
+		return false;
+	if (!dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r)) {
+		for (i = 0; i < r.n; i++) {
+			attrs(&r, i, tb, NXQUOTA_A_DEVICE_MAX);
+			if (tb[NXQUOTA_A_DEVICE_KEY] &&
+			    !strcmp(nla_get_string(tb[NXQUOTA_A_DEVICE_KEY]),
+				    key))
+				found = true;
+		}
+	}
+	reply_free(&r);
+	close(fd);
+	return found;
+}
+
+/* A dump of the devices on @fd; its ack's error and message in @msg. */
+static int dump_devs(int fd, char *msg, size_t len)
+{
+	struct reply r;
+	int err = dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r);
+
+	if (msg)
+		snprintf(msg, len, "%s", r.msg);
+	reply_free(&r);
+	return err;
+}
+
+static int add_msg(int fd, const char *key, char *msg, size_t len)
+{
+	struct reply r;
+	int err = dev_add(fd, key, 1 << 20, NULL, &r);
+
+	if (msg)
+		snprintf(msg, len, "%s", r.msg);
+	return err;
+}
+
+/*
+ * Root connects with CAP_SYS_ADMIN and drops it: each message is judged
+ * by what its sender holds when it is read, not at accept.  Without the
+ * capability in its effective set it still reads but adds no device and
+ * gets no events (-EPERM, nothing added); raised again, it adds; gone
+ * from every set, -EPERM again.
+ */
+static void ctl_test_cap_dropped(struct kunit *test)
+{
+	struct cap_res *res = cap_res_new(test);
+	struct daemon d;
+	int st = 0;
+	pid_t pid;
+
+	start(test, &d);
+	pid = fork();
+	KUNIT_ASSERT_GE(test, pid, 0);
+	if (!pid) {
+		struct reply r;
+		int fd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		fd = dial(d.ctl);
+		res->step = 1;
+		if (fd < 0)
+			_exit(0);
+		res->add0 = add_msg(fd, "before", NULL, 0);
+		res->step = 2;
+		if (cap_admin(false, false))
+			_exit(0);
+		res->dump_noeff = dump_devs(fd, NULL, 0);
+		res->add_noeff = add_msg(fd, "noeff", res->msg,
+					 sizeof(res->msg));
+		res->ev_noeff = call(fd, req(NXQUOTA_CMD_EVENT, 0), &r);
+		res->step = 3;
+		if (cap_admin(true, false))
+			_exit(0);
+		res->add_raised = add_msg(fd, "raised", NULL, 0);
+		res->step = 4;
+		if (cap_admin(false, true))
+			_exit(0);
+		res->add_gone = add_msg(fd, "gone", NULL, 0);
+		res->dump_gone = dump_devs(fd, NULL, 0);
+		res->step = 0;
+		_exit(0);
+	}
+	KUNIT_ASSERT_EQ(test, waitpid(pid, &st, 0), pid);
+	KUNIT_EXPECT_EQ(test, res->step, 0);
+	KUNIT_EXPECT_EQ(test, res->add0, 0);
+	KUNIT_EXPECT_EQ(test, res->dump_noeff, 0);	/* root reads */
+	KUNIT_EXPECT_EQ(test, res->add_noeff, -EPERM);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(res->msg, "CAP_SYS_ADMIN"));
+	KUNIT_EXPECT_EQ(test, res->ev_noeff, -EPERM);
+	KUNIT_EXPECT_EQ(test, res->add_raised, 0);
+	KUNIT_EXPECT_EQ(test, res->add_gone, -EPERM);
+	KUNIT_EXPECT_EQ(test, res->dump_gone, 0);
+	KUNIT_EXPECT_TRUE(test, has_dev(&d, "before"));
+	KUNIT_EXPECT_TRUE(test, has_dev(&d, "raised"));
+	KUNIT_EXPECT_FALSE(test, has_dev(&d, "noeff"));
+	KUNIT_EXPECT_FALSE(test, has_dev(&d, "gone"));
+	munmap(res, sizeof(*res));
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+#ifndef SYS_clone3
+#define SYS_clone3	435
+#endif
+
+/* clone3()'s arguments up to set_tid (CLONE_ARGS_SIZE_VER1). */
+struct clone_args_v1 {
+	__u64 flags, pidfd, child_tid, parent_tid, exit_signal, stack,
+	      stack_size, tls, set_tid, set_tid_size;
+};
+
+/*
+ * A child whose pid is @pid (free again): clone3()'s set_tid, or else
+ * ns_last_pid and fork() tried a few times.  As fork(): 0 in the child.
+ */
+static pid_t fork_as(pid_t pid)
+{
+	struct clone_args_v1 a = { .exit_signal = SIGCHLD };
+	pid_t tid = pid, got;
+	char last[16];
+	int i, fd;
+
+	a.set_tid = (__u64)(uintptr_t)&tid;
+	a.set_tid_size = 1;
+	got = syscall(SYS_clone3, &a, sizeof(a));
+	if (got >= 0)
+		return got;
+	for (i = 0; i < 20; i++) {
+		fd = open("/proc/sys/kernel/ns_last_pid", O_WRONLY | O_CLOEXEC);
+		if (fd < 0)
+			return -1;
+		snprintf(last, sizeof(last), "%d", pid - 1);
+		if (write(fd, last, strlen(last)) < 0) {
+			close(fd);
+			return -1;
+		}
+		close(fd);
+		got = fork();
+		if (got <= 0 || got == pid)
+			return got;
+		kill(got, SIGKILL);	/* another process took it first */
+		waitpid(got, NULL, 0);
+	}
+	errno = EAGAIN;
+	return -1;
+}
+
+static int send_fd(int sock, int fd)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	char one = 1;
+	struct iovec iov = { .iov_base = &one, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	struct cmsghdr *cm;
+
+	memset(&cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+	return sendmsg(sock, &mh, 0) == 1 ? 0 : -1;
+}
+
+static int recv_fd(int sock)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	char one;
+	struct iovec iov = { .iov_base = &one, .iov_len = 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = cbuf.buf,
+			     .msg_controllen = sizeof(cbuf.buf) };
+	int fd = -1;
+
+	if (recvmsg(sock, &mh, 0) != 1 || !CMSG_FIRSTHDR(&mh))
+		return -1;
+	memcpy(&fd, CMSG_DATA(CMSG_FIRSTHDR(&mh)), sizeof(fd));
+	return fd;
+}
+
+/*
+ * The admin A connects (and adds a device) and forks C, which drops
+ * CAP_SYS_ADMIN: on the inherited connection C may do nothing, while A
+ * lives.  A passes the connection on and exits; a process B without
+ * CAP_SYS_ADMIN is made with A's pid (the pid recycled, made certain
+ * with clone3()'s set_tid) and sends on it: neither its dump nor its
+ * device is taken -- the connection was A's, and A is gone.  Run in a
+ * process of its own, single-threaded, for clone3().
+ */
+static void cap_reuse(struct cap_res *res, const char *ctl)
+{
+	int sp[2], fd, st;
+	pid_t a, c, b;
+
+	if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sp))
+		_exit(1);
+	a = fork();
+	if (a < 0)
+		_exit(1);
+	if (!a) {
+		fd = dial(ctl);
+		if (fd < 0)
+			_exit(1);
+		res->a_add = add_msg(fd, "admin", NULL, 0);
+		c = fork();
+		if (!c) {
+			if (cap_admin(false, true))
+				_exit(1);
+			res->c_add = add_msg(fd, "child", res->c_msg,
+					     sizeof(res->c_msg));
+			res->c_dump = dump_devs(fd, NULL, 0);
+			_exit(0);
+		}
+		if (c < 0 || waitpid(c, &st, 0) != c || st)
+			_exit(1);
+		_exit(send_fd(sp[0], fd) ? 1 : 0);
+	}
+	fd = recv_fd(sp[1]);
+	if (waitpid(a, &st, 0) != a || st || fd < 0) {
+		res->step = 1;
+		_exit(0);
+	}
+	res->a = a;		/* gone, reaped: its pid is free */
+	b = fork_as(a);
+	if (b < 0) {
+		res->err = errno;
+		res->step = 2;
+		_exit(0);
+	}
+	if (!b) {
+		res->b = getpid();
+		if (cap_admin(false, true))
+			_exit(1);
+		res->b_dump = dump_devs(fd, res->b_msg, sizeof(res->b_msg));
+		res->b_add = add_msg(fd, "reused", NULL, 0);
+		_exit(0);
+	}
+	if (waitpid(b, &st, 0) != b || st)
+		res->step = 3;
+	_exit(0);
+}
+
+static void ctl_test_cap_pid_reused(struct kunit *test)
+{
+	struct cap_res *res = cap_res_new(test);
+	struct daemon d;
+	int st = 0;
+	pid_t pid;
+
+	start(test, &d);
+	pid = fork();
+	KUNIT_ASSERT_GE(test, pid, 0);
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		cap_reuse(res, d.ctl);
+	}
+	KUNIT_ASSERT_EQ(test, waitpid(pid, &st, 0), pid);
+	KUNIT_ASSERT_TRUE(test, WIFEXITED(st));
+	KUNIT_ASSERT_EQ(test, WEXITSTATUS(st), 0);
+	if (res->step == 2) {
+		int err = res->err;
+
+		munmap(res, sizeof(*res));
+		stop(&d, SIGTERM);
+		cleanup(&d);
+		kunit_skip(test, "no process could be made with a given pid: %s",
+			   strerror(err));
+	}
+	KUNIT_EXPECT_EQ(test, res->step, 0);
+	KUNIT_EXPECT_EQ(test, res->a_add, 0);
+	/* the admin alive, its child without the capability */
+	KUNIT_EXPECT_EQ(test, res->c_add, -EPERM);
+	KUNIT_EXPECT_EQ(test, res->c_dump, -EPERM);
+	kunit_info(test, "the child: %s", res->c_msg);
+	/* the admin gone, its pid another's */
+	KUNIT_EXPECT_EQ(test, res->b, res->a);
+	KUNIT_EXPECT_EQ(test, res->b_dump, -EPERM);
+	KUNIT_EXPECT_EQ(test, res->b_add, -EPERM);
+	kunit_info(test, "pid %d again: %s", res->b, res->b_msg);
+	KUNIT_EXPECT_TRUE(test, has_dev(&d, "admin"));
+	KUNIT_EXPECT_FALSE(test, has_dev(&d, "child"));
+	KUNIT_EXPECT_FALSE(test, has_dev(&d, "reused"));
+	munmap(res, sizeof(*res));
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+static int write_str(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (write(fd, s, strlen(s)) != (ssize_t)strlen(s))
+		err = -errno;
+	close(fd);
+	return err;
+}
+
+/*
+ * The admin K, with every capability in the initial user namespace, but
+ * forked into a pid namespace that a user namespace owns (nsenter -p into
+ * a container with user namespaces): root of that user namespace could
+ * name K's pid in its own credentials on a connection K made, so K reads
+ * but changes nothing.  Run in a process of its own (setns()).
+ */
+static void cap_pidns(struct cap_res *res, const char *ctl)
+{
+	int p[2], fd, ns;
+	pid_t h, init = 0, k;
+	char path[64];
+
+	if (pipe(p))
+		_exit(1);
+	h = fork();
+	if (h < 0)
+		_exit(1);
+	if (!h) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* one line, its own ids: no capability needed for the maps */
+		if (unshare(CLONE_NEWUSER | CLONE_NEWPID) ||
+		    write_str("/proc/self/setgroups", "deny") ||
+		    write_str("/proc/self/uid_map", "0 0 1") ||
+		    write_str("/proc/self/gid_map", "0 0 1"))
+			_exit(write(p[1], &init, sizeof(init)) < 0);
+		init = fork();	/* the namespace's pid 1 */
+		if (!init) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			for (;;)
+				pause();
+		}
+		if (write(p[1], &init, sizeof(init)) < 0)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	if (read(p[0], &init, sizeof(init)) != sizeof(init) || init <= 0) {
+		res->step = 2;	/* no user namespace here */
+		kill(h, SIGKILL);
+		waitpid(h, NULL, 0);
+		_exit(0);
+	}
+	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init);
+	ns = open(path, O_RDONLY | O_CLOEXEC);
+	if (ns < 0 || setns(ns, CLONE_NEWPID)) {
+		res->err = errno;
+		res->step = 1;
+		_exit(0);
+	}
+	k = fork();
+	if (!k) {
+		fd = dial(ctl);
+		if (fd < 0)
+			_exit(1);
+		res->k_dump = dump_devs(fd, NULL, 0);
+		res->k_add = add_msg(fd, "pidns", res->k_msg,
+				     sizeof(res->k_msg));
+		_exit(0);
+	}
+	if (k < 0 || waitpid(k, &fd, 0) != k || fd)
+		res->step = 3;
+	kill(h, SIGKILL);
+	waitpid(h, NULL, 0);
+	_exit(0);
+}
+
+static void ctl_test_cap_pidns(struct kunit *test)
+{
+	struct cap_res *res = cap_res_new(test);
+	struct daemon d;
+	int st = 0;
+	pid_t pid;
+
+	start(test, &d);
+	pid = fork();
+	KUNIT_ASSERT_GE(test, pid, 0);
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		cap_pidns(res, d.ctl);
+	}
+	KUNIT_ASSERT_EQ(test, waitpid(pid, &st, 0), pid);
+	KUNIT_ASSERT_TRUE(test, WIFEXITED(st));
+	KUNIT_ASSERT_EQ(test, WEXITSTATUS(st), 0);
+	if (res->step == 2) {
+		munmap(res, sizeof(*res));
+		stop(&d, SIGTERM);
+		cleanup(&d);
+		kunit_skip(test, "no user and pid namespaces here");
+	}
+	KUNIT_EXPECT_EQ(test, res->step, 0);
+	KUNIT_EXPECT_EQ(test, res->k_dump, 0);
+	KUNIT_EXPECT_EQ(test, res->k_add, -EPERM);
+	KUNIT_EXPECT_NOT_NULL(test, strstr(res->k_msg, "pid namespace"));
+	KUNIT_EXPECT_FALSE(test, has_dev(&d, "pidns"));
+	munmap(res, sizeof(*res));
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
 static struct kunit_case ctl_cases[] = {
 	KUNIT_CASE(ctl_test_root_only),
 	KUNIT_CASE(ctl_test_devices),
@@ -1212,6 +1682,9 @@ static struct kunit_case ctl_cases[] = {
 	KUNIT_CASE(ctl_test_restart),
 	KUNIT_CASE(ctl_test_socket_activation),
 	KUNIT_CASE(ctl_test_bounds),
+	KUNIT_CASE(ctl_test_cap_dropped),
+	KUNIT_CASE(ctl_test_cap_pid_reused),
+	KUNIT_CASE(ctl_test_cap_pidns),
 	{}
 };
 

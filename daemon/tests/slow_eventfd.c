@@ -6,7 +6,10 @@
  * $NXQD_TEST_EFD_ID, its counter is first filled and O_NONBLOCK cleared
  * -- what the tenant, who shares the file, can do between the daemon's
  * checks and its write -- so that the write waits until someone reads
- * the counter.  Every other write is left alone.
+ * the counter.  With $NXQD_TEST_EFD_STALL_US, the thread then spins that
+ * long before it writes, as a thread preempted between arming its timer
+ * and writing would be (the timer fires before the write begins).  Every
+ * other write is left alone.
  *
  * With $NXQD_TEST_EFD_DELAY_MS set instead (nxqd_test_ticket_before_ack),
  * every eventfd write of the daemon first sleeps that long (through the
@@ -80,6 +83,16 @@ ssize_t write(int fd, const void *buf, size_t n)
 			if (fill)
 				real_write(fd, &fill, sizeof(fill));
 			fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+		}
+		if (getenv("NXQD_TEST_EFD_STALL_US")) {
+			long us = atol(getenv("NXQD_TEST_EFD_STALL_US"));
+			struct timespec t0, t;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			do	/* not a sleep: a signal would end it */
+				clock_gettime(CLOCK_MONOTONIC, &t);
+			while ((t.tv_sec - t0.tv_sec) * 1000000L +
+			       (t.tv_nsec - t0.tv_nsec) / 1000 < us);
 		}
 	}
 	return real_write(fd, buf, n);

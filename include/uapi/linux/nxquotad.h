@@ -32,7 +32,8 @@
  * or writing (an O_PATH descriptor is -EBADF, as fget() refuses it); the
  * numbers in the struct are the sender's and are not used.  A wrong count
  * is -EBADF; a descriptor sent with any other command is closed and the
- * request fails with -EINVAL.
+ * request fails with -EINVAL.  More than two descriptors in one message
+ * (more than any command takes) are not received: -EBADF or -EINVAL.
  *
  * Versions.  nxqd_req.version is the protocol the request speaks: 0 is
  * the first one (the field was a reserved zero, and flags must be 0),
@@ -106,8 +107,11 @@
  * then an NLMSG_ERROR ack; a dump by one message per object, then
  * NLMSG_DONE.  NXQUOTA_CMD_EVENT sent as a request subscribes the
  * connection to the "events" group.  Every message's SCM_CREDENTIALS must
- * be uid 0's and the connecting process's (the daemon sets SO_PASSCRED):
- * a connection passed to another process gets -EPERM for everything.  A
+ * be uid 0's and the connecting process's, still live (the daemon sets
+ * SO_PASSCRED and pins the connector by a pidfd): a connection passed to
+ * another process gets -EPERM for everything, as does one whose pid was
+ * the connector's.  Changes and the events need CAP_SYS_ADMIN in the
+ * initial user namespace, read on each message: -EPERM without it.  A
  * change that cannot be written to the daemon's state directory is
  * undone and refused with the write's errno.
  */
