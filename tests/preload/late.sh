@@ -140,9 +140,9 @@ for c in l w r q k; do ctl set "/$cg/$c" "$key" min=64M max=64M >/dev/null || fa
 ctl set "/$cg/o" "$key" min=8M max=8M >/dev/null || fail "set o"
 daemon_stop
 
-for c in $cases; do
+for case_ in $cases; do
 	rc0=$rc
-	case $c in
+	case $case_ in
 	late)
 		start l l NXQUOTA_CONNECT_WAIT_MS=0
 		out=$(cmd l "a 6")
@@ -247,9 +247,9 @@ for c in $cases; do
 		[ $rc != "$rc0" ] || echo "late.sh: cap: refused a connection by -K 1, charged (6 MiB) once the neighbour's went"
 		daemon_stop
 		;;
-	*) fail "no case $c" ;;
+	*) fail "no case $case_" ;;
 	esac
-	[ $rc = "$rc0" ] || echo "late.sh: $c: FAILED"
+	[ $rc = "$rc0" ] || echo "late.sh: $case_: FAILED"
 done
 [ $rc = 0 ] && echo "late.sh: ok"
 exit $rc
