@@ -354,21 +354,13 @@ int owed_charge(int ord, int kind, uint64_t holder, uint64_t *paid, int quiet)
 	return 0;
 }
 
-/*
- * Before a new charge on device ord: what its holders owe, charged first
- * (a holder that cannot be registered owes nothing: the device is not
- * under nxquota, or refused and said).  0, or -1: refused (said), the
- * new charge is refused too.  One load per holder when nothing is owed.
- */
-int owed_first(int ord)
+/* owed_first() (shim.h) when something is owed on ord. */
+int owed_first_slow(int ord)
 {
 	static const int kinds[2] = { H_PLAIN, H_CTX };
 	struct dev *d = &S.dev[ord];
 	uint64_t paid;
 
-	if (__builtin_expect(!__atomic_load_n(&d->owed, __ATOMIC_RELAXED) &&
-			     !__atomic_load_n(&d->cowed, __ATOMIC_RELAXED), 1))
-		return 0;
 	for (int j = 0; j < 2; j++) {
 		int k = kinds[j];
 

@@ -372,7 +372,7 @@ int charge_plain(int ord, uint64_t bytes, uint64_t *holderp);
 int cur_dev(void);
 uint64_t *owedp(int ord, int kind);
 int owed_charge(int ord, int kind, uint64_t holder, uint64_t *paid, int quiet);
-int owed_first(int ord);
+int owed_first_slow(int ord);
 uint64_t owed_pay(int ord, int kind, uint64_t bytes);
 void plain_undo(int ord, uint64_t holder, uint64_t bytes);
 void plain_drop_credit(int ord);
@@ -435,6 +435,21 @@ static inline int authority_nowait(void)
 	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
 
 	return st == ST_UNKNOWN ? authority_init() : st;
+}
+
+/*
+ * Before a new charge on device ord: what its holders owe since a late
+ * connection, charged first (charge.c; a holder that cannot be registered
+ * owes nothing: the device is not under nxquota, or refused and said).
+ * 0, or -1: refused (said), the new charge is refused too.  Two loads
+ * when nothing is owed.
+ */
+static inline int owed_first(int ord)
+{
+	if (__builtin_expect(!__atomic_load_n(&S.dev[ord].owed, __ATOMIC_RELAXED) &&
+			     !__atomic_load_n(&S.dev[ord].cowed, __ATOMIC_RELAXED), 1))
+		return 0;
+	return owed_first_slow(ord);
 }
 
 /* Does a wrapper follow what it frees (charging, or remembering while down)? */
