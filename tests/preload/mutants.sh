@@ -154,7 +154,7 @@ refusal-not-said~s/^\t\trefusal_say(ord, kind, holder, bytes, asked, r, S.wait_n
 refusal-not-rate-limited~s/^\tif ((last \&\& now - last < S.gap_ns) ||$/\tif (0 ||/~test
 refusal-level-ignored~s/^\t\tnode_path(cg, st.last_level, node, sizeof(node));$/\t\tnode_path(cg, 0, node, sizeof(node));/~test
 refusal-guarantee-unseen~s/^\t\tint guarantee = !evfd \&\& st.last_limit < st.node_effective_max;$/\t\tint guarantee = 0;/~test
-refusal-credit-unsaid~s/^\tif (asked != bytes)\t\/\* the rest was charged already (the credit) \*\/$/\tif (0)/~test
+refusal-credit-unsaid~s/^\tif (asked \&\& asked != bytes)\t\/\* the rest was charged already (the credit) \*\/$/\tif (0)/~test
 refusal-not-quiet~s/^\tif (S.quiet)$/\tif (0)/~test
 refusal-wait-unsaid~s/^\telse if (S.wait_ns \&\& waited_ns < S.wait_ns)$/\telse if (0)/~test
 require-passes~/^int charge_plain/,/^}/s/^\t\tif (S.require) {$/\t\tif (0) {/~test
@@ -173,11 +173,11 @@ vmm-release-uncharges-mapped~s/^\t\telse if (__atomic_fetch_or(\&e->hst, 1, __AT
 vmm-map-not-counted~s/^\t\t\t__atomic_add_fetch(\&e->hst, 2, __ATOMIC_RELAXED);$/\t\t\t;/~test
 vmm-last-unmap-keeps~s/^\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 1)$/\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 99)/~test
 vmm-unmap-first-only~s/^\t\tp += m->bytes;$/\t\tbreak;/~test
-ctx-refused-kept~s/^\t\tif (ctx_charge(dev, bytes)) {$/\t\tif (ctx_charge(dev, bytes) \&\& 0) {/~test
+ctx-refused-kept~s/^\t\tif (ctx_charge(dev, bytes, \&pend)) {$/\t\tif (ctx_charge(dev, bytes, \&pend) \&\& 0) {/~test
 ctx-env-ignored~s/^\tS.charge_ctx = env_on("NXQUOTA_CHARGE_CONTEXT", 1);$/\tS.charge_ctx = 1;/~test
 ctx-no-nvml~s/^\tif (!free_nvml(ord, \&m->before)) {$/\tif (0) {/~test
-ctx-release-keeps~s/^\t\tctx_uncharge(ord, S.dev\[ord\].prim_bytes);$/\t\t;/~test
-ctx-destroy-keeps~s/^\t\t\tctx_uncharge(e->dev, e->bytes);$/\t\t\t;/~test
+ctx-release-keeps~s/^\t\tctx_uncharge(ord, S.dev\[ord\].prim_bytes - S.dev\[ord\].prim_pend);$/\t\t;/~test
+ctx-destroy-keeps~s/^\t\t\t\tctx_uncharge(e->dev, e->bytes);$/\t\t\t\t;/~test
 ctx-charged-twice~s/^\tif (!state || !release || state(dev, \&fl, \&active) || active) {$/\tif (!state || !release || state(dev, \&fl, \&active)) {/~test
 ctx-own-ignored~s/^\tint mine = m->own \&\& !own_nvml(ord, \&own) \&\& own;$/\tint mine = 0;/~test
 ctx-unbounded~s/^\tif (d > S.ctx_max) {$/\tif (0) {/~test
