@@ -309,8 +309,9 @@ granted:
  * (owed_first()), so the process does not grow while it holds memory
  * uncharged; its frees pay them off first (those bytes were never
  * charged); the connector asks for them again in the background.
- * Lock-free: a charge of them and frees that paid them meanwhile settle
- * by giving the difference back.
+ * Charges of them one at a time (S.owe_mu); frees pay them lock-free: a
+ * charge and frees that paid meanwhile settle by giving the difference
+ * back.
  */
 uint64_t *owedp(int ord, int kind)
 {
@@ -339,19 +340,28 @@ uint64_t owed_pay(int ord, int kind, uint64_t bytes)
  */
 int owed_charge(int ord, int kind, uint64_t holder, uint64_t *paid, int quiet)
 {
-	uint64_t d = __atomic_load_n(owedp(ord, kind), __ATOMIC_RELAXED), left;
+	uint64_t d, left;
+	int r = 0;
 
 	*paid = 0;
-	if (!d)
-		return 0;
-	if (charge_said(ord, kind, holder, d, 0, quiet))
-		return -1;
-	/* frees paid some of it meanwhile: charged for nothing */
-	left = owed_pay(ord, kind, d);
-	if (left)
-		uncharge(holder, left);
-	*paid = d - left;
-	return 0;
+	/*
+	 * One at a time (the connector's retry and an allocation's): two
+	 * charges of the same owed bytes could together exceed a budget that
+	 * either fits, and refuse the allocation for nothing.
+	 */
+	pthread_mutex_lock(&S.owe_mu);
+	d = __atomic_load_n(owedp(ord, kind), __ATOMIC_RELAXED);
+	if (d && charge_said(ord, kind, holder, d, 0, quiet)) {
+		r = -1;
+	} else if (d) {
+		/* frees paid some of it meanwhile: charged for nothing */
+		left = owed_pay(ord, kind, d);
+		if (left)
+			uncharge(holder, left);
+		*paid = d - left;
+	}
+	pthread_mutex_unlock(&S.owe_mu);
+	return r;
 }
 
 /* owed_first() (shim.h) when something is owed on ord. */

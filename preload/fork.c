@@ -69,6 +69,7 @@ static void conn_locks_init(void)
 	pthread_rwlock_init(&S.down_rw, &ra);
 	pthread_rwlockattr_destroy(&ra);
 	pthread_mutex_init(&S.conn_mu, NULL);
+	pthread_mutex_init(&S.owe_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&S.conn_cv, &ca);

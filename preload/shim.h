@@ -235,6 +235,7 @@ struct nxqp_state {
 	uint64_t retry_ns;	/* the connector could not start: when it was last tried (atomic) */
 	pthread_rwlock_t down_rw;	/* read: a wrapper tracking while ST_DOWN; write: the catch-up */
 	pthread_mutex_t conn_mu;	/* conn_on, conn_stop; conn_cv */
+	pthread_mutex_t owe_mu;	/* charges of owed bytes, one at a time (owed_charge()) */
 	pthread_cond_t conn_cv;	/* CLOCK_MONOTONIC: the state changed, or stop */
 	int conn_on;		/* the connector thread runs */
 	int conn_stop;		/* tests: the connector ends */

@@ -12,5 +12,6 @@
 
 struct nxqp_state S = { .lock = PTHREAD_MUTEX_INITIALIZER, .ctx_mu = PTHREAD_MUTEX_INITIALIZER,
 	.say_mu = PTHREAD_MUTEX_INITIALIZER, .conn_mu = PTHREAD_MUTEX_INITIALIZER,
+	.owe_mu = PTHREAD_MUTEX_INITIALIZER,
 	.down_rw = PTHREAD_RWLOCK_INITIALIZER, .conn_cv = PTHREAD_COND_INITIALIZER,
 	.epfd = -1, .stopfd = -1, .one_dev = -1, .gap_ns = 1000000000ULL };

@@ -108,7 +108,7 @@ await() {	# await N TEXT: the Kth line of N's output with TEXT
 		sleep 0.01
 	done
 }
-lines() { wc -l <"$tmp/out.$1"; }
+lines() { if [ -e "$tmp/out.$1" ]; then wc -l <"$tmp/out.$1"; else echo 0; fi; }
 cmd() {	# cmd N LINE: send LINE, wait for its answer (one more output line)
 	k=$(lines "$1")
 	eval "echo \"\$2\" >&\$fd_$1"

@@ -1304,6 +1304,22 @@ static int count(const char *hay, const char *needle)
 	return n;
 }
 
+/* Wait up to ms for what err_begin() captures to hold needle (a line another thread says). */
+static void err_wait(const char *needle, int ms)
+{
+	static char buf[8192];
+	ssize_t n = 0;
+
+	for (int i = 0; i < ms; i++) {
+		fflush(stderr);
+		n = pread(err_fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = 0;
+		if (strstr(buf, needle))
+			return;
+		usleep(1000);
+	}
+}
+
 /* This process's cgroup, and the one above it. */
 static void my_cgroups(char *cg, size_t n, char *parent, size_t pn)
 {
@@ -1838,6 +1854,7 @@ static void test_late(void **st)
 	K.version_err = 0;
 	wait_state(1, 2000);
 	wait_charged(8 * MiB + CHUNK, 2000);
+	err_wait("meanwhile charged", 2000);	/* the connector's line, after its charges */
 	out = err_end();
 	assert_int_equal(K.charged, 8 * MiB + CHUNK);
 	k = kholder_of(DEV0, 0);
@@ -2040,7 +2057,8 @@ static void test_late_refused(void **st)
 	wait_state(1, 2000);
 	for (i = 0; i < 2000 && !K.denials; i++)
 		usleep(1000);
-	usleep(50000);		/* the connector's line, then the refusal lines' gap */
+	err_wait("could not be charged", 2000);	/* the connector's line */
+	usleep(30000);		/* the refusal lines' gap (20 ms here) */
 	assert_int_equal(K.charged, 0);
 	assert_int_equal(counters().owed, 4 * MiB);
 	calls = d_calls("cuMemAlloc_v2");
@@ -2087,7 +2105,7 @@ static void test_late_repaid(void **st)
 	assert_int_equal(counters().owed, 2 * MiB);
 	K.cap = 0;
 	wait_charged(2 * MiB, 3000);
-	usleep(20000);
+	err_wait("charged now", 2000);
 	out = err_end();
 	assert_int_equal(K.charged, 2 * MiB);
 	assert_non_null(strstr(out, "charged now"));
