@@ -33,9 +33,9 @@
  *    one is in progress its connection is not read; a hang-up ends the
  *    wait (the fiber's task is signalled) and nothing is granted.
  *
- * Bounds: connections in all (-N), per cgroup of the connecting process
- * (-K), per uid (-U), per process (-P); holders per connection.  A
- * connection over a bound is closed at once and counted.
+ * Bounds: connections in all (-N), per tenant subtree (-K), per uid (-U),
+ * per process (-P), with room kept per subtree (-Q): conns.c; holders per
+ * connection.  A connection over a bound is closed at once and counted.
  *
  * The eventfds are written by signal.c's thread: no tenant's file is
  * written on the loop or under a ledger lock.
@@ -73,57 +73,6 @@
  */
 #define NXQD_FDS_RECV		2
 
-unsigned int nxqd_conns_max = NXQD_CONNS_MAX;
-unsigned int nxqd_conn_per_cgroup = NXQD_CONN_PER_CGROUP;
-unsigned int nxqd_conn_per_uid = NXQD_CONN_PER_UID;
-unsigned int nxqd_conn_per_proc = NXQD_CONN_PER_PROC;
-
-/* ---- counts by key (connections per uid, per cgroup) ---- */
-
-#define NXQD_COUNT_BUCKETS	1024
-
-struct nxqd_count {
-	u64 key;
-	unsigned int n;
-	u64 turn;			/* per cgroup: the loop's turn it was served */
-	struct nxqd_count *next;
-};
-
-struct nxqd_counts {
-	struct nxqd_count *b[NXQD_COUNT_BUCKETS];
-};
-
-static struct nxqd_count *nxqd_count_get(struct nxqd_counts *t, u64 key)
-{
-	struct nxqd_count **pp = &t->b[key % NXQD_COUNT_BUCKETS], *c;
-
-	for (c = *pp; c; c = c->next)
-		if (c->key == key)
-			return c;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return NULL;
-	c->key = key;
-	c->next = *pp;
-	*pp = c;
-	return c;
-}
-
-static void nxqd_count_put(struct nxqd_counts *t, struct nxqd_count *c)
-{
-	struct nxqd_count **pp = &t->b[c->key % NXQD_COUNT_BUCKETS];
-
-	if (--c->n)
-		return;
-	for (; *pp; pp = &(*pp)->next) {
-		if (*pp == c) {
-			*pp = c->next;
-			free(c);
-			return;
-		}
-	}
-}
-
 /* ---- objects ---- */
 
 struct nxqd_conn {
@@ -131,7 +80,7 @@ struct nxqd_conn {
 	struct list_head link;		/* nxqd_cl.conns */
 	struct nxqd_proc *proc;		/* the peer */
 	struct ucred peer;		/* SO_PEERCRED */
-	struct nxqd_count *per_uid, *per_cg;
+	struct nxqd_slot slot;		/* its place in conns.c's counts */
 	struct list_head holders;	/* registered on it */
 	unsigned int nr_holders;
 	struct nxqd_rq *busy;		/* a request in progress */
@@ -178,8 +127,6 @@ static struct {
 	struct nxqd_watch lw;
 	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	struct list_head conns;
-	unsigned int nr_conns;
-	struct nxqd_counts per_uid, per_cg;
 	struct nxqd_hent *hents[NXQD_HENT_BUCKETS];
 	u64 next_id;
 	bool ids_started;
@@ -1113,12 +1060,7 @@ static void nxqd_conn_close(struct nxqd_conn *c)
 	list_for_each_entry_safe(e, tmp, &c->holders, conn_link)
 		nxqd_hent_end(e);
 	list_del(&c->link);
-	nxqd_cl.nr_conns--;
-	c->proc->nr_conns--;
-	if (c->per_uid)
-		nxqd_count_put(&nxqd_cl.per_uid, c->per_uid);
-	if (c->per_cg)
-		nxqd_count_put(&nxqd_cl.per_cg, c->per_cg);
+	nxqd_conn_release(&c->slot, c->proc);
 	if (nxqd_verbose)
 		fprintf(stderr, "nxquotad: client pid %d gone\n", c->peer.pid);
 	nxqd_conn_put(c);
@@ -1164,13 +1106,13 @@ static void nxqd_conn_event(struct nxqd_watch *w, u32 revents)
 		return;
 	}
 	/*
-	 * One request per tenant (cgroup) per turn: however many connections
-	 * a tenant keeps busy, another's request waits behind one of its at
-	 * most.  What is not read now is still readable at the next turn.
+	 * One request per tenant (cgroup subtree) per turn: however many
+	 * connections a tenant keeps busy, another's request waits behind one
+	 * of its at most.  What is not read now is still readable at the next
+	 * turn.
 	 */
-	if (c->per_cg->turn == nxqd_loop_turn())
+	if (!nxqd_conn_turn(&c->slot))
 		return;
-	c->per_cg->turn = nxqd_loop_turn();
 	n = nxqd_recv(c, &r);
 	if (n < 0)
 		return;
@@ -1190,42 +1132,14 @@ static void nxqd_conn_event(struct nxqd_watch *w, u32 revents)
 		nxqd_conn_close(c);
 }
 
-/* The bounds on connections; true if @c may stay. */
-static bool nxqd_conn_allowed(struct nxqd_conn *c, u64 cgid)
-{
-	if (nxqd_cl.nr_conns >= nxqd_conns_max ||
-	    c->proc->nr_conns >= nxqd_conn_per_proc)
-		return false;
-	c->per_uid = nxqd_count_get(&nxqd_cl.per_uid, c->peer.uid);
-	c->per_cg = nxqd_count_get(&nxqd_cl.per_cg, cgid);
-	if (!c->per_uid || !c->per_cg ||
-	    c->per_uid->n >= nxqd_conn_per_uid ||
-	    c->per_cg->n >= nxqd_conn_per_cgroup)
-		return false;
-	return true;
-}
-
 static void nxqd_refuse(struct nxqd_conn *c, const char *why)
 {
 	nxqd_cl.conns_refused++;
 	if (nxqd_verbose)
 		fprintf(stderr,
-			"nxquotad: refused pid %d uid %u: %s (%llu refused)\n",
+			"nxquotad: refused pid %d uid %u: over %s bound on connections (%llu refused)\n",
 			c->peer.pid, c->peer.uid, why,
 			(unsigned long long)nxqd_cl.conns_refused);
-}
-
-/* The cgroup of a connecting process, for the per-cgroup bound. */
-static u64 nxqd_conn_cgroup(struct nxqd_proc *p)
-{
-	char cg[PATH_MAX];
-	u64 id;
-
-	if (!nxqd_proc_cgroup_id(p, &id))
-		return id;
-	if (nxqd_proc_cgroup_path(p, cg, sizeof(cg)))
-		return 0;
-	return nxqd_cgroup_id(cg);
 }
 
 static void nxqd_accept_one(int fd)
@@ -1233,7 +1147,8 @@ static void nxqd_accept_one(int fd)
 	struct nxqd_conn *c = calloc(1, sizeof(*c));
 	socklen_t len = sizeof(struct ucred);
 	int pidfd = -1, on = 1;
-	u64 ticks = nxqd_proc_ticks(), cgid;
+	u64 ticks = nxqd_proc_ticks();
+	const char *why;
 
 	if (!c || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->peer, &len) ||
 	    setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &on, sizeof(on))) {
@@ -1254,32 +1169,21 @@ static void nxqd_accept_one(int fd)
 		close(fd);
 		return;
 	}
-	cgid = nxqd_conn_cgroup(c->proc);
-	if (!nxqd_conn_allowed(c, cgid)) {
-		nxqd_refuse(c, "too many connections");
+	why = nxqd_conn_admit(&c->slot, c->proc, c->peer.uid);
+	if (why) {
+		nxqd_refuse(c, why);
 		goto fail;
 	}
 	if (nxqd_watch_add(&c->w))
 		goto fail;
-	c->per_uid->n++;
-	c->per_cg->n++;
-	c->proc->nr_conns++;
 	c->refs = 1;
 	list_add_tail(&c->link, &nxqd_cl.conns);
-	nxqd_cl.nr_conns++;
 	if (nxqd_verbose)
 		fprintf(stderr, "nxquotad: client pid %d uid %u gid %u\n",
 			c->peer.pid, c->peer.uid, c->peer.gid);
 	return;
 fail:
-	if (c->per_uid && !c->per_uid->n) {
-		c->per_uid->n = 1;
-		nxqd_count_put(&nxqd_cl.per_uid, c->per_uid);
-	}
-	if (c->per_cg && !c->per_cg->n) {
-		c->per_cg->n = 1;
-		nxqd_count_put(&nxqd_cl.per_cg, c->per_cg);
-	}
+	nxqd_conn_release(&c->slot, c->proc);
 	nxqd_proc_put(c->proc);
 	free(c);
 	close(fd);

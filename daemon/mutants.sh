@@ -6,7 +6,8 @@
 # userspace KUnit run fails in the cases named, with the message named.
 # A mutant the suites do not kill fails this script.  Mutants run
 # $NXQ_MUTANT_JOBS at a time (default 3: their cases mostly wait); the
-# results are printed in order.  NXQ_MUTANTS='ctl-*' runs only those.
+# results are printed in order.  NXQ_MUTANTS='ctl-*' (a shell pattern) or
+# ONLY=REGEX runs only the mutants whose names match.
 set -eu
 cd "$(dirname "$0")"
 tmp=$(mktemp -d /tmp/nxq-mutants.XXXXXX)
@@ -69,9 +70,11 @@ mutant_run() {
 
 # mutant NAME ...: mutant_run in the background, $jobs at a time; only
 # those whose name matches $NXQ_MUTANTS (a shell pattern, default all)
+# and $ONLY (an extended regex, default all)
 mutant() {
 	# shellcheck disable=SC2254
 	case $1 in ${NXQ_MUTANTS:-*}) ;; *) return 0 ;; esac
+	[ -z "${ONLY:-}" ] || echo "$1" | grep -qE "$ONLY" || return 0
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
 		wait -n || true
 	done
@@ -226,18 +229,28 @@ mutant wait-outlives-peer DAEMON_SRCS DAEMON_BIN client.c \
 mutant no-follow-cgroup DAEMON_SRCS DAEMON_BIN client.c \
 	's/err = nxqd_follow_cgroup(e->h, e->proc);/err = 0 \&\& nxqd_follow_cgroup(e->h, e->proc);/' \
 	'nxquotad-client.nxqd_test_migrate' 'Expected'
-# The daemon: no bound per cgroup on connections.
-mutant no-cgroup-cap DAEMON_SRCS DAEMON_BIN client.c \
-	's/c->per_cg->n >= nxqd_conn_per_cgroup)/0)/' \
+# The daemon: no bound per cgroup (subtree) on connections.
+mutant no-cgroup-cap DAEMON_SRCS DAEMON_BIN conns.c \
+	's/^\tif (t->n >= nxqd_conn_per_cgroup)$/\tif (0)/' \
 	'nxquotad-attack.nxqd_test_conn_flood' 'Expected'
 # The daemon: no bound on connections in all (-N).
-mutant no-global-cap DAEMON_SRCS DAEMON_BIN client.c \
-	's/if (nxqd_cl.nr_conns >= nxqd_conns_max ||/if (0 ||/' \
+mutant no-global-cap DAEMON_SRCS DAEMON_BIN conns.c \
+	's/ || nxqd_cn.nr >= nxqd_conns_max))$/))/' \
 	'nxquotad-client.nxqd_test_conn_bound_all' 'Expected'
 # The daemon: no bound on connections per uid (-U).
-mutant no-uid-cap DAEMON_SRCS DAEMON_BIN client.c \
-	's/c->per_uid->n >= nxqd_conn_per_uid ||/0 ||/' \
+mutant no-uid-cap DAEMON_SRCS DAEMON_BIN conns.c \
+	's/^\t    (u->n >= nxqd_conn_per_uid || /\t    (0 || /' \
 	'nxquotad-client.nxqd_test_conn_bound_uid' 'Expected'
+# The daemon: no room kept per subtree (-Q): two uids, or one uid in many
+# subtrees, fill the node for everyone's new processes.
+mutant no-subtree-reserve DAEMON_SRCS DAEMON_BIN conns.c \
+	's/^\tunsigned int reserve = min(nxqd_conn_reserve, nxqd_conn_per_cgroup);$/\tunsigned int reserve = 0;/' \
+	'nxquotad-attack.nxqd_test_conn_*' 'Expected'
+# The daemon: a delegated subtree's child cgroups count apart (each its
+# own bound per cgroup).
+mutant delegation-ignored DAEMON_SRCS DAEMON_BIN conns.c \
+	's/^\twhile (nxqd_delegated(\&st)) {$/\twhile (0) {/' \
+	'nxquotad-attack.nxqd_test_conn_uid_subtrees' 'Expected'
 # The daemon: the client socket stays root's whatever -g says.
 mutant group-ignored DAEMON_SRCS DAEMON_BIN client.c \
 	's/gid >= 0 ? 0660 : 0600/0600/' \

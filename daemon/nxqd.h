@@ -10,6 +10,7 @@
  *   loop.c      the event loop: descriptors, timers, fibers (one thread)
  *   dcgroup.c   cgroup2 directories as node keys (kmod/cgroup.c's part)
  *   proc.c      client processes: pidfd, start time, cgroup
+ *   conns.c     the bounds on client connections (per subtree, uid, process)
  *   signal.c    tickets' eventfds, written by a thread of their own
  *   state.c     devices and budgets on disk
  *   restart.c   what each holder held (the record) and the grace window
@@ -47,16 +48,19 @@
 #define NXQD_MAX_DEPTH		64
 
 /*
- * Bounds on connections (nxquotad -N, -K, -U, -P): in all, per cgroup of
- * the connecting process, per uid, per process.  One over is closed at
- * once and counted (the device dump's conns-refused).
+ * Bounds on connections (nxquotad -N, -K, -U, -P, -Q; conns.c): in all,
+ * per tenant subtree (the connecting process's cgroup, or the top of the
+ * delegated subtree it is in), per uid, per process; a subtree's first -Q
+ * pass the bounds per uid and in all.  One over is closed at once and
+ * counted (the device dump's conns-refused).
  */
 #define NXQD_CONNS_MAX		8192
 #define NXQD_CONN_PER_CGROUP	1024
 #define NXQD_CONN_PER_UID	4096
 #define NXQD_CONN_PER_PROC	1024
+#define NXQD_CONN_RESERVE	32
 extern unsigned int nxqd_conns_max, nxqd_conn_per_cgroup;
-extern unsigned int nxqd_conn_per_uid, nxqd_conn_per_proc;
+extern unsigned int nxqd_conn_per_uid, nxqd_conn_per_proc, nxqd_conn_reserve;
 
 /* Default grace window after a restart that found a record (-G). */
 #define NXQD_GRACE_MS		5000
@@ -268,6 +272,28 @@ void nxqd_proc_kill(struct nxqd_proc *p);
  * container with a user namespace, whose root could name a decoy.
  */
 bool nxqd_proc_cred_trusted(pid_t pid);
+
+/* ---- conns.c: the bounds on client connections ---- */
+
+/* What a connection holds in the counts (conns.c's, opaque here). */
+struct nxqd_count;
+struct nxqd_slot {
+	struct nxqd_count *uid, *tree;
+};
+
+/*
+ * Admit a connection of @p (peer uid @uid) under the bounds: NULL with
+ * @s holding its place in the counts, or which bound refused it (for the
+ * log; nothing held).
+ */
+const char *nxqd_conn_admit(struct nxqd_slot *s, struct nxqd_proc *p, uid_t uid);
+/* The connection that holds @s (of @p) is closed: its place given back. */
+void nxqd_conn_release(struct nxqd_slot *s, struct nxqd_proc *p);
+/*
+ * One request per tenant subtree per turn of the loop: true (and the
+ * turn taken) if @s's subtree was not served in this turn yet.
+ */
+bool nxqd_conn_turn(struct nxqd_slot *s);
 
 /* ---- signal.c: the tickets' eventfds ---- */
 

@@ -16,7 +16,7 @@
  * Usage: nxquotad [-s SOCKET] [-c CONTROL] [-g GROUP] [-S STATEDIR]
  *                 [-G GRACE_MS] [-R RECORD_MS] [-C CGROUP2DIR]
  *                 [-N CONNS] [-K PER_CGROUP] [-U PER_UID] [-P PER_PROCESS]
- *                 [-v]
+ *                 [-Q RESERVE] [-B BUSY_US] [-v]
  */
 #include <linux/types.h>
 #include <getopt.h>
@@ -65,7 +65,7 @@ static void nxqd_usage(void)
 		"usage: nxquotad [-s SOCKET] [-c CONTROL] [-g GROUP] [-S STATEDIR]\n"
 		"                [-G GRACE_MS] [-R RECORD_MS] [-C CGROUP2DIR]\n"
 		"                [-N CONNS] [-K PER_CGROUP] [-U PER_UID]\n"
-		"                [-P PER_PROCESS] [-B BUSY_US] [-v]\n");
+		"                [-P PER_PROCESS] [-Q RESERVE] [-B BUSY_US] [-v]\n");
 }
 
 /*
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 	char ctlbuf[PATH_MAX], status[128];
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "s:c:g:S:G:R:C:N:K:P:U:B:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:g:S:G:R:C:N:K:P:U:Q:B:v")) != -1) {
 		switch (opt) {
 		case 's':
 			path = optarg;
@@ -140,6 +140,15 @@ int main(int argc, char **argv)
 				nxqd_conn_per_proc = n;
 			else
 				nxqd_conn_per_uid = n;
+			break;
+		case 'Q':
+			/* room kept per subtree beyond -U and -N (0: none) */
+			n = nxqd_num(optarg, true);
+			if (n < 0) {
+				nxqd_usage();
+				return 2;
+			}
+			nxqd_conn_reserve = n;
 			break;
 		case 'B':
 			n = nxqd_num(optarg, true);

@@ -341,7 +341,8 @@ static int ctx_read_opts(const struct nxq_ctx_opts *in, struct nxq_ctx_opts *o)
  * The authority of a managed context: the module's device if it exists and
  * opens; else nxquotad's client socket ($NXQUOTA_SOCKET if set, "" meaning
  * no daemon; else NXQD_SOCKET_PATH) if it connects; else the device's
- * error, as without a daemon.  $NXQUOTA_SOCKET only chooses which socket
+ * error, as without a daemon (the daemon's own when it closed the
+ * connection at once: one of its bounds).  $NXQUOTA_SOCKET only chooses which socket
  * this process talks to: the daemon takes the caller's identity from the
  * kernel, so pointing it elsewhere grants nothing.
  */
@@ -371,6 +372,10 @@ static int ctx_select(const struct nxq_ctx_opts *o, struct nxq_ctx *ctx)
 		}
 		if (rs == -EINVAL)
 			return nxq__err(rs, "nxquota: NXQUOTA_RECONNECT_MS is malformed");
+		if (rs == -EPIPE || rs == -ECONNRESET)	/* connected, then closed at once */
+			return nxq__err(rs, "nxquota: nxquotad at %s closed this process's "
+					"connection at once: over one of its bounds on connections "
+					"(nxquotad -N, -K, -U, -P; see nxquotad(8))", sock);
 		return nxq__err(r, "nxquota: cannot open %s: %s, nor connect to nxquotad at "
 				"%s: %s%s", path, strerror(-r), sock, strerror(-rs),
 				r == -ENOENT ? " (is the nxquota module loaded, or nxquotad "

@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * The authority: opening the context (NXQ_PRELOAD, NXQUOTA_REQUIRE and
- * the other settings read once), looking for it again when required,
- * each device's key and its three holders (dev_state(): plain, pool and
+ * the other settings read once), going down (ST_DOWN: the connector
+ * started, allocations waiting for it up to the connect wait), each
+ * device's key and its three holders (dev_state(): plain, pool and
  * context, registered on first use, an eventfd where someone answers
  * tickets), and forgetting everything (state_drop_locked(): a forked
  * child, a test's reset).
  *
  * Layer 2: calls track.c, python.c, reactor.c, resolve.c, state.c.
  */
+#include <sys/stat.h>
+#include <sys/un.h>
+
 #include "shim.h"
 
 /* ---- the authority ---- */
@@ -61,6 +65,8 @@ void state_drop_locked(int close_ctx)
 	}
 	S.ctx = NULL;
 	S.one_dev = -1;
+	__atomic_store_n(&S.wait_until, 0, __ATOMIC_RELAXED);
+	__atomic_store_n(&S.retry_ns, 0, __ATOMIC_RELAXED);
 	__atomic_store_n(&S.state, 0, __ATOMIC_RELEASE);
 }
 
@@ -73,9 +79,55 @@ static int env_on(const char *name, int dflt)
 	return strcmp(v, "0") && strcmp(v, "off") && strcmp(v, "no");
 }
 
-int authority_init(void)
+/*
+ * Open the authority: the tests' fake one if set, else the library's
+ * choice (the module, else nxquotad's socket).  0, or a negative errno
+ * (nxq_errmsg() says why).
+ */
+int authority_open(struct nxq_ctx **ctxp)
 {
 	struct nxq_ctx_opts o = { .size = sizeof(o), .flags = NXQ_CTX_NO_THREAD };
+
+	*ctxp = NULL;
+	if (S.test_set && S.test_kops)
+		return nxq__ctx_open_kops(&o, S.test_kops, S.test_kpriv, ctxp);
+	return nxq_ctx_open(&o, ctxp);
+}
+
+/*
+ * How long allocations wait for an authority that did not answer at the
+ * first look: NXQUOTA_CONNECT_WAIT_MS; by default 5 s where one is
+ * expected to come back (nxquotad's socket's directory exists: installed,
+ * down or restarting), else 0 (nothing installed to wait for).
+ */
+static uint64_t connect_wait_ms(void)
+{
+	const char *sock = getenv("NXQUOTA_SOCKET");
+	char dir[sizeof(((struct sockaddr_un *)0)->sun_path) + 1];
+	const char *slash;
+	uint64_t ms;
+	struct stat st;
+
+	if (getenv("NXQUOTA_CONNECT_WAIT_MS")) {
+		ms = 0;
+		if (nxq__env_ms("NXQUOTA_CONNECT_WAIT_MS", &ms) < 0 || ms > 3600000) {
+			say("NXQUOTA_CONNECT_WAIT_MS is not a number of milliseconds up to an "
+			    "hour: not waiting");
+			ms = 0;
+		}
+		return ms;
+	}
+	if (!sock)
+		sock = nxq__sock_default;
+	slash = strrchr(sock, '/');
+	if (!*sock || !slash || (size_t)(slash - sock) >= sizeof(dir))
+		return 0;
+	snprintf(dir, sizeof(dir), "%.*s", slash == sock ? 1 : (int)(slash - sock), sock);
+	return !stat(dir, &st) && S_ISDIR(st.st_mode) ? NXQ_PRELOAD_CONNECT_WAIT_MS : 0;
+}
+
+int authority_init(void)
+{
 	const char *env = getenv("NXQ_PRELOAD");
 	uint64_t ms = 0;
 	int r, st;
@@ -121,30 +173,37 @@ int authority_init(void)
 		say("NXQ_PRELOAD_BATCH is not a size: charging each allocation exactly");
 		S.batch = 0;
 	}
-	if (S.test_set)
-		r = S.test_kops ? nxq__ctx_open_kops(&o, S.test_kops, S.test_kpriv, &S.ctx)
-				: nxq_ctx_open(&o, &S.ctx);
-	else
-		r = nxq_ctx_open(&o, &S.ctx);
-	if (r && S.require) {
-		SAY_ONCE(S.said_require, "NXQUOTA_REQUIRE=1 and no nxquota authority (%s): every "
-			 "CUDA allocation of this process is refused until one answers",
-			 nxq_errmsg());
-		S.ctx = NULL;
-		__atomic_store_n(&S.retry_ns, now_ns(), __ATOMIC_RELAXED);
-		st = ST_REFUSE;
-		goto out;
-	}
+	r = authority_open(&S.ctx);
 	if (r) {
-		SAY_ONCE(S.said_none, "no nxquota authority (%s): CUDA allocations of this "
-			 "process are not charged", nxq_errmsg());
+		/*
+		 * Down, never for life: looked for again in the background
+		 * (connect.c); allocations wait for it up to the connect wait,
+		 * then pass remembered (charged when it comes) or, required,
+		 * are refused until it answers.
+		 */
+		char wait[160] = "";
+
 		S.ctx = NULL;
-		st = ST_PASS;
+		ms = connect_wait_ms();
+		__atomic_store_n(&S.wait_until, ms ? now_ns() + ms * 1000000ULL : 0,
+				 __ATOMIC_RELAXED);
+		if (ms)
+			snprintf(wait, sizeof(wait), "wait for one up to %llu ms "
+				 "(NXQUOTA_CONNECT_WAIT_MS), then ", (unsigned long long)ms);
+		if (S.require)
+			SAY_ONCE(S.said_require, "NXQUOTA_REQUIRE=1 and no nxquota authority (%s): "
+				 "CUDA allocations of this process %sare refused until one "
+				 "answers (looked for in the background)", nxq_errmsg(), wait);
+		else
+			SAY_ONCE(S.said_none, "no nxquota authority (%s): CUDA allocations of "
+				 "this process %sare not charged until one answers (looked for in "
+				 "the background; what the process holds then is charged at once)",
+				 nxq_errmsg(), wait);
+		st = ST_DOWN;
+		__atomic_store_n(&S.state, st, __ATOMIC_RELEASE);
+		S.on_down();	/* the connector (it takes S.lock once it found one) */
 		goto out;
 	}
-	if (S.said_require)
-		say("an nxquota authority answers (%s): CUDA allocations are charged from now on",
-		    S.ctx->kops->name);
 	st = ST_CHARGE;
 out:
 	__atomic_store_n(&S.state, st, __ATOMIC_RELEASE);
@@ -153,22 +212,59 @@ out:
 }
 
 /*
- * ST_REFUSE (NXQUOTA_REQUIRE, no authority): look for one again, at most
- * once a second (only refused calls get here).
+ * ST_DOWN: an allocation waits until an authority answers or S.wait_until
+ * passed (the process's first look plus the connect wait; 0 once passed:
+ * no clock read after).  If the connector could not start, it is tried
+ * again, at most once a gap.
  */
-int authority_retry(void)
+int authority_down(void)
 {
-	uint64_t now = now_ns(), last = __atomic_load_n(&S.retry_ns, __ATOMIC_RELAXED);
+	uint64_t until = __atomic_load_n(&S.wait_until, __ATOMIC_RELAXED), now;
 
-	if (now - last < S.gap_ns ||
-	    !__atomic_compare_exchange_n(&S.retry_ns, &last, now, 0, __ATOMIC_RELAXED,
-					 __ATOMIC_RELAXED))
-		return ST_REFUSE;
-	pthread_mutex_lock(&S.lock);
-	if (__atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == ST_REFUSE)
-		__atomic_store_n(&S.state, ST_UNKNOWN, __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&S.lock);
-	return authority_init();
+	if (!__atomic_load_n(&S.conn_on, __ATOMIC_RELAXED)) {
+		uint64_t last = __atomic_load_n(&S.retry_ns, __ATOMIC_RELAXED);
+
+		now = now_ns();
+		if (now - last >= S.gap_ns &&
+		    __atomic_compare_exchange_n(&S.retry_ns, &last, now, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			S.on_down();
+	}
+	if (!until)
+		return __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+	pthread_mutex_lock(&S.conn_mu);
+	while (__atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == ST_DOWN) {
+		struct timespec ts = { .tv_sec = (time_t)(until / 1000000000ULL),
+				       .tv_nsec = (long)(until % 1000000000ULL) };
+
+		if (now_ns() >= until) {
+			__atomic_store_n(&S.wait_until, 0, __ATOMIC_RELAXED);
+			break;
+		}
+		pthread_cond_timedwait(&S.conn_cv, &S.conn_mu, &ts);
+	}
+	pthread_mutex_unlock(&S.conn_mu);
+	return __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A wrapper that follows allocations while ST_DOWN: 1 with S.down_rw
+ * held for reading (the catch-up then waits for it: every allocation is
+ * either pending before it or charged after it), or 0 (an authority came
+ * meanwhile: the caller goes on as ST_CHARGE, nothing held).
+ */
+int down_begin(void)
+{
+	pthread_rwlock_rdlock(&S.down_rw);
+	if (__atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == ST_DOWN)
+		return 1;
+	pthread_rwlock_unlock(&S.down_rw);
+	return 0;
+}
+
+void down_end(void)
+{
+	pthread_rwlock_unlock(&S.down_rw);
 }
 
 int dev_key(int ord, char key[NXQ_DEVICE_KEY_MAX])

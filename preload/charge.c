@@ -3,8 +3,9 @@
  * Charging: charge() and uncharge() on a holder, with the refusal said
  * on stderr (why, and what would help: the node that refused, its
  * guarantee, the credit); the plain holder's batched credit (plain_take(),
- * plain_give(), plain_drop_credit()), the frees a ticket collects
- * (collect_add()), and the current device.
+ * plain_give(), plain_drop_credit()), what holders owe after a late
+ * connection (owed_*()), the frees a ticket collects (collect_add()), and
+ * the current device.
  *
  * Layer 3: calls authority.c, track.c, resolve.c, state.c.
  */
@@ -90,7 +91,8 @@ static int holder_evfd(int ord, int kind)
 
 /*
  * One line on stderr for a refused charge of bytes (err: the authority's
- * answer) by device ord's holder of this kind: the device, this process's
+ * answer) by device ord's holder of this kind, for an allocation of asked
+ * bytes (0: the catch-up, connect.c): the device, this process's
  * cgroup, the node that refused (STATUS version 1: last_level levels up),
  * its limit, min and usage, and what would help.  At most one line per
  * device per second (the refusals in between are counted in the next);
@@ -106,6 +108,8 @@ static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint
 	char more_b[64] = "";
 	struct nxq_status st;
 	int evfd = holder_evfd(ord, kind), v1, n;
+	const char *what = asked ? kind_what[kind] : "what this process allocated while no "
+			   "authority answered (charged before any new allocation on the device)";
 
 	if (S.quiet)
 		return;
@@ -119,8 +123,8 @@ static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint
 	cgroup_path(cg, sizeof(cg));
 	v1 = (S.ctx->features & NXQ_FEAT_STATUS_V1) && !nxq__status(S.ctx, holder, &st) &&
 	     st.last_error;
-	hsize(hb, sizeof(hb), asked);
-	if (asked != bytes)	/* the rest was charged already (the credit) */
+	hsize(hb, sizeof(hb), asked ? asked : bytes);
+	if (asked && asked != bytes)	/* the rest was charged already (the credit) */
 		snprintf(more_b, sizeof(more_b), " (%s of it to charge)",
 			 hsize(hl, sizeof(hl), bytes));
 	if (err == -ETIMEDOUT)
@@ -130,8 +134,8 @@ static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint
 		snprintf(wait, sizeof(wait), " at once, although it may wait %llu ms "
 			 "(NXQ_PRELOAD_WAIT_MS): waiting cannot make room for it",
 			 (unsigned long long)(S.wait_ns / 1000000ULL));
-	n = snprintf(line, sizeof(line), "refused %s of %s%s on %s for cgroup %s%s: ",
-		     kind_what[kind], hb, more_b, d->key, cg, wait);
+	n = snprintf(line, sizeof(line), "refused %s%s%s%s on %s for cgroup %s%s: ",
+		     what, asked ? " of " : ", ", hb, more_b, d->key, cg, wait);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		n = (int)sizeof(line) - 1;
 	if (!v1) {
@@ -190,7 +194,8 @@ static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint
  * refused (counted; said: refusal_say() for the ledger's refusals, once
  * for other errors -- the authority gone, say).
  */
-int charge(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked)
+static int charge_said(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked,
+		       int quiet)
 {
 	uint64_t t0 = 0;
 	int r;
@@ -206,6 +211,8 @@ int charge(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked)
 		return 0;
 	}
 	CNT(refused);
+	if (quiet)
+		return -1;
 	if (r == -EDQUOT || r == -ENOSPC || r == -ETIMEDOUT)
 		refusal_say(ord, kind, holder, bytes, asked, r, S.wait_ns ? now_ns() - t0 : 0);
 	else if (S.require)
@@ -216,6 +223,11 @@ int charge(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked)
 		SAY_ONCE(S.said_err, "charge of %llu bytes failed: %s; the allocation is "
 			 "refused", (unsigned long long)bytes, strerror(-r));
 	return -1;
+}
+
+int charge(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked)
+{
+	return charge_said(ord, kind, holder, bytes, asked, 0);
 }
 
 void uncharge(uint64_t holder, uint64_t bytes)
@@ -252,8 +264,12 @@ void uncharge(uint64_t holder, uint64_t bytes)
 int plain_take(int ord, uint64_t bytes)
 {
 	struct dev *d = &S.dev[ord];
-	uint64_t cur = __atomic_load_n(&d->credit, __ATOMIC_RELAXED), took, need;
+	uint64_t cur, took, need;
 
+	/* what it owes since the catch-up comes first */
+	if (owed_first(ord))
+		return -1;
+	cur = __atomic_load_n(&d->credit, __ATOMIC_RELAXED);
 	for (;;) {
 		if (cur >= bytes) {
 			if (__atomic_compare_exchange_n(&d->credit, &cur, cur - bytes, 0,
@@ -284,6 +300,97 @@ granted:
 	return 0;
 }
 
+/*
+ * Owed bytes (struct dev's owed, cowed): what a holder holds that the
+ * authority has not charged -- allocated while no authority answered,
+ * and refused (or not asked yet) at the catch-up (connect.c).  As
+ * libnxquota does with what a restore could not take back (unbacked
+ * bytes): they are asked for before any new charge on the device
+ * (owed_first()), so the process does not grow while it holds memory
+ * uncharged; its frees pay them off first (those bytes were never
+ * charged); the connector asks for them again in the background.
+ * Charges of them one at a time (S.owe_mu); frees pay them lock-free: a
+ * charge and frees that paid meanwhile settle by giving the difference
+ * back.
+ */
+uint64_t *owedp(int ord, int kind)
+{
+	return kind == H_CTX ? &S.dev[ord].cowed : &S.dev[ord].owed;
+}
+
+/* Take up to bytes off what holder kind of ord owes: what is left of bytes. */
+uint64_t owed_pay(int ord, int kind, uint64_t bytes)
+{
+	uint64_t *o = owedp(ord, kind), cur = __atomic_load_n(o, __ATOMIC_RELAXED), p;
+
+	while (cur) {
+		p = cur < bytes ? cur : bytes;
+		if (__atomic_compare_exchange_n(o, &cur, cur - p, 0, __ATOMIC_RELAXED,
+						__ATOMIC_RELAXED))
+			return bytes - p;
+	}
+	return bytes;
+}
+
+/*
+ * Charge what holder kind of ord owes (its holder registered): 0 with it
+ * charged (*paid: how much), or -1 refused (unless quiet, said as charge()
+ * says it: "refused what this process allocated while no authority
+ * answered"), nothing changed.
+ */
+int owed_charge(int ord, int kind, uint64_t holder, uint64_t *paid, int quiet)
+{
+	uint64_t d, left;
+	int r = 0;
+
+	*paid = 0;
+	/*
+	 * One at a time (the connector's retry and an allocation's): two
+	 * charges of the same owed bytes could together exceed a budget that
+	 * either fits, and refuse the allocation for nothing.
+	 */
+	pthread_mutex_lock(&S.owe_mu);
+	d = __atomic_load_n(owedp(ord, kind), __ATOMIC_RELAXED);
+	if (d && charge_said(ord, kind, holder, d, 0, quiet)) {
+		r = -1;
+	} else if (d) {
+		/* frees paid some of it meanwhile: charged for nothing */
+		left = owed_pay(ord, kind, d);
+		if (left)
+			uncharge(holder, left);
+		*paid = d - left;
+	}
+	pthread_mutex_unlock(&S.owe_mu);
+	return r;
+}
+
+/* owed_first() (shim.h) when something is owed on ord. */
+int owed_first_slow(int ord)
+{
+	static const int kinds[2] = { H_PLAIN, H_CTX };
+	struct dev *d = &S.dev[ord];
+	uint64_t paid;
+
+	for (int j = 0; j < 2; j++) {
+		int k = kinds[j];
+
+		if (!__atomic_load_n(owedp(ord, k), __ATOMIC_RELAXED))
+			continue;
+		if (dev_state(ord, k) != DS_CHARGE) {
+			__atomic_store_n(owedp(ord, k), 0, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (owed_charge(ord, k, k == H_CTX ? d->cholder : d->holder, &paid, 0))
+			return -1;
+		__atomic_add_fetch(&S.cnt.repaid, paid, __ATOMIC_RELAXED);
+		if (paid && !__atomic_load_n(&d->owed, __ATOMIC_RELAXED) &&
+		    !__atomic_load_n(&d->cowed, __ATOMIC_RELAXED))
+			say("%s: what this process held uncharged since the authority came is "
+			    "charged now (before an allocation)", d->key);
+	}
+	return 0;
+}
+
 /* plain_give() while a ticket collects: 1 when the bytes went to its answer. */
 int collect_add(struct dev *d, uint64_t bytes)
 {
@@ -303,6 +410,12 @@ void plain_give(int ord, uint64_t bytes)
 	struct dev *d = &S.dev[ord];
 	uint64_t cur, keep;
 
+	/* bytes the authority never took: they pay off what is owed first */
+	if (__builtin_expect(__atomic_load_n(&d->owed, __ATOMIC_RELAXED) != 0, 0)) {
+		bytes = owed_pay(ord, H_PLAIN, bytes);
+		if (!bytes || !d->holder)
+			return;
+	}
 	/* a ticket is collecting what PyTorch's empty_cache() frees: its answer */
 	if (__builtin_expect(__atomic_load_n(&d->collect, __ATOMIC_ACQUIRE), 0) &&
 	    collect_add(d, bytes))
@@ -369,17 +482,28 @@ int cur_dev(void)
 
 /*
  * One plain allocation's charge: *holderp is 0 when nothing is charged
- * (no authority, device not under nxquota, no context: the driver says
- * what it says).  Returns -1 when refused.
+ * (NXQ_PRELOAD=off, device not under nxquota, no context: the driver says
+ * what it says), PENDING while no authority answered (nothing charged, the
+ * allocation to be remembered: S.down_rw is held for reading until
+ * settle() or plain_undo()).  Returns -1 when refused.
  */
 int charge_plain(int ord, uint64_t bytes, uint64_t *holderp)
 {
 	int st = authority();
 
 	*holderp = 0;
-	if (__builtin_expect(st == ST_REFUSE, 0) && bytes) {
-		CNT(refused);	/* NXQUOTA_REQUIRE and no authority: said once */
-		return -1;
+	if (__builtin_expect(st == ST_DOWN, 0) && bytes) {
+		if (S.require) {
+			CNT(refused);	/* NXQUOTA_REQUIRE and no authority: said once */
+			return -1;
+		}
+		if (ord < 0)
+			return 0;
+		if (down_begin()) {
+			*holderp = PENDING;	/* S.down_rw held until settle() or plain_undo() */
+			return 0;
+		}
+		st = ST_CHARGE;		/* it came meanwhile */
 	}
 	if (st < 0 || !bytes || ord < 0)
 		return 0;
@@ -396,25 +520,45 @@ int charge_plain(int ord, uint64_t bytes, uint64_t *holderp)
 	return 0;
 }
 
+/* After a plain allocation the driver refused: its charge back (or S.down_rw released). */
+void plain_undo(int ord, uint64_t holder, uint64_t bytes)
+{
+	if (holder == PENDING)
+		down_end();
+	else if (holder)
+		plain_give(ord, bytes);
+}
+
 /* After a successful plain allocation: remember it, or undo it. */
 CUresult settle(int kind, uint64_t key, uint64_t bytes, int ord, uint64_t holder,
 		CUresult (*undo)(uint64_t))
 {
+	int pend = holder == PENDING;
+
 	if (!holder)
 		return CUDA_SUCCESS;
-	if (!track(kind, key, bytes, ord, NULL))
+	if (!track(kind, key, bytes, ord, NULL, pend)) {
+		if (pend)
+			down_end();
 		return CUDA_SUCCESS;
+	}
 	SAY_ONCE(S.said_hash, "out of memory tracking an allocation: refused");
 	depth++;
 	undo(key);
 	depth--;
-	plain_give(ord, bytes);
+	plain_undo(ord, holder, bytes);
 	return CUDA_ERROR_OUT_OF_MEMORY;
 }
 
+/*
+ * An allocation's entry, freed: its bytes back to the plain holder -- not
+ * one still pending (never charged), nor where nothing is charged (a
+ * device not under nxquota); what is owed is paid first (plain_give()).
+ */
 void release_tracked(int kind, struct ent *e)
 {
-	if (e->dev >= 0 && e->dev < MAXDEV && S.dev[e->dev].holder)
+	if (!e->pend && e->dev >= 0 && e->dev < MAXDEV &&
+	    (S.dev[e->dev].holder || __atomic_load_n(&S.dev[e->dev].owed, __ATOMIC_RELAXED)))
 		plain_give(e->dev, e->bytes);
 	ent_free(e);
 	(void)kind;

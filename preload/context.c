@@ -4,6 +4,8 @@
  * it comes up (cuDevicePrimaryCtxRetain, cuCtxCreate_v2/_v3/_v4; NVML or
  * the driver's free memory), charged to the context holder and given back
  * when it goes (cuDevicePrimaryCtxRelease_v2/Reset_v2, cuCtxDestroy_v2).
+ * While no authority answers (ST_DOWN) it is measured and remembered
+ * (prim_pend, a pending K_CTX entry), charged at the catch-up.
  *
  * Layer 4: calls charge.c, authority.c, track.c, resolve.c, state.c.
  */
@@ -204,21 +206,36 @@ static uint64_t ctx_measure_end(int ord, const struct ctxm *m, CUcontext c)
 	return d;
 }
 
-/* Is a context created now on ord to be measured and charged? */
+/*
+ * Is a context created now on ord to be measured and charged?  Also while
+ * no authority answers (ST_DOWN, required or not: a context is not
+ * refused for it): measured then, charged at the catch-up.
+ */
 static int ctx_on(int ord)
 {
-	return ord >= 0 && ord < MAXDEV && authority() == ST_CHARGE &&
+	return ord >= 0 && ord < MAXDEV && tracking(authority_nowait()) &&
 	       __atomic_load_n(&S.charge_ctx, __ATOMIC_RELAXED) &&
 	       __atomic_load_n(&S.dev[ord].cstate, __ATOMIC_ACQUIRE) != DS_PASS;
 }
 
-/* Charge a new context's bytes on ord: 0, or -1 refused (said). */
-static int ctx_charge(int ord, uint64_t bytes)
+/*
+ * Charge a new context's bytes on ord (S.ctx_mu held): 0, or -1 refused
+ * (said).  *pend: no authority yet, nothing charged -- the caller
+ * remembers them for the catch-up (which takes S.ctx_mu: the state read
+ * here holds until the caller is done).
+ */
+static int ctx_charge(int ord, uint64_t bytes, int *pend)
 {
 	int st;
 
+	*pend = 0;
 	if (!bytes)
 		return 0;
+	if (__atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == ST_DOWN) {
+		*pend = 1;
+		__atomic_add_fetch(&S.cnt.ctx_bytes, bytes, __ATOMIC_RELAXED);
+		return 0;
+	}
 	st = dev_state(ord, H_CTX);
 	if (st == DS_PASS)
 		return 0;
@@ -226,15 +243,19 @@ static int ctx_charge(int ord, uint64_t bytes)
 		CNT(refused);
 		return -1;
 	}
-	if (charge(ord, H_CTX, S.dev[ord].cholder, bytes, bytes))
+	if (owed_first(ord) || charge(ord, H_CTX, S.dev[ord].cholder, bytes, bytes))
 		return -1;
 	__atomic_add_fetch(&S.cnt.ctx_bytes, bytes, __ATOMIC_RELAXED);
 	return 0;
 }
 
+/* A context's charge back; bytes it still owes (the catch-up's) first. */
 static void ctx_uncharge(int ord, uint64_t bytes)
 {
-	uncharge(S.dev[ord].cholder, bytes);
+	uint64_t b = owed_pay(ord, H_CTX, bytes);
+
+	if (b && S.dev[ord].cholder)
+		uncharge(S.dev[ord].cholder, b);
 	__atomic_sub_fetch(&S.cnt.ctx_bytes, bytes, __ATOMIC_RELAXED);
 }
 
@@ -255,6 +276,7 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	struct ctxm m;
 	uint64_t bytes;
 	CUresult cr;
+	int pend;
 
 	if (depth || !pctx || !ctx_on(dev))
 		return f(pctx, dev);
@@ -268,13 +290,15 @@ EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 	cr = f(pctx, dev);
 	depth--;
 	if (!cr && (bytes = ctx_measure_end(dev, &m, *pctx))) {
-		if (ctx_charge(dev, bytes)) {
+		if (ctx_charge(dev, bytes, &pend)) {
 			depth++;
 			release(dev);
 			depth--;
 			cr = CUDA_ERROR_OUT_OF_MEMORY;
 		} else {
 			S.dev[dev].prim_bytes += bytes;
+			if (pend)
+				S.dev[dev].prim_pend += bytes;
 		}
 	}
 	pthread_mutex_unlock(&S.ctx_mu);
@@ -293,8 +317,11 @@ static void prim_gone(int ord)
 		return;
 	pthread_mutex_lock(&S.ctx_mu);
 	if (S.dev[ord].prim_bytes && state && !state(ord, &fl, &active) && !active) {
-		ctx_uncharge(ord, S.dev[ord].prim_bytes);
+		/* what is still pending was never charged */
+		ctx_uncharge(ord, S.dev[ord].prim_bytes - S.dev[ord].prim_pend);
+		__atomic_sub_fetch(&S.cnt.ctx_bytes, S.dev[ord].prim_pend, __ATOMIC_RELAXED);
 		S.dev[ord].prim_bytes = 0;
+		S.dev[ord].prim_pend = 0;
 	}
 	pthread_mutex_unlock(&S.ctx_mu);
 }
@@ -304,7 +331,7 @@ EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
 	REAL_OR_FAIL(CUresult (*)(CUdevice), R_cuDevicePrimaryCtxRelease_v2);
 	CUresult cr = f(dev);
 
-	if (!cr && !depth && __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) > 0)
+	if (!cr && !depth && tracking(__atomic_load_n(&S.state, __ATOMIC_ACQUIRE)))
 		prim_gone(dev);
 	return cr;
 }
@@ -314,7 +341,7 @@ EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 	REAL_OR_FAIL(CUresult (*)(CUdevice), R_cuDevicePrimaryCtxReset_v2);
 	CUresult cr = f(dev);
 
-	if (!cr && !depth && __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) > 0)
+	if (!cr && !depth && tracking(__atomic_load_n(&S.state, __ATOMIC_ACQUIRE)))
 		prim_gone(dev);
 	return cr;
 }
@@ -328,10 +355,11 @@ static CUresult ctx_created(int ord, CUresult cr, CUcontext *pctx, const struct 
 {
 	CUresult (*destroy)(CUcontext) = (CUresult (*)(CUcontext))R(R_cuCtxDestroy_v2);
 	uint64_t bytes;
+	int pend;
 
 	if (cr || !(bytes = ctx_measure_end(ord, m, *pctx)))
 		return cr;
-	if (ctx_charge(ord, bytes)) {
+	if (ctx_charge(ord, bytes, &pend)) {
 		depth++;
 		if (destroy)
 			destroy(*pctx);
@@ -339,9 +367,12 @@ static CUresult ctx_created(int ord, CUresult cr, CUcontext *pctx, const struct 
 		*pctx = NULL;
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	if (track(K_CTX, (uint64_t)(uintptr_t)*pctx, bytes, ord, NULL)) {
+	if (track(K_CTX, (uint64_t)(uintptr_t)*pctx, bytes, ord, NULL, pend)) {
 		SAY_ONCE(S.said_hash, "out of memory tracking a context: its charge given back");
-		ctx_uncharge(ord, bytes);
+		if (pend)
+			__atomic_sub_fetch(&S.cnt.ctx_bytes, bytes, __ATOMIC_RELAXED);
+		else
+			ctx_uncharge(ord, bytes);
 	}
 	return cr;
 }
@@ -386,11 +417,13 @@ EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsig
 EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 {
 	REAL_OR_FAIL(CUresult (*)(CUcontext), R_cuCtxDestroy_v2);
+	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE), dn;
 	struct ent *e;
 	CUresult cr;
 
-	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+	if (depth || !tracking(st))
 		return f(ctx);
+	dn = st == ST_DOWN && down_begin();
 	e = untrack(K_CTX, (uint64_t)(uintptr_t)ctx);
 	depth++;
 	cr = f(ctx);
@@ -399,9 +432,14 @@ EXPORT CUresult cuCtxDestroy_v2(CUcontext ctx)
 		if (cr) {
 			retrack(K_CTX, e);
 		} else {
-			ctx_uncharge(e->dev, e->bytes);
+			if (e->pend)	/* never charged */
+				__atomic_sub_fetch(&S.cnt.ctx_bytes, e->bytes, __ATOMIC_RELAXED);
+			else
+				ctx_uncharge(e->dev, e->bytes);
 			ent_free(e);
 		}
 	}
+	if (dn)
+		down_end();
 	return cr;
 }

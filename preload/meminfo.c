@@ -14,19 +14,21 @@
  * What a memory query on device ord reports under the shim: free at most
  * what this process could be granted now (STATUS version 1's room, plus
  * the plain holder's credit, which is charged already), total at most its
- * limit; both also at most what the driver said.  Unchanged (0 returned)
- * when the authority has no STATUS version 1, the device is not under
- * nxquota or the process is not charged; free 0 where every allocation
- * would be refused (NXQUOTA_REQUIRE without an authority, a refused
- * registration).  A round trip to the authority per query.
+ * limit; both also at most what the driver said (free less what the
+ * process owes since a late connection).  Unchanged (0 returned) when the
+ * authority has no STATUS version 1, the device is not under nxquota or
+ * the process is not charged (no authority yet: after the connect wait,
+ * which a query waits too); free 0 where every allocation would be
+ * refused (NXQUOTA_REQUIRE without an authority, a refused registration).
+ * A round trip to the authority per query.
  */
 static int budget_clamp(int ord, uint64_t *freep, uint64_t *totalp)
 {
 	struct nxq_status st;
-	uint64_t room;
+	uint64_t room, owed;
 	int a = authority();
 
-	if (a == ST_REFUSE) {
+	if (a == ST_DOWN && S.require) {
 		*freep = 0;
 		CNT(clamped);
 		return 1;
@@ -48,6 +50,10 @@ static int budget_clamp(int ord, uint64_t *freep, uint64_t *totalp)
 	room = st.room + __atomic_load_n(&S.dev[ord].credit, __ATOMIC_RELAXED);
 	if (room < st.room)
 		room = UINT64_MAX;
+	/* what it owes since a late connection is charged with its next allocation */
+	owed = __atomic_load_n(&S.dev[ord].owed, __ATOMIC_RELAXED) +
+	       __atomic_load_n(&S.dev[ord].cowed, __ATOMIC_RELAXED);
+	room = room > owed ? room - owed : 0;
 	if (room < *freep)
 		*freep = room;
 	if (st.limit < *totalp)

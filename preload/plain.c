@@ -4,7 +4,8 @@
  * cuMemFree_v2, and the VMM calls followed (cuMemCreate, cuMemRelease,
  * cuMemMap, cuMemUnmap): charged before the driver allocates, uncharged
  * after it frees; a handle's charge goes with its release and its last
- * mapping.
+ * mapping.  While no authority answers (ST_DOWN) the same is followed,
+ * not charged: remembered for the catch-up (connect.c), under S.down_rw.
  *
  * Layer 4: calls charge.c, authority.c, track.c, resolve.c, state.c.
  */
@@ -34,15 +35,14 @@ EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 
 	if (depth)
 		return f(dptr, bytesize);
-	ord = authority() > 0 ? cur_dev() : -1;
+	ord = authority() != ST_PASS ? cur_dev() : -1;
 	if (charge_plain(ord, bytesize, &holder))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	depth++;
 	cr = f(dptr, bytesize);
 	depth--;
 	if (cr) {
-		if (holder)
-			plain_give(ord, bytesize);
+		plain_undo(ord, holder, bytesize);
 		return cr;
 	}
 	return settle(K_PTR, *dptr, bytesize, ord, holder, undo_ptr);
@@ -65,20 +65,21 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t widt
 	if (height && ahead > UINT64_MAX / height)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	ahead *= height;
-	ord = authority() > 0 ? cur_dev() : -1;
+	ord = authority() != ST_PASS ? cur_dev() : -1;
 	if (charge_plain(ord, ahead, &holder))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	depth++;
 	cr = f(dptr, pitch, width, height, elem);
 	depth--;
 	if (cr) {
-		if (holder)
-			plain_give(ord, ahead);
+		plain_undo(ord, holder, ahead);
 		return cr;
 	}
 	if (!holder)
 		return CUDA_SUCCESS;
 	bytes = (uint64_t)*pitch * height;
+	if (holder == PENDING)	/* nothing charged: remembered at its size */
+		return settle(K_PTR, *dptr, bytes, ord, holder, undo_ptr);
 	if (bytes > ahead && plain_take(ord, bytes - ahead)) {
 		depth++;
 		undo_ptr(*dptr);
@@ -105,15 +106,14 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
 
 	if (depth)
 		return f(dptr, bytesize, flags);
-	ord = authority() > 0 ? cur_dev() : -1;
+	ord = authority() != ST_PASS ? cur_dev() : -1;
 	if (charge_plain(ord, bytesize, &holder))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	depth++;
 	cr = f(dptr, bytesize, flags);
 	depth--;
 	if (cr) {
-		if (holder)
-			plain_give(ord, bytesize);
+		plain_undo(ord, holder, bytesize);
 		return cr;
 	}
 	return settle(K_PTR, *dptr, bytesize, ord, holder, undo_ptr);
@@ -127,11 +127,13 @@ EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned i
 EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
 	REAL_OR_FAIL(free_fn, R_cuMemFree_v2);
+	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE), dn;
 	struct ent *e;
 	CUresult cr;
 
-	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+	if (depth || !tracking(st))
 		return f(dptr);
+	dn = st == ST_DOWN && down_begin();
 	e = untrack(K_PTR, dptr);
 	depth++;
 	cr = f(dptr);
@@ -142,6 +144,8 @@ EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 		else
 			release_tracked(K_PTR, e);
 	}
+	if (dn)
+		down_end();
 	return cr;
 }
 
@@ -166,8 +170,7 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	cr = f(handle, size, prop, flags);
 	depth--;
 	if (cr) {
-		if (holder)
-			plain_give(ord, size);
+		plain_undo(ord, holder, size);
 		return cr;
 	}
 	return settle(K_HANDLE, *handle, size, ord, holder, undo_handle);
@@ -184,11 +187,13 @@ EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
 	REAL_OR_FAIL(CUresult (*)(CUmemGenericAllocationHandle), R_cuMemRelease);
+	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE), dn;
 	struct ent *e;
 	CUresult cr;
 
-	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+	if (depth || !tracking(st))
 		return f(handle);
+	dn = st == ST_DOWN && down_begin();
 	e = untrack(K_HANDLE, handle);
 	depth++;
 	cr = f(handle);
@@ -199,6 +204,8 @@ EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 		else if (__atomic_fetch_or(&e->hst, 1, __ATOMIC_ACQ_REL) == 0)
 			release_tracked(K_HANDLE, e);	/* not mapped: its memory is gone */
 	}
+	if (dn)
+		down_end();
 	return cr;
 }
 
@@ -233,27 +240,32 @@ EXPORT CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset,
 {
 	REAL_OR_FAIL(CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
 				  unsigned long long), R_cuMemMap);
+	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE), dn;
 	struct ent *h, *old;
 	CUresult cr;
 
-	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+	if (depth || !tracking(st))
 		return f(va, size, offset, handle, flags);
+	dn = st == ST_DOWN && down_begin();
 	depth++;
 	cr = f(va, size, offset, handle, flags);
 	depth--;
 	if (cr || !(h = handle_ref(handle)))
-		return cr;	/* a handle the shim did not charge: nothing to follow */
+		goto out;	/* a handle the shim did not charge: nothing to follow */
 	old = untrack(K_MAP, va);	/* one the shim did not see go: it went */
 	if (old)
 		map_drop(old);
-	if (track(K_MAP, va, size, h->dev, h)) {
+	if (track(K_MAP, va, size, h->dev, h, 0)) {
 		SAY_ONCE(S.said_hash, "out of memory tracking a mapping: refused");
 		depth++;
 		((CUresult (*)(CUdeviceptr, size_t))R(R_cuMemUnmap))(va, size);
 		depth--;
 		__atomic_sub_fetch(&h->hst, 2, __ATOMIC_RELAXED);	/* not released: mapped */
-		return CUDA_ERROR_OUT_OF_MEMORY;
+		cr = CUDA_ERROR_OUT_OF_MEMORY;
 	}
+out:
+	if (dn)
+		down_end();
 	return cr;
 }
 
@@ -265,12 +277,14 @@ EXPORT CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset,
 EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t size)
 {
 	REAL_OR_FAIL(CUresult (*)(CUdeviceptr, size_t), R_cuMemUnmap);
+	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE), dn;
 	struct ent *list = NULL, *m, *n;
 	uint64_t p = va, end = va + size;
 	CUresult cr;
 
-	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+	if (depth || !tracking(st))
 		return f(va, size);
+	dn = st == ST_DOWN && down_begin();
 	while (p < end && (m = untrack(K_MAP, p))) {
 		m->next = list;
 		list = m;
@@ -288,5 +302,7 @@ EXPORT CUresult cuMemUnmap(CUdeviceptr va, size_t size)
 		else
 			map_drop(m);
 	}
+	if (dn)
+		down_end();
 	return cr;
 }

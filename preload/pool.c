@@ -4,7 +4,8 @@
  * cuMemAllocFromPoolAsync and their _ptsz forms) charged by what each
  * pool reserves, not per block; cuMemPoolTrimTo, cuMemPoolCreate and
  * cuMemPoolDestroy settle it.  Owns the pool slots (S.pool[], each under
- * its mutex).
+ * its mutex).  While no authority answers (ST_DOWN) pools are known, not
+ * charged; connect.c's catch-up charges what they reserve.
  *
  * Layer 4: calls charge.c, authority.c, resolve.c, state.c.
  */
@@ -70,7 +71,7 @@ static struct pool *pool_slot(CUmemoryPool pool, int dev, int create)
  * overcharge, never an undercharge; a trim, a ticket or a destroy settle
  * it exactly.
  */
-static int pool_settle(struct pool *p, int may_grow, uint64_t keep)
+int pool_settle(struct pool *p, int may_grow, uint64_t keep)
 {
 	uint64_t res, h = S.dev[p->dev].pholder;
 
@@ -114,11 +115,11 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 	if (depth || !size)
 		return CALL();
 	st = authority();
-	if (__builtin_expect(st == ST_REFUSE, 0)) {
+	if (__builtin_expect(st == ST_DOWN, 0) && S.require) {
 		CNT(refused);	/* NXQUOTA_REQUIRE and no authority */
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
-	if (st < 0)
+	if (st == ST_PASS)
 		return CALL();
 	ord = cur_dev();
 	if (ord < 0)
@@ -138,10 +139,17 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	if (p->dev < 0 || p->dev >= MAXDEV)
 		return CALL();
+	/*
+	 * No authority yet: the pool is known (its slot), not charged; when
+	 * one comes, what it reserves is (connect.c, or this wrapper's next
+	 * call: its charge is then below its reservation).
+	 */
+	if (__atomic_load_n(&S.state, __ATOMIC_ACQUIRE) == ST_DOWN)
+		return CALL();
 	st = dev_state(p->dev, H_POOL);
 	if (st == DS_PASS)
 		return CALL();
-	if (st == DS_REFUSE) {
+	if (st == DS_REFUSE || owed_first(p->dev)) {	/* what it owes on the device first */
 		CNT(refused);
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
@@ -238,7 +246,7 @@ EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t keep)
 	struct pool *p;
 	CUresult cr;
 
-	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+	if (depth || !tracking(__atomic_load_n(&S.state, __ATOMIC_ACQUIRE)))
 		return f(pool, keep);
 	p = pool_slot(pool, -1, 0);
 	if (!p || p->dev < 0)
@@ -260,7 +268,7 @@ EXPORT CUresult cuMemPoolCreate(CUmemoryPool *pool, const nxqp_pool_props_head *
 	CUresult cr;
 	int dev = -1;
 
-	if (depth || authority() < 0)
+	if (depth || authority_nowait() == ST_PASS)
 		return f(pool, props);
 	depth++;
 	cr = f(pool, props);
@@ -278,7 +286,7 @@ EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
 	struct pool *p;
 	CUresult cr;
 
-	if (depth || __atomic_load_n(&S.state, __ATOMIC_ACQUIRE) <= 0)
+	if (depth || !tracking(__atomic_load_n(&S.state, __ATOMIC_ACQUIRE)))
 		return f(pool);
 	p = pool_slot(pool, -1, 0);
 	if (!p)

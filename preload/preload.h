@@ -127,12 +127,17 @@ struct nxqp_counters {
 	uint64_t ctx_unmeasured;	/* contexts that could not be measured */
 	uint64_t ctx_bounded;	/* measured above NXQUOTA_CONTEXT_MAX, charged at it */
 	long tracked;		/* pointers, handles, mappings and contexts remembered */
+	/* issue 32: an authority that answers late */
+	uint64_t looks;		/* the connector's looks for an authority (each a connect) */
+	uint64_t caught_up;	/* bytes charged at the catch-up */
+	uint64_t repaid;	/* owed bytes charged later (with a charge, or in the background) */
+	uint64_t owed;		/* bytes owed now (plain and context holders, all devices) */
 };
 
 /* Start over on kops (NULL: the library's own choice of authority). */
 void nxqp__test_authority(const struct nxq_kops *kops, void *kpriv);
 void nxqp__test_counters(struct nxqp_counters *c);
-int nxqp__test_state(void);	/* 0 not yet, 1 charging, -1 pass-through, -2 refusing */
+int nxqp__test_state(void);	/* 0 not yet, 1 charging, -1 pass-through, -2 down */
 /* The last refusal line written (empty if none). */
 const char *nxqp__test_last_said(void);
 /* 1: measure contexts as if NVML were absent (the driver only). */

@@ -55,7 +55,7 @@ static __thread int exempt __attribute__((tls_model("initial-exec")));	/* see nx
 
 void say(const char *fmt, ...)
 {
-	char buf[512];
+	char buf[2048];
 	va_list ap;
 	int n;
 

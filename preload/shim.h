@@ -54,10 +54,16 @@
  * of the same thread is in the driver (the driver calling its own exported
  * entry points) passes straight through, so nothing is charged twice.
  *
- * No authority (no module, no daemon), or NXQ_PRELOAD=off: every wrapper
- * passes straight through, and the process is told once on stderr (with
- * NXQUOTA_REQUIRE=1: every allocation is refused, and the authority looked
- * for again once a second).
+ * NXQ_PRELOAD=off: every wrapper passes straight through, and the process
+ * is told once on stderr.  No authority at the first look (no module, the
+ * daemon down or its connection refused for a bound): "down" (ST_DOWN),
+ * never for life -- one thread (connect.c) looks for it again, with a
+ * backoff up to a second; allocations wait for it up to
+ * NXQUOTA_CONNECT_WAIT_MS from the first look, then pass uncharged but
+ * remembered (NXQUOTA_REQUIRE=1: refused); when one answers, what the
+ * process holds is charged at once (the catch-up), and what that charge
+ * could not take is owed: asked again with the holder's next charge and
+ * in the background, paid off first by frees.
  *
  * Sizes are remembered per pointer and per handle in a sharded hash (the
  * only allocation on the allocation path).  Fork: the child's state is
@@ -82,11 +88,12 @@
  *   pool.c       stream-ordered pools
  *   torch.c      PyTorch's cache given back on a ticket
  *   tickets.c    ticket answers; ticket_event(), the reactor's handler
+ *   connect.c    an authority looked for again while down; the catch-up
  *   fork.c       the constructor, fork
  *   testing.c    the tests' hooks
  *
- * Where a lower file must reach up it takes a pointer: S.on_ticket (set
- * by the constructor, before any wrapper runs).  Everything here is
+ * Where a lower file must reach up it takes a pointer: S.on_ticket and
+ * S.on_down (set by the constructor, before any wrapper runs).  Everything here is
  * hidden: only the wrappers (EXPORT) and preload.map's names leave
  * libnxquota-preload.so.
  */
@@ -156,14 +163,24 @@ enum {
 /* ---- state: the context, holders, pools, the ticket thread ---- */
 
 #define MAXDEV		64
+/* NXQUOTA_CONNECT_WAIT_MS's default where nxquotad's socket directory exists */
+#define NXQ_PRELOAD_CONNECT_WAIT_MS	5000
 #define MAXPOOL		256
 #define POOL_STEP	(2ULL << 20)
 
 enum { DS_UNKNOWN = 0, DS_CHARGE, DS_PASS, DS_REFUSE };
 /* The holders of a device (dev_state()'s kind). */
 enum { H_PLAIN = 0, H_POOL, H_CTX, NHKIND };
-/* S.state; the settled ones (charging, passing) are odd: authority()'s test */
-enum { ST_REFUSE = -2, ST_PASS = -1, ST_UNKNOWN = 0, ST_CHARGE = 1 };
+/*
+ * S.state; the settled ones (charging, passing) are odd: authority()'s
+ * test.  ST_DOWN: no authority yet, looked for in the background
+ * (connect.c); allocations are remembered as pending (ent.pend), or
+ * refused with NXQUOTA_REQUIRE.  Once ST_CHARGE, it stays (the library
+ * reconnects to a daemon that restarts).
+ */
+enum { ST_DOWN = -2, ST_PASS = -1, ST_UNKNOWN = 0, ST_CHARGE = 1 };
+/* The holder charge_plain() gives an allocation made while ST_DOWN: S.down_rw is held. */
+#define PENDING	UINT64_MAX
 
 struct dev {
 	int state;		/* DS_*: the plain holder (atomic) */
@@ -180,6 +197,13 @@ struct dev {
 	int collect;		/* a ticket collects the plain holder's frees (atomic; col_mu) */
 	uint64_t collected;	/* under col_mu */
 	uint64_t prim_bytes;	/* charged for the primary context (under S.ctx_mu) */
+	uint64_t prim_pend;	/* of prim_bytes, measured while ST_DOWN (under S.ctx_mu) */
+	/*
+	 * Owed (atomic): bytes the plain (owed) and context (cowed) holders
+	 * hold that the authority did not take at the catch-up; only shrink
+	 * once ST_CHARGE (charge.c's owed_*()).
+	 */
+	uint64_t owed, cowed;
 	uint64_t said_ns;	/* the last refusal line for this device (atomic) */
 	uint64_t unsaid;	/* refusals not said since (atomic) */
 	char key[NXQ_DEVICE_KEY_MAX];
@@ -205,8 +229,17 @@ struct nxqp_state {
 	int quiet;		/* NXQUOTA_QUIET: no refusal lines */
 	int charge_ctx;		/* NXQUOTA_CHARGE_CONTEXT (default on) */
 	uint64_t ctx_max;	/* NXQUOTA_CONTEXT_MAX (default 1 GiB) */
-	uint64_t retry_ns;	/* ST_REFUSE: when the authority was last looked for (atomic) */
-	uint64_t gap_ns;	/* 1 s: between two looks for an authority, two refusal lines */
+	uint64_t gap_ns;	/* 1 s: the longest between two looks for an authority; two refusal lines */
+	/* ST_DOWN (connect.c): the connector thread, the wait, the catch-up */
+	uint64_t wait_until;	/* allocations wait for an authority until then (atomic; 0: no more) */
+	uint64_t retry_ns;	/* the connector could not start: when it was last tried (atomic) */
+	pthread_rwlock_t down_rw;	/* read: a wrapper tracking while ST_DOWN; write: the catch-up */
+	pthread_mutex_t conn_mu;	/* conn_on, conn_stop; conn_cv */
+	pthread_mutex_t owe_mu;	/* charges of owed bytes, one at a time (owed_charge()) */
+	pthread_cond_t conn_cv;	/* CLOCK_MONOTONIC: the state changed, or stop */
+	int conn_on;		/* the connector thread runs */
+	int conn_stop;		/* tests: the connector ends */
+	void (*on_down)(void);	/* connect.c's connect_start(), set by the constructor */
 	struct dev dev[MAXDEV];
 	struct pool pool[MAXPOOL];
 	int epfd, stopfd, thread_on;
@@ -215,7 +248,7 @@ struct nxqp_state {
 	pthread_mutex_t say_mu;	/* last_said */
 	char last_said[1024];
 	int said_none, said_err, said_pool, said_hash, said_gpa, said_sync, said_py;
-	int said_require, said_lost, said_ctx, said_nvml, said_ctxmax;
+	int said_require, said_lost, said_ctx, said_nvml, said_ctxmax, said_conn;
 	/* PyTorch's cache (see py_release) */
 	pthread_mutex_t col_mu;	/* d->collect, d->collected */
 	pthread_mutex_t py_mu;	/* py_pending, py_done; py_cv */
@@ -252,7 +285,7 @@ extern struct nxqp_py P;
 #define SAY_RESET() do {							\
 	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = 0;	\
 	S.said_sync = S.said_py = S.said_require = S.said_lost = 0;		\
-	S.said_ctx = S.said_nvml = S.said_ctxmax = 0;				\
+	S.said_ctx = S.said_nvml = S.said_ctxmax = S.said_conn = 0;		\
 } while (0)
 
 #define CNT(f) __atomic_add_fetch(&S.cnt.f, 1, __ATOMIC_RELAXED)
@@ -275,6 +308,7 @@ struct ent {
 	 * charge goes when it reads 1 (released, the last mapping gone).
 	 */
 	uint32_t hst;
+	int pend;		/* allocated while ST_DOWN: not charged yet (the catch-up's) */
 	struct ent *h;		/* K_MAP: the handle's entry */
 	struct ent *next;
 };
@@ -318,13 +352,16 @@ extern pthread_mutex_t shard[NSHARD];
 void shard_init(void);
 extern pthread_once_t shard_once;
 extern struct ent *tab[NKIND][1U << HBITS];
-int track(int kind, uint64_t key, uint64_t bytes, int dev, struct ent *h);
+int track(int kind, uint64_t key, uint64_t bytes, int dev, struct ent *h, int pend);
 extern long tracked[NSHARD];
 struct ent *untrack(int kind, uint64_t key);
 
 /* authority.c */
 int authority_init(void);
-int authority_retry(void);
+int authority_down(void);
+int authority_open(struct nxq_ctx **ctxp);
+int down_begin(void);
+void down_end(void);
 int dev_key(int ord, char key[NXQ_DEVICE_KEY_MAX]);
 int dev_state(int ord, int kind);
 void state_drop_locked(int close_ctx);
@@ -334,6 +371,11 @@ int collect_add(struct dev *d, uint64_t bytes);
 int charge(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked);
 int charge_plain(int ord, uint64_t bytes, uint64_t *holderp);
 int cur_dev(void);
+uint64_t *owedp(int ord, int kind);
+int owed_charge(int ord, int kind, uint64_t holder, uint64_t *paid, int quiet);
+int owed_first_slow(int ord);
+uint64_t owed_pay(int ord, int kind, uint64_t bytes);
+void plain_undo(int ord, uint64_t holder, uint64_t bytes);
 void plain_drop_credit(int ord);
 void plain_give(int ord, uint64_t bytes);
 int plain_take(int ord, uint64_t bytes);
@@ -347,12 +389,18 @@ extern int no_nvml;
 
 /* pool.c */
 int pool_attr(CUmemoryPool pool, int attr, uint64_t *v);
+int pool_settle(struct pool *p, int may_grow, uint64_t keep);
 
 /* torch.c */
 uint64_t py_release(int ord, const struct nxq_ticket *t);
 
 /* tickets.c */
+uint64_t pools_trim(int ord);
 void ticket_event(uint32_t tag);
+
+/* connect.c */
+void connect_start(void);
+void connect_stop(void);
 
 /* Entry point i (R_*) of the driver or NVML, resolved on first use; NULL if absent. */
 static inline void *R(int i)
@@ -367,14 +415,48 @@ static inline void *R(int i)
 	return p;
 }
 
-/* The authority's state (ST_*), settled on first use (authority.c). */
+/*
+ * The authority's state (ST_*), settled on first use (authority.c); while
+ * ST_DOWN, an allocation waits for one until S.wait_until.
+ */
 static inline int authority(void)
 {
 	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
 
 	if (__builtin_expect(st & 1, 1))	/* ST_CHARGE or ST_PASS: settled */
 		return st;
-	return st == ST_REFUSE ? authority_retry() : authority_init();
+	if (st == ST_UNKNOWN)
+		st = authority_init();
+	return st == ST_DOWN ? authority_down() : st;
+}
+
+/* The same without the wait (queries, contexts, frees). */
+static inline int authority_nowait(void)
+{
+	int st = __atomic_load_n(&S.state, __ATOMIC_ACQUIRE);
+
+	return st == ST_UNKNOWN ? authority_init() : st;
+}
+
+/*
+ * Before a new charge on device ord: what its holders owe since a late
+ * connection, charged first (charge.c; a holder that cannot be registered
+ * owes nothing: the device is not under nxquota, or refused and said).
+ * 0, or -1: refused (said), the new charge is refused too.  Two loads
+ * when nothing is owed.
+ */
+static inline int owed_first(int ord)
+{
+	if (__builtin_expect(!__atomic_load_n(&S.dev[ord].owed, __ATOMIC_RELAXED) &&
+			     !__atomic_load_n(&S.dev[ord].cowed, __ATOMIC_RELAXED), 1))
+		return 0;
+	return owed_first_slow(ord);
+}
+
+/* Does a wrapper follow what it frees (charging, or remembering while down)? */
+static inline int tracking(int st)
+{
+	return st == ST_CHARGE || st == ST_DOWN;
 }
 
 #endif /* NXQP_SHIM_H */

@@ -3,7 +3,7 @@
  * The tests' hooks (nxqp__test_*, preload.h): hidden, linked into
  * test_preload, not exported by libnxquota-preload.so.
  *
- * Layer 7, the top: may call every file below.
+ * Layer 8, the top: may call every file below.
  */
 #include "shim.h"
 
@@ -11,6 +11,7 @@
 
 void nxqp__test_authority(const struct nxq_kops *kops, void *kpriv)
 {
+	connect_stop();		/* it takes S.lock: before */
 	pthread_mutex_lock(&S.lock);
 	ticket_thread_stop();
 	state_drop_locked(1);
@@ -26,6 +27,10 @@ void nxqp__test_authority(const struct nxq_kops *kops, void *kpriv)
 void nxqp__test_counters(struct nxqp_counters *c)
 {
 	*c = S.cnt;
+	c->owed = 0;
+	for (int i = 0; i < MAXDEV; i++)
+		c->owed += __atomic_load_n(&S.dev[i].owed, __ATOMIC_RELAXED) +
+			   __atomic_load_n(&S.dev[i].cowed, __ATOMIC_RELAXED);
 	c->tracked = 0;
 	for (int i = 0; i < NSHARD; i++) {
 		pthread_mutex_lock(&shard[i]);

@@ -66,7 +66,7 @@ static void dev_sync_end(int ord, int pushed)
 }
 
 /* Trim every pool of ord to what it uses; the bytes uncharged-to-be. */
-static uint64_t pools_trim(int ord)
+uint64_t pools_trim(int ord)
 {
 	CUresult (*trim)(CUmemoryPool, size_t) =
 		(CUresult (*)(CUmemoryPool, size_t))R(R_cuMemPoolTrimTo);

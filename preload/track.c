@@ -44,8 +44,11 @@ void ent_free(struct ent *e)
 		free(e);
 }
 
-/* Remember key (h: a mapping's handle entry, else NULL): 0, or -ENOMEM. */
-int track(int kind, uint64_t key, uint64_t bytes, int dev, struct ent *h)
+/*
+ * Remember key (h: a mapping's handle entry, else NULL; pend: allocated
+ * while no authority answered, not charged): 0, or -ENOMEM.
+ */
+int track(int kind, uint64_t key, uint64_t bytes, int dev, struct ent *h, int pend)
 {
 	struct ent *e = spare;
 	unsigned int i = hidx(key);
@@ -61,6 +64,7 @@ int track(int kind, uint64_t key, uint64_t bytes, int dev, struct ent *h)
 	e->bytes = bytes;
 	e->dev = dev;
 	e->hst = 0;
+	e->pend = pend;
 	e->h = h;
 	pthread_mutex_lock(&shard[i % NSHARD]);
 	e->next = tab[kind][i];

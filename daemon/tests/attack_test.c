@@ -992,6 +992,293 @@ static void nxqd_test_durability(struct kunit *test)
 	cg_leave(&cg);
 }
 
+/* ---- issue 32: one tenant's connections do not keep another's out ---- */
+
+/* nxquotad's defaults: per uid (-U), in all (-N), room kept per subtree (-Q) */
+#define NXQD_CONN_PER_UID_T	4096
+#define NXQD_CONNS_MAX_T	8192
+#define NXQD_CONN_RESERVE_T	32
+
+/*
+ * A cgroup at the cgroup2 root for a case's tenants (not entered),
+ * delegated to @owner if not 0: its directory and the files a delegation
+ * hands over (cgroup.procs, cgroup.threads, cgroup.subtree_control)
+ * chowned, as systemd and container runtimes delegate.
+ */
+static void cg_make(struct kunit *test, struct tcg *cg, const char *tag, uid_t owner)
+{
+	static const char *const files[] = { "", "/cgroup.procs", "/cgroup.threads",
+					     "/cgroup.subtree_control" };
+	char root[256], f[600];
+
+	if (geteuid() || !cg_root(root, sizeof(root)))
+		kunit_skip(test, "needs root and a cgroup2 mount");
+	snprintf(cg->rel, sizeof(cg->rel), "/nxqd-test.%d.%s", (int)getpid(), tag);
+	snprintf(cg->dir, sizeof(cg->dir), "%s%s", root, cg->rel);
+	cg->orig[0] = '\0';
+	if (mkdir(cg->dir, 0755))
+		kunit_skip(test, "cannot make a cgroup in %s", root);
+	for (int i = 0; owner && i < 4; i++) {
+		snprintf(f, sizeof(f), "%s%s", cg->dir, files[i]);
+		KUNIT_ASSERT_EQ(test, chown(f, owner, UNOBODY), 0);
+	}
+}
+
+/* Remove it, and the child cgroups its tenants made (c0, c1), once empty. */
+static void cg_unmake(struct tcg *cg)
+{
+	char f[600];
+
+	for (int k = 0; k < 2; k++) {
+		snprintf(f, sizeof(f), "%s/c%d", cg->dir, k);
+		for (int i = 0; i < 100 && rmdir(f) && errno == EBUSY; i++)
+			usleep_range(10000, 11000);
+	}
+	for (int i = 0; i < 100 && rmdir(cg->dir) && errno == EBUSY; i++)
+		usleep_range(10000, 11000);
+}
+
+/* In a child: uid @uid, gid 65534 (the client socket's group), no others. */
+static bool become(uid_t uid)
+{
+	return !setgroups(0, NULL) && !setgid(UNOBODY) && !setuid(uid);
+}
+
+struct filler {
+	const char *sock;
+	const char *cgdir;	/* entered as root */
+	int child;		/* 0, 1: then c<child> made in it and entered, as the tenant; -1 no */
+	uid_t uid;
+	int max;		/* connections it tries to hold at most */
+	int got;		/* connections it holds (each answered NXQ_IOC_VERSION) */
+	int step;		/* what failed, if anything */
+};
+
+/*
+ * A tenant that fills what it can: connections until @max are held or 16
+ * in a row are refused (the daemon closes one over a bound at once, so
+ * its NXQ_IOC_VERSION gets no answer).  Reports on fd 3, then waits to be
+ * killed, holding them.
+ */
+static int fill_tenant(struct filler *f)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	struct timeval tv = { .tv_sec = 2 };
+	int fd, miss = 0;
+	size_t rlen;
+
+	while (f->got < f->max && miss < 16) {
+		fd = dial(f->sock, SOCK_SEQPACKET);
+		if (fd < 0) {
+			miss++;
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (call(fd, NXQ_IOC_VERSION, 0, &v, sizeof(v), NULL, &rlen)) {
+			close(fd);
+			miss++;
+			continue;
+		}
+		f->got++;
+		miss = 0;
+	}
+	if (write(3, f, sizeof(*f)) != sizeof(*f))
+		return 1;
+	for (;;)
+		pause();
+}
+
+/* Run @f in a child until it reported (f->got); its pid. */
+static pid_t fill(struct kunit *test, struct filler *f)
+{
+	char procs[640], child[620], pidbuf[32];
+	int p[2];
+	pid_t pid;
+
+	KUNIT_ASSERT_EQ(test, pipe(p), 0);
+	pid = fork();
+	KUNIT_ASSERT_GE(test, pid, 0);
+	if (!pid) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		snprintf(pidbuf, sizeof(pidbuf), "%d", (int)getpid());
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", f->cgdir);
+		f->step = 1;
+		if (dup2(p[1], 3) != 3 || write_str(procs, pidbuf) || !become(f->uid))
+			goto out;
+		if (f->child >= 0) {
+			/* the tenant's own child cgroup: possible only where it was delegated */
+			f->step = 2;
+			snprintf(child, sizeof(child), "%s/c%d", f->cgdir, f->child);
+			snprintf(procs, sizeof(procs), "%s/cgroup.procs", child);
+			if (mkdir(child, 0755) || write_str(procs, pidbuf))
+				goto out;
+		}
+		f->step = 0;
+		_exit(fill_tenant(f));
+out:
+		if (write(3, f, sizeof(*f)) != sizeof(*f))
+			_exit(98);
+		_exit(99);
+	}
+	close(p[1]);
+	KUNIT_EXPECT_EQ(test, (long)read(p[0], f, sizeof(*f)), (long)sizeof(*f));
+	KUNIT_EXPECT_EQ(test, f->step, 0);
+	close(p[0]);
+	return pid;
+}
+
+/*
+ * A neighbour (uid @uid) in the test's cgroup: connects, registers a
+ * holder and charges 100 bytes.  0, or which step failed (2 connect, 3
+ * the first request, 4 register, 5 charge).
+ */
+static int neighbour(const char *sock, uid_t uid)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	struct timeval tv = { .tv_sec = 3 };
+	size_t rlen;
+	pid_t pid = fork();
+	int st = 0;
+
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		/* an eventfd: a holder without one may not charge beyond its min (0) */
+		int fd, efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		u64 id;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (efd < 0 || !become(uid))
+			_exit(99);
+		fd = dial(sock, SOCK_SEQPACKET);
+		if (fd < 0)
+			_exit(2);
+		setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (call(fd, NXQ_IOC_VERSION, 0, &v, sizeof(v), NULL, &rlen))
+			_exit(3);
+		if (reg(fd, efd, &id))
+			_exit(4);
+		_exit(charge(fd, id, 100, NXQ_CHARGE_NOWAIT, 0, NULL) ? 5 : 0);
+	}
+	if (waitpid(pid, &st, 0) != pid)
+		return -1;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void raise_nofile(struct kunit *test, rlim_t need)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_max < need)
+		kunit_skip(test, "needs %lu descriptors", (unsigned long)need);
+	rl.rlim_cur = rl.rlim_max;
+	setrlimit(RLIMIT_NOFILE, &rl);
+}
+
+/*
+ * One uid, five delegated cgroups (each delegated to uid 65534, as
+ * systemd or a runtime delegates), two processes in each, each in a child
+ * cgroup of its own that the tenant made there: each fills what it can,
+ * one subtree after the other.  A delegated subtree counts as one: its
+ * children together hold the bound per cgroup (1024), not 1024 each; four
+ * subtrees fill the uid's 4096, the fifth gets its reserve (32); and a
+ * neighbour of the same uid in another cgroup still connects, registers
+ * and charges.  Before (c0bd729): each child cgroup had 1024 of its own,
+ * the uid's 4096 filled, and the neighbour was refused -- run as it would
+ * be under NXQUOTA_REQUIRE=1, every allocation of its refused.
+ */
+static void nxqd_test_conn_uid_subtrees(struct kunit *test)
+{
+	struct tcg cg, dg[5];
+	struct daemon d;
+	pid_t pid[5][2];
+	int got[5] = { 0 }, i, k, nb;
+	char tag[16];
+
+	raise_nofile(test, 5000);
+	cg_enter(test, &cg);
+	start_tenants(test, &d, &cg, 1000, "-", NULL);
+	for (i = 0; i < 5; i++) {
+		snprintf(tag, sizeof(tag), "d%d", i);
+		cg_make(test, &dg[i], tag, UNOBODY);
+	}
+	for (i = 0; i < 5; i++)
+		for (k = 0; k < 2; k++) {
+			struct filler f = { .sock = d.sock, .cgdir = dg[i].dir, .child = k,
+					    .uid = UNOBODY, .max = 700 };
+
+			pid[i][k] = fill(test, &f);
+			got[i] += f.got;
+		}
+	nb = neighbour(d.sock, UNOBODY);
+	kunit_info(test, "one uid, 5 delegated subtrees: %d %d %d %d %d connections; the neighbour: %d",
+		   got[0], got[1], got[2], got[3], got[4], nb);
+	for (i = 0; i < 4; i++)
+		KUNIT_EXPECT_EQ(test, got[i], NXQD_CONN_PER_CGROUP_T);
+	KUNIT_EXPECT_EQ(test, got[4], NXQD_CONN_RESERVE_T);
+	KUNIT_EXPECT_EQ(test, nb, 0);
+	for (i = 0; i < 5; i++)
+		for (k = 0; k < 2; k++) {
+			kill(pid[i][k], SIGKILL);
+			waitpid(pid[i][k], NULL, 0);
+		}
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	for (i = 0; i < 5; i++)
+		cg_unmake(&dg[i]);
+	cg_leave(&cg);
+}
+
+/*
+ * Two uids fill the node: four processes of each, each in a cgroup of its
+ * own, take 1024 connections each -- 4096 per uid, 8192 in all.  A fifth
+ * process of the first uid, in a fifth cgroup, gets only its subtree's
+ * reserve (the uid is full, and so is the node beyond the reserves); a
+ * neighbour of a third uid in another cgroup still connects, registers
+ * and charges.  Before (c0bd729): the node was full, the fifth got 0, the
+ * neighbour was refused.
+ */
+static void nxqd_test_conn_two_uids(struct kunit *test)
+{
+	struct tcg cg, ug[9];
+	struct daemon d;
+	pid_t pid[9];
+	int got[9], i, nb, total = 0;
+	char tag[16];
+
+	raise_nofile(test, 10000);
+	cg_enter(test, &cg);
+	start_tenants(test, &d, &cg, 1000, "-", NULL);
+	for (i = 0; i < 9; i++) {
+		struct filler f = { .sock = d.sock, .child = -1, .max = 1100 };
+
+		snprintf(tag, sizeof(tag), "u%d", i);
+		cg_make(test, &ug[i], tag, 0);
+		f.cgdir = ug[i].dir;
+		f.uid = i < 4 || i == 8 ? UNOBODY : UNOBODY - 1;
+		pid[i] = fill(test, &f);
+		got[i] = f.got;
+		total += i < 8 ? f.got : 0;
+	}
+	nb = neighbour(d.sock, UNOBODY - 2);
+	kunit_info(test, "two uids: %d connections in 8 cgroups; a ninth cgroup of the first: %d; the neighbour: %d",
+		   total, got[8], nb);
+	for (i = 0; i < 8; i++)
+		KUNIT_EXPECT_EQ(test, got[i], NXQD_CONN_PER_CGROUP_T);
+	KUNIT_EXPECT_EQ(test, total, NXQD_CONNS_MAX_T);
+	KUNIT_EXPECT_EQ(test, got[8], NXQD_CONN_RESERVE_T);
+	KUNIT_EXPECT_EQ(test, nb, 0);
+	for (i = 0; i < 9; i++) {
+		kill(pid[i], SIGKILL);
+		waitpid(pid[i], NULL, 0);
+	}
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	for (i = 0; i < 9; i++)
+		cg_unmake(&ug[i]);
+	cg_leave(&cg);
+}
+
 static struct kunit_case nxqd_attack_cases[] = {
 	KUNIT_CASE(nxqd_test_opath),
 	KUNIT_CASE(nxqd_test_decoy_creds),
@@ -1003,6 +1290,8 @@ static struct kunit_case nxqd_attack_cases[] = {
 	KUNIT_CASE(nxqd_test_notify),
 	KUNIT_CASE(nxqd_test_durability),
 	KUNIT_CASE(nxqd_test_ticket_before_ack),
+	KUNIT_CASE(nxqd_test_conn_uid_subtrees),
+	KUNIT_CASE(nxqd_test_conn_two_uids),
 	{}
 };
 

@@ -206,6 +206,7 @@ echo "budget.sh: fits: NXQUOTA_CHARGE_CONTEXT=0: fills$got MiB: the third meets 
 for c in c1 c2 c3; do ctl clear "/$cg/$c" "$key" >/dev/null || fail "clear $c"; done
 daemon_stop
 start req "r" NXQUOTA_REQUIRE=1 NXQ_PRELOAD_BATCH=0 NXQUOTA_RECONNECT_MS=300 \
+	NXQUOTA_CONNECT_WAIT_MS=0 \
 	"$top/tools/nxquota-run" --lib "$so" -- "$here/sizer" try 4
 exec 3>&8
 exec 8>&-
@@ -216,7 +217,7 @@ go() {	# go K: one try, its error code
 e1=$(go 1)
 daemon
 ctl set "/$cg/r" "$key" min=16M max=16M >/dev/null || fail "set r"
-sleep 1.1	# the shim looks for an authority again once a second
+sleep 1.1	# the shim looks for an authority again, at least once a second
 e2=$(go 2)
 daemon_stop
 e3=$(go 3)

@@ -154,21 +154,30 @@ refusal-not-said~s/^\t\trefusal_say(ord, kind, holder, bytes, asked, r, S.wait_n
 refusal-not-rate-limited~s/^\tif ((last \&\& now - last < S.gap_ns) ||$/\tif (0 ||/~test
 refusal-level-ignored~s/^\t\tnode_path(cg, st.last_level, node, sizeof(node));$/\t\tnode_path(cg, 0, node, sizeof(node));/~test
 refusal-guarantee-unseen~s/^\t\tint guarantee = !evfd \&\& st.last_limit < st.node_effective_max;$/\t\tint guarantee = 0;/~test
-refusal-credit-unsaid~s/^\tif (asked != bytes)\t\/\* the rest was charged already (the credit) \*\/$/\tif (0)/~test
+refusal-credit-unsaid~s/^\tif (asked \&\& asked != bytes)\t\/\* the rest was charged already (the credit) \*\/$/\tif (0)/~test
 refusal-not-quiet~s/^\tif (S.quiet)$/\tif (0)/~test
 refusal-wait-unsaid~s/^\telse if (S.wait_ns \&\& waited_ns < S.wait_ns)$/\telse if (0)/~test
-require-passes~s/^\tif (r \&\& S.require) {$/\tif (0) {/~test
+require-passes~/^int charge_plain/,/^}/s/^\t\tif (S.require) {$/\t\tif (0) {/~test
 require-unknown-device-passes~s/^\tif ((r == -ENOENT || r == -ENODEV) \&\& S.require) {$/\tif (0) {/~test
-require-never-looks-again~/^int authority_retry/,/^}/s/^\tuint64_t now = now_ns(), last = __atomic_load_n(\&S.retry_ns, __ATOMIC_RELAXED);$/\treturn ST_REFUSE; uint64_t now = now_ns(), last = 0;/~test
+down-for-life~s/^\t\tif (!authority_open(\&ctx))$/\t\tif (0 \&\& !authority_open(\&ctx))/~test
+down-not-remembered~s/^\t\t\t\*holderp = PENDING;\t.*$/\t\t\tdown_end(); return 0;/~test
+catch-up-forgets-released-handles~s/^\t\t\t\tstruct ent \*a = k == K_MAP ? e->h : e;$/\t\t\t\tstruct ent *a = e;/~test
+catch-up-no-pools~s/^\tfor (int i = 0; first \&\& i < MAXPOOL; i++) {$/\tfor (int i = 0; 0 \&\& i < MAXPOOL; i++) {/~test
+catch-up-trim-keeps-charge~s/^\t\t\t\tuncharge(d->pholder, rel);$/\t\t\t\t;/~test
+catch-up-context-lost~s/^\t\t\*pend = 1;$/\t\t*pend = 0;/~test
+owed-not-first~/^int plain_take/,/^}/s/^\tif (owed_first(ord))$/\tif (0)/~test
+free-not-paying-owed~/^void plain_give/,/^}/s/^\tif (__builtin_expect(__atomic_load_n(\&d->owed, __ATOMIC_RELAXED) != 0, 0)) {$/\tif (0) {/~test
+no-connect-wait~/^int authority_down/,/^}/s/^\tif (!until)$/\tif (1)/~test
+connector-busy-loop~s/^\t\tdelay = delay \* 2 < S.gap_ns ? delay \* 2 : S.gap_ns;$/\t\tdelay = 0;/~test
 vmm-release-uncharges-mapped~s/^\t\telse if (__atomic_fetch_or(\&e->hst, 1, __ATOMIC_ACQ_REL) == 0)$/\t\telse if (__atomic_fetch_or(\&e->hst, 1, __ATOMIC_ACQ_REL) < 99)/~test
 vmm-map-not-counted~s/^\t\t\t__atomic_add_fetch(\&e->hst, 2, __ATOMIC_RELAXED);$/\t\t\t;/~test
 vmm-last-unmap-keeps~s/^\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 1)$/\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 99)/~test
 vmm-unmap-first-only~s/^\t\tp += m->bytes;$/\t\tbreak;/~test
-ctx-refused-kept~s/^\t\tif (ctx_charge(dev, bytes)) {$/\t\tif (ctx_charge(dev, bytes) \&\& 0) {/~test
+ctx-refused-kept~s/^\t\tif (ctx_charge(dev, bytes, \&pend)) {$/\t\tif (ctx_charge(dev, bytes, \&pend) \&\& 0) {/~test
 ctx-env-ignored~s/^\tS.charge_ctx = env_on("NXQUOTA_CHARGE_CONTEXT", 1);$/\tS.charge_ctx = 1;/~test
 ctx-no-nvml~s/^\tif (!free_nvml(ord, \&m->before)) {$/\tif (0) {/~test
-ctx-release-keeps~s/^\t\tctx_uncharge(ord, S.dev\[ord\].prim_bytes);$/\t\t;/~test
-ctx-destroy-keeps~s/^\t\t\tctx_uncharge(e->dev, e->bytes);$/\t\t\t;/~test
+ctx-release-keeps~s/^\t\tctx_uncharge(ord, S.dev\[ord\].prim_bytes - S.dev\[ord\].prim_pend);$/\t\t;/~test
+ctx-destroy-keeps~s/^\t\t\t\tctx_uncharge(e->dev, e->bytes);$/\t\t\t\t;/~test
 ctx-charged-twice~s/^\tif (!state || !release || state(dev, \&fl, \&active) || active) {$/\tif (!state || !release || state(dev, \&fl, \&active)) {/~test
 ctx-own-ignored~s/^\tint mine = m->own \&\& !own_nvml(ord, \&own) \&\& own;$/\tint mine = 0;/~test
 ctx-unbounded~s/^\tif (d > S.ctx_max) {$/\tif (0) {/~test

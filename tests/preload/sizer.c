@@ -19,6 +19,11 @@
  *                    stdin and exits
  *   sizer try MIB    for each line on stdin: one cuMemAlloc of MIB MiB and
  *                    its free: "try K error E"; exits at end of input
+ *   sizer hold       for each line on stdin: "a N": up to N cuMemAllocs of
+ *                    1 MiB, stopping at the first refused: "a got G error
+ *                    E held H after MS ms"; "f N": frees the last N held:
+ *                    "f held H"; exits at end of input (what it holds
+ *                    with it: the authority sees the process end)
  *   sizer vmm MIB    as CUDA's VMM samples do: cuMemAddressReserve,
  *                    cuMemCreate of MIB MiB (a multiple of the
  *                    granularity), cuMemMap, cuMemSetAccess, and
@@ -158,6 +163,30 @@ int main(int argc, char **argv)
 			if (!e)
 				fr(p[0]);
 			printf("try %d error %d\n", k, e);
+		}
+		return 0;
+	}
+	if (!strcmp(argv[1], "hold")) {
+		int held = 0, k;
+
+		while (fgets(line, sizeof(line), stdin)) {
+			double t0 = ms();
+
+			if (sscanf(line, "a %d", &k) == 1) {
+				int got = 0;
+
+				e = 0;
+				while (got < k && held < 4096 && !(e = alloc(&p[held], 1 << 20))) {
+					held++;
+					got++;
+				}
+				printf("a got %d error %d held %d after %.0f ms\n", got, e, held,
+				       ms() - t0);
+			} else if (sscanf(line, "f %d", &k) == 1) {
+				while (k-- > 0 && held > 0)
+					fr(p[--held]);
+				printf("f held %d\n", held);
+			}
 		}
 		return 0;
 	}

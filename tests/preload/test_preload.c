@@ -344,6 +344,7 @@ static int setup(void **st)
 	n_procs(1);
 	unsetenv("NXQ_PRELOAD_WAIT_MS");
 	unsetenv("NXQ_PRELOAD");
+	setenv("NXQUOTA_CONNECT_WAIT_MS", "0", 1);	/* the tests of the wait set it */
 	nxqp__test_no_nvml(0);
 	nxqp__test_gap(1000000000ULL);
 	nxqp__test_authority(&kops, NULL);	/* stops the shim's thread first */
@@ -856,10 +857,10 @@ static void test_no_authority(void **st)
 	close(saved);
 	unsetenv("NXQ_DEV");
 	unsetenv("NXQUOTA_SOCKET");
-	assert_int_equal(nxqp__test_state(), -1);
+	assert_int_equal(nxqp__test_state(), -2);	/* down: looked for in the background */
 	assert_int_equal(d_calls("cuMemAlloc_v2"), calls + 3);
 	assert_int_equal(counters().charges, 0);
-	assert_int_equal(counters().tracked, 0);
+	assert_int_equal(counters().tracked, 0);	/* remembered while held, forgotten once freed */
 	len = pread(fd, buf, sizeof(buf) - 1, 0);
 	close(fd);
 	assert_true(len > 0);
@@ -1262,7 +1263,7 @@ static void test_totalmem(void **st)
 	K.cap = 1 * GiB;
 	assert_int_equal(cuDeviceTotalMem_v2(&t, 0), 0);
 	assert_int_equal(t, 8 * GiB);
-	assert_int_equal(nxqp__test_state(), -1);
+	assert_int_equal(nxqp__test_state(), -2);
 }
 
 /* stderr of the calls in between, read back (the caller checks it) */
@@ -1301,6 +1302,22 @@ static int count(const char *hay, const char *needle)
 	for (const char *p = hay; (p = strstr(p, needle)); p++)
 		n++;
 	return n;
+}
+
+/* Wait up to ms for what err_begin() captures to hold needle (a line another thread says). */
+static void err_wait(const char *needle, int ms)
+{
+	static char buf[8192];
+	ssize_t n = 0;
+
+	for (int i = 0; i < ms; i++) {
+		fflush(stderr);
+		n = pread(err_fd, buf, sizeof(buf) - 1, 0);
+		buf[n > 0 ? n : 0] = 0;
+		if (strstr(buf, needle))
+			return;
+		usleep(1000);
+	}
 }
 
 /* This process's cgroup, and the one above it. */
@@ -1682,6 +1699,37 @@ static void test_context_neighbours(void **st)
 	n_procs(1);
 }
 
+/* ---- issue 32: an authority that answers late ---- */
+
+/* Wait up to ms for the shim's state to be st (1 charging, -2 down). */
+static void wait_state(int st, int ms)
+{
+	for (int i = 0; i < ms && nxqp__test_state() != st; i++)
+		usleep(1000);
+	assert_int_equal(nxqp__test_state(), st);
+}
+
+/* Wait up to ms for the counters' caught_up + repaid to reach n bytes, and nothing owed. */
+static void wait_charged(uint64_t n, int ms)
+{
+	struct nxqp_counters c = counters();
+
+	for (int i = 0; i < ms && (c.caught_up + c.repaid < n || c.owed); i++) {
+		usleep(1000);
+		c = counters();
+	}
+	assert_int_equal(c.caught_up + c.repaid, n);
+	assert_int_equal(c.owed, 0);
+}
+
+static uint64_t ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
 /*
  * NXQUOTA_REQUIRE=1: without an authority every allocation is refused,
  * said once, and the budget reads empty; a device the authority does not
@@ -1731,19 +1779,21 @@ static void test_require(void **st)
 	unsetenv("NXQ_DEV");
 	unsetenv("NXQUOTA_SOCKET");
 
-	/* an authority comes: looked for again (at most once a gap: 1 s; 50 ms here) */
+	/*
+	 * an authority comes: looked for again in the background (the
+	 * connector's backoff, at most a gap apart: 1 s; 20 ms here), and the
+	 * next allocation is charged
+	 */
 	setup(st);
 	setenv("NXQUOTA_REQUIRE", "1", 1);
-	nxqp__test_gap(50000000ULL);
+	nxqp__test_gap(20000000ULL);
 	K.version_err = -ECONNREFUSED;
 	err_begin();
 	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	K.version_err = 0;
-	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);	/* within the gap */
-	usleep(60000);
+	wait_state(1, 2000);
 	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
 	out = err_end();
-	assert_int_equal(nxqp__test_state(), 1);
 	assert_int_equal(K.charged, MiB);
 	assert_int_equal(count(out, "an nxquota authority answers"), 1);
 	assert_int_equal(cuMemFree_v2(p), 0);
@@ -1761,6 +1811,449 @@ static void test_require(void **st)
 	K.reg_err = -ENOENT;
 	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
 	assert_int_equal(cuMemFree_v2(p), 0);
+}
+
+/*
+ * Issue 32: started while the authority is down (here: the fake one's
+ * NXQ_IOC_VERSION refused, as a daemon that is not there or refuses the
+ * connection for a bound).  Before, the shim passed everything through
+ * for the process's whole life.  Now it stays "down" (state -2) and a
+ * thread looks for the authority again; what the process allocates
+ * meanwhile passes, remembered; when the authority answers, what the
+ * process still holds -- pointers, managed memory, a handle held by its
+ * mapping alone, a pool's reservation -- is charged to the holders it
+ * would have been charged to, and freed as if charged from the start.
+ */
+static void test_late(void **st)
+{
+	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				     .location = { CU_MEM_LOCATION_TYPE_DEVICE, 1 } };
+	const CUdeviceptr va = 0x7000000000ULL;
+	unsigned long long p, q, m, h, a;
+	long calls = d_calls("cuMemAlloc_v2");
+	struct kh *k;
+	char *out;
+
+	nxqp__test_gap(20000000ULL);
+	K.version_err = -ECONNREFUSED;
+	err_begin();
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_int_equal(cuMemAlloc_v2(&q, 2 * MiB), 0);
+	assert_int_equal(cuMemFree_v2(q), 0);			/* freed while down: forgotten */
+	assert_int_equal(cuMemAllocManaged(&m, 3 * MiB, 1), 0);
+	assert_int_equal(cuMemCreate(&h, 4 * MiB, &prop, 0), 0);
+	assert_int_equal(cuMemMap(va, 4 * MiB, 0, h, 0), 0);
+	assert_int_equal(cuMemRelease(h), 0);			/* held by its mapping alone */
+	assert_int_equal(cuMemAllocAsync(&a, MiB, NULL), 0);	/* the pool reserves CHUNK */
+	assert_int_equal(nxqp__test_state(), -2);
+	assert_int_equal(d_calls("cuMemAlloc_v2"), calls + 2);
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(K.regs, 0);
+	assert_int_equal(counters().tracked, 3);	/* p, m, the mapping (and its handle) */
+	/* the authority comes */
+	K.version_err = 0;
+	wait_state(1, 2000);
+	wait_charged(8 * MiB + CHUNK, 2000);
+	err_wait("meanwhile charged", 2000);	/* the connector's line, after its charges */
+	out = err_end();
+	assert_int_equal(K.charged, 8 * MiB + CHUNK);
+	k = kholder_of(DEV0, 0);
+	assert_non_null(k);
+	assert_int_equal(k->charged, 4 * MiB);
+	k = kholder_of(DEV1, 0);
+	assert_non_null(k);
+	assert_int_equal(k->charged, 4 * MiB);
+	k = kholder_of(DEV0, 1);
+	assert_non_null(k);
+	assert_int_equal(k->charged, CHUNK);
+	assert_int_equal(count(out, "no nxquota authority"), 1);
+	assert_int_equal(count(out, "an nxquota authority answers"), 1);
+	assert_non_null(strstr(out, "; 40 MiB this process allocated meanwhile charged"));
+	/* freed now as if charged from the start */
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(K.charged, 7 * MiB + CHUNK);
+	assert_int_equal(cuMemUnmap(va, 4 * MiB), 0);
+	assert_int_equal(K.charged, 3 * MiB + CHUNK);
+	assert_int_equal(cuMemFree_v2(m), 0);
+	assert_int_equal(d_freeasync(a, NULL), 0);
+	d_sync();
+	assert_int_equal(cuMemPoolTrimTo(pool_of(A_ASYNC), 0), 0);
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(counters().tracked, 0);
+	/* nothing after it: a new allocation is charged as usual */
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_int_equal(K.charged, MiB);
+	assert_int_equal(cuMemFree_v2(p), 0);
+}
+
+/*
+ * Pools that grew while down: their reservations charged at the catch-up;
+ * one that does not fit makes the device's pools give back what they
+ * reserve unused (a trim, the charged ones' excess uncharged), then is
+ * asked again.
+ */
+static void test_late_pools(void **st)
+{
+	nxqp_pool_props_head props[8] = { { .allocType = 1,
+					    .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } } };
+	unsigned long long a1, a2, b1;
+	CUmemoryPool b;
+	struct kh *k;
+
+	nxqp__test_gap(20000000ULL);
+	K.version_err = -ECONNREFUSED;
+	assert_int_equal(cuMemAllocAsync(&a1, CHUNK, NULL), 0);	/* pool A reserves 2 chunks */
+	assert_int_equal(cuMemAllocAsync(&a2, MiB, NULL), 0);
+	assert_int_equal(d_freeasync(a1, NULL), 0);		/* not synchronised */
+	assert_int_equal(cuMemPoolCreate(&b, props), 0);
+	assert_int_equal(cuMemAllocFromPoolAsync(&b1, MiB, b, NULL), 0);	/* B: 1 chunk */
+	assert_int_equal(d_freeasync(b1, NULL), 0);
+	assert_int_equal(K.charged, 0);
+	/* A fits, A and B do not: the trim leaves A one chunk (a2), B none */
+	K.cap = 2 * CHUNK + CHUNK / 2;
+	K.version_err = 0;
+	wait_state(1, 2000);
+	for (int i = 0; i < 2000 && counters().caught_up < CHUNK; i++)
+		usleep(1000);
+	usleep(20000);
+	assert_int_equal(counters().caught_up, 2 * CHUNK);
+	k = kholder_of(DEV0, 1);
+	assert_non_null(k);
+	assert_int_equal(K.charged, CHUNK);
+	assert_int_equal(k->charged, CHUNK);
+	assert_int_equal(d_freeasync(a2, NULL), 0);
+	d_sync();
+	assert_int_equal(cuMemPoolTrimTo(pool_of(A_ASYNC), 0), 0);
+	assert_int_equal(cuMemPoolDestroy(b), 0);
+	assert_int_equal(K.charged, 0);
+}
+
+/* Contexts that came up while down: measured then, charged when the authority answers. */
+static void test_late_context(void **st)
+{
+	CUcontext c, c2, c3;
+
+	nxqp__test_gap(20000000ULL);
+	d_ctxmb(8);
+	K.version_err = -ECONNREFUSED;
+	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), 0);
+	assert_int_equal(cuCtxCreate_v2(&c2, 0, 1), 0);
+	assert_int_equal(cuCtxCreate_v2(&c3, 0, 1), 0);
+	assert_int_equal(cuCtxDestroy_v2(c3), 0);		/* gone while down: forgotten */
+	assert_int_equal(nxqp__test_state(), -2);
+	assert_int_equal(counters().ctx_bytes, 16 * MiB);
+	assert_int_equal(K.charged, 0);
+	K.version_err = 0;
+	wait_state(1, 2000);
+	wait_charged(16 * MiB, 2000);
+	assert_int_equal(K.charged, 16 * MiB);
+	assert_int_equal(cuCtxDestroy_v2(c2), 0);
+	assert_int_equal(K.charged, 8 * MiB);
+	assert_int_equal(cuDevicePrimaryCtxRelease_v2(0), 0);
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(counters().ctx_bytes, 0);
+}
+
+struct later {
+	int ms;
+	pthread_t t;
+};
+
+static void *authority_later(void *arg)
+{
+	struct later *l = arg;
+
+	usleep((useconds_t)l->ms * 1000);
+	pthread_mutex_lock(&kmu);
+	K.version_err = 0;
+	pthread_mutex_unlock(&kmu);
+	return NULL;
+}
+
+/*
+ * The connect wait (NXQUOTA_CONNECT_WAIT_MS): an allocation while down
+ * waits for the authority and is charged when it comes; the wait is
+ * bounded, counted from the process's first look (a later allocation does
+ * not wait again); with NXQUOTA_REQUIRE=1 it is then refused, without it
+ * passed (remembered).
+ */
+static void test_late_wait(void **st)
+{
+	struct later l = { .ms = 200 };
+	unsigned long long p;
+	uint64_t t0, dt;
+
+	setenv("NXQUOTA_REQUIRE", "1", 1);
+	setenv("NXQUOTA_CONNECT_WAIT_MS", "5000", 1);
+	nxqp__test_gap(20000000ULL);
+	K.version_err = -ECONNREFUSED;
+	assert_int_equal(pthread_create(&l.t, NULL, authority_later, &l), 0);
+	t0 = ms_now();
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	dt = ms_now() - t0;
+	pthread_join(l.t, NULL);
+	assert_true(dt >= 150 && dt < 4000);
+	assert_int_equal(K.charged, MiB);
+	assert_int_equal(counters().caught_up, 0);	/* charged at once, nothing pending */
+	assert_int_equal(cuMemFree_v2(p), 0);
+
+	/* bounded: refused after the wait, the next refused at once */
+	setup(st);
+	setenv("NXQUOTA_REQUIRE", "1", 1);
+	setenv("NXQUOTA_CONNECT_WAIT_MS", "150", 1);
+	K.version_err = -ECONNREFUSED;
+	t0 = ms_now();
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	dt = ms_now() - t0;
+	assert_true(dt >= 140 && dt < 1000);
+	t0 = ms_now();
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_true(ms_now() - t0 < 100);
+	unsetenv("NXQUOTA_REQUIRE");
+
+	/* without NXQUOTA_REQUIRE: passed after the wait, remembered */
+	setup(st);
+	setenv("NXQUOTA_CONNECT_WAIT_MS", "150", 1);
+	K.version_err = -ECONNREFUSED;
+	t0 = ms_now();
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_true(ms_now() - t0 >= 140);
+	assert_int_equal(counters().tracked, 1);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	/* a malformed value: said, not waited */
+	setup(st);
+	setenv("NXQUOTA_CONNECT_WAIT_MS", "soon", 1);
+	K.version_err = -ECONNREFUSED;
+	err_begin();
+	t0 = ms_now();
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_true(ms_now() - t0 < 100);
+	assert_non_null(strstr(err_end(), "NXQUOTA_CONNECT_WAIT_MS is not a number"));
+	assert_int_equal(cuMemFree_v2(p), 0);
+}
+
+/*
+ * The catch-up refused (the budget is smaller than what the process took
+ * while down): said, and the bytes stay owed, as libnxquota keeps what a
+ * restore could not take back -- asked for before any new charge on the
+ * device, so the process cannot grow while it holds memory uncharged,
+ * and paid off first by frees.  A background retry may pay them at any
+ * time: each step below holds either way.
+ */
+static void test_late_refused(void **st)
+{
+	unsigned long long p[4], x;
+	long calls;
+	int i;
+	char *out;
+
+	nxqp__test_gap(20000000ULL);
+	K.version_err = -ECONNREFUSED;
+	err_begin();
+	for (i = 0; i < 4; i++)
+		assert_int_equal(cuMemAlloc_v2(&p[i], MiB), 0);
+	K.cap = 2 * MiB;
+	K.version_err = 0;
+	wait_state(1, 2000);
+	for (i = 0; i < 2000 && !K.denials; i++)
+		usleep(1000);
+	err_wait("could not be charged", 2000);	/* the connector's line */
+	usleep(30000);		/* the refusal lines' gap (20 ms here) */
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(counters().owed, 4 * MiB);
+	calls = d_calls("cuMemAlloc_v2");
+	assert_int_equal(cuMemAlloc_v2(&x, MiB), CUDA_ERROR_OUT_OF_MEMORY);	/* 5 > 2 */
+	assert_int_equal(d_calls("cuMemAlloc_v2"), calls);
+	out = err_end();
+	assert_non_null(strstr(out, "refused what this process allocated while no authority "
+			       "answered (charged before any new allocation on the device), "
+			       "4 MiB on "));
+	assert_non_null(strstr(out, "but 4 MiB of what this process allocated meanwhile could "
+			       "not be charged"));
+	assert_int_equal(count(out, "refused what this process allocated"), 2);
+	assert_int_equal(cuMemFree_v2(p[0]), 0);		/* pays 1 off: 3 owed */
+	assert_int_equal(K.uncharges, 0);
+	assert_int_equal(counters().owed, 3 * MiB);
+	assert_int_equal(cuMemAlloc_v2(&x, MiB), CUDA_ERROR_OUT_OF_MEMORY);	/* 4 > 2 */
+	assert_int_equal(cuMemFree_v2(p[1]), 0);		/* 2 owed, or 2 charged */
+	assert_int_equal(cuMemAlloc_v2(&x, MiB), CUDA_ERROR_OUT_OF_MEMORY);	/* 3 > 2 */
+	assert_int_equal(cuMemFree_v2(p[2]), 0);		/* 1 owed, or 1 charged */
+	assert_int_equal(cuMemAlloc_v2(&x, MiB), 0);		/* 2: fits */
+	assert_int_equal(K.charged, 2 * MiB);
+	assert_int_equal(counters().owed, 0);
+	assert_int_equal(cuMemFree_v2(p[3]), 0);
+	assert_int_equal(cuMemFree_v2(x), 0);
+	assert_int_equal(K.charged, 0);
+}
+
+/* What is owed is asked for again in the background: charged once it fits, no allocation needed. */
+static void test_late_repaid(void **st)
+{
+	unsigned long long p[2];
+	int i;
+	char *out;
+
+	nxqp__test_gap(20000000ULL);
+	K.version_err = -ECONNREFUSED;
+	for (i = 0; i < 2; i++)
+		assert_int_equal(cuMemAlloc_v2(&p[i], MiB), 0);
+	K.cap = MiB;
+	err_begin();
+	K.version_err = 0;
+	for (i = 0; i < 2000 && !K.denials; i++)
+		usleep(1000);
+	assert_int_equal(counters().owed, 2 * MiB);
+	K.cap = 0;
+	wait_charged(2 * MiB, 3000);
+	err_wait("charged now", 2000);
+	out = err_end();
+	assert_int_equal(K.charged, 2 * MiB);
+	assert_non_null(strstr(out, "charged now"));
+	for (i = 0; i < 2; i++)
+		assert_int_equal(cuMemFree_v2(p[i]), 0);
+	assert_int_equal(K.charged, 0);
+}
+
+/*
+ * Threads allocating, holding and freeing while the authority comes: the
+ * ledger ends at exactly what they hold -- every allocation was either
+ * pending before the catch-up or charged after it.
+ */
+#define HOLD 40000
+struct hold {
+	unsigned long long p[HOLD];
+	uint64_t bytes;
+	int n;
+};
+
+/* Until 1000 allocations after the authority came (or HOLD held): one in four held. */
+static void *hold_hammer(void *arg)
+{
+	struct hold *h = arg;
+	int after = 0;
+
+	for (int i = 0; h->n < HOLD && after < 1000; i++) {
+		unsigned long long p;
+		size_t sz = 4096 + (size_t)(i % 7) * 512;
+
+		after += nxqp__test_state() == 1;
+		if (cuMemAlloc_v2(&p, sz))
+			return arg;
+		if (i % 4) {
+			cuMemFree_v2(p);
+			continue;
+		}
+		h->p[h->n++] = p;
+		h->bytes += sz;
+	}
+	return NULL;
+}
+
+static void test_late_threads(void **st)
+{
+	static struct hold h[8];
+	uint64_t held = 0;
+	long n = 0;
+	pthread_t t[8];
+	void *r;
+	int i;
+
+	nxqp__test_gap(1000000ULL);
+	memset(h, 0, sizeof(h));
+	K.version_err = -ECONNREFUSED;
+	assert_int_equal(cuMemAlloc_v2(&h[0].p[0], MiB), 0);	/* down before they start */
+	assert_int_equal(cuMemFree_v2(h[0].p[0]), 0);
+	for (i = 0; i < 8; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, hold_hammer, &h[i]), 0);
+	usleep(2000);
+	pthread_mutex_lock(&kmu);
+	K.version_err = 0;
+	pthread_mutex_unlock(&kmu);
+	for (i = 0; i < 8; i++) {
+		pthread_join(t[i], &r);
+		assert_null(r);
+		held += h[i].bytes;
+		n += h[i].n;
+	}
+	wait_state(1, 2000);
+	for (i = 0; i < 2000 && (K.charged != held || counters().owed); i++)
+		usleep(1000);
+	assert_int_equal(K.charged, held);
+	assert_int_equal(counters().owed, 0);
+	assert_int_equal(counters().tracked, n);
+	for (i = 0; i < 8; i++)
+		for (int j = 0; j < h[i].n; j++)
+			assert_int_equal(cuMemFree_v2(h[i].p[j]), 0);
+	assert_int_equal(K.charged, 0);
+}
+
+static int threads_now(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[128];
+	int n = -1;
+
+	while (f && fgets(line, sizeof(line), f))
+		if (!strncmp(line, "Threads:", 8))
+			n = atoi(line + 8);
+	if (f)
+		fclose(f);
+	return n;
+}
+
+/*
+ * While down, one thread looks for the authority, with a backoff up to
+ * the gap (1 s; 100 ms here): no busy loop, no thread per allocation.
+ */
+static void test_late_looks(void **st)
+{
+	unsigned long long p;
+	uint64_t looks;
+	int before = threads_now();
+
+	nxqp__test_gap(100000000ULL);
+	K.version_err = -ECONNREFUSED;
+	for (int i = 0; i < 2000; i++) {
+		assert_int_equal(cuMemAlloc_v2(&p, 4096), 0);
+		assert_int_equal(cuMemFree_v2(p), 0);
+	}
+	assert_int_equal(threads_now(), before + 1);
+	usleep(1000000);
+	looks = counters().looks;
+	/* 10, 20, 40, 80 ms, then 100 ms apart: 12 in the first second */
+	assert_true(looks >= 2 && looks <= 13);
+	assert_int_equal(nxqp__test_state(), -2);
+}
+
+/* A child forked while down starts over: its own look, nothing of its parent's. */
+static void test_late_fork(void **st)
+{
+	unsigned long long p;
+	pid_t pid;
+	int status;
+
+	nxqp__test_gap(20000000ULL);
+	K.version_err = -ECONNREFUSED;
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	pid = fork();
+	if (!pid) {
+		unsigned long long q;
+		int ok = counters().tracked == 0 && nxqp__test_state() == 0;
+
+		ok = ok && cuMemAlloc_v2(&q, 2 * MiB) == 0 && nxqp__test_state() == -2 &&
+		     counters().tracked == 1 && cuMemFree_v2(q) == 0 && counters().tracked == 0;
+		_exit(ok ? 0 : 1);
+	}
+	assert_true(pid > 0);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	K.version_err = 0;
+	wait_state(1, 2000);
+	wait_charged(MiB, 2000);
+	assert_int_equal(K.charged, MiB);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	assert_int_equal(K.charged, 0);
 }
 
 int main(void)
@@ -1793,7 +2286,19 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context_neighbours, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_require, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_pools, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_context, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_wait, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_repaid, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_threads, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_looks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_late_fork, setup, teardown),
 	};
 
+	/* NXQP_TEST=PATTERN: only the tests whose names match (cmocka's filter) */
+	if (getenv("NXQP_TEST"))
+		cmocka_set_test_filter(getenv("NXQP_TEST"));
 	return cmocka_run_group_tests(tests, group_setup, NULL);
 }

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * nxquotad's bounds on client connections: who may connect, so that no
+ * tenant can keep another's new processes out (issue 32, item 4).
+ *
+ * A connection counts against its process (-P), its uid (-U), all of
+ * them (-N) and its tenant subtree (-K): the cgroup of the connecting
+ * process, unless that cgroup lies in a delegated subtree -- directories
+ * someone other than root may write (owner not uid 0, or writable by
+ * group or others): whoever holds one can make child cgroups and move its
+ * processes among them at will -- in which case the top of that subtree
+ * (the highest ancestor reached through such directories, never the
+ * cgroup2 root).  Making cgroups therefore does not multiply a tenant's
+ * share.  Subtrees are made by root only (the runtime's containers, the
+ * delegations it grants).
+ *
+ * Reserve (-Q): a subtree's first -Q connections (at most -K) count but
+ * are admitted whatever the bounds per uid and in all say; beyond them a
+ * connection needs room under every bound.  So however many connections
+ * some uids hold -- two uids filling -N, one uid in many subtrees filling
+ * -U -- a neighbour's new process in another subtree still connects.
+ * The connections in all are at most -N plus -Q per subtree; the daemon
+ * raises its descriptor limit, and a connection it has no descriptor for
+ * is refused and counted (client.c).
+ *
+ * Objects (the loop's): struct nxqd_count, one per uid and one per
+ * subtree with connections, from the first connection to the last one's
+ * close; a connection holds one reference on each (struct nxqd_slot).
+ *
+ * Layer: calls proc.c and dcgroup.c; client.c calls it.
+ */
+#include <linux/types.h>
+#include <limits.h>
+#include <stdio.h>
+#include <sys/stat.h>
+
+#include "nxqd.h"
+
+unsigned int nxqd_conns_max = NXQD_CONNS_MAX;
+unsigned int nxqd_conn_per_cgroup = NXQD_CONN_PER_CGROUP;
+unsigned int nxqd_conn_per_uid = NXQD_CONN_PER_UID;
+unsigned int nxqd_conn_per_proc = NXQD_CONN_PER_PROC;
+unsigned int nxqd_conn_reserve = NXQD_CONN_RESERVE;
+
+#define NXQD_COUNT_BUCKETS	1024
+
+struct nxqd_count {
+	u64 key;
+	unsigned int n;
+	u64 turn;			/* per subtree: the loop's turn it was served */
+	struct nxqd_count *next;
+};
+
+struct nxqd_counts {
+	struct nxqd_count *b[NXQD_COUNT_BUCKETS];
+};
+
+static struct {
+	struct nxqd_counts per_uid, per_tree;
+	unsigned int nr;		/* connections in all */
+} nxqd_cn;
+
+/* @key's count (made at 0 if absent), or NULL: out of memory. */
+static struct nxqd_count *nxqd_count_get(struct nxqd_counts *t, u64 key)
+{
+	struct nxqd_count **pp = &t->b[key % NXQD_COUNT_BUCKETS], *c;
+
+	for (c = *pp; c; c = c->next)
+		if (c->key == key)
+			return c;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return NULL;
+	c->key = key;
+	c->next = *pp;
+	*pp = c;
+	return c;
+}
+
+/* One connection fewer on @c; it goes with its last. */
+static void nxqd_count_put(struct nxqd_counts *t, struct nxqd_count *c)
+{
+	struct nxqd_count **pp = &t->b[c->key % NXQD_COUNT_BUCKETS];
+
+	if (c->n && --c->n)
+		return;
+	for (; *pp; pp = &(*pp)->next) {
+		if (*pp == c) {
+			*pp = c->next;
+			free(c);
+			return;
+		}
+	}
+}
+
+/* May someone other than root write this cgroup directory (make cgroups in it)? */
+static bool nxqd_delegated(const struct stat *st)
+{
+	return st->st_uid != 0 || (st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/*
+ * The tenant subtree of the cgroup at @cg ("/a/b", relative to the
+ * cgroup2 root): its id (the directory's inode, the cgroup id), 0 if the
+ * directory cannot be found.
+ */
+static u64 nxqd_tree_of(const char *cg)
+{
+	const char *root = nxqd_cgroup_root();
+	size_t rl = strlen(root);
+	char full[PATH_MAX + 8], *slash;
+	struct stat st;
+	u64 id;
+
+	if (snprintf(full, sizeof(full), "%s%s", root, strcmp(cg, "/") ? cg : "") >=
+	    (int)sizeof(full) || stat(full, &st) || !S_ISDIR(st.st_mode))
+		return 0;
+	id = st.st_ino;
+	while (nxqd_delegated(&st)) {
+		slash = strrchr(full + rl, '/');
+		if (!slash || slash == full + rl)
+			break;		/* its parent is the root: the top */
+		*slash = '\0';
+		if (stat(full, &st) || !S_ISDIR(st.st_mode) || !nxqd_delegated(&st))
+			break;
+		id = st.st_ino;
+	}
+	return id;
+}
+
+/* The tenant subtree of @p now (0: its cgroup could not be read). */
+static u64 nxqd_conn_tree(struct nxqd_proc *p)
+{
+	char cg[PATH_MAX];
+
+	if (nxqd_proc_cgroup_path(p, cg, sizeof(cg)))
+		return 0;
+	return nxqd_tree_of(cg);
+}
+
+const char *nxqd_conn_admit(struct nxqd_slot *s, struct nxqd_proc *p, uid_t uid)
+{
+	unsigned int reserve = min(nxqd_conn_reserve, nxqd_conn_per_cgroup);
+	struct nxqd_count *u, *t;
+	const char *why;
+
+	s->uid = s->tree = NULL;
+	if (p->nr_conns >= nxqd_conn_per_proc)
+		return "its process's (-P)";
+	u = nxqd_count_get(&nxqd_cn.per_uid, uid);
+	t = u ? nxqd_count_get(&nxqd_cn.per_tree, nxqd_conn_tree(p)) : NULL;
+	if (!u || !t) {
+		if (u && !u->n)
+			nxqd_count_put(&nxqd_cn.per_uid, u);
+		return "out of memory";
+	}
+	if (t->n >= nxqd_conn_per_cgroup)
+		goto over;
+	/* within its subtree's reserve: whatever its uid and the others hold */
+	if (t->n >= reserve &&
+	    (u->n >= nxqd_conn_per_uid || nxqd_cn.nr >= nxqd_conns_max))
+		goto over;
+	u->n++;
+	t->n++;
+	p->nr_conns++;
+	nxqd_cn.nr++;
+	s->uid = u;
+	s->tree = t;
+	return NULL;
+over:
+	why = t->n >= nxqd_conn_per_cgroup ? "its cgroup subtree's (-K)" :
+	      u->n >= nxqd_conn_per_uid ? "its uid's (-U)" : "all clients' (-N)";
+	if (!u->n)
+		nxqd_count_put(&nxqd_cn.per_uid, u);
+	if (!t->n)
+		nxqd_count_put(&nxqd_cn.per_tree, t);
+	return why;
+}
+
+void nxqd_conn_release(struct nxqd_slot *s, struct nxqd_proc *p)
+{
+	if (!s->uid)
+		return;
+	nxqd_count_put(&nxqd_cn.per_uid, s->uid);
+	nxqd_count_put(&nxqd_cn.per_tree, s->tree);
+	s->uid = s->tree = NULL;
+	p->nr_conns--;
+	nxqd_cn.nr--;
+}
+
+bool nxqd_conn_turn(struct nxqd_slot *s)
+{
+	u64 turn = nxqd_loop_turn();
+
+	if (s->tree->turn == turn)
+		return false;
+	s->tree->turn = turn;
+	return true;
+}
