@@ -120,7 +120,22 @@ struct hook_record {
 
 /* ---- input --------------------------------------------------------------- */
 
-/* Parse exactly len bytes of JSON (one object, nothing after): 0 or -EINVAL. */
+/*
+ * Whether len bytes are JSON as RFC 8259 writes it, which json-c then
+ * reads exactly (hook_json.c): no comment, single quote, NaN, trailing
+ * comma, leading zero or garbage after the value; an integer within
+ * int64 or uint64; strings in UTF-8 without a lone surrogate, no key
+ * written twice in an object, and no NUL in any key or string (raw or
+ * \u0000).  0 (with the number of values and of decoded string bytes,
+ * when asked), or -EINVAL naming where (annotations."nxquota.io/max").
+ */
+int hook_json_exact(const char *buf, size_t len, const char *what,
+		    size_t *values, size_t *bytes, char *err);
+/*
+ * Parse exactly len bytes of JSON, one object and nothing after, that
+ * hook_json_exact() accepts, and check that json-c read every value and
+ * string byte of it: 0 or -EINVAL.
+ */
 int hook_json_parse(const char *buf, size_t len, const char *what,
 		    json_object **out, char *err);
 /* The state's fields (st->root = root, still owned by the caller). */
@@ -163,8 +178,11 @@ int hook_cgroup_own(const char *ctr, const char *self, char *err);
 int hook_cgroup_parent(const char *path, char *out, size_t size, char *err);
 /* Whether annotations mark a container in a pod (Kubernetes, podman). */
 bool hook_in_pod(json_object *ann);
-/* The pod's cgroup looks like a pod's (its name carries the pod's
- * identity, see hook.c): 0 or -EINVAL. */
+/*
+ * The pod's cgroup is laid out as kubelet's (cgroupfs or systemd driver,
+ * with the pod's UID of the annotations where they give one) or podman's
+ * pod cgroup, never a container's own (hook.c): 0 or -EINVAL.
+ */
 int hook_pod_cgroup_check(const char *pod, json_object *ann, char *err);
 
 /* ---- devices and budgets ---------------------------------------------------- */
