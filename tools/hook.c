@@ -541,3 +541,33 @@ int hook_pod_cgroup_check(const char *pod, json_object *ann, char *err)
 		    "(...-libpod_pod_<id>.slice, /libpod_parent/<id>)",
 		    hook_q(pod));
 }
+
+/* ---- the timeout ---------------------------------------------------------------- */
+
+int hook_timeout_parse(const char *s, unsigned int *ms, char *err)
+{
+	unsigned long v = 0, scale = 1000;
+	size_t digits = 0, decimals = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9' && digits < 5; p++, digits++)
+		v = v * 10 + (unsigned long)(*p - '0');
+	v *= 1000;
+	if (digits && *p == '.') {
+		for (p++; *p >= '0' && *p <= '9' && decimals < 4; p++) {
+			scale /= 10;
+			v += (unsigned long)(*p - '0') * scale;
+			decimals++;
+		}
+		if (!decimals)
+			digits = 0;
+	}
+	if (!digits || digits > 4 || decimals > 3 || *p || !v ||
+	    v > HOOK_TIMEOUT_MAX_MS)
+		return hook_fail(err, -EINVAL, "timeout %s is not a number of "
+			    "seconds above 0 and at most %d, with at most 3 "
+			    "decimals (such as 5 or 0.5)", hook_q(s),
+			    HOOK_TIMEOUT_MAX_MS / 1000);
+	*ms = (unsigned int)v;
+	return 0;
+}

@@ -1,7 +1,8 @@
 #!/bin/sh
 # nxquota-hook end to end, against nxquotad on temporary sockets, as a
 # runtime runs it: an OCI state on stdin, a bundle with config.json, a
-# process (sleep) in a cgroup this test creates, in a "pod" cgroup.
+# process (sleep) in a cgroup this test creates, in a pod's cgroup as
+# kubelet's cgroupfs driver lays it out (kubepods/burstable/pod<uid>).
 #  - nothing asked: exit 0 without an authority, nothing written;
 #  - createRuntime: container and pod budgets from the annotations on the
 #    GPUs given (NVIDIA_VISIBLE_DEVICES and linux.devices), checked with
@@ -10,7 +11,10 @@
 #    same pod budget, and one with another (refused);
 #  - bad input changes nothing: garbage, negative, min > max, a GPU not
 #    given, an unknown key, a pod budget outside a pod, the runtime's own
-#    cgroup, a bad id -- each one line "nxquota-hook: container ID: ...";
+#    cgroup, a bad id; what json-c would read as something else (issue
+#    32): a key or a value or an environment entry cut at a NUL, a key
+#    written twice; podman's container scope taken for a pod -- each one
+#    line "nxquota-hook: container ID: ...";
 #  - the authority refusing the second budget: the first is undone;
 #  - NVIDIA_GPU_MEMORY_LIMIT/REQUEST, an annotation winning;
 #  - poststop: the container's budgets cleared, the pod's left, the
@@ -301,7 +305,7 @@ bundle rec <<EOF
 {"process":{"env":["NVIDIA_VISIBLE_DEVICES=0"]},"annotations":{"nxquota.io/max":"3Gi"}}
 EOF
 hk ctr3 "$c3" rec --control "$ctl"
-refused "the record in the way" "writing the record: Is a directory (budgets undone)"
+refused "the record in the way" "writing the record: Is a directory; the budget it set was undone"
 unchanged "the record in the way"
 [ ! -e "$tmp/hooks/.ctr3.tmp" ] || fail "the temporary record was left"
 rm -r "$tmp/hooks/ctr3"
@@ -371,4 +375,4 @@ stop ctr3 poststop
 ok "poststop ctr3"
 hasnt "$kp/ctr3"
 
-echo "hook: ok (nothing asked; container and pod budgets from annotations and NVIDIA_GPU_MEMORY_*; the record; 15 refusals that change nothing; undo after a refusal and after a failed record; poststop)"
+echo "hook: ok (nothing asked; container and pod budgets from annotations and NVIDIA_GPU_MEMORY_*; the record; 20 refusals that change nothing; undo after a refusal and after a failed record; poststop)"

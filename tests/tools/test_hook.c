@@ -1024,6 +1024,251 @@ static void test_reconcile(void **state)
 	assert_err(err, "asks min=1");
 }
 
+/* ---- setting the plan, undoing it ------------------------------------------------ */
+
+/*
+ * A fake authority: every call is logged ("set PATH KEY max=N min=N;",
+ * "clear PATH KEY;"), and the n-th call (from 1) answers rc[n] with why
+ * "fake<n>"; the watchdog's last word at each call is kept.
+ */
+struct fake_auth {
+	char log[4096];
+	int calls, undo_begins;
+	int rc[16];
+	char note[HOOK_ERR_LEN];
+	char note_at[16][HOOK_ERR_LEN];
+};
+
+static int fake_budget(void *arg, bool clear, const char *path,
+		       const char *key, bool has_max, uint64_t max, bool has_min,
+		       uint64_t min, char *why, size_t size)
+{
+	struct fake_auth *f = arg;
+	size_t n = strlen(f->log);
+	int call = ++f->calls;
+
+	n += (size_t)snprintf(f->log + n, sizeof(f->log) - n, "%s %s %s",
+			      clear ? "clear" : "set", path, key);
+	if (has_max && !clear)
+		n += (size_t)snprintf(f->log + n, sizeof(f->log) - n, " max=%llu",
+				      (unsigned long long)max);
+	if (has_min && !clear)
+		n += (size_t)snprintf(f->log + n, sizeof(f->log) - n, " min=%llu",
+				      (unsigned long long)min);
+	snprintf(f->log + n, sizeof(f->log) - n, "; ");
+	assert_true(call < 16);
+	snprintf(f->note_at[call], sizeof(f->note_at[call]), "%s", f->note);
+	if (f->rc[call])
+		snprintf(why, size, "fake%d", call);
+	return f->rc[call];
+}
+
+static void fake_undo_begin(void *arg)
+{
+	((struct fake_auth *)arg)->undo_begins++;
+}
+
+static void fake_note(void *arg, const char *left)
+{
+	struct fake_auth *f = arg;
+
+	snprintf(f->note, sizeof(f->note), "%s", left);
+}
+
+#define G0 "GPU-" UUID0
+#define G1 "GPU-" UUID1
+
+/* pod G0, pod G1 (both new), container G0 (5Gi/1Gi before), container G1 */
+static void apply_plan(struct hook_plan *p, const char *ctr)
+{
+	char err[HOOK_ERR_LEN];
+	struct hook_node nodes[] = {
+		{ G0, "/k/pod1/c", 5 * GI, 1 * GI },
+		{ G0, "/k/pod1/it's", 5 * GI, 1 * GI },
+	};
+
+	assert_int_equal(plan("{\"nxquota.io/pod-max\":\"80Gi\",\"nxquota.io/"
+			      "max\":\"10Gi\"}", ENV("NVIDIA_VISIBLE_DEVICES=0,1"),
+			      p, err), 0);
+	assert_int_equal(p->n, 4);
+	assert_int_equal(hook_reconcile(p, &host, ctr, "/k/pod1", nodes, 2, err),
+			 0);
+	assert_true(!p->b[0].existed && !p->b[1].existed && p->b[2].existed &&
+		    !p->b[3].existed);
+}
+
+/*
+ * Issue 32, item 3: when one budget was refused, the undo stopped at the
+ * first undo that failed and left the rest applied, unsaid.  Now every
+ * step is undone past a failure, and what is left is named with the
+ * command that puts it back.
+ */
+static void test_apply_undo_in_full(void **state)
+{
+	static struct fake_auth f;
+	static struct hook_plan p;
+	const struct hook_ops ops = { .budget = fake_budget,
+				      .undo_begin = fake_undo_begin,
+				      .note = fake_note, .arg = &f };
+	char err[HOOK_ERR_LEN] = "";
+
+	(void)state;
+	apply_plan(&p, "/k/pod1/c");
+	memset(&f, 0, sizeof(f));
+	f.rc[4] = -EDQUOT;	/* the last budget is refused */
+	f.rc[5] = -EIO;		/* undoing the third fails */
+	f.rc[7] = -ENODEV;	/* and undoing the first */
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/c", "/k/pod1",
+				    "/run/x.sock", &ops, err), -EDQUOT);
+	assert_string_equal(f.log,
+		"set /k/pod1 " G0 " max=85899345920; "
+		"set /k/pod1 " G1 " max=85899345920; "
+		"set /k/pod1/c " G0 " max=10737418240; "
+		"set /k/pod1/c " G1 " max=10737418240; "
+		/* the undo, the last first, past the one that fails */
+		"set /k/pod1/c " G0 " max=5368709120; "
+		"clear /k/pod1 " G1 "; "
+		"clear /k/pod1 " G0 "; ");
+	assert_int_equal(f.undo_begins, 1);
+	assert_err(err, "the authority refused max nxquota.io/max=\"10Gi\" for "
+		   "/k/pod1/c on " G1 ": fake4; undone 1, LEFT 2: ");
+	assert_err(err, "/k/pod1/c on " G0 " (max=10737418240, undo failed: "
+		   "fake5; put back with: nxquotactl --control /run/x.sock set "
+		   "/k/pod1/c " G0 " max=5368709120)");
+	assert_err(err, "/k/pod1 on " G0 " (max=85899345920, undo failed: "
+		   "fake7; put back with: nxquotactl --control /run/x.sock "
+		   "clear /k/pod1 " G0 ")");
+	assert_null(strstr(err, "/k/pod1 on " G1));	/* undone */
+	assert_true(p.b[0].applied && !p.b[1].applied && p.b[2].applied &&
+		    !p.b[3].applied);
+	/* the watchdog's last word: what is left */
+	assert_non_null(strstr(f.note, "clear /k/pod1 " G0));
+	assert_null(strstr(f.note, "clear /k/pod1 " G1));
+
+	/* all undone: said so; the module: no --control */
+	memset(&f, 0, sizeof(f));
+	f.rc[3] = -EINVAL;
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/c", "/k/pod1", "", &ops,
+				    err), -EINVAL);
+	assert_err(err, "refused max nxquota.io/max=\"10Gi\" for /k/pod1/c on "
+		   G0 ": fake3; the 2 budgets it set were undone");
+	assert_int_equal(f.calls, 5);
+	assert_null(strstr(err, "LEFT"));
+}
+
+/* A step not answered may still take effect: it is undone with the rest,
+ * on a deadline of the undo's own; a clear that finds nothing is done. */
+static void test_apply_timeout(void **state)
+{
+	static struct fake_auth f;
+	static struct hook_plan p;
+	const struct hook_ops ops = { .budget = fake_budget,
+				      .undo_begin = fake_undo_begin,
+				      .note = fake_note, .arg = &f };
+	char err[HOOK_ERR_LEN] = "";
+
+	(void)state;
+	apply_plan(&p, "/k/pod1/c");
+	memset(&f, 0, sizeof(f));
+	f.rc[2] = -ETIMEDOUT;
+	f.rc[3] = -ENOENT;	/* it never took effect */
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/c", "/k/pod1", "",
+				    &ops, err), -ETIMEDOUT);
+	assert_string_equal(f.log,
+		"set /k/pod1 " G0 " max=85899345920; "
+		"set /k/pod1 " G1 " max=85899345920; "
+		"clear /k/pod1 " G1 "; "
+		"clear /k/pod1 " G0 "; ");
+	assert_int_equal(f.undo_begins, 1);
+	assert_err(err, "the authority did not answer, setting max "
+		   "nxquota.io/pod-max=\"80Gi\" for /k/pod1 on " G1 ": fake2; the 2 "
+		   "budgets it set were undone");
+	/* while the second was asked, the watchdog would have named it */
+	assert_err(f.note_at[2], "/k/pod1 on " G1 " (max=85899345920, maybe "
+		   "set: no answer; put back with: nxquotactl clear /k/pod1 " G1
+		   ")");
+	assert_err(f.note_at[2], "/k/pod1 on " G0 " (max=85899345920; put back "
+		   "with: nxquotactl clear /k/pod1 " G0 ")");
+
+	/* the unanswered one left: named as maybe set */
+	memset(&f, 0, sizeof(f));
+	f.rc[2] = -ETIMEDOUT;
+	f.rc[3] = -ETIMEDOUT;
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/c", "/k/pod1", "",
+				    &ops, err), -ETIMEDOUT);
+	assert_err(err, "undone 1, LEFT 1: /k/pod1 on " G1 " (max=85899345920, "
+		   "maybe set: no answer, undo failed: fake3; put back with: "
+		   "nxquotactl clear /k/pod1 " G1 ")");
+}
+
+/* Success: every step once, the skipped pod budget not at all; a path
+ * a shell would split is quoted in the command. */
+static void test_apply_ok(void **state)
+{
+	static struct fake_auth f;
+	static struct hook_plan p;
+	const struct hook_ops ops = { .budget = fake_budget, .arg = &f };
+	char err[HOOK_ERR_LEN] = "", left[HOOK_ERR_LEN];
+
+	(void)state;
+	apply_plan(&p, "/k/pod1/it's");
+	p.b[1].skip = true;
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				    &ops, err), 0);
+	assert_int_equal(f.calls, 3);
+	assert_null(strstr(f.log, "/k/pod1 " G1));
+	assert_int_equal(hook_left(&p, &host, "/k/pod1/it's", "/k/pod1",
+				   "/a b", left, sizeof(left)), 3);
+	assert_err(left, "put back with: nxquotactl --control '/a b' set "
+		   "'/k/pod1/it'\\''s' " G0 " max=5368709120)");
+	/* the record could not be written: undo it all */
+	assert_int_equal(hook_undo(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				   &ops, err, sizeof(err)), 0);
+	assert_int_equal(f.calls, 6);
+	assert_string_equal(err, "; the 3 budgets it set were undone");
+	assert_int_equal(hook_left(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				   left, sizeof(left)), 0);
+	/* a long list ends in "...", inside the buffer */
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				    &ops, err), 0);
+	assert_int_equal(hook_left(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				   left, 100), 3);
+	assert_int_equal(strlen(left), 99);
+	assert_string_equal(left + 96, "...");
+}
+
+static void test_timeout_parse(void **state)
+{
+	static const char *const bad[] = {
+		"", "0", "0.0", "0.0001", "601", "600.001", "1.2345", "-1", "1e3",
+		" 5", "5 ", "5s", ".5", "5.", "99999", "0x10", "1..2",
+	};
+	char err[HOOK_ERR_LEN];
+	unsigned int ms = 7;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(hook_timeout_parse("5", &ms, err), 0);
+	assert_int_equal(ms, 5000);
+	assert_int_equal(hook_timeout_parse("0.5", &ms, err), 0);
+	assert_int_equal(ms, 500);
+	assert_int_equal(hook_timeout_parse("2.25", &ms, err), 0);
+	assert_int_equal(ms, 2250);
+	assert_int_equal(hook_timeout_parse("0.001", &ms, err), 0);
+	assert_int_equal(ms, 1);
+	assert_int_equal(hook_timeout_parse("600", &ms, err), 0);
+	assert_int_equal(ms, 600000);
+	assert_int_equal(hook_timeout_parse("0600.000", &ms, err), 0);
+	assert_int_equal(ms, 600000);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ms = 7;
+		if (hook_timeout_parse(bad[i], &ms, err) != -EINVAL || ms != 7)
+			fail_msg("timeout \"%s\" taken: %u", bad[i], ms);
+	}
+	assert_err(err, "timeout \"1..2\" is not a number of seconds");
+}
+
 /* ---- the record ------------------------------------------------------------------- */
 
 static void test_record(void **state)
@@ -1145,6 +1390,10 @@ int main(void)
 		cmocka_unit_test(test_plan_nothing),
 		cmocka_unit_test(test_plan_errors),
 		cmocka_unit_test(test_reconcile),
+		cmocka_unit_test(test_apply_undo_in_full),
+		cmocka_unit_test(test_apply_timeout),
+		cmocka_unit_test(test_apply_ok),
+		cmocka_unit_test(test_timeout_parse),
 		cmocka_unit_test(test_record),
 		cmocka_unit_test(test_record_errors),
 		cmocka_unit_test(test_quote),
