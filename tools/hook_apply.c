@@ -61,6 +61,22 @@ static void sh_word(struct out *o, const char *s)
 	outf(o, "'");
 }
 
+/* The authority's reason in place, as one line: control bytes escaped. */
+static void one_line(char *why, size_t size)
+{
+	char copy[HOOK_WHY_LEN];
+	struct out o = { .b = why, .size = size };
+	const char *s;
+
+	snprintf(copy, sizeof(copy), "%s", why);
+	why[0] = '\0';
+	for (s = copy; *s; s++)
+		if ((unsigned char)*s < 0x20 || *s == 0x7f)
+			outf(&o, "\\x%02x", (unsigned char)*s);
+		else
+			outf(&o, "%c", *s);
+}
+
 static const char *bpath(const struct hook_budget *b, const char *ctr,
 			 const char *pod)
 {
@@ -170,6 +186,7 @@ size_t hook_undo(struct hook_plan *p, const struct hook_host *h,
 		rc = ops->budget(ops->arg, !b->existed, bpath(b, ctr, pod),
 				 h->devs[b->dev].key, b->has_max, b->old_max,
 				 b->has_min, b->old_min, b->why, sizeof(b->why));
+		one_line(b->why, sizeof(b->why));
 		/* a clear finding nothing: the step never took effect */
 		if (!rc || (!b->existed && rc == -ENOENT)) {
 			b->applied = b->maybe = false;
@@ -237,6 +254,7 @@ int hook_apply(struct hook_plan *p, const struct hook_host *h,
 			b->maybe = false;
 			continue;
 		}
+		one_line(why, sizeof(why));
 		if (rc != -ETIMEDOUT)
 			b->applied = b->maybe = false;
 		err[0] = '\0';

@@ -242,9 +242,14 @@ static int jx_string(struct jx *x, struct jstr *out, bool key)
 			const char *e = strchr("\"\\/bfnrt", *x->p);
 			static const char to[] = "\"\\/\b\f\n\r\t";
 
-			if (!*x->p || !e)
+			if ((!*x->p || !e) && (unsigned char)*x->p > 0x20 &&
+			    (unsigned char)*x->p < 0x7f)
 				return jx_fail(x, "%s holds an unknown escape "
 					       "\"\\%c\"", kind, *x->p);
+			if (!*x->p || !e)
+				return jx_fail(x, "%s holds an unknown escape "
+					       "(a backslash, then byte 0x%02x)",
+					       kind, (unsigned char)*x->p);
 			if (put(out, &to[e - "\"\\/bfnrt"], 1))
 				return hook_fail(x->err, -ENOMEM, "out of memory");
 			x->bytes++;
@@ -375,7 +380,7 @@ static int key_cmp(const void *a, const void *b)
 {
 	const struct jstr *ka = a, *kb = b;
 	size_t n = ka->n < kb->n ? ka->n : kb->n;
-	int c = memcmp(ka->s, kb->s, n);
+	int c = n ? memcmp(ka->s, kb->s, n) : 0;	/* "" has no buffer */
 
 	return c ? c : ka->n < kb->n ? -1 : ka->n > kb->n;
 }

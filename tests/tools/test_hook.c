@@ -239,6 +239,9 @@ static void test_json_exact(void **state)
 	JSON_BAD("{\"a\":1.}", "without digits after '.'");
 	JSON_BAD("{\"a\":1e}", "without an exponent");
 	JSON_BAD("{\"a\":\"\\x41\"}", "unknown escape \"\\x\"");
+	/* one line, whatever the text (found by hook_fuzz) */
+	JSON_BAD("{\"a\":\"\\\n\"}", "an unknown escape (a backslash, then "
+		 "byte 0x0a)");
 	JSON_BAD("{\"a\":\"\\u00G0\"}", "bad \\u escape");
 	JSON_BAD("{\"a\":\"\\uFFF\"}", "bad \\u escape");
 	/* integers json-c would saturate; doubles past DBL_MAX */
