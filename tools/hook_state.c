@@ -117,21 +117,31 @@ int hook_state_dir(bool create, char *err)
 	return fd;
 }
 
-/* flock(fd, LOCK_EX), trying every LOCK_POLL_MS for ms: 0, -ETIMEDOUT,
- * -errno. */
+/* Milliseconds since start (CLOCK_MONOTONIC). */
+static long since_ms(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - start->tv_sec) * 1000L +
+	       (now.tv_nsec - start->tv_nsec) / 1000000L;
+}
+
+/* flock(fd, LOCK_EX), trying every LOCK_POLL_MS until ms have passed (by
+ * the clock: a loaded machine oversleeps): 0, -ETIMEDOUT, -errno. */
 static int lock_wait(int fd, long ms)
 {
-	struct timespec poll = { 0, LOCK_POLL_MS * 1000000L };
+	struct timespec poll = { 0, LOCK_POLL_MS * 1000000L }, start;
 
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		if (!flock(fd, LOCK_EX | LOCK_NB))
 			return 0;
 		if (errno != EWOULDBLOCK && errno != EINTR)
 			return -errno;
-		if (ms <= 0)
+		if (since_ms(&start) >= ms)
 			return -ETIMEDOUT;
 		nanosleep(&poll, NULL);
-		ms -= LOCK_POLL_MS;
 	}
 }
 
@@ -167,9 +177,8 @@ static uint64_t fnv1a(const char *s)
 int hook_pod_lock(int dfd, const char *pod, long ms, struct hook_podlock *pl,
 		  char *err)
 {
-	struct timespec start, now;
+	struct timespec start;
 	struct stat a, b;
-	long waited;
 	int fd, rc;
 
 	pl->fd = -1;
@@ -185,10 +194,7 @@ int hook_pod_lock(int dfd, const char *pod, long ms, struct hook_podlock *pl,
 					 hook_q(pod), dir_name(), pl->name,
 					 strerror(-rc));
 		}
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		waited = (now.tv_sec - start.tv_sec) * 1000L +
-			 (now.tv_nsec - start.tv_nsec) / 1000000L;
-		rc = lock_wait(fd, ms - waited);
+		rc = lock_wait(fd, ms - since_ms(&start));
 		if (rc) {
 			close(fd);
 			if (rc == -ETIMEDOUT)

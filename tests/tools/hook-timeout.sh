@@ -10,9 +10,12 @@
 #    waits for another's lock;
 #  - with the daemon's listen backlog full, connect() itself blocks: the
 #    watchdog ends the hook half a second past its timeout, same line;
+#  - poststop names the budget it cannot clear, with the nxquotactl
+#    command, and keeps the record (cleared once nxquotad runs again);
 #  - a bad NXQUOTA_HOOK_TIMEOUT or --timeout is refused;
-# and, against a running nxquotad, a container whose pod's lock a sibling
-# holds gives up at its own timeout and changes nothing.
+# and first, against a running nxquotad, a container whose pod's lock a
+# sibling holds gives up at its own timeout and changes nothing, and sets
+# its budgets once the lock is free.
 # Bounds: each run ends between its timeout and the timeout plus
 # HOOK_TIMING_MARGIN_MS (2500), for a loaded machine.
 # Needs root, a cgroup2 mount and python3; says "skipped" (77) otherwise.
@@ -51,6 +54,7 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
+trap 'exit 1' INT TERM
 mkdir -p "$cg/$kp/ctr1" "$cg/$kp/ctr2" "$cg/loose" 2>/dev/null ||
 	skip "cannot create cgroups in $mnt"
 
@@ -131,22 +135,67 @@ bundle alone <<EOF
  "annotations":{"nxquota.io/max":"3Gi"}}
 EOF
 
-# ---- a stopped nxquotad --------------------------------------------------------
 daemon C
 cpid=$dpid
 ctl=$tmp/C.ctl
+
+# ---- a sibling holds the pod's lock ---------------------------------------------
+python3 -c '
+import fcntl, os, sys, time
+h = 0xcbf29ce484222325
+for b in sys.argv[2].encode():
+    h = ((h ^ b) * 0x100000001b3) & (2**64 - 1)
+os.makedirs(sys.argv[1], mode=0o700, exist_ok=True)
+fd = os.open("%s/.pod-%016x.lock" % (sys.argv[1], h), os.O_CREAT | os.O_RDWR, 0o600)
+fcntl.flock(fd, fcntl.LOCK_EX)
+open(sys.argv[1] + ".locked", "w").close()
+time.sleep(60)' "$tmp/hooks" "/$base/$kp" &
+holder=$!
+pids="$pids $holder"
+i=0
+until [ -e "$tmp/hooks.locked" ]; do
+	[ $i -lt 1000 ] || fail "the pod's lock was not taken"
+	sleep 0.02
+	i=$((i + 1))
+done
+tpids=
+run lock 1 ctr1 "$c1" pod "$ctl"
+wait $tpids
+ended lock 1 1000 $((1000 + margin)) "gave up after " \
+	"waiting for the lock of pod \"/$base/$kp\", held by another container's hook" \
+	"nothing was changed"
+kill "$holder"
+wait "$holder" 2>/dev/null
+# the lock free: the same run sets the budgets, and leaves no lock file
+NXQUOTA_HOOK_TIMEOUT=1 "$hook" --control "$ctl" <"$tmp/lock.state" >/dev/null \
+	2>"$tmp/lock.err" || fail "with the pod's lock free: $(cat "$tmp/lock.err")"
+[ -e "$tmp/hooks/ctr1" ] || fail "no record for ctr1"
+! ls -a "$tmp/hooks" | grep -q '^\.pod-' || fail "a pod's lock file left: $(ls -a "$tmp/hooks")"
+
+# ---- a stopped nxquotad --------------------------------------------------------
 kill -STOP "$cpid"
 why="no answer within"
 tpids=
-run pod 3 ctr1 "$c1" pod "$ctl"			# a pod's container: 3 s
+run pod 3 ctr2 "$c2" pod "$ctl"			# a pod's container: 3 s
 sleep 0.3
 run alone 1 ctr3 "$c3" alone "$ctl"		# beside it, 1 s
-run default "" ctr2 "$c2" pod "$ctl"		# the default: 5 s
+run default "" ctr4 "$c2" pod "$ctl"		# the default: 5 s
 wait $tpids
 ended alone 1 1000 $((1000 + margin)) "$why 1s from nxquotad at $ctl (stopped or hung?" \
 	"nothing was changed"
 ended pod 3 3000 $((3000 + margin)) "$why 3s from nxquotad at $ctl" "nothing was changed"
 ended default 5 5000 $((5000 + margin)) "$why 5s from nxquotad at $ctl"
+# poststop: what it cannot clear is named with the command, the record kept
+printf '{"id":"ctr1","status":"stopped","bundle":"/gone"}' >"$tmp/post.state"
+t0=$(now_ms)
+NXQUOTA_HOOK_TIMEOUT=1 timeout 20 "$hook" <"$tmp/post.state" >/dev/null \
+	2>"$tmp/post.err"
+echo $? >"$tmp/post.rc"
+echo $(($(now_ms) - t0)) >"$tmp/post.ms"
+ended post 1 1000 $((1000 + margin)) \
+	"clearing the container's budgets: 1 left, the record kept: /$base/$kp/ctr1 on $G0 ($why 1s" \
+	"clear it with: nxquotactl --control $ctl clear /$base/$kp/ctr1 $G0)"
+[ -e "$tmp/hooks/ctr1" ] || fail "poststop against a stopped nxquotad removed the record"
 
 # connect() itself blocks where the daemon's listen backlog is full
 python3 -c '
@@ -191,10 +240,13 @@ ended backlog 1 1500 $((1500 + margin)) \
 kill "$filler"
 wait "$filler" 2>/dev/null
 kill -CONT "$cpid"
-[ -z "$("$tool" --control "$ctl" --json status | python3 -c '
+# running again: poststop clears ctr1's; the pod's stays, nothing else set
+NXQUOTA_HOOK_TIMEOUT=5 "$hook" <"$tmp/post.state" >/dev/null 2>"$tmp/post.err" ||
+	fail "poststop ctr1, nxquotad running again: $(cat "$tmp/post.err")"
+[ "$("$tool" --control "$ctl" --json status | python3 -c '
 import json, sys
 print(" ".join(n["path"] for n in json.load(sys.stdin)["budgets"]
-               if n["max"] != 2**64 - 1 or n["min"]))')" ] ||
+               if n["max"] not in (None, 2**64 - 1) or n["min"]))')" = "/$base/$kp" ] ||
 	fail "budgets on C: $("$tool" --control "$ctl" status)"
 [ -z "$(ls "$tmp/hooks" 2>/dev/null)" ] || fail "records: $(ls "$tmp/hooks")"
 
@@ -217,38 +269,4 @@ bad badopt '--timeout: timeout "0" is not a number of seconds' --timeout 0
 badenv=1
 bad badopt2 '--timeout: timeout "1.0001" is not a number' --timeout 1.0001
 
-# ---- a sibling holds the pod's lock ---------------------------------------------
-# (against C, running again)
-python3 -c '
-import fcntl, os, sys, time
-h = 0xcbf29ce484222325
-for b in sys.argv[2].encode():
-    h = ((h ^ b) * 0x100000001b3) & (2**64 - 1)
-os.makedirs(sys.argv[1], mode=0o700, exist_ok=True)
-fd = os.open("%s/.pod-%016x.lock" % (sys.argv[1], h), os.O_CREAT | os.O_RDWR, 0o600)
-fcntl.flock(fd, fcntl.LOCK_EX)
-open(sys.argv[1] + ".locked", "w").close()
-time.sleep(60)' "$tmp/hooks" "/$base/$kp" &
-holder=$!
-pids="$pids $holder"
-i=0
-until [ -e "$tmp/hooks.locked" ]; do
-	[ $i -lt 1000 ] || fail "the pod's lock was not taken"
-	sleep 0.02
-	i=$((i + 1))
-done
-tpids=
-run lock 1 ctr1 "$c1" pod "$ctl"
-wait $tpids
-ended lock 1 1000 $((1000 + margin)) "gave up after " \
-	"waiting for the lock of pod \"/$base/$kp\", held by another container's hook" \
-	"nothing was changed"
-kill "$holder"
-wait "$holder" 2>/dev/null
-# the lock free: the same run sets the budgets, and leaves no lock file
-NXQUOTA_HOOK_TIMEOUT=1 "$hook" --control "$ctl" <"$tmp/lock.state" >/dev/null \
-	2>"$tmp/lock.err" || fail "with the pod's lock free: $(cat "$tmp/lock.err")"
-[ -e "$tmp/hooks/ctr1" ] || fail "no record for ctr1"
-! ls -a "$tmp/hooks" | grep -q '^\.pod-' || fail "a pod's lock file left: $(ls -a "$tmp/hooks")"
-
-echo "hook-timeout: ok (a stopped nxquotad: 3 hooks each at their own timeout, none blocked; a full backlog: the watchdog; bad timeouts refused; a pod's lock held: given up at the timeout)"
+echo "hook-timeout: ok (a pod's lock held: given up at the timeout; a stopped nxquotad: 3 hooks each at their own timeout, none blocked, poststop naming what is left; a full backlog: the watchdog; bad timeouts refused)"
