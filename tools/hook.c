@@ -22,8 +22,10 @@
  *    with one only if the operator trusts process.env (a tenant writes
  *    it: naming a GPU there gives no access to it);
  *  - the pod's cgroup is the container's parent, for a container that
- *    Kubernetes or podman put in a pod, and only when the parent's name
- *    carries the pod's identity.
+ *    Kubernetes or podman put in a pod, and only when the parent is laid
+ *    out as kubelet or podman lay out a pod's (hook_pod_cgroup_check()).
+ * The JSON itself is hook_json.c's: exactly what the text says, or
+ * refused.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -75,39 +77,6 @@ const char *hook_q(const char *s)
 }
 
 /* ---- input ------------------------------------------------------------------ */
-
-int hook_json_parse(const char *buf, size_t len, const char *what,
-		    json_object **out, char *err)
-{
-	struct json_tokener *tok;
-	enum json_tokener_error e;
-	json_object *o;
-	size_t end;
-
-	if (len > INT_MAX || memchr(buf, '\0', len))
-		return hook_fail(err, -EINVAL, "%s holds a NUL byte", what);
-	tok = json_tokener_new();
-	if (!tok)
-		return hook_fail(err, -ENOMEM, "out of memory");
-	o = json_tokener_parse_ex(tok, buf, (int)len);
-	e = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (!o || e != json_tokener_success) {
-		json_object_put(o);
-		return hook_fail(err, -EINVAL, "%s is not JSON: %s", what,
-			    e == json_tokener_continue ? "it ends early" :
-			    json_tokener_error_desc(e));
-	}
-	while (end < len && isspace((unsigned char)buf[end]))
-		end++;
-	if (end < len || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		return hook_fail(err, -EINVAL, "%s is not one JSON object", what);
-	}
-	*out = o;
-	return 0;
-}
 
 /* The string member key of o: 0 (*out NULL when absent) or -EINVAL. */
 int hook_get_str(json_object *o, const char *key, const char *what,
@@ -239,6 +208,9 @@ int hook_env(json_object *cfg, const char *name, const char **val, char *err)
 			return hook_fail(err, -EINVAL, "config.json: process.env[%zu] "
 				    "is not a string", i);
 		s = json_object_get_string(e);
+		if ((size_t)json_object_get_string_len(e) != strlen(s))
+			return hook_fail(err, -EINVAL, "config.json: process.env[%zu] "
+				    "%s holds a NUL byte", i, hook_q(s));
 		if (strncmp(s, name, len) || s[len] != '=')
 			continue;
 		if (found++)
@@ -375,7 +347,9 @@ static const char *ann_str(json_object *ann, const char *key)
 
 	if (!ann || !json_object_object_get_ex(ann, key, &v) ||
 	    !json_object_is_type(v, json_type_string) ||
-	    !json_object_get_string_len(v))
+	    !json_object_get_string_len(v) ||
+	    (size_t)json_object_get_string_len(v) !=
+	    strlen(json_object_get_string(v)))
 		return NULL;
 	return json_object_get_string(v);
 }
@@ -396,63 +370,204 @@ size_t hook_run_of(const char *s, const char *set)
 	return strspn(s, set);
 }
 
-/* name holds "pod" + uid, with uid's '-' as '-' or '_' (kubelet's
- * cgroupfs and systemd drivers). */
-static bool has_pod_uid(const char *name, const char *uid)
+/*
+ * The pod cgroups that mean one.  kubelet (pkg/kubelet/cm: the pod's
+ * cgroup is "pod" + its UID under the QoS class's, under "kubepods",
+ * below --cgroup-root):
+ *   cgroupfs  .../kubepods/pod<uid>
+ *             .../kubepods/{burstable,besteffort}/pod<uid>
+ *   systemd   .../[R-]kubepods.slice/[R-]kubepods-pod<uid_>.slice
+ *             .../[R-]kubepods-burstable.slice/
+ *                 [R-]kubepods-burstable-pod<uid_>.slice  (besteffort too)
+ * where <uid> is the pod's UID, a lower-case UUID or, for a static pod,
+ * 32 hex digits, and <uid_> the same with '_' for '-' (systemd's slice
+ * names), and R a --cgroup-root slice (kind's "kubelet").  podman (libpod
+ * runtime_pod_linux.go):
+ *   systemd   .../[P-]libpod_pod_<id>.slice under [P].slice
+ *             (machine.slice/machine-libpod_pod_<id>.slice; rootless,
+ *             user.slice/user-libpod_pod_<id>.slice)
+ *   cgroupfs  /libpod_parent/<id>
+ * with <id> 64 hex digits.  A container's own cgroup is never a pod's:
+ * podman's "libpod-<id>.scope", docker's "docker-<id>.scope", whatever
+ * sits in machine.slice or system.slice.
+ */
+
+/* The last components of a cgroup path: name, its parent's, and its
+ * grandparent's ("" where the path is shorter). */
+struct pod_names {
+	char name[HOOK_PATH_MAX], parent[HOOK_PATH_MAX], gparent[HOOK_PATH_MAX];
+};
+
+static void pod_names(const char *path, struct pod_names *pn)
 {
-	size_t n = strlen(uid), i;
-	const char *p;
+	char *dst[3] = { pn->name, pn->parent, pn->gparent };
+	const char *end = path + strlen(path), *s;
+	int i;
 
-	if (n < 8 || hook_run_of(uid, "0123456789abcdefABCDEF-") != n)
+	for (i = 0; i < 3; i++) {
+		for (s = end; s > path && s[-1] != '/'; s--)
+			;
+		snprintf(dst[i], HOOK_PATH_MAX, "%.*s", (int)(end - s), s);
+		end = s > path ? s - 1 : path;
+	}
+}
+
+/* s is a kubelet pod UID (sep between the UUID's groups), all of s. */
+static bool pod_uid(const char *s, size_t n, char sep)
+{
+	static const char hex[] = "0123456789abcdef";
+	static const size_t groups[] = { 8, 4, 4, 4, 12 };
+	size_t i, off = 0;
+
+	if (n == 32)	/* a static pod's: the hash of its manifest */
+		return hook_run_of(s, hex) >= 32;
+	if (n != 36)
 		return false;
-	for (p = strstr(name, "pod"); p; p = strstr(p + 1, "pod")) {
-		for (i = 0; i < n; i++) {
-			char c = p[3 + i];
+	for (i = 0; i < 5; i++) {
+		if (hook_run_of(s + off, hex) < groups[i])
+			return false;
+		off += groups[i];
+		if (i < 4 && s[off++] != sep)
+			return false;
+	}
+	return true;
+}
 
-			if (c != uid[i] && !(uid[i] == '-' && c == '_'))
-				break;
-		}
-		if (i == n)
-			return true;
+/* s ends with suffix; the length before it, or -1. */
+static long ends(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), m = strlen(suffix);
+
+	return n >= m && !strcmp(s + n - m, suffix) ? (long)(n - m) : -1;
+}
+
+/* Whether the n bytes of p are "kubepods" or "R-kubepods" with the QoS
+ * class qos ("" or "-burstable", "-besteffort") after it. */
+static bool kubepods_slice(const char *p, size_t n, const char *qos)
+{
+	size_t k = strlen("kubepods") + strlen(qos);
+
+	if (n < k || strncmp(p + n - k, "kubepods", 8) ||
+	    strncmp(p + n - strlen(qos), qos, strlen(qos)))
+		return false;
+	return n == k || (n > k + 1 && p[n - k - 1] == '-');
+}
+
+/* A kubelet pod cgroup: the UID it names (as cgroupfs writes it), or
+ * false. */
+static bool kubelet_pod(const struct pod_names *pn, char *uid)
+{
+	static const char *const qos[] = { "", "-burstable", "-besteffort" };
+	const char *name = pn->name, *par = pn->parent;
+	size_t i, n;
+	long p;
+
+	/* cgroupfs */
+	if (!strncmp(name, "pod", 3) && pod_uid(name + 3, strlen(name + 3), '-') &&
+	    (!strcmp(par, "kubepods") ||
+	     ((!strcmp(par, "burstable") || !strcmp(par, "besteffort")) &&
+	      !strcmp(pn->gparent, "kubepods")))) {
+		strcpy(uid, name + 3);
+		return true;
+	}
+	/* systemd: "<P>-pod<uid_>.slice" under "<P>.slice" */
+	p = ends(par, ".slice");
+	if (p <= 0 || strncmp(name, par, (size_t)p) ||
+	    strncmp(name + p, "-pod", 4) || ends(name, ".slice") < 0)
+		return false;
+	n = strlen(name + p + 4) - strlen(".slice");
+	if (!pod_uid(name + p + 4, n, '_'))
+		return false;
+	for (i = 0; i < sizeof(qos) / sizeof(qos[0]); i++) {
+		if (!kubepods_slice(par, (size_t)p, qos[i]))
+			continue;
+		/* a QoS slice sits in its kubepods slice */
+		if (i && (ends(pn->gparent, ".slice") !=
+			  (long)(p - (long)strlen(qos[i])) ||
+			  strncmp(pn->gparent, par, (size_t)p - strlen(qos[i]))))
+			return false;
+		snprintf(uid, 40, "%.*s", (int)n, name + p + 4);
+		for (; *uid; uid++)
+			if (*uid == '_')
+				*uid = '-';
+		return true;
 	}
 	return false;
 }
 
-/* name holds "pod" and a uid-like run (32 hex digits, or a UUID). */
-static bool has_pod_any(const char *name)
-{
-	const char *p;
-
-	for (p = strstr(name, "pod"); p; p = strstr(p + 1, "pod"))
-		if (hook_run_of(p + 3, "0123456789abcdef-_") >= 32)
-			return true;
-	return false;
-}
-
-/* name is podman's pod cgroup: "<64 hex>" (cgroupfs) or holds
- * "libpod_pod_<64 hex>" (systemd). */
-static bool is_podman_pod(const char *name)
+/* A podman pod cgroup. */
+static bool podman_pod(const struct pod_names *pn)
 {
 	static const char hex[] = "0123456789abcdef";
-	const char *p = strstr(name, "libpod_pod_");
+	const char *name = pn->name, *id = strstr(name, "libpod_pod_");
+	long p = ends(pn->parent, ".slice");
 
-	if (strlen(name) == 64 && hook_run_of(name, hex) == 64)
-		return true;
-	return p && hook_run_of(p + 11, hex) == 64;
+	if (!strcmp(pn->parent, "libpod_parent"))	/* cgroupfs */
+		return strlen(name) == 64 && hook_run_of(name, hex) == 64;
+	if (!id || hook_run_of(id + 11, hex) != 64 || strcmp(id + 75, ".slice"))
+		return false;
+	/* "libpod_pod_<id>.slice" in "-.slice", or "P-libpod_pod_..." in
+	 * "P.slice" */
+	if (id == name)
+		return !strcmp(pn->parent, "-.slice") || !pn->parent[0];
+	return p > 0 && id - name == p + 1 && !strncmp(name, pn->parent, (size_t)p) &&
+	       name[p] == '-';
 }
 
 int hook_pod_cgroup_check(const char *pod, json_object *ann, char *err)
 {
-	const char *name = strrchr(pod, '/') ? strrchr(pod, '/') + 1 : pod;
 	const char *uid = ann_str(ann, "io.kubernetes.cri.sandbox-uid");
+	struct pod_names *pn = malloc(sizeof(*pn));
+	char got[48] = "";
+	bool kube, podman;
 
+	if (!pn)
+		return hook_fail(err, -ENOMEM, "out of memory");
 	if (!uid)
 		uid = ann_str(ann, "io.kubernetes.pod.uid");
-	if (is_podman_pod(name) ||
-	    (uid ? has_pod_uid(name, uid) : has_pod_any(name)))
+	pod_names(pod, pn);
+	kube = kubelet_pod(pn, got);
+	podman = !kube && podman_pod(pn);
+	free(pn);
+	if (kube && uid && strcmp(uid, got))
+		return hook_fail(err, -EINVAL, "the container's parent cgroup %s is "
+			    "pod %s's, not the pod of its annotations (%s)",
+			    hook_q(pod), got, hook_q(uid));
+	if (kube || podman)
 		return 0;
 	return hook_fail(err, -EINVAL, "the container's parent cgroup %s is not a "
-		    "pod's: its name carries neither \"pod<uid>\"%s%s nor "
-		    "podman's \"libpod_pod_<id>\"", hook_q(pod),
-		    uid ? " of the pod's uid " : "", uid ? hook_q(uid) : "");
+		    "pod's: neither kubelet's (.../kubepods/[QOS/]pod<uid>, "
+		    ".../kubepods[-QOS]-pod<uid>.slice) nor podman's "
+		    "(...-libpod_pod_<id>.slice, /libpod_parent/<id>)",
+		    hook_q(pod));
+}
+
+/* ---- the timeout ---------------------------------------------------------------- */
+
+int hook_timeout_parse(const char *s, unsigned int *ms, char *err)
+{
+	unsigned long v = 0, scale = 1000;
+	size_t digits = 0, decimals = 0;
+	const char *p = s;
+
+	for (; *p >= '0' && *p <= '9' && digits < 5; p++, digits++)
+		v = v * 10 + (unsigned long)(*p - '0');
+	v *= 1000;
+	if (digits && *p == '.') {
+		for (p++; *p >= '0' && *p <= '9' && decimals < 4; p++) {
+			scale /= 10;
+			v += (unsigned long)(*p - '0') * scale;
+			decimals++;
+		}
+		if (!decimals)
+			digits = 0;
+	}
+	if (!digits || digits > 4 || decimals > 3 || *p || !v ||
+	    v > HOOK_TIMEOUT_MAX_MS)
+		return hook_fail(err, -EINVAL, "timeout %s is not a number of "
+			    "seconds above 0 and at most %d, with at most 3 "
+			    "decimals (such as 5 or 0.5)", hook_q(s),
+			    HOOK_TIMEOUT_MAX_MS / 1000);
+	*ms = (unsigned int)v;
+	return 0;
 }

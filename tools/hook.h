@@ -22,7 +22,8 @@
 #include <json-c/json.h>
 #include <linux/nxquota.h>
 
-#define HOOK_ERR_LEN		1024
+#define HOOK_ERR_LEN		4096
+#define HOOK_WHY_LEN		256	/* the authority's reason for one step */
 #define HOOK_STATE_MAX		(1 << 20)	/* bytes of state JSON read */
 #define HOOK_CONFIG_MAX		(16 << 20)	/* bytes of config.json read */
 #define HOOK_ID_MAX		128
@@ -89,6 +90,10 @@ struct hook_budget {
 	bool existed;			/* the node had a budget before */
 	uint64_t old_max, old_min;	/* and these values */
 	bool skip;			/* the pod's, identical: left alone */
+	/* kept by hook_apply() and hook_undo() */
+	bool applied;			/* set, or maybe (no answer) */
+	bool maybe;			/* asked, never answered */
+	char why[HOOK_WHY_LEN];		/* why its undo failed */
 };
 
 struct hook_plan {
@@ -120,7 +125,22 @@ struct hook_record {
 
 /* ---- input --------------------------------------------------------------- */
 
-/* Parse exactly len bytes of JSON (one object, nothing after): 0 or -EINVAL. */
+/*
+ * Whether len bytes are JSON as RFC 8259 writes it, which json-c then
+ * reads exactly (hook_json.c): no comment, single quote, NaN, trailing
+ * comma, leading zero or garbage after the value; an integer within
+ * int64 or uint64; strings in UTF-8 without a lone surrogate, no key
+ * written twice in an object, and no NUL in any key or string (raw or
+ * \u0000).  0 (with the number of values and of decoded string bytes,
+ * when asked), or -EINVAL naming where (annotations."nxquota.io/max").
+ */
+int hook_json_exact(const char *buf, size_t len, const char *what,
+		    size_t *values, size_t *bytes, char *err);
+/*
+ * Parse exactly len bytes of JSON, one object and nothing after, that
+ * hook_json_exact() accepts, and check that json-c read every value and
+ * string byte of it: 0 or -EINVAL.
+ */
 int hook_json_parse(const char *buf, size_t len, const char *what,
 		    json_object **out, char *err);
 /* The state's fields (st->root = root, still owned by the caller). */
@@ -163,8 +183,11 @@ int hook_cgroup_own(const char *ctr, const char *self, char *err);
 int hook_cgroup_parent(const char *path, char *out, size_t size, char *err);
 /* Whether annotations mark a container in a pod (Kubernetes, podman). */
 bool hook_in_pod(json_object *ann);
-/* The pod's cgroup looks like a pod's (its name carries the pod's
- * identity, see hook.c): 0 or -EINVAL. */
+/*
+ * The pod's cgroup is laid out as kubelet's (cgroupfs or systemd driver,
+ * with the pod's UID of the annotations where they give one) or podman's
+ * pod cgroup, never a container's own (hook.c): 0 or -EINVAL.
+ */
 int hook_pod_cgroup_check(const char *pod, json_object *ann, char *err);
 
 /* ---- devices and budgets ---------------------------------------------------- */
@@ -196,6 +219,54 @@ int hook_reconcile(struct hook_plan *p, const struct hook_host *host,
 		   const char *ctr, const char *pod,
 		   const struct hook_node *nodes, size_t nnodes, char *err);
 
+/* ---- setting the plan --------------------------------------------------------- */
+
+/* The authority as hook_apply() asks it (nxquota-hook.c's, or a test's). */
+struct hook_ops {
+	/*
+	 * Set (clear: remove) the budget of path on key, the fields has_*
+	 * only: 0, or a negative errno with the reason in why (one line, at
+	 * most size bytes); -ETIMEDOUT when no answer came in time, and the
+	 * request may still take effect.
+	 */
+	int (*budget)(void *arg, bool clear, const char *path, const char *key,
+		      bool has_max, uint64_t max, bool has_min, uint64_t min,
+		      char *why, size_t size);
+	/* An undo begins: a deadline of its own (may be NULL). */
+	void (*undo_begin)(void *arg);
+	/* What is set changed: hook_left()'s text (may be NULL). */
+	void (*note)(void *arg, const char *left);
+	void *arg;
+};
+
+/*
+ * Set the plan's budgets (not those hook_reconcile() skipped), pods'
+ * first; control is nxquotad's socket ("" for the module), for the
+ * commands a message names.  0; or, when one is refused or not answered,
+ * hook_undo() and that step's negative errno, err saying which step, why,
+ * and what the undo left.
+ */
+int hook_apply(struct hook_plan *p, const struct hook_host *h,
+	       const char *ctr, const char *pod, const char *control,
+	       const struct hook_ops *ops, char *err);
+/*
+ * Undo every step hook_apply() took (and one not answered), the last
+ * first, going on past an undo that fails: a budget it created is
+ * cleared, one it changed gets its old values.  Writes into msg "; the N
+ * budgets it set were undone" or "; undone N, LEFT M: " and
+ * hook_left()'s list; returns how many are left.
+ */
+size_t hook_undo(struct hook_plan *p, const struct hook_host *h,
+		 const char *ctr, const char *pod, const char *control,
+		 const struct hook_ops *ops, char *msg, size_t size);
+/*
+ * The budgets set now (applied), one "PATH on KEY (max=N, ...; put back
+ * with: nxquotactl ... clear|set ...)" each, "; " between: their number.
+ */
+size_t hook_left(const struct hook_plan *p, const struct hook_host *h,
+		 const char *ctr, const char *pod, const char *control,
+		 char *buf, size_t size);
+
 /* ---- the record ------------------------------------------------------------- */
 
 /* The record as JSON text (free() it), or NULL on ENOMEM. */
@@ -203,6 +274,14 @@ char *hook_record_format(const struct hook_record *r);
 /* Parse a record: 0 or -EINVAL. */
 int hook_record_parse(const char *buf, size_t len, struct hook_record *r,
 		      char *err);
+
+/* ---- the timeout --------------------------------------------------------------- */
+
+#define HOOK_TIMEOUT_MAX_MS	600000
+
+/* Seconds as NXQUOTA_HOOK_TIMEOUT and --timeout write them ("5", "0.25"):
+ * 0 and *ms, or -EINVAL. */
+int hook_timeout_parse(const char *s, unsigned int *ms, char *err);
 
 /* ---- messages --------------------------------------------------------------- */
 

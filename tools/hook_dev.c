@@ -226,7 +226,12 @@ static int given_env_each(json_object *cfg, const struct hook_host *h,
 		return 0;	/* hook_env() already said what is wrong */
 	n = json_object_array_length(env);
 	for (i = 0; i < n; i++) {
-		s = json_object_get_string(json_object_array_get_idx(env, i));
+		json_object *e = json_object_array_get_idx(env, i);
+
+		s = json_object_get_string(e);
+		if (s && (size_t)json_object_get_string_len(e) != strlen(s))
+			return hook_fail(err, -EINVAL, "config.json: process.env"
+				    "[%zu] %s holds a NUL byte", i, hook_q(s));
 		if (!s || strncmp(s, ENV_NXQUOTA_ONE, len))
 			continue;
 		eq = strchr(s, '=');

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the three files of nxquota-hook's decisions share, and nothing
- * else includes: hook.c (the OCI state, config.json's members, the
- * container's and the pod's cgroups), hook_dev.c (the GPUs a container
- * was given) and hook_plan.c (the budgets to set, against what is in
- * place, and the record poststop undoes).  The public contract is
- * hook.h's.
+ * What the files of nxquota-hook's decisions share, and nothing else
+ * includes: hook.c (the OCI state, config.json's members, the
+ * container's and the pod's cgroups), hook_json.c (JSON that json-c
+ * reads exactly as written), hook_dev.c (the GPUs a container was given)
+ * and hook_plan.c (the budgets to set, against what is in place, and the
+ * record poststop undoes).  The public contract is hook.h's.
  */
 #ifndef NXQ_TOOLS_HOOK_INT_H
 #define NXQ_TOOLS_HOOK_INT_H

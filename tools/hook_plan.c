@@ -111,6 +111,9 @@ static int plan_annotation(const char *key, json_object *val,
 		return hook_fail(err, -EINVAL, "annotation %s is not a string",
 			    hook_q(key));
 	txt = json_object_get_string(val);
+	if ((size_t)json_object_get_string_len(val) != strlen(txt))
+		return hook_fail(err, -EINVAL, "annotation %s=%s holds a NUL byte",
+			    hook_q(key), hook_q(txt));
 	rc = quantity(key, txt, &v, err);
 	if (rc)
 		return rc;

@@ -5,14 +5,19 @@
  * poststop, through the authority (the module's generic netlink family,
  * or nxquotad's control socket: ctl.h).
  *
- * The decisions are hook.c's; this file does the I/O around them: the
- * state on stdin and the bundle's config.json (both capped), the
- * container's cgroup from /proc/PID/cgroup, the authority's devices and
- * budgets, setting them (undoing what was set when a later one fails) and
- * the record of what was set, /run/nxquota/hooks/<id> (root's, written
- * atomically), which poststop reads back.  Every failure is one line on
- * stderr, "nxquota-hook: container ID: why", and exit status 1, which
- * fails the container's start; nothing is left changed.
+ * The decisions are hook*.c's (hook.h); this file does the I/O around
+ * them: the state on stdin and the bundle's config.json (both capped,
+ * both through hook_json.c's gate), the container's cgroup from
+ * /proc/PID/cgroup, the authority's devices and budgets (hook_auth.c:
+ * every wait on it ends at the run's timeout), setting them through
+ * hook_apply() (which undoes everything set when a later one fails) and
+ * the record of what was set, /run/nxquota/hooks/<id> (hook_state.c:
+ * root's, written atomically), which poststop reads back.  No lock is
+ * held while the authority is asked, but the pod's own while a container
+ * sets its pod's budgets.  Every failure is one line on stderr,
+ * "nxquota-hook: container ID: why", and exit status 1, which fails the
+ * container's start; nothing is left changed, or the line says what was
+ * and the nxquotactl command that puts it back.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,25 +29,19 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <syslog.h>
 
-#include <netlink/netlink.h>
-#include <netlink/attr.h>
-
 #include <linux/nxquota.h>
 
 #include "ctl.h"
-#include "fmt.h"
 #include "hook.h"
+#include "hook_auth.h"
+#include "hook_state.h"
 #include "ledger.h"
 
-#define STATE_DIR	"/run/nxquota/hooks"
 #define PROC_CGROUP_MAX	(64 << 10)
-#define RECORD_MAX	(1 << 20)
 
 /* The container the messages name, once the state gave a safe id. */
 static const char *ctr_id;
@@ -61,6 +60,7 @@ static int __attribute__((format(printf, 1, 2))) fail_(const char *fmt, ...)
 	va_list ap;
 	int n = 0;
 
+	hook_watchdog_off();	/* one line: this one */
 	if (ctr_id)	/* hook_id_check(): at most HOOK_ID_MAX bytes */
 		n = snprintf(line, sizeof(line), "container %s: ", ctr_id);
 	va_start(ap, fmt);
@@ -75,8 +75,8 @@ static int __attribute__((format(printf, 1, 2))) fail_(const char *fmt, ...)
 
 static int usage(FILE *f, int rc)
 {
-	fprintf(f, "usage: %s [--control PATH] [createRuntime|poststop] "
-		"< OCI-STATE\n"
+	fprintf(f, "usage: %s [--control PATH] [--timeout SECONDS] "
+		"[createRuntime|poststop] < OCI-STATE\n"
 		"An OCI hook: sets the container's nxquota budgets from its "
 		"annotations\n(nxquota.io/max, min, pod-max, pod-min) and "
 		"clears them at poststop.\nSee nxquota-hook(8).\n", prog);
@@ -84,53 +84,6 @@ static int usage(FILE *f, int rc)
 }
 
 /* ---- reading -------------------------------------------------------------- */
-
-/* The next size of a read buffer: doubled, from 4 KiB, at most limit. */
-static size_t grow(size_t cap, size_t limit)
-{
-	cap = cap < 2048 ? 4096 : cap * 2;
-	return cap > limit ? limit : cap;
-}
-
-/* Read fd to its end, at most max bytes: 0 and a NUL-terminated *buf,
- * -EFBIG past max, or -errno. */
-static int read_all(int fd, size_t max, char **buf, size_t *len)
-{
-	size_t cap = 0, n = 0;
-	char *b = NULL, *nb;
-	ssize_t r;
-
-	for (;;) {
-		if (n == cap) {
-			if (cap == max + 1) {	/* one byte past max: too large */
-				free(b);
-				return -EFBIG;
-			}
-			cap = grow(cap, max + 1);
-			nb = realloc(b, cap + 1);
-			if (!nb) {
-				free(b);
-				return -ENOMEM;
-			}
-			b = nb;
-		}
-		r = read(fd, b + n, cap - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			r = -errno;
-			free(b);
-			return (int)r;
-		}
-		if (!r)
-			break;
-		n += (size_t)r;
-	}
-	b[n] = '\0';
-	*buf = b;
-	*len = n;
-	return 0;
-}
 
 /*
  * <bundle>/config.json, a regular file of at most HOOK_CONFIG_MAX bytes:
@@ -153,7 +106,7 @@ static int read_config(const char *bundle, json_object **cfg)
 	rc = fd < 0 ? -errno : fstat(fd, &st) ? -errno :
 	     !S_ISREG(st.st_mode) ? -EINVAL :
 	     st.st_size > HOOK_CONFIG_MAX ? -EFBIG :
-	     read_all(fd, HOOK_CONFIG_MAX, &buf, &len);
+	     hook_read_all(fd, HOOK_CONFIG_MAX, &buf, &len);
 	if (fd >= 0)
 		close(fd);
 	if (rc) {
@@ -184,7 +137,7 @@ static int proc_cgroup(long long pid, char *path, size_t size)
 	if (fd < 0)
 		return fail_("%s: %s (the container's process is gone?)", file,
 			     strerror(errno));
-	rc = read_all(fd, PROC_CGROUP_MAX, &buf, &len);
+	rc = hook_read_all(fd, PROC_CGROUP_MAX, &buf, &len);
 	close(fd);
 	if (rc)
 		return fail_("%s: %s", file, strerror(-rc));
@@ -193,249 +146,21 @@ static int proc_cgroup(long long pid, char *path, size_t size)
 	return rc ? fail_("%s", err) : EX_OK;
 }
 
-/* ---- the authority, quietly ----------------------------------------------- */
-
-/*
- * ctl.c reports on stderr, in lines of its own; the hook's answer is
- * one line naming the container.  quiet_begin() sends stderr to a memfd
- * and quiet_end() brings back what was written, as one line.
- */
-struct quiet {
-	int saved, fd;
-};
-
-static void quiet_begin(struct quiet *q)
-{
-	fflush(stderr);
-	q->saved = -1;
-	q->fd = memfd_create("nxquota-hook", MFD_CLOEXEC);
-	if (q->fd >= 0)
-		q->saved = dup(STDERR_FILENO);
-	if (q->saved >= 0 && dup2(q->fd, STDERR_FILENO) < 0) {
-		close(q->saved);
-		q->saved = -1;
-	}
-}
-
-static void quiet_end(struct quiet *q, char *buf, size_t size)
-{
-	char raw[HOOK_ERR_LEN], *l, *save;
-	size_t pre = strlen(prog) + 2, n = 0;
-	ssize_t r = 0;
-
-	buf[0] = '\0';
-	fflush(stderr);
-	if (q->saved >= 0) {
-		dup2(q->saved, STDERR_FILENO);
-		close(q->saved);
-		r = pread(q->fd, raw, sizeof(raw) - 1, 0);
-	}
-	if (q->fd >= 0)
-		close(q->fd);
-	raw[r > 0 ? r : 0] = '\0';
-	for (l = strtok_r(raw, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
-		if (!strncmp(l, prog, pre - 2) && !strncmp(l + pre - 2, ": ", 2))
-			l += pre;
-		n += (size_t)snprintf(buf + n, n < size ? size - n : 0, "%s%s",
-				      n ? "; " : "", l);
-		if (n >= size)
-			break;
-	}
-}
-
-/* Connect to the authority (control: nxquotad's socket, or NULL). */
-static int authority(struct ctl *n, const char *control)
-{
-	char msg[HOOK_ERR_LEN];
-	struct quiet q;
-	int rc;
-
-	memset(n, 0, sizeof(*n));
-	n->ufd = -1;
-	n->control = control;
-	quiet_begin(&q);
-	rc = ctl_connect(n);
-	quiet_end(&q, msg, sizeof(msg));
-	if (rc)
-		return fail_("%s", msg[0] ? msg : "no nxquota authority");
-	return EX_OK;
-}
-
-/* The daemon's socket n talks to, or "" for the module. */
-static const char *authority_path(const struct ctl *n)
-{
-	const char *env = getenv("NXQUOTA_CONTROL");
-
-	if (n->ufd < 0)
-		return "";
-	if (n->control)
-		return n->control;
-	return env && env[0] ? env : NXQD_CONTROL_PATH;
-}
-
-static int ledger(struct ctl *n, struct ledger *l)
-{
-	char msg[HOOK_ERR_LEN];
-	struct quiet q;
-	int rc;
-
-	quiet_begin(&q);
-	rc = read_ledger(n, NULL, l);
-	quiet_end(&q, msg, sizeof(msg));
-	if (rc)
-		return fail_("reading the authority's devices and budgets: %s",
-			     msg[0] ? msg : "failed");
-	return EX_OK;
-}
-
-/* One BUDGET_SET (clear: BUDGET_CLEAR) of path on key: r->error. */
-static int budget_cmd(struct ctl *n, bool clear, const char *path,
-		      const char *key, bool has_max, uint64_t max,
-		      bool has_min, uint64_t min, struct reply *r)
-{
-	struct nl_msg *msg = ctl_new(n, clear ? NXQUOTA_CMD_BUDGET_CLEAR :
-				     NXQUOTA_CMD_BUDGET_SET, 0);
-
-	memset(r, 0, sizeof(*r));
-	nla_put_string(msg, NXQUOTA_A_BUDGET_CGROUP_PATH, path);
-	nla_put_string(msg, NXQUOTA_A_BUDGET_DEVICE, key);
-	if (has_max && !clear)
-		nla_put_u64(msg, NXQUOTA_A_BUDGET_MAX, max);
-	if (has_min && !clear)
-		nla_put_u64(msg, NXQUOTA_A_BUDGET_MIN, min);
-	return ctl_request(n, msg, r);
-}
-
-/* "EDQUOT (Disk quota exceeded): the authority's message" */
-static const char *why(const struct reply *r)
-{
-	static char buf[512];
-
-	snprintf(buf, sizeof(buf), "%s (%s)%s%s", nxq_errno_name(-r->error),
-		 strerror(-r->error), r->msg[0] ? ": " : "", r->msg);
-	return buf;
-}
-
-/* ---- the state directory and the record -------------------------------------- */
-
-/*
- * The directory of records (NXQUOTA_HOOK_STATE_DIR, else STATE_DIR),
- * made root's 0700 when create; its fd, -ENOENT when absent and not
- * create, or EX_FAIL's negation after saying why.
- */
-static int state_dir(bool create)
-{
-	const char *dir = getenv("NXQUOTA_HOOK_STATE_DIR");
-	struct stat st;
-	char *parent;
-	int fd;
-
-	if (!dir || !dir[0])
-		dir = STATE_DIR;
-	if (create && mkdir(dir, 0700) && errno == ENOENT) {
-		parent = strdup(dir);
-		if (parent && strrchr(parent, '/') && strrchr(parent, '/') != parent)
-			*strrchr(parent, '/') = '\0';
-		if (parent)
-			mkdir(parent, 0755);	/* /run/nxquota */
-		free(parent);
-		mkdir(dir, 0700);
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT && !create)
-		return -ENOENT;
-	if (fd < 0)
-		return -fail_("state directory %s: %s", dir, strerror(errno));
-	if (fstat(fd, &st) || st.st_uid != geteuid() ||
-	    ((st.st_mode & 077) && fchmod(fd, 0700))) {
-		close(fd);
-		return -fail_("state directory %s is not this user's (root's) "
-			      "own", dir);
-	}
-	if (flock(fd, LOCK_EX)) {
-		close(fd);
-		return -fail_("state directory %s: lock: %s", dir,
-			      strerror(errno));
-	}
-	return fd;
-}
-
-/* Write the record as <id>, atomically (a temporary file, renamed). */
-static int record_write(int dfd, const struct hook_record *r)
-{
-	char tmp[HOOK_ID_MAX + 8], *s = hook_record_format(r);
-	size_t len = s ? strlen(s) : 0, off = 0;
-	ssize_t w = 0;
-	int fd, e = 0;
-
-	if (!s)
-		return -ENOMEM;
-	snprintf(tmp, sizeof(tmp), ".%s.tmp", r->id);	/* no id starts '.' */
-	fd = openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
-		    O_CLOEXEC, 0600);
-	if (fd < 0)
-		e = -errno;
-	while (!e && off < len) {
-		w = write(fd, s + off, len - off);
-		if (w < 0 && errno != EINTR)
-			e = -errno;
-		else if (w > 0)
-			off += (size_t)w;
-	}
-	if (!e && fsync(fd))
-		e = -errno;
-	if (fd >= 0 && close(fd) && !e)
-		e = -errno;
-	if (!e && renameat(dfd, tmp, dfd, r->id))
-		e = -errno;
-	if (e && fd >= 0)
-		unlinkat(dfd, tmp, 0);
-	if (!e)
-		fsync(dfd);
-	free(s);
-	return e;
-}
-
-/* Read the record of id: 0, -ENOENT when there is none, EX_FAIL's negation. */
-static int record_read(int dfd, const char *id, struct hook_record *r)
-{
-	char err[HOOK_ERR_LEN], *buf;
-	struct stat st;
-	size_t len;
-	int fd, rc;
-
-	fd = openat(dfd, id, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT)
-		return -ENOENT;
-	rc = fd < 0 ? -errno : fstat(fd, &st) ? -errno :
-	     !S_ISREG(st.st_mode) ? -EINVAL : read_all(fd, RECORD_MAX, &buf,
-						      &len);
-	if (fd >= 0)
-		close(fd);
-	if (rc)
-		return -fail_("record: %s", strerror(-rc));
-	rc = hook_record_parse(buf, len, r, err);
-	free(buf);
-	if (rc)
-		return -fail_("%s", err);
-	if (strcmp(r->id, id))
-		return -fail_("the record is container %s's", hook_q(r->id));
-	return 0;
-}
-
 /* ---- createRuntime ------------------------------------------------------------ */
 
 /* What a createRuntime run works with. */
 struct run {
 	const struct hook_state *st;
 	json_object *cfg, *ann;
-	struct ctl n;
+	struct hook_auth a;
 	struct ledger l;
 	struct hook_dev devs[HOOK_MAX_DEVS];
 	struct hook_host host;
 	bool given[HOOK_MAX_DEVS];
 	struct hook_plan plan;
 	char ctr[HOOK_PATH_MAX], pod[HOOK_PATH_MAX];
+	int dfd;
+	struct hook_podlock podlock;
 };
 
 /* /dev/nvidia<index>'s MAJOR:MINOR (NXQUOTA_HOOK_DEV_DIR for tests). */
@@ -510,15 +235,27 @@ static int cgroups(struct run *x)
 	return EX_OK;
 }
 
-/* The budgets the authority has, for hook_reconcile(). */
+/*
+ * The budgets in place, for hook_reconcile().  With pod budgets, under
+ * the pod's lock, read again: a sibling may have set them since.
+ */
 static int reconcile(struct run *x)
 {
-	const struct node *nd = x->l.nodes.v;
 	char err[HOOK_ERR_LEN];
+	const struct node *nd;
 	struct hook_node *hn;
 	size_t i;
 	int rc;
 
+	if (x->plan.pod) {
+		if (hook_pod_lock(x->dfd, x->pod, hook_auth_left_ms(&x->a),
+				  &x->podlock, err))
+			return fail_("%s; nothing was changed", err);
+		ledger_free(&x->l);
+		if (hook_auth_ledger(&x->a, &x->l, err))
+			return fail_("%s", err);
+	}
+	nd = x->l.nodes.v;
 	hn = calloc(x->l.nodes.n + 1, sizeof(*hn));
 	if (!hn)
 		return fail_("out of memory");
@@ -532,75 +269,6 @@ static int reconcile(struct run *x)
 	return rc ? fail_("%s", err) : EX_OK;
 }
 
-/* Put back what budget b changed (its old values, or no budget). */
-static int undo_one(struct run *x, const struct hook_budget *b, char *msg,
-		    size_t size)
-{
-	const char *path = b->scope == HOOK_POD ? x->pod : x->ctr;
-	const char *key = x->devs[b->dev].key;
-	struct reply r;
-
-	if (!budget_cmd(&x->n, !b->existed, path, key, b->has_max, b->old_max,
-			b->has_min, b->old_min, &r))
-		return 0;
-	if (snprintf(msg, size, "; undoing it on %s %s failed too: %s", path,
-		     key, why(&r)) >= (int)size)
-		strcpy(msg + size - 4, "...");
-	return -1;
-}
-
-/* What budget b sets, and from where: "max nxquota.io/max="40Gi"". */
-static const char *asks(const struct hook_budget *b)
-{
-	static char buf[512];
-	int n = 0;
-
-	buf[0] = '\0';
-	if (b->has_max)
-		n = snprintf(buf, sizeof(buf), "max %s=%s", b->max_src,
-			     hook_q(b->max_txt));
-	if (b->has_min && n >= 0 && (size_t)n < sizeof(buf))
-		snprintf(buf + n, sizeof(buf) - (size_t)n, "%smin %s=%s",
-			 n ? " and " : "", b->min_src, hook_q(b->min_txt));
-	return buf;
-}
-
-/* Set the plan's budgets; on a refusal, undo those set and say why. */
-static int apply(struct run *x)
-{
-	char undo[512] = "";
-	struct hook_budget *b;
-	const char *path;
-	struct reply r;
-	size_t i, j;
-
-	for (i = 0; i < x->plan.n; i++) {
-		b = &x->plan.b[i];
-		path = b->scope == HOOK_POD ? x->pod : x->ctr;
-		if (b->skip || !budget_cmd(&x->n, false, path,
-					   x->devs[b->dev].key, b->has_max,
-					   b->max, b->has_min, b->min, &r))
-			continue;
-		for (j = i; j-- > 0;)
-			if (!x->plan.b[j].skip && !undo[0])
-				undo_one(x, &x->plan.b[j], undo, sizeof(undo));
-		return fail_("the authority refused %s for %s on %s: %s%s",
-			     asks(b), path, x->devs[b->dev].key, why(&r), undo);
-	}
-	return EX_OK;
-}
-
-/* Undo the whole plan (the record could not be written). */
-static void undo_all(struct run *x)
-{
-	char msg[512];
-	size_t i;
-
-	for (i = x->plan.n; i-- > 0;)
-		if (!x->plan.b[i].skip)
-			undo_one(x, &x->plan.b[i], msg, sizeof(msg));
-}
-
 /* The record of a run's plan. */
 static void record_fill(const struct run *x, struct hook_record *r)
 {
@@ -609,7 +277,7 @@ static void record_fill(const struct run *x, struct hook_record *r)
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->id, sizeof(r->id), "%s", x->st->id);
-	snprintf(r->control, sizeof(r->control), "%s", authority_path(&x->n));
+	snprintf(r->control, sizeof(r->control), "%s", x->a.path);
 	snprintf(r->cgroup, sizeof(r->cgroup), "%s", x->ctr);
 	snprintf(r->pod, sizeof(r->pod), "%s", x->pod);
 	for (i = 0; i < x->plan.n; i++) {
@@ -624,20 +292,51 @@ static void record_fill(const struct run *x, struct hook_record *r)
 	}
 }
 
-/* Validate everything, then set, then record: EX_OK or EX_FAIL. */
-static int create_plan(struct run *x, const char *control)
+/* Record what was set; if that fails, undo it all. */
+static int record(struct run *x, const struct hook_ops *ops)
 {
-	char err[HOOK_ERR_LEN];
+	char err[HOOK_ERR_LEN], msg[HOOK_ERR_LEN];
 	struct hook_record *rec;
-	int rc, dfd, e;
+	int e;
 
-	rc = authority(&x->n, control);
-	if (rc)
-		return rc;
-	dfd = state_dir(true);
-	if (dfd < 0)
-		return -dfd;
-	rc = ledger(&x->n, &x->l);
+	/* the authority is done with: the directory's lock has its own wait */
+	hook_watchdog_off();
+	e = hook_dir_lock(x->dfd, x->a.timeout_ms, err);
+	if (!e) {
+		rec = malloc(sizeof(*rec));
+		if (rec)
+			record_fill(x, rec);
+		e = rec ? hook_record_write(x->dfd, rec) : -ENOMEM;
+		free(rec);
+		hook_dir_unlock(x->dfd);
+		if (e)
+			snprintf(err, sizeof(err), "writing the record: %s",
+				 strerror(-e));
+	}
+	if (!e)
+		return EX_OK;
+	hook_undo(&x->plan, &x->host, x->ctr, x->pod, x->a.path, ops, msg,
+		  sizeof(msg));
+	return fail_("%s%s", err, msg);
+}
+
+/* Validate everything, then set, then record: EX_OK or EX_FAIL. */
+static int create_plan(struct run *x, const char *control,
+		       unsigned int timeout_ms)
+{
+	const struct hook_ops ops = { .budget = hook_auth_budget,
+				      .undo_begin = hook_auth_undo_begin,
+				      .note = hook_auth_note, .arg = &x->a };
+	char err[HOOK_ERR_LEN];
+	int rc;
+
+	x->podlock.fd = -1;
+	x->dfd = hook_state_dir(true, err);
+	if (x->dfd < 0)
+		return fail_("%s", err);
+	hook_auth_init(&x->a, control, timeout_ms);
+	rc = hook_auth_connect(&x->a, err) ||
+	     hook_auth_ledger(&x->a, &x->l, err) ? fail_("%s", err) : 0;
 	if (!rc)
 		rc = host_init(x);
 	if (!rc && (hook_given(x->cfg, &x->host, x->given, err) ||
@@ -648,27 +347,21 @@ static int create_plan(struct run *x, const char *control)
 		rc = cgroups(x);
 	if (!rc && x->plan.n)
 		rc = reconcile(x);
+	if (!rc && x->plan.n &&
+	    hook_apply(&x->plan, &x->host, x->ctr, x->pod, x->a.path, &ops, err))
+		rc = fail_("%s", err);
+	hook_pod_unlock(x->dfd, &x->podlock);
 	if (!rc && x->plan.n)
-		rc = apply(x);
-	if (!rc && x->plan.n) {
-		rec = malloc(sizeof(*rec));
-		if (rec)
-			record_fill(x, rec);
-		e = rec ? record_write(dfd, rec) : -ENOMEM;
-		free(rec);
-		if (e) {
-			undo_all(x);
-			rc = fail_("writing the record: %s (budgets undone)",
-				   strerror(-e));
-		}
-	}
-	close(dfd);
+		rc = record(x, &ops);
+	hook_watchdog_off();
+	close(x->dfd);
 	ledger_free(&x->l);
-	ctl_close(&x->n);
+	hook_auth_close(&x->a);
 	return rc;
 }
 
-static int create(const struct hook_state *st, const char *control)
+static int create(const struct hook_state *st, const char *control,
+		  unsigned int timeout_ms)
 {
 	char err[HOOK_ERR_LEN];
 	struct run *x;
@@ -683,7 +376,7 @@ static int create(const struct hook_state *st, const char *control)
 		rc = fail_("%s", err);
 	/* nothing asked: nothing to do, with or without an authority */
 	if (!rc && hook_wanted(x->ann, x->cfg))
-		rc = create_plan(x, control);
+		rc = create_plan(x, control, timeout_ms);
 	json_object_put(x->cfg);
 	free(x);
 	return rc;
@@ -691,65 +384,103 @@ static int create(const struct hook_state *st, const char *control)
 
 /* ---- poststop --------------------------------------------------------------- */
 
-/* Clear the container's budgets of record r; the pod's stay. */
-static int clear_record(struct ctl *n, const struct hook_record *r)
+/*
+ * Clear the container's budgets of record r (the pod's stay), each one
+ * whatever became of the one before: EX_OK, or EX_FAIL naming those left
+ * and how to clear them.
+ */
+static int clear_record(struct hook_auth *a, const struct hook_record *r)
 {
+	char why[HOOK_WHY_LEN], left[HOOK_ERR_LEN] = "";
 	const struct hook_rec_budget *b;
-	struct reply rep;
-	size_t i;
+	size_t i, n = 0, nleft = 0;
+	int rc;
 
 	for (i = 0; i < r->n; i++) {
 		b = &r->b[i];
 		if (b->scope != HOOK_CONTAINER)
 			continue;
-		if (!budget_cmd(n, true, r->cgroup, b->device, false, 0, false,
-				0, &rep) || rep.error == -ENOENT ||
-		    rep.error == -ENODEV)
+		rc = hook_auth_budget(a, true, r->cgroup, b->device, false, 0,
+				      false, 0, why, sizeof(why));
+		if (!rc || rc == -ENOENT || rc == -ENODEV)
 			continue;	/* cleared, or its cgroup/device is gone */
-		return fail_("clearing the budget of %s on %s: %s", r->cgroup,
-			     b->device, why(&rep));
+		nleft++;
+		n += (size_t)snprintf(left + n, n < sizeof(left) ?
+				      sizeof(left) - n : 0, "%s%s on %s (%s; "
+				      "clear it with: nxquotactl%s%s clear %s %s)",
+				      n ? "; " : "", r->cgroup, b->device, why,
+				      a->path[0] ? " --control " : "", a->path,
+				      r->cgroup, b->device);
 	}
-	return EX_OK;
+	if (!nleft)
+		return EX_OK;
+	return fail_("clearing the container's budgets: %zu left, the record "
+		     "kept: %s", nleft, left);
 }
 
-static int poststop(const struct hook_state *st, const char *control)
+static int poststop(const struct hook_state *st, const char *control,
+		    unsigned int timeout_ms)
 {
+	char err[HOOK_ERR_LEN];
 	struct hook_record *r;
-	struct ctl n;
+	struct hook_auth a;
 	int dfd, rc;
 
-	dfd = state_dir(false);
+	dfd = hook_state_dir(false, err);
 	if (dfd == -ENOENT)
 		return EX_OK;
 	if (dfd < 0)
-		return -dfd;
+		return fail_("%s", err);
 	r = malloc(sizeof(*r));
-	rc = r ? record_read(dfd, st->id, r) : -fail_("out of memory");
+	rc = r ? hook_record_read(dfd, st->id, r, err) : -ENOMEM;
 	if (rc == -ENOENT) {		/* the hook set nothing for it */
-		rc = 0;
+		rc = EX_OK;
 		goto out;
 	}
-	if (rc)
+	if (rc) {
+		rc = fail_("%s", r ? err : "out of memory");
 		goto out;
-	rc = authority(&n, r->control[0] ? r->control : control);
-	if (!rc) {
-		rc = clear_record(&n, r);
-		ctl_close(&n);
 	}
-	if (!rc && unlinkat(dfd, st->id, 0) && errno != ENOENT)
-		rc = fail_("removing the record: %s", strerror(errno));
+	hook_auth_init(&a, r->control[0] ? r->control : control, timeout_ms);
+	rc = hook_auth_connect(&a, err) ? fail_("%s", err) : clear_record(&a, r);
+	hook_auth_close(&a);
+	hook_watchdog_off();
+	if (!rc && !hook_dir_lock(dfd, timeout_ms, err)) {
+		if (unlinkat(dfd, st->id, 0) && errno != ENOENT)
+			rc = fail_("removing the record: %s", strerror(errno));
+		hook_dir_unlock(dfd);
+	} else if (!rc) {
+		rc = fail_("%s", err);
+	}
 out:
 	free(r);
 	close(dfd);
-	return rc < 0 ? -rc : rc;
+	return rc;
 }
 
 /* ---- main ------------------------------------------------------------------- */
 
+/* The timeout: --timeout's, else the hook's environment's (hooks.d, the
+ * CDI spec), else HOOK_TIMEOUT_MS.  EX_OK or EX_FAIL. */
+static int timeout_of(const char *opt, unsigned int *ms)
+{
+	const char *env = getenv("NXQUOTA_HOOK_TIMEOUT");
+	char err[HOOK_ERR_LEN];
+
+	if (opt)
+		return hook_timeout_parse(opt, ms, err) ?
+		       fail_("--timeout: %s", err) : EX_OK;
+	if (env && env[0])
+		return hook_timeout_parse(env, ms, err) ?
+		       fail_("NXQUOTA_HOOK_TIMEOUT: %s", err) : EX_OK;
+	return EX_OK;
+}
+
 int main(int argc, char **argv)
 {
-	const char *control = NULL, *arg = NULL;
-	char err[HOOK_ERR_LEN], *buf;
+	const char *control = NULL, *arg = NULL, *opt_tmo = NULL;
+	char err[HOOK_ERR_LEN], *buf, prefix[HOOK_ID_MAX + 32];
+	unsigned int timeout_ms = HOOK_TIMEOUT_MS;
 	struct hook_state st;
 	enum hook_stage stage;
 	json_object *root;
@@ -764,14 +495,17 @@ int main(int argc, char **argv)
 			printf("nxquota-hook %s\n", NXQ_VERSION);
 			return EX_OK;
 		}
-		if (!strcmp(argv[i], "--control") && i + 1 < argc)
+		if (!strcmp(argv[i], "--control") && i + 1 < argc) {
 			control = argv[++i];
-		else if (argv[i][0] != '-' && !arg)
+		} else if (!strcmp(argv[i], "--timeout") && i + 1 < argc) {
+			opt_tmo = argv[++i];
+		} else if (argv[i][0] != '-' && !arg) {
 			arg = argv[i];
-		else
+		} else {
 			return usage(stderr, EX_FAIL);
+		}
 	}
-	rc = read_all(STDIN_FILENO, HOOK_STATE_MAX, &buf, &len);
+	rc = hook_read_all(STDIN_FILENO, HOOK_STATE_MAX, &buf, &len);
 	if (rc)
 		return fail_("reading the state on stdin: %s", rc == -EFBIG ?
 			     "larger than 1 MiB" : strerror(-rc));
@@ -784,11 +518,14 @@ int main(int argc, char **argv)
 		return fail_("%s", err);
 	}
 	ctr_id = st.id;
-	if (hook_stage(arg, st.status, &stage, err))
+	snprintf(prefix, sizeof(prefix), "container %s: ", ctr_id);
+	hook_watchdog_init(prefix);
+	rc = timeout_of(opt_tmo, &timeout_ms);
+	if (!rc && hook_stage(arg, st.status, &stage, err))
 		rc = fail_("%s", err);
-	else
-		rc = stage == HOOK_CREATE ? create(&st, control) :
-					    poststop(&st, control);
+	else if (!rc)
+		rc = stage == HOOK_CREATE ? create(&st, control, timeout_ms) :
+					    poststop(&st, control, timeout_ms);
 	json_object_put(root);
 	return rc;
 }

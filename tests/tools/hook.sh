@@ -1,7 +1,8 @@
 #!/bin/sh
 # nxquota-hook end to end, against nxquotad on temporary sockets, as a
 # runtime runs it: an OCI state on stdin, a bundle with config.json, a
-# process (sleep) in a cgroup this test creates, in a "pod" cgroup.
+# process (sleep) in a cgroup this test creates, in a pod's cgroup as
+# kubelet's cgroupfs driver lays it out (kubepods/burstable/pod<uid>).
 #  - nothing asked: exit 0 without an authority, nothing written;
 #  - createRuntime: container and pod budgets from the annotations on the
 #    GPUs given (NVIDIA_VISIBLE_DEVICES and linux.devices), checked with
@@ -10,7 +11,10 @@
 #    same pod budget, and one with another (refused);
 #  - bad input changes nothing: garbage, negative, min > max, a GPU not
 #    given, an unknown key, a pod budget outside a pod, the runtime's own
-#    cgroup, a bad id -- each one line "nxquota-hook: container ID: ...";
+#    cgroup, a bad id; what json-c would read as something else (issue
+#    32): a key or a value or an environment entry cut at a NUL, a key
+#    written twice; podman's container scope taken for a pod -- each one
+#    line "nxquota-hook: container ID: ...";
 #  - the authority refusing the second budget: the first is undone;
 #  - NVIDIA_GPU_MEMORY_LIMIT/REQUEST, an annotation winning;
 #  - poststop: the container's budgets cleared, the pod's left, the
@@ -43,7 +47,12 @@ base=nxq-hook.$$
 cg=$mnt/$base
 uid=0f3c5b2a-9d1e-4c7b-8a6f-2e4d1c0b9a87
 uid2=7e5d4c3b-2a19-4087-9f6e-5d4c3b2a1908
-pod=$cg/pod$uid
+# kubelet's cgroupfs layout: a burstable pod, a guaranteed one
+kp=kubepods/burstable/pod$uid
+kp2=kubepods/pod$uid2
+pod=$cg/$kp
+hex=f3d1c0b2a4e5968778695a4b3c2d1e0f0f1e2d3c4b5a69788796a5b4c3d2e1f0
+scope=machine.slice/libpod-$hex.scope	# podman's container, crun's inner cgroup
 pids=
 cleanup() {
 	for p in $pids; do kill "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
@@ -51,8 +60,8 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-mkdir -p "$pod/ctr1" "$pod/ctr2" "$pod/ctr3" "$cg/pod$uid2/ctr4" \
-	"$cg/loose" "$cg/other" "$cg/$base/pod$uid" 2>/dev/null ||
+mkdir -p "$pod/ctr1" "$pod/ctr2" "$pod/ctr3" "$cg/$kp2/ctr4" \
+	"$cg/loose" "$cg/other" "$cg/$base/$kp" "$cg/$scope/container" 2>/dev/null ||
 	skip "cannot create cgroups in $mnt"
 
 daemon() {	# daemon NAME ROOT: nxquotad on $tmp/NAME.ctl
@@ -132,7 +141,7 @@ refused() {	# refused WHAT TEXT: exit 1, one line naming the container, TEXT
 }
 
 # ---- nothing asked: no authority needed, nothing written ------------------
-box "pod$uid/ctr1"
+box "$kp/ctr1"
 c1=$p
 bundle plain <<EOF
 {"process":{"env":["PATH=/bin","NVIDIA_VISIBLE_DEVICES=0"]},"annotations":{"foo":"bar"}}
@@ -158,10 +167,10 @@ EOF
 before=$(budgets)
 hk ctr1 "$c1" b1 --control "$ctl"	# the stage from the status
 ok "createRuntime ctr1"
-has $G0 "pod$uid/ctr1" 42949672960 0
-has $G1 "pod$uid/ctr1" 42949672960 10000000000
-has $G0 "pod$uid" 64424509440 0
-has $G1 "pod$uid" 64424509440 0
+has $G0 "$kp/ctr1" 42949672960 0
+has $G1 "$kp/ctr1" 42949672960 10000000000
+has $G0 "$kp" 64424509440 0
+has $G1 "$kp" 64424509440 0
 hasnt other
 [ "$(stat -c %a "$tmp/hooks")" = 700 ] && [ "$(stat -c %a "$tmp/hooks/ctr1")" = 600 ] ||
 	fail "record modes: $(ls -ld "$tmp/hooks" "$tmp/hooks/ctr1")"
@@ -175,7 +184,7 @@ assert sorted((x["device"][:6], x["scope"], x["created"]) for x in b) == [
 	"$tmp/hooks/ctr1" "$ctl" || fail "record: $(cat "$tmp/hooks/ctr1")"
 
 # a sibling with the same pod budget: the pod's is left as it is
-box "pod$uid/ctr2"
+box "$kp/ctr2"
 c2=$p
 bundle b2 <<EOF
 {"process":{"env":["NVIDIA_VISIBLE_DEVICES=GPU-11111111-2222-3333-4444-555555555555"]},
@@ -184,13 +193,13 @@ bundle b2 <<EOF
 EOF
 hk ctr2 "$c2" b2 createRuntime --control "$ctl"
 ok "createRuntime ctr2"
-has $G0 "pod$uid/ctr2" 21474836480 0
-hasnt "pod$uid/ctr2" $G1
+has $G0 "$kp/ctr2" 21474836480 0
+hasnt "$kp/ctr2" $G1
 grep -A4 '"scope":"pod"' "$tmp/hooks/ctr2" | grep -q '"created":false' ||
 	fail "ctr2's record: $(cat "$tmp/hooks/ctr2")"
 
 # ---- bad input changes nothing -------------------------------------------------
-box "pod$uid/ctr3"
+box "$kp/ctr3"
 c3=$p
 before=$(budgets)
 records=$(ls "$tmp/hooks")
@@ -224,6 +233,31 @@ bad "another pod budget" "$pk,\"nxquota.io/pod-max\":\"50Gi\"" \
 	"the pod's budget is already max=64424509440 min=0"
 bad "a value past 2^64" '"nxquota.io/max":"1Gi","nxquota.io/pod-min":"17Ei"' \
 	'above 2^64-1 bytes'
+# what json-c would read as something else (issue 32): a key cut at a
+# NUL overrode nxquota.io/max (1Gi became 90Gi), a value cut at one set 70G
+bad "a key cut at a NUL" '"nxquota.io/max":"1Gi","nxquota.io/max\u0000":"90Gi"' \
+	'at annotations: the key "nxquota.io/max\x00"... holds a NUL byte'
+bad "a value cut at a NUL" '"nxquota.io/min":"70G\u0000x"' \
+	'at annotations."nxquota.io/min": a string holds a NUL byte'
+bad "a key written twice" '"nxquota.io/max":"1Gi","nxquota.io/max":"90Gi"' \
+	'the key "nxquota.io/max" is written twice'
+bundle envnul <<EOF
+{"process":{"env":["NVIDIA_VISIBLE_DEVICES=0","NVIDIA_GPU_MEMORY_REQUEST=70G\u0000x"]}}
+EOF
+hk ctr3 "$c3" envnul --control "$ctl"
+refused "an environment value cut at a NUL" 'at process.env[1]: a string holds a NUL byte'
+unchanged "an environment value cut at a NUL"
+# podman's container scope is no pod, whatever the annotations say (issue
+# 32: "libpod-<64 hex>" passed for a pod without a pod-uid annotation)
+box "$scope/container"
+bundle podman <<EOF
+{"process":{"env":["NVIDIA_VISIBLE_DEVICES=0"]},"annotations":{
+ "io.kubernetes.cri-o.SandboxID":"x","nxquota.io/pod-max":"1Gi"}}
+EOF
+hk ctr5 "$p" podman --control "$ctl"
+refused "podman's container scope taken for a pod" \
+	"parent cgroup \"/$base/$scope\" is not a pod's"
+unchanged "podman's container scope taken for a pod"
 # the runtime's own cgroup (the pid of this shell, where the hook runs)
 bundle own <<EOF
 {"process":{"env":["NVIDIA_VISIBLE_DEVICES=0"]},"annotations":{"nxquota.io/max":"1Gi"}}
@@ -271,21 +305,21 @@ bundle rec <<EOF
 {"process":{"env":["NVIDIA_VISIBLE_DEVICES=0"]},"annotations":{"nxquota.io/max":"3Gi"}}
 EOF
 hk ctr3 "$c3" rec --control "$ctl"
-refused "the record in the way" "writing the record: Is a directory (budgets undone)"
+refused "the record in the way" "writing the record: Is a directory; the budget it set was undone"
 unchanged "the record in the way"
 [ ! -e "$tmp/hooks/.ctr3.tmp" ] || fail "the temporary record was left"
 rm -r "$tmp/hooks/ctr3"
 records=$(ls "$tmp/hooks")
 
 # ---- the authority refuses the second budget: the first is undone --------
-# Daemon B's root is $cg: the pod's path names $cg/$base/pod$uid there (a
+# Daemon B's root is $cg: the pod's path names $cg/$base/$kp there (a
 # cgroup made for this), the container's names nothing.
 bundle undo <<EOF
 {"process":{"env":["NVIDIA_VISIBLE_DEVICES=0"]},"annotations":{$pk,
  "nxquota.io/pod-max":"8Gi","nxquota.io/max":"1Gi"}}
 EOF
 hk ctr3 "$c3" undo --control "$tmp/B.ctl"
-refused "refused by the authority" "the authority refused max nxquota.io/max=\"1Gi\" for /$base/pod$uid/ctr3 on $G0: ENOENT"
+refused "refused by the authority" "the authority refused max nxquota.io/max=\"1Gi\" for /$base/$kp/ctr3 on $G0: ENOENT"
 grep -qF "no such cgroup" "$tmp/err" || fail "the authority's message: $(cat "$tmp/err")"
 [ -z "$(budgets B)" ] || fail "not undone on B: $(budgets B): $(cat "$tmp/err")"
 # cleared, not set to "max=max": B keeps no budget at all
@@ -294,7 +328,7 @@ grep -qF "no such cgroup" "$tmp/err" || fail "the authority's message: $(cat "$t
 unchanged "refused by the authority"
 
 # guarantees past the pod's: refused by an authority that checks them
-box "pod$uid2/ctr4"
+box "$kp2/ctr4"
 c4=$p
 bundle past <<EOF
 {"process":{"env":["NVIDIA_VISIBLE_DEVICES=0"]},"annotations":{
@@ -307,7 +341,7 @@ if [ $rc = 0 ]; then
 	ok "poststop ctr4"
 else
 	refused "a guarantee past the pod's" "the authority refused min nxquota.io/min="
-	budgets | grep -q "pod$uid2 " && fail "the pod's guarantee was not undone: $(budgets)"
+	budgets | grep -q "$kp2 " && fail "the pod's guarantee was not undone: $(budgets)"
 	[ ! -e "$tmp/hooks/ctr4" ] || fail "a record for ctr4"
 fi
 
@@ -318,15 +352,15 @@ bundle env <<EOF
 EOF
 hk ctr3 "$c3" env createRuntime --control "$ctl"
 ok "createRuntime ctr3"
-has $G0 "pod$uid/ctr3" 4294967296 1073741824
-hasnt "pod$uid/ctr3" $G1
+has $G0 "$kp/ctr3" 4294967296 1073741824
+hasnt "$kp/ctr3" $G1
 
 # ---- poststop ----------------------------------------------------------------------
 stop ctr1			# the stage from the status, the daemon from the record
 ok "poststop ctr1"
-hasnt "pod$uid/ctr1"
-has $G0 "pod$uid" 64424509440 0	# the pod's stays
-has $G0 "pod$uid/ctr2" 21474836480 0
+hasnt "$kp/ctr1"
+has $G0 "$kp" 64424509440 0	# the pod's stays
+has $G0 "$kp/ctr2" 21474836480 0
 [ ! -e "$tmp/hooks/ctr1" ] || fail "ctr1's record is still there"
 stop ctr1 poststop
 ok "poststop ctr1 again (no record)"
@@ -339,6 +373,6 @@ ok "poststop ctr2 (cgroup removed)"
 [ ! -e "$tmp/hooks/ctr2" ] || fail "ctr2's record is still there"
 stop ctr3 poststop
 ok "poststop ctr3"
-hasnt "pod$uid/ctr3"
+hasnt "$kp/ctr3"
 
-echo "hook: ok (nothing asked; container and pod budgets from annotations and NVIDIA_GPU_MEMORY_*; the record; 15 refusals that change nothing; undo after a refusal and after a failed record; poststop)"
+echo "hook: ok (nothing asked; container and pod budgets from annotations and NVIDIA_GPU_MEMORY_*; the record; 20 refusals that change nothing; undo after a refusal and after a failed record; poststop)"

@@ -167,6 +167,155 @@ static void test_state_errors(void **state)
 	json_object_put(o);
 }
 
+/*
+ * What json-c would read as something else than the text says (issue 32,
+ * item 3): before hook_json_exact(), an annotation key
+ * "nxquota.io/max\u0000" came out as "nxquota.io/max" and replaced the
+ * real one (1Gi became 90Gi), and a second equal key won silently.
+ */
+static void json_bad(const char *text, size_t len, const char *needle)
+{
+	char err[HOOK_ERR_LEN] = "";
+	json_object *o = NULL;
+	int rc = hook_json_parse(text, len, "config.json", &o, err);
+
+	if (rc != -EINVAL) {
+		json_object_put(o);
+		fail_msg("%s: accepted (%d), want -EINVAL", text, rc);
+	}
+	assert_null(o);
+	assert_err(err, needle);
+}
+#define JSON_BAD(text, needle) json_bad(text, sizeof(text) - 1, needle)
+
+static void test_json_exact(void **state)
+{
+	char deep[128] = "{\"a\":", err[HOOK_ERR_LEN];
+	size_t values = 0, bytes = 0, i;
+	json_object *o;
+
+	(void)state;
+	/* a NUL cuts a key: the attack, and one in a nested key */
+	JSON_BAD("{\"annotations\":{\"nxquota.io/max\":\"1Gi\","
+		 "\"nxquota.io/max\\u0000\":\"90Gi\"}}",
+		 "at annotations: the key \"nxquota.io/max\\x00\"... holds a "
+		 "NUL byte (\\u0000)");
+	JSON_BAD("{\"a\":{\"b\":[{\"nxquota.io/max\\u0000x\":\"1Gi\"}]}}",
+		 "at a.b[0]: the key \"nxquota.io/max\\x00\"...");
+	/* ... and a value, and an environment entry, naming where */
+	JSON_BAD("{\"annotations\":{\"nxquota.io/min\":\"70G\\u0000junk\"}}",
+		 "at annotations.\"nxquota.io/min\": a string holds a NUL byte");
+	JSON_BAD("{\"process\":{\"env\":[\"PATH=/bin\","
+		 "\"NVIDIA_GPU_MEMORY_LIMIT=1Gi\\u0000x\"]}}",
+		 "at process.env[1]: a string holds a NUL byte");
+	/* a key written twice, at any depth */
+	JSON_BAD("{\"annotations\":{\"nxquota.io/max\":\"1Gi\","
+		 "\"nxquota.io/max\":\"90Gi\"}}",
+		 "the key \"nxquota.io/max\" is written twice");
+	JSON_BAD("{\"id\":\"a\",\"x\":1,\"id\":\"b\"}", "\"id\" is written twice");
+	JSON_BAD("{\"a\":[{\"k\":1,\"k\":1}]}", "at a[0]: the key \"k\"");
+	/* what json-c turns into U+FFFD */
+	JSON_BAD("{\"a\":\"\\ud800\"}", "lone UTF-16 surrogate (\\ud800)");
+	JSON_BAD("{\"a\":\"\\ud800\\u0041\"}", "lone UTF-16 surrogate");
+	JSON_BAD("{\"a\":\"x\\udc00\"}", "lone UTF-16 surrogate (\\udc00)");
+	JSON_BAD("{\"a\":\"\xff\"}", "not UTF-8 (0xff)");
+	JSON_BAD("{\"a\":\"\xc0\xaf\"}", "not UTF-8");		/* overlong '/' */
+	JSON_BAD("{\"a\":\"\xed\xa0\x80\"}", "not UTF-8");	/* a surrogate */
+	JSON_BAD("{\"a\":\"\xe2\x82\"}", "not UTF-8");		/* cut short */
+	JSON_BAD("{\"a\":\"\xf4\x90\x80\x80\"}", "not UTF-8");	/* > U+10FFFF */
+	/* what json-c takes and RFC 8259 does not */
+	JSON_BAD("{\"a\":\"x\ty\"}", "control character (0x09)");
+	JSON_BAD("{/* c */\"a\":1}", "a key that is not a quoted string");
+	JSON_BAD("{\"a\":1 // c\n}", "not separated by ','");
+	JSON_BAD("{'a':1}", "a key that is not a quoted string");
+	JSON_BAD("{\"a\":'x'}", "unexpected '''");
+	JSON_BAD("{\"a\":NaN}", "unexpected 'N'");
+	JSON_BAD("{\"a\":Infinity}", "unexpected 'I'");
+	JSON_BAD("{\"a\":TRUE}", "unexpected 'T'");
+	JSON_BAD("{\"a\":1,}", "a key that is not a quoted string");
+	JSON_BAD("{\"a\":[1,]}", "unexpected ']'");
+	JSON_BAD("{\"a\":01}", "leading zero");
+	JSON_BAD("{\"a\":-}", "without digits");
+	JSON_BAD("{\"a\":1.}", "without digits after '.'");
+	JSON_BAD("{\"a\":1e}", "without an exponent");
+	JSON_BAD("{\"a\":\"\\x41\"}", "unknown escape \"\\x\"");
+	/* one line, whatever the text (found by hook_fuzz) */
+	JSON_BAD("{\"a\":\"\\\n\"}", "an unknown escape (a backslash, then "
+		 "byte 0x0a)");
+	JSON_BAD("{\"a\":\"\\u00G0\"}", "bad \\u escape");
+	JSON_BAD("{\"a\":\"\\uFFF\"}", "bad \\u escape");
+	/* integers json-c would saturate; doubles past DBL_MAX */
+	JSON_BAD("{\"pid\":18446744073709551616}", "out of range");
+	JSON_BAD("{\"pid\":-9223372036854775809}", "out of range");
+	JSON_BAD("{\"pid\":99999999999999999999999999999999999}", "out of range");
+	JSON_BAD("{\"a\":1e999}", "out of range");
+	JSON_BAD("{\"a\":1} x", "not one JSON object: something follows it");
+	JSON_BAD("{\"a\":1", "it ends early");
+	JSON_BAD("{\"a\":\"1", "a string ends early");
+	JSON_BAD("{\"a\\", "a key ends early");
+	JSON_BAD("", "not JSON: it is empty");
+	JSON_BAD("  ", "it ends early");
+	JSON_BAD("{\"a\"}", "no ':' after the key \"a\"");
+	JSON_BAD("{\"a\":1}\0", "holds a NUL byte");
+	/* json-c's depth: 32 containers */
+	for (i = 1; i < 32; i++)
+		strcat(deep, "[");
+	for (i = 1; i < 32; i++)
+		strcat(deep, "]");
+	strcat(deep, "}");
+	o = J(deep);
+	json_object_put(o);
+	memmove(deep + 6, deep + 5, strlen(deep + 5) + 1);
+	deep[5] = '[';
+	strcpy(deep + strlen(deep) - 1, "]}");
+	json_bad(deep, strlen(deep), "nested deeper than 32");
+
+	/* exact JSON: escapes, a surrogate pair, the extremes of 64 bits */
+	o = J("{\"k\\\"q\":\"\\u00e9\\/\\b\\ud83d\\ude00\",\"a\":[],\"o\":{},"
+	      "\"u\":18446744073709551615,\"i\":-9223372036854775808,"
+	      "\"d\":-0.5e-3,\"t\":true,\"f\":false,\"n\":null}\r\n");
+	assert_string_equal(json_object_get_string(json_object_object_get(o,
+			    "k\"q")), "\xc3\xa9/\b\xf0\x9f\x98\x80");
+	assert_true(json_object_get_uint64(json_object_object_get(o, "u")) ==
+		    UINT64_MAX);
+	json_object_put(o);
+	assert_int_equal(hook_json_exact("{\"ab\":[\"c\",1]}", 14, "t", &values,
+					 &bytes, err), 0);
+	assert_int_equal(values, 4);
+	assert_int_equal(bytes, 3);
+}
+
+/* The readers refuse a NUL in a value json-c hands them (defence in
+ * depth behind hook_json_parse(), which already refuses the text). */
+static void test_nul_values(void **state)
+{
+	char err[HOOK_ERR_LEN] = "";
+	static struct hook_plan p;
+	bool given[4] = { true, false, false, false };
+	json_object *ann = json_object_new_object();
+	json_object *cfg = json_object_new_object();
+	json_object *proc = json_object_new_object();
+	json_object *env = json_object_new_array();
+	const char *v;
+
+	(void)state;
+	json_object_object_add(ann, "nxquota.io/min",
+			       json_object_new_string_len("70G\0junk", 8));
+	assert_int_equal(hook_plan_build(ann, NULL, &host, given, &p, err),
+			 -EINVAL);
+	assert_err(err, "annotation \"nxquota.io/min\"=\"70G\" holds a NUL byte");
+	json_object_array_add(env, json_object_new_string_len(
+		"NVIDIA_GPU_MEMORY_LIMIT=1Gi\0x", 29));
+	json_object_object_add(proc, "env", env);
+	json_object_object_add(cfg, "process", proc);
+	assert_int_equal(hook_env(cfg, "NVIDIA_GPU_MEMORY_LIMIT", &v, err),
+			 -EINVAL);
+	assert_err(err, "process.env[0] \"NVIDIA_GPU_MEMORY_LIMIT=1Gi\" holds a "
+		   "NUL byte");
+	json_object_put(ann);
+	json_object_put(cfg);
+}
+
 static void test_id(void **state)
 {
 	char err[HOOK_ERR_LEN], long_id[HOOK_ID_MAX + 2];
@@ -384,50 +533,110 @@ static void test_in_pod(void **state)
 	json_object_put(podman);
 }
 
+/* pod_ok/pod_bad: the parent cgroup path is (not) a pod's, for ann. */
+static void pod_ok(const char *path, json_object *ann)
+{
+	char err[HOOK_ERR_LEN] = "";
+
+	if (hook_pod_cgroup_check(path, ann, err))
+		fail_msg("%s refused: %s", path, err);
+}
+
+static void pod_bad(const char *path, json_object *ann, const char *needle)
+{
+	char err[HOOK_ERR_LEN] = "";
+
+	if (hook_pod_cgroup_check(path, ann, err) != -EINVAL)
+		fail_msg("%s taken for a pod", path);
+	assert_err(err, needle);
+}
+
+#define KUID	"1b4e28ba-2fa1-11d2-883f-0016d3cca427"
+#define KUID_	"1b4e28ba_2fa1_11d2_883f_0016d3cca427"
+#define HEX64	"f3d1c0b2a4e5968778695a4b3c2d1e0f0f1e2d3c4b5a69788796a5b4c3d2e1f0"
+
+/*
+ * The layouts that mean a pod, as kubelet and podman write them, and the
+ * ones that do not (issue 32, item 3: without a pod-uid annotation, any
+ * name with "pod" and 32 hex digits after it passed, so podman's
+ * container scope "libpod-<id>.scope" was taken for a pod).
+ */
 static void test_pod_cgroup(void **state)
 {
-	char err[HOOK_ERR_LEN];
-	json_object *uid = J("{\"io.kubernetes.cri.sandbox-uid\":"
-			     "\"1b4e28ba-2fa1-11d2-883f-0016d3cca427\"}");
-	json_object *uid2 = J("{\"io.kubernetes.pod.uid\":"
-			      "\"1b4e28ba-2fa1-11d2-883f-0016d3cca427\"}");
+	json_object *uid = J("{\"io.kubernetes.cri.sandbox-uid\":\"" KUID "\"}");
+	json_object *uid2 = J("{\"io.kubernetes.pod.uid\":\"" KUID "\"}");
 	json_object *none = J("{\"io.kubernetes.cri-o.SandboxID\":\"x\"}");
-	const char *hex64 = "f3d1c0b2a4e5968778695a4b3c2d1e0f"
-			    "0f1e2d3c4b5a69788796a5b4c3d2e1f0";
-	char p[256];
+	const char *not_pod = "is not a pod's";
 
 	(void)state;
-	/* kubelet, cgroupfs and systemd drivers */
-	assert_int_equal(hook_pod_cgroup_check("/kubepods/burstable/"
-		"pod1b4e28ba-2fa1-11d2-883f-0016d3cca427", uid, err), 0);
-	assert_int_equal(hook_pod_cgroup_check("/kubepods.slice/kubepods-"
-		"burstable.slice/kubepods-burstable-pod1b4e28ba_2fa1_11d2_883f_"
-		"0016d3cca427.slice", uid2, err), 0);
-	/* another pod's uid */
-	assert_int_equal(hook_pod_cgroup_check("/kubepods/burstable/"
-		"pod2b4e28ba-2fa1-11d2-883f-0016d3cca427", uid, err), -EINVAL);
-	assert_err(err, "not a pod's");
-	/* no uid annotation: a uid-like name; a static pod's 32 hex digits */
-	assert_int_equal(hook_pod_cgroup_check("/kubepods/"
-		"pod1b4e28ba-2fa1-11d2-883f-0016d3cca427", none, err), 0);
-	assert_int_equal(hook_pod_cgroup_check("/kubepods/"
-		"pod0123456789abcdef0123456789abcdef", none, err), 0);
-	/* podman: systemd and cgroupfs */
-	snprintf(p, sizeof(p), "/machine.slice/machine-libpod_pod_%s.slice", hex64);
-	assert_int_equal(hook_pod_cgroup_check(p, none, err), 0);
-	snprintf(p, sizeof(p), "/libpod_parent/%s", hex64);
-	assert_int_equal(hook_pod_cgroup_check(p, none, err), 0);
-	snprintf(p, sizeof(p), "/libpod_parent/%.63s", hex64);
-	assert_int_equal(hook_pod_cgroup_check(p, none, err), -EINVAL);
-	/* where standalone containers live: shared by everyone */
-	assert_int_equal(hook_pod_cgroup_check("/machine.slice", none, err),
-			 -EINVAL);
-	assert_int_equal(hook_pod_cgroup_check("/system.slice", uid, err),
-			 -EINVAL);
-	assert_int_equal(hook_pod_cgroup_check("/kubepods/burstable", none, err),
-			 -EINVAL);
-	assert_int_equal(hook_pod_cgroup_check("/kubepods/podcast", none, err),
-			 -EINVAL);
+	/* kubelet, cgroupfs driver: guaranteed, burstable, besteffort, a
+	 * static pod's UID, a --cgroup-root */
+	pod_ok("/kubepods/pod" KUID, none);
+	pod_ok("/kubepods/burstable/pod" KUID, uid);
+	pod_ok("/kubepods/besteffort/pod" KUID, uid2);
+	pod_ok("/kubepods/burstable/pod0123456789abcdef0123456789abcdef", none);
+	pod_ok("/k8s/kubepods/burstable/pod" KUID, none);
+	/* kubelet, systemd driver; kind's --cgroup-root=/kubelet */
+	pod_ok("/kubepods.slice/kubepods-pod" KUID_ ".slice", uid);
+	pod_ok("/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+	       KUID_ ".slice", uid2);
+	pod_ok("/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod"
+	       KUID_ ".slice", none);
+	pod_ok("/kubelet.slice/kubelet-kubepods.slice/kubelet-kubepods-"
+	       "besteffort.slice/kubelet-kubepods-besteffort-pod" KUID_ ".slice",
+	       none);
+	/* podman's pods: systemd (rootful, rootless) and cgroupfs */
+	pod_ok("/machine.slice/machine-libpod_pod_" HEX64 ".slice", none);
+	pod_ok("/user.slice/user-1000.slice/user@1000.service/user.slice/"
+	       "user-libpod_pod_" HEX64 ".slice", none);
+	pod_ok("/libpod_parent/" HEX64, none);
+
+	/* podman's and docker's containers are no pods, with or without a
+	 * uid annotation */
+	pod_bad("/machine.slice/libpod-" HEX64 ".scope", none, not_pod);
+	pod_bad("/machine.slice/libpod-" HEX64 ".scope", uid, not_pod);
+	pod_bad("/machine.slice/libpod-" HEX64, none, not_pod);
+	pod_bad("/libpod_parent/libpod-" HEX64, none, not_pod);
+	pod_bad("/machine.slice/machine-libpod_pod_" HEX64 ".slice/libpod-"
+		HEX64 ".scope", none, not_pod);
+	pod_bad("/system.slice/docker-" HEX64 ".scope", none, not_pod);
+	pod_bad("/machine.slice", none, not_pod);
+	pod_bad("/system.slice", uid, not_pod);
+	/* a container's cgroup below its pod's is not the pod's */
+	pod_bad("/kubepods/burstable/pod" KUID "/4f2c0b7e", none, not_pod);
+	pod_bad("/kubepods.slice/kubepods-pod" KUID_ ".slice/cri-containerd-"
+		HEX64 ".scope", none, not_pod);
+	/* kubelet's names, not quite */
+	pod_bad("/kubepods", none, not_pod);
+	pod_bad("/kubepods/burstable", none, not_pod);
+	pod_bad("/kubepods.slice/kubepods-burstable.slice", none, not_pod);
+	pod_bad("/kubepods/podcast", none, not_pod);
+	pod_bad("/kubepods/pod" KUID "x", none, not_pod);
+	pod_bad("/kubepods/pod1B4E28BA-2FA1-11D2-883F-0016D3CCA427", none,
+		not_pod);
+	pod_bad("/kubepods/pod" KUID_, none, not_pod);
+	pod_bad("/pods/pod" KUID, uid, not_pod);
+	pod_bad("/x/burstable/pod" KUID, uid, not_pod);
+	pod_bad("/kubepods/guaranteed/pod" KUID, uid, not_pod);
+	pod_bad("/pod" KUID, uid, not_pod);
+	pod_bad("/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod"
+		KUID_ ".slice", none, not_pod);
+	pod_bad("/kubepods.slice/kubepods-burstable-pod" KUID_ ".slice", none,
+		not_pod);
+	pod_bad("/kubepods.slice/kubepods-pod" KUID ".slice", none, not_pod);
+	pod_bad("/x.slice/x-pod" KUID_ ".slice", none, not_pod);
+	pod_bad("/mykubepods.slice/mykubepods-pod" KUID_ ".slice", none, not_pod);
+	pod_bad("/machine.slice/libpod_pod_" HEX64 ".slice", none, not_pod);
+	pod_bad("/machine.slice/machine-libpod_pod_" HEX64 ".scope", none,
+		not_pod);
+	pod_bad("/x/" HEX64, none, not_pod);
+	pod_bad("/libpod_parent/" HEX64 "0", none, not_pod);
+	/* another pod's UID than the annotations' */
+	pod_bad("/kubepods/burstable/pod2b4e28ba-2fa1-11d2-883f-0016d3cca427",
+		uid, "is pod 2b4e28ba-2fa1-11d2-883f-0016d3cca427's, not the pod "
+		"of its annotations");
+	pod_bad("/kubepods.slice/kubepods-pod2b4e28ba_2fa1_11d2_883f_"
+		"0016d3cca427.slice", uid2, "not the pod of its annotations");
 	json_object_put(uid);
 	json_object_put(uid2);
 	json_object_put(none);
@@ -818,6 +1027,251 @@ static void test_reconcile(void **state)
 	assert_err(err, "asks min=1");
 }
 
+/* ---- setting the plan, undoing it ------------------------------------------------ */
+
+/*
+ * A fake authority: every call is logged ("set PATH KEY max=N min=N;",
+ * "clear PATH KEY;"), and the n-th call (from 1) answers rc[n] with why
+ * "fake<n>"; the watchdog's last word at each call is kept.
+ */
+struct fake_auth {
+	char log[4096];
+	int calls, undo_begins;
+	int rc[16];
+	char note[HOOK_ERR_LEN];
+	char note_at[16][HOOK_ERR_LEN];
+};
+
+static int fake_budget(void *arg, bool clear, const char *path,
+		       const char *key, bool has_max, uint64_t max, bool has_min,
+		       uint64_t min, char *why, size_t size)
+{
+	struct fake_auth *f = arg;
+	size_t n = strlen(f->log);
+	int call = ++f->calls;
+
+	n += (size_t)snprintf(f->log + n, sizeof(f->log) - n, "%s %s %s",
+			      clear ? "clear" : "set", path, key);
+	if (has_max && !clear)
+		n += (size_t)snprintf(f->log + n, sizeof(f->log) - n, " max=%llu",
+				      (unsigned long long)max);
+	if (has_min && !clear)
+		n += (size_t)snprintf(f->log + n, sizeof(f->log) - n, " min=%llu",
+				      (unsigned long long)min);
+	snprintf(f->log + n, sizeof(f->log) - n, "; ");
+	assert_true(call < 16);
+	snprintf(f->note_at[call], sizeof(f->note_at[call]), "%s", f->note);
+	if (f->rc[call])
+		snprintf(why, size, "fake%d", call);
+	return f->rc[call];
+}
+
+static void fake_undo_begin(void *arg)
+{
+	((struct fake_auth *)arg)->undo_begins++;
+}
+
+static void fake_note(void *arg, const char *left)
+{
+	struct fake_auth *f = arg;
+
+	snprintf(f->note, sizeof(f->note), "%s", left);
+}
+
+#define G0 "GPU-" UUID0
+#define G1 "GPU-" UUID1
+
+/* pod G0, pod G1 (both new), container G0 (5Gi/1Gi before), container G1 */
+static void apply_plan(struct hook_plan *p, const char *ctr)
+{
+	char err[HOOK_ERR_LEN];
+	struct hook_node nodes[] = {
+		{ G0, "/k/pod1/c", 5 * GI, 1 * GI },
+		{ G0, "/k/pod1/it's", 5 * GI, 1 * GI },
+	};
+
+	assert_int_equal(plan("{\"nxquota.io/pod-max\":\"80Gi\",\"nxquota.io/"
+			      "max\":\"10Gi\"}", ENV("NVIDIA_VISIBLE_DEVICES=0,1"),
+			      p, err), 0);
+	assert_int_equal(p->n, 4);
+	assert_int_equal(hook_reconcile(p, &host, ctr, "/k/pod1", nodes, 2, err),
+			 0);
+	assert_true(!p->b[0].existed && !p->b[1].existed && p->b[2].existed &&
+		    !p->b[3].existed);
+}
+
+/*
+ * Issue 32, item 3: when one budget was refused, the undo stopped at the
+ * first undo that failed and left the rest applied, unsaid.  Now every
+ * step is undone past a failure, and what is left is named with the
+ * command that puts it back.
+ */
+static void test_apply_undo_in_full(void **state)
+{
+	static struct fake_auth f;
+	static struct hook_plan p;
+	const struct hook_ops ops = { .budget = fake_budget,
+				      .undo_begin = fake_undo_begin,
+				      .note = fake_note, .arg = &f };
+	char err[HOOK_ERR_LEN] = "";
+
+	(void)state;
+	apply_plan(&p, "/k/pod1/c");
+	memset(&f, 0, sizeof(f));
+	f.rc[4] = -EDQUOT;	/* the last budget is refused */
+	f.rc[5] = -EIO;		/* undoing the third fails */
+	f.rc[7] = -ENODEV;	/* and undoing the first */
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/c", "/k/pod1",
+				    "/run/x.sock", &ops, err), -EDQUOT);
+	assert_string_equal(f.log,
+		"set /k/pod1 " G0 " max=85899345920; "
+		"set /k/pod1 " G1 " max=85899345920; "
+		"set /k/pod1/c " G0 " max=10737418240; "
+		"set /k/pod1/c " G1 " max=10737418240; "
+		/* the undo, the last first, past the one that fails */
+		"set /k/pod1/c " G0 " max=5368709120; "
+		"clear /k/pod1 " G1 "; "
+		"clear /k/pod1 " G0 "; ");
+	assert_int_equal(f.undo_begins, 1);
+	assert_err(err, "the authority refused max nxquota.io/max=\"10Gi\" for "
+		   "/k/pod1/c on " G1 ": fake4; undone 1, LEFT 2: ");
+	assert_err(err, "/k/pod1/c on " G0 " (max=10737418240, undo failed: "
+		   "fake5; put back with: nxquotactl --control /run/x.sock set "
+		   "/k/pod1/c " G0 " max=5368709120)");
+	assert_err(err, "/k/pod1 on " G0 " (max=85899345920, undo failed: "
+		   "fake7; put back with: nxquotactl --control /run/x.sock "
+		   "clear /k/pod1 " G0 ")");
+	assert_null(strstr(err, "/k/pod1 on " G1));	/* undone */
+	assert_true(p.b[0].applied && !p.b[1].applied && p.b[2].applied &&
+		    !p.b[3].applied);
+	/* the watchdog's last word: what is left */
+	assert_non_null(strstr(f.note, "clear /k/pod1 " G0));
+	assert_null(strstr(f.note, "clear /k/pod1 " G1));
+
+	/* all undone: said so; the module: no --control */
+	memset(&f, 0, sizeof(f));
+	f.rc[3] = -EINVAL;
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/c", "/k/pod1", "", &ops,
+				    err), -EINVAL);
+	assert_err(err, "refused max nxquota.io/max=\"10Gi\" for /k/pod1/c on "
+		   G0 ": fake3; the 2 budgets it set were undone");
+	assert_int_equal(f.calls, 5);
+	assert_null(strstr(err, "LEFT"));
+}
+
+/* A step not answered may still take effect: it is undone with the rest,
+ * on a deadline of the undo's own; a clear that finds nothing is done. */
+static void test_apply_timeout(void **state)
+{
+	static struct fake_auth f;
+	static struct hook_plan p;
+	const struct hook_ops ops = { .budget = fake_budget,
+				      .undo_begin = fake_undo_begin,
+				      .note = fake_note, .arg = &f };
+	char err[HOOK_ERR_LEN] = "";
+
+	(void)state;
+	apply_plan(&p, "/k/pod1/c");
+	memset(&f, 0, sizeof(f));
+	f.rc[2] = -ETIMEDOUT;
+	f.rc[3] = -ENOENT;	/* it never took effect */
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/c", "/k/pod1", "",
+				    &ops, err), -ETIMEDOUT);
+	assert_string_equal(f.log,
+		"set /k/pod1 " G0 " max=85899345920; "
+		"set /k/pod1 " G1 " max=85899345920; "
+		"clear /k/pod1 " G1 "; "
+		"clear /k/pod1 " G0 "; ");
+	assert_int_equal(f.undo_begins, 1);
+	assert_err(err, "the authority did not answer, setting max "
+		   "nxquota.io/pod-max=\"80Gi\" for /k/pod1 on " G1 ": fake2; the 2 "
+		   "budgets it set were undone");
+	/* while the second was asked, the watchdog would have named it */
+	assert_err(f.note_at[2], "/k/pod1 on " G1 " (max=85899345920, maybe "
+		   "set: no answer; put back with: nxquotactl clear /k/pod1 " G1
+		   ")");
+	assert_err(f.note_at[2], "/k/pod1 on " G0 " (max=85899345920; put back "
+		   "with: nxquotactl clear /k/pod1 " G0 ")");
+
+	/* the unanswered one left: named as maybe set */
+	memset(&f, 0, sizeof(f));
+	f.rc[2] = -ETIMEDOUT;
+	f.rc[3] = -ETIMEDOUT;
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/c", "/k/pod1", "",
+				    &ops, err), -ETIMEDOUT);
+	assert_err(err, "undone 1, LEFT 1: /k/pod1 on " G1 " (max=85899345920, "
+		   "maybe set: no answer, undo failed: fake3; put back with: "
+		   "nxquotactl clear /k/pod1 " G1 ")");
+}
+
+/* Success: every step once, the skipped pod budget not at all; a path
+ * a shell would split is quoted in the command. */
+static void test_apply_ok(void **state)
+{
+	static struct fake_auth f;
+	static struct hook_plan p;
+	const struct hook_ops ops = { .budget = fake_budget, .arg = &f };
+	char err[HOOK_ERR_LEN] = "", left[HOOK_ERR_LEN];
+
+	(void)state;
+	apply_plan(&p, "/k/pod1/it's");
+	p.b[1].skip = true;
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				    &ops, err), 0);
+	assert_int_equal(f.calls, 3);
+	assert_null(strstr(f.log, "/k/pod1 " G1));
+	assert_int_equal(hook_left(&p, &host, "/k/pod1/it's", "/k/pod1",
+				   "/a b", left, sizeof(left)), 3);
+	assert_err(left, "put back with: nxquotactl --control '/a b' set "
+		   "'/k/pod1/it'\\''s' " G0 " max=5368709120)");
+	/* the record could not be written: undo it all */
+	assert_int_equal(hook_undo(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				   &ops, err, sizeof(err)), 0);
+	assert_int_equal(f.calls, 6);
+	assert_string_equal(err, "; the 3 budgets it set were undone");
+	assert_int_equal(hook_left(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				   left, sizeof(left)), 0);
+	/* a long list ends in "...", inside the buffer */
+	assert_int_equal(hook_apply(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				    &ops, err), 0);
+	assert_int_equal(hook_left(&p, &host, "/k/pod1/it's", "/k/pod1", "",
+				   left, 100), 3);
+	assert_int_equal(strlen(left), 99);
+	assert_string_equal(left + 96, "...");
+}
+
+static void test_timeout_parse(void **state)
+{
+	static const char *const bad[] = {
+		"", "0", "0.0", "0.0001", "601", "600.001", "1.2345", "-1", "1e3",
+		" 5", "5 ", "5s", ".5", "5.", "99999", "0x10", "1..2",
+	};
+	char err[HOOK_ERR_LEN];
+	unsigned int ms = 7;
+	size_t i;
+
+	(void)state;
+	assert_int_equal(hook_timeout_parse("5", &ms, err), 0);
+	assert_int_equal(ms, 5000);
+	assert_int_equal(hook_timeout_parse("0.5", &ms, err), 0);
+	assert_int_equal(ms, 500);
+	assert_int_equal(hook_timeout_parse("2.25", &ms, err), 0);
+	assert_int_equal(ms, 2250);
+	assert_int_equal(hook_timeout_parse("0.001", &ms, err), 0);
+	assert_int_equal(ms, 1);
+	assert_int_equal(hook_timeout_parse("600", &ms, err), 0);
+	assert_int_equal(ms, 600000);
+	assert_int_equal(hook_timeout_parse("0600.000", &ms, err), 0);
+	assert_int_equal(ms, 600000);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ms = 7;
+		if (hook_timeout_parse(bad[i], &ms, err) != -EINVAL || ms != 7)
+			fail_msg("timeout \"%s\" taken: %u", bad[i], ms);
+	}
+	assert_err(err, "timeout \"1..2\" is not a number of seconds");
+}
+
 /* ---- the record ------------------------------------------------------------------- */
 
 static void test_record(void **state)
@@ -918,6 +1372,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_state),
 		cmocka_unit_test(test_state_errors),
+		cmocka_unit_test(test_json_exact),
+		cmocka_unit_test(test_nul_values),
 		cmocka_unit_test(test_id),
 		cmocka_unit_test(test_stage),
 		cmocka_unit_test(test_env),
@@ -937,6 +1393,10 @@ int main(void)
 		cmocka_unit_test(test_plan_nothing),
 		cmocka_unit_test(test_plan_errors),
 		cmocka_unit_test(test_reconcile),
+		cmocka_unit_test(test_apply_undo_in_full),
+		cmocka_unit_test(test_apply_timeout),
+		cmocka_unit_test(test_apply_ok),
+		cmocka_unit_test(test_timeout_parse),
 		cmocka_unit_test(test_record),
 		cmocka_unit_test(test_record_errors),
 		cmocka_unit_test(test_quote),
