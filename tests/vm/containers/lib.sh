@@ -7,8 +7,9 @@
 # the reason) or 77 (skip: "SKIP: reason"), like the C scenarios.
 #
 # What the VM has (tests/vm/containers/init.sh sets it up):
-#   $NXQ_AUTHORITY  module (/dev/nxquota) or daemon (nxquotad, its sockets
-#                   in /run/nxquota)
+#   $NXQ_AUTHORITY  module (/dev/nxquota) or daemon (nxquotad: its client
+#                   socket in /run/nxquota/client, its control socket
+#                   /run/nxquota/control.sock)
 #   /ctr/rootfs     a container root: busybox (static), the loader and libc
 #                   (for dynamically linked programs), /bin/nxq-probe,
 #                   /bin/nxq-cuda-app, /bin/nxq-libholder, the fake
@@ -413,13 +414,14 @@ dev_unregister() { ctl devices unregister "${1:-$KEY}"; }
 x_fresh() { rm -rf $XDIR; mkdir -p $XDIR; }
 
 # ctr_gpu: mk_bundle options that give a crun container what the CDI spec
-# gives it: the authority (module: /dev/nxquota; daemon: its client socket
-# and NXQUOTA_SOCKET), the shim read-only at $SHIM with LD_PRELOAD, each
-# allocation charged exactly (NXQ_PRELOAD_BATCH=0: no credit kept ahead),
-# and $XDIR as /x.  Word-split on purpose: mk_bundle DIR $(ctr_gpu) ...
+# gives it: the authority (module: /dev/nxquota; daemon: its client
+# socket's directory, read-only, and NXQUOTA_SOCKET), the shim read-only at
+# $SHIM with LD_PRELOAD, each allocation charged exactly
+# (NXQ_PRELOAD_BATCH=0: no credit kept ahead), and $XDIR as /x.
+# Word-split on purpose: mk_bundle DIR $(ctr_gpu) ...
 ctr_gpu() {
 	if [ "$NXQ_AUTHORITY" = daemon ]; then
-		echo "-b /run/nxquota/nxquota.sock:/run/nxquota/nxquota.sock -e NXQUOTA_SOCKET=/run/nxquota/nxquota.sock"
+		echo "-B /run/nxquota/client:/run/nxquota/client -e NXQUOTA_SOCKET=/run/nxquota/client/nxquota.sock"
 	else
 		echo "-d /dev/nxquota"
 	fi
