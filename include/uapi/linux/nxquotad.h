@@ -125,7 +125,8 @@
  * reach it again; through the directory they find the new socket,
  * reconnect and restore (issue 29).  nxquotad creates the directory
  * (0755) when it is missing.  Daemons before it listened on
- * NXQD_SOCKET_PATH_V0.
+ * NXQD_SOCKET_PATH_V0: libnxquota connects there when NXQD_SOCKET_PATH
+ * does not exist and that does.
  */
 #define NXQD_SOCKET_DIR		"/run/nxquota/client"
 #define NXQD_SOCKET_PATH	NXQD_SOCKET_DIR "/nxquota.sock"
