@@ -52,11 +52,13 @@ UDEVRULESDIR  ?= /usr/lib/udev/rules.d
 MODULESLOADDIR ?= /usr/lib/modules-load.d
 SYSTEMDUNITDIR ?= /usr/lib/systemd/system
 SYSUSERSDIR   ?= /usr/lib/sysusers.d
+TMPFILESDIR   ?= /usr/lib/tmpfiles.d
 else
 UDEVRULESDIR  ?= /etc/udev/rules.d
 MODULESLOADDIR ?= /etc/modules-load.d
 SYSTEMDUNITDIR ?= /etc/systemd/system
 SYSUSERSDIR   ?= /etc/sysusers.d
+TMPFILESDIR   ?= /etc/tmpfiles.d
 endif
 # nxquotad as installed: the daemon's build without the sanitizers.
 NXQD_RELEASE := daemon/build/release/nxquotad
@@ -166,6 +168,7 @@ install: lib tools
 	chmod 644 $(DESTDIR)$(SYSTEMDUNITDIR)/nxquotad.service
 	install -m 644 $(NXQD_UNITS) $(DESTDIR)$(SYSTEMDUNITDIR)/
 	install -D -m 644 packaging/nxquota.sysusers $(DESTDIR)$(SYSUSERSDIR)/nxquota.conf
+	install -D -m 644 packaging/nxquota.tmpfiles $(DESTDIR)$(TMPFILESDIR)/nxquota.conf
 	$(MAKE) -C preload install PREFIX=$(PREFIX) LIBDIR=$(LIBDIR) DESTDIR=$(DESTDIR)
 	install -d $(DESTDIR)$(PREFIX)/bin
 	sed 's|@LIBDIR@|$(LIBDIR)|' tools/nxquota-run > $(DESTDIR)$(PREFIX)/bin/nxquota-run
@@ -208,6 +211,7 @@ uninstall:
 		$(DESTDIR)$(SYSTEMDUNITDIR)/nxquotad.service \
 		$(addprefix $(DESTDIR)$(SYSTEMDUNITDIR)/,$(notdir $(NXQD_UNITS))) \
 		$(DESTDIR)$(SYSUSERSDIR)/nxquota.conf \
+		$(DESTDIR)$(TMPFILESDIR)/nxquota.conf \
 		$(DESTDIR)$(LIBDIR)/libnxquota-preload.so \
 		$(DESTDIR)$(PREFIX)/bin/nxquota-run $(DESTDIR)$(MANDIR)/man1/nxquota-run.1
 	rm -rf $(DESTDIR)$(DKMSSRCDIR)

@@ -24,6 +24,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "nxqd.h"
@@ -81,6 +82,77 @@ static void nxqd_raise_nofile(void)
 		rl.rlim_cur = rl.rlim_max;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+}
+
+/*
+ * The directory of the socket @sock and its missing parents, made 0755
+ * (the sockets' own modes say who may connect; a client must be able to
+ * reach its socket through them): /run is a fresh tmpfs at boot, and a
+ * DaemonSet's hostPath may be empty.  Directories that exist are left as
+ * they are.  Return: 0, or -1 having said why.
+ */
+static int nxqd_mkdirs(const char *sock)
+{
+	const char *slash = strrchr(sock, '/');
+	char dir[PATH_MAX], *p, c;
+	struct stat st;
+	int err;
+
+	if (!slash || slash == sock)
+		return 0;
+	if ((size_t)(slash - sock) >= sizeof(dir)) {
+		fprintf(stderr, "nxquotad: %s: %s\n", sock, strerror(ENAMETOOLONG));
+		return -1;
+	}
+	memcpy(dir, sock, slash - sock);
+	dir[slash - sock] = '\0';
+	for (p = dir + 1;; p++) {
+		if (*p && *p != '/')
+			continue;
+		c = *p;
+		*p = '\0';
+		if (!mkdir(dir, 0755)) {
+			/* 0755 whatever the umask */
+			err = chmod(dir, 0755) ? errno : 0;
+		} else {
+			err = errno;
+			if (err == EEXIST)
+				err = stat(dir, &st) ? errno :
+				      S_ISDIR(st.st_mode) ? 0 : ENOTDIR;
+		}
+		if (err) {
+			fprintf(stderr, "nxquotad: cannot create %s (the directory of %s): %s\n",
+				dir, sock, strerror(err));
+			return -1;
+		}
+		*p = c;
+		if (!c)
+			return 0;
+	}
+}
+
+/*
+ * Where the control socket goes when -c does not say: next to the client
+ * socket, or in the parent of its directory when that is named "client"
+ * (NXQD_SOCKET_DIR: a directory of its own, which containers are given,
+ * so the control socket must not be in it).
+ */
+static int nxqd_ctl_default(const char *path, char *buf, size_t size)
+{
+	const char *slash = strrchr(path, '/'), *base;
+	int len;
+
+	if (!slash)
+		return snprintf(buf, size, "control.sock") >= (int)size;
+	/* @base: the last component of the directory, [base, slash) */
+	for (base = slash; base > path && base[-1] != '/'; base--)
+		;
+	len = slash - path;
+	if (slash - base == 6 && !strncmp(base, "client", 6))
+		len = base - path;	/* the parent, with its '/' */
+	else
+		len++;			/* the directory and its '/' */
+	return snprintf(buf, size, "%.*scontrol.sock", len, path) >= (int)size;
 }
 
 static void nxqd_on_signal(int sig)
@@ -175,18 +247,17 @@ int main(int argc, char **argv)
 	}
 	if (!path)
 		path = NXQD_SOCKET_PATH;
-	/* the control socket sits next to the client socket unless told */
 	if (!ctl) {
-		const char *slash = strrchr(path, '/');
-		int len = slash ? (int)(slash - path) : 1;
-
-		if (snprintf(ctlbuf, sizeof(ctlbuf), "%.*s/control.sock", len,
-			     slash ? path : ".") >= (int)sizeof(ctlbuf)) {
+		if (nxqd_ctl_default(path, ctlbuf, sizeof(ctlbuf))) {
 			fprintf(stderr, "nxquotad: path too long\n");
 			return 2;
 		}
 		ctl = ctlbuf;
 	}
+	/* a socket systemd passes is there already; else make its directory */
+	if ((nxqd_listen_fds("client") < 0 && nxqd_mkdirs(path)) ||
+	    (nxqd_listen_fds("control") < 0 && nxqd_mkdirs(ctl)))
+		return 1;
 
 	signal(SIGPIPE, SIG_IGN);
 	nxqd_raise_nofile();

@@ -22,6 +22,8 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <linux/nxquotad.h>
+
 #include "gpu_node.h"
 #include "internal.h"
 
@@ -337,10 +339,13 @@ static int ctx_read_opts(const struct nxq_ctx_opts *in, struct nxq_ctx_opts *o)
 	return 0;
 }
 
+const char *nxq__sock_v0 = NXQD_SOCKET_PATH_V0;
+
 /*
  * The authority of a managed context: the module's device if it exists and
  * opens; else nxquotad's client socket ($NXQUOTA_SOCKET if set, "" meaning
- * no daemon; else NXQD_SOCKET_PATH) if it connects; else the device's
+ * no daemon; else NXQD_SOCKET_PATH, or NXQD_SOCKET_PATH_V0 where only that
+ * exists: a daemon from before issue 29) if it connects; else the device's
  * error, as without a daemon (the daemon's own when it closed the
  * connection at once: one of its bounds).  $NXQUOTA_SOCKET only chooses which socket
  * this process talks to: the daemon takes the caller's identity from the
@@ -361,8 +366,11 @@ static int ctx_select(const struct nxq_ctx_opts *o, struct nxq_ctx *ctx)
 		return 0;
 	}
 	r = -errno;
-	if (!sock)
+	if (!sock) {
 		sock = nxq__sock_default;
+		if (access(sock, F_OK) && !access(nxq__sock_v0, F_OK))
+			sock = nxq__sock_v0;
+	}
 	if (*sock) {
 		rs = nxq__sock_open(sock, &ctx->kpriv);
 		if (!rs) {

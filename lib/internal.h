@@ -148,6 +148,8 @@ extern const struct nxq_kops nxq__sock_kops;	/* sock.c: nxquotad's client socket
 int nxq__sock_open(const char *path, void **kprivp);
 /* NXQD_SOCKET_PATH; the tests point it elsewhere. */
 extern const char *nxq__sock_default;
+/* context.c: NXQD_SOCKET_PATH_V0, where daemons before issue 29 listen. */
+extern const char *nxq__sock_v0;
 /* Tests: reconnects done, restores refused, connections made and refused. */
 void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[4]);
 

@@ -43,6 +43,7 @@ f 644 usr/lib/systemd/system/nxquotad.service
 f 644 usr/lib/systemd/system/nxquotad.socket
 f 644 usr/lib/systemd/system/nxquotad-control.socket
 f 644 usr/lib/sysusers.d/nxquota.conf
+f 644 usr/lib/tmpfiles.d/nxquota.conf
 f 755 usr/lib/libnxquota-preload.so
 f 755 usr/bin/nxquota-run
 f 644 usr/share/man/man1/nxquota-run.1
@@ -101,7 +102,7 @@ units=$root/usr/lib/systemd/system
 [ $? = 2 ] || fail "nxquotad -x: not a usage error"
 grep -qx "ExecStart=/usr/sbin/nxquotad" "$units/nxquotad.service" ||
 	fail "nxquotad.service does not start /usr/sbin/nxquotad"
-for kv in ListenSequentialPacket=/run/nxquota/nxquota.sock SocketGroup=nxquota \
+for kv in ListenSequentialPacket=/run/nxquota/client/nxquota.sock SocketGroup=nxquota \
 	SocketMode=0660 FileDescriptorName=client; do
 	grep -qx "$kv" "$units/nxquotad.socket" || fail "nxquotad.socket lacks $kv"
 done
@@ -112,6 +113,23 @@ for kv in ListenSequentialPacket=/run/nxquota/control.sock SocketMode=0600 \
 done
 grep -qx "g nxquota -" "$root/usr/lib/sysusers.d/nxquota.conf" ||
 	fail "the sysusers snippet does not create the group nxquota"
+# the run directory at boot: the client socket's directory of its own
+# (containers are given it) below the control socket's
+for d in "/run/nxquota        0755 root root -" "/run/nxquota/client 0755 root root -"; do
+	grep -qx "d $d" "$root/usr/lib/tmpfiles.d/nxquota.conf" ||
+		fail "the tmpfiles.d snippet does not make $d"
+done
+if command -v systemd-tmpfiles >/dev/null; then
+	# applied to an empty root: the directories, root's, 0755
+	mkdir "$tmp/tmpfiles"
+	systemd-tmpfiles --create --root="$tmp/tmpfiles" \
+		"$root/usr/lib/tmpfiles.d/nxquota.conf" >"$tmp/tmpfiles.log" 2>&1 ||
+		{ cat "$tmp/tmpfiles.log"; fail "systemd-tmpfiles --create of the snippet"; }
+	for d in run/nxquota run/nxquota/client; do
+		[ "$(stat -c '%F %a %u' "$tmp/tmpfiles/$d" 2>&1)" = "directory 755 0" ] ||
+			fail "systemd-tmpfiles made $d: $(stat -c '%F %a %u' "$tmp/tmpfiles/$d" 2>&1)"
+	done
+fi
 if command -v systemd-analyze >/dev/null; then
 	# verified in a copy whose ExecStart is the binary in DESTDIR
 	mkdir "$tmp/units"

@@ -10,10 +10,17 @@
  *    device's node (its dev_t, found through /dev/char) so a holder can
  *    prove access;
  *  - for any of them: the authority (/dev/nxquota where the module is
- *    loaded, else nxquotad's client socket, never its control socket),
- *    the LD_PRELOAD shim (a read-only mount and LD_PRELOAD), NXQUOTA_REQUIRE
+ *    loaded, else the directory of nxquotad's client socket, read-only,
+ *    which must hold that socket alone: never the control socket), the
+ *    LD_PRELOAD shim (a read-only mount and LD_PRELOAD), NXQUOTA_REQUIRE
  *    so that no process runs uncharged, and nxquota-hook as createRuntime
  *    and poststop hooks.
+ *
+ * The directory, not the socket file: a bind mount of the file keeps the
+ * inode it found, and nxquotad started again without socket activation
+ * (a DaemonSet) binds a new one, which the container would never see:
+ * its processes could not reconnect, and what they held was lost from the
+ * ledger (issue 29).  In the directory they find the new socket.
  *
  * The spec is JSON (CDI reads .json and .yaml alike), written with json-c
  * rather than by hand.  cdiVersion 0.5.0: what podman 4.3 (CDI v0.5.2)
@@ -29,7 +36,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <dirent.h>
 #include <sys/stat.h>
+
+#include <linux/nxquotad.h>
 
 #include "cdi.h"
 #include "ledger.h"
@@ -43,9 +53,12 @@
 #define NXQ_LIBDIR "/usr/local/lib"
 #endif
 
-/* Where the shim and the authority's socket appear in a container. */
+/*
+ * Where the shim and the directory of the authority's socket appear in a
+ * container (the socket keeps its name on the host).
+ */
 #define CDI_SHIM_PATH	"/usr/lib/nxquota/libnxquota-preload.so"
-#define CDI_SOCK_PATH	"/run/nxquota/nxquota.sock"
+#define CDI_SOCK_DIR	NXQD_SOCKET_DIR
 
 struct cdi_opts {
 	const char *output;	/* NULL or "-": stdout */
@@ -201,6 +214,58 @@ static json_object *cdi_hook(const char *path, const char *stage,
 	return o;
 }
 
+/*
+ * nxquotad's client socket @sock: its directory into @dir and its name into
+ * @name, once the directory is seen to hold nothing but that socket
+ * (everything in it is the container's too: never the control socket).
+ * Says why and exits if not.
+ */
+static void cdi_sock_dir(const char *sock, char *dir, size_t dsize,
+			 char *name, size_t nsize)
+{
+	const char *slash = strrchr(sock, '/');
+	bool found = false;
+	struct dirent *e;
+	DIR *d;
+
+	if (sock[0] != '/' || !slash[1] || (size_t)(slash - sock) >= dsize ||
+	    strlen(slash + 1) >= nsize) {
+		warnx_("cdi: %s: not an absolute path to nxquotad's client "
+		       "socket (NXQUOTA_SOCKET)", sock);
+		exit(EX_FAIL);
+	}
+	snprintf(dir, dsize, "%.*s", slash == sock ? 1 : (int)(slash - sock), sock);
+	snprintf(name, nsize, "%s", slash + 1);
+	d = opendir(dir);
+	if (!d) {
+		warnx_("cdi: %s: %s (the directory of nxquotad's client socket "
+		       "%s, which containers are given; NXQUOTA_SOCKET names "
+		       "another socket)", dir, strerror(errno), sock);
+		exit(EX_FAIL);
+	}
+	while ((errno = 0, e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!strcmp(e->d_name, name)) {
+			found = true;
+			continue;
+		}
+		warnx_("cdi: %s holds %s besides nxquotad's client socket %s: a "
+		       "container given the directory would have it too; give "
+		       "the client socket a directory of its own (nxquotad -s "
+		       "%s, the default)", dir, e->d_name, name, NXQD_SOCKET_PATH);
+		exit(EX_FAIL);
+	}
+	if (errno) {
+		warnx_("cdi: %s: %s", dir, strerror(errno));
+		exit(EX_FAIL);
+	}
+	closedir(d);
+	if (!found)
+		warnx_("cdi: warning: no %s (is nxquotad's client socket "
+		       "elsewhere? NXQUOTA_SOCKET names it)", sock);
+}
+
 /* The edits every device brings: authority, shim, hooks. */
 static json_object *cdi_common(struct ctl *n, const struct cdi_opts *o)
 {
@@ -208,20 +273,24 @@ static json_object *cdi_common(struct ctl *n, const struct cdi_opts *o)
 	json_object *mounts = cdi_arr(), *hooks = cdi_arr();
 	const char *sock = getenv("NXQUOTA_SOCKET");
 	const char *control = NULL;
+	char dir[PATH_MAX], name[NAME_MAX + 1];
 
 	if (n->ufd < 0) {
 		cdi_push(nodes, cdi_node("/dev/nxquota"));
 	} else {
 		/*
-		 * nxquotad: its client socket only (the control socket is
-		 * root's, and a container's root may be the host's).  With
-		 * socket activation the socket outlives a restart of the
-		 * daemon, so the bind mount stays good.
+		 * nxquotad: the directory of its client socket, which holds
+		 * it alone (the control socket is root's, and a container's
+		 * root may be the host's), read-only: a container's root
+		 * cannot remove the socket, or put another in its place,
+		 * for the other containers.  connect() needs no write access
+		 * to the mount.
 		 */
 		if (!sock || !sock[0])
-			sock = CDI_SOCK_PATH;
-		cdi_push(mounts, cdi_mount(sock, CDI_SOCK_PATH, false));
-		cdi_pushf(env, "NXQUOTA_SOCKET=%s%s", CDI_SOCK_PATH, "");
+			sock = NXQD_SOCKET_PATH;
+		cdi_sock_dir(sock, dir, sizeof(dir), name, sizeof(name));
+		cdi_push(mounts, cdi_mount(dir, CDI_SOCK_DIR, true));
+		cdi_pushf(env, "NXQUOTA_SOCKET=%s/%s", CDI_SOCK_DIR, name);
 		control = n->control ? n->control : getenv("NXQUOTA_CONTROL");
 		if (control && !control[0])
 			control = NULL;

@@ -263,6 +263,85 @@ static void nxqd_test_group(struct kunit *test)
 	cleanup(test, &d);
 }
 
+/*
+ * The run directory (issue 29): the client socket's directory and the
+ * control socket's, made 0755 where missing, whatever the umask; with the
+ * client socket in a directory named "client" the control socket goes to
+ * its parent, never into it; a file where a directory must be: exit 1,
+ * saying which directory and why.
+ */
+static void nxqd_test_rundir(struct kunit *test)
+{
+	char run[80], cdir[96], file[80], want[256];
+	struct daemon d;
+	struct dirent *e;
+	struct stat st;
+	int status = 0, n = 0;
+	mode_t old;
+	DIR *dir;
+
+	prepare(test, &d);
+	KUNIT_ASSERT_LT(test, snprintf(run, sizeof(run), "%s/run", d.dir),
+			(int)sizeof(run));
+	KUNIT_ASSERT_LT(test, snprintf(cdir, sizeof(cdir), "%s/client", run),
+			(int)sizeof(cdir));
+	KUNIT_ASSERT_LT(test, snprintf(d.sock, sizeof(d.sock), "%s/nxquota.sock", cdir),
+			(int)sizeof(d.sock));
+	KUNIT_ASSERT_LT(test, snprintf(d.ctl, sizeof(d.ctl), "%s/control.sock", run),
+			(int)sizeof(d.ctl));
+	old = umask(077);	/* the daemon's */
+	d.pid = spawn(test, &d);	/* -s d.sock, no -c */
+	umask(old);
+	wait_up(test, &d);
+	n = dial(d.ctl, SOCK_SEQPACKET);
+	KUNIT_EXPECT_GE(test, n, 0);
+	if (n >= 0)
+		close(n);
+	KUNIT_ASSERT_EQ(test, stat(run, &st), 0);
+	KUNIT_EXPECT_TRUE(test, S_ISDIR(st.st_mode));
+	KUNIT_EXPECT_EQ(test, st.st_mode & 07777, 0755U);
+	KUNIT_ASSERT_EQ(test, stat(cdir, &st), 0);
+	KUNIT_EXPECT_TRUE(test, S_ISDIR(st.st_mode));
+	KUNIT_EXPECT_EQ(test, st.st_mode & 07777, 0755U);
+	/* the client socket's directory holds it alone */
+	dir = opendir(cdir);
+	KUNIT_ASSERT_NOT_NULL(test, dir);
+	n = 0;
+	while ((e = readdir(dir)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+			KUNIT_EXPECT_STREQ(test, e->d_name, "nxquota.sock");
+			n++;
+		}
+	closedir(dir);
+	KUNIT_EXPECT_EQ(test, n, 1);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	/* the directories stay for the next start: containers mount them */
+	KUNIT_EXPECT_EQ(test, rmdir(cdir), 0);
+	KUNIT_EXPECT_EQ(test, rmdir(run), 0);
+
+	/* a file where the directory must be */
+	KUNIT_ASSERT_LT(test, snprintf(file, sizeof(file), "%s/file", d.dir),
+			(int)sizeof(file));
+	n = open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	KUNIT_ASSERT_GE(test, n, 0);
+	close(n);
+	KUNIT_ASSERT_LT(test, snprintf(d.sock, sizeof(d.sock), "%s/client/nxquota.sock", file),
+			(int)sizeof(d.sock));
+	d.pid = spawn(test, &d);
+	KUNIT_ASSERT_EQ(test, waitpid(d.pid, &status, 0), d.pid);
+	KUNIT_EXPECT_TRUE(test, WIFEXITED(status) && WEXITSTATUS(status) == 1);
+	snprintf(want, sizeof(want),
+		 "nxquotad: cannot create %s (the directory of %s): %s\n",
+		 file, d.sock, strerror(ENOTDIR));
+	KUNIT_EXPECT_TRUE(test, log_has(&d, want));
+	unlink(file);
+	KUNIT_ASSERT_LT(test, snprintf(d.sock, sizeof(d.sock), "%s/nxquota.sock", d.dir),
+			(int)sizeof(d.sock));
+	KUNIT_ASSERT_LT(test, snprintf(d.ctl, sizeof(d.ctl), "%s/control.sock", d.dir),
+			(int)sizeof(d.ctl));
+	cleanup(test, &d);
+}
+
 static struct kunit_case nxqd_cases[] = {
 	KUNIT_CASE(nxqd_test_version),
 	KUNIT_CASE(nxqd_test_bad_requests),
@@ -270,6 +349,7 @@ static struct kunit_case nxqd_cases[] = {
 	KUNIT_CASE(nxqd_test_peercred),
 	KUNIT_CASE(nxqd_test_one_daemon),
 	KUNIT_CASE(nxqd_test_group),
+	KUNIT_CASE(nxqd_test_rundir),
 	{}
 };
 

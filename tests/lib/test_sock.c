@@ -813,7 +813,7 @@ static int accepted(void)
 static void test_selection(void **state)
 {
 	struct nxq_ctx_opts co = { .size = sizeof(co) };
-	const char *saved = nxq__sock_default;
+	const char *saved = nxq__sock_default, *saved_v0 = nxq__sock_v0;
 	struct nxq_ctx *c = NULL;
 
 	nxq__sock_default = fs.path;		/* the default socket is the fake's */
@@ -831,11 +831,33 @@ static void test_selection(void **state)
 	assert_int_equal(nxq_ctx_close(c), 0);
 	assert_int_equal(accepted(), 1);
 
+	/*
+	 * NXQD_SOCKET_PATH_V0, where a daemon from before issue 29 listens,
+	 * only where the default socket does not exist; both gone: the
+	 * error names the default
+	 */
+	nxq__sock_default = "/nonexistent/client/nxquota.sock";
+	nxq__sock_v0 = fs.path;
+	c = open_ctx(0, NULL);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	assert_int_equal(accepted(), 2);
+	nxq__sock_default = fs.path;
+	nxq__sock_v0 = "/dev/null";		/* exists, and is no socket */
+	c = open_ctx(0, NULL);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	assert_int_equal(accepted(), 3);
+	nxq__sock_default = "/nonexistent/client/nxquota.sock";
+	nxq__sock_v0 = "/nonexistent/nxquota.sock";
+	assert_int_equal(nxq_ctx_open(&co, &c), -ENOENT);
+	assert_non_null(strstr(nxq_errmsg(), "/nonexistent/client/nxquota.sock"));
+	nxq__sock_default = fs.path;
+	nxq__sock_v0 = saved_v0;
+
 	/* a device that opens wins over the socket (here one that is not
 	 * nxquota's: its NXQ_IOC_VERSION fails) */
 	setenv("NXQ_DEV", "/dev/null", 1);
 	assert_int_equal(nxq_ctx_open(&co, &c), -ENOTTY);
-	assert_int_equal(accepted(), 1);
+	assert_int_equal(accepted(), 3);
 	setenv("NXQ_DEV", "/nonexistent/nxquota", 1);
 
 	/* a socket that does not connect: the device's error, both named */
@@ -854,7 +876,7 @@ static void test_selection(void **state)
 	assert_string_equal(c->kops->name, "unmanaged");
 	assert_int_equal(nxq_ctx_is_managed(c), 0);
 	assert_int_equal(nxq_ctx_close(c), 0);
-	assert_int_equal(accepted(), 1);
+	assert_int_equal(accepted(), 3);
 	nxq__sock_default = saved;
 }
 

@@ -37,7 +37,7 @@ trap cleanup EXIT
 mkdir "$cg" "$cg/a" "$cg/a/b" || { echo "daemon-ctl: skipped: cannot create cgroups in $mnt"; exit 77; }
 ctl=$tmp/control.sock
 
-"$bin" -s "$tmp/nxquota.sock" -c "$ctl" -S "$tmp/state" -C "$cg" -G 0 \
+"$bin" -s "$tmp/client/nxquota.sock" -c "$ctl" -S "$tmp/state" -C "$cg" -G 0 \
 	2>"$tmp/log" &
 pid=$!
 i=0	# until it answers (the file exists a moment before it listens)
@@ -139,6 +139,8 @@ has "$tmp/out" 'nxquota_device_restored_bytes_total{device="gpu0"} 0'
 has "$tmp/out" 'nxquota_device_restore_refused_bytes_total{device="gpu0"} 0'
 
 # ---- cdi ------------------------------------------------------------------
+# The client socket's directory, read-only, holding it alone (issue 29)
+export NXQUOTA_SOCKET="$tmp/client/nxquota.sock"
 ok cdi generate --hook /usr/sbin/nxquota-hook --shim /usr/lib/libnxquota-preload.so
 python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))
 assert s["cdiVersion"] == "0.5.0" and s["kind"] == "nxquota.io/gpu", s
@@ -147,17 +149,31 @@ assert names == ["gpu0", "all"], names
 assert s["devices"][0]["containerEdits"]["env"] == ["NXQUOTA_DEVICE_GPU0=gpu0"], s
 e = s["containerEdits"]
 assert "LD_PRELOAD=/usr/lib/nxquota/libnxquota-preload.so" in e["env"], e
-assert "NXQUOTA_REQUIRE=1" in e["env"] and "NXQUOTA_SOCKET=/run/nxquota/nxquota.sock" in e["env"], e
-# the daemon: its client socket only, never the control socket
-assert [m["containerPath"] for m in e["mounts"]] == ["/run/nxquota/nxquota.sock", "/usr/lib/nxquota/libnxquota-preload.so"], e
+assert "NXQUOTA_REQUIRE=1" in e["env"] and "NXQUOTA_SOCKET=/run/nxquota/client/nxquota.sock" in e["env"], e
+# the daemon: its client socket directory, never the control socket
+assert [m["containerPath"] for m in e["mounts"]] == ["/run/nxquota/client", "/usr/lib/nxquota/libnxquota-preload.so"], e
+assert e["mounts"][0]["hostPath"] == sys.argv[2] and "ro" in e["mounts"][0]["options"], e
 assert not any("control" in m["hostPath"] for m in e["mounts"]), e
 assert [(h["hookName"], h["args"]) for h in e["hooks"]] == [("createRuntime", ["nxquota-hook", "createRuntime"]), ("poststop", ["nxquota-hook", "poststop"])], e
 assert e["hooks"][0]["path"] == "/usr/sbin/nxquota-hook" and e["deviceNodes"] == [], e' \
-	"$tmp/out" || fail "cdi generate: $(cat "$tmp/out")"
+	"$tmp/out" "$tmp/client" || fail "cdi generate: $(cat "$tmp/out")"
+# A directory that holds more than the client socket (here the control
+# socket and the state), one that is not there, a relative path: refused,
+# saying why, and no spec written
+for s in "$ctl:holds" "$tmp/none/nxquota.sock:No such file" "x.sock:not an absolute"; do
+	NXQUOTA_SOCKET=${s%:*} run cdi generate --output "$tmp/bad.json"
+	[ $rc = 1 ] && grep -q "${s##*:}" "$tmp/err" && [ ! -e "$tmp/bad.json" ] ||
+		fail "cdi generate with NXQUOTA_SOCKET=${s%:*}: exit $rc: $(cat "$tmp/err")"
+done
+NXQUOTA_SOCKET=$ctl run cdi generate
+grep -q "cdi: $tmp holds [a-z.]* besides nxquotad's client socket control.sock: a container given the directory would have it too" "$tmp/err" ||
+	fail "cdi generate with the control socket's directory: $(cat "$tmp/err")"
+export NXQUOTA_SOCKET="$tmp/client/nxquota.sock"
 ok cdi generate --no-hook --no-shim --output "$tmp/cdi.json"
 python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["containerEdits"]
 assert e["hooks"] == [] and not any(x.startswith("LD_PRELOAD") for x in e["env"]), e' \
 	"$tmp/cdi.json" || fail "cdi generate --no-hook --no-shim: $(cat "$tmp/cdi.json")"
+unset NXQUOTA_SOCKET
 
 # ---- events ---------------------------------------------------------------
 "$tool" --control "$ctl" events >"$tmp/events" 2>&1 &

@@ -63,7 +63,7 @@ loaded() { grep -q '^nxquota ' /proc/modules; }
 
 # ---- nxquotad (NXQ_AUTHORITY=daemon) ----
 NXQD_PID=
-NXQD_SOCK=/run/nxquota/nxquota.sock
+NXQD_SOCK=/run/nxquota/client/nxquota.sock
 NXQD_CTL=/run/nxquota/control.sock
 NXQD_CHILD=0
 daemon_mode() { [ "${NXQ_AUTHORITY:-module}" = daemon ]; }
@@ -74,7 +74,7 @@ export NXQD_START=/bin/nxquotad NXQD_LOG=/tmp/nxqd.log NXQD_PIDFILE=/tmp/nxqd.pi
 
 # Start the daemon and wait (5 s) for both its sockets.
 daemon_start() {
-	mkdir -p /run/nxquota /var/lib/nxquota
+	mkdir -p /var/lib/nxquota	# /run/nxquota/client: nxquotad makes it
 	$NXQD_START >> "$NXQD_LOG" 2>&1 &
 	NXQD_PID=$!
 	NXQD_CHILD=1

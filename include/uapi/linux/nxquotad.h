@@ -120,7 +120,21 @@
 
 #include <linux/types.h>
 
-#define NXQD_SOCKET_PATH	"/run/nxquota/nxquota.sock"
+/*
+ * The client socket sits in a directory of its own, NXQD_SOCKET_DIR, that
+ * holds nothing else (never the control socket): a container is given the
+ * directory, not the socket file.  A bind mount of the file keeps the
+ * inode it found, and a daemon that starts again without socket
+ * activation binds a new one, so the container's processes could never
+ * reach it again; through the directory they find the new socket,
+ * reconnect and restore (issue 29).  nxquotad creates the directory
+ * (0755) when it is missing.  Daemons before it listened on
+ * NXQD_SOCKET_PATH_V0: libnxquota connects there when NXQD_SOCKET_PATH
+ * does not exist and that does.
+ */
+#define NXQD_SOCKET_DIR		"/run/nxquota/client"
+#define NXQD_SOCKET_PATH	NXQD_SOCKET_DIR "/nxquota.sock"
+#define NXQD_SOCKET_PATH_V0	"/run/nxquota/nxquota.sock"
 #define NXQD_CONTROL_PATH	"/run/nxquota/control.sock"
 #define NXQD_STATE_DIR		"/var/lib/nxquota"
 

@@ -5,7 +5,8 @@
 # scenarios (/containers/scenarios/*.sh), the module (/lib/nxquota.ko) or
 # nxquotad (/bin/nxquotad), and /etc/nxq.conf, which sets:
 #   NXQ_SCENARIOS  the scenario names, in order
-#   NXQ_TIMEOUT    seconds each scenario may run
+#   NXQ_TIMEOUT    seconds each scenario may run (more for one whose file
+#                  has a line "# nxq-timeout: SECONDS")
 #   NXQ_AUTHORITY  "module" (insmod /lib/nxquota.ko) or "daemon" (run
 #                  /bin/nxquotad; /tools/nxq-sweep removes leftover devices)
 #
@@ -79,13 +80,13 @@ daemon_mode() { [ "${NXQ_AUTHORITY:-module}" = daemon ]; }
 
 # ---- nxquotad (as tests/vm/init.sh runs it) ----
 NXQD_PID=
-NXQD_SOCK=/run/nxquota/nxquota.sock
+NXQD_SOCK=/run/nxquota/client/nxquota.sock
 NXQD_CTL=/run/nxquota/control.sock
 NXQD_CHILD=0
 export NXQD_START=/bin/nxquotad NXQD_LOG=/tmp/nxqd.log NXQD_PIDFILE=/tmp/nxqd.pid
 
 daemon_start() {
-	mkdir -p /run/nxquota /var/lib/nxquota
+	mkdir -p /var/lib/nxquota	# /run/nxquota/client: nxquotad makes it
 	$NXQD_START >> "$NXQD_LOG" 2>&1 &
 	NXQD_PID=$!
 	NXQD_CHILD=1
@@ -263,8 +264,11 @@ echo "NXQ-VERSIONS $(crun --version | head -n 1); $(podman --version 2>&1); $(co
 for name in $NXQ_SCENARIOS; do
 	echo "NXQ-START $name"
 	before=$(splat_count)
+	# a scenario may ask for more time: a line "# nxq-timeout: SECONDS"
+	tmo=$(sed -n 's/^# nxq-timeout: \([0-9][0-9]*\)$/\1/p' "/containers/scenarios/$name.sh")
+	[ -n "$tmo" ] && [ "$tmo" -gt "$NXQ_TIMEOUT" ] || tmo=$NXQ_TIMEOUT
 	t0=$(now_cs)
-	{ timeout -s KILL "$NXQ_TIMEOUT" sh "/containers/scenarios/$name.sh" 2>&1
+	{ timeout -s KILL "$tmo" sh "/containers/scenarios/$name.sh" 2>&1
 	  echo $? > /tmp/rc; } | tee /tmp/out | sed "s/^/  [$name] /"
 	rc=$(cat /tmp/rc)
 	t1=$(now_cs)
@@ -274,8 +278,8 @@ for name in $NXQ_SCENARIOS; do
 	0)	status=pass; why="ok" ;;
 	77)	status=skip; [ -n "$why" ] || why="no reason given" ;;
 	137)	status=fail
-		if [ $(( t1 - t0 )) -ge $(( NXQ_TIMEOUT * 100 )) ]; then
-			why="timed out after ${NXQ_TIMEOUT}s${why:+: $why}"
+		if [ $(( t1 - t0 )) -ge $(( tmo * 100 )) ]; then
+			why="timed out after ${tmo}s${why:+: $why}"
 		else
 			why="killed by SIGKILL${why:+: $why}"
 		fi ;;

@@ -7,8 +7,9 @@
 # the reason) or 77 (skip: "SKIP: reason"), like the C scenarios.
 #
 # What the VM has (tests/vm/containers/init.sh sets it up):
-#   $NXQ_AUTHORITY  module (/dev/nxquota) or daemon (nxquotad, its sockets
-#                   in /run/nxquota)
+#   $NXQ_AUTHORITY  module (/dev/nxquota) or daemon (nxquotad: its client
+#                   socket in /run/nxquota/client, its control socket
+#                   /run/nxquota/control.sock)
 #   /ctr/rootfs     a container root: busybox (static), the loader and libc
 #                   (for dynamically linked programs), /bin/nxq-probe,
 #                   /bin/nxq-cuda-app, /bin/nxq-libholder, the fake
@@ -413,13 +414,14 @@ dev_unregister() { ctl devices unregister "${1:-$KEY}"; }
 x_fresh() { rm -rf $XDIR; mkdir -p $XDIR; }
 
 # ctr_gpu: mk_bundle options that give a crun container what the CDI spec
-# gives it: the authority (module: /dev/nxquota; daemon: its client socket
-# and NXQUOTA_SOCKET), the shim read-only at $SHIM with LD_PRELOAD, each
-# allocation charged exactly (NXQ_PRELOAD_BATCH=0: no credit kept ahead),
-# and $XDIR as /x.  Word-split on purpose: mk_bundle DIR $(ctr_gpu) ...
+# gives it: the authority (module: /dev/nxquota; daemon: its client
+# socket's directory, read-only, and NXQUOTA_SOCKET), the shim read-only at
+# $SHIM with LD_PRELOAD, each allocation charged exactly
+# (NXQ_PRELOAD_BATCH=0: no credit kept ahead), and $XDIR as /x.
+# Word-split on purpose: mk_bundle DIR $(ctr_gpu) ...
 ctr_gpu() {
 	if [ "$NXQ_AUTHORITY" = daemon ]; then
-		echo "-b /run/nxquota/nxquota.sock:/run/nxquota/nxquota.sock -e NXQUOTA_SOCKET=/run/nxquota/nxquota.sock"
+		echo "-B /run/nxquota/client:/run/nxquota/client -e NXQUOTA_SOCKET=/run/nxquota/client/nxquota.sock"
 	else
 		echo "-d /dev/nxquota"
 	fi
@@ -543,4 +545,42 @@ must_refuse() {
 	led
 	after=$(led_budgets)
 	[ "$after" = "$before" ] || { led_show; fail "$name: the ledger changed"; }
+}
+
+# ---- nxquotad, restarted (NXQ_AUTHORITY=daemon) ----------------------------
+
+# nxqd_pid: nxquotad's pid as init.sh knows it ($NXQD_PIDFILE).
+nxqd_pid() { cat "$NXQD_PIDFILE" 2>/dev/null; }
+
+# nxqd_gone PID: true once PID has exited (gone, or a zombie not reaped).
+nxqd_gone() {
+	[ ! -d "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+}
+
+# nxqd_restart SIG: send SIG (KILL, TERM) to nxquotad, wait (10 s) until it
+# has exited, start $NXQD_START again as init.sh does (its log appended to
+# $NXQD_LOG) in a session of its own, its pid in $NXQD_PIDFILE (init.sh's
+# sweep and end take it from there: it outlives the scenario), and wait
+# (10 s) until its control socket answers.  Sets $restart_cs to the time
+# of the start (now_cs).
+nxqd_restart() {
+	local old i=0
+	old=$(nxqd_pid)
+	[ -n "$old" ] || fail "no pid in $NXQD_PIDFILE"
+	kill -"$1" "$old" || fail "kill -$1 $old (nxquotad) failed"
+	while ! nxqd_gone "$old"; do
+		[ $i -lt 100 ] || fail "nxquotad ($old) still runs 10 s after SIG$1"
+		sleep 0.1
+		i=$((i + 1))
+	done
+	restart_cs=$(now_cs)
+	# shellcheck disable=SC2016
+	( exec setsid sh -c 'echo $$ > "$NXQD_PIDFILE"; exec '"$NXQD_START" ) \
+		< /dev/null >> "$NXQD_LOG" 2>&1 &
+	i=0
+	until $NXQCTL devices > /dev/null 2>&1; do
+		[ $i -lt 100 ] || fail "nxquotad did not answer 10 s after its start: $(tail -n 3 "$NXQD_LOG")"
+		sleep 0.1
+		i=$((i + 1))
+	done
 }

@@ -6,7 +6,7 @@
  * libc, which the LD_PRELOAD shim will need).
  *
  * Like libnxquota: /dev/nxquota when it exists, else nxquotad's client
- * socket ($NXQUOTA_SOCKET, default /run/nxquota/nxquota.sock).  Asks
+ * socket ($NXQUOTA_SOCKET, default /run/nxquota/client/nxquota.sock).  Asks
  * NXQ_IOC_VERSION and prints one line:
  *   nxq-probe: module /dev/nxquota abi=N features=0xF
  *   nxq-probe: daemon PATH abi=N features=0xF

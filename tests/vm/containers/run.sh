@@ -34,8 +34,9 @@
 # Exit status: 0 when nothing failed, 1 otherwise, 2 for bad usage.
 #
 # Environment:
-#   NXQ_VM_TIMEOUT    seconds one boot may take in all (default 300)
-#   NXQ_SCEN_TIMEOUT  seconds one scenario may take inside it (default 150)
+#   NXQ_VM_TIMEOUT    seconds one boot may take in all (default 600)
+#   NXQ_SCEN_TIMEOUT  seconds one scenario may take inside it (default 150;
+#                     more for a scenario with "# nxq-timeout: SECONDS")
 #   NXQ_VM_ADD        "SRC:DEST ..." more files for the VM's root (their
 #                     shared libraries come along)
 #   NXQ_CTR_ADD       "SRC:DEST ..." more files for the container rootfs
@@ -49,7 +50,7 @@ top=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$top" || exit 2
 here=tests/vm/containers
 out=build/vm-containers
-vm_timeout=${NXQ_VM_TIMEOUT:-300}
+vm_timeout=${NXQ_VM_TIMEOUT:-600}
 NXQ_QEMU_ACCEL=${NXQ_QEMU_ACCEL:-tcg,thread=single}
 scen_timeout=${NXQ_SCEN_TIMEOUT:-150}
 daemon_bin=daemon/build/nxquotad-static

@@ -6,8 +6,9 @@
 #       --annotation nxquota.io/max=64Mi --annotation nxquota.io/min=64Mi ...
 # runs nxq-cuda-app, an unmodified CUDA program, under the shim:
 #  - the spec gave the container the shim (read-only, LD_PRELOAD), the
-#    authority (module: /dev/nxquota; nxquotad: its client socket and
-#    NXQUOTA_SOCKET, and not its control socket), NXQUOTA_REQUIRE=1 and
+#    authority (module: /dev/nxquota; nxquotad: the directory of its client
+#    socket, read-only, holding that socket alone, and NXQUOTA_SOCKET, and
+#    not its control socket), NXQUOTA_REQUIRE=1 and
 #    NXQUOTA_DEVICE_<KEY>=<KEY>, which told the spec's createRuntime hook
 #    (nxquota-hook, run by crun) which GPU the container was given;
 #  - the hook set max and min 64Mi on /libpod_parent/libpod-<id>; the
@@ -36,9 +37,11 @@ podman run --rm --network none --cidfile "$cf" --device nxquota.io/gpu=$KEY \
 	-e NXQ_PRELOAD_BATCH=0 -v $XDIR:/x --rootfs "$CTR_ROOTFS" \
 	/bin/sh -c 'env > /x/env
 		grep " /usr/lib/nxquota/" /proc/self/mountinfo > /x/mounts
-		for f in /dev/nxquota /run/nxquota/nxquota.sock /run/nxquota/control.sock; do
+		for f in /dev/nxquota /run/nxquota/client/nxquota.sock /run/nxquota/control.sock; do
 			[ -e $f ] && echo "$f $(stat -c "%F %t:%T" $f)" || echo "$f missing"
 		done > /x/nodes
+		ls -A /run/nxquota/client > /x/clientdir 2>&1
+		touch /run/nxquota/client/x 2>/dev/null && echo "touch: ok" >> /x/clientdir
 		exec /bin/nxq-cuda-app --wait /x/stop 60M 4M 1 > /x/app.out 2>&1' \
 	< /dev/null > /tmp/pm.out 2>&1 &
 pmpid=$!
@@ -64,8 +67,11 @@ var=NXQUOTA_DEVICE_$(echo "$KEY" | tr 'a-z-' 'A-Z_')
 grep -qx "$var=$KEY" $XDIR/env || fail "the device's $var=$KEY did not reach the container"
 grep -q " $SHIM .* ro[ ,]" $XDIR/mounts || fail "the shim is not mounted read-only at $SHIM"
 if [ "$NXQ_AUTHORITY" = daemon ]; then
-	grep -qx 'NXQUOTA_SOCKET=/run/nxquota/nxquota.sock' $XDIR/env || fail "NXQUOTA_SOCKET did not reach the container"
-	grep -q '^/run/nxquota/nxquota.sock socket' $XDIR/nodes || fail "nxquotad's client socket is not in the container"
+	grep -qx 'NXQUOTA_SOCKET=/run/nxquota/client/nxquota.sock' $XDIR/env || fail "NXQUOTA_SOCKET did not reach the container"
+	grep -q '^/run/nxquota/client/nxquota.sock socket' $XDIR/nodes || fail "nxquotad's client socket is not in the container"
+	# its directory, read-only, with nothing else in it
+	sed 's/^/    client dir: /' $XDIR/clientdir
+	[ "$(cat $XDIR/clientdir)" = nxquota.sock ] || fail "the container's /run/nxquota/client holds '$(cat $XDIR/clientdir | tr '\n' ' ')', not the client socket alone (or the container could write there)"
 	grep -qx '/run/nxquota/control.sock missing' $XDIR/nodes || fail "nxquotad's control socket is in the container"
 	grep -qx '/dev/nxquota missing' $XDIR/nodes || fail "/dev/nxquota in the container without the module"
 else
