@@ -126,6 +126,8 @@ fi
 seccomp=/usr/share/containers/seccomp.json
 [ -f "$seccomp" ] ||
 	setup_fail "no $seccomp (package golang-github-containers-common)"
+[ -f /usr/share/containers/containers.conf ] ||
+	setup_fail "no /usr/share/containers/containers.conf (package golang-github-containers-common)"
 
 kernels=()
 while read -r kver img kdir; do
@@ -261,6 +263,10 @@ done
 [ ! -x /usr/libexec/podman/catatonit ] ||
 	add_file /usr/libexec/podman/catatonit /usr/libexec/podman/catatonit "$root"
 install -D -m 644 "$seccomp" "$root$seccomp"
+# Debian's containers.conf (golang-github-containers-common), read before
+# the VM's /etc one; and README.md, whose podman example podman_debian runs.
+install -D -m 644 /usr/share/containers/containers.conf "$root/usr/share/containers/containers.conf"
+install -m 644 README.md "$root/containers/README.md"
 cp -r "$here/etc/containers" "$root/etc/"
 install -m 755 "$bin/nxq-test-hook" "$root/usr/libexec/nxq/nxq-test-hook"
 install -m 755 "$here/init.sh" "$root/init"
