@@ -158,7 +158,13 @@ static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint
 			      hsize(hu, sizeof(hu), st.last_usage));
 		if (n < 0 || (size_t)n >= sizeof(line))
 			n = (int)sizeof(line) - 1;
-		if (!st.last_limit)
+		if (guarantee && !st.last_min)
+			snprintf(line + n, sizeof(line) - (size_t)n, "no min is set there or above "
+				 "it: set one (annotation nxquota.io/min=SIZE beside nxquota.io/max, "
+				 "NVIDIA_GPU_MEMORY_REQUEST, or nxquotactl set %s %s min=SIZE); a "
+				 "max alone gives nothing to this process, which cannot give memory "
+				 "back and so may charge only within a guarantee", node, d->key);
+		else if (!st.last_limit)
 			snprintf(line + n, sizeof(line) - (size_t)n, "nothing may be charged there "
 				 "(no budget: a new device's default_max is 0): set one, e.g. "
 				 "nxquotactl set %s %s min=SIZE max=SIZE", cg, d->key);

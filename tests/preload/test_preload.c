@@ -57,6 +57,7 @@ static struct {
 	int enospc;			/* refuse with ENOSPC, at the device */
 	uint32_t level;			/* the refusing node, levels up */
 	uint64_t emax, min;		/* node_effective_max (0: the cap), the node's min */
+	int limit0;			/* a refusal's limit is 0 (no guarantee), not the cap */
 	uint32_t last_err;
 	uint64_t last_bytes, last_limit, last_usage;
 	uint64_t waits;			/* charges asked with a timeout */
@@ -131,7 +132,7 @@ static int k_charge_probe(uint64_t id, uint64_t b, uint64_t t, int probe)
 		K.denials++;
 		K.last_err = (uint32_t)-r;
 		K.last_bytes = b;
-		K.last_limit = K.cap;
+		K.last_limit = K.limit0 ? 0 : K.cap;
 		K.last_usage = K.charged;
 	} else if (h) {
 		K.charges++;
@@ -1473,6 +1474,42 @@ static void test_refusal_said(void **st)
 }
 
 /*
+ * A container given only a max (issue 28): a holder that cannot give back
+ * has no guarantee, so it gets nothing, and the line names the missing
+ * min -- not "no budget", which sent operators looking for a max that was
+ * there.  Without the fix: "nothing may be charged there (no budget: ...".
+ */
+static void test_refusal_no_min(void **st)
+{
+	char cg[256], parent[320], want[1400];
+	unsigned long long p;
+	const char *line;
+	char *out;
+
+	my_cgroups(cg, sizeof(cg), parent, sizeof(parent));
+	K.cap = MiB;
+	K.limit0 = 1;		/* limit 0: the node's effective min */
+	K.min = 0;		/* no min of its own, none above */
+	K.emax = 4096 * MiB;	/* its max: 4Gi */
+	K.level = 0;
+	err_begin();
+	assert_int_equal(cuMemAlloc_v2(&p, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	out = err_end();
+	line = nxqp__test_last_said();
+	snprintf(want, sizeof(want), "%s (0 levels up) is at its guarantee: limit 0 B, min 0 B", cg);
+	assert_non_null(strstr(line, want));
+	/* the missing min first: a line cut short still names it */
+	snprintf(want, sizeof(want), "in use 0 B; no min is set there or above it: set one "
+		 "(annotation nxquota.io/min=SIZE beside nxquota.io/max, "
+		 "NVIDIA_GPU_MEMORY_REQUEST, or nxquotactl set %s %s min=SIZE); a max alone "
+		 "gives nothing to this process", cg, DEV0);
+	assert_non_null(strstr(line, want));
+	assert_null(strstr(line, "no budget"));
+	assert_non_null(strstr(out, line));	/* said whole on stderr */
+	(void)st;
+}
+
+/*
  * VMM: a handle's memory lives until it is released and its last mapping
  * is unmapped (the driver's rule): CUDA's VMM samples create, map,
  * release, use, then unmap.  The ordinary order, two mappings of one
@@ -2282,6 +2319,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_totalmem, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_probe, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_said, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_refusal_no_min, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vmm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context_neighbours, setup, teardown),

@@ -41,6 +41,8 @@
 #                     shared libraries come along)
 #   NXQ_CTR_ADD       "SRC:DEST ..." more files for the container rootfs
 #                     /ctr/rootfs (with their shared libraries)
+#   NXQ_SCEN_DIRS     more directories of scenarios, run only when named
+#                     (integrations/nri/test)
 #   NXQ_QEMU_EXTRA    more QEMU arguments
 #   NXQ_QEMU_ACCEL    -accel's value (default tcg,thread=single: see boot()
 #                     in tests/vm/run.sh for why not multi-threaded TCG)
@@ -127,6 +129,8 @@ fi
 seccomp=/usr/share/containers/seccomp.json
 [ -f "$seccomp" ] ||
 	setup_fail "no $seccomp (package golang-github-containers-common)"
+[ -f /usr/share/containers/containers.conf ] ||
+	setup_fail "no /usr/share/containers/containers.conf (package golang-github-containers-common)"
 
 kernels=()
 while read -r kver img kdir; do
@@ -148,10 +152,19 @@ if [ ${#want_kernels[@]} -gt 0 ]; then
 	kernels=("${sel[@]}")
 fi
 
+# scen_file NAME: the scenario's file, in $here/scenarios or, named on the
+# command line only, in a directory of NXQ_SCEN_DIRS.
+scen_file() {
+	local d
+	for d in "$here/scenarios" ${NXQ_SCEN_DIRS:-}; do
+		[ -f "$d/$1.sh" ] && { echo "$d/$1.sh"; return 0; }
+	done
+	return 1
+}
 scen=()
 if [ ${#want_scen[@]} -gt 0 ]; then
 	for s in "${want_scen[@]}"; do
-		[ -f "$here/scenarios/$s.sh" ] || { echo "containers: no scenario $s in $here/scenarios" >&2; exit 2; }
+		scen_file "$s" > /dev/null || { echo "containers: no scenario $s in $here/scenarios ${NXQ_SCEN_DIRS:-}" >&2; exit 2; }
 		scen+=("$s")
 	done
 else
@@ -262,12 +275,16 @@ done
 [ ! -x /usr/libexec/podman/catatonit ] ||
 	add_file /usr/libexec/podman/catatonit /usr/libexec/podman/catatonit "$root"
 install -D -m 644 "$seccomp" "$root$seccomp"
+# Debian's containers.conf (golang-github-containers-common), read before
+# the VM's /etc one; and README.md, whose podman example podman_debian runs.
+install -D -m 644 /usr/share/containers/containers.conf "$root/usr/share/containers/containers.conf"
+install -m 644 README.md "$root/containers/README.md"
 cp -r "$here/etc/containers" "$root/etc/"
 install -m 755 "$bin/nxq-test-hook" "$root/usr/libexec/nxq/nxq-test-hook"
 install -m 755 "$here/init.sh" "$root/init"
 install -m 644 "$here/lib.sh" "$root/containers/lib.sh"
 for s in "${scen[@]}"; do
-	install -m 755 "$here/scenarios/$s.sh" "$root/containers/scenarios/$s.sh"
+	install -m 755 "$(scen_file "$s")" "$root/containers/scenarios/$s.sh"
 done
 add_file "$bin/nxq-probe" /bin/nxq-probe "$root"
 [ ! -x "$bin/nxq-sweep" ] || install -m 755 "$bin/nxq-sweep" "$root/tools/nxq-sweep"

@@ -1,0 +1,118 @@
+#!/bin/sh
+# nri_basic: containerd 1.7 (Debian trixie's) with NRI enabled, driven as
+# a kubelet would by nxq-cri (the CRI over gRPC), with nxquota-nri
+# connected to its NRI socket (issue 28, item 1; not in make check:
+# integrations/nri/test/run.sh runs it).
+#  - a pod (cgroupfs layout: /kubepods/burstable/pod<uid>/<sandbox id>,
+#    the pause image built locally, host network) and a container of it
+#    annotated nxquota.io/max=24Mi, min=8Mi, pod-max=32Mi, pod-min=16Mi,
+#    given the GPU by NVIDIA_VISIBLE_DEVICES=<KEY> (registered without a
+#    node): when the container's process runs, the ledger has max 24Mi,
+#    min 8Mi on its cgroup and 32Mi/16Mi on the pod's -- set by the
+#    plugin's StartContainer, before the process's first instruction;
+#  - a container asking min above max is refused: StartContainer fails
+#    with nxquota-hook's reason, and nothing is set;
+#  - RemoveContainer: the record is gone, the container's budget cleared;
+#    RemovePodSandbox and the pod's cgroup gone: no node is left.
+. /containers/lib.sh
+need_nxq
+for b in containerd containerd-shim-runc-v2 ctr nxquota-nri nxq-cri; do
+	[ -x /usr/bin/$b ] || skip "no /usr/bin/$b (integrations/nri/test/run.sh adds it)"
+done
+
+CTD_PID= NRI_PID=
+stop_all() {
+	[ -z "$NRI_PID" ] || { kill $NRI_PID 2>/dev/null; wait $NRI_PID 2>/dev/null; }
+	if [ -n "$CTD_PID" ]; then
+		kill $CTD_PID 2>/dev/null
+		wait $CTD_PID 2>/dev/null
+	fi
+	# the shims outlive containerd by design: end them (ours only)
+	for p in /proc/[0-9]*; do
+		read -r c 2>/dev/null < "$p/comm" || continue
+		case "$c" in containerd-shim*) kill -9 "${p#/proc/}" 2>/dev/null ;; esac
+	done
+	sleep 0.5
+	grep ' /run/containerd/\| /var/lib/containerd/' /proc/mounts | cut -d' ' -f2 |
+		sort -r | while read -r m; do umount "$m" 2>/dev/null; done
+	for c in $(find $CG/kubepods -depth -type d 2>/dev/null); do rmdir "$c" 2>/dev/null; done
+}
+fail() {
+	echo "FAIL: $*"
+	sed 's/^/    containerd: /' /tmp/containerd.log 2>/dev/null | tail -n 30
+	sed 's/^/    nri: /' /tmp/nri.log 2>/dev/null | tail -n 30
+	stop_all
+	exit 1
+}
+
+mkdir -p /var/lib/containerd /run/containerd /run/nxq-cri /var/run/nri /etc/nri/conf.d
+t0=$(now_cs)
+containerd --config /nri/containerd.toml > /tmp/containerd.log 2>&1 &
+CTD_PID=$!
+i=0
+while ! ctr version > /dev/null 2>&1; do
+	i=$((i + 1))
+	[ $i -lt 600 ] || fail "containerd did not answer within 60 s"
+	kill -0 $CTD_PID 2>/dev/null || fail "containerd exited"
+	sleep 0.1
+done
+info "containerd answers after $(since "$t0")"
+for img in pause app; do
+	ctr -n k8s.io images import --snapshotter native /nri/$img.tar > /tmp/ctr.out 2>&1 ||
+		fail "ctr images import $img: $(cat /tmp/ctr.out)"
+done
+info "images imported after $(since "$t0")"
+
+nxquota-nri -hook $NXQ_HOOK > /tmp/nri.log 2>&1 &
+NRI_PID=$!
+wait_line /tmp/nri.log synchronized 30 || fail "nxquota-nri did not register"
+info "nxquota-nri registered after $(since "$t0")"
+
+dev_register
+uid=$(poduid)
+pcg=/kubepods/burstable/pod$uid
+pod=$(nxq-cri runp p1 $uid $pcg 2>/tmp/cri.err) || fail "RunPodSandbox: $(cat /tmp/cri.err)"
+info "pod $pod after $(since "$t0")"
+
+ctr1=$(nxq-cri create $pod c1 localhost/nxq-app:1 -a nxquota.io/max=24Mi \
+	-a nxquota.io/min=8Mi -a nxquota.io/pod-max=32Mi -a nxquota.io/pod-min=16Mi \
+	-e NVIDIA_VISIBLE_DEVICES=$KEY -- /bin/sh -c 'sleep 1000' 2>/tmp/cri.err) ||
+	fail "CreateContainer c1: $(cat /tmp/cri.err)"
+t1=$(now_cs)
+nxq-cri start $ctr1 2>/tmp/cri.err || fail "StartContainer c1: $(cat /tmp/cri.err)"
+info "c1 started in $(since "$t1")"
+ccg=$pcg/$ctr1
+[ -d $CG$ccg ] || fail "c1's cgroup is not $ccg: $(cat /proc/*/cgroup 2>/dev/null | grep "$ctr1" | head -n 1)"
+led
+led_show
+expect_node $ccg max $((24 * MiB))
+expect_node $ccg min $((8 * MiB))
+expect_node $pcg max $((32 * MiB))
+expect_node $pcg min $((16 * MiB))
+[ -f "$(rec_file $ctr1)" ] || fail "no record of c1"
+
+# refused: the hook's reason reaches the CRI caller
+ctr2=$(nxq-cri create $pod c2 localhost/nxq-app:1 -a nxquota.io/max=1Mi \
+	-a nxquota.io/min=2Mi -e NVIDIA_VISIBLE_DEVICES=$KEY -- /bin/sh -c 'sleep 1000' \
+	2>/tmp/cri.err) || fail "CreateContainer c2: $(cat /tmp/cri.err)"
+if nxq-cri start $ctr2 2>/tmp/cri.err; then
+	fail "c2 (min above max) started"
+fi
+grep -q 'is above max' /tmp/cri.err || fail "c2's refusal does not say why: $(cat /tmp/cri.err)"
+info "c2 refused: $(cat /tmp/cri.err)"
+[ ! -e "$(rec_file $ctr2)" ] || fail "a record of the refused c2"
+nxq-cri rm $ctr2 2>/tmp/cri.err || fail "RemoveContainer c2: $(cat /tmp/cri.err)"
+
+nxq-cri stop $ctr1 2>/tmp/cri.err || fail "StopContainer c1: $(cat /tmp/cri.err)"
+nxq-cri rm $ctr1 2>/tmp/cri.err || fail "RemoveContainer c1: $(cat /tmp/cri.err)"
+[ ! -e "$(rec_file $ctr1)" ] || fail "RemoveContainer left c1's record"
+nxq-cri stopp $pod 2>/tmp/cri.err || fail "StopPodSandbox: $(cat /tmp/cri.err)"
+nxq-cri rmp $pod 2>/tmp/cri.err || fail "RemovePodSandbox: $(cat /tmp/cri.err)"
+cg_rmtree $pcg
+led
+left=$(led_paths | grep -v '^/$' | tr '\n' ' ')
+[ -z "$left" ] || { led_show; fail "the ledger ($NXQ_AUTHORITY) still has: $left"; }
+sed 's/^/    nri: /' /tmp/nri.log
+stop_all
+dev_unregister
+exit 0
