@@ -518,6 +518,8 @@ def main():
                 continue
             results.append(s)
             print(metrics.run_line(s) + " (%.0f s)" % (time.time() - t), flush=True)
+            with open(os.path.join(a.out, "results.json"), "w") as f:   # so far
+                json.dump({"runs": results, "probe": probe, "args": vars(a)}, f, indent=1)
     rep = metrics.report(results, probe, a)
     with open(os.path.join(a.out, "report.txt"), "w") as f:
         f.write(rep)
