@@ -345,9 +345,8 @@ def probe_recall(a, dev, tools, out_dir):
     try:
         auth.ctl("devices", "sync") if a.engine == "real" else \
             auth.ctl("devices", "register", dev.key, dev.total)
-        # B's 2 x bytes and a little for G's first tensor (CUDA's warm-up)
-        slack = 64 * MiB if a.engine == "real" else 16 * MiB
-        auth.ctl("devices", "capacity", dev.key, 2 * nbytes + slack)
+        slack = 0
+        auth.ctl("devices", "capacity", dev.key, 2 * nbytes)
         for c in cgs:
             os.makedirs(c, exist_ok=True)
         auth.ctl("set", "/nxqserve-probe-g", dev.key, "max=%d" % (2 * nbytes + slack),
@@ -377,8 +376,9 @@ def probe_recall(a, dev, tools, out_dir):
             return line.split(None, 2)
 
         for i in range(a.probe_rounds):
-            r = ask("b", "grow %d" % (2 * nbytes))
-            if r[1] != "ok":
+            # B takes the whole device (G's idle guarantee with it)
+            r = ask("b", "fill %d" % (256 * MiB if a.engine == "real" else 8 * MiB))
+            if r[1] != "ok" or int(r[2]) < nbytes + nbytes // 2:
                 raise RuntimeError("probe: the borrower could not grow: %r" % r)
             ask("b", "free")
             ask("b", "events")      # drain
@@ -411,6 +411,29 @@ def probe_recall(a, dev, tools, out_dir):
             except OSError:
                 pass
     return metrics.probe_summary(rounds, nbytes)
+
+
+def resummarise(run_dir, old, slo):
+    with open(os.path.join(run_dir, "load.json")) as f:
+        ld = json.load(f)
+    tenants = {}
+    for n in ld["tenants"]:
+        with open(os.path.join(run_dir, n + ".json")) as f:
+            tenants[n] = json.load(f)
+    samples = {"cg": [], "dev": []}
+    with open(os.path.join(run_dir, "samples.csv")) as f:
+        next(f)
+        for line in f:
+            t, n, c, b, p = line.strip().split(",")
+            samples["cg"].append((float(t), n, int(c), int(b), int(p)))
+    with open(os.path.join(run_dir, "device.csv")) as f:
+        next(f)
+        for line in f:
+            t, u, tot = line.strip().split(",")
+            samples["dev"].append((float(t), int(u), int(tot)))
+    s = metrics.summarise(ld, tenants, samples, slo[0], slo[1])
+    s.update({k: old[k] for k in ("regime", "seed", "setup_s", "returncodes", "ready")})
+    return s
 
 
 def main():
@@ -451,15 +474,23 @@ def main():
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     if a.merge:
+        # the figures again from what the runs left (every request's times),
+        # with this command line's SLO
         results, probe = [], None
+        slo = (a.slo_ttft, a.slo_tpot)
         for d in a.merge:
             with open(os.path.join(d, "results.json")) as f:
                 r = json.load(f)
-            results += r["runs"]
             probe = r["probe"] or probe
             for k, v in r["args"].items():
-                if k not in ("merge", "out"):
+                if k not in ("merge", "out", "slo_ttft", "slo_tpot"):
                     setattr(a, k, v)
+            for old in r["runs"]:
+                if "failed" in old:
+                    results.append(old)
+                    continue
+                results.append(resummarise(os.path.join(d, "%s-s%d" % (old["regime"],
+                                                                        old["seed"])), old, slo))
         rep = metrics.report(results, probe, a)
         with open(os.path.join(a.out, "report.txt"), "w") as f:
             f.write(rep)

@@ -421,13 +421,21 @@ class Server:
             return False
         if inside and (t - t_start) > 0.001:
             self.waits.append(round((t - t_start) * 1e3, 3))
+        pos = r.prompt + max(r.gen - 1, 0)     # a preempted request recomputes what it had
+        try:
+            tok = self.eng.prefill(pos, cache)
+        except OOM as e:        # its activations refused: the request waits, as refused
+            self.eng.drop(cache)
+            del cache
+            r.refusals += 1
+            self.refusals.append((round(self.now(), 4), size, self.eng.charged(), inside,
+                                  "prefill: " + str(e)[:200]))
+            return False
         self.queue.remove(r)
-        r.cache = cache
+        r.cache, r.tok, r.pos = cache, tok, pos
         self.kv += self.eng.cache_bytes(cache)
         if r.t_admit is None:
             r.t_admit = self.now()
-        r.pos = r.prompt + max(r.gen - 1, 0)   # a preempted request recomputes what it had
-        r.tok = self.eng.prefill(r.pos, r.cache)
         if r.t_first is None:
             if r.tok is not None and hasattr(r.tok, "cpu"):
                 r.tok.cpu()
@@ -524,6 +532,7 @@ def probe(a, eng):
       grow BYTES   allocate BYTES (1 GiB pieces): "SV ok T0_NS T1_NS" (the
                    call's start and end, CLOCK_MONOTONIC) or "SV oom T0 T1 MSG"
       free         drop everything held (stays mapped and charged, idle)
+      fill BYTES   allocate pieces of BYTES until one is refused: "SV ok CHARGED"
       release      give idle memory back (uncharged): "SV ok BYTES"
       events       "SV events JSON" (the ticket and answer events so far)
       quit"""
@@ -548,6 +557,16 @@ def probe(a, eng):
             except OOM as e:
                 print("SV oom %d %d %s" % (t0, mono(), str(e)[:200].replace("\n", " ")),
                       flush=True)
+        elif w[0] == "fill":       # pieces of BYTES until refused: "SV ok HELD"
+            n = int(w[1])
+            while True:
+                try:
+                    held.append(eng.alloc_bytes(n))
+                except OOM:
+                    break
+            if hasattr(eng, "torch"):
+                eng.torch.cuda.synchronize()
+            print("SV ok %d" % eng.charged(), flush=True)
         elif w[0] == "free":
             for h in held:
                 eng.drop(h)
