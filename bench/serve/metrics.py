@@ -20,10 +20,12 @@ Per tenant and run:
   tickets       tickets read, RECALL among them; ticket -> answer (p50, p99)
   guarantee wait  the wait of admissions inside the guarantee that were
                 refused at first (ask -> grant, p50, p99)
-Per run: HBM in use (NVML's used / total; without NVML the sum of the
-charges / capacity), mean over the whole run and over the "burst"
-samples: those where some tenant had an arrived request waiting for
-memory (its demand above what it held).
+Per run: HBM in use, the sum of the servers' charges (the arena's charge,
+or PyTorch's reserved bytes under a static split) over the capacity the
+tenants were given, the same measure in every regime: its mean over the
+whole run and over the "burst" samples, those where some tenant had an
+arrived request waiting (its demand above what it held); NVML's reading
+of the whole device beside it (contexts included, over the card's total).
 """
 import math
 import statistics
@@ -88,15 +90,12 @@ def summarise(load, tenants, samples, slo_ttft, slo_tpot):
     cap = load["capacity"]
     dev = samples["dev"]
     burst_t = burst_times(tenants)
-    if dev:
-        use = [(t, u / tot) for t, u, tot in dev]
-    elif any(s[2] for s in samples["cg"]):     # the authority's ledger, one snapshot each
-        by_t = {}
-        for t, n, cur, bo, pu in samples["cg"]:
-            by_t[t] = by_t.get(t, 0) + cur
-        use = [(t, c / cap) for t, c in sorted(by_t.items())]
-    else:   # the sum of the servers' charges (mock, no authority)
-        use = charge_sum(tenants, cap)
+    # HBM in use: what the tenants hold (each server's charge: the arena's,
+    # or PyTorch's reserved bytes) over the capacity they were given, the
+    # same measure in every regime; NVML's device-wide reading beside it
+    # (it counts the CUDA contexts and the rest of the card)
+    use = charge_sum(tenants, cap)
+    nvml = [u / tot for t, u, tot in dev]
     in_burst = [f for t, f in use if any(a <= t < b for a, b in burst_t)]
     total = {
         "requests": sum(p["requests"] for p in per.values()),
@@ -110,7 +109,8 @@ def summarise(load, tenants, samples, slo_ttft, slo_tpot):
         "hbm_burst_mean": statistics.mean(in_burst) if in_burst else None,
         "hbm_burst_p50": pct(in_burst, 50),
         "burst_samples": len(in_burst),
-        "hbm_source": "nvml used/total" if dev else "charges/capacity",
+        "hbm_source": "the servers' charges / capacity",
+        "nvml_used_mean": statistics.mean(nvml) if nvml else None,
         "errors": [n for n, p in per.items() if p["error"]],
     }
     return {"tenants": per, "total": total, "bursts": burst_t}
