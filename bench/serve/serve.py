@@ -472,6 +472,8 @@ def main():
     ap.add_argument("--mock-kv-token", type=int, default=64 << 10)
     ap.add_argument("--mock-weights", type=int, default=64 << 20)
     a = ap.parse_args()
+    # a TERM (timeout) unwinds: servers killed, nxquotad stopped, cgroups removed
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     os.makedirs(a.out, exist_ok=True)
     if a.merge:
         # the figures again from what the runs left (every request's times),

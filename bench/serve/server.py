@@ -33,16 +33,18 @@ Allocators (--alloc):
           by serve.py): regime C for a program that never heard of nxquota
 
 Scheduling (every allocator alike): arrived requests are admitted in
-arrival order while their KV cache can be allocated; a refused allocation
-(the allocator's out-of-memory error) leaves the request queued and is
-counted as a refusal: inside the guarantee if the tenant's charge plus the
-request was within --min, else a borrowing refused.  A refusal inside the
-guarantee is retried for up to --guarantee-wait-ms (nxquota: the tickets
-it caused bring the memory back) before it counts as an OOM.  After a
-refusal outside the guarantee, admission backs off --backoff-ms unless a
-request of its own finished.  Each loop: admissions (one prefill each,
-up to --prefill-tokens per loop), then one decode step of every running
-request.
+arrival order.  An allocator thread gets the head request's KV cache
+while the serving loop goes on (under C an allocation may wait up to
+NXQ_TORCH_GROW_TIMEOUT_MS for nxquotad's grant; the loop waits for it only
+--admit-wait-ms); the request is then prefilled and runs.  A refused
+allocation, of its cache or of its prefill's activations (the
+allocator's out-of-memory error), leaves the request queued and is
+counted as a refusal: inside the guarantee if the tenant's charge plus
+the request's cache was within --min when it was asked for, else a
+borrowing refused.  After a refusal outside the guarantee, admission
+backs off --backoff-ms unless a request of its own finished.  Each loop:
+admissions (up to --prefill-tokens of prefill), then one decode step of
+every running request.
 
 Preemption (nxq, managed): a RECALL ticket (a guarantee called back) asks
 this server, through the integration's release hook, for memory it may be
@@ -537,7 +539,9 @@ def probe(a, eng):
       events       "SV events JSON" (the ticket and answer events so far)
       quit"""
     held = []
-    piece = 1 << 30 if a.engine == "real" else 16 << 20
+    # one allocation per 1 GiB on a GPU; the mock asks for it all at once
+    # (pieces in quick succession meet repro_lost_ticket.py's bug)
+    piece = a.probe_piece or (1 << 30 if a.engine == "real" else 1 << 40)
     print("SV ready probe", flush=True)
     for line in sys.stdin:
         w = line.split()
@@ -586,6 +590,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tenant", required=True)
     ap.add_argument("--probe", action="store_true", help="the recall probe's holder (see probe())")
+    ap.add_argument("--probe-piece", type=int, default=0, help="--probe: allocation size")
     ap.add_argument("--load")
     ap.add_argument("--out")
     ap.add_argument("--engine", choices=["real", "mock"], default="real")
@@ -607,6 +612,10 @@ def main():
     ap.add_argument("--mock-step-ms", type=float, default=4)
     ap.add_argument("--mock-token-us", type=float, default=2)
     a = ap.parse_args()
+    try:        # go with the coordinator (PR_SET_PDEATHSIG, SIGKILL)
+        ctypes.CDLL(None, use_errno=True).prctl(1, 9, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
     if a.cgroup:
         mnt = None
         with open("/proc/self/mountinfo") as f:

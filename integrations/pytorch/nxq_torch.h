@@ -89,7 +89,8 @@ int nxq_torch_reset_peaks(int device);
 /* Bytes released (device -1: all devices; bytes UINT64_MAX: all idle). */
 int64_t nxq_torch_release(int device, uint64_t bytes);
 /*
- * The release hook (route "pool"): called before every release -- a
+ * The release hook (either route; the Python module's pool route sets
+ * its own, which calls the program's): called before every release -- a
  * pressure ticket (the library's thread), nxq_torch_release() -- so that
  * the runtime in front of the arena (PyTorch's caching allocator) hands
  * its cached segments back through nxq_torch_free() first.  device is the
