@@ -45,7 +45,6 @@ import json
 import os
 import shutil
 import signal
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -385,8 +384,15 @@ def probe_recall(a, dev, tools, out_dir):
             w = ask("g", "grow %d" % nbytes)[1:]
             g0, g1 = [int(x) for x in w[1].split()[:2]]
             ev = json.loads(ask("b", "events")[2])
-            tk = [e for e in ev if e["type"] == "ticket"]
-            an = [e for e in ev if e["type"] == "answer"]
+            # G is granted as B's answer uncharges, before B's thread
+            # records the answer: wait for it (1 s at most)
+            for _ in range(50):
+                tk = [e for e in ev if e["type"] == "ticket"]
+                an = [e for e in ev if e["type"] == "answer"]
+                if not tk or {e["generation"] for e in tk} <= {e["generation"] for e in an}:
+                    break
+                time.sleep(0.02)
+                ev += json.loads(ask("b", "events")[2])
             rounds.append({"granted": w[0] == "ok", "ask_to_grant_ms": (g1 - g0) / 1e6,
                            "ticket_to_grant_ms": (g1 - tk[0]["t_ns"]) / 1e6 if tk else None,
                            "ticket_to_answer_ms": (an[-1]["t_ns"] - tk[0]["t_ns"]) / 1e6
