@@ -82,6 +82,8 @@
 #include "size.h"	/* lib/size.c, in libnxquota.a */
 
 #define API __attribute__((visibility("default")))
+/* nxq_torch_events.c: the managed context's nxq_ctx_opts.on_event */
+void nxq_torch__on_event(const struct nxq_event *ev, void *user);
 #define QUANTUM 256ULL		/* libnxquota's size quantum */
 
 struct dev {
@@ -313,6 +315,7 @@ static int read_config(void)
 		struct nxq_ctx_opts co = { .size = sizeof(co) };
 
 		if (ctxmode != CTX_UNMANAGED) {
+			co.on_event = nxq_torch__on_event;
 			r = nxq_ctx_open(&co, &G.ctx);
 			if (r && ctxmode == CTX_MANAGED)
 				return fail(r, "NXQ_TORCH_CONTEXT=managed: %s", nxq_errmsg());
@@ -321,6 +324,7 @@ static int read_config(void)
 					"unmanaged\n", nxq_errmsg());
 		}
 		if (!G.ctx) {
+			co.on_event = NULL;
 			co.flags = NXQ_CTX_UNMANAGED;
 			co.unmanaged_cap = G.cap;
 			r = nxq_ctx_open(&co, &G.ctx);

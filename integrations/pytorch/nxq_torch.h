@@ -89,7 +89,8 @@ int nxq_torch_reset_peaks(int device);
 /* Bytes released (device -1: all devices; bytes UINT64_MAX: all idle). */
 int64_t nxq_torch_release(int device, uint64_t bytes);
 /*
- * The release hook (route "pool"): called before every release -- a
+ * The release hook (either route; the Python module's pool route sets
+ * its own, which calls the program's): called before every release -- a
  * pressure ticket (the library's thread), nxq_torch_release() -- so that
  * the runtime in front of the arena (PyTorch's caching allocator) hands
  * its cached segments back through nxq_torch_free() first.  device is the
@@ -104,6 +105,24 @@ int nxq_torch_set_release_hook(nxq_torch_release_hook hook, void *user);
 /* nxq_torch_release() on a new thread, joined: what a ticket does, from a
  * thread the runtime did not create (tests). */
 int64_t nxq_torch_release_from_thread(int device, uint64_t bytes);
+/*
+ * Pressure events of a managed context (nxq_torch_events.c): each event is
+ * NXQ_TORCH_EVENT_WORDS uint64_t -- type (NXQ_EVENT_TICKET or _ANSWER),
+ * CLOCK_MONOTONIC ns when the library's thread passed it on, the ticket's
+ * generation, bytes wanted, level, reason (tickets), bytes released and
+ * the charge after (answers).  nxq_torch_events() moves up to max of the
+ * oldest into out and returns how many (or -EINVAL); the ring keeps the
+ * last NXQ_TORCH_EVENTS and counts what it dropped.  nxq_torch_ticket()
+ * fills one event: the ticket the calling thread is answering (from the
+ * release hook: the one it was called for); -ENOENT on a thread that has
+ * read none.
+ */
+#define NXQ_TORCH_EVENTS 4096
+#define NXQ_TORCH_EVENT_WORDS 8
+int nxq_torch_events(uint64_t *out, int max);
+uint64_t nxq_torch_events_dropped(void);
+int nxq_torch_ticket(uint64_t *out);
+
 /* The last failure's reason (process-wide), and the effective configuration. */
 const char *nxq_torch_last_error(void);
 const char *nxq_torch_thread_error(void);	/* the calling thread's */

@@ -67,11 +67,18 @@ import os
 import threading
 
 __all__ = ["install", "installed", "route", "pool_info", "stats", "release", "reset_peaks",
-           "last_error", "config", "library_path", "DEFAULT_ROUTE", "ROUTES"]
+           "last_error", "config", "library_path", "set_release_hook", "events", "ticket",
+           "EVENT_FIELDS", "DEFAULT_ROUTE", "ROUTES"]
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 _state = {"lib": None, "path": None, "alloc": None, "entry": None, "route": None,
-          "pools": None, "hook": None}
+          "pools": None, "hook": None, "user_hook": None}
+
+# One pressure event (events(), ticket()): nxq_torch.h, NXQ_TORCH_EVENT_WORDS.
+EVENT_FIELDS = ("type", "t_ns", "generation", "bytes_wanted", "level", "reason", "released",
+                "charged")
+EVENT_TICKET, EVENT_ANSWER = 1, 2
+LEVEL_NAMES = {0: "ASK", 1: "RECALL"}
 
 ROUTES = ("tensor", "pool")
 # The faster of the two on bench/bench_torch.py (bench/RESULTS.rst: both
@@ -113,6 +120,11 @@ def _bind(lib):
     lib.nxq_torch_set_release_hook.restype = ctypes.c_int
     lib.nxq_torch_release_from_thread.argtypes = [ctypes.c_int, ctypes.c_uint64]
     lib.nxq_torch_release_from_thread.restype = ctypes.c_int64
+    lib.nxq_torch_events.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]
+    lib.nxq_torch_events.restype = ctypes.c_int
+    lib.nxq_torch_events_dropped.restype = ctypes.c_uint64
+    lib.nxq_torch_ticket.argtypes = [ctypes.POINTER(ctypes.c_uint64)]
+    lib.nxq_torch_ticket.restype = ctypes.c_int
     return lib
 
 
@@ -171,11 +183,26 @@ class _Pools:
     def hook(self, device, nbytes, user):
         # On libnxquota's thread (a ticket) or the caller's (release()).
         try:
+            _call_user_hook(device, nbytes)
             self.rotate(None if device < 0 else device)
             return 0
         except Exception:           # never let an exception cross into C
             self.errors += 1
             return -5               # -EIO
+
+
+def _call_user_hook(device, nbytes):
+    fn = _state["user_hook"]
+    if fn is not None:
+        fn(device, nbytes)
+
+
+def _tensor_hook(device, nbytes, user):
+    try:
+        _call_user_hook(device, nbytes)
+        return 0
+    except Exception:           # never let an exception cross into C
+        return -5               # -EIO
 
 
 def _route_of(route):
@@ -224,6 +251,10 @@ def install(path=None, oom=True, route=None):
     if rt == "tensor":
         torch.cuda.memory.change_current_allocator(alloc)
         pools = hook = None
+        if _state["user_hook"] is not None:
+            hook = _HOOK(_tensor_hook)
+            lib.nxq_torch_set_release_hook(hook, None)
+            atexit.register(lib.nxq_torch_set_release_hook, _HOOK(), None)
     else:
         pools = _Pools(torch, alloc.allocator())
         pools.start(range(torch.cuda.device_count()))
@@ -238,6 +269,56 @@ def install(path=None, oom=True, route=None):
     _state.update(lib=lib, path=path, alloc=alloc, entry=entry, route=rt, pools=pools,
                   hook=hook)
     return path
+
+
+def set_release_hook(fn):
+    """fn(device, nbytes), or None: called before every release -- a
+    pressure ticket, on libnxquota's thread, or release() -- so that the
+    program can free memory it holds (a server: preempt requests and drop
+    their KV caches) before the arena gives back what is idle.  ticket(),
+    from inside fn, says which ticket it is for (its level: RECALL, a
+    guarantee called back, or ASK).  It runs with the GIL taken by ctypes;
+    an exception is counted as a hook error and otherwise ignored.  Pool
+    route: called before the pool is retired.  May be called before or
+    after install()."""
+    if fn is not None and not callable(fn):
+        raise TypeError("set_release_hook: not callable: %r" % (fn,))
+    _state["user_hook"] = fn
+    lib = _state["lib"]
+    if lib is not None and _state["route"] == "tensor" and fn is not None and _state["hook"] is None:
+        hook = _HOOK(_tensor_hook)
+        lib.nxq_torch_set_release_hook(hook, None)
+        atexit.register(lib.nxq_torch_set_release_hook, _HOOK(), None)
+        _state["hook"] = hook
+
+
+def _event(w):
+    d = dict(zip(EVENT_FIELDS, (int(x) for x in w)))
+    d["type"] = {EVENT_TICKET: "ticket", EVENT_ANSWER: "answer"}.get(d["type"], d["type"])
+    d["level"] = LEVEL_NAMES.get(d["level"], d["level"])
+    return d
+
+
+def events(max_events=4096):
+    """The pressure events of a managed context since the last call, oldest
+    first: dicts of EVENT_FIELDS (type "ticket" or "answer"; t_ns is
+    CLOCK_MONOTONIC, time.monotonic_ns()'s clock)."""
+    lib = _lib()
+    n = len(EVENT_FIELDS)
+    buf = (ctypes.c_uint64 * (n * max_events))()
+    got = lib.nxq_torch_events(buf, max_events)
+    if got < 0:
+        raise OSError(-got, "nxq_torch_events")
+    return [_event(buf[i * n:(i + 1) * n]) for i in range(got)]
+
+
+def ticket():
+    """Inside the release hook on a ticket: that ticket (a dict as events()
+    gives); None on a thread that has read no ticket (release())."""
+    buf = (ctypes.c_uint64 * len(EVENT_FIELDS))()
+    if _lib().nxq_torch_ticket(buf) < 0:
+        return None
+    return _event(buf)
 
 
 def installed():

@@ -239,6 +239,27 @@ def main_tensor():
     ok = (nt.route() == nt.DEFAULT_ROUTE == "tensor" and fake.swapped and nt.pool_info() is None
           and not fake.routing and "route=tensor" in nt.config())
     print("tensor-ok" if ok else "tensor-bad %r" % ((nt.route(), fake.swapped, fake.routing),))
+    # the program's release hook on this route: called on every release,
+    # from this thread and from a C thread (as a ticket), ticket() None
+    # outside a ticket, an exception counted, no events unmanaged
+    lib = nt._state["lib"]
+    lib.nxq_torch_malloc.restype = ctypes.c_void_p
+    lib.nxq_torch_malloc(1 << 20, 0, None)          # an arena, for stats()
+    calls = []
+    nt.set_release_hook(lambda d, n: calls.append((d, n, nt.ticket())))
+    nt.release()
+    nt.release(nbytes=4096, device=0, foreign_thread=True)
+
+    def bad(d, n):
+        raise RuntimeError("a program's hook failing")
+    nt.set_release_hook(bad)
+    nt.release()
+    nt.set_release_hook(None)
+    nt.release()
+    st = nt.stats(0)
+    ok = (calls == [(-1, (1 << 64) - 1, None), (0, 4096, None)] and st["hook_calls"] == 4
+          and st["hook_errors"] == 1 and nt.events() == [])
+    print("hook-ok" if ok else "hook-bad %r" % ((calls, st["hook_calls"], st["hook_errors"]),))
 
 
 def main_expandable():
@@ -272,6 +293,10 @@ def main():
     check(p.returncode == 0 and "tensor-ok" in out,
           "default route (tensor): the caching allocator is swapped, no pool, no hook%s"
           % ("" if "tensor-ok" in out else ": " + out[-300:]))
+    check(p.returncode == 0 and "hook-ok" in out,
+          "tensor route: set_release_hook()'s function called on every release, from a C "
+          "thread too, ticket() None outside a ticket, an exception counted, no events%s"
+          % ("" if "hook-ok" in out else ": " + out[-300:]))
     p = subprocess.run([sys.executable, __file__, "expandable"], stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT, timeout=60)
     out = p.stdout.decode(errors="replace")
