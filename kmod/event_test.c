@@ -218,6 +218,32 @@ static void nxq_test_event_storm(struct kunit *test)
 }
 
 /*
+ * A device on @l whose event work is held in the hook (rec_gate opens it),
+ * so that what the test queues meets the queues as they fill.
+ */
+static struct nxq_device *held_device(struct kunit *test,
+				      struct nxq_ledger *l)
+{
+	struct nxq_device *dev;
+
+	memset(&rec, 0, sizeof(rec));
+	rec.listening = true;
+	nxq_ledger_init(l, &rec_ops);
+	dev = nxq_device_add(l, "gpu0", GiB, 0);
+	KUNIT_ASSERT_FALSE(test, IS_ERR(dev));
+	flush_work(&dev->ev_work);
+	rec.n = 0;
+	init_completion(&rec_entered);
+	init_completion(&rec_gate);
+	rec_gated = true;
+	spin_lock(&dev->lock);
+	nxq_event(dev, NXQ_EV_TICKET_ANSWERED, NULL, NULL, 0, 0, 0);
+	spin_unlock(&dev->lock);
+	wait_for_completion(&rec_entered);
+	return dev;
+}
+
+/*
  * Drops are counted by type: denials of more cgroups than the table
  * holds are dropped as denials (none evicts another's entry), more vital
  * events than their ring holds as what they are, and the total is the
@@ -235,22 +261,8 @@ static void nxq_test_event_drops(struct kunit *test)
 	/* not on the stack: a node is large, the kernel's stack small */
 	nodes = kunit_kcalloc(test, n, sizeof(*nodes), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, nodes);
-	memset(&rec, 0, sizeof(rec));
-	rec.listening = true;
-	nxq_ledger_init(&l, &rec_ops);
-	dev = nxq_device_add(&l, "gpu0", GiB, 0);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(dev));
-	flush_work(&dev->ev_work);
-	rec.n = 0;
-
 	/* The work held in the hook, so the storm meets full queues. */
-	init_completion(&rec_entered);
-	init_completion(&rec_gate);
-	rec_gated = true;
-	spin_lock(&dev->lock);
-	nxq_event(dev, NXQ_EV_TICKET_ANSWERED, NULL, NULL, 0, 0, 0);
-	spin_unlock(&dev->lock);
-	wait_for_completion(&rec_entered);
+	dev = held_device(test, &l);
 
 	spin_lock(&dev->lock);
 	for (i = 0; i < n; i++) {
@@ -335,21 +347,7 @@ static void nxq_test_event_vital_origin(struct kunit *test)
 	hs = kunit_kcalloc(test, n + 1, sizeof(*hs), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, nodes);
 	KUNIT_ASSERT_NOT_NULL(test, hs);
-	memset(&rec, 0, sizeof(rec));
-	rec.listening = true;
-	nxq_ledger_init(&l, &rec_ops);
-	dev = nxq_device_add(&l, "gpu0", GiB, 0);
-	KUNIT_ASSERT_FALSE(test, IS_ERR(dev));
-	flush_work(&dev->ev_work);
-	rec.n = 0;
-
-	init_completion(&rec_entered);
-	init_completion(&rec_gate);
-	rec_gated = true;
-	spin_lock(&dev->lock);
-	nxq_event(dev, NXQ_EV_TICKET_ANSWERED, NULL, NULL, 0, 0, 0);
-	spin_unlock(&dev->lock);
-	wait_for_completion(&rec_entered);
+	dev = held_device(test, &l);
 
 	spin_lock(&dev->lock);
 	for (i = 0; i <= n; i++) {

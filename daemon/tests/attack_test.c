@@ -467,6 +467,22 @@ static long efd_id(int fd)
 }
 
 /*
+ * The fault library built next to this binary (the daemon under test may
+ * be elsewhere) in @so; 0, or -1 if it is not there.
+ */
+static int slow_eventfd_so(char *so, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", so, len - 1);
+
+	if (n <= 0)
+		return -1;
+	so[n] = '\0';
+	*strrchr(so, '/') = '\0';
+	strncat(so, "/slow_eventfd.so", len - strlen(so) - 1);
+	return access(so, R_OK) ? -1 : 0;
+}
+
+/*
  * A tenant whose eventfd write would wait (it won the race: the counter
  * full and O_NONBLOCK cleared between the daemon's checks and its write;
  * slow_eventfd.so makes that happen every time) stalls nobody: the
@@ -484,17 +500,10 @@ static void nxqd_test_eventfd_block(struct kunit *test)
 	int fd, nb, efa, efb, efc, i;
 	u64 ida, idb, idc, t0, worst = 0, v;
 	const char *bin = getenv("NXQD_BIN");
-	ssize_t n;
 
 	cg_enter(test, &cg);
 	KUNIT_ASSERT_NOT_NULL(test, bin);
-	/* built next to this binary (the daemon under test may be elsewhere) */
-	n = readlink("/proc/self/exe", so, sizeof(so) - 1);
-	KUNIT_ASSERT_GT(test, n, 0L);
-	so[n] = '\0';
-	*strrchr(so, '/') = '\0';
-	strncat(so, "/slow_eventfd.so", sizeof(so) - strlen(so) - 1);
-	if (access(so, R_OK))
+	if (slow_eventfd_so(so, sizeof(so)))
 		kunit_skip(test, "no %s", so);
 	efa = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	KUNIT_ASSERT_GE(test, efa, 0);
@@ -905,15 +914,9 @@ static void nxqd_test_ticket_before_ack(struct kunit *test)
 	struct tcg cg;
 	int fd, efd;
 	u64 id, v = 0, t0;
-	ssize_t n;
 
 	cg_enter(test, &cg);
-	n = readlink("/proc/self/exe", so, sizeof(so) - 1);
-	KUNIT_ASSERT_GT(test, n, 0L);
-	so[n] = '\0';
-	*strrchr(so, '/') = '\0';
-	strncat(so, "/slow_eventfd.so", sizeof(so) - strlen(so) - 1);
-	if (access(so, R_OK))
+	if (slow_eventfd_so(so, sizeof(so)))
 		kunit_skip(test, "no %s", so);
 	setenv("NXQD_TEST_EFD_DELAY_MS", "150", 1);
 	setenv("LD_PRELOAD", so, 1);
