@@ -12,21 +12,15 @@
  * START is the process's start time (/proc/PID/stat field 22), ID the
  * holder's id on the daemon that wrote the line, CHARGE what it held.  A
  * later line for the same (PID, START, ID) replaces an earlier one; a
- * CHARGE of 0 ends the holder.  The file starts as a snapshot of every
- * holder (written to a temporary file and renamed over it: a
- * compaction), then grows by one appended line per change of a holder's
- * charge, written before the change is answered (nxqd_record_note()):
- * growth is not acknowledged until the record has it, so a restore never
- * asks for more than the record says (only a charge granted but never
- * answered, or an uncharge answered but not yet appended, leaves the
- * record above what the process holds: see "What the record can lose" in
- * daemon/README.md).  The append is one write() of a line; there is no
- * fsync: it is for a crash of the daemon, not of the node, which ends its
- * clients too.  A write that fails refuses the growth (the caller undoes
- * it) and the next note compacts first.  Compactions run on a timer, at
- * most every record_ms, once the log has grown past twice the snapshot
- * (amortised O(1) per change), at the window's close, and when the daemon
- * stops.
+ * CHARGE of 0 ends the holder.  A snapshot (tmp, rename: a compaction)
+ * starts it; then each change of a holder's charge appends a line (one
+ * write(), no fsync: it is for a crash of the daemon, not of the node)
+ * before the change is answered (nxqd_record_note()), so a restore never
+ * asks for more than the record says ("What the record can lose",
+ * daemon/README.md).  Growth whose line fails is undone; the next note
+ * compacts first.  Compactions run at most every record_ms once the log
+ * is twice its snapshot (O(1) amortised), at the window's close and at
+ * stop.
  *
  * A start that finds a record keeps its processes still alive (same pid
  * and start time; each is watched by a pidfd), the holders with a charge,
