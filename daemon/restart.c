@@ -358,12 +358,7 @@ static void nxqd_grace_close(void)
 	}
 }
 
-/*
- * The window's step, on a timer (it releases charges that may start
- * fibers of their own): closed once every listed process is restored,
- * gone, or blocked on a charge the window holds.  The end (-G) closes it
- * whatever is left.
- */
+/* The window's step, on a timer: closed once each listed process is done. */
 static void nxqd_grace_step(struct nxqd_timer *t)
 {
 	struct nxqd_rs_proc *p;
