@@ -85,7 +85,7 @@ rmdir $CG/nxq-tenant
 led
 before=$(led_budgets)
 uid=$(poduid)
-must_refuse otherpod "not a pod's" /kubepods/burstable/pod$uid -e NXQUOTA_DEVICES=$KEY \
+must_refuse otherpod "not the pod of its annotations" /kubepods/burstable/pod$uid -e NXQUOTA_DEVICES=$KEY \
 	-a io.kubernetes.pod.uid=$(poduid) -a io.kubernetes.cri.sandbox-id=$(hexid) \
 	-a nxquota.io/pod-max=8Mi
 must_refuse shared "not a pod's" /machine.slice -e NXQUOTA_DEVICES=$KEY \
