@@ -334,6 +334,11 @@ mutant growth-unrecorded DAEMON_SRCS DAEMON_BIN client.c \
 mutant ack-before-tickets DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/^\tnxqd_signal_flush();/\t;/' \
 	'nxquotad-attack.nxqd_test_ticket_before_ack' 'Expected'
+# The signal thread: a holder's eventfd stays marked queued until its write
+# is done, and a ticket opened meanwhile is never signalled.
+mutant queued-through-write DAEMON_SRCS DAEMON_BIN signal.c \
+	's/^\t\te->queued = false;$/\t\t;/; s/^\t\tsig.done++;$/\t\te->queued = false; sig.done++;/' \
+	'nxquotad-attack.nxqd_test_ticket_during_write' 'Expected'
 # The control socket: a connection root made serves whoever sends on it.
 mutant ctl-any-sender DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/if (!uc || uc->uid != 0 || uc->pid != c->peer.pid)/if (0)/' \

@@ -171,7 +171,7 @@ static void *nxqd_signal_main(void *unused)
 	struct nxqd_efd *e;
 	sigset_t set;
 	timer_t timer;
-	bool ok;
+	bool ok, skip;
 
 	/* SIGRTMIN, not restarted, for this thread only */
 	sigemptyset(&sa.sa_mask);
@@ -190,10 +190,18 @@ static void *nxqd_signal_main(void *unused)
 			break;
 		e = list_first_entry(&sig.queue, struct nxqd_efd, link);
 		list_del_init(&e->link);
-		pthread_mutex_unlock(&sig.m);
-		ok = nxqd_efd_write(e, timer);
-		pthread_mutex_lock(&sig.m);
+		/*
+		 * Unqueued before the write, not after: a ticket opened while
+		 * it is written (the tenant already woken, drained and gone
+		 * back to sleep) queues it again.  Marked after the write, that
+		 * signal was skipped and the ticket never read (bench/serve's
+		 * lost RECALL ticket).
+		 */
 		e->queued = false;
+		skip = e->refused;	/* queued again before its cut */
+		pthread_mutex_unlock(&sig.m);
+		ok = skip || nxqd_efd_write(e, timer);
+		pthread_mutex_lock(&sig.m);
 		sig.done++;
 		pthread_cond_broadcast(&sig.drained);
 		if (!ok) {

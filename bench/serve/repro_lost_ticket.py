@@ -1,18 +1,20 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 """A ticket opened on a holder right after it answered the previous one
-is never read (found by the serving benchmark's recall probe; not fixed
-here: lib/ or daemon/).
+must be read (found by the serving benchmark's recall probe; the cause
+was nxquotad's signal thread, fixed in daemon/signal.c).
 
 On the fake driver with nxquotad: a borrower B (no min) fills a capacity
 of 128 MiB and drops it all (idle, still charged); G (min 64 MiB, waiting
 up to 5 s) asks for 64 MiB in --piece pieces, so that B gets one RECALL
 ticket per piece in quick succession.  Seen at 7905685 with 16 MiB
-pieces: in 2 of 38 rounds (and in 2 of 20 make check runs under load
-before the probe used one piece) B read and answered tickets 145 and
-146, nxquotad opened 147 on it (RECALL, 16 MiB), and B never read it: no
-ticket event, the ticket still open with 100 MiB reclaimable, G timed out
-after 5 s.  From then on no charge asked B again (its ticket stays open):
-every later round timed out.  With one 64 MiB piece: 0 of 80.
+pieces: B read and answered tickets 145 and 146, nxquotad opened 147 on
+it, and B never read it; G timed out after 5 s.  The signal thread kept
+B's eventfd marked "queued" until its write for 146 returned, and B had
+been woken, had drained the eventfd and answered before then: the signal
+for 147 was skipped.  Before the fix, 3 runs of 300 rounds failed at
+rounds 36, 194 and 9; after it, 5 runs of 300 rounds all passed
+(nxqd_test_ticket_during_write holds the window open deterministically).
+make -C bench/serve check runs 200 rounds.
 
     NXQ_FAKE_CUDA=1 LD_LIBRARY_PATH=tests/fakecuda \\
         python3 bench/serve/repro_lost_ticket.py [--rounds 80] [--piece-mib 16]

@@ -540,7 +540,7 @@ def probe(a, eng):
       quit"""
     held = []
     # one allocation per 1 GiB on a GPU; the mock asks for it all at once
-    # (pieces in quick succession meet repro_lost_ticket.py's bug)
+    # (pieces in quick succession: repro_lost_ticket.py)
     piece = a.probe_piece or (1 << 30 if a.engine == "real" else 1 << 40)
     print("SV ready probe", flush=True)
     for line in sys.stdin:

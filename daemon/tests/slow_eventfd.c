@@ -14,6 +14,11 @@
  * With $NXQD_TEST_EFD_DELAY_MS set instead (nxqd_test_ticket_before_ack),
  * every eventfd write of the daemon first sleeps that long (through the
  * signal that cuts a write short): a signal thread that lags behind.
+ *
+ * With $NXQD_TEST_EFD_AFTER_MS (nxqd_test_ticket_during_write), every
+ * eventfd write of the daemon is done at once and the thread then sleeps
+ * that long before it returns: the tenant has been woken, and the next
+ * ticket comes while the daemon is still "writing".
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -48,6 +53,22 @@ static int efd_info(int fd, long *id, unsigned long long *count)
 	return found == 3;
 }
 
+/* Sleep @ms through the signals that cut a write short. */
+static void sleep_ms(long ms)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	t.tv_sec += ms / 1000;
+	t.tv_nsec += (ms % 1000) * 1000000L;
+	if (t.tv_nsec >= 1000000000L) {
+		t.tv_sec++;
+		t.tv_nsec -= 1000000000L;
+	}
+	while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t, NULL))
+		;
+}
+
 ssize_t write(int fd, const void *buf, size_t n)
 {
 	const char *want = getenv("NXQD_TEST_EFD_ID");
@@ -59,20 +80,8 @@ ssize_t write(int fd, const void *buf, size_t n)
 	if (!real_write)
 		real_write = (ssize_t (*)(int, const void *, size_t))
 			     dlsym(RTLD_NEXT, "write");
-	if (n == 8 && delay && efd_info(fd, &id, &count)) {
-		struct timespec t;
-
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		t.tv_sec += atol(delay) / 1000;
-		t.tv_nsec += (atol(delay) % 1000) * 1000000L;
-		if (t.tv_nsec >= 1000000000L) {
-			t.tv_sec++;
-			t.tv_nsec -= 1000000000L;
-		}
-		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &t,
-				       NULL))
-			;
-	}
+	if (n == 8 && delay && efd_info(fd, &id, &count))
+		sleep_ms(atol(delay));
 	if (n == 8 && want && efd_info(fd, &id, &count) && id == atol(want)) {
 		uint64_t fill = 0xfffffffffffffffeULL - count;
 		int fl = fcntl(fd, F_GETFL);
@@ -94,6 +103,12 @@ ssize_t write(int fd, const void *buf, size_t n)
 			while ((t.tv_sec - t0.tv_sec) * 1000000L +
 			       (t.tv_nsec - t0.tv_nsec) / 1000 < us);
 		}
+	}
+	if (n == 8 && getenv("NXQD_TEST_EFD_AFTER_MS") && efd_info(fd, &id, &count)) {
+		ssize_t r = real_write(fd, buf, n);
+
+		sleep_ms(atol(getenv("NXQD_TEST_EFD_AFTER_MS")));
+		return r;
 	}
 	return real_write(fd, buf, n);
 }
