@@ -877,8 +877,10 @@ static int nxqd_handle(struct nxqd_ctx *r, size_t len)
 			return -E2BIG;
 	/* descriptors come with HOLDER_REGISTER only */
 	if ((r->nr_fds || r->fds_trunc) &&
-	    op->cmd != NXQ_IOC_HOLDER_REGISTER)
+	    op->cmd != NXQ_IOC_HOLDER_REGISTER) {
+		nxqd_conn_penalize(&r->c->slot);
 		return -EINVAL;
+	}
 	memset(&karg, 0, sizeof(karg));
 	memcpy(&karg, msg + sizeof(*req), min_t(size_t, usize, op->ksize));
 	err = nxq_abi_args(op, &karg);
@@ -1111,7 +1113,7 @@ static void nxqd_conn_event(struct nxqd_watch *w, u32 revents)
 	 * of its at most.  What is not read now is still readable at the next
 	 * turn.
 	 */
-	if (!nxqd_conn_turn(&c->slot))
+	if (!nxqd_conn_turn(&c->slot, &c->w))
 		return;
 	n = nxqd_recv(c, &r);
 	if (n < 0)
@@ -1120,6 +1122,8 @@ static void nxqd_conn_event(struct nxqd_watch *w, u32 revents)
 		nxqd_conn_close(c);
 		return;
 	}
+	if (r.fds_trunc)
+		nxqd_conn_penalize(&c->slot);
 	nxqd_caller(&r);
 	if ((size_t)n > sizeof(nxqd_cl.msg))
 		err = -E2BIG;

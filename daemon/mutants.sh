@@ -339,6 +339,15 @@ mutant ack-before-tickets DAEMON_SRCS DAEMON_BIN ctl.c \
 mutant queued-through-write DAEMON_SRCS DAEMON_BIN signal.c \
 	's/^\t\te->queued = false;$/\t\t;/; s/^\t\tsig.done++;$/\t\te->queued = false; sig.done++;/' \
 	'nxquotad-attack.nxqd_test_ticket_during_write' 'Expected'
+# The loop: a subtree that passes descriptors no command takes is read at
+# once again (each such request costs twice a plain one).
+mutant fds-unpenalized DAEMON_SRCS DAEMON_BIN conns.c \
+	's/^\tt->park_until = nxqd_now() + NXQD_PENALTY_US \* NSEC_PER_USEC;$/\treturn;/' \
+	'nxquotad-attack.nxqd_test_fds_penalty' 'Expected'
+# The loop: a penalized subtree's connections are never polled again.
+mutant park-forever DAEMON_SRCS DAEMON_BIN conns.c \
+	's/^\tnxqd_timer_arm(&t->unpark, t->park_until);$/\t;/' \
+	'nxquotad-attack.nxqd_test_fds_penalty' 'Expected'
 # The control socket: a connection root made serves whoever sends on it.
 mutant ctl-any-sender DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/if (!uc || uc->uid != 0 || uc->pid != c->peer.pid)/if (0)/' \

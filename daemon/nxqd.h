@@ -279,6 +279,8 @@ bool nxqd_proc_cred_trusted(pid_t pid);
 struct nxqd_count;
 struct nxqd_slot {
 	struct nxqd_count *uid, *tree;
+	struct list_head park;		/* on its subtree's parked list */
+	struct nxqd_watch *w;		/* its connection's, while parked */
 };
 
 /*
@@ -291,9 +293,18 @@ const char *nxqd_conn_admit(struct nxqd_slot *s, struct nxqd_proc *p, uid_t uid)
 void nxqd_conn_release(struct nxqd_slot *s, struct nxqd_proc *p);
 /*
  * One request per tenant subtree per turn of the loop: true (and the
- * turn taken) if @s's subtree was not served in this turn yet.
+ * turn taken) if @s's subtree was not served in this turn yet.  False
+ * also while the subtree is penalized: then @w (@s's connection's) is
+ * not polled for reading until the penalty ends.
  */
-bool nxqd_conn_turn(struct nxqd_slot *s);
+bool nxqd_conn_turn(struct nxqd_slot *s, struct nxqd_watch *w);
+/*
+ * A request of @s's came with descriptors no command takes: nothing is
+ * read from its subtree for NXQD_PENALTY_US.  How many so far.
+ */
+#define NXQD_PENALTY_US		1000
+void nxqd_conn_penalize(struct nxqd_slot *s);
+unsigned long nxqd_conn_penalized(void);
 
 /* ---- signal.c: the tickets' eventfds ---- */
 

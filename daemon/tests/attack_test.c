@@ -1076,6 +1076,86 @@ static void nxqd_test_durability(struct kunit *test)
 	cg_leave(&cg);
 }
 
+/* Send a request without reading its answer: 0, or 1 if it was not sent. */
+static int send_only(int fd, __u32 cmd, const void *arg, size_t len)
+{
+	unsigned char msg[sizeof(struct nxqd_req) + 256];
+	struct nxqd_req req = { .cmd = cmd };
+
+	memcpy(msg, &req, sizeof(req));
+	memcpy(msg + sizeof(req), arg, len);
+	return send(fd, msg, sizeof(req) + len, MSG_NOSIGNAL) !=
+	       (ssize_t)(sizeof(req) + len);
+}
+
+/*
+ * Descriptors no command takes (three with a VERSION: more than a
+ * request takes, so the kernel drops one; one with a VERSION) penalize
+ * the sender's subtree: nothing more is read from any of its connections
+ * for NXQD_PENALTY_US, and it is not polled meanwhile.  Another subtree's
+ * requests are served in that time, and the penalized one's next request
+ * is answered after it (not lost: the connection is polled again).
+ * Before: read at once, each such request costing the loop twice a
+ * plain one's time (4 loops passing 253 fds: a neighbour's pair 2.1-2.6x).
+ */
+static void nxqd_test_fds_penalty(struct kunit *test)
+{
+	struct nxq_version v = { .size = sizeof(v) };
+	struct timeval tv = { .tv_sec = 3 };
+	struct daemon d;
+	struct tcg atk, cg;
+	int a1, a2, n, efd[3], i, nfds, first = 0;
+	u64 t0, tn, ta, least = ~0ULL;
+	size_t rlen;
+	unsigned char rep[256];
+
+	cg_enter(test, &atk);
+	start_with(test, &d, &atk, 1000, "-");
+	a1 = dial(d.sock, SOCK_SEQPACKET);
+	a2 = dial(d.sock, SOCK_SEQPACKET);
+	cg_enter(test, &cg);		/* the neighbour's subtree */
+	n = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, a1, 0);
+	KUNIT_ASSERT_GE(test, a2, 0);
+	KUNIT_ASSERT_GE(test, n, 0);
+	KUNIT_ASSERT_EQ(test, setsockopt(a2, SOL_SOCKET, SO_RCVTIMEO, &tv,
+					 sizeof(tv)), 0);
+	for (i = 0; i < 3; i++)
+		efd[i] = eventfd(0, EFD_CLOEXEC);
+	/* a plain request first: neither subtree is held back */
+	KUNIT_EXPECT_EQ(test, call(a2, NXQ_IOC_VERSION, 0, &v, sizeof(v), NULL,
+				   &rlen), 0);
+	for (i = 0; i < 6; i++) {
+		nfds = i % 2 ? 1 : 3;
+		KUNIT_EXPECT_EQ(test, call_fds(a1, NXQ_IOC_VERSION, 0, &v,
+					       sizeof(v), NULL, &rlen, efd,
+					       nfds), -EINVAL);
+		t0 = now_ns();
+		/* the subtree's other connection, then the neighbour */
+		KUNIT_ASSERT_EQ(test, send_only(a2, NXQ_IOC_VERSION, &v,
+						sizeof(v)), 0);
+		KUNIT_EXPECT_EQ(test, call(n, NXQ_IOC_VERSION, 0, &v,
+					   sizeof(v), NULL, &rlen), 0);
+		tn = now_ns() - t0;
+		KUNIT_EXPECT_GE(test, recv(a2, rep, sizeof(rep), 0), 8L);
+		ta = now_ns() - t0;
+		first += tn < ta;
+		least = min(least, ta);
+	}
+	kunit_info(test, "the penalized subtree's next answer: %llu us at least; the neighbour's first in %d of 6",
+		   (unsigned long long)least / 1000, first);
+	KUNIT_EXPECT_GE(test, least, 900000ULL);
+	close(a1);
+	close(a2);
+	close(n);
+	for (i = 0; i < 3; i++)
+		close(efd[i]);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+	cg_leave(&atk);
+}
+
 /* ---- issue 32: one tenant's connections do not keep another's out ---- */
 
 /* nxquotad's defaults: per uid (-U), in all (-N), room kept per subtree (-Q) */
@@ -1375,6 +1455,7 @@ static struct kunit_case nxqd_attack_cases[] = {
 	KUNIT_CASE(nxqd_test_durability),
 	KUNIT_CASE(nxqd_test_ticket_before_ack),
 	KUNIT_CASE(nxqd_test_ticket_during_write),
+	KUNIT_CASE(nxqd_test_fds_penalty),
 	KUNIT_CASE(nxqd_test_conn_uid_subtrees),
 	KUNIT_CASE(nxqd_test_conn_two_uids),
 	{}
