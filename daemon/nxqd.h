@@ -14,7 +14,9 @@
  *   signal.c    tickets' eventfds, written by a thread of their own
  *   state.c     devices and budgets on disk
  *   restart.c   what each holder held (the record) and the grace window
- *   client.c    the client socket: kmod/cdev.c's commands
+ *   client_obj.c  the client socket: its holders' table, replies
+ *   client_cmd.c  its handlers: kmod/cdev.c's commands
+ *   client.c    its transport, identity, connections (client.h between)
  *   ctl.c       the control socket: kmod/netlink.c's family (transport,
  *               who may speak, dispatch, events)
  *   ctl_ops.c   its operations: devices, budgets, holders (ctl.h between)
