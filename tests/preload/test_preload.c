@@ -1589,6 +1589,7 @@ static void test_vmm(void **st)
 
 /* one regression program per shim defect (its header says what broke) */
 #include "regress/map_track_leak.c"
+#include "regress/pool_stream_device.c"
 
 static int prim_active(int d)
 {
@@ -2325,6 +2326,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusal_no_min, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vmm, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_regress_map_track_leak, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_regress_pool_stream_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context_neighbours, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_require, setup, teardown),
