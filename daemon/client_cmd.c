@@ -131,7 +131,7 @@ static int nxqd_ioc_register(struct nxqd_ctx *r, void *karg, u32 usize)
 	/* the owner is the process: the ledger only stores it (holder_kill) */
 	mutex_lock(&nxqd_ledger.lock);
 	h = nxq_abi_holder_new(&nxqd_ledger, a, &proof, nxqd_proc_node,
-			       r->caller, efd, (struct pid *)r->caller,
+			       r->caller, efd, &r->caller->owner,
 			       r->caller->tgid, &err);
 	mutex_unlock(&nxqd_ledger.lock);
 	/* the eventfd is the efd's now (closed with it), not the request's */

@@ -58,7 +58,7 @@ void nxqd_holder_signal(struct nxq_holder *h)
 /* The ledger's holder_kill hook: SIGKILL the registering process. */
 void nxqd_holder_kill(struct nxq_holder *h)
 {
-	nxqd_proc_kill((struct nxqd_proc *)h->owner);
+	nxqd_proc_kill(nxqd_proc_of_owner(h->owner));
 }
 
 /* End a holder: out of the table, detached (uncharged), references gone. */
