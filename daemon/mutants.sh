@@ -23,7 +23,9 @@ mutant_run() {
 	local name=$1 var=$2 binvar=$3 file=$4 expr=$5 cases=$6 want=$7
 	local srcs orig copy msrcs suite rc
 	srcs=$(make -s "print-$var")
-	orig=$(echo "$srcs" | tr ' ' '\n' | grep -E "(^|/)$(basename "$file")\$" |
+	# the source named exactly (client.c is not client_cmd.c's "client_c")
+	orig=$(echo "$srcs" | tr ' ' '\n' |
+	       awk -v f="$(basename "$file")" '$0 == f || substr($0, length($0) - length(f)) == "/" f' |
 	       head -n 1)
 	mkdir -p "$tmp/$name"
 	copy=$tmp/$name/$(basename "$file")
@@ -32,7 +34,8 @@ mutant_run() {
 		echo "mutant $name: the expression changed nothing in $orig"
 		return 1
 	fi
-	msrcs=$(echo "$srcs" | sed "s|$orig|$copy|")
+	msrcs=$(echo "$srcs" | tr ' ' '\n' |
+		awk -v o="$orig" -v c="$copy" '$0 == o { $0 = c } 1' | tr '\n' ' ')
 	make -s "$var=$msrcs" "$binvar=$tmp/$name/kunit" "$tmp/$name/kunit" \
 		>"$tmp/$name/build.log" 2>&1 || {
 		cat "$tmp/$name/build.log"
@@ -161,7 +164,7 @@ mutant abi-probe-wait LEDGER_SRCS LEDGER_BIN abi.c \
 	's/if ((a->flags \& NXQ_CHARGE_PROBE) \&\& (a->flags \& NXQ_CHARGE_WAIT))/if (0)/' \
 	'nxquota-abi.nxq_abi_test_args' 'Expected'
 # The daemon: bytes it does not know are not checked.
-mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN client.c \
+mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN client_cmd.c \
 	's/if (msg\[sizeof(\*req) + i\])/if (0 \&\& msg[sizeof(*req) + i])/' \
 	'nxquotad-transport.*' 'Expected'
 # The daemon: a credential the client names is taken, whoever's it is.
@@ -202,15 +205,15 @@ mutant ctl-pidns-unchecked DAEMON_SRCS DAEMON_BIN ctl.c \
 	's/if (!r->c->pidns_ok) {/if (0) {/' \
 	'nxquotad_ctl.ctl_test_cap_pidns' 'Expected'
 # The daemon: a holder usable by any process that names its id.
-mutant holder-any-process DAEMON_SRCS DAEMON_BIN client.c \
+mutant holder-any-process DAEMON_SRCS DAEMON_BIN client_cmd.c \
 	's/if (!e || !r->caller || e->proc != r->caller || e->proc->dead)/if (!e || e->proc->dead)/' \
 	'nxquotad-client.nxqd_test_other_process' 'Expected'
 # The daemon: more descriptors than the request announces are taken.
-mutant fd-count-unchecked DAEMON_SRCS DAEMON_BIN client.c \
+mutant fd-count-unchecked DAEMON_SRCS DAEMON_BIN client_cmd.c \
 	's/if (r->fds_trunc || r->nr_fds != want)/if (r->fds_trunc || r->nr_fds < want)/' \
 	'nxquotad-client.nxqd_test_register_fds' 'Expected'
 # The daemon: an O_PATH descriptor of the node proves access.
-mutant opath-proves DAEMON_SRCS DAEMON_BIN client.c \
+mutant opath-proves DAEMON_SRCS DAEMON_BIN client_cmd.c \
 	's/if (fl < 0 || (fl \& O_PATH) ||/if (fl < 0 ||/' \
 	'nxquotad-attack.nxqd_test_opath' 'Expected'
 # The daemon: a holder outlives the connection it was registered on.
@@ -226,7 +229,7 @@ mutant wait-outlives-peer DAEMON_SRCS DAEMON_BIN client.c \
 	'/only a hang-up is watched while a request is in progress/,+2s/nxqd_conn_close(c);/;/' \
 	'nxquotad-client.nxqd_test_close_ends_wait' 'Expected'
 # The daemon: a charge does not follow a process to its new cgroup.
-mutant no-follow-cgroup DAEMON_SRCS DAEMON_BIN client.c \
+mutant no-follow-cgroup DAEMON_SRCS DAEMON_BIN client_cmd.c \
 	's/err = nxqd_follow_cgroup(e->h, e->proc);/err = 0 \&\& nxqd_follow_cgroup(e->h, e->proc);/' \
 	'nxquotad-client.nxqd_test_migrate' 'Expected'
 # The daemon: no bound per cgroup (subtree) on connections.
@@ -326,7 +329,7 @@ mutant record-cut-read DAEMON_SRCS DAEMON_BIN restart.c \
 	'nxquotad-restart.nxqd_test_record_cut' 'Expected'
 # The daemon: growth is answered before the record has it (the record
 # as a timer wrote it before issue 32).
-mutant growth-unrecorded DAEMON_SRCS DAEMON_BIN client.c \
+mutant growth-unrecorded DAEMON_SRCS DAEMON_BIN client_cmd.c \
 	's/^\terr = nxqd_record_note(&l, e->rec);/\terr = 0; (void)l;/' \
 	'nxquotad-restart.nxqd_test_record_before_ack' 'Expected'
 # The control socket: a change is acknowledged before the tickets it asked

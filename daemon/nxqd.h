@@ -14,7 +14,9 @@
  *   signal.c    tickets' eventfds, written by a thread of their own
  *   state.c     devices and budgets on disk
  *   restart.c   what each holder held (the record) and the grace window
- *   client.c    the client socket: kmod/cdev.c's commands
+ *   client_obj.c  the client socket: its holders' table, replies
+ *   client_cmd.c  its handlers: kmod/cdev.c's commands
+ *   client.c    its transport, identity, connections (client.h between)
  *   ctl.c       the control socket: kmod/netlink.c's family (transport,
  *               who may speak, dispatch, events)
  *   ctl_ops.c   its operations: devices, budgets, holders (ctl.h between)
@@ -32,8 +34,10 @@
  *    by its path relative to the cgroup2 mount and its inode number (the
  *    cgroup id the kernel gives the same directory); key_dead is "the
  *    directory is gone or its inode changed";
- *  - a holder's owner (struct pid * in the ledger) is a struct nxqd_proc
- *    (proc.c): the process that made the connection it was registered on;
+ *  - a holder's owner (struct pid * in the ledger, opaque to it) is the
+ *    struct pid inside a struct nxqd_proc (proc.c): the process that made
+ *    the connection it was registered on, found back with container_of()
+ *    (nxqd_proc_of_owner()), never by a cast between unrelated types;
  *  - dev->devt is the userspace encoding of the device number, as
  *    makedev(major, minor) and fstat()'s st_rdev give it (the module keeps
  *    the kernel's MKDEV()); 0 is no device node.
@@ -199,8 +203,14 @@ int nxqd_cgroup_read(int fd, char *buf, size_t len);
  * hook once it is gone.  Fields
  * are the loop's.
  */
+/* The ledger's owner of a holder: in the daemon, a member of its process. */
+struct pid {
+	pid_t nr;			/* the process's tgid */
+};
+
 struct nxqd_proc {
 	pid_t tgid;
+	struct pid owner;		/* what the ledger names as owner */
 	u64 start;			/* /proc/PID/stat field 22 */
 	int pidfd;
 	int cgfd;			/* its /proc/PID/cgroup, or -1 */
@@ -217,6 +227,12 @@ struct nxqd_proc {
  * dead): client.c ends its holders.
  */
 int nxqd_proc_init(void (*on_exit)(struct nxqd_proc *p));
+
+/* The process a holder's owner (the ledger's struct pid) is. */
+static inline struct nxqd_proc *nxqd_proc_of_owner(struct pid *owner)
+{
+	return container_of(owner, struct nxqd_proc, owner);
+}
 /*
  * The process @pid that made a connection accepted at @ticks
  * (nxqd_proc_ticks()), with a reference; @pidfd is the connection's

@@ -298,6 +298,7 @@ struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks)
 		return ERR_PTR(-ENOMEM);
 	}
 	p->tgid = pid;
+	p->owner.nr = pid;
 	p->start = start;
 	p->pidfd = pidfd;
 	p->cgfd = -1;

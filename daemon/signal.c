@@ -24,7 +24,7 @@
  * wait for as long as the tenant liked.
  *
  * Lifetimes: an efd is referenced by its holder (freed after an RCU grace
- * period, nxqd_free_priv() in client.c) and by the queue while queued.
+ * period, nxqd_free_priv() in client_obj.c) and by the queue while queued.
  * sig.m guards the queue and the flags.
  */
 #include <linux/types.h>

@@ -260,7 +260,12 @@ EXPORT CUresult cuMemMap(CUdeviceptr va, size_t size, size_t offset,
 		depth++;
 		((CUresult (*)(CUdeviceptr, size_t))R(R_cuMemUnmap))(va, size);
 		depth--;
-		__atomic_sub_fetch(&h->hst, 2, __ATOMIC_RELAXED);	/* not released: mapped */
+		/*
+		 * its count back; a release since (it saw this mapping) left
+		 * the charge to the last unmap: this one
+		 */
+		if (__atomic_sub_fetch(&h->hst, 2, __ATOMIC_ACQ_REL) == 1)
+			release_tracked(K_HANDLE, h);
 		cr = CUDA_ERROR_OUT_OF_MEMORY;
 	}
 out:

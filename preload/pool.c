@@ -89,12 +89,32 @@ int pool_settle(struct pool *p, int may_grow, uint64_t keep)
 	return 0;
 }
 
+/*
+ * The device a stream-ordered allocation on s takes its memory from: the
+ * stream's (cuStreamGetDevice, CUDA 12.8), not the calling thread's
+ * current one -- a stream of another device allocates there (HAMi-core's
+ * #310).  The default streams (NULL, legacy, per-thread) are the current
+ * context's; a process that sees one device asks nothing; without the
+ * entry point (an older driver), the current device.
+ */
+static int stream_dev(CUstream s)
+{
+	CUresult (*f)(CUstream, CUdevice *) =
+		(CUresult (*)(CUstream, CUdevice *))R(R_cuStreamGetDevice);
+	CUdevice d;
+
+	if ((uintptr_t)s <= 2 || __atomic_load_n(&S.one_dev, __ATOMIC_RELAXED) == 1 || !f ||
+	    f(s, &d) || d < 0 || d >= MAXDEV)
+		return cur_dev();
+	return d;
+}
+
 typedef CUresult (*pool_alloc_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
 typedef CUresult (*async_alloc_fn)(CUdeviceptr *, size_t, CUstream);
 
 /*
  * One stream-ordered allocation: pool is NULL for cuMemAllocAsync (the
- * current device's current pool).  Charged ahead by the growth it may
+ * current pool of the stream's device).  Charged ahead by the growth it may
  * cause (used + size above the charge, in 2 MiB steps), settled to the
  * pool's reservation after.  A growth beyond the charge that is refused
  * frees the block back and trims the pool to the charge.
@@ -121,7 +141,7 @@ static CUresult pool_alloc(int ri, int fri, CUdeviceptr *dptr, size_t size, CUme
 	}
 	if (st == ST_PASS)
 		return CALL();
-	ord = cur_dev();
+	ord = stream_dev(s);
 	if (ord < 0)
 		return CALL();
 	if (!pool) {

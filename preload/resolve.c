@@ -32,6 +32,7 @@ static const char *const rname[NREAL] = {
 	[R_cuCtxSynchronize] = "cuCtxSynchronize",
 	[R_cuStreamSynchronize] = "cuStreamSynchronize",
 	[R_cuStreamSynchronize_ptsz] = "cuStreamSynchronize_ptsz",
+	[R_cuStreamGetDevice] = "cuStreamGetDevice",
 	[R_nvmlInit_v2] = "nvmlInit_v2",
 	[R_nvmlDeviceGetHandleByUUID] = "nvmlDeviceGetHandleByUUID",
 	[R_nvmlDeviceGetUUID] = "nvmlDeviceGetUUID",

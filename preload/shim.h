@@ -148,6 +148,7 @@ enum {
 	R_cuCtxSynchronize,
 	R_cuStreamSynchronize,
 	R_cuStreamSynchronize_ptsz,
+	R_cuStreamGetDevice,
 	NCUDA,
 	/* NVML's, from libnvidia-ml.so.1 (nvml_init()) */
 	R_nvmlInit_v2 = NCUDA,

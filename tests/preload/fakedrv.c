@@ -975,12 +975,44 @@ EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dp, size_t n, CUmemoryPool 
 	return add(2, (n + 511) / 512 * 512, p, (uint64_t *)dp, p->dev);
 }
 
+/*
+ * Streams: one per device, from fakedrv_stream() (no cuStreamCreate);
+ * NULL and the other handles are the current context's.
+ */
+struct CUstream_st { int dev; };
+static struct CUstream_st fstream[NDEV] = { { 0 }, { 1 } };
+
+EXPORT CUstream fakedrv_stream(int d)
+{
+	return d >= 0 && d < NDEV ? &fstream[d] : NULL;
+}
+
+static int stream_dev(CUstream s)
+{
+	for (int i = 0; i < NDEV; i++)
+		if (s == &fstream[i])
+			return i;
+	return curdev;
+}
+
+EXPORT CUresult cuStreamGetDevice(CUstream s, CUdevice *d)
+{
+	hit("cuStreamGetDevice");
+	if (!d)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (stream_dev(s) < 0)
+		return CUDA_ERROR_INVALID_CONTEXT;
+	*d = stream_dev(s);
+	return CUDA_SUCCESS;
+}
+
+/* The current pool of the stream's device (not the current device's). */
 EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dp, size_t n, CUstream s)
 {
 	if (hit("cuMemAllocAsync"))
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	CTX();
-	return cuMemAllocFromPoolAsync(dp, n, &defpool[curdev], s);
+	return cuMemAllocFromPoolAsync(dp, n, &defpool[stream_dev(s)], s);
 }
 
 /* Enqueued: the block stays used until a synchronisation sees the free. */

@@ -173,6 +173,8 @@ vmm-release-uncharges-mapped~s/^\t\telse if (__atomic_fetch_or(\&e->hst, 1, __AT
 vmm-map-not-counted~s/^\t\t\t__atomic_add_fetch(\&e->hst, 2, __ATOMIC_RELAXED);$/\t\t\t;/~test
 vmm-last-unmap-keeps~s/^\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 1)$/\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 99)/~test
 vmm-unmap-first-only~s/^\t\tp += m->bytes;$/\t\tbreak;/~test
+vmm-failed-map-keeps~s/^\t\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 1)$/\t\tif (__atomic_sub_fetch(\&h->hst, 2, __ATOMIC_ACQ_REL) == 99)/~test
+pool-current-device~s/^\tord = stream_dev(s);$/\tord = stream_dev(NULL);/~test
 ctx-refused-kept~s/^\t\tif (ctx_charge(dev, bytes, \&pend)) {$/\t\tif (ctx_charge(dev, bytes, \&pend) \&\& 0) {/~test
 ctx-env-ignored~s/^\tS.charge_ctx = env_on("NXQUOTA_CHARGE_CONTEXT", 1);$/\tS.charge_ctx = 1;/~test
 ctx-no-nvml~s/^\tif (!free_nvml(ord, \&m->before)) {$/\tif (0) {/~test

@@ -1587,6 +1587,10 @@ static void test_vmm(void **st)
 	assert_int_equal(K.uncharges, 5);
 }
 
+/* one regression program per shim defect (its header says what broke) */
+#include "regress/map_track_leak.c"
+#include "regress/pool_stream_device.c"
+
 static int prim_active(int d)
 {
 	unsigned int fl;
@@ -2321,6 +2325,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusal_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_refusal_no_min, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_vmm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_regress_map_track_leak, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_regress_pool_stream_device, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context_neighbours, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_require, setup, teardown),
