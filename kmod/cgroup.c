@@ -254,6 +254,7 @@ const struct nxq_ledger_ops nxq_cgroup_ledger_ops = {
 	.node_removed	= nxq_sysfs_node_removed,
 	.holder_kill	= nxq_holder_kill,
 	.holder_signal	= nxq_holder_signal,
+	.holder_follow	= nxq_holder_follow,
 	.changed	= nxq_nl_changed,
 	.event		= nxq_nl_event,
 	.listening	= nxq_nl_listening,

@@ -41,6 +41,7 @@ void nxq_sysfs_node_removed(struct nxq_node *node);
 
 void nxq_holder_signal(struct nxq_holder *h);
 void nxq_holder_kill(struct nxq_holder *h);
+int nxq_holder_follow(struct nxq_holder *h);
 long nxq_cdev_owners(void);
 int nxq_cdev_init(void);
 void nxq_cdev_exit(void);

@@ -880,18 +880,25 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
  *
  * What the holder charged so far stays on its old node (as a struct
  * nxq_residue, released first by later uncharges), as memcg v2 leaves a
- * moved task's pages charged where they were.  Subtree holder counts
- * move; limits are not checked again.
+ * moved task's pages charged where they were.  The move is checked as a
+ * registration at @node is: @node's priority_max, and every holders_max
+ * on its path against its subtree's holders with this one counted at
+ * @node (a move inside a subtree does not count it twice).  A move that
+ * would break one is refused and the holder stays where it was, with its
+ * charge; it is charged nothing more until its process is back or room
+ * is made (every charge is refused the same way).
  *
  * Context: the ledger lock is held; takes the device lock.
  * Return: 0, -ENOENT if detached or already on @node (the reference then
- * stays the caller's), or -ENOMEM.
+ * stays the caller's), -EPERM (its priority above @node's priority_max),
+ * -EMFILE (a holders_max on @node's path reached), or -ENOMEM.
  */
 int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node)
 {
 	struct nxq_device *dev = node->dev;
 	struct nxq_residue *r, *cur;
 	struct nxq_node *old, *n, *drop = NULL;
+	int err = 0;
 
 	lockdep_assert_held(&dev->ledger->lock);
 	r = kzalloc(sizeof(*r), GFP_KERNEL_ACCOUNT);
@@ -899,10 +906,26 @@ int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node)
 		return -ENOMEM;
 	spin_lock(&dev->lock);
 	old = h->node;
-	if (h->detached || old == node) {
+	if (h->detached || old == node)
+		err = -ENOENT;
+	else if (h->priority > nxq_node_limit(node, NXQ_LIM_PRIORITY))
+		err = -EPERM;
+	if (err) {
 		spin_unlock(&dev->lock);
 		kfree(r);
-		return -ENOENT;
+		return err;
+	}
+	/* Counted out of the old path, then checked as a newcomer at @node. */
+	old->nr_holders--;
+	for (n = old; n; n = n->parent)
+		n->subtree_holders--;
+	if (nxq_holders_full(node)) {
+		old->nr_holders++;
+		for (n = old; n; n = n->parent)
+			n->subtree_holders++;
+		spin_unlock(&dev->lock);
+		kfree(r);
+		return -EMFILE;
 	}
 	/* One residue per earlier node (it keeps the holder's reference). */
 	list_for_each_entry(cur, &h->residue, link) {
@@ -920,9 +943,6 @@ int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node)
 		r = NULL;
 	}
 	h->residue_bytes = h->charge;
-	old->nr_holders--;
-	for (n = old; n; n = n->parent)
-		n->subtree_holders--;
 	node->nr_holders++;
 	for (n = node; n; n = n->parent)
 		n->subtree_holders++;
