@@ -269,6 +269,15 @@ mutant signal-uncut DAEMON_SRCS DAEMON_BIN signal.c \
 mutant signal-one-shot DAEMON_SRCS DAEMON_BIN signal.c \
 	'/^\t\t\.it_interval\.tv_nsec = NXQD_SIGNAL_US \* NSEC_PER_USEC,$/d' \
 	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
+# Issue 30: a holder follows its process into a cgroup whose holders_max
+# is reached (no limit checked on a move).
+mutant rehome-unchecked LEDGER_SRCS LEDGER_BIN holder.c \
+	's/^\tif (nxq_holders_full(node)) {$/\tif (0) {/' \
+	'nxquota-objects.nxq_test_rehome_limits' 'Expected'
+# Issue 30: a waiting charge never asks whether its process moved.
+mutant wait-unfollowed LEDGER_SRCS LEDGER_BIN charge.c \
+	's/^\t    at >= deadline)$/\t    1)/' \
+	'nxquota-objects.nxq_test_rehome_waiting' 'Expected'
 # The ledger: guarantees summed past NXQ_BYTES_MAX with overcommit (the
 # 15 EiB wrap).
 mutant claims-unbounded LEDGER_SRCS LEDGER_BIN budget.c \
