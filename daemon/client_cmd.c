@@ -195,10 +195,11 @@ static int nxqd_ioc_unregister(struct nxqd_ctx *r, struct nxqd_hent *e,
 }
 
 /*
- * The module's nxq_follow_cgroup(): a process moved to another cgroup
+ * The module's nxq_holder_follow(): a process moved to another cgroup
  * charges its new cgroup from its next charge on; what it charged before
- * stays where it was (a residue).  Through the pidfd, a look at the
- * cgroup's id; else its path from /proc/PID/cgroup.
+ * stays where it was (a residue); the move is refused where a
+ * registration there would be (nxq_holder_rehome()).  Through the pidfd,
+ * a look at the cgroup's id; else its path from /proc/PID/cgroup.
  */
 static int nxqd_follow_cgroup(struct nxq_holder *h, struct nxqd_proc *p)
 {
@@ -221,6 +222,12 @@ static int nxqd_follow_cgroup(struct nxq_holder *h, struct nxqd_proc *p)
 	err = nxq_abi_rehome(h, nxqd_node_for_path(dev, cg));
 	mutex_unlock(&nxqd_ledger.lock);
 	return err;
+}
+
+/* The ledger's holder_follow hook: a waiting charge's process moved? */
+int nxqd_holder_follow(struct nxq_holder *h)
+{
+	return nxqd_follow_cgroup(h, nxqd_proc_of_owner(h->owner));
 }
 
 /*

@@ -6,7 +6,7 @@
  * ways (<linux/nxquotad.h>), on the loop.
  *
  * One ABI: the operations, their request policies and the attributes of
- * every message sent are kmod/abi.c's (generated from the spec), and the
+ * every message sent are kmod/abi_genl.c's (generated from the spec), and the
  * requests are parsed with the kernel's strict validation, rendered in
  * compat/nlattr.c -- the same nla_parse() against the same policies.  What
  * is checked is what generic netlink checks for the module's family:
@@ -195,7 +195,7 @@ static void nlb_attr(struct nlb *b, u16 type, const void *data, size_t len)
 	memcpy((char *)a + NLA_HDRLEN, data, len);
 }
 
-/* The attributes abi.c says a message has. */
+/* The attributes abi_genl.c says a message has. */
 static void nlb_msg(struct nlb *b, const struct nxq_abi_msg *m)
 {
 	unsigned int i;
@@ -414,7 +414,10 @@ void nxqd_ctl_event(const struct nxq_event *ev)
 
 /* ---- dispatch --------------------------------------------------------------- */
 
-/* The handlers; which command is a do or a dump, and its policy, abi.c's. */
+/*
+ * The handlers; which command is a do or a dump, and its policy,
+ * abi_genl.c's.
+ */
 struct ctl_handlers {
 	u8 cmd;
 	int (*doit)(struct ctl_req *r);

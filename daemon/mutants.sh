@@ -126,7 +126,7 @@ mutant uncharge-unlocked LEDGER_SRCS LEDGER_BIN charge.c \
 # A holder's end in two steps: detached (out of the dump, uncharged) before
 # the ledger lock is taken, still counted until its put -- a device's
 # removal in between fails with EBUSY although no holder is left.
-mutant end-detach-unlocked LEDGER_SRCS LEDGER_BIN objects.c \
+mutant end-detach-unlocked LEDGER_SRCS LEDGER_BIN holder.c \
 	'/^void nxq_holder_end(/,/^}/s/^\tmutex_lock(&l->lock);/\tnxq_holder_detach(h);\n&/' \
 	'nxquota-objects.nxq_test_end' 'end_changes_unlocked'
 # The compat layer: lockdep_assert_held() satisfied by any holder.
@@ -272,9 +272,18 @@ mutant signal-uncut DAEMON_SRCS DAEMON_BIN signal.c \
 mutant signal-one-shot DAEMON_SRCS DAEMON_BIN signal.c \
 	'/^\t\t\.it_interval\.tv_nsec = NXQD_SIGNAL_US \* NSEC_PER_USEC,$/d' \
 	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
+# Issue 30: a holder follows its process into a cgroup whose holders_max
+# is reached (no limit checked on a move).
+mutant rehome-unchecked LEDGER_SRCS LEDGER_BIN holder.c \
+	's/^\tif (nxq_holders_full(node)) {$/\tif (0) {/' \
+	'nxquota-objects.nxq_test_rehome_limits' 'Expected'
+# Issue 30: a waiting charge never asks whether its process moved.
+mutant wait-unfollowed LEDGER_SRCS LEDGER_BIN charge.c \
+	's/^\t    at >= deadline)$/\t    1)/' \
+	'nxquota-objects.nxq_test_rehome_waiting' 'Expected'
 # The ledger: guarantees summed past NXQ_BYTES_MAX with overcommit (the
 # 15 EiB wrap).
-mutant claims-unbounded LEDGER_SRCS LEDGER_BIN objects.c \
+mutant claims-unbounded LEDGER_SRCS LEDGER_BIN budget.c \
 	's/^\terr = nxq_claims_bounded(node, min, why);/\terr = 0 \&\& nxq_claims_bounded(node, min, why);/' \
 	'nxquota-objects.nxq_test_claims_bounded' 'Expected'
 # The ledger: tenants' RECALL tickets queue in the vital ring again (a

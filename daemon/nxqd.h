@@ -463,6 +463,8 @@ void nxqd_client_stop(void);
 /* The ledger's holder_signal and holder_kill hooks (device lock held). */
 void nxqd_holder_signal(struct nxq_holder *h);
 void nxqd_holder_kill(struct nxq_holder *h);
+/* The ledger's holder_follow hook (no lock held; a waiting charge's). */
+int nxqd_holder_follow(struct nxq_holder *h);
 /* The authority's counts for the device dump (the module's zeros). */
 void nxqd_client_refusals(const char *device, struct nxq_abi_refusals *r);
 /* What restart.c calls back for the record: the live holders. */

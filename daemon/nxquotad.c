@@ -33,14 +33,15 @@ struct nxq_ledger nxqd_ledger;
 int nxqd_verbose;
 
 /*
- * The module's shells behind struct nxq_ledger_ops, here: a holder's kill
- * and ticket signal (client.c), events and whether anyone listens
- * (ctl.c), node keys (dcgroup.c).  No sysfs: nothing is told of devices
+ * The module's shells behind struct nxq_ledger_ops, here: a holder's
+ * kill, ticket signal and cgroup move (client.c), events and whether
+ * anyone listens (ctl.c), node keys (dcgroup.c).  No sysfs: nothing is told of devices
  * and nodes coming and going.
  */
 const struct nxq_ledger_ops nxqd_ledger_ops = {
 	.holder_kill	= nxqd_holder_kill,
 	.holder_signal	= nxqd_holder_signal,
+	.holder_follow	= nxqd_holder_follow,
 	.event		= nxqd_ctl_event,
 	.listening	= nxqd_ctl_listening,
 	NXQD_CGROUP_KEY_OPS,

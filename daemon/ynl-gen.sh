@@ -6,7 +6,7 @@
 #   include/uapi/linux/nxquota.h  "BEGIN YNL-GEN nxquota" .. "END ..."
 #       the attribute and command enums (--mode uapi --header), which
 #       tests/tools/check-spec.sh also checks;
-#   kmod/abi.c  "BEGIN YNL-GEN nxquota kernel" .. "END ..."
+#   kmod/abi_genl.c  "BEGIN YNL-GEN nxquota kernel" .. "END ..."
 #       the request policies and the ops table (--mode kernel --source),
 #       the table as struct nxq_abi_nlop (abi.h): the module's genl_ops,
 #       nxquotad's validator and dispatch, and nxquotactl's requests are
@@ -81,7 +81,7 @@ replace() {
 }
 
 uapi=$top/include/uapi/linux/nxquota.h
-abi=$top/kmod/abi.c
+abi=$top/kmod/abi_genl.c
 ub='BEGIN YNL-GEN nxquota \*\/' ue='END YNL-GEN nxquota \*\/'
 kb='BEGIN YNL-GEN nxquota kernel' ke='END YNL-GEN nxquota kernel'
 grep -q "$kb" "$abi" && grep -q "$ke" "$abi" || {
@@ -89,7 +89,7 @@ grep -q "$kb" "$abi" && grep -q "$ke" "$abi" || {
 if [ "$mode" = --write ]; then
 	replace "$uapi" "$ub" "$ue" "$tmp/uapi.want"
 	replace "$abi" "$kb" "$ke" "$tmp/kernel.want"
-	echo "ynl-gen: wrote include/uapi/linux/nxquota.h and kmod/abi.c"
+	echo "ynl-gen: wrote include/uapi/linux/nxquota.h and kmod/abi_genl.c"
 	exit 0
 fi
 bad=0

@@ -143,9 +143,9 @@ int nxq_abi_parse_devt(const char *s, unsigned int *major,
  * @flags: GENL_ADMIN_PERM (the administration's capability),
  *	GENL_CMD_CAP_DO, GENL_CMD_CAP_DUMP
  *
- * Generated from the spec: the policies and this table are the ops table
- * ynl-gen-c.py --mode kernel renders (see abi.c), with the handlers left
- * to each shell.
+ * Generated from the spec: the policies and this table are the ops
+ * table ynl-gen-c.py --mode kernel renders (see abi_genl.c), with the
+ * handlers left to each shell.
  */
 struct nxq_abi_nlop {
 	u8 cmd;

@@ -462,11 +462,22 @@ static void nxq_ioc_register_undo(struct nxq_file *f, struct nxq_holder *unused,
 	nxq_file_holder_put(h);
 }
 
-/*
+/**
+ * nxq_holder_follow() - a holder follows the caller to its cgroup
+ * @h: the holder, whose process is the caller
+ *
  * A process moved to another cgroup charges its new cgroup from its next
- * charge on; what it charged before stays where it was (a residue).
+ * charge on; what it charged before stays where it was (a residue).  The
+ * move is refused where a registration there would be (holders_max,
+ * priority_max: nxq_holder_rehome()).  Called before each charge, and as
+ * the ledger's holder_follow hook by a charge that waits.
+ *
+ * Context: process context, the holder's process; sleeps; no ledger lock
+ * held.
+ * Return: 0 (also when it did not move), or the errno the move was
+ * refused with: -EMFILE, -EPERM, -ENOMEM, -E2BIG, -ENOENT.
  */
-static int nxq_follow_cgroup(struct nxq_holder *h)
+int nxq_holder_follow(struct nxq_holder *h)
 {
 	struct nxq_device *dev = h->node->dev;
 	struct cgroup *cgrp;
@@ -512,7 +523,7 @@ static long nxq_ioc_charge(struct nxq_file *f, struct nxq_holder *h,
 	struct nxq_charge *a = karg;
 	int err;
 
-	err = nxq_follow_cgroup(h);
+	err = nxq_holder_follow(h);
 	if (err)
 		return err;
 	if (a->flags & NXQ_CHARGE_PROBE)

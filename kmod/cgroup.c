@@ -220,17 +220,36 @@ struct nxq_node *nxq_node_for_cgroup(struct nxq_device *dev,
 	return node;
 }
 
-static void nxq_cgroup_key_put(void *key)
+/**
+ * nxq_cgroup_key_put() - the ledger's key_put hook: a node's cgroup goes
+ * @key: the struct cgroup a node held a reference on
+ */
+void nxq_cgroup_key_put(void *key)
 {
 	cgroup_put(key);
 }
 
-static int nxq_cgroup_key_path(void *key, char *buf, size_t size)
+/**
+ * nxq_cgroup_key_path() - the ledger's key_path hook: a node's cgroup path
+ * @key: the node's struct cgroup
+ * @buf: where the path goes, NUL-terminated
+ * @size: its size
+ *
+ * Return: the path's length, or a negative errno (cgroup_path()'s).
+ */
+int nxq_cgroup_key_path(void *key, char *buf, size_t size)
 {
 	return cgroup_path(key, buf, size);
 }
 
-static bool nxq_cgroup_key_dead(void *key)
+/**
+ * nxq_cgroup_key_dead() - the ledger's key_dead hook: is a node's cgroup
+ * removed?
+ * @key: the node's struct cgroup
+ *
+ * Return: true once the cgroup is offline.
+ */
+bool nxq_cgroup_key_dead(void *key)
 {
 	struct cgroup *cgrp = key;
 
@@ -243,18 +262,3 @@ static bool nxq_cgroup_key_dead(void *key)
 	 */
 	return !(data_race(cgrp->self.flags) & CSS_ONLINE);
 }
-
-const struct nxq_ledger_ops nxq_cgroup_ledger_ops = {
-	.key_put	= nxq_cgroup_key_put,
-	.key_dead	= nxq_cgroup_key_dead,
-	.key_path	= nxq_cgroup_key_path,
-	.device_added	= nxq_sysfs_device_added,
-	.device_removed	= nxq_sysfs_device_removed,
-	.node_added	= nxq_sysfs_node_added,
-	.node_removed	= nxq_sysfs_node_removed,
-	.holder_kill	= nxq_holder_kill,
-	.holder_signal	= nxq_holder_signal,
-	.changed	= nxq_nl_changed,
-	.event		= nxq_nl_event,
-	.listening	= nxq_nl_listening,
-};

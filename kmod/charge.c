@@ -18,6 +18,82 @@
 
 #include "charge.h"
 
+/*
+ * How often a waiting charge asks its shell whether its process moved to
+ * another cgroup (nxq_ledger_ops.holder_follow): nothing tells the ledger
+ * of a move, so a charge queued under its old cgroup's limits would wait
+ * them out where the new one has room.
+ */
+#define NXQ_FOLLOW_NS	(100 * NSEC_PER_MSEC)
+
+/* When a wait ending at @deadline next wakes to follow its process. */
+static u64 nxq_follow_at(struct nxq_device *dev, u64 deadline)
+{
+	const struct nxq_ledger_ops *ops = dev->ledger->ops;
+	u64 at;
+
+	if (!ops || !ops->holder_follow ||
+	    check_add_overflow(ktime_get_ns(), (u64)NXQ_FOLLOW_NS, &at) ||
+	    at >= deadline)
+		return deadline;
+	return at;
+}
+
+/*
+ * Move a waiting charge's count of waiters from @from to @to: out of
+ * @from's path, then checked as a newcomer at @to (a move inside a
+ * subtree does not count it twice there).  -EAGAIN: a waiters_max on
+ * @to's path is reached, and it stays counted on @from.
+ */
+static int nxq_waiters_move(struct nxq_node *from, struct nxq_node *to)
+{
+	struct nxq_node *n;
+
+	lockdep_assert_held(&from->dev->lock);
+	nxq_waiters_del(from);
+	if (!nxq_waiters_add(to))
+		return 0;
+	for (n = from; n; n = n->parent)
+		n->subtree_waiters++;
+	from->own_waiters++;
+	return -EAGAIN;
+}
+
+/*
+ * A waiting charge follows its process: the shell moves the holder if
+ * the process is in another cgroup now (which looks at the holder's
+ * waiters again on the new path: nxq_waiters_rehome()), then the wait is
+ * counted and bounded where it is now (waiters_max, wait_max_ms).  The
+ * device lock is held, and dropped meanwhile.  Return: 0 (still waiting,
+ * or decided meanwhile: @w->result says), or why it may not wait on: the
+ * errno the move was refused with (-EMFILE, -EPERM, ...), or -EAGAIN.
+ */
+static int nxq_waiter_follow(struct nxq_device *dev, struct nxq_waiter *w,
+			     u64 timeout_ns, u64 *deadline)
+{
+	struct nxq_holder *h = w->h;
+	u64 cap, end;
+	int err;
+
+	spin_unlock(&dev->lock);
+	err = dev->ledger->ops->holder_follow(h);
+	spin_lock(&dev->lock);
+	if (w->result <= 0 || err)
+		return w->result <= 0 ? 0 : err;
+	if (h->node == w->node)
+		return 0;
+	err = nxq_waiters_move(w->node, h->node);
+	if (err)
+		return err;
+	w->node = h->node;
+	cap = (u64)nxq_node_limit(w->node, NXQ_LIM_WAIT_MS) * NSEC_PER_MSEC;
+	if (check_add_overflow(w->enqueued_ns, min(timeout_ns, cap ?: 1),
+			       &end))
+		end = U64_MAX;
+	*deadline = min(*deadline, end);
+	return 0;
+}
+
 /**
  * nxq_charge_slow() - nxq_charge() once nxq_try_charge() declined
  * @h: the holder
@@ -140,7 +216,18 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 
 	dev->waits++;
 	for (;;) {
-		err = nxq_sleep(dev, &w, deadline);
+		u64 wake = nxq_follow_at(dev, deadline);
+
+		err = nxq_sleep(dev, &w, wake);
+		if (err == -ETIMEDOUT && wake < deadline) {
+			err = nxq_waiter_follow(dev, &w, timeout_ns,
+						&deadline);
+			if (!err)
+				continue;
+			nxq_waiter_leave(dev, &w);
+			nxq_dequeue(dev, &w);
+			break;
+		}
 		if (!err) {
 			err = w.result;
 			break;

@@ -3,7 +3,8 @@
  * nxquota ledger, layer 4: the charge path's entry points -- charge,
  * uncharge, reclaimable bytes, tickets read and answered.  Each takes the
  * device lock and composes the layers below (counters, the queue,
- * pressure); it calls nothing of objects.c, its sibling.
+ * pressure); it calls nothing of objects.c, budget.c or holder.c, its
+ * siblings.
  */
 #ifndef _NXQ_CHARGE_H
 #define _NXQ_CHARGE_H

@@ -14,7 +14,6 @@ struct cgroup;
 #define NXQ_MAX_DEPTH	64
 
 extern struct nxq_ledger nxq_ledger;
-extern const struct nxq_ledger_ops nxq_cgroup_ledger_ops;
 
 struct nxq_node *nxq_node_for_cgroup(struct nxq_device *dev,
 				     struct cgroup *cgrp);
@@ -29,6 +28,9 @@ void nxq_budget_refused(struct nxq_node *node,
 			const struct nxq_budget_refusal *why, char *msg,
 			size_t msg_size);
 void nxq_cgroup_put(struct cgroup *cgrp);
+void nxq_cgroup_key_put(void *key);
+bool nxq_cgroup_key_dead(void *key);
+int nxq_cgroup_key_path(void *key, char *buf, size_t size);
 
 int nxq_parse_devt(const char *s, dev_t *devt);
 bool nxq_limit_valid(enum nxq_limit which, u32 v);
@@ -41,6 +43,7 @@ void nxq_sysfs_node_removed(struct nxq_node *node);
 
 void nxq_holder_signal(struct nxq_holder *h);
 void nxq_holder_kill(struct nxq_holder *h);
+int nxq_holder_follow(struct nxq_holder *h);
 long nxq_cdev_owners(void);
 int nxq_cdev_init(void);
 void nxq_cdev_exit(void);

@@ -6,7 +6,8 @@
  * The ledger is in layers; a file calls only the layers below it:
  *
  *   objects.c   devices, nodes, holders     charge.c   the charge path's
- *               (lifetimes, budgets)                   entry points
+ *   budget.c    (lifetimes, budgets)                   entry points
+ *   holder.c
  *        \                                            /
  *         pressure.c   tickets, victims, escalation
  *             |

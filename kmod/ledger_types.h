@@ -184,6 +184,12 @@ struct nxq_budget_refusal {
  *	not sleep)
  * @holder_signal: tell a holder a ticket was opened or raised (device
  *	lock held: must not sleep)
+ * @holder_follow: a charge of the holder's process is waiting: if that
+ *	process is in another cgroup now, move the holder to its node
+ *	(nxq_holder_rehome()).  Called by the waiting charge every
+ *	NXQ_FOLLOW_NS, with no ledger lock held (it may sleep); 0 or the
+ *	errno the move was refused with.  Absent: a waiting charge stays
+ *	where it was queued
  * @changed: the ledger changed (every event, multicast or not); called
  *	with the device lock or the ledger lock held: must not sleep
  * @event: report an event; called from a work item, in process context,
@@ -203,6 +209,7 @@ struct nxq_ledger_ops {
 	void (*node_removed)(struct nxq_node *node);
 	void (*holder_kill)(struct nxq_holder *h);
 	void (*holder_signal)(struct nxq_holder *h);
+	int (*holder_follow)(struct nxq_holder *h);
 	void (*changed)(void);
 	void (*event)(const struct nxq_event *ev);
 	bool (*listening)(void);

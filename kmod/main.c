@@ -17,11 +17,33 @@
 
 struct nxq_ledger nxq_ledger;
 
+/*
+ * The shells behind the ledger's hooks (as nxquotad's nxquotad.c has its
+ * own): cgroups as node keys (cgroup.c), the sysfs directories of devices
+ * and nodes (sysfs.c, sysfs_node.c), a holder's kill, ticket signal and
+ * cgroup move (cdev.c), events and whether anyone listens (netlink.c).
+ */
+static const struct nxq_ledger_ops nxq_ledger_ops = {
+	.key_put	= nxq_cgroup_key_put,
+	.key_dead	= nxq_cgroup_key_dead,
+	.key_path	= nxq_cgroup_key_path,
+	.device_added	= nxq_sysfs_device_added,
+	.device_removed	= nxq_sysfs_device_removed,
+	.node_added	= nxq_sysfs_node_added,
+	.node_removed	= nxq_sysfs_node_removed,
+	.holder_kill	= nxq_holder_kill,
+	.holder_signal	= nxq_holder_signal,
+	.holder_follow	= nxq_holder_follow,
+	.changed	= nxq_nl_changed,
+	.event		= nxq_nl_event,
+	.listening	= nxq_nl_listening,
+};
+
 static int __init nxq_init(void)
 {
 	int err;
 
-	nxq_ledger_init(&nxq_ledger, &nxq_cgroup_ledger_ops);
+	nxq_ledger_init(&nxq_ledger, &nxq_ledger_ops);
 	err = nxq_sysfs_init();
 	if (err)
 		return err;

@@ -270,7 +270,7 @@ static int nxq_nl_dump_devices(struct sk_buff *skb, struct netlink_callback *cb,
 /* ---- devices ---- */
 
 /*
- * Put the attributes of one message (abi.c decides which) into @skb:
+ * Put the attributes of one message (abi_genl.c decides which) into @skb:
  * every authority sends the same ones.
  */
 static int nxq_nl_put_msg(struct sk_buff *skb, const struct nxq_abi_msg *m)
@@ -663,8 +663,8 @@ dropped:
 /*
  * The handlers of the operations; everything else about them (policy,
  * maxattr, do or dump, the administration's) is the ABI's table,
- * generated from the spec (abi.c), from which nxq_nl_init() builds the
- * family's ops.
+ * generated from the spec (abi_genl.c), from which nxq_nl_init() builds
+ * the family's ops.
  */
 struct nxq_nl_handlers {
 	u8 cmd;

@@ -4,7 +4,9 @@
  * budget nodes and holders: creation, lookup, budgets, lifetimes (see
  * ledger_types.h).  Setting a budget or a capacity serves the queue and
  * asks for what a lowered max takes back, so this layer sits above
- * pressure; it calls nothing of charge.c, its sibling.
+ * pressure; it calls nothing of charge.c, its sibling.  objects.c has
+ * the ledger, devices and nodes' lifetimes, budget.c nodes' budgets and
+ * refusal messages, holder.c holders.
  */
 #ifndef _NXQ_OBJECTS_H
 #define _NXQ_OBJECTS_H

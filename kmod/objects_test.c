@@ -394,6 +394,181 @@ static void nxq_test_rehome(struct kunit *test)
 	tree_free(t);
 }
 
+/* Issue 30: move @h to @n as a charge's shell would; its errno. */
+static int rehome(struct tree *t, struct nxq_holder *h, struct nxq_node *n)
+{
+	int err;
+
+	mutex_lock(&t->l.lock);
+	n->refs++;	/* the reference the holder takes on success */
+	err = nxq_holder_rehome(h, n);
+	if (err)
+		n->refs--;
+	mutex_unlock(&t->l.lock);
+	return err;
+}
+
+/*
+ * A move is checked as a registration there is: b's holders_max (2) and
+ * priority_max refuse it, and the holder stays, counted where it was; a
+ * move inside a full subtree (a's holders_max 1, c to a) is no newcomer.
+ * Broken by checking no limit on the move (as before issue 30): 3 holders
+ * in b, then the priority case granted.
+ */
+static void nxq_test_rehome_limits(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hb[2], *h, *hp;
+	int i;
+
+	spin_lock(&t->dev->lock);
+	t->b->lim[NXQ_LIM_HOLDERS] = 2;
+	spin_unlock(&t->dev->lock);
+	for (i = 0; i < 2; i++)
+		hb[i] = holder_new(test, t, t->b);
+	h = holder_new(test, t, t->c);
+	KUNIT_ASSERT_EQ(test, nxq_charge(h, MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, rehome(t, h, t->b), -EMFILE);
+	KUNIT_EXPECT_PTR_EQ(test, h->node, t->c);
+	KUNIT_EXPECT_EQ(test, t->b->subtree_holders, 2U);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_holders, 1U);
+	KUNIT_EXPECT_EQ(test, t->c->nr_holders, 1U);
+	KUNIT_EXPECT_EQ(test, t->root->subtree_holders, 3U);
+	/* Refused, it still charges where it is. */
+	KUNIT_EXPECT_EQ(test, nxq_charge(h, MiB, 0, NULL), 0);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 2 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 0ULL);
+
+	/* Room made in b: the move goes through. */
+	holder_free(hb[1]);
+	KUNIT_EXPECT_EQ(test, rehome(t, h, t->b), 0);
+	KUNIT_EXPECT_EQ(test, t->b->subtree_holders, 2U);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_holders, 0U);
+
+	/* Inside a full subtree: a holders_max 1, from c to a. */
+	hp = holder_prio(test, t, t->c, 3);
+	spin_lock(&t->dev->lock);
+	t->a->lim[NXQ_LIM_HOLDERS] = 1;
+	t->a->lim[NXQ_LIM_PRIORITY] = 3;
+	t->b->lim[NXQ_LIM_HOLDERS] = 3;
+	t->b->lim[NXQ_LIM_PRIORITY] = 2;
+	spin_unlock(&t->dev->lock);
+	KUNIT_EXPECT_EQ(test, rehome(t, hp, t->a), 0);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_holders, 1U);
+	KUNIT_EXPECT_EQ(test, t->a->nr_holders, 1U);
+	/* Priority 3 into b (priority_max 2), though b has room. */
+	KUNIT_EXPECT_EQ(test, rehome(t, hp, t->b), -EPERM);
+	KUNIT_EXPECT_PTR_EQ(test, hp->node, t->a);
+	KUNIT_EXPECT_EQ(test, t->b->subtree_holders, 2U);
+
+	holder_free(hp);
+	holder_free(h);
+	holder_free(hb[0]);
+	KUNIT_EXPECT_EQ(test, t->root->subtree_holders, 0U);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	tree_free(t);
+}
+
+/* Where fake_follow() moves a holder (its process "moved" there). */
+static struct tree *follow_tree;
+static struct nxq_node *follow_to;
+static int follow_calls;
+
+static int fake_follow(struct nxq_holder *h)
+{
+	int err;
+
+	follow_calls++;
+	if (!READ_ONCE(follow_to))
+		return 0;
+	err = rehome(follow_tree, h, follow_to);
+	return err == -ENOENT ? 0 : err;
+}
+
+static const struct nxq_ledger_ops follow_ops = {
+	.key_put = fake_key_put,
+	.key_dead = fake_key_dead,
+	.holder_signal = fake_signal,
+	.holder_kill = fake_kill,
+	.holder_follow = fake_follow,
+};
+
+/*
+ * A charge waiting under a's max (3M, full) when its process moves to b
+ * (room) is granted on b's path within a follow period or two, not at
+ * its timeout (3 s); its count of waiters moves with it.  Into a cgroup
+ * whose waiters_max is reached it ends with EAGAIN; into one whose
+ * holders_max is, with the move's EMFILE.  Broken by not asking the
+ * shell while waiting (as before issue 30): the first wait times out.
+ */
+static void nxq_test_rehome_waiting(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hf, *hw, *hx;
+	struct waiter_thread w;
+	u64 t0, ms;
+
+	t->l.ops = &follow_ops;
+	follow_tree = t;
+	follow_to = NULL;
+	follow_calls = 0;
+	nxq_node_set_max(t->a, 3 * MiB);
+	hf = holder_new(test, t, t->c);
+	hw = holder_new(test, t, t->c);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hf, 3 * MiB, 0, NULL), 0);
+
+	waiter_start(test, t, &w, hw, 2 * MiB, 3000);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_waiters, 1U);
+	t0 = ktime_get_ns();
+	WRITE_ONCE(follow_to, t->b);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), 0);
+	ms = (ktime_get_ns() - t0) / NSEC_PER_MSEC;
+	KUNIT_EXPECT_LT(test, ms, 1000ULL);
+	KUNIT_EXPECT_GT(test, follow_calls, 0);
+	KUNIT_EXPECT_PTR_EQ(test, hw->node, t->b);
+	KUNIT_EXPECT_EQ(test, usage(t->b), 2 * MiB);
+	KUNIT_EXPECT_EQ(test, usage(t->a), 3 * MiB);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_waiters, 0U);
+	KUNIT_EXPECT_EQ(test, t->b->subtree_waiters, 0U);
+	KUNIT_EXPECT_EQ(test, t->root->subtree_waiters, 0U);
+
+	/* Into b with its waiters_max (0) reached: EAGAIN, counts back. */
+	WRITE_ONCE(follow_to, NULL);
+	hx = holder_new(test, t, t->c);
+	spin_lock(&t->dev->lock);
+	t->b->lim[NXQ_LIM_WAITERS] = 0;
+	t->b->lim[NXQ_LIM_HOLDERS] = 3;
+	spin_unlock(&t->dev->lock);
+	nxq_node_set_max(t->b, MiB);	/* b grants nothing at once */
+	waiter_start(test, t, &w, hx, MiB, 3000);
+	WRITE_ONCE(follow_to, t->b);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, t->a->subtree_waiters, 0U);
+	KUNIT_EXPECT_EQ(test, t->b->subtree_waiters, 0U);
+	KUNIT_EXPECT_EQ(test, t->root->subtree_waiters, 0U);
+
+	/* Into b with its holders_max reached: the move's EMFILE. */
+	WRITE_ONCE(follow_to, NULL);
+	holder_free(hx);
+	hx = holder_new(test, t, t->c);
+	spin_lock(&t->dev->lock);
+	t->b->lim[NXQ_LIM_HOLDERS] = 1;
+	spin_unlock(&t->dev->lock);
+	waiter_start(test, t, &w, hx, MiB, 3000);
+	WRITE_ONCE(follow_to, t->b);
+	KUNIT_EXPECT_EQ(test, waiter_end(&w), -EMFILE);
+	KUNIT_EXPECT_PTR_EQ(test, hx->node, t->c);
+	KUNIT_EXPECT_EQ(test, t->b->subtree_holders, 1U);
+	KUNIT_EXPECT_EQ(test, t->root->subtree_waiters, 0U);
+
+	WRITE_ONCE(follow_to, NULL);
+	holder_free(hx);
+	holder_free(hw);
+	holder_free(hf);
+	KUNIT_EXPECT_EQ(test, usage(t->root), 0ULL);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_objects_cases[] = {
 	KUNIT_CASE(nxq_test_device_keys),
 	KUNIT_CASE(nxq_test_detach),
@@ -403,6 +578,8 @@ static struct kunit_case nxq_objects_cases[] = {
 	KUNIT_CASE(nxq_test_budget_check),
 	KUNIT_CASE(nxq_test_claims_bounded),
 	KUNIT_CASE(nxq_test_rehome),
+	KUNIT_CASE(nxq_test_rehome_limits),
+	KUNIT_CASE(nxq_test_rehome_waiting),
 	{}
 };
 

@@ -23,9 +23,9 @@
  * running handlers, and none starts after it, so neither wrapper nor node
  * is used once deleted.
  *
- * Size (over 800 lines): one show/store pair per documented attribute
- * (tests/sysfs-doc.sh holds this file to Documentation); per-device and
- * per-node attributes would split cleanly into two files, not done yet.
+ * This file has the root, devices/ and devices/<KEY>/; a budget node's
+ * directory, devices/<KEY>/nodes/<ID>/, is sysfs_node.c's (the two share
+ * sysfs.h).  tests/sysfs-doc.sh holds both to Documentation.
  */
 #include <linux/kobject.h>
 #include <linux/sysfs.h>
@@ -38,23 +38,11 @@
 #include <linux/kdev_t.h>
 
 #include "internal.h"
+#include "sysfs.h"
 
 static struct kobject *nxq_root_kobj;
 static struct kobject *nxq_devices_kobj;
 
-struct nxq_dev_kobj {
-	struct kobject kobj;
-	struct kobject *nodes;
-	struct nxq_device *dev;
-};
-
-struct nxq_node_kobj {
-	struct kobject kobj;
-	struct nxq_node *node;
-};
-
-#define to_dev(k)	(container_of(k, struct nxq_dev_kobj, kobj)->dev)
-#define to_node(k)	(container_of(k, struct nxq_node_kobj, kobj)->node)
 
 /*
  * Parse a size: decimal bytes with an optional suffix K, M, G, T, P or E
@@ -152,8 +140,16 @@ static ssize_t nxq_store_words(struct kobject *kobj, const char *buf,
 	return err ? err : count;
 }
 
-/* A root-only write of one size: "4G", or "max" where @is_max. */
-static int nxq_store_size(const char *buf, size_t count, bool is_max, u64 *v)
+/**
+ * nxq_store_size() - a root-only write of one size
+ * @buf: what was written
+ * @count: its length
+ * @is_max: "max" is accepted (NXQ_UNLIMITED)
+ * @v: set on success
+ *
+ * Return: 0, -EPERM without CAP_SYS_ADMIN, -EINVAL, -ERANGE, -ENOMEM.
+ */
+int nxq_store_size(const char *buf, size_t count, bool is_max, u64 *v)
 {
 	char *line, *w[1];
 	int n, err;
@@ -168,7 +164,15 @@ static int nxq_store_size(const char *buf, size_t count, bool is_max, u64 *v)
 	return err;
 }
 
-static ssize_t nxq_emit_u64(char *buf, u64 v, bool is_max)
+/**
+ * nxq_emit_u64() - show a number, "max" for NXQ_UNLIMITED where @is_max
+ * @buf: the sysfs page
+ * @v: the number
+ * @is_max: a max: NXQ_UNLIMITED reads "max"
+ *
+ * Return: the bytes written.
+ */
+ssize_t nxq_emit_u64(char *buf, u64 v, bool is_max)
 {
 	if (is_max && v == NXQ_UNLIMITED)
 		return sysfs_emit(buf, "max\n");
@@ -598,215 +602,6 @@ static const struct kobj_type nxq_dev_ktype = {
 	.default_groups	= nxq_dev_groups,
 };
 
-/* ---- devices/<KEY>/nodes/<ID>/ ---- */
-
-static ssize_t path_show(struct kobject *kobj, struct kobj_attribute *attr,
-			 char *buf)
-{
-	struct cgroup *cgrp = to_node(kobj)->key;
-	int len;
-
-	len = cgroup_path(cgrp, buf, PAGE_SIZE - 1);
-	if (len < 0)
-		return len;
-	if (len >= PAGE_SIZE - 1)
-		return -ENAMETOOLONG;
-	len = strlen(buf);
-	return len + sysfs_emit_at(buf, len, "\n");
-}
-
-static struct kobj_attribute nxq_path_attr = __ATTR(path, 0400, path_show,
-						    NULL);
-
-/*
- * A file that shows one field of the node's budget (nxq_node_budget(),
- * under the device lock), "max" for unlimited where @_is_max: its show
- * function and its attribute, @_mode 0400 or 0600 with @_store.  "#_name",
- * not __stringify(): "current" must not expand as the macro.
- */
-#define NXQ_NODE_BUDGET(_name, _field, _is_max, _mode, _store)		\
-static ssize_t node_##_name##_show(struct kobject *kobj,		\
-				   struct kobj_attribute *attr, char *buf) \
-{									\
-	struct nxq_budget b;						\
-									\
-	nxq_node_budget(to_node(kobj), &b);				\
-	return nxq_emit_u64(buf, b._field, _is_max);			\
-}									\
-static struct kobj_attribute nxq_node_##_name##_attr = {		\
-	.attr = { .name = #_name, .mode = _mode },			\
-	.show = node_##_name##_show,					\
-	.store = _store,						\
-}
-
-#define NXQ_NODE_COUNTER(name)						\
-static ssize_t node_##name##_show(struct kobject *kobj,			\
-				  struct kobj_attribute *attr, char *buf) \
-{									\
-	struct nxq_node *node = to_node(kobj);				\
-	u64 v;								\
-									\
-	spin_lock(&node->dev->lock);					\
-	v = node->name;							\
-	spin_unlock(&node->dev->lock);					\
-	return nxq_emit_u64(buf, v, false);				\
-}									\
-static struct kobj_attribute nxq_node_##name##_attr =			\
-	__ATTR(name, 0400, node_##name##_show, NULL)
-
-NXQ_NODE_COUNTER(tickets);
-NXQ_NODE_COUNTER(bytes_asked);
-NXQ_NODE_COUNTER(bytes_released);
-NXQ_NODE_COUNTER(kills);
-
-static ssize_t kill_on_ignore_show(struct kobject *kobj,
-				   struct kobj_attribute *attr, char *buf)
-{
-	struct nxq_node *node = to_node(kobj);
-	bool on;
-
-	spin_lock(&node->dev->lock);
-	on = node->kill_on_ignore;
-	spin_unlock(&node->dev->lock);
-	return sysfs_emit(buf, "%d\n", on);
-}
-
-static ssize_t kill_on_ignore_store(struct kobject *kobj,
-				    struct kobj_attribute *attr,
-				    const char *buf, size_t count)
-{
-	bool on;
-
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	if (kstrtobool(buf, &on))
-		return -EINVAL;
-	nxq_node_set_kill_on_ignore(to_node(kobj), on);
-	return count;
-}
-
-static struct kobj_attribute nxq_kill_on_ignore_attr =
-	__ATTR(kill_on_ignore, 0600, kill_on_ignore_show, kill_on_ignore_store);
-
-static ssize_t nxq_node_store(struct kobject *kobj, const char *buf,
-			      size_t count, bool is_max)
-{
-	struct nxq_node *node = to_node(kobj);
-	struct nxq_budget_refusal why;
-	struct nxq_budget_req r = {};
-	u64 v;
-	int err = nxq_store_size(buf, count, is_max, &v);
-
-	if (err)
-		return err;
-	if (is_max) {
-		r.set_max = true;
-		r.max = v;
-	} else {
-		r.set_min = true;
-		r.min = v;
-	}
-	/* Checked as set_budget checks it; only the device lock is taken. */
-	err = nxq_node_apply(node, &r, &why);
-	if (err) {
-		nxq_budget_refused(node, &why, NULL, 0);
-		return err;
-	}
-	return count;
-}
-
-static ssize_t max_store(struct kobject *kobj, struct kobj_attribute *attr,
-			 const char *buf, size_t count)
-{
-	return nxq_node_store(kobj, buf, count, true);
-}
-
-static ssize_t min_store(struct kobject *kobj, struct kobj_attribute *attr,
-			 const char *buf, size_t count)
-{
-	return nxq_node_store(kobj, buf, count, false);
-}
-
-static ssize_t node_holders_show(struct kobject *kobj,
-				 struct kobj_attribute *attr, char *buf)
-{
-	/* Informational; the ledger lock guards it, a stale read is fine. */
-	return sysfs_emit(buf, "%u\n", data_race(to_node(kobj)->nr_holders));
-}
-
-NXQ_NODE_BUDGET(max, max, true, 0600, max_store);
-NXQ_NODE_BUDGET(min, min, false, 0600, min_store);
-NXQ_NODE_BUDGET(effective_min, effective_min, false, 0400, NULL);
-NXQ_NODE_BUDGET(effective_max, effective_max, true, 0400, NULL);
-NXQ_NODE_BUDGET(claimed, claimed, false, 0400, NULL);
-NXQ_NODE_BUDGET(overcommitted, overcommitted, false, 0400, NULL);
-NXQ_NODE_BUDGET(current, current_bytes, false, 0400, NULL);
-NXQ_NODE_BUDGET(borrowed, borrowed, false, 0400, NULL);
-NXQ_NODE_BUDGET(max_hits, max_hits, false, 0400, NULL);
-NXQ_NODE_BUDGET(denials, denials, false, 0400, NULL);
-static struct kobj_attribute nxq_node_holders_attr =
-	__ATTR(holders, 0400, node_holders_show, NULL);
-
-/* The limit that binds the node: its own, inherited, or the default. */
-#define NXQ_NODE_LIMIT(name, which)					\
-static ssize_t node_##name##_show(struct kobject *kobj,			\
-				  struct kobj_attribute *attr, char *buf) \
-{									\
-	struct nxq_node *node = to_node(kobj);				\
-	u32 v;								\
-									\
-	spin_lock(&node->dev->lock);					\
-	v = nxq_node_limit(node, which);				\
-	spin_unlock(&node->dev->lock);					\
-	if (v == U32_MAX)						\
-		return sysfs_emit(buf, "max\n");			\
-	return sysfs_emit(buf, "%u\n", v);				\
-}									\
-static struct kobj_attribute nxq_node_##name##_attr =			\
-	__ATTR(name, 0400, node_##name##_show, NULL)
-
-NXQ_NODE_LIMIT(holders_max, NXQ_LIM_HOLDERS);
-NXQ_NODE_LIMIT(waiters_max, NXQ_LIM_WAITERS);
-NXQ_NODE_LIMIT(priority_max, NXQ_LIM_PRIORITY);
-NXQ_NODE_LIMIT(wait_max_ms, NXQ_LIM_WAIT_MS);
-
-static struct attribute *nxq_node_attrs[] = {
-	&nxq_path_attr.attr,
-	&nxq_node_max_attr.attr,
-	&nxq_node_min_attr.attr,
-	&nxq_node_effective_min_attr.attr,
-	&nxq_node_effective_max_attr.attr,
-	&nxq_node_claimed_attr.attr,
-	&nxq_node_overcommitted_attr.attr,
-	&nxq_node_current_attr.attr,
-	&nxq_node_borrowed_attr.attr,
-	&nxq_node_max_hits_attr.attr,
-	&nxq_node_denials_attr.attr,
-	&nxq_node_holders_attr.attr,
-	&nxq_node_tickets_attr.attr,
-	&nxq_node_bytes_asked_attr.attr,
-	&nxq_node_bytes_released_attr.attr,
-	&nxq_node_kills_attr.attr,
-	&nxq_kill_on_ignore_attr.attr,
-	&nxq_node_holders_max_attr.attr,
-	&nxq_node_waiters_max_attr.attr,
-	&nxq_node_priority_max_attr.attr,
-	&nxq_node_wait_max_ms_attr.attr,
-	NULL,
-};
-ATTRIBUTE_GROUPS(nxq_node);
-
-static void nxq_node_kobj_release(struct kobject *kobj)
-{
-	kfree(container_of(kobj, struct nxq_node_kobj, kobj));
-}
-
-static const struct kobj_type nxq_node_ktype = {
-	.release	= nxq_node_kobj_release,
-	.sysfs_ops	= &kobj_sysfs_ops,
-	.default_groups	= nxq_node_groups,
-};
-
 /* ---- ledger hooks ---- */
 
 /**
@@ -854,49 +649,6 @@ void nxq_sysfs_device_removed(struct nxq_device *dev)
 	kobject_del(&dk->kobj);
 	kobject_put(&dk->kobj);
 	dev->priv = NULL;
-}
-
-/**
- * nxq_sysfs_node_added() - create nodes/<ID>/
- * @node: the new node; the ledger lock is held
- *
- * Return: 0, -ENOMEM, or kobject_add()'s error.
- */
-int nxq_sysfs_node_added(struct nxq_node *node)
-{
-	struct nxq_dev_kobj *dk = node->dev->priv;
-	struct nxq_node_kobj *nk;
-	int err;
-
-	if (!dk)
-		return 0;
-	nk = kzalloc(sizeof(*nk), GFP_KERNEL);
-	if (!nk)
-		return -ENOMEM;
-	nk->node = node;
-	err = kobject_init_and_add(&nk->kobj, &nxq_node_ktype, dk->nodes,
-				   "%llu", node->id);
-	if (err) {
-		kobject_put(&nk->kobj);
-		return err;
-	}
-	node->priv = nk;
-	return 0;
-}
-
-/**
- * nxq_sysfs_node_removed() - delete nodes/<ID>/
- * @node: the node about to be freed; the ledger lock is held
- */
-void nxq_sysfs_node_removed(struct nxq_node *node)
-{
-	struct nxq_node_kobj *nk = node->priv;
-
-	if (!nk)
-		return;
-	kobject_del(&nk->kobj);
-	kobject_put(&nk->kobj);
-	node->priv = NULL;
 }
 
 /**
