@@ -85,7 +85,7 @@ static void put(struct json_object *doc)
 }
 
 /* Event types' names, by NXQUOTA_EVENT_TYPE_*. */
-const char *const event_names[NXQUOTA_EVENT_TYPE_KILLED + 1] = {
+const char *const event_names[NXQUOTA_EVENT_TYPE_ESCAPED + 1] = {
 	[NXQUOTA_EVENT_TYPE_DEVICE_ADDED] = "device-added",
 	[NXQUOTA_EVENT_TYPE_DEVICE_REMOVED] = "device-removed",
 	[NXQUOTA_EVENT_TYPE_BUDGET_CHANGED] = "budget-changed",
@@ -93,6 +93,7 @@ const char *const event_names[NXQUOTA_EVENT_TYPE_KILLED + 1] = {
 	[NXQUOTA_EVENT_TYPE_TICKET_ISSUED] = "ticket-issued",
 	[NXQUOTA_EVENT_TYPE_TICKET_ANSWERED] = "ticket-answered",
 	[NXQUOTA_EVENT_TYPE_KILLED] = "killed",
+	[NXQUOTA_EVENT_TYPE_ESCAPED] = "escaped",
 };
 
 static struct json_object *device(const struct dev *d)
