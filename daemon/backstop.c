@@ -737,6 +737,31 @@ u64 nxqd_backstop_each(void (*fn)(void *ctx,
 }
 
 /**
+ * nxqd_backstop_budget_msg() - a budget node's measure, into its dump
+ * @device: the device's key
+ * @cgroup_id: the node's cgroup id
+ * @m: the node's message (nxq_abi_budget_msg()), to which the measured
+ *	and escaped attributes are added when the last poll measured it
+ *
+ * Context: the loop.
+ */
+void nxqd_backstop_budget_msg(const char *device, u64 cgroup_id,
+			      struct nxq_abi_msg *m)
+{
+	struct nxqd_backstop_use u;
+
+	if (nxqd_backstop_measured(device, cgroup_id, &u) ||
+	    m->n + 2 > NXQ_ABI_MSG_ATTRS)
+		return;
+	m->a[m->n++] = (struct nxq_abi_attr){
+		.type = NXQUOTA_A_BUDGET_MEASURED, .kind = NXQ_ABI_U64,
+		.v = u.measured };
+	m->a[m->n++] = (struct nxq_abi_attr){
+		.type = NXQUOTA_A_BUDGET_ESCAPED, .kind = NXQ_ABI_U64,
+		.v = u.flagged };
+}
+
+/**
  * nxqd_backstop_measured() - what NVML measured under one budget node
  * @device: the device's key
  * @cgroup_id: the budget node's cgroup id

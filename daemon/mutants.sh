@@ -406,6 +406,10 @@ mutant backstop-no-kill DAEMON_SRCS DAEMON_BIN backstop.c \
 mutant backstop-said-each-poll DAEMON_SRCS DAEMON_BIN backstop.c \
 	's/if (was \&\& (was->killed || !killed))/if (0)/' \
 	'nxquotad-backstop.bs_test_flagged' 'Expected'
+# The budget dump (nxquotactl status, metrics) without the measure.
+mutant backstop-not-in-dump DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/m->n + 2 > NXQ_ABI_MSG_ATTRS)/1)/' \
+	'nxquotad-backstop.bs_test_flagged' 'Expected'
 # Processes with no budget are not held against default_max.
 mutant backstop-no-default-max DAEMON_SRCS DAEMON_BIN backstop.c \
 	's/if (dev->default_max == NXQ_UNLIMITED)/if (1)/' \

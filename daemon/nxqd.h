@@ -496,5 +496,8 @@ u64 nxqd_backstop_each(void (*fn)(void *ctx,
 /* One budget node's (on the loop): 0, or -ENOENT if not measured. */
 int nxqd_backstop_measured(const char *device, u64 cgroup_id,
 			   struct nxqd_backstop_use *out);
+/* Its measured and escaped attributes, added to a budget dump's @m. */
+void nxqd_backstop_budget_msg(const char *device, u64 cgroup_id,
+			      struct nxq_abi_msg *m);
 
 #endif /* _NXQD_H */

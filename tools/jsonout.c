@@ -158,6 +158,10 @@ static struct json_object *budget(const struct node *n)
 	u64(o, "waiters_max", n->waiters_max);
 	u64(o, "priority_max", n->priority_max);
 	u64(o, "wait_max_ms", n->wait_max_ms);
+	if (n->has_measured) {	/* nxquotad's backstop only */
+		u64(o, "measured", n->measured);
+		u64(o, "escaped", n->escaped);
+	}
 	return o;
 }
 

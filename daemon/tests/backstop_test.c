@@ -295,6 +295,47 @@ static bool bs_event(int fd, pid_t pid, int ms, struct bs_ev *ev)
 	return false;
 }
 
+/* A budget dump's measured and escaped for one cgroup id (~0: absent). */
+struct bs_dump {
+	__u64 id, measured, escaped;
+};
+
+static void bs_dump_each(void *ctx, struct nlattr *a, int rem)
+{
+	struct bs_dump *w = ctx;
+	__u64 id = 0, me = ~0ULL, es = ~0ULL;
+
+	for (; rem >= NLA_HDRLEN && a->nla_len >= NLA_HDRLEN &&
+	       a->nla_len <= rem;
+	     rem -= NLA_ALIGN(a->nla_len),
+	     a = (void *)((char *)a + NLA_ALIGN(a->nla_len))) {
+		void *v = (char *)a + NLA_HDRLEN;
+
+		if (a->nla_type == NXQUOTA_A_BUDGET_CGROUP_ID)
+			memcpy(&id, v, 8);
+		else if (a->nla_type == NXQUOTA_A_BUDGET_MEASURED)
+			memcpy(&me, v, 8);
+		else if (a->nla_type == NXQUOTA_A_BUDGET_ESCAPED)
+			memcpy(&es, v, 8);
+	}
+	if (id == w->id) {
+		w->measured = me;
+		w->escaped = es;
+	}
+}
+
+static void bs_budget(struct kunit *test, const struct daemon *d,
+		      struct bs_dump *w)
+{
+	int fd = dial(d->ctl, SOCK_SEQPACKET);
+
+	KUNIT_ASSERT_GE(test, fd, 0);
+	w->measured = w->escaped = ~0ULL;
+	KUNIT_EXPECT_EQ(test, nl_call(fd, NXQUOTA_CMD_BUDGET_GET, NLM_F_DUMP,
+				      NULL, 0, bs_dump_each, w, NULL, 0), 0);
+	close(fd);
+}
+
 /* The cgroup id (inode) of the case's cgroup subdirectory @rel. */
 static u64 bs_cgid(const char *rel)
 {
@@ -320,6 +361,7 @@ static void bs_test_flagged(struct kunit *test)
 	struct tcg cg;
 	struct bs_ev ev = { 0 };
 	char t[160], text[256];
+	struct bs_dump dump;
 	pid_t esc, good;
 	int fd;
 
@@ -345,6 +387,11 @@ static void bs_test_flagged(struct kunit *test)
 	KUNIT_EXPECT_TRUE(test, bs_named(&d, esc, ": named"));
 	KUNIT_EXPECT_FALSE(test, bs_named(&d, good, NULL));
 	KUNIT_EXPECT_EQ(test, bs_reaped(esc, 0), 0);
+	/* the budget dump (nxquotactl status, metrics) carries the measure */
+	dump.id = bs_cgid(t);
+	bs_budget(test, &d, &dump);
+	KUNIT_EXPECT_EQ(test, dump.measured, 72 * MiB);
+	KUNIT_EXPECT_EQ(test, dump.escaped, 1ULL);
 	close(fd);
 	bs_kill(esc);
 	bs_kill(good);
