@@ -370,6 +370,35 @@ bool nxqd_ctl_listening(void)
 	return __atomic_load_n(&ctl.nsubs, __ATOMIC_RELAXED) > 0;
 }
 
+/* @m to every subscriber (any thread); true if a full socket refused it. */
+bool nxqd_ctl_send(const struct nxq_abi_msg *m)
+{
+	struct ctl_conn *c;
+	struct nlb b = { 0 };
+	bool dropped = false;
+	ssize_t n;
+
+	pthread_mutex_lock(&ctl.lock);
+	if (!ctl.nsubs) {
+		pthread_mutex_unlock(&ctl.lock);
+		return false;
+	}
+	nlb_hdr(&b, NXQD_GENL_ID, 0, 0, 0, NXQUOTA_CMD_EVENT);
+	nlb_msg(&b, m);
+	nlb_end(&b);
+	dropped = b.err;
+	list_for_each_entry(c, &ctl.conns, link) {
+		if (!c->subscribed || b.err)
+			continue;
+		n = send(c->w.fd, b.p, b.len, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && errno == EAGAIN)
+			dropped = true;
+	}
+	pthread_mutex_unlock(&ctl.lock);
+	free(b.p);
+	return dropped;
+}
+
 /**
  * nxqd_ctl_event() - send a ledger event to every subscriber
  * @ev: the event
@@ -383,32 +412,8 @@ bool nxqd_ctl_listening(void)
 void nxqd_ctl_event(const struct nxq_event *ev)
 {
 	struct nxq_abi_msg m;
-	struct ctl_conn *c;
-	struct nlb b = { 0 };
-	bool dropped = false;
-	ssize_t n;
 
-	if (!nxq_abi_event_msg(ev, &m))
-		return;
-	pthread_mutex_lock(&ctl.lock);
-	if (!ctl.nsubs) {
-		pthread_mutex_unlock(&ctl.lock);
-		return;
-	}
-	nlb_hdr(&b, NXQD_GENL_ID, 0, 0, 0, NXQUOTA_CMD_EVENT);
-	nlb_msg(&b, &m);
-	nlb_end(&b);
-	dropped = b.err;
-	list_for_each_entry(c, &ctl.conns, link) {
-		if (!c->subscribed || b.err)
-			continue;
-		n = send(c->w.fd, b.p, b.len, MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0 && errno == EAGAIN)
-			dropped = true;
-	}
-	pthread_mutex_unlock(&ctl.lock);
-	free(b.p);
-	if (dropped)
+	if (nxq_abi_event_msg(ev, &m) && nxqd_ctl_send(&m))
 		nxq_event_lost(ev);
 }
 

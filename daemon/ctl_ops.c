@@ -164,6 +164,7 @@ int ctl_budget_dump(struct ctl_req *r)
 		xa_for_each(&dev->nodes, id, node) {
 			nxq_abi_budget_msg(node, nxqd_cgroup_key_path(node->key),
 					   &m);
+			nxqd_backstop_budget_msg(dev->key, node->id, &m);
 			ctl_dump_one(r, NXQUOTA_CMD_BUDGET_GET, &m);
 		}
 	}

@@ -401,6 +401,45 @@ mutant state-own-max-lost DAEMON_SRCS DAEMON_BIN state.c \
 mutant not-ready DAEMON_SRCS DAEMON_BIN nxquotad.c \
 	's/"READY=1/"X=1/' \
 	'nxquotad-attack.nxqd_test_notify' 'Expected'
+# Issue 28, the backstop (backstop.c): a pid NVML listed is taken for
+# whatever process has it when it is read (no start-time check): the
+# process given a dead escaper's pid is killed in its place.
+mutant backstop-pid-reuse DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/nxqd_proc_pin(e->pid, -1, ticks ? ticks - 1 : 0, \&e->start)/nxqd_proc_pin(e->pid, -1, ~0ULL, \&e->start)/' \
+	'nxquotad-backstop.bs_test_pid_reuse' 'Expected'
+# The whole group over its max is named and killed, charged or not.
+mutant backstop-group-killed DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/^\t\t    bs_uncharged(e))$/\t\t    1)/;s/i < n \&\& cover < over;/i < n;/' \
+	'nxquotad-backstop.bs_test_neighbour' 'Expected'
+# A process's own holders' charges are not held against its measure.
+mutant backstop-charges-ignored DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/e->charged = bs_add(e->charged, h->charge);/;/' \
+	'nxquotad-backstop.bs_test_neighbour' 'Expected'
+# No allowance per process in the group's measure.
+mutant backstop-no-allowance DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/bs_mul(nxqd_backstop_allow, g\[i\].processes)/bs_mul(0, g[i].processes)/' \
+	'nxquotad-backstop.bs_test_within' 'Expected'
+# A max lowered below the charge counts alone (being asked back taken
+# for escaping).
+mutant backstop-max-only DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/max(g\[i\].limit, g\[i\].charged)/g[i].limit/' \
+	'nxquotad-backstop.bs_test_within' 'Expected'
+# -k kills nothing.
+mutant backstop-no-kill DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/if (nxqd_backstop_kill \&\&/if (0 \&\&/' \
+	'nxquotad-backstop.bs_test_killed' 'Expected'
+# The same escape said again at every poll.
+mutant backstop-said-each-poll DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/if (was \&\& (was->killed || !killed))/if (0)/' \
+	'nxquotad-backstop.bs_test_flagged' 'Expected'
+# The budget dump (nxquotactl status, metrics) without the measure.
+mutant backstop-not-in-dump DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/m->n + 2 > NXQ_ABI_MSG_ATTRS)/1)/' \
+	'nxquotad-backstop.bs_test_flagged' 'Expected'
+# Processes with no budget are not held against default_max.
+mutant backstop-no-default-max DAEMON_SRCS DAEMON_BIN backstop.c \
+	's/if (dev->default_max == NXQ_UNLIMITED)/if (1)/' \
+	'nxquotad-backstop.bs_test_default_max' 'Expected'
 wait
 for n in "${names[@]}"; do
 	cat "$tmp/$n.out"

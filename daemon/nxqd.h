@@ -20,14 +20,16 @@
  *   ctl.c       the control socket: kmod/netlink.c's family (transport,
  *               who may speak, dispatch, events)
  *   ctl_ops.c   its operations: devices, budgets, holders (ctl.h between)
+ *   backstop.c  NVML's measure of each process against the ledger
  *   nxquotad.c  main(), the options, the ledger's hooks
  *
  * Threads: the loop runs every socket, every ledger call and every fiber
  * (a waiting charge parks as one, see compat/uk.c); besides it there are
  * only the eventfd writer (signal.c), the compat layer's workqueue (the
  * ledger's event work: ctl.c's nxqd_ctl_event()) and its RCU callbacks
- * (frees).  Nothing of the daemon's is taken under a ledger lock but the
- * signal queue's lock (nxqd_efd_signal()).
+ * (frees), and the backstop's NVML reader (backstop.c).  Nothing of the
+ * daemon's is taken under a ledger lock but the signal queue's lock
+ * (nxqd_efd_signal()).
  *
  * Keys and identities:
  *  - node keys are struct nxqd_cg (opaque here): a cgroup2 directory,
@@ -478,5 +480,53 @@ void nxqd_ctl_stop(void);
 void nxqd_ctl_event(const struct nxq_event *ev);
 /* The ledger's listening hook: has any connection subscribed? */
 bool nxqd_ctl_listening(void);
+/*
+ * Send an event the daemon makes (backstop.c's) to every subscriber, from
+ * any thread.  Return: true if a full socket refused it (lost to it).
+ */
+bool nxqd_ctl_send(const struct nxq_abi_msg *m);
+
+/* ---- backstop.c: NVML's measure against the ledger ---- */
+
+/* Default poll period (-b, 0: off) and allowance per process (-x). */
+#define NXQD_BACKSTOP_MS	1000
+#define NXQD_BACKSTOP_ALLOW	(256ULL << 20)
+extern unsigned int nxqd_backstop_ms;
+extern u64 nxqd_backstop_allow;
+extern bool nxqd_backstop_kill;		/* -k: kill what is named */
+
+/*
+ * What the backstop's last poll measured in one group: a budget node
+ * with a max of its own (@cgroup_id its cgroup's), or a top-level cgroup
+ * of processes with no budget, under the device's default_max
+ * (@cgroup_id 0).  Bytes are NVML's usedGpuMemory, residency as the
+ * driver counts it, summed over the processes of the subtree.
+ */
+struct nxqd_backstop_use {
+	char device[NXQ_DEVICE_KEY_MAX];
+	char *path;			/* the cgroup2 path */
+	u64 cgroup_id;
+	u64 limit;			/* its max (or default_max) */
+	u64 charged;			/* what the ledger charged it */
+	u64 measured;			/* what NVML measured under it */
+	u64 allowed;			/* max(limit, charged) + allowance each */
+	u32 processes;			/* NVML's processes under it */
+	u64 flagged;			/* processes named, so far */
+	u64 killed;			/* of them, killed (-k) */
+	bool unnamed;			/* over with none to name (said) */
+};
+
+int nxqd_backstop_start(void);
+void nxqd_backstop_stop(void);
+/* Each group of the last poll (on the loop); Return: polls so far. */
+u64 nxqd_backstop_each(void (*fn)(void *ctx,
+				  const struct nxqd_backstop_use *u),
+		       void *ctx);
+/* One budget node's (on the loop): 0, or -ENOENT if not measured. */
+int nxqd_backstop_measured(const char *device, u64 cgroup_id,
+			   struct nxqd_backstop_use *out);
+/* Its measured and escaped attributes, added to a budget dump's @m. */
+void nxqd_backstop_budget_msg(const char *device, u64 cgroup_id,
+			      struct nxq_abi_msg *m);
 
 #endif /* _NXQD_H */

@@ -16,7 +16,8 @@
  * Usage: nxquotad [-s SOCKET] [-c CONTROL] [-g GROUP] [-S STATEDIR]
  *                 [-G GRACE_MS] [-R RECORD_MS] [-C CGROUP2DIR]
  *                 [-N CONNS] [-K PER_CGROUP] [-U PER_UID] [-P PER_PROCESS]
- *                 [-Q RESERVE] [-B BUSY_US] [-v]
+ *                 [-Q RESERVE] [-B BUSY_US] [-b BACKSTOP_MS]
+ *                 [-x ALLOWANCE] [-k] [-v]
  */
 #include <linux/types.h>
 #include <getopt.h>
@@ -61,13 +62,36 @@ static long nxqd_num(const char *s, bool zero_ok)
 	return v;
 }
 
+/* A byte count for an option (digits, a K, M, G or T suffix): 0 or -1. */
+static int nxqd_bytes(const char *s, u64 *out)
+{
+	static const char sfx[] = "KMGT";
+	unsigned long long v;
+	const char *p;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -1;
+	if (*end) {
+		p = strchr(sfx, *end);
+		if (!p || end[1] || v > (~0ULL >> (10 * (p - sfx + 1))))
+			return -1;
+		v <<= 10 * (p - sfx + 1);
+	}
+	*out = v;
+	return 0;
+}
+
 static void nxqd_usage(void)
 {
 	fprintf(stderr,
 		"usage: nxquotad [-s SOCKET] [-c CONTROL] [-g GROUP] [-S STATEDIR]\n"
 		"                [-G GRACE_MS] [-R RECORD_MS] [-C CGROUP2DIR]\n"
 		"                [-N CONNS] [-K PER_CGROUP] [-U PER_UID]\n"
-		"                [-P PER_PROCESS] [-Q RESERVE] [-B BUSY_US] [-v]\n");
+		"                [-P PER_PROCESS] [-Q RESERVE] [-B BUSY_US]\n"
+		"                [-b BACKSTOP_MS] [-x ALLOWANCE] [-k] [-v]\n");
 }
 
 /*
@@ -170,7 +194,7 @@ int main(int argc, char **argv)
 	char ctlbuf[PATH_MAX], status[128];
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "s:c:g:S:G:R:C:N:K:P:U:Q:B:v")) != -1) {
+	while ((opt = getopt(argc, argv, "s:c:g:S:G:R:C:N:K:P:U:Q:B:b:x:kv")) != -1) {
 		switch (opt) {
 		case 's':
 			path = optarg;
@@ -230,6 +254,24 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			nxqd_busy_us = n;
+			break;
+		case 'b':
+			/* the backstop's period, 10 ms to an hour (0: off) */
+			n = nxqd_num(optarg, true);
+			if (n < 0 || (n && n < 10) || n > 3600000) {
+				nxqd_usage();
+				return 2;
+			}
+			nxqd_backstop_ms = n;
+			break;
+		case 'x':
+			if (nxqd_bytes(optarg, &nxqd_backstop_allow)) {
+				nxqd_usage();
+				return 2;
+			}
+			break;
+		case 'k':
+			nxqd_backstop_kill = true;
 			break;
 		case 'C':
 			cgdir = optarg;
@@ -309,6 +351,13 @@ int main(int argc, char **argv)
 		nxqd_client_stop();
 		return 1;
 	}
+	err = nxqd_backstop_start();
+	if (err) {
+		fprintf(stderr, "nxquotad: backstop: %s\n", strerror(-err));
+		nxqd_ctl_stop();
+		nxqd_client_stop();
+		return 1;
+	}
 	if (nxqd_verbose)
 		fprintf(stderr, "nxquotad: listening on %s (cgroup2 %s)\n",
 			path, nxqd_cgroup_root());
@@ -321,6 +370,7 @@ int main(int argc, char **argv)
 	nxqd_notify("STOPPING=1");
 	/* what each holder holds stays for the next start: it restores */
 	nxqd_record_final();
+	nxqd_backstop_stop();
 	nxqd_ctl_stop();
 	nxqd_client_stop();
 	nxqd_restart_exit();

@@ -8,6 +8,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <inttypes.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -162,6 +163,13 @@ static int on_event(struct nl_msg *msg, void *arg)
 		break;
 	case NXQUOTA_EVENT_TYPE_KILLED:
 		printf(" charge=%s", nxq_format_size(bytes, false, a));
+		break;
+	case NXQUOTA_EVENT_TYPE_ESCAPED:
+		/* nxquotad's backstop: NVML's measure beyond the charges */
+		printf(" uncharged=%s subtree-used=%s action=%s",
+		       nxq_format_size(bytes, false, a),
+		       nxq_format_size(value, false, b),
+		       reason == SIGKILL ? "killed" : "named");
 		break;
 	}
 	printf("\n");

@@ -85,7 +85,7 @@ static void put(struct json_object *doc)
 }
 
 /* Event types' names, by NXQUOTA_EVENT_TYPE_*. */
-const char *const event_names[NXQUOTA_EVENT_TYPE_KILLED + 1] = {
+const char *const event_names[NXQUOTA_EVENT_TYPE_ESCAPED + 1] = {
 	[NXQUOTA_EVENT_TYPE_DEVICE_ADDED] = "device-added",
 	[NXQUOTA_EVENT_TYPE_DEVICE_REMOVED] = "device-removed",
 	[NXQUOTA_EVENT_TYPE_BUDGET_CHANGED] = "budget-changed",
@@ -93,6 +93,7 @@ const char *const event_names[NXQUOTA_EVENT_TYPE_KILLED + 1] = {
 	[NXQUOTA_EVENT_TYPE_TICKET_ISSUED] = "ticket-issued",
 	[NXQUOTA_EVENT_TYPE_TICKET_ANSWERED] = "ticket-answered",
 	[NXQUOTA_EVENT_TYPE_KILLED] = "killed",
+	[NXQUOTA_EVENT_TYPE_ESCAPED] = "escaped",
 };
 
 static struct json_object *device(const struct dev *d)
@@ -157,6 +158,10 @@ static struct json_object *budget(const struct node *n)
 	u64(o, "waiters_max", n->waiters_max);
 	u64(o, "priority_max", n->priority_max);
 	u64(o, "wait_max_ms", n->wait_max_ms);
+	if (n->has_measured) {	/* nxquotad's backstop only */
+		u64(o, "measured", n->measured);
+		u64(o, "escaped", n->escaped);
+	}
 	return o;
 }
 

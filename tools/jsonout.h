@@ -25,7 +25,7 @@ void json_devices(const struct ledger *l);
 
 /* Event types' names, by NXQUOTA_EVENT_TYPE_* (the text, JSON and
  * metrics outputs all name them so). */
-extern const char *const event_names[NXQUOTA_EVENT_TYPE_KILLED + 1];
+extern const char *const event_names[NXQUOTA_EVENT_TYPE_ESCAPED + 1];
 
 /* One event of events --json, as on_event() read it. */
 struct json_event {

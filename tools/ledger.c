@@ -94,6 +94,9 @@ int node_cb(struct nlattr **tb, void *arg)
 	n->claimed = u64_or(tb[NXQUOTA_A_BUDGET_CLAIMED], 0);
 	n->overcommitted = tb[NXQUOTA_A_BUDGET_OVERCOMMITTED] &&
 			   nla_get_u8(tb[NXQUOTA_A_BUDGET_OVERCOMMITTED]);
+	n->has_measured = tb[NXQUOTA_A_BUDGET_MEASURED] != NULL;
+	n->measured = u64_or(tb[NXQUOTA_A_BUDGET_MEASURED], 0);
+	n->escaped = u64_or(tb[NXQUOTA_A_BUDGET_ESCAPED], 0);
 	n->min = u64_or(tb[NXQUOTA_A_BUDGET_MIN], 0);
 	n->emin = u64_or(tb[NXQUOTA_A_BUDGET_EFFECTIVE_MIN], 0);
 	n->current = u64_or(tb[NXQUOTA_A_BUDGET_CURRENT], 0);

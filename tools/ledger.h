@@ -40,6 +40,9 @@ struct node {
 	uint32_t holders_max, waiters_max, priority_max, wait_max_ms;
 	bool has_parent, kill_on_ignore;
 	int depth;
+	/* nxquotad's backstop: NVML's measure of the subtree, named */
+	bool has_measured;
+	uint64_t measured, escaped;
 };
 
 struct holder {

@@ -290,6 +290,31 @@ int cmd_metrics(struct ctl *n, int argc)
 				printf("} %" PRIu64 "\n", v);
 		}
 	}
+	/* nxquotad's backstop: only where it measured (not the module) */
+	printf("# HELP nxquota_budget_measured_bytes Device memory NVML gives "
+	       "the cgroup's processes (nxquotad -b; residency).\n"
+	       "# TYPE nxquota_budget_measured_bytes gauge\n");
+	for (i = 0, nd = l.nodes.v; i < l.nodes.n; i++, nd++) {
+		if (!nd->has_measured)
+			continue;
+		printf("nxquota_budget_measured_bytes{device=");
+		nxq_prom_label(stdout, nd->device);
+		printf(",cgroup=");
+		nxq_prom_label(stdout, nd->path);
+		printf("} %" PRIu64 "\n", nd->measured);
+	}
+	printf("# HELP nxquota_budget_escaped_total Processes nxquotad's "
+	       "backstop named in the cgroup (escaped events).\n"
+	       "# TYPE nxquota_budget_escaped_total counter\n");
+	for (i = 0, nd = l.nodes.v; i < l.nodes.n; i++, nd++) {
+		if (!nd->has_measured)
+			continue;
+		printf("nxquota_budget_escaped_total{device=");
+		nxq_prom_label(stdout, nd->device);
+		printf(",cgroup=");
+		nxq_prom_label(stdout, nd->path);
+		printf("} %" PRIu64 "\n", nd->escaped);
+	}
 	printf("# HELP nxquota_holder_charge_bytes Bytes charged to a holder "
 	       "(charge, not residency).\n"
 	       "# TYPE nxquota_holder_charge_bytes gauge\n");

@@ -5,7 +5,9 @@
  * usedGpuMemory, gpuInstanceId, computeInstanceId}; the first version's
  * (nvmlProcessInfo_v1_t) is {pid, usedGpuMemory}.
  */
+#ifndef _GNU_SOURCE	/* nxquotad builds it with -D_GNU_SOURCE */
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>

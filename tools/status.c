@@ -102,7 +102,7 @@ static void status_table(struct ledger *l, const struct attribution *at)
 {
 	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN], c[NXQ_FMT_SIZE_LEN];
 	char d2[NXQ_FMT_SIZE_LEN], e[NXQ_FMT_SIZE_LEN], f[NXQ_FMT_SIZE_LEN];
-	char g[NXQ_FMT_SIZE_LEN], oc[64];
+	char g[NXQ_FMT_SIZE_LEN], oc[128];
 	struct dev *d = l->devs.v;
 	struct node *n = l->nodes.v;
 	struct holder *h = l->holders.v;
@@ -140,6 +140,12 @@ static void status_table(struct ledger *l, const struct attribution *at)
 				 nxq_format_size(n->claimed, false, f));
 		else
 			oc[0] = 0;
+		/* nxquotad's backstop: what NVML measures there */
+		if (n->has_measured)
+			snprintf(oc + strlen(oc), sizeof(oc) - strlen(oc),
+				 "  measured %s, %" PRIu64 " escaped",
+				 nxq_format_size(n->measured, false, f),
+				 n->escaped);
 		printf("%-16s %-28s %8s %8s %8s %8s %8s %8s %7u %7" PRIu64
 		       " %u/%u/%u/%u%s%s\n",
 		       n->device, indented,

@@ -14,6 +14,17 @@
  *                     count that grows between calls, as processes start
  *   FAKE_NVML_LOG     each call appended as a line ("init", "procs v3
  *                     UUID room R -> RC count C", "shutdown")
+ *   FAKE_NVML_LIVE    1: the file is read again at each
+ *                     nvmlDeviceGetCount_v2 (a process that stays
+ *                     initialized, nxquotad's backstop, sees it change)
+ *   FAKE_NVML_DELAY_MS  a process query that fills its buffer logs
+ *                     "filled UUID count C" and sleeps this long before
+ *                     it returns: the window in which a listed process
+ *                     can exit and its pid be reused (daemon/tests)
+ *
+ * A process line may end with a 4th field, START: the process is listed
+ * only while /proc/PID/stat's start time is START (the driver lists a
+ * process while it lives: another one given the pid later is not it).
  *
  * Like the real library: anything before nvmlInit_v2 (or after the last
  * nvmlShutdown) is NVML_ERROR_UNINITIALIZED; a process query whose buffer
@@ -29,6 +40,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define NVML_SUCCESS			0
 #define NVML_ERROR_UNINITIALIZED	1
@@ -53,6 +65,7 @@ typedef struct {
 struct fproc {
 	unsigned int pid;
 	unsigned long long used;
+	unsigned long long start;	/* 0: listed whatever runs as pid */
 };
 
 struct fdev {
@@ -103,20 +116,55 @@ static struct fdev *dev_get(const char *uuid)
 	return &devs[ndevs++];
 }
 
+/* /proc/PID/stat's start time (field 22), 0 if there is no such process. */
+static unsigned long long start_of(unsigned int pid)
+{
+	char file[64], buf[1024], *p;
+	unsigned long long start = 0;
+	FILE *f;
+	int i;
+
+	snprintf(file, sizeof(file), "/proc/%u/stat", pid);
+	f = fopen(file, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	for (i = 2; i < 22 && p; i++)
+		p = strchr(p + 1, ' ');
+	if (!p || sscanf(p + 1, "%llu", &start) != 1)
+		return 0;
+	return start;
+}
+
+static void unload(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < ndevs; i++)
+		free(devs[i].procs);
+	free(devs);
+	devs = NULL;
+	ndevs = 0;
+}
+
 static void load(void)
 {
 	const char *path = getenv("FAKE_NVML_FILE");
 	char line[512], uuid[128], bytes[64];
+	unsigned long long start;
 	unsigned int pid;
 	struct fdev *d;
 	FILE *f;
 	int k;
 
-	ndevs = 0;
+	unload();
 	if (!path || !(f = fopen(path, "r")))
 		return;
 	while (fgets(line, sizeof(line), f)) {
-		k = sscanf(line, "%127s %u %63s", uuid, &pid, bytes);
+		start = 0;
+		k = sscanf(line, "%127s %u %63s %llu", uuid, &pid, bytes,
+			   &start);
 		if (k < 1 || uuid[0] == '#')
 			continue;
 		d = dev_get(uuid);
@@ -128,6 +176,7 @@ static void load(void)
 		d->procs[d->n].pid = pid;
 		d->procs[d->n].used = strcmp(bytes, "na") ?
 				      strtoull(bytes, NULL, 10) : ~0ULL;
+		d->procs[d->n].start = start;
 		d->n++;
 	}
 	fclose(f);
@@ -173,6 +222,8 @@ API int nvmlDeviceGetCount_v2(unsigned int *count)
 		return NVML_ERROR_UNINITIALIZED;
 	if (!count)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	if (env_int("FAKE_NVML_LIVE"))
+		load();
 	*count = ndevs;
 	return NVML_SUCCESS;
 }
@@ -208,6 +259,8 @@ static int procs(const char *api, void *h, unsigned int *count, void *infos,
 	struct fdev *d = h;
 	unsigned int room, seen, i, grow = (unsigned int)env_int("FAKE_NVML_GROW");
 	int err = env_int("FAKE_NVML_PROCS_ERROR");
+	struct fproc live[256];
+	struct fproc *list;
 
 	if (!inits)
 		return NVML_ERROR_UNINITIALIZED;
@@ -216,9 +269,21 @@ static int procs(const char *api, void *h, unsigned int *count, void *infos,
 	room = *count;
 	if (room && !infos)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	/* those listed now: a START that is not the pid's is not listed */
+	list = d->procs;
 	seen = d->n;
+	for (i = 0; i < d->n; i++)
+		if (d->procs[i].start)
+			break;
+	if (i < d->n) {
+		list = live;
+		for (i = seen = 0; i < d->n && seen < 256; i++)
+			if (!d->procs[i].start ||
+			    start_of(d->procs[i].pid) == d->procs[i].start)
+				live[seen++] = d->procs[i];
+	}
 	if (grow > d->calls)
-		seen = d->n > grow - d->calls ? d->n - (grow - d->calls) : 0;
+		seen = seen > grow - d->calls ? seen - (grow - d->calls) : 0;
 	d->calls++;
 	if (!err && seen > room) {
 		*count = seen;
@@ -228,18 +293,22 @@ static int procs(const char *api, void *h, unsigned int *count, void *infos,
 			if (v1) {
 				nvmlProcessInfo_v1_t *p = infos;
 
-				p[i].pid = d->procs[i].pid;
-				p[i].usedGpuMemory = d->procs[i].used;
+				p[i].pid = list[i].pid;
+				p[i].usedGpuMemory = list[i].used;
 			} else {
 				nvmlProcessInfo_t *p = infos;
 
-				p[i].pid = d->procs[i].pid;
-				p[i].usedGpuMemory = d->procs[i].used;
+				p[i].pid = list[i].pid;
+				p[i].usedGpuMemory = list[i].used;
 				p[i].gpuInstanceId = 0xffffffff;
 				p[i].computeInstanceId = 0xffffffff;
 			}
 		}
 		*count = seen;
+		if (room && env_int("FAKE_NVML_DELAY_MS")) {
+			logf_("filled %s count %u", d->uuid, seen);
+			usleep(1000 * env_int("FAKE_NVML_DELAY_MS"));
+		}
 	}
 	logf_("procs %s %s room %u -> %d count %u", api, d->uuid, room, err,
 	      *count);

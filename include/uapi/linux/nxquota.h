@@ -349,6 +349,13 @@ struct nxq_ticket_answer {
  *   was released, value the generation.
  * @NXQUOTA_EVENT_TYPE_KILLED: A holder that ignored its ticket was killed;
  *   bytes is its charge.
+ * @NXQUOTA_EVENT_TYPE_ESCAPED: nxquotad's backstop (nxquotad -b) measured,
+ *   through NVML, more device memory in a cgroup's subtree than its max and
+ *   the allowance let it hold; cgroup-id is the budget node's, pid the process
+ *   named (the one whose measured use its holders' charges cover least), bytes
+ *   what the process uses beyond its charges, value what the subtree uses,
+ *   reason 0 when only named, 9 (SIGKILL) when killed (nxquotad -k). The
+ *   module never sends it.
  */
 enum nxquota_event_type {
 	NXQUOTA_EVENT_TYPE_DEVICE_ADDED = 1,
@@ -358,6 +365,7 @@ enum nxquota_event_type {
 	NXQUOTA_EVENT_TYPE_TICKET_ISSUED,
 	NXQUOTA_EVENT_TYPE_TICKET_ANSWERED,
 	NXQUOTA_EVENT_TYPE_KILLED,
+	NXQUOTA_EVENT_TYPE_ESCAPED,
 };
 
 enum {
@@ -423,6 +431,8 @@ enum {
 	NXQUOTA_A_BUDGET_CLAIMED,
 	NXQUOTA_A_BUDGET_OVERCOMMITTED,
 	NXQUOTA_A_BUDGET_OVERCOMMIT,
+	NXQUOTA_A_BUDGET_MEASURED,
+	NXQUOTA_A_BUDGET_ESCAPED,
 
 	__NXQUOTA_A_BUDGET_CNT,
 	NXQUOTA_A_BUDGET_LAST = (__NXQUOTA_A_BUDGET_CNT - 1)
