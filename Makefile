@@ -22,6 +22,14 @@
 #                   authority (root; "skipped" without a GPU;
 #                   NXQ_FAKE_CUDA=1: on tests/fakecuda); OUT=DIR, default
 #                   build/demo-gpu
+#   make image      the node image (scripts/image.sh): an mmdebstrap root
+#                   of Debian 12's packages and make install, no registry;
+#                   build/image/nxquota-VERSION.tar (podman import) and,
+#                   with podman, localhost/nxquota:VERSION and its OCI
+#                   archive build/image/nxquota-VERSION.oci.tar (root)
+#   make check-image  make image, then the image run by podman in the
+#                   test VM (6.12) as a DaemonSet runs it, serving a
+#                   container's budget (tests/vm/containers/image)
 #   make install    library, headers, pkg-config file, man pages, the tools
 #                   (if built; nxquota-hook with its oci-hooks(5) file),
 #                   the module source for DKMS and the udev rule,
@@ -68,6 +76,7 @@ KMOD_SRC := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild kmod/Kconfig
 
 .PHONY: all deps kmod lib tools check check-kmod check-kunit check-lib \
 	check-vm check-matrix check-dmem check-gpu demo demo-gpu install \
+	image check-image \
 	install-dkms uninstall clean
 
 all: lib tools kmod
@@ -121,6 +130,14 @@ check-dmem: deps lib tools
 	@$(MAKE) -s -C tools static
 	@tests/vm/run.sh --kernel-list 'scripts/dmem-kernel.sh --print' --dmem \
 		--authority both
+
+image:
+	@scripts/image.sh
+
+check-image: export NXQ_KERNELS ?= 6.12
+check-image: deps image
+	@NXQ_SCEN_DIRS=tests/vm/containers/image tests/vm/containers/run.sh \
+		--kernel 6.12 --authority image image_node
 
 check-gpu:
 	$(MAKE) -C lib check-gpu

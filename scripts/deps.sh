@@ -59,7 +59,8 @@ kmod cpio gzip xz-utils curl python3 qemu-system-x86 busybox-static
 libcmocka-dev libnl-3-dev libnl-genl-3-dev linux-headers-amd64
 linux-headers-6.12-amd64 linux-source-6.12 sparse ccache dkms man-db
 groff-base python3-docutils gnuplot-nox crun podman conmon
-golang-github-containers-common catatonit libjson-c-dev"
+golang-github-containers-common catatonit libjson-c-dev mmdebstrap
+python3-kubernetes"
 
 missing=""
 for p in $pkgs; do

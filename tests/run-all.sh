@@ -99,6 +99,9 @@ stage tools sh -c 'make -s -C tools check && make -s -C tools static'
 stage preload make -s -C preload check check-mutants
 stage install tests/install.sh
 stage docs tests/docs.sh
+# the Kubernetes manifests and the Helm chart (no cluster: schemas, strict
+# fields, the chart rendered against the manifests)
+stage k8s tests/k8s/check.sh
 # every scenario on 6.12 and the newest kernel, against the module and
 # against nxquotad (make check-matrix: on every kernel)
 stage vm tests/vm/run.sh --authority both

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * A fake libcuda.so.1: the part of the CUDA driver API that libnxquota,
- * its GPU test and its benchmark call, over host memory, so that the CUDA
- * backend builds and runs in `make check` on machines without a GPU.  It is
- * loaded through the library's normal dlopen("libcuda.so.1") with
- * LD_LIBRARY_PATH pointing at this directory.
+ * its GPU test and its benchmark call (and what `nxquotactl devices sync`
+ * reads: each device's UUID and cuDeviceTotalMem_v2), over host memory,
+ * so that the CUDA backend builds and runs in `make check` on machines
+ * without a GPU.  It is loaded through the library's normal
+ * dlopen("libcuda.so.1") with LD_LIBRARY_PATH pointing at this directory.
  *
  * Model:
  *  - one or more devices ($FAKECUDA_DEVICES, default 1), each with a
@@ -390,6 +391,17 @@ EXPORT CUresult cuDeviceGetUuid_v2(CUuuid *u, CUdevice d)
 		LEAVE(CUDA_ERROR_INVALID_DEVICE);
 	for (int i = 0; i < 16; i++)
 		u->bytes[i] = (char)(0xf0 + (i == 15 ? d : i % 10));
+	LEAVE(CUDA_SUCCESS);
+}
+
+/* Each device's capacity: what `nxquotactl devices sync` registers. */
+EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
+{
+	ENTER("cuDeviceTotalMem");
+	NEED_INIT();
+	if (d < 0 || d >= ndev)
+		LEAVE(CUDA_ERROR_INVALID_DEVICE);
+	*bytes = capacity;
 	LEAVE(CUDA_SUCCESS);
 }
 
@@ -993,6 +1005,7 @@ static const struct { const char *name; void *fn; } procs[] = {
 	P("cuDeviceGet", cuDeviceGet), P("cuDeviceGetCount", cuDeviceGetCount),
 	P("cuDeviceGetAttribute", cuDeviceGetAttribute),
 	P("cuDeviceGetUuid", cuDeviceGetUuid_v2),
+	P("cuDeviceTotalMem", cuDeviceTotalMem_v2),
 	P("cuDevicePrimaryCtxRetain", cuDevicePrimaryCtxRetain),
 	P("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2),
 	P("cuCtxPushCurrent", cuCtxPushCurrent_v2), P("cuCtxPopCurrent", cuCtxPopCurrent_v2),

@@ -9,6 +9,8 @@
 #                  has a line "# nxq-timeout: SECONDS")
 #   NXQ_AUTHORITY  "module" (insmod /lib/nxquota.ko) or "daemon" (run
 #                  /bin/nxquotad; /tools/nxq-sweep removes leftover devices)
+#                  or "image" (neither: the scenarios run the node image's
+#                  nxquotad with podman, from /image/nxquota.oci.tar)
 #
 # Stage 1: the initramfs is the kernel's rootfs, where pivot_root(2) fails;
 # the runtimes must pivot_root as they do in production, so everything is
@@ -19,6 +21,7 @@
 #   NXQ-BOOT <kernel release>
 #   NXQ-RESULT <name> pass|fail|skip <reason>   one per scenario, then
 #   NXQ-RESULT rmmod ... | NXQ-RESULT nxquotad ...  the authority's end
+#   (NXQ-RESULT image ...: no nxquotad left running, with the image)
 #   NXQ-DMESG-BEGIN / NXQ-DMESG-END             the whole kernel log
 #   NXQ-DONE
 # A scenario's own output is echoed as "  [name] line".
@@ -77,6 +80,7 @@ now_cs() {
 
 loaded() { grep -q '^nxquota ' /proc/modules; }
 daemon_mode() { [ "${NXQ_AUTHORITY:-module}" = daemon ]; }
+image_mode() { [ "${NXQ_AUTHORITY:-module}" = image ]; }
 
 # ---- nxquotad (as tests/vm/init.sh runs it) ----
 NXQD_PID=
@@ -206,6 +210,10 @@ sweep() {
 			done
 			[ -s /tmp/sweep.err ] && left="$left sweep:$(head -n 1 /tmp/sweep.err)"
 		fi
+	elif image_mode; then
+		# the image's container went with sweep_podman; what it left on
+		# the host goes quietly (the scenario checks it itself)
+		rm -rf /opt/nxquota /var/lib/nxquota/*
 	else
 		if ! loaded; then
 			left="$left module-unloaded"
@@ -237,7 +245,9 @@ sweep() {
 
 # ---- the authority ----
 
-if daemon_mode; then
+if image_mode; then
+	echo "NXQ-IMAGE $(ls -l /image/nxquota.oci.tar 2>&1)"
+elif daemon_mode; then
 	if ! daemon_start; then
 		sed 's/^/  [nxquotad] /' "$NXQD_LOG"
 		for name in $NXQ_SCENARIOS; do
@@ -300,6 +310,20 @@ for name in $NXQ_SCENARIOS; do
 done
 
 # ---- the authority's end (as tests/vm/init.sh) ----
+
+if image_mode; then
+	left=
+	for p in /proc/[0-9]*; do
+		read -r c 2>/dev/null < "$p/comm" || continue
+		[ "$c" = nxquotad ] && left="$left ${p#/proc/}"
+	done
+	if [ -n "$left" ]; then
+		result image fail "nxquotad still running:$left"
+	else
+		result image pass "ok"
+	fi
+	finish
+fi
 
 if daemon_mode; then
 	kill -TERM "$NXQD_PID" 2>/dev/null

@@ -9,7 +9,12 @@
 #                    exactly or as a prefix: 6.1, 6.12); default: all
 #   --authority A    module, daemon or both (default both): module loads
 #                    nxquota.ko (make -C kmod KDIR=... O_SUFFIX=KVER), daemon
-#                    runs nxquotad instead (make -C daemon static)
+#                    runs nxquotad instead (make -C daemon static); image
+#                    (never part of both) starts neither: the node image's
+#                    OCI archive (make image: build/image/nxquota-VERSION.oci.tar)
+#                    is in the VM as /image/nxquota.oci.tar, and the
+#                    scenarios (tests/vm/containers/image, make check-image)
+#                    run its nxquotad with podman
 #   --ko-dir DIR     boot DIR/KVER/nxquota.ko instead of building kmod/
 #   SCENARIO         names of tests/vm/containers/scenarios/*.sh (default all)
 #
@@ -82,7 +87,8 @@ case "$authority" in
 module) auths=(module) ;;
 daemon) auths=(daemon) ;;
 both) auths=(module daemon) ;;
-*) echo "containers: --authority module, daemon or both, not $authority" >&2; exit 2 ;;
+image) auths=(image) ;;
+*) echo "containers: --authority module, daemon, both or image, not $authority" >&2; exit 2 ;;
 esac
 
 npass=0 nfail=0 nskip=0
@@ -308,6 +314,13 @@ if [ -f preload/libnxquota-preload.so ]; then
 fi
 mkdir -p "$root/usr/share/nxquota"
 sed 's|@SBINDIR@|/usr/bin|' packaging/oci-hooks.d/nxquota.json > "$root/usr/share/nxquota/oci-hooks.json"
+# The node image (make image), for --authority image: its OCI archive, as
+# podman save wrote it on the host.
+if [ "${auths[*]}" = image ]; then
+	img=build/image/nxquota-$(cat VERSION).oci.tar
+	[ -f "$img" ] || setup_fail "no $img: run make image first (make check-image does)"
+	install -D -m 644 "$img" "$root/image/nxquota.oci.tar"
+fi
 for a in ${NXQ_VM_ADD:-}; do
 	add_file "${a%%:*}" "${a#*:}" "$root" || setup_fail "NXQ_VM_ADD: cannot add $a"
 done
@@ -387,6 +400,8 @@ run_boot() {	# auth kver img kdir
 	rm -f "$log"
 	if [ "$auth" = daemon ]; then
 		why=$daemon_why
+	elif [ "$auth" = image ]; then
+		:	# the scenarios start the image's nxquotad
 	elif [ -n "$ko_dir" ]; then
 		ko=$ko_dir/$kver/nxquota.ko
 	else
@@ -427,6 +442,7 @@ run_boot() {	# auth kver img kdir
 
 	local last=rmmod
 	[ "$auth" = daemon ] && last=nxquotad
+	[ "$auth" = image ] && last=image
 	for s in "${scen[@]}" "$last"; do
 		line=$(grep -a -o "NXQ-RESULT $s .*" "$log" | tail -n 1)
 		if [ -z "$line" ]; then
