@@ -371,7 +371,7 @@ static int bs_groups(struct nxq_device *dev, struct bs_snap *s,
 			continue;
 		/* its own holders, by process (pid and start time) */
 		list_for_each_entry(h, &dev->holders, link) {
-			struct nxqd_proc *p = (struct nxqd_proc *)h->owner;
+			struct nxqd_proc *p = nxqd_proc_of_owner(h->owner);
 
 			if (p && p->tgid == e->pid && p->start == e->start)
 				e->charged = bs_add(e->charged, h->charge);
