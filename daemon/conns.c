@@ -62,7 +62,6 @@ struct nxqd_counts {
 static struct {
 	struct nxqd_counts per_uid, per_tree;
 	unsigned int nr;		/* connections in all */
-	unsigned long penalized;	/* requests with descriptors no command takes */
 } nxqd_cn;
 
 /* A subtree's penalty is over: its connections are read again. */
@@ -249,10 +248,4 @@ void nxqd_conn_penalize(struct nxqd_slot *s)
 
 	t->park_until = nxqd_now() + NXQD_PENALTY_US * NSEC_PER_USEC;
 	nxqd_timer_arm(&t->unpark, t->park_until);
-	nxqd_cn.penalized++;
-}
-
-unsigned long nxqd_conn_penalized(void)
-{
-	return nxqd_cn.penalized;
 }

@@ -318,11 +318,10 @@ void nxqd_conn_release(struct nxqd_slot *s, struct nxqd_proc *p);
 bool nxqd_conn_turn(struct nxqd_slot *s, struct nxqd_watch *w);
 /*
  * A request of @s's came with descriptors no command takes: nothing is
- * read from its subtree for NXQD_PENALTY_US.  How many so far.
+ * read from its subtree for NXQD_PENALTY_US.
  */
 #define NXQD_PENALTY_US		1000
 void nxqd_conn_penalize(struct nxqd_slot *s);
-unsigned long nxqd_conn_penalized(void);
 
 /* ---- signal.c: the tickets' eventfds ---- */
 
