@@ -214,7 +214,7 @@ static struct bs_snap *bs_read(char *why, size_t size)
 static void *bs_thread(void *arg)
 {
 	int (*init)(void) = NULL, (*shutdown)(void) = NULL;
-	struct timespec next;
+	struct timespec next, now;
 	bool failing = false;
 	struct bs_snap *s, *old;
 	char why[256];
@@ -253,6 +253,15 @@ static void *bs_thread(void *arg)
 			bs_snap_free(old);	/* a poll the loop skipped */
 			pthread_mutex_lock(&bs.lock);
 		}
+		/*
+		 * A period after the last one, or after now when NVML took
+		 * longer than a period: no burst of polls to catch up (each
+		 * would replace the snapshot the loop has not judged yet).
+		 */
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > next.tv_sec ||
+		    (now.tv_sec == next.tv_sec && now.tv_nsec > next.tv_nsec))
+			next = now;
 		next.tv_nsec += (long)(nxqd_backstop_ms % 1000) * 1000000;
 		next.tv_sec += nxqd_backstop_ms / 1000 +
 			       next.tv_nsec / 1000000000;

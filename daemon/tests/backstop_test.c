@@ -549,7 +549,7 @@ static pid_t bs_clone_pid(pid_t pid, const char *cgdir)
 /*
  * A pid reused after its process exited is not charged with what NVML
  * measured of the process before it: the fake lists A (by its start
- * time) and holds its answer 400 ms (FAKE_NVML_DELAY_MS); meanwhile A
+ * time) and holds its answer 2 s (FAKE_NVML_DELAY_MS); meanwhile A
  * exits and B is made with A's pid (clone3 set_tid), in the same cgroup.
  * The daemon, with -k, must not kill B: B started after the query
  * began.  Then the later polls no longer list A (it is gone).
@@ -568,12 +568,15 @@ static void bs_test_pid_reuse(struct kunit *test)
 	prepare(test, &d);
 	bs_subcg(test, &cg, "t", t, sizeof(t));
 	write_state(test, &d, 1ULL << 30, "-", t, 1 * MiB);
-	bs_start(test, &d, "0", true, "400");
+	bs_start(test, &d, "0", true, "2000");
 	a = bs_child(test, &cg, "t", &d, 0);
 	snprintf(text, sizeof(text), "host0\nhost0 %d %llu %llu\n", (int)a,
 		 64 * MiB, proc_start(a));
 	bs_nvml(test, &d, text);
-	/* the query that lists A is in its 400 ms: A goes, B takes its pid */
+	/*
+	 * the query that lists A is in its 2 s (room for a test thread
+	 * descheduled under load): A goes, B takes its pid
+	 */
 	bs_path(&d, "nvml.log", p, sizeof(p));
 	for (i = 0; i < 600 && !filled; i++) {
 		f = fopen(p, "re");
