@@ -10,7 +10,10 @@
 # state directory, and runs each scenario as root with NXQ_AUTHORITY=daemon
 # (tests/vm/authority.h: sc_open() is the daemon's client socket, the
 # sysfs helpers its control socket).  cgroup2 is the first cgroup2 mount of
-# /proc/self/mountinfo (NXQ_CGROOT); the scenarios' cgroups are made there.
+# /proc/self/mountinfo (or NXQ_CGROOT); under it the script makes
+# nxq-daemon-scen.PID and runs the daemon and the scenarios in a cgroup
+# namespace rooted there, so the scenarios' /kubepods, /system.slice ...
+# are never the host's own.
 # Scenarios about the module itself skip (authority.h says why).
 #
 # After each scenario, as the VM's /init does: leftover processes are
@@ -58,6 +61,48 @@ if ! mkdir "$probe" 2>/dev/null || ! echo $$ > "$probe/cgroup.procs" 2>/dev/null
 fi
 echo $$ > "$cgroot/cgroup.procs" 2>/dev/null
 rmdir "$probe"
+
+# ---- a cgroup namespace of its own -----------------------------------------
+# The scenarios name their cgroups as kubelet, systemd, podman and Slurm
+# name theirs (/kubepods, /system.slice, ...), and on a host those exist
+# and are someone else's.  So the daemon and the scenarios run in a cgroup
+# namespace whose root is a fresh cgroup of ours (nxq-daemon-scen.PID),
+# with cgroup2 mounted again inside a mount namespace of their own: "/"
+# there is that cgroup, the daemon reads /proc/PID/cgroup relative to it,
+# and nothing a scenario makes can meet the host's tree or stay in it.
+if [ -z "${NXQ_SCEN_INNER:-}" ]; then
+	own=$cgroot/nxq-daemon-scen.$$
+	mnt=$(mktemp -d /tmp/nxq-daemon-scen-cg.XXXXXX)
+	if ! mkdir "$own" || ! echo $$ > "$own/cgroup.procs"; then
+		say "FAIL: cannot make and enter $own"
+		rmdir "$own" "$mnt" 2>/dev/null
+		exit 1
+	fi
+	NXQ_SCEN_INNER=$mnt unshare --cgroup --mount --propagation private \
+		"$0" "$@"
+	rc=$?
+	echo $$ > "$cgroot/cgroup.procs"
+	# What is still in it (a scenario's stray child) dies with it.
+	if [ -f "$own/cgroup.kill" ]; then
+		echo 1 > "$own/cgroup.kill"
+	else
+		find "$own" -name cgroup.procs -exec cat {} + |
+			xargs -r kill -KILL 2>/dev/null
+	fi
+	for _ in $(seq 50); do
+		find "$own" -depth -type d -exec rmdir {} + 2>/dev/null
+		[ -d "$own" ] || break
+		sleep 0.1
+	done
+	[ -d "$own" ] && say "WARNING: $own could not be removed"
+	rmdir "$mnt"
+	exit $rc
+fi
+if ! mount -t cgroup2 cgroup2 "$NXQ_SCEN_INNER"; then
+	say "FAIL: cannot mount cgroup2 in a mount namespace of its own"
+	exit 1
+fi
+cgroot=$NXQ_SCEN_INNER
 export NXQ_CGROOT=$cgroot
 
 # ---- build -----------------------------------------------------------------
@@ -153,10 +198,9 @@ if ! daemon_start; then
 	exit 1
 fi
 
-# Clean what a scenario left, touching nothing of anyone else's (the
-# host's cgroup tree is shared): its own process group (setsid) is killed;
-# cgroups under $cgroot that appeared during it ($1: the list before) are
-# reported and removed if empty, never their processes killed; devices go
+# Clean what a scenario left: its own process group (setsid) is killed;
+# cgroups that appeared during it ($1: the list before; all of them ours,
+# in the namespace above) are reported and removed if empty; devices go
 # (nxq-sweep: this daemon's only).
 sweep() {	# pgid cgroups-before -> $left
 	left=""
@@ -178,18 +222,9 @@ sweep() {	# pgid cgroups-before -> $left
 	[ -s "$tmp/sweep.err" ] && left="$left sweep:$(head -n 1 "$tmp/sweep.err")"
 	for c in $(cgroups_now); do
 		case " $2 " in *" $c "*) continue ;; esac
-		mine "$c" || continue
 		find "$cgroot/$c" -depth -type d -exec rmdir {} + 2>/dev/null
 		left="$left cgroup:/$c"
 	done
-}
-# A cgroup name the scenario's source spells ("/nxq-NAME..." prefixes).
-mine() {
-	local pfx
-	for pfx in $prefixes; do
-		[[ $1 == "$pfx"* ]] && return 0
-	done
-	return 1
 }
 cgroups_now() {
 	find "$cgroot" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' 2>/dev/null | sort
@@ -209,7 +244,6 @@ for s in "${scen[@]}"; do
 		report "$s" fail "does not build: see $out/bin/$s.log"
 		continue
 	fi
-	prefixes=$(grep -o '"/nxq-[A-Za-z0-9_.-]*' "$src" | cut -c3- | sort -u)
 	before=$(cgroups_now | tr '\n' ' ')
 	t0=$(date +%s%N)
 	# setsid: its own process group, killed as a whole afterwards.

@@ -420,6 +420,12 @@ static SC_UNUSED uint64_t sc_cg_id_at(const char *file, int line,
 	return st.st_ino;
 }
 #define CG_ID(cg) sc_cg_id_at(__FILE__, __LINE__, cg)
+/*
+ * The root cgroup's node: id 1 on the VM's own cgroup2 mount; against
+ * nxquotad on a host, the root of the cgroup namespace daemon-scen.sh
+ * makes (another inode).
+ */
+#define CG_ROOT_ID CG_ID("/")
 
 /* ---- /dev/nxquota ------------------------------------------------------ */
 

@@ -71,7 +71,7 @@ TEST_F(migrate, next_charge_is_the_new_cgroups)
 	ASSERT_EQ(NODE_U64(KEY, a, "current"), 10 * M);
 	ASSERT_EQ(NODE_U64(KEY, b, "current"), 5 * M);
 	ASSERT_EQ(DEV_U64(KEY, "used"), 15 * M);
-	ASSERT_EQ(NODE_U64(KEY, 1, "current"), 15 * M);
+	ASSERT_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 15 * M);
 	ASSERT_EQ(TN_PEER_CHARGE(t), 15 * M);
 	sc_log("moved: 10M stays on %s, 5M on %s; 10M more refused by %s's max",
 	       C1, C2, C2);

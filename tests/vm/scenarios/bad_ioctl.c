@@ -499,7 +499,7 @@ static void byte_counts(void)
 	CHECK_OK(sc_charge(fdh, hh2, 10, &c));
 	CHECK_EQ(c, 10);
 	CHECK_EQ(DEV_U64(HUGE, "used"), U64MAX);
-	CHECK_EQ(NODE_U64(HUGE, 1, "current"), U64MAX);
+	CHECK_EQ(NODE_U64(HUGE, CG_ROOT_ID, "current"), U64MAX);
 	CHECK_ERR2(sc_charge(fdh, hh2, 1, &c), ENOSPC, EOVERFLOW);
 	CHECK_OK(sc_status(fdh, hh, &st));
 	CHECK_EQ(st.holder_charge, U64MAX - 10);

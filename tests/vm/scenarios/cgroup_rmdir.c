@@ -104,7 +104,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, a, "holders"), 1);
 	CHECK_EQ(NODE_U64(KEY, a, "max"), 512 * K);
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 100 * K);
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), 100 * K);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 100 * K);
 	CHECK_EQ(DEV_U64(KEY, "used"), 100 * K);
 	CHECK_ERR(sc_set_budget(KEY, A " max=1M"), ENOENT);
 
@@ -132,7 +132,7 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_cg_remove(P));
 	CHECK_EQ(NODE_U64(KEY, b, "current"), 350 * K);
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 450 * K);
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), 450 * K);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 450 * K);
 	CHECK_EQ(DEV_U64(KEY, "used"), 450 * K);
 
 	/* A new cgroup at the old path is a new node with its own budget. */
@@ -151,7 +151,7 @@ int main(int argc, char **argv)
 	CHECK_ERR(sc_charge(fd, h, 1, &c), EDQUOT);
 	CHECK_EQ(NODE_U64(KEY, p2, "current"), 100 * K);
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 450 * K);
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), 550 * K);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 550 * K);
 	CHECK_OK(sc_cg_enter("/"));
 	CHECK_OK(sc_close(fd));
 
@@ -160,7 +160,7 @@ int main(int argc, char **argv)
 	CHECK_CHILD_OK(pid);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), 0);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 0);
 	if (sc_node_exists(KEY, a) || sc_node_exists(KEY, b) ||
 	    sc_node_exists(KEY, p))
 		FAIL("nodes of removed cgroups left with no holder: a %d b %d "

@@ -499,7 +499,7 @@ int main(int argc, char **argv)
 	       (unsigned long long)res[1].sum_charge);
 	CHECK_EQ(holders, res[0].nholders + res[1].nholders);
 	CHECK_EQ(used, res[0].sum_charge + res[1].sum_charge);
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), DEV_U64(KEY, "used"));
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), DEV_U64(KEY, "used"));
 	*go_close = 1;
 	CHECK_CHILD_OK(p[0]);
 	CHECK_CHILD_OK(p[1]);

@@ -114,7 +114,7 @@ int main(int argc, char **argv)
 	check_path(d, D);
 	check_path(a, A);
 	check_path(b, B);
-	check_path(1, "/");
+	check_path(CG_ROOT_ID, "/");
 	CHECK_EQ(NODE_U64(KEY, a, "holders"), 1);
 	CHECK_EQ(NODE_U64(KEY, p, "holders"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 4);
@@ -127,7 +127,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, b, "max_hits"), 0);
 	CHECK_EQ(NODE_U64(KEY, b, "denials"), 1);
 	CHECK_EQ(NODE_U64(KEY, p, "denials"), 1);
-	CHECK_EQ(NODE_U64(KEY, 1, "denials"), 1);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "denials"), 1);
 	CHECK_EQ(NODE_U64(KEY, a, "denials"), 0);
 	CHECK_EQ(HOLDER_CHARGE(fd, hb), 0);
 	CHECK_OK(charge_in(hb, 424 * K, &c));
@@ -171,13 +171,13 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, o, "max_hits"), 0);
 	CHECK_EQ(NODE_U64(KEY, o, "denials"), 1);
 	CHECK_EQ(DEV_U64(KEY, "denials"), 6);
-	CHECK_EQ(NODE_U64(KEY, 1, "denials"), 6);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "denials"), 6);
 	CHECK_OK(sc_status(fd, ha, &st));
 	CHECK_EQ(st.headroom, 0);
 	CHECK_EQ(st.device_used, 2 * SC_MIB);
 
 	/* current sums up the tree. */
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), 2 * SC_MIB);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 2 * SC_MIB);
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 768 * K);
 	CHECK_EQ(NODE_U64(KEY, b, "current"), 768 * K);
 	CHECK_EQ(NODE_U64(KEY, a, "current"), 0);
@@ -199,7 +199,7 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_set_budget(KEY, B " max=1M min=1M overcommit"));
 	CHECK_EQ(NODE_U64(KEY, p, "overcommitted"), 1);
 	CHECK_EQ(NODE_U64(KEY, p, "claimed"), 2 * SC_MIB);
-	CHECK_EQ(NODE_U64(KEY, 1, "effective_min"), 2 * SC_MIB);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "effective_min"), 2 * SC_MIB);
 	CHECK_EQ(NODE_U64(KEY, p, "min"), SC_MIB);
 	CHECK_EQ(NODE_U64(KEY, p, "max"), SC_MIB);	/* min= kept max */
 	CHECK_EQ(NODE_U64(KEY, p, "effective_min"), SC_MIB);
@@ -230,7 +230,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY2, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), 0);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 0);
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 0);
 	CHECK_EQ(NODE_U64(KEY, b, "current"), 0);
 	CHECK_EQ(NODE_U64(KEY2, p, "current"), 0);

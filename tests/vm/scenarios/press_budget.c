@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, pb, "tickets"), 0);
 	CHECK_EQ(NODE_U64(KEY, o, "tickets"), 0);
 	CHECK_EQ(NODE_U64(KEY, o, "bytes_asked"), 0);
-	CHECK_EQ(NODE_U64(KEY, 1, "tickets"), 2);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "tickets"), 2);
 
 	/* Nothing is taken back, not even past the tickets' deadline. */
 	CURRENTS(50 * M, 50 * M, 20 * M);

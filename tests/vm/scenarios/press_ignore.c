@@ -41,7 +41,7 @@ static void check_ledger(int line, uint64_t ca, uint64_t cb)
 		 vu = DEV_U64(KEY, "used");
 
 	if (va != ca || vb != cb || vu != ca + cb ||
-	    NODE_U64(KEY, 1, "current") != ca + cb)
+	    NODE_U64(KEY, CG_ROOT_ID, "current") != ca + cb)
 		FAIL("(line %d) A %llu B %llu used %llu, expected A %llu B "
 		     "%llu", line, (unsigned long long)va,
 		     (unsigned long long)vb, (unsigned long long)vu,
@@ -141,7 +141,7 @@ int main(int argc, char **argv)
 	/* B's node went with its last holder (it has no budget). */
 	if (sc_node_exists(KEY, b))
 		CHECK_EQ(NODE_U64(KEY, b, "kills"), 1);
-	CHECK_EQ(NODE_U64(KEY, 1, "kills"), 1);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "kills"), 1);
 	CHECK_EQ(NODE_U64(KEY, a, "kills"), 0);
 	CHECK_EQ(DEV_U64(KEY, "bytes_released"), 0);	/* killed, not given */
 	CHECK_EQ(DEV_U64(KEY, "waits"), 2);

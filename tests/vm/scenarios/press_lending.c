@@ -47,15 +47,15 @@ static void check_at(int line, const struct want *w)
 } while (0)
 	EQ(NODE_U64(KEY, a, "current"), w->a);
 	EQ(NODE_U64(KEY, b, "current"), w->b);
-	EQ(NODE_U64(KEY, 1, "current"), w->a + w->b);
+	EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), w->a + w->b);
 	EQ(DEV_U64(KEY, "used"), w->a + w->b);
 	EQ(NODE_U64(KEY, a, "min"), emin_a);
 	EQ(NODE_U64(KEY, a, "effective_min"), emin_a);
 	EQ(NODE_U64(KEY, b, "effective_min"), 0);
-	EQ(NODE_U64(KEY, 1, "effective_min"), C);
+	EQ(NODE_U64(KEY, CG_ROOT_ID, "effective_min"), C);
 	EQ(NODE_U64(KEY, a, "borrowed"), w->a > emin_a ? w->a - emin_a : 0);
 	EQ(NODE_U64(KEY, b, "borrowed"), w->b);
-	EQ(NODE_U64(KEY, 1, "borrowed"), 0);
+	EQ(NODE_U64(KEY, CG_ROOT_ID, "borrowed"), 0);
 	/* Tickets go to B only; the root node counts them too. */
 	EQ(NODE_U64(KEY, b, "tickets"), w->tickets);
 	EQ(NODE_U64(KEY, b, "bytes_asked"), w->asked);
@@ -63,9 +63,9 @@ static void check_at(int line, const struct want *w)
 	EQ(NODE_U64(KEY, a, "tickets"), 0);
 	EQ(NODE_U64(KEY, a, "bytes_asked"), 0);
 	EQ(NODE_U64(KEY, a, "bytes_released"), 0);
-	EQ(NODE_U64(KEY, 1, "tickets"), w->tickets);
-	EQ(NODE_U64(KEY, 1, "bytes_asked"), w->asked);
-	EQ(NODE_U64(KEY, 1, "bytes_released"), w->released);
+	EQ(NODE_U64(KEY, CG_ROOT_ID, "tickets"), w->tickets);
+	EQ(NODE_U64(KEY, CG_ROOT_ID, "bytes_asked"), w->asked);
+	EQ(NODE_U64(KEY, CG_ROOT_ID, "bytes_released"), w->released);
 	EQ(DEV_U64(KEY, "tickets"), w->tickets);
 	EQ(DEV_U64(KEY, "bytes_asked"), w->asked);
 	EQ(DEV_U64(KEY, "bytes_released"), w->released);
@@ -205,7 +205,7 @@ int main(int argc, char **argv)
 	PEER_STOP(&pb);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), 0);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 0);
 	CHECK_OK(sc_dev_unregister(KEY));
 	CHECK_OK(sc_cg_remove(A));
 	CHECK_OK(sc_cg_remove(B));

@@ -227,7 +227,7 @@ static void verify(int round)
 			     PRIu64, round, cgs[c], got, cur[c]);
 		CHECK_EQ(NODE_U64(KEY, id, "holders"), hold[c]);
 	}
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), total);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), total);
 	CHECK_EQ(DEV_U64(KEY, "used"), total);
 	CHECK_EQ(DEV_U64(KEY, "holders"), holders);
 	sc_log("round %d: %d killed; the survivors hold %" PRIu64 " bytes in %"
@@ -304,7 +304,7 @@ int main(int argc, char **argv)
 		CHECK_EQ(NODE_U64(KEY, CG_ID(cgs[c]), "current"), 0);
 		CHECK_EQ(NODE_U64(KEY, CG_ID(cgs[c]), "holders"), 0);
 	}
-	CHECK_EQ(NODE_U64(KEY, 1, "current"), 0);
+	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 0);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
 
