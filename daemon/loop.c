@@ -306,7 +306,7 @@ int nxqd_listen_fds(const char *name)
 int nxqd_bind(const char *path, mode_t mode, long gid, int backlog)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, probe, err;
+	int fd, probe, err, tries;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
@@ -317,13 +317,25 @@ int nxqd_bind(const char *path, mode_t mode, long gid, int backlog)
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa))) {
 		if (errno != EADDRINUSE)
 			goto fail;
-		/* A socket file left by a daemon that died, or a live one? */
-		probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-		if (probe >= 0 &&
-		    !connect(probe, (struct sockaddr *)&sa, sizeof(sa))) {
+		/*
+		 * A socket file left by a daemon that died, or a live one?
+		 * One that is dying still accepts connections until its last
+		 * thread has exited (its leader can be a zombie before the
+		 * others let go of the file table), so a listener that stays
+		 * is looked at for up to a second before it counts as live.
+		 */
+		for (tries = 0;; tries++) {
+			probe = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC,
+				       0);
+			if (probe < 0 ||
+			    connect(probe, (struct sockaddr *)&sa, sizeof(sa)))
+				break;
 			close(probe);
-			close(fd);
-			return -EADDRINUSE;
+			if (tries == 20) {
+				close(fd);
+				return -EADDRINUSE;
+			}
+			usleep(50 * 1000);
 		}
 		if (probe >= 0)
 			close(probe);

@@ -254,6 +254,11 @@ mutant no-subtree-reserve DAEMON_SRCS DAEMON_BIN conns.c \
 mutant delegation-ignored DAEMON_SRCS DAEMON_BIN conns.c \
 	's/^\twhile (nxqd_delegated(\&st)) {$/\twhile (0) {/' \
 	'nxquotad-attack.nxqd_test_conn_uid_subtrees' 'Expected'
+# The daemon: a listener still there at its start is live at once (a
+# daemon whose last thread is exiting makes the next one exit 1).
+mutant bind-no-wait DAEMON_SRCS DAEMON_BIN loop.c \
+	's/if (tries == 20) {/if (tries == 0) {/' \
+	'nxquotad-transport.nxqd_test_one_daemon' 'the daemon exited'
 # The daemon: the client socket stays root's whatever -g says.
 mutant group-ignored DAEMON_SRCS DAEMON_BIN client.c \
 	's/gid >= 0 ? 0660 : 0600/0600/' \

@@ -200,6 +200,55 @@ static void nxqd_test_peercred(struct kunit *test)
 }
 
 /* One daemon per socket; a dead one's socket file is taken over. */
+/*
+ * A daemon whose last thread is still exiting keeps its listening socket
+ * (its leader can be reaped, or a zombie, before): a listener that lets go
+ * 300 ms after the next daemon starts is waited for, not taken for a live
+ * daemon ("already running", exit 1).
+ */
+static void dying_listener(struct kunit *test, struct daemon *d)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int ready[2], fd = -1, i, status = 0;
+	pid_t lp;
+	char c;
+
+	strscpy(sa.sun_path, d->sock, sizeof(sa.sun_path));
+	KUNIT_ASSERT_EQ(test, pipe(ready), 0);
+	lp = fork();
+	KUNIT_ASSERT_GE(test, lp, 0);
+	if (!lp) {
+		int l = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+
+		if (l < 0 || bind(l, (struct sockaddr *)&sa, sizeof(sa)) ||
+		    listen(l, 8) || write(ready[1], "r", 1) != 1)
+			_exit(1);
+		usleep(300 * 1000);
+		_exit(0);	/* the socket file stays, as after SIGKILL */
+	}
+	close(ready[1]);
+	KUNIT_ASSERT_EQ(test, read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	d->pid = spawn(test, d);
+	KUNIT_EXPECT_EQ(test, waitpid(lp, &status, 0), lp);
+	KUNIT_EXPECT_EQ(test, status, 0);
+	for (i = 0; i < 500 && fd < 0; i++) {
+		/* a daemon that gave up is no longer there to wait for */
+		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+			KUNIT_FAIL(test, "the daemon exited (status %#x) while "
+				   "a dying listener held its socket", status);
+			return;
+		}
+		fd = dial(d->sock, SOCK_SEQPACKET);	/* lp is gone */
+		if (fd < 0)
+			usleep_range(10000, 11000);
+	}
+	KUNIT_EXPECT_GE(test, fd, 0);
+	if (fd >= 0)
+		close(fd);
+	KUNIT_EXPECT_EQ(test, stop(d, SIGTERM), 0);
+}
+
 static void nxqd_test_one_daemon(struct kunit *test)
 {
 	struct daemon d, d2;
@@ -237,6 +286,7 @@ static void nxqd_test_one_daemon(struct kunit *test)
 	/* SIGTERM: exits 0 and removes its socket */
 	KUNIT_EXPECT_EQ(test, stop(&d2, SIGTERM), 0);
 	KUNIT_EXPECT_NE(test, stat(d.sock, &st), 0);
+	dying_listener(test, &d2);
 	cleanup(test, &d);
 }
 

@@ -552,9 +552,14 @@ must_refuse() {
 # nxqd_pid: nxquotad's pid as init.sh knows it ($NXQD_PIDFILE).
 nxqd_pid() { cat "$NXQD_PIDFILE" 2>/dev/null; }
 
-# nxqd_gone PID: true once PID has exited (gone, or a zombie not reaped).
+# nxqd_gone PID: true once PID has exited (gone, or a zombie not reaped
+# whose other threads have exited too: a zombie leader with threads still
+# exiting keeps the daemon's sockets open, and a new daemon then finds its
+# socket "already running").
 nxqd_gone() {
-	[ ! -d "/proc/$1" ] || grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null
+	[ ! -d "/proc/$1" ] && return 0
+	grep -q '^State:.*Z' "/proc/$1/status" 2>/dev/null || return 1
+	[ "$(ls "/proc/$1/task" 2>/dev/null | wc -l)" -le 1 ]
 }
 
 # nxqd_restart SIG: send SIG (KILL, TERM) to nxquotad, wait (10 s) until it
