@@ -109,11 +109,24 @@ struct hook_node {
 	uint64_t min;			/* 0: no guarantee */
 };
 
-/* What the hook set for a container, kept for poststop. */
+/* A Kubernetes name as a record keeps it: at most 253 bytes (a DNS subdomain). */
+#define HOOK_K8S_NAME_MAX	253
+
+/*
+ * What the hook set for a container, kept for poststop; the Kubernetes
+ * names come from the annotations the CRI runtime writes
+ * (io.kubernetes.pod.namespace, io.kubernetes.pod.name,
+ * io.kubernetes.container.name), "" when absent or not a name, and
+ * label the metrics of the two cgroups (tools/prom.c).  A record written
+ * before they were kept has none: it still reads.
+ */
 struct hook_record {
 	char id[HOOK_ID_MAX + 1];
 	char control[HOOK_PATH_MAX];	/* nxquotad's socket; "" = module */
 	char cgroup[HOOK_PATH_MAX], pod[HOOK_PATH_MAX];
+	char k8s_namespace[HOOK_K8S_NAME_MAX + 1];
+	char k8s_pod[HOOK_K8S_NAME_MAX + 1];
+	char k8s_container[HOOK_K8S_NAME_MAX + 1];
 	struct hook_rec_budget {
 		char device[NXQ_DEVICE_KEY_MAX];
 		enum hook_scope scope;
@@ -270,6 +283,12 @@ size_t hook_left(const struct hook_plan *p, const struct hook_host *h,
 /* ---- the record ------------------------------------------------------------- */
 
 /* The record as JSON text (free() it), or NULL on ENOMEM. */
+/*
+ * The Kubernetes names of annotations ann (NULL: none) into r: each one
+ * that is a name (1..HOOK_K8S_NAME_MAX bytes of [a-z0-9.-], Kubernetes'
+ * DNS rules, loosely); anything else stays "".
+ */
+void hook_record_k8s(json_object *ann, struct hook_record *r);
 char *hook_record_format(const struct hook_record *r);
 /* Parse a record: 0 or -EINVAL. */
 int hook_record_parse(const char *buf, size_t len, struct hook_record *r,

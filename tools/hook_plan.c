@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -294,6 +295,49 @@ static void add_str(json_object *o, const char *key, const char *s)
 	json_object_object_add(o, key, json_object_new_string(s));
 }
 
+/* The annotations that name a container on Kubernetes, and the field of each. */
+static const struct {
+	const char *key;
+	size_t off;
+} k8s_keys[] = {
+	{ "io.kubernetes.pod.namespace",
+	  offsetof(struct hook_record, k8s_namespace) },
+	{ "io.kubernetes.pod.name", offsetof(struct hook_record, k8s_pod) },
+	{ "io.kubernetes.container.name",
+	  offsetof(struct hook_record, k8s_container) },
+};
+
+/* The record's member of a Kubernetes name, for the file's JSON. */
+static const char *const k8s_members[] = { "namespace", "pod", "container" };
+
+static bool k8s_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && n <= HOOK_K8S_NAME_MAX &&
+	       strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.-") == n;
+}
+
+void hook_record_k8s(json_object *ann, struct hook_record *r)
+{
+	json_object *v;
+	const char *s;
+	size_t i;
+
+	for (i = 0; i < sizeof(k8s_keys) / sizeof(k8s_keys[0]); i++) {
+		char *dst = (char *)r + k8s_keys[i].off;
+
+		dst[0] = '\0';
+		if (!ann || !json_object_object_get_ex(ann, k8s_keys[i].key, &v) ||
+		    !json_object_is_type(v, json_type_string))
+			continue;
+		s = json_object_get_string(v);
+		if ((size_t)json_object_get_string_len(v) == strlen(s) &&
+		    k8s_name(s))
+			strcpy(dst, s);
+	}
+}
+
 char *hook_record_format(const struct hook_record *r)
 {
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
@@ -311,6 +355,15 @@ char *hook_record_format(const struct hook_record *r)
 	add_str(o, "cgroup", r->cgroup);
 	if (r->pod[0])
 		add_str(o, "pod_cgroup", r->pod);
+	if (r->k8s_namespace[0] || r->k8s_pod[0] || r->k8s_container[0]) {
+		json_object *k = json_object_new_object();
+
+		for (i = 0; i < sizeof(k8s_keys) / sizeof(k8s_keys[0]); i++)
+			if (((const char *)r + k8s_keys[i].off)[0])
+				add_str(k, k8s_members[i],
+					(const char *)r + k8s_keys[i].off);
+		json_object_object_add(o, "kubernetes", k);
+	}
 	for (i = 0; i < r->n; i++) {
 		json_object *e = json_object_new_object();
 
@@ -422,6 +475,20 @@ int hook_record_parse(const char *buf, size_t len, struct hook_record *r,
 		rc = rec_str(o, "cgroup", true, r->cgroup, sizeof(r->cgroup), err);
 	if (!rc)
 		rc = rec_str(o, "pod_cgroup", false, r->pod, sizeof(r->pod), err);
+	if (!rc)
+		rc = hook_get_typed(o, "kubernetes", json_type_object, "record",
+				    &v, err);
+	/* optional, member by member: a record of an older hook has none */
+	for (i = 0; !rc && v && i < sizeof(k8s_keys) / sizeof(k8s_keys[0]); i++) {
+		char *dst = (char *)r + k8s_keys[i].off;
+
+		rc = rec_str(v, k8s_members[i], false, dst,
+			     HOOK_K8S_NAME_MAX + 1, err);
+		if (!rc && dst[0] && !k8s_name(dst))
+			rc = hook_fail(err, -EINVAL, "record: kubernetes.%s %s "
+				       "is not a name", k8s_members[i],
+				       hook_q(dst));
+	}
 	if (!rc)
 		rc = hook_get_typed(o, "budgets", json_type_array, "record", &a, err);
 	if (!rc && a && json_object_array_length(a) > HOOK_MAX_BUDGETS)

@@ -193,3 +193,15 @@ void ledger_free(struct ledger *l)
 	free(l->holders.v);
 	memset(l, 0, sizeof(*l));
 }
+
+const char *node_path(struct ledger *l, const char *device,
+			     uint64_t id)
+{
+	struct node *n = l->nodes.v;
+	size_t i;
+
+	for (i = 0; i < l->nodes.n; i++)
+		if (n[i].id == id && !strcmp(n[i].device, device))
+			return n[i].path;
+	return NULL;
+}

@@ -78,5 +78,7 @@ int dump(struct ctl *n, uint8_t cmd, int maxattr, int filter_attr,
 /* Devices, nodes and holders (of @device, or all): EX_*. */
 int read_ledger(struct ctl *n, const char *device, struct ledger *l);
 void ledger_free(struct ledger *l);
+/* The path of node id on device, or NULL when the ledger has none. */
+const char *node_path(struct ledger *l, const char *device, uint64_t id);
 
 #endif /* NXQ_TOOLS_LEDGER_H */

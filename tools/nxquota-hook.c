@@ -280,6 +280,7 @@ static void record_fill(const struct run *x, struct hook_record *r)
 	snprintf(r->control, sizeof(r->control), "%s", x->a.path);
 	snprintf(r->cgroup, sizeof(r->cgroup), "%s", x->ctr);
 	snprintf(r->pod, sizeof(r->pod), "%s", x->pod);
+	hook_record_k8s(x->ann, r);
 	for (i = 0; i < x->plan.n; i++) {
 		b = &x->plan.b[i];
 		r->b[r->n++] = (struct hook_rec_budget){

@@ -27,8 +27,6 @@ int cmd_metrics(struct ctl *n, int argc);
 
 /* Order nodes as a tree (depth-first, by cgroup id) and set their depth. */
 void tree_order(struct vec *v);
-/* The path of node id on device, or NULL when the ledger has none. */
-const char *node_path(struct ledger *l, const char *device, uint64_t id);
 
 /* Unattributed bytes (unattr.c). */
 

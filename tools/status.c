@@ -86,18 +86,6 @@ void tree_order(struct vec *v)
 	free(placed);
 }
 
-const char *node_path(struct ledger *l, const char *device,
-			     uint64_t id)
-{
-	struct node *n = l->nodes.v;
-	size_t i;
-
-	for (i = 0; i < l->nodes.n; i++)
-		if (n[i].id == id && !strcmp(n[i].device, device))
-			return n[i].path;
-	return NULL;
-}
-
 static void status_table(struct ledger *l, const struct attribution *at)
 {
 	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN], c[NXQ_FMT_SIZE_LEN];

@@ -189,7 +189,7 @@ m = open(mf).read()
 out("nxquota_nvml_available 1" in m.splitlines(), "metrics: nxquota_nvml_available 1")
 for name, r in (("shim", s), ("bare", b)):
     if r:
-        line = 'nxquota_process_unattributed_bytes{device="%s",cgroup="%s/%s",pid="%d"} %d' % (key, cg, name, r["pid"], r["unattributed"])
+        line = 'nxquota_process_unattributed_bytes{device="%s",cgroup="%s/%s",device_uuid="%s",pid="%d"} %d' % (key, cg, name, key, r["pid"], r["unattributed"])
         out(line in m.splitlines(), "metrics: " + line)
 EOF
 cat "$RUN/py.out" | tee -a "$OUT/results.txt" | grep -v '^PASS\|^FAIL'

@@ -236,21 +236,21 @@ assert [x["key"] for x in d["devices"]] == [sys.argv[2]], d' "$tmp/out" "$A" ||
 ok metrics
 has "$tmp/out" 'nxquota_nvml_available 1'
 has "$tmp/out" '# TYPE nxquota_process_unattributed_bytes gauge'
-has "$tmp/out" "nxquota_process_nvml_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\"} 813694976"
-has "$tmp/out" "nxquota_process_charged_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\"} 268435456"
-has "$tmp/out" "nxquota_process_unattributed_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\"} 545259520"
-has "$tmp/out" "nxquota_process_unattributed_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p3\"} -536870912"
-has "$tmp/out" "nxquota_process_unattributed_bytes{device=\"$A\",cgroup=\"/$T/b\",pid=\"$p2\"} 545259520"
-has "$tmp/out" "nxquota_process_charged_bytes{device=\"$A\",cgroup=\"/$T/b\",pid=\"$p4\"} 0"
-hasnt "$tmp/out" "nxquota_process_nvml_bytes{device=\"$A\",cgroup=\"/$T/b\",pid=\"$p4\"}"
-hasnt "$tmp/out" "nxquota_process_unattributed_bytes{device=\"$A\",cgroup=\"/$T/b\",pid=\"$p4\"}"
-has "$tmp/out" "nxquota_cgroup_unattributed_bytes{device=\"$A\",cgroup=\"/$T/a\"} 8388608"
-has "$tmp/out" "nxquota_cgroup_unattributed_bytes{device=\"$A\",cgroup=\"/$T/c\"} -67108864"
-has "$tmp/out" "nxquota_cgroup_nvml_bytes{device=\"$A\",cgroup=\"/$T/b\"} 545259520"
+has "$tmp/out" "nxquota_process_nvml_bytes{device=\"$A\",cgroup=\"/$T/a\",device_uuid=\"$A\",pid=\"$p1\"} 813694976"
+has "$tmp/out" "nxquota_process_charged_bytes{device=\"$A\",cgroup=\"/$T/a\",device_uuid=\"$A\",pid=\"$p1\"} 268435456"
+has "$tmp/out" "nxquota_process_unattributed_bytes{device=\"$A\",cgroup=\"/$T/a\",device_uuid=\"$A\",pid=\"$p1\"} 545259520"
+has "$tmp/out" "nxquota_process_unattributed_bytes{device=\"$A\",cgroup=\"/$T/a\",device_uuid=\"$A\",pid=\"$p3\"} -536870912"
+has "$tmp/out" "nxquota_process_unattributed_bytes{device=\"$A\",cgroup=\"/$T/b\",device_uuid=\"$A\",pid=\"$p2\"} 545259520"
+has "$tmp/out" "nxquota_process_charged_bytes{device=\"$A\",cgroup=\"/$T/b\",device_uuid=\"$A\",pid=\"$p4\"} 0"
+hasnt "$tmp/out" "nxquota_process_nvml_bytes{device=\"$A\",cgroup=\"/$T/b\",device_uuid=\"$A\",pid=\"$p4\"}"
+hasnt "$tmp/out" "nxquota_process_unattributed_bytes{device=\"$A\",cgroup=\"/$T/b\",device_uuid=\"$A\",pid=\"$p4\"}"
+has "$tmp/out" "nxquota_cgroup_unattributed_bytes{device=\"$A\",cgroup=\"/$T/a\",device_uuid=\"$A\"} 8388608"
+has "$tmp/out" "nxquota_cgroup_unattributed_bytes{device=\"$A\",cgroup=\"/$T/c\",device_uuid=\"$A\"} -67108864"
+has "$tmp/out" "nxquota_cgroup_nvml_bytes{device=\"$A\",cgroup=\"/$T/b\",device_uuid=\"$A\"} 545259520"
 has "$tmp/out" "nxquota_device_unattributed_bytes{device=\"$A\"} 486539264"
 has "$tmp/out" "nxquota_device_nvml_bytes{device=\"$B\"} 104857600"
 has "$tmp/out" "nxquota_device_nvml_unavailable_processes{device=\"$A\"} 1"
-has "$tmp/out" "nxquota_holder_charge_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\",holder=\"0\"} 134217728"
+has "$tmp/out" "nxquota_holder_charge_bytes{device=\"$A\",cgroup=\"/$T/a\",device_uuid=\"$A\",pid=\"$p1\",holder=\"0\"} 134217728"
 
 # the text format (0.0.4): each family typed once, its samples right after
 # its TYPE, no series twice, every value a number
@@ -329,7 +329,7 @@ FAKE_NVML_INIT=9 run metrics
 has "$tmp/out" 'nxquota_nvml_available 0'
 hasnt "$tmp/out" 'nxquota_process_'
 hasnt "$tmp/out" 'unattributed_bytes'
-has "$tmp/out" "nxquota_holder_charge_bytes{device=\"$A\",cgroup=\"/$T/a\",pid=\"$p1\",holder=\"0\"} 134217728"
+has "$tmp/out" "nxquota_holder_charge_bytes{device=\"$A\",cgroup=\"/$T/a\",device_uuid=\"$A\",pid=\"$p1\",holder=\"0\"} 134217728"
 if ! ldconfig -p 2>/dev/null | grep -q libnvidia-ml.so.1; then
 	fake=/nonexistent
 	ok status

@@ -1317,7 +1317,40 @@ static void test_record(void **state)
 	assert_null(strstr(s, "control"));
 	assert_int_equal(hook_record_parse(s, strlen(s), &back, err), 0);
 	assert_string_equal(back.control, "");
+	assert_null(strstr(s, "kubernetes"));
+	assert_string_equal(back.k8s_pod, "");
 	free(s);
+}
+
+/* The Kubernetes names: from the CRI's annotations, kept, read back. */
+static void test_record_k8s(void **state)
+{
+	static const char ann_text[] =
+		"{\"io.kubernetes.pod.namespace\":\"team-a\","
+		"\"io.kubernetes.pod.name\":\"llm-0\","
+		"\"io.kubernetes.container.name\":\"Bad Name\"}";
+	char err[HOOK_ERR_LEN], *s;
+	static struct hook_record r, back;
+	json_object *ann = json_tokener_parse(ann_text);
+
+	(void)state;
+	memset(&r, 0, sizeof(r));
+	snprintf(r.id, sizeof(r.id), "ctr-1");
+	snprintf(r.cgroup, sizeof(r.cgroup), "/k/pod1/c");
+	hook_record_k8s(ann, &r);
+	json_object_put(ann);
+	assert_string_equal(r.k8s_namespace, "team-a");
+	assert_string_equal(r.k8s_pod, "llm-0");
+	assert_string_equal(r.k8s_container, "");	/* not a name: unknown */
+	s = hook_record_format(&r);
+	assert_non_null(strstr(s, "\"kubernetes\""));
+	assert_int_equal(hook_record_parse(s, strlen(s), &back, err), 0);
+	free(s);
+	assert_string_equal(back.k8s_namespace, "team-a");
+	assert_string_equal(back.k8s_pod, "llm-0");
+	assert_string_equal(back.k8s_container, "");
+	hook_record_k8s(NULL, &r);
+	assert_string_equal(r.k8s_pod, "");
 }
 
 static void record_bad(const char *text, const char *needle)
@@ -1350,6 +1383,12 @@ static void test_record_errors(void **state)
 	record_bad("{\"version\":1,\"id\":\"a\",\"authority\":\"module\","
 		   "\"cgroup\":\"/a\",\"budgets\":[{\"device\":\"d\","
 		   "\"scope\":\"pod\",\"max\":\"1\"}]}", "max is not a number");
+	record_bad("{\"version\":1,\"id\":\"a\",\"authority\":\"module\","
+		   "\"cgroup\":\"/a\",\"kubernetes\":{\"pod\":\"a\\\"b\"}}",
+		   "kubernetes.pod");
+	record_bad("{\"version\":1,\"id\":\"a\",\"authority\":\"module\","
+		   "\"cgroup\":\"/a\",\"kubernetes\":[]}",
+		   "kubernetes is not an object");
 }
 
 /* ---- messages ------------------------------------------------------------------------ */
@@ -1398,6 +1437,7 @@ int main(void)
 		cmocka_unit_test(test_apply_ok),
 		cmocka_unit_test(test_timeout_parse),
 		cmocka_unit_test(test_record),
+		cmocka_unit_test(test_record_k8s),
 		cmocka_unit_test(test_record_errors),
 		cmocka_unit_test(test_quote),
 	};
