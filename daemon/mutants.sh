@@ -95,6 +95,11 @@ mutant events-one-ring LEDGER_SRCS LEDGER_BIN event.c \
 mutant events-vital-shared LEDGER_SRCS LEDGER_BIN event.c \
 	's/} else if (nxq_event_vital(type, h)) {/} else if (0) {/' \
 	'nxquota-event.nxq_test_event_drops' 'Expected'
+# An event queued while the work waits for the next batch of denials does
+# not run it: a kill waits for the batch (issue 30: the work slept there).
+mutant events-paced-unkicked LEDGER_SRCS LEDGER_BIN event.c \
+	's/if (idle || (dev->ev_paced \&\& type != NXQ_EV_DENIED)) {/if (idle) {/' \
+	'nxquota-event.nxq_test_event_paced' 'Expected'
 # Denials not coalesced, each queued as an event of its own.
 mutant events-denials-uncoalesced LEDGER_SRCS LEDGER_BIN event.c \
 	's/if (type == NXQ_EV_DENIED) {/if (0) {/' \

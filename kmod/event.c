@@ -6,7 +6,10 @@
  * ring of the others (ev_ring, NXQ_EV_RING events) -- all under ev_lock,
  * inside the device lock, and a work item that empties them into the
  * event hook, oldest first.  They are allocated with the device and freed
- * with it (objects.c), after the work is flushed.
+ * with it (objects.c), after the work is flushed.  The work never sleeps:
+ * when only denials wait, for the next batch, it arms its own timer and
+ * returns (a delayed_work), and any other event queued meanwhile runs it
+ * at once.
  */
 #include <linux/delay.h>
 #include <linux/ktime.h>
@@ -115,7 +118,8 @@ static struct nxq_ev_denied *nxq_ev_denied_slot(struct nxq_device *dev,
 
 /*
  * Take the oldest event into @ev.  Denials go in batches (every cgroup
- * pending when a batch starts), a batch at most every NXQ_EV_DENIED_GAP_MS,
+ * pending when a batch starts), a batch at most every ev_denied_gap_ns
+ * (NXQ_EV_DENIED_GAP_MS; none while the device is being removed),
  * but a denial older than another event that waits is sent at once (so no
  * event waits for a batch, and the order holds); when only denials wait
  * for the next batch, *@wait is how long.
@@ -153,7 +157,7 @@ static bool nxq_event_take(struct nxq_device *dev, struct nxq_event *ev,
 			 */
 		} else if (!dev->ev_denied_batch) {
 			now = ktime_get_ns();
-			if (now < dev->ev_denied_next) {
+			if (now < dev->ev_denied_next && !dev->ev_draining) {
 				if (!best)
 					*wait = dev->ev_denied_next - now;
 				d = NULL;
@@ -169,7 +173,7 @@ static bool nxq_event_take(struct nxq_device *dev, struct nxq_event *ev,
 		d->ev.count = 0;
 		if (dev->ev_denied_batch && !--dev->ev_denied_batch)
 			dev->ev_denied_next = ktime_get_ns() +
-				NXQ_EV_DENIED_GAP_MS * NSEC_PER_MSEC;
+				dev->ev_denied_gap_ns;
 		return true;
 	}
 	if (!best)
@@ -186,14 +190,18 @@ static bool nxq_event_take(struct nxq_device *dev, struct nxq_event *ev,
  * nxq_event_work() - send a device's queued events, oldest first
  * @work: the device's ev_work
  *
+ * When only denials wait, for their next batch, the work arms its own
+ * timer for then and returns (ev_paced): it never sleeps in the system
+ * workqueue, so a steady storm of denials holds no worker, and an event
+ * of another kind queued meanwhile runs it at once (nxq_event()).
+ *
  * Context: a work item; takes ev_lock around each dequeue only, so the
  * hook (which allocates and multicasts) runs with no ledger lock held.
- * Sleeps until the next batch when only denials wait for it.
  */
 void nxq_event_work(struct work_struct *work)
 {
-	struct nxq_device *dev = container_of(work, struct nxq_device,
-					      ev_work);
+	struct nxq_device *dev = container_of(to_delayed_work(work),
+					      struct nxq_device, ev_work);
 	const struct nxq_ledger_ops *ops = dev->ledger->ops;
 	struct nxq_event ev;
 	u64 wait;
@@ -201,18 +209,59 @@ void nxq_event_work(struct work_struct *work)
 	for (;;) {
 		wait = 0;
 		spin_lock(&dev->ev_lock);
+		dev->ev_paced = false;
 		if (!nxq_event_take(dev, &ev, &wait)) {
-			if (!wait)
+			if (wait) {
+				/* under ev_lock: see nxq_event_flush() */
+				dev->ev_paced = true;
+				schedule_delayed_work(&dev->ev_work,
+					msecs_to_jiffies(DIV_ROUND_UP(wait,
+							NSEC_PER_MSEC)));
+			} else {
 				dev->ev_busy = false;
+			}
 			spin_unlock(&dev->ev_lock);
-			if (!wait)
-				return;
-			msleep(DIV_ROUND_UP(wait, NSEC_PER_MSEC));
-			continue;
+			return;
 		}
 		spin_unlock(&dev->ev_lock);
 		ops->event(&ev);
 	}
+}
+
+/**
+ * nxq_event_flush() - wait until a device's queued events are sent
+ * @dev: the device
+ * @draining: the device is going: send the denials without their gap
+ *
+ * Returns once the queues are empty and the work neither queued nor
+ * running nor waiting for a batch.  Without @draining, a denial held by
+ * the gap is waited for (up to ev_denied_gap_ns).
+ *
+ * Context: process context, no ledger lock held; sleeps.
+ */
+void nxq_event_flush(struct nxq_device *dev, bool draining)
+{
+	bool busy;
+
+	might_sleep();
+	for (;;) {
+		spin_lock(&dev->ev_lock);
+		if (draining)
+			dev->ev_draining = true;
+		busy = dev->ev_busy;
+		spin_unlock(&dev->ev_lock);
+		if (!busy)
+			break;
+		/* runs an armed timer's work now; it re-arms if too early */
+		flush_delayed_work(&dev->ev_work);
+		spin_lock(&dev->ev_lock);
+		busy = dev->ev_paced;
+		spin_unlock(&dev->ev_lock);
+		if (busy)
+			usleep_range(500, 1000);
+	}
+	/* nothing is armed once ev_busy is false: this only makes it sure */
+	cancel_delayed_work_sync(&dev->ev_work);
 }
 
 /**
@@ -307,12 +356,19 @@ void nxq_event(struct nxq_device *dev, enum nxq_event_type type,
 		dev->ev_ring[dev->ev_head % NXQ_EV_RING] = ev;
 		dev->ev_head++;
 	}
-	/* The work empties the queues, and says under ev_lock when done. */
+	/*
+	 * The work empties the queues, and says under ev_lock when done.  An
+	 * event that is not a denial does not wait for the next batch of
+	 * denials: it runs the work now (mod_delayed_work() may be called
+	 * from any context).
+	 */
 	idle = !dev->ev_busy;
 	dev->ev_busy = true;
+	if (idle || (dev->ev_paced && type != NXQ_EV_DENIED)) {
+		dev->ev_paced = false;
+		mod_delayed_work(system_wq, &dev->ev_work, 0);
+	}
 	spin_unlock(&dev->ev_lock);
-	if (idle)
-		schedule_work(&dev->ev_work);
 	return;
 lost:
 	spin_unlock(&dev->ev_lock);

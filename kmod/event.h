@@ -96,6 +96,7 @@ struct nxq_ev_denied {
 #define NXQ_EV_DENIED_GAP_MS	10	/* between batches of denials */
 
 void nxq_event_work(struct work_struct *work);
+void nxq_event_flush(struct nxq_device *dev, bool draining);
 bool nxq_event_vital(enum nxq_event_type type, struct nxq_holder *h);
 void nxq_event_lost(const struct nxq_event *ev);
 void nxq_event(struct nxq_device *dev, enum nxq_event_type type,

@@ -246,9 +246,16 @@ struct nxq_device {
 	unsigned int ev_denied_nr;	/* ev_lock: entries of the list */
 	unsigned int ev_denied_batch;	/* ev_lock: left in this batch */
 	u64 ev_denied_next;		/* ev_lock: no batch before (ns) */
+	u64 ev_denied_gap_ns;		/* ev_lock: between batches */
 	u64 ev_seq;			/* ev_lock: events queued */
-	bool ev_busy;			/* ev_lock: the work is queued or runs */
-	struct work_struct ev_work;	/* sends the queues' events */
+	bool ev_busy;			/* ev_lock: the work is queued, runs,
+					 * or waits for the next batch
+					 */
+	bool ev_paced;			/* ev_lock: it waits for the next batch
+					 * (its timer is armed)
+					 */
+	bool ev_draining;		/* ev_lock: the device goes: no gap */
+	struct delayed_work ev_work;	/* sends the queues' events */
 
 	spinlock_t lock;		/* the counters, see above */
 	u64 capacity;			/* lock */

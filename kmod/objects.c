@@ -228,7 +228,8 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	}
 	spin_lock_init(&dev->ev_lock);
 	INIT_LIST_HEAD(&dev->ev_denied_list);
-	INIT_WORK(&dev->ev_work, nxq_event_work);
+	INIT_DELAYED_WORK(&dev->ev_work, nxq_event_work);
+	dev->ev_denied_gap_ns = NXQ_EV_DENIED_GAP_MS * NSEC_PER_MSEC;
 	dev->ledger = l;
 	strscpy(dev->key, key, sizeof(dev->key));
 	spin_lock_init(&dev->lock);
@@ -389,7 +390,7 @@ int nxq_device_remove(struct nxq_ledger *l, const char *key)
 	xa_destroy(&dev->nodes);
 	WARN_ON_ONCE(dev->used);
 	/* Nothing queues events any more: send what is left, then free. */
-	flush_work(&dev->ev_work);
+	nxq_event_flush(dev, true);
 	/* A charge may still use it under RCU through a holder found so. */
 	synchronize_rcu();
 	nxq_device_free_events(dev);

@@ -1098,27 +1098,73 @@ bool completion_done(struct completion *x)
 
 static struct {
 	pthread_mutex_t m;
-	pthread_cond_t more;	/* an item was queued */
+	pthread_cond_t more;	/* an item was queued, or a timer armed */
 	pthread_cond_t idle;	/* an item finished */
 	struct list_head items;
+	struct list_head timers;	/* armed delayed work */
 	pthread_once_t once;
 } uk_wq = {
 	.m = PTHREAD_MUTEX_INITIALIZER,
 	.more = PTHREAD_COND_INITIALIZER,
 	.idle = PTHREAD_COND_INITIALIZER,
 	.items = LIST_HEAD_INIT(uk_wq.items),
+	.timers = LIST_HEAD_INIT(uk_wq.timers),
 	.once = PTHREAD_ONCE_INIT,
 };
+
+/* Queue @w at the tail (uk_wq.m held); false if it is queued already. */
+static bool uk_queue(struct work_struct *w)
+{
+	if (w->pending)
+		return false;
+	w->pending = true;
+	list_add_tail(&w->entry, &uk_wq.items);
+	pthread_cond_signal(&uk_wq.more);
+	return true;
+}
+
+/*
+ * Queue the delayed work whose time has come; the earliest time still to
+ * come, or 0 if none is armed (uk_wq.m held).
+ */
+static u64 uk_timers_run(void)
+{
+	struct delayed_work *dw, *tmp;
+	u64 now = ktime_get_ns(), next = 0;
+
+	list_for_each_entry_safe(dw, tmp, &uk_wq.timers, timer) {
+		if (dw->due_ns <= now) {
+			list_del_init(&dw->timer);
+			dw->armed = false;
+			uk_queue(&dw->work);
+		} else if (!next || dw->due_ns < next) {
+			next = dw->due_ns;
+		}
+	}
+	return next;
+}
 
 static int uk_worker(void *unused)
 {
 	struct work_struct *w;
+	struct timespec ts;
+	u64 next;
 
 	(void)unused;
 	pthread_mutex_lock(&uk_wq.m);
 	for (;;) {
-		while (list_empty(&uk_wq.items))
-			pthread_cond_wait(&uk_wq.more, &uk_wq.m);
+		for (;;) {
+			next = uk_timers_run();
+			if (!list_empty(&uk_wq.items))
+				break;
+			if (!next) {
+				pthread_cond_wait(&uk_wq.more, &uk_wq.m);
+				continue;
+			}
+			ts.tv_sec = next / NSEC_PER_SEC;
+			ts.tv_nsec = next % NSEC_PER_SEC;
+			pthread_cond_timedwait(&uk_wq.more, &uk_wq.m, &ts);
+		}
 		w = list_first_entry(&uk_wq.items, struct work_struct, entry);
 		list_del_init(&w->entry);
 		w->pending = false;
@@ -1134,24 +1180,111 @@ static int uk_worker(void *unused)
 
 static void uk_worker_start(void)
 {
+	pthread_condattr_t a;
+
+	/* the timers' waits are on CLOCK_MONOTONIC, as ktime_get_ns() */
+	if (pthread_condattr_init(&a) ||
+	    pthread_condattr_setclock(&a, CLOCK_MONOTONIC) ||
+	    pthread_cond_destroy(&uk_wq.more) ||
+	    pthread_cond_init(&uk_wq.more, &a))
+		abort();
+	pthread_condattr_destroy(&a);
 	if (IS_ERR(kthread_run(uk_worker, NULL, "kworker")))
 		abort();
 }
 
 bool schedule_work(struct work_struct *w)
 {
+	bool queued;
+
+	pthread_once(&uk_wq.once, uk_worker_start);
+	pthread_mutex_lock(&uk_wq.m);
+	queued = uk_queue(w);
+	pthread_mutex_unlock(&uk_wq.m);
+	return queued;
+}
+
+/* Arm @dw for @delay jiffies from now, or queue it (uk_wq.m held). */
+static void uk_arm(struct delayed_work *dw, unsigned long delay)
+{
+	if (!delay) {
+		uk_queue(&dw->work);
+		return;
+	}
+	dw->due_ns = ktime_get_ns() + (u64)delay * (NSEC_PER_SEC / HZ);
+	dw->armed = true;
+	list_add_tail(&dw->timer, &uk_wq.timers);
+	pthread_cond_signal(&uk_wq.more);
+}
+
+/* Disarm and unqueue @dw (uk_wq.m held); was it either? */
+static bool uk_grab(struct delayed_work *dw)
+{
+	bool was = dw->armed || dw->work.pending;
+
+	if (dw->armed) {
+		list_del_init(&dw->timer);
+		dw->armed = false;
+	}
+	if (dw->work.pending) {
+		list_del_init(&dw->work.entry);
+		dw->work.pending = false;
+	}
+	return was;
+}
+
+bool schedule_delayed_work(struct delayed_work *dw, unsigned long delay)
+{
 	bool queued = false;
 
 	pthread_once(&uk_wq.once, uk_worker_start);
 	pthread_mutex_lock(&uk_wq.m);
-	if (!w->pending) {
-		w->pending = true;
-		list_add_tail(&w->entry, &uk_wq.items);
-		pthread_cond_signal(&uk_wq.more);
+	if (!dw->armed && !dw->work.pending) {
+		uk_arm(dw, delay);
 		queued = true;
 	}
 	pthread_mutex_unlock(&uk_wq.m);
 	return queued;
+}
+
+bool mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
+		      unsigned long delay)
+{
+	bool was;
+
+	(void)wq;
+	pthread_once(&uk_wq.once, uk_worker_start);
+	pthread_mutex_lock(&uk_wq.m);
+	was = uk_grab(dw);
+	uk_arm(dw, delay);
+	pthread_mutex_unlock(&uk_wq.m);
+	return was;
+}
+
+bool flush_delayed_work(struct delayed_work *dw)
+{
+	might_sleep();
+	pthread_mutex_lock(&uk_wq.m);
+	if (dw->armed) {
+		list_del_init(&dw->timer);
+		dw->armed = false;
+		uk_queue(&dw->work);
+	}
+	pthread_mutex_unlock(&uk_wq.m);
+	return flush_work(&dw->work);
+}
+
+bool cancel_delayed_work_sync(struct delayed_work *dw)
+{
+	bool was;
+
+	might_sleep();
+	pthread_mutex_lock(&uk_wq.m);
+	was = uk_grab(dw);
+	while (dw->work.running)
+		pthread_cond_wait(&uk_wq.idle, &uk_wq.m);
+	pthread_mutex_unlock(&uk_wq.m);
+	return was;
 }
 
 bool flush_work(struct work_struct *w)

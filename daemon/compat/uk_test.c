@@ -457,6 +457,66 @@ static void uk_test_workqueue(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, sw.runs, 1);
 }
 
+struct timed_work {
+	struct delayed_work dw;
+	int runs;
+	u64 at;
+};
+
+static void timed_work_fn(struct work_struct *w)
+{
+	struct timed_work *tw = container_of(to_delayed_work(w),
+					     struct timed_work, dw);
+
+	WRITE_ONCE(tw->at, ktime_get_ns());
+	WRITE_ONCE(tw->runs, tw->runs + 1);
+}
+
+/*
+ * Delayed work runs no sooner than its delay; queueing an armed one is a
+ * no-op; mod_delayed_work(0) runs it now; flush_delayed_work() runs an
+ * armed one now and waits; cancel_delayed_work_sync() disarms.
+ */
+static void uk_test_delayed_work(struct kunit *test)
+{
+	struct timed_work tw = { .runs = 0 };
+	u64 t0 = ktime_get_ns();
+	int i;
+
+	INIT_DELAYED_WORK(&tw.dw, timed_work_fn);
+	KUNIT_EXPECT_TRUE(test, schedule_delayed_work(&tw.dw,
+						      msecs_to_jiffies(30)));
+	KUNIT_EXPECT_FALSE(test, schedule_delayed_work(&tw.dw, 0));
+	for (i = 0; i < 3000 && !READ_ONCE(tw.runs); i++)
+		usleep_range(1000, 2000);
+	KUNIT_ASSERT_EQ(test, READ_ONCE(tw.runs), 1);
+	KUNIT_EXPECT_GE(test, tw.at - t0, 30ULL * NSEC_PER_MSEC);
+
+	/* moved from 10 s to now */
+	t0 = ktime_get_ns();
+	KUNIT_EXPECT_TRUE(test, schedule_delayed_work(&tw.dw,
+						      msecs_to_jiffies(10000)));
+	KUNIT_EXPECT_TRUE(test, mod_delayed_work(system_wq, &tw.dw, 0));
+	for (i = 0; i < 3000 && READ_ONCE(tw.runs) < 2; i++)
+		usleep_range(1000, 2000);
+	KUNIT_ASSERT_EQ(test, READ_ONCE(tw.runs), 2);
+	KUNIT_EXPECT_LT(test, tw.at - t0, 5ULL * NSEC_PER_SEC);
+
+	/* armed for 10 s: the flush runs it now */
+	t0 = ktime_get_ns();
+	schedule_delayed_work(&tw.dw, msecs_to_jiffies(10000));
+	flush_delayed_work(&tw.dw);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(tw.runs), 3);
+	KUNIT_EXPECT_LT(test, ktime_get_ns() - t0, 5ULL * NSEC_PER_SEC);
+
+	/* cancelled: never runs */
+	schedule_delayed_work(&tw.dw, msecs_to_jiffies(20));
+	KUNIT_EXPECT_TRUE(test, cancel_delayed_work_sync(&tw.dw));
+	msleep(60);
+	KUNIT_EXPECT_EQ(test, READ_ONCE(tw.runs), 3);
+	KUNIT_EXPECT_FALSE(test, cancel_delayed_work_sync(&tw.dw));
+}
+
 static void uk_test_refcount(struct kunit *test)
 {
 	struct mutex m;
@@ -732,6 +792,7 @@ static struct kunit_case uk_cases[] = {
 	KUNIT_CASE(uk_test_completion),
 	KUNIT_CASE(uk_test_xarray),
 	KUNIT_CASE(uk_test_workqueue),
+	KUNIT_CASE(uk_test_delayed_work),
 	KUNIT_CASE(uk_test_refcount),
 	KUNIT_CASE(uk_test_helpers),
 	KUNIT_CASE(uk_test_nla),

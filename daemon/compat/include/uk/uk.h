@@ -713,6 +713,33 @@ bool schedule_work(struct work_struct *w);
 bool flush_work(struct work_struct *w);
 bool cancel_work_sync(struct work_struct *w);
 
+/*
+ * Delayed work: the worker thread keeps the armed ones on a list and
+ * queues each when its time comes (CLOCK_MONOTONIC, jiffies of 1 ms).
+ * The kernel's rules hold: queueing an armed or queued item is a no-op,
+ * mod_delayed_work() moves it, flush_delayed_work() runs an armed one
+ * now; all but the flush and the cancel may be called under a spinlock.
+ */
+struct workqueue_struct;
+#define system_wq	((struct workqueue_struct *)NULL)
+struct delayed_work {
+	struct work_struct work;
+	struct list_head timer;		/* uk_wq.timers while armed */
+	u64 due_ns;
+	bool armed;
+};
+#define INIT_DELAYED_WORK(dw, f) do {			\
+	INIT_WORK(&(dw)->work, (f));			\
+	INIT_LIST_HEAD(&(dw)->timer);			\
+	(dw)->armed = false;				\
+} while (0)
+#define to_delayed_work(w)	container_of(w, struct delayed_work, work)
+bool schedule_delayed_work(struct delayed_work *dw, unsigned long delay);
+bool mod_delayed_work(struct workqueue_struct *wq, struct delayed_work *dw,
+		      unsigned long delay);
+bool flush_delayed_work(struct delayed_work *dw);
+bool cancel_delayed_work_sync(struct delayed_work *dw);
+
 /* ------------------------------------------------------------------- RCU */
 
 /*
