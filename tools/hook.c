@@ -223,8 +223,10 @@ int hook_env(json_object *cfg, const char *name, const char **val, char *err)
 
 bool hook_wanted(json_object *ann, json_object *cfg)
 {
+	json_object *proc = NULL, *env = NULL;
 	char err[HOOK_ERR_LEN];
-	const char *v;
+	const char *v, *s;
+	size_t i, n;
 
 	if (ann) {
 		json_object_object_foreach(ann, key, val) {
@@ -234,8 +236,23 @@ bool hook_wanted(json_object *ann, json_object *cfg)
 		}
 	}
 	/* a malformed process.env counts: the plan then says what is wrong */
-	return hook_env(cfg, ENV_LIMIT, &v, err) ||
-	       hook_env(cfg, ENV_REQUEST, &v, err);
+	if (hook_env(cfg, ENV_LIMIT, &v, err) ||
+	    hook_env(cfg, ENV_REQUEST, &v, err) ||
+	    hook_env(cfg, ENV_HAMI, &v, err))
+		return true;
+	/* HAMi's CUDA_DEVICE_MEMORY_LIMIT_<i> */
+	if (json_object_object_get_ex(cfg, "process", &proc) &&
+	    json_object_object_get_ex(proc, "env", &env) &&
+	    json_object_is_type(env, json_type_array)) {
+		n = json_object_array_length(env);
+		for (i = 0; i < n; i++) {
+			s = json_object_get_string(
+				json_object_array_get_idx(env, i));
+			if (s && !strncmp(s, ENV_HAMI "_", strlen(ENV_HAMI) + 1))
+				return true;
+		}
+	}
+	return false;
 }
 
 /* ---- the container's cgroups ---------------------------------------------------- */

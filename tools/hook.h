@@ -175,8 +175,9 @@ int hook_annotations(const struct hook_state *st, json_object *cfg,
  * when process.env is malformed or sets name twice.
  */
 int hook_env(json_object *cfg, const char *name, const char **val, char *err);
-/* Whether the container asks for anything: an nxquota.io/ annotation or
- * NVIDIA_GPU_MEMORY_REQUEST/LIMIT in process.env. */
+/* Whether the container asks for anything: an nxquota.io/ annotation,
+ * NVIDIA_GPU_MEMORY_REQUEST/LIMIT or HAMi's CUDA_DEVICE_MEMORY_LIMIT[_<i>]
+ * in process.env. */
 bool hook_wanted(json_object *ann, json_object *cfg);
 
 /* ---- the container's cgroups ---------------------------------------------- */

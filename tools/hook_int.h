@@ -22,6 +22,8 @@
 #define ENV_NVIDIA	"NVIDIA_VISIBLE_DEVICES"
 #define ENV_NXQUOTA	"NXQUOTA_DEVICES"
 #define ENV_NXQUOTA_ONE	"NXQUOTA_DEVICE_"	/* ...<X>=KEY, CDI's */
+#define ENV_HAMI	"CUDA_DEVICE_MEMORY_LIMIT"	/* HAMi's, [_<i>] */
+#define ENV_HAMI_OVER	"CUDA_OVERSUBSCRIBE"		/* HAMi's "true" */
 
 enum { F_MAX, F_MIN };
 /* By enum hook_scope (hook_plan.c). */

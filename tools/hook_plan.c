@@ -4,7 +4,8 @@
  * hook_reconcile(), the record): which max and min to set on which GPU
  * for the container's and the pod's cgroup, from annotations (a per-GPU
  * key beats the all-GPU one, which beats NVIDIA_GPU_MEMORY_LIMIT and
- * _REQUEST), against what is in place; and the record of what was set,
+ * _REQUEST, which beat HAMi's CUDA_DEVICE_MEMORY_LIMIT_<i>, which beats
+ * its CUDA_DEVICE_MEMORY_LIMIT), against what is in place; and the record of what was set,
  * which poststop reads back to undo it.  Pure, as hook.c.
  */
 #define _GNU_SOURCE
@@ -28,7 +29,9 @@ const char *const hook_scope_name[2] = { "container", "pod" };
 /* One field of one (scope, device): its value and who set it. */
 struct want {
 	bool set;
-	int prio;		/* 3 per-GPU annotation, 2 all-GPU, 1 env */
+	int prio;		/* 3 per-GPU annotation, 2 all-GPU, 1 NVIDIA's
+				 * env, 0 HAMi's per GPU, -1 HAMi's for all
+				 */
 	uint64_t v;
 	const char *src, *txt;
 };
@@ -162,6 +165,170 @@ static int plan_env(json_object *cfg, const char *name, int field,
 	return rc;
 }
 
+/*
+ * HAMi's contract, as its device plugin writes it (HAMi's
+ * pkg/device-plugin/nvidiadevice, Allocate): CUDA_DEVICE_MEMORY_LIMIT_<i>
+ * is "<MiB>m" for the i-th GPU it gave, in the order of the
+ * NVIDIA_VISIBLE_DEVICES (UUIDs) it sets beside; HAMi-core also reads
+ * CUDA_DEVICE_MEMORY_LIMIT for every GPU, and sizes as digits then k, m
+ * or g (binary) or nothing (bytes).  HAMi's scheduler reserved that much
+ * of the card for the container, so it is both the max and the min,
+ * unless CUDA_OVERSUBSCRIBE=true says its shares were scaled past the
+ * card (then the max only).  Container scope; below NVIDIA's variables.
+ */
+#define HAMI_N(i)	ENV_HAMI "_" #i
+static const char *const hami_name[] = {
+	HAMI_N(0), HAMI_N(1), HAMI_N(2), HAMI_N(3), HAMI_N(4), HAMI_N(5),
+	HAMI_N(6), HAMI_N(7), HAMI_N(8), HAMI_N(9), HAMI_N(10), HAMI_N(11),
+	HAMI_N(12), HAMI_N(13), HAMI_N(14), HAMI_N(15),
+};
+#define HAMI_MAX	((int)(sizeof(hami_name) / sizeof(hami_name[0])))
+
+/* HAMi-core's size: digits, then k, m, g (KiB, MiB, GiB) or nothing. */
+static int hami_quantity(const char *name, const char *txt, uint64_t *v,
+			 char *err)
+{
+	size_t n = strlen(txt), d = hook_run_of(txt, "0123456789");
+	unsigned int shift = 0;
+	unsigned long long x;
+
+	if (d && d + 1 == n) {
+		switch (txt[d]) {
+		case 'k': case 'K': shift = 10; break;
+		case 'm': case 'M': shift = 20; break;
+		case 'g': case 'G': shift = 30; break;
+		default: d = 0;
+		}
+	}
+	if (!d || d > 19 || (d != n && d + 1 != n))
+		return hook_fail(err, -EINVAL, "%s=%s is not a size as HAMi writes "
+			    "one (digits, then k, m or g, or nothing for bytes)",
+			    name, hook_q(txt));
+	errno = 0;
+	x = strtoull(txt, NULL, 10);
+	if (errno || x > (UINT64_MAX >> shift))
+		return hook_fail(err, -EINVAL, "%s=%s is too large", name,
+			    hook_q(txt));
+	*v = (uint64_t)x << shift;
+	return 0;
+}
+
+/* One HAMi size into the container's wants on @dev. */
+static int hami_want(struct wants *ws, size_t dev, int prio, const char *name,
+		     const char *txt, bool guaranteed, char *err)
+{
+	uint64_t v = 0;
+	int rc = hami_quantity(name, txt, &v, err);
+
+	if (!rc)
+		rc = want_set(&ws->w[HOOK_CONTAINER][dev][F_MAX], prio, v, name,
+			      txt, NULL, err);
+	if (!rc && guaranteed)
+		rc = want_set(&ws->w[HOOK_CONTAINER][dev][F_MIN], prio, v, name,
+			      txt, NULL, err);
+	return rc;
+}
+
+static int plan_hami(json_object *cfg, const struct hook_host *h,
+		     const bool *given, struct wants *ws, char *err)
+{
+	size_t dev[HAMI_MAX], n = 0, i, plen = strlen(ENV_HAMI) + 1;
+	char *copy, *tok, *save, *end;
+	const char *all = NULL, *over = NULL, *vis, *txt;
+	json_object *proc = NULL, *env = NULL;
+	bool guaranteed, any = false;
+	int rc;
+
+	rc = hook_env(cfg, ENV_HAMI, &all, err);
+	if (rc < 0)
+		return rc;
+	/* any CUDA_DEVICE_MEMORY_LIMIT_<i>? (hook_env() checked the array) */
+	if (json_object_object_get_ex(cfg, "process", &proc) &&
+	    json_object_object_get_ex(proc, "env", &env) &&
+	    json_object_is_type(env, json_type_array)) {
+		for (i = 0; i < json_object_array_length(env) && !any; i++) {
+			const char *s = json_object_get_string(
+				json_object_array_get_idx(env, i));
+
+			any = s && !strncmp(s, ENV_HAMI "_", plen);
+		}
+	}
+	if (!all && !any)
+		return 0;
+	rc = hook_env(cfg, ENV_HAMI_OVER, &over, err);
+	if (rc < 0)
+		return rc;
+	guaranteed = !over || strcmp(over, "true");
+	if (all) {
+		for (i = 0; !rc && i < h->ndevs; i++)
+			if (given[i])
+				rc = hami_want(ws, i, -1, ENV_HAMI, all,
+					       guaranteed, err);
+		if (rc || !any)
+			return rc;
+	}
+	/* the GPUs in the order HAMi listed them */
+	rc = hook_env(cfg, ENV_NVIDIA, &vis, err);
+	if (rc <= 0)
+		return rc ? rc : hook_fail(err, -EINVAL, "%s_<i> without %s: "
+				      "which GPU is <i>?", ENV_HAMI,
+				      ENV_NVIDIA);
+	copy = strdup(vis);
+	if (!copy)
+		return hook_fail(err, -ENOMEM, "out of memory");
+	rc = 0;
+	for (tok = strtok_r(copy, ",", &save); tok && !rc;
+	     tok = strtok_r(NULL, ",", &save)) {
+		while (*tok == ' ')
+			tok++;
+		end = tok + strlen(tok);
+		while (end > tok && end[-1] == ' ')
+			*--end = '\0';
+		if (!strcmp(tok, "all") || !strcmp(tok, "none") ||
+		    !strcmp(tok, "void"))
+			rc = hook_fail(err, -EINVAL, "%s_<i> with %s=%s: <i> "
+				  "needs the GPUs listed one by one", ENV_HAMI,
+				  ENV_NVIDIA, hook_q(vis));
+		else if (n == HAMI_MAX)
+			rc = hook_fail(err, -EINVAL, "%s_<i> with more than %d "
+				  "GPUs in %s", ENV_HAMI, HAMI_MAX,
+				  ENV_NVIDIA);
+		else
+			rc = hook_gpu_resolve(tok, h, "process.env "
+					      ENV_NVIDIA, &dev[n++], err);
+	}
+	free(copy);
+	/* each listed GPU's own, and none for a GPU not listed */
+	for (i = 0; !rc && i < n; i++) {
+		rc = hook_env(cfg, hami_name[i], &txt, err);
+		if (rc <= 0)
+			continue;
+		rc = given[dev[i]] ? hami_want(ws, dev[i], 0, hami_name[i],
+					       txt, guaranteed, err) :
+			hook_fail(err, -EINVAL, "%s: %s lists %s, which the "
+				  "container was not given", hami_name[i],
+				  ENV_NVIDIA, h->devs[dev[i]].key);
+	}
+	/* an index past the list, or a name HAMi does not write */
+	for (i = 0; !rc && i < json_object_array_length(env); i++) {
+		const char *e = json_object_get_string(
+			json_object_array_get_idx(env, i));
+		size_t d;
+
+		if (!e || strncmp(e, ENV_HAMI "_", plen))
+			continue;
+		d = hook_run_of(e + plen, "0123456789");
+		if (!d || d > 6 || e[plen + d] != '=')
+			rc = hook_fail(err, -EINVAL, "process.env[%zu] %s is not "
+				  "%s_<i>=SIZE", i, hook_q(e), ENV_HAMI);
+		else if (strtoul(e + plen, NULL, 10) >= n)
+			rc = hook_fail(err, -EINVAL, "%.*s: %s lists %zu GPU%s",
+				  (int)(plen + d), e, ENV_NVIDIA, n,
+				  n == 1 ? "" : "s");
+	}
+	return rc;
+}
+
 /* The wants of one (scope, device) as a budget, checked: 0 or -EINVAL. */
 static int plan_add(struct hook_plan *p, const struct want *w,
 		    enum hook_scope scope, size_t dev,
@@ -221,6 +388,8 @@ int hook_plan_build(json_object *ann, json_object *cfg,
 	rc = plan_env(cfg, ENV_LIMIT, F_MAX, host, given, ws, err);
 	if (!rc)
 		rc = plan_env(cfg, ENV_REQUEST, F_MIN, host, given, ws, err);
+	if (!rc)
+		rc = plan_hami(cfg, host, given, ws, err);
 	/* the pod's budgets first: a parent before its child */
 	for (s = HOOK_POD; !rc && s >= HOOK_CONTAINER; s--)
 		for (i = 0; !rc && i < host->ndevs; i++)

@@ -24,6 +24,7 @@
 #endif
 
 #define GI (1ULL << 30)
+#define MI (1ULL << 20)
 
 #define UUID0 "8f1c2e4a-0d9b-4c1e-9a57-2b6d3f0e1a42"
 #define UUID1 "5f2c0b7e-1111-4c1e-9a57-2b6d3f0e1a43"
@@ -671,6 +672,8 @@ static void given_err(const char *cfg_text, const char *needle)
 }
 
 #define ENV(x) "{\"process\":{\"env\":[\"" x "\"]}}"
+#define ENV2(a, b) ENV(a "\",\"" b)
+#define ENV3(a, b, c) ENV(a "\",\"" b "\",\"" c)
 #define DEVS(x) "{\"linux\":{\"devices\":[" x "]}}"
 
 static void test_given_fixtures(void **state)
@@ -862,6 +865,83 @@ static void test_plan_fixtures(void **state)
 	budget_is(&p, 1, HOOK_CONTAINER, 3, 24 * GI, 8 * GI);
 	assert_string_equal(p.b[0].max_src, "NVIDIA_GPU_MEMORY_LIMIT");
 	json_object_put(c);
+}
+
+/*
+ * HAMi's contract (hook_plan.c, plan_hami()): CUDA_DEVICE_MEMORY_LIMIT_<i>
+ * for the i-th GPU of NVIDIA_VISIBLE_DEVICES, in HAMi's order; min = max
+ * unless CUDA_OVERSUBSCRIBE=true; below NVIDIA's variables and
+ * annotations; what cannot be mapped is refused, naming it.
+ */
+static void test_plan_hami(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	static struct hook_plan p;
+	json_object *c;
+	bool given[4];
+
+	(void)state;
+	c = loadj("config-hami.json");
+	assert_true(hook_wanted(NULL, c));
+	assert_int_equal(hook_given(c, &host, given, err), 0);
+	assert_int_equal(hook_plan_build(NULL, c, &host, given, &p, err), 0);
+	assert_int_equal(p.n, 2);
+	/* index 0 is GPU-UUID3 (listed first), index 1 GPU-UUID0 */
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 2048 * MI, 2048 * MI);
+	budget_is(&p, 1, HOOK_CONTAINER, 3, 4096 * MI, 4096 * MI);
+	assert_string_equal(p.b[1].max_src, "CUDA_DEVICE_MEMORY_LIMIT_0");
+	assert_string_equal(p.b[1].max_txt, "4096m");
+	json_object_put(c);
+
+	/* oversubscribed: the max only */
+	assert_int_equal(plan(NULL, ENV3("NVIDIA_VISIBLE_DEVICES=GPU-" UUID1,
+					"CUDA_DEVICE_MEMORY_LIMIT_0=1g",
+					"CUDA_OVERSUBSCRIBE=true"), &p, err), 0);
+	assert_int_equal(p.n, 1);
+	budget_is(&p, 0, HOOK_CONTAINER, 1, GI, -1);
+	/* HAMi-core's unindexed one: every GPU; the indexed one beats it */
+	assert_int_equal(plan(NULL, ENV3("NVIDIA_VISIBLE_DEVICES=0,1",
+					"CUDA_DEVICE_MEMORY_LIMIT=512m",
+					"CUDA_DEVICE_MEMORY_LIMIT_1=1024k"), &p,
+			      err), 0);
+	assert_int_equal(p.n, 2);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 512 * MI, 512 * MI);
+	budget_is(&p, 1, HOOK_CONTAINER, 1, MI, MI);
+	/* NVIDIA's variables and annotations beat HAMi's, field by field */
+	assert_int_equal(plan("{\"nxquota.io/max\":\"3Gi\"}",
+			      ENV3("NVIDIA_VISIBLE_DEVICES=0",
+				  "NVIDIA_GPU_MEMORY_REQUEST=1Gi",
+				  "CUDA_DEVICE_MEMORY_LIMIT_0=2048m"), &p, err),
+			 0);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 3 * GI, GI);
+	/* bytes without a suffix */
+	assert_int_equal(plan(NULL, ENV2("NVIDIA_VISIBLE_DEVICES=0",
+					"CUDA_DEVICE_MEMORY_LIMIT_0=1048576"), &p,
+			      err), 0);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, MI, MI);
+
+	/* what cannot be mapped or read exactly */
+	plan_err(NULL, ENV2("NVIDIA_VISIBLE_DEVICES=0",
+			   "CUDA_DEVICE_MEMORY_LIMIT_1=1g"),
+		 "CUDA_DEVICE_MEMORY_LIMIT_1: NVIDIA_VISIBLE_DEVICES lists 1 GPU");
+	plan_err(NULL, ENV2("NVIDIA_VISIBLE_DEVICES=all",
+			   "CUDA_DEVICE_MEMORY_LIMIT_0=1g"),
+		 "needs the GPUs listed one by one");
+	plan_err(NULL, ENV2("NXQUOTA_DEVICES=host0",
+			   "CUDA_DEVICE_MEMORY_LIMIT_0=1g"),
+		 "without NVIDIA_VISIBLE_DEVICES");
+	plan_err(NULL, ENV2("NVIDIA_VISIBLE_DEVICES=0",
+			   "CUDA_DEVICE_MEMORY_LIMIT_0=1Gi"),
+		 "is not a size as HAMi writes one");
+	plan_err(NULL, ENV2("NVIDIA_VISIBLE_DEVICES=0",
+			   "CUDA_DEVICE_MEMORY_LIMIT_0=0x10m"),
+		 "is not a size as HAMi writes one");
+	plan_err(NULL, ENV2("NVIDIA_VISIBLE_DEVICES=0",
+			   "CUDA_DEVICE_MEMORY_LIMIT_0=99999999999999g"),
+		 "is too large");
+	plan_err(NULL, ENV2("NVIDIA_VISIBLE_DEVICES=0",
+			   "CUDA_DEVICE_MEMORY_LIMIT_X=1g"),
+		 "is not CUDA_DEVICE_MEMORY_LIMIT_<i>=SIZE");
 }
 
 static void test_plan_precedence(void **state)
@@ -1428,6 +1508,7 @@ int main(void)
 		cmocka_unit_test(test_given_untrusted),
 		cmocka_unit_test(test_given_linux_devices),
 		cmocka_unit_test(test_plan_fixtures),
+		cmocka_unit_test(test_plan_hami),
 		cmocka_unit_test(test_plan_precedence),
 		cmocka_unit_test(test_plan_nothing),
 		cmocka_unit_test(test_plan_errors),
