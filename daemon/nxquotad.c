@@ -17,7 +17,8 @@
  *                 [-G GRACE_MS] [-R RECORD_MS] [-C CGROUP2DIR]
  *                 [-N CONNS] [-K PER_CGROUP] [-U PER_UID] [-P PER_PROCESS]
  *                 [-Q RESERVE] [-B BUSY_US] [-b BACKSTOP_MS]
- *                 [-x ALLOWANCE] [-k] [-v]
+ *                 [-x ALLOWANCE] [-k] [-M ADDR] [-v]
+ *        nxquotad --help
  */
 #include <linux/types.h>
 #include <getopt.h>
@@ -29,6 +30,7 @@
 #include <unistd.h>
 
 #include "nxqd.h"
+#include "metrics.h"
 
 struct nxq_ledger nxqd_ledger;
 int nxqd_verbose;
@@ -84,14 +86,49 @@ static int nxqd_bytes(const char *s, u64 *out)
 	return 0;
 }
 
-static void nxqd_usage(void)
+static void nxqd_usage_to(FILE *f)
 {
-	fprintf(stderr,
+	fprintf(f,
 		"usage: nxquotad [-s SOCKET] [-c CONTROL] [-g GROUP] [-S STATEDIR]\n"
 		"                [-G GRACE_MS] [-R RECORD_MS] [-C CGROUP2DIR]\n"
 		"                [-N CONNS] [-K PER_CGROUP] [-U PER_UID]\n"
 		"                [-P PER_PROCESS] [-Q RESERVE] [-B BUSY_US]\n"
-		"                [-b BACKSTOP_MS] [-x ALLOWANCE] [-k] [-v]\n");
+		"                [-b BACKSTOP_MS] [-x ALLOWANCE] [-k] [-M ADDR] [-v]\n"
+		"       nxquotad --help\n");
+}
+
+static void nxqd_usage(void)
+{
+	nxqd_usage_to(stderr);
+}
+
+/* --help: the options in a line each, on stdout (nxquotad(8) has more). */
+static void nxqd_help(void)
+{
+	nxqd_usage_to(stdout);
+	printf("\nThe nxquota authority where the kernel module cannot load.\n\n"
+	       "  -s SOCKET       the client socket (%s)\n"
+	       "  -c CONTROL      the control socket (next to SOCKET)\n"
+	       "  -g GROUP        the group that may connect to SOCKET\n"
+	       "  -S STATEDIR     devices, budgets and the record (%s)\n"
+	       "  -G GRACE_MS     the restart's grace window for restores\n"
+	       "  -R RECORD_MS    how often the record is written\n"
+	       "  -C CGROUP2DIR   the cgroup2 root the node keys are under\n"
+	       "  -N, -K, -U, -P  connections in all, per cgroup, per uid,\n"
+	       "                  per process\n"
+	       "  -Q RESERVE      connections kept per subtree\n"
+	       "  -B BUSY_US      busy polling of the loop (0: off)\n"
+	       "  -b BACKSTOP_MS  NVML's backstop period (0: off)\n"
+	       "  -x ALLOWANCE    bytes a process may hold past its charge\n"
+	       "  -k              the backstop kills what escaped the ledger\n"
+	       "  -M, --metrics=ADDR\n"
+	       "                  serve Prometheus' /metrics on ADDR: PORT or\n"
+	       "                  127.0.0.1:PORT (loopback), [::1]:PORT,\n"
+	       "                  HOST:PORT, or /PATH (a unix socket, 0600);\n"
+	       "                  off unless given\n"
+	       "  -v              say more on stderr\n"
+	       "  -h, --help      this text\n",
+	       NXQD_SOCKET_PATH, NXQD_STATE_DIR);
 }
 
 /*
@@ -189,13 +226,25 @@ static void nxqd_on_signal(int sig)
 int main(int argc, char **argv)
 {
 	const char *path = NULL, *ctl = NULL, *group = NULL, *cgdir = NULL;
-	const char *statedir = NXQD_STATE_DIR;
+	const char *statedir = NXQD_STATE_DIR, *metrics = NULL;
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ "metrics", required_argument, NULL, 'M' },
+		{ NULL, 0, NULL, 0 },
+	};
 	long grace = NXQD_GRACE_MS, record = NXQD_RECORD_MS, n;
 	char ctlbuf[PATH_MAX], status[128];
 	int opt, err;
 
-	while ((opt = getopt(argc, argv, "s:c:g:S:G:R:C:N:K:P:U:Q:B:b:x:kv")) != -1) {
+	while ((opt = getopt_long(argc, argv, "s:c:g:S:G:R:C:N:K:P:U:Q:B:b:x:kM:vh",
+				  longopts, NULL)) != -1) {
 		switch (opt) {
+		case 'h':
+			nxqd_help();
+			return 0;
+		case 'M':
+			metrics = optarg;
+			break;
 		case 's':
 			path = optarg;
 			break;
@@ -358,6 +407,13 @@ int main(int argc, char **argv)
 		nxqd_client_stop();
 		return 1;
 	}
+	/* its own thread, a client of the control socket (metrics.c) */
+	if (metrics && nxqd_metrics_start(metrics, ctl)) {
+		nxqd_backstop_stop();
+		nxqd_ctl_stop();
+		nxqd_client_stop();
+		return 1;
+	}
 	if (nxqd_verbose)
 		fprintf(stderr, "nxquotad: listening on %s (cgroup2 %s)\n",
 			path, nxqd_cgroup_root());
@@ -370,6 +426,7 @@ int main(int argc, char **argv)
 	nxqd_notify("STOPPING=1");
 	/* what each holder holds stays for the next start: it restores */
 	nxqd_record_final();
+	nxqd_metrics_stop();
 	nxqd_backstop_stop();
 	nxqd_ctl_stop();
 	nxqd_client_stop();

@@ -60,7 +60,7 @@ libcmocka-dev libnl-3-dev libnl-genl-3-dev linux-headers-amd64
 linux-headers-6.12-amd64 linux-source-6.12 sparse ccache dkms man-db
 groff-base python3-docutils gnuplot-nox crun podman conmon
 golang-github-containers-common catatonit libjson-c-dev mmdebstrap
-python3-kubernetes"
+python3-kubernetes libmicrohttpd-dev prometheus jq"
 
 missing=""
 for p in $pkgs; do
