@@ -142,7 +142,9 @@ wait_for() {
 	done
 }
 scrape() {	# scrape FILE: the endpoint's text into FILE, 200 or fail
-	code=$(curl -s -o "$1" -w '%{http_code}' --max-time 10 "$url")
+	code=$(curl -s -o "$1" -w '%{http_code} %{time_total}' --max-time 10 "$url")
+	secs=${code#* }
+	code=${code%% *}
 	[ "$code" = 200 ] || fail "GET /metrics: HTTP $code: $(cat "$1")"
 }
 has() {	# has FILE TEXT: a line of FILE is exactly TEXT
@@ -156,6 +158,7 @@ wait_for "$tmp/out.b" "granted"
 
 # ---- the exposition ------------------------------------------------------
 scrape "$tmp/m1"
+m1_secs=$secs
 has "$tmp/m1" "nxquota_budget_borrowed_bytes{device=\"$A\",cgroup=\"/$T/pb\",namespace=\"team-b\",pod=\"llm-b\",device_uuid=\"$A\"} 1073741824"
 has "$tmp/m1" "nxquota_budget_borrowed_bytes{device=\"$A\",cgroup=\"/$T/pa\",namespace=\"team-a\",pod=\"llm-a\",device_uuid=\"$A\"} 0"
 has "$tmp/m1" "nxquota_budget_current_bytes{device=\"$A\",cgroup=\"/$T/pb/c\",namespace=\"team-b\",pod=\"llm-b\",container=\"vllm\",device_uuid=\"$A\"} 1610612736"
@@ -335,7 +338,7 @@ pid=
 [ ! -e "$tmp/metrics.sock" ] || fail "the unix socket left behind"
 
 size=$(wc -c <"$tmp/m1")
-msg="labelled series, promtool, dashboard ($(wc -l <"$tmp/dash-metrics") metrics), recall counted, 200 charges in $ms ms beside a hostile scraper, unix socket, bad addresses; a scrape $size bytes"
+msg="labelled series, promtool, dashboard ($(wc -l <"$tmp/dash-metrics") metrics), recall counted, 200 charges in $ms ms beside a hostile scraper, unix socket, bad addresses; a scrape $size bytes in $m1_secs s (curl's time_total)"
 if [ -z "$prom" ]; then
 	echo "prom.sh: ok ($msg)"
 	echo "prom.sh: SKIP: no prometheus/promtool (apt-get install prometheus): the Prometheus scrape and promtool check not run"
