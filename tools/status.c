@@ -86,6 +86,23 @@ void tree_order(struct vec *v)
 	free(placed);
 }
 
+/* The name of node n as the budget table shows it: indented, its base. */
+static const char *node_label(const struct node *n, char *buf, size_t size)
+{
+	const char *base = strrchr(n->path, '/');
+
+	snprintf(buf, size, "%*s%s", 2 * n->depth, "",
+		 n->depth && base && base[1] ? base + 1 : n->path);
+	return buf;
+}
+
+static int widest(int w, const char *s)
+{
+	int len = (int)strlen(s);
+
+	return len > w ? len : w;
+}
+
 static void status_table(struct ledger *l, const struct attribution *at)
 {
 	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN], c[NXQ_FMT_SIZE_LEN];
@@ -95,6 +112,7 @@ static void status_table(struct ledger *l, const struct attribution *at)
 	struct node *n = l->nodes.v;
 	struct holder *h = l->holders.v;
 	char indented[4200];
+	int dw = 16, cw = 28;
 	size_t i;
 
 	printf("%-40s %9s %9s %7s %8s %8s %11s %9s %8s\n", "DEVICE",
@@ -111,18 +129,32 @@ static void status_table(struct ledger *l, const struct attribution *at)
 	if (!l->devs.n)
 		printf("(no device registered)\n");
 
+	/*
+	 * The budget and holder tables' DEVICE and CGROUP columns: 16 and 28
+	 * wide, or as wide as their widest entry (a GPU's key is 40), so the
+	 * columns after them line up.
+	 */
+	tree_order(&l->nodes);
+	for (i = 0, n = l->nodes.v; i < l->nodes.n; i++, n++) {
+		dw = widest(dw, n->device);
+		cw = widest(cw, node_label(n, indented, sizeof(indented)));
+	}
+	for (i = 0; i < l->holders.n; i++, h++) {
+		const char *p = node_path(l, h->device, h->cgroup);
+
+		dw = widest(dw, h->device);
+		cw = widest(cw, p ? p : "#18446744073709551615");
+	}
+	h = l->holders.v;
+
 	printf("\nBUDGETS (bytes are charge, not residency; - : none of its own)\n");
-	printf("%-16s %-28s %8s %8s %8s %8s %8s %8s %7s %7s %s\n", "DEVICE",
-	       "CGROUP", "MAX", "EFF.MAX", "MIN", "EFF.MIN", "CURRENT",
+	printf("%-*s %-*s %8s %8s %8s %8s %8s %8s %7s %7s %s\n", dw, "DEVICE",
+	       cw, "CGROUP", "MAX", "EFF.MAX", "MIN", "EFF.MIN", "CURRENT",
 	       "BORROWED", "HOLDERS", "DENIALS",
 	       "LIMITS(holders/waiters/prio/wait ms)");
-	tree_order(&l->nodes);
 	n = l->nodes.v;
 	for (i = 0; i < l->nodes.n; i++, n++) {
-		const char *base = strrchr(n->path, '/');
-
-		snprintf(indented, sizeof(indented), "%*s%s", 2 * n->depth, "",
-			 n->depth && base && base[1] ? base + 1 : n->path);
+		node_label(n, indented, sizeof(indented));
 		if (n->overcommitted)
 			snprintf(oc, sizeof(oc), "  overcommitted (claimed %s)",
 				 nxq_format_size(n->claimed, false, f));
@@ -134,9 +166,9 @@ static void status_table(struct ledger *l, const struct attribution *at)
 				 "  measured %s, %" PRIu64 " escaped",
 				 nxq_format_size(n->measured, false, f),
 				 n->escaped);
-		printf("%-16s %-28s %8s %8s %8s %8s %8s %8s %7u %7" PRIu64
+		printf("%-*s %-*s %8s %8s %8s %8s %8s %8s %7u %7" PRIu64
 		       " %u/%u/%u/%u%s%s\n",
-		       n->device, indented,
+		       dw, n->device, cw, indented,
 		       n->max_set ? nxq_format_size(n->max, true, a) : "-",
 		       nxq_format_size(n->emax, true, g),
 		       n->min ? nxq_format_size(n->min, false, b) : "-",
@@ -149,7 +181,7 @@ static void status_table(struct ledger *l, const struct attribution *at)
 	}
 
 	printf("\nHOLDERS\n");
-	printf("%-16s %-28s %8s %5s %8s %11s %s\n", "DEVICE", "CGROUP", "PID",
+	printf("%-*s %-*s %8s %5s %8s %11s %s\n", dw, "DEVICE", cw, "CGROUP", "PID",
 	       "PRIO", "CHARGE", "RECLAIMABLE", "TICKET");
 	for (i = 0; i < l->holders.n; i++, h++) {
 		const char *p = node_path(l, h->device, h->cgroup);
@@ -161,8 +193,8 @@ static void status_table(struct ledger *l, const struct attribution *at)
 				 nxq_format_size(h->tbytes, false, c), h->tgen);
 		else
 			snprintf(t, sizeof(t), "-");
-		printf("%-16s %-28s %8u %5u %8s %11s %s\n", h->device,
-		       p ? p : cg, h->pid, h->priority,
+		printf("%-*s %-*s %8u %5u %8s %11s %s\n", dw, h->device,
+		       cw, p ? p : cg, h->pid, h->priority,
 		       nxq_format_size(h->charge, false, a),
 		       nxq_format_size(h->reclaimable, false, b), t);
 	}
