@@ -258,6 +258,7 @@ static int plan_hami(json_object *cfg, const struct hook_host *h,
 	rc = hook_env(cfg, ENV_HAMI_OVER, &over, err);
 	if (rc < 0)
 		return rc;
+	rc = 0;
 	guaranteed = !over || strcmp(over, "true");
 	if (all) {
 		for (i = 0; !rc && i < h->ndevs; i++)

@@ -899,6 +899,13 @@ static void test_plan_hami(void **state)
 					"CUDA_OVERSUBSCRIBE=true"), &p, err), 0);
 	assert_int_equal(p.n, 1);
 	budget_is(&p, 0, HOOK_CONTAINER, 1, GI, -1);
+	/* ... the unindexed one too (it once made the plan return 1) */
+	assert_int_equal(plan(NULL, ENV3("NVIDIA_VISIBLE_DEVICES=0",
+					"CUDA_OVERSUBSCRIBE=true",
+					"CUDA_DEVICE_MEMORY_LIMIT=512m"), &p, err),
+			 0);
+	assert_int_equal(p.n, 1);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 512 * MI, -1);
 	/* HAMi-core's unindexed one: every GPU; the indexed one beats it */
 	assert_int_equal(plan(NULL, ENV3("NVIDIA_VISIBLE_DEVICES=0,1",
 					"CUDA_DEVICE_MEMORY_LIMIT=512m",
