@@ -14,7 +14,9 @@
  *  - annotations nxquota.io/{max,min,pod-max,pod-min}[.<gpu>], values
  *    Kubernetes quantities, per GPU; a per-GPU key beats the all-GPU
  *    one, which beats process.env's NVIDIA_GPU_MEMORY_LIMIT (max) and
- *    NVIDIA_GPU_MEMORY_REQUEST (min);
+ *    NVIDIA_GPU_MEMORY_REQUEST (min), which beat HAMi's
+ *    CUDA_DEVICE_MEMORY_LIMIT[_<i>], as its device plugin or its DRA
+ *    driver's CDI spec writes them (hook_plan.c);
  *  - the GPUs given: linux.devices' character devices matched by
  *    MAJOR:MINOR against the registered devices; NVIDIA_VISIBLE_DEVICES
  *    (indexes, UUIDs, all, none, void), NXQUOTA_DEVICES and
@@ -240,7 +242,8 @@ bool hook_wanted(json_object *ann, json_object *cfg)
 	    hook_env(cfg, ENV_REQUEST, &v, err) ||
 	    hook_env(cfg, ENV_HAMI, &v, err))
 		return true;
-	/* HAMi's CUDA_DEVICE_MEMORY_LIMIT_<i> */
+	/* HAMi's CUDA_DEVICE_MEMORY_LIMIT_<i>: its device plugin's, or its
+	 * DRA driver's (NVIDIA_VISIBLE_DEVICES=void), the same names */
 	if (json_object_object_get_ex(cfg, "process", &proc) &&
 	    json_object_object_get_ex(proc, "env", &env) &&
 	    json_object_is_type(env, json_type_array)) {

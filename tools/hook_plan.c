@@ -4,9 +4,10 @@
  * hook_reconcile(), the record): which max and min to set on which GPU
  * for the container's and the pod's cgroup, from annotations (a per-GPU
  * key beats the all-GPU one, which beats NVIDIA_GPU_MEMORY_LIMIT and
- * _REQUEST, which beat HAMi's CUDA_DEVICE_MEMORY_LIMIT_<i>, which beats
- * its CUDA_DEVICE_MEMORY_LIMIT), against what is in place; and the record of what was set,
- * which poststop reads back to undo it.  Pure, as hook.c.
+ * _REQUEST, which beat HAMi's CUDA_DEVICE_MEMORY_LIMIT_<i>, from its
+ * device plugin or its DRA driver, which beats its
+ * CUDA_DEVICE_MEMORY_LIMIT), against what is in place; and the record of
+ * what was set, which poststop reads back to undo it.  Pure, as hook.c.
  */
 #define _GNU_SOURCE
 #include <ctype.h>
@@ -175,6 +176,9 @@ static int plan_env(json_object *cfg, const char *name, int field,
  * of the card for the container, so it is both the max and the min,
  * unless CUDA_OVERSUBSCRIBE=true says its shares were scaled past the
  * card (then the max only).  Container scope; below NVIDIA's variables.
+ * HAMi's DRA driver writes the same names with NVIDIA_VISIBLE_DEVICES=void
+ * (plan_hami_dra()): the same rank, since the two never meet in one
+ * container, and the same meaning (a reservation, so min = max).
  */
 #define HAMI_N(i)	ENV_HAMI "_" #i
 static const char *const hami_name[] = {
@@ -229,6 +233,129 @@ static int hami_want(struct wants *ws, size_t dev, int prio, const char *name,
 	return rc;
 }
 
+/*
+ * Every CUDA_DEVICE_MEMORY_LIMIT_<i> of process.env is a name HAMi writes
+ * and names one of the n GPUs that @counted counts (i < n; SIZE_MAX checks
+ * the names only): 0 or -EINVAL.
+ */
+static int hami_indexes(json_object *env, size_t n, const char *counted,
+			char *err)
+{
+	size_t i, d, plen = strlen(ENV_HAMI) + 1;
+	const char *e;
+
+	for (i = 0; i < json_object_array_length(env); i++) {
+		e = json_object_get_string(json_object_array_get_idx(env, i));
+		if (!e || strncmp(e, ENV_HAMI "_", plen))
+			continue;
+		d = hook_run_of(e + plen, "0123456789");
+		if (!d || d > 6 || e[plen + d] != '=' ||
+		    (d > 1 && e[plen] == '0'))
+			return hook_fail(err, -EINVAL, "process.env[%zu] %s is not "
+				    "%s_<i>=SIZE", i, hook_q(e), ENV_HAMI);
+		if (strtoul(e + plen, NULL, 10) >= n)
+			return hook_fail(err, -EINVAL, "%.*s: %s %zu GPU%s",
+				    (int)(plen + d), e, counted, n,
+				    n == 1 ? "" : "s");
+	}
+	return 0;
+}
+
+/*
+ * Each of the n GPUs has its max, and its min where HAMi's would set one,
+ * from a source above HAMi's: HAMi's sizes would change nothing.
+ */
+static bool hami_covered(const struct wants *ws, const size_t *gpu,
+			 size_t n, bool guaranteed)
+{
+	const struct want *w;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		w = ws->w[HOOK_CONTAINER][gpu[i]];
+		if (!w[F_MAX].set || w[F_MAX].prio <= 0 ||
+		    (guaranteed && (!w[F_MIN].set || w[F_MIN].prio <= 0)))
+			return false;
+	}
+	return true;
+}
+
+/*
+ * HAMi's DRA driver (Project-HAMi/k8s-dra-driver,
+ * cmd/hami-kubelet-plugin/hami_core.go, GetCDIContainerEdits()) puts
+ * CUDA_DEVICE_MEMORY_LIMIT_<i>="<MiB>m" into a claim's CDI spec: the
+ * memory the claim consumed on its i-th device (KEP-5075's
+ * ConsumedCapacity["memory"], in bytes, divided down to MiB; the whole
+ * card, its request policy's default, where the claim asked for none),
+ * which the scheduler reserved.  Its GPUs come as CDI device nodes
+ * (linux.devices: the GPUs given), and the toolkit's common edits set
+ * NVIDIA_VISIBLE_DEVICES=void.  Its i counts the devices of one config
+ * group of one claim in Go's map order, which is random: one GPU, or the
+ * same size for every GPU the container has, maps exactly; anything else
+ * is refused, as is a count of variables that is not the count of GPUs
+ * (two claims or groups each count from 0 and the runtime keeps the last
+ * of each name) -- unless sources above HAMi's set every field HAMi's
+ * would, on every GPU.
+ */
+static int plan_hami_dra(json_object *cfg, json_object *env,
+			 const struct hook_host *h, const bool *given,
+			 bool guaranteed, struct wants *ws, char *err)
+{
+	size_t gpu[HOOK_MAX_DEVS], n = 0, i;
+	const char *txt[HAMI_MAX];
+	uint64_t v[HAMI_MAX];
+	int rc;
+
+	for (i = 0; i < h->ndevs; i++)
+		if (given[i] && !strncmp(h->devs[i].key, "GPU-", 4))
+			gpu[n++] = i;
+	if (!n)
+		return hook_fail(err, -EINVAL, "%s_<i> with %s=void and no "
+			    "GPU given", ENV_HAMI, ENV_NVIDIA);
+	if (n > HAMI_MAX)
+		return hook_fail(err, -EINVAL, "%s_<i> with %zu GPUs given; "
+			    "HAMi's sizes are read for up to %d",
+			    ENV_HAMI, n, HAMI_MAX);
+	/* every name and every size, read exactly */
+	rc = hami_indexes(env, SIZE_MAX, NULL, err);
+	for (i = 0; !rc && i < n; i++) {
+		txt[i] = NULL;
+		rc = hook_env(cfg, hami_name[i], &txt[i], err);
+		if (rc > 0)
+			rc = hami_quantity(hami_name[i], txt[i], &v[i], err);
+	}
+	if (rc)
+		return rc;
+	/* which GPU is which: only where the answer cannot matter */
+	rc = hami_indexes(env, n, "the container has", err);
+	for (i = 0; !rc && i < n; i++) {
+		if (!txt[i])
+			rc = hook_fail(err, -EINVAL, "%s is unset, and the "
+				  "container has %zu GPUs: more than HAMi "
+				  "numbered (a second claim or config group "
+				  "counts from 0 again)", hami_name[i], n);
+		else if (v[i] != v[0])
+			rc = hook_fail(err, -EINVAL, "%s=%s and %s=%s differ, "
+				  "and HAMi's DRA driver numbers a claim's GPUs "
+				  "in no stable order: which GPU has which is "
+				  "unknown (set nxquota.io/max.<gpu> and "
+				  "min.<gpu>)",
+				  hami_name[0], hook_q(txt[0]), hami_name[i],
+				  hook_q(txt[i]));
+	}
+	if (rc) {
+		if (!hami_covered(ws, gpu, n, guaranteed))
+			return rc;
+		err[0] = '\0';
+		return 0;
+	}
+	/* one size, or one GPU: the same budget whichever GPU HAMi's 0 was */
+	for (i = 0; !rc && i < n; i++)
+		rc = hami_want(ws, gpu[i], 0, hami_name[0], txt[0], guaranteed,
+			       err);
+	return rc;
+}
+
 static int plan_hami(json_object *cfg, const struct hook_host *h,
 		     const bool *given, struct wants *ws, char *err)
 {
@@ -274,6 +401,8 @@ static int plan_hami(json_object *cfg, const struct hook_host *h,
 		return rc ? rc : hook_fail(err, -EINVAL, "%s_<i> without %s: "
 				      "which GPU is <i>?", ENV_HAMI,
 				      ENV_NVIDIA);
+	if (!strcmp(vis, "void"))	/* HAMi's DRA driver, through CDI */
+		return plan_hami_dra(cfg, env, h, given, guaranteed, ws, err);
 	copy = strdup(vis);
 	if (!copy)
 		return hook_fail(err, -ENOMEM, "out of memory");
@@ -311,23 +440,7 @@ static int plan_hami(json_object *cfg, const struct hook_host *h,
 				  ENV_NVIDIA, h->devs[dev[i]].key);
 	}
 	/* an index past the list, or a name HAMi does not write */
-	for (i = 0; !rc && i < json_object_array_length(env); i++) {
-		const char *e = json_object_get_string(
-			json_object_array_get_idx(env, i));
-		size_t d;
-
-		if (!e || strncmp(e, ENV_HAMI "_", plen))
-			continue;
-		d = hook_run_of(e + plen, "0123456789");
-		if (!d || d > 6 || e[plen + d] != '=')
-			rc = hook_fail(err, -EINVAL, "process.env[%zu] %s is not "
-				  "%s_<i>=SIZE", i, hook_q(e), ENV_HAMI);
-		else if (strtoul(e + plen, NULL, 10) >= n)
-			rc = hook_fail(err, -EINVAL, "%.*s: %s lists %zu GPU%s",
-				  (int)(plen + d), e, ENV_NVIDIA, n,
-				  n == 1 ? "" : "s");
-	}
-	return rc;
+	return rc ? rc : hami_indexes(env, n, ENV_NVIDIA " lists", err);
 }
 
 /* The wants of one (scope, device) as a budget, checked: 0 or -EINVAL. */

@@ -951,6 +951,103 @@ static void test_plan_hami(void **state)
 		 "is not CUDA_DEVICE_MEMORY_LIMIT_<i>=SIZE");
 }
 
+/* A config: process.env's entries (quoted, comma-separated) and GPUs. */
+#define DRA(env, devs)							\
+	"{\"process\":{\"env\":[\"NVIDIA_VISIBLE_DEVICES=void\"," env "]},"	\
+	"\"linux\":{\"devices\":[" devs "]}}"
+/* /dev/nvidiaN, 195:N */
+#define NODE(n)								\
+	"{\"path\":\"/dev/nvidia" #n "\",\"type\":\"c\",\"major\":195,"	\
+	"\"minor\":" #n "}"
+#define NODE0 NODE(0)
+#define NODE1 NODE(1)
+#define NODE3 NODE(3)
+
+/*
+ * HAMi's DRA driver (hook_plan.c, plan_hami_dra()): the same variables
+ * with NVIDIA_VISIBLE_DEVICES=void and the GPUs in linux.devices; its
+ * <i> is in Go's map order, so one GPU, or one size on every GPU, maps;
+ * anything else is refused unless annotations cover every GPU.
+ */
+static void test_plan_hami_dra(void **state)
+{
+	char err[HOOK_ERR_LEN];
+	static struct hook_plan p;
+	json_object *c;
+	bool given[4];
+
+	(void)state;
+	/* a claim of two GPUs, 4Gi consumed on each */
+	c = loadj("config-hami-dra.json");
+	assert_true(hook_wanted(NULL, c));
+	assert_int_equal(hook_given(c, &host, given, err), 0);
+	assert_int_equal(hook_plan_build(NULL, c, &host, given, &p, err), 0);
+	assert_int_equal(p.n, 2);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 4096 * MI, 4096 * MI);
+	budget_is(&p, 1, HOOK_CONTAINER, 3, 4096 * MI, 4096 * MI);
+	assert_string_equal(p.b[1].min_src, "CUDA_DEVICE_MEMORY_LIMIT_0");
+	assert_string_equal(p.b[1].min_txt, "4096m");
+	json_object_put(c);
+
+	/* one GPU: its 0 is that GPU, whichever node it is */
+	assert_int_equal(plan(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=1536m\"",
+					NODE3), &p, err), 0);
+	assert_int_equal(p.n, 1);
+	budget_is(&p, 0, HOOK_CONTAINER, 3, 1536 * MI, 1536 * MI);
+	/* oversubscribed: the max only; the unindexed one loses */
+	assert_int_equal(plan(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT=1g\","
+					"\"CUDA_OVERSUBSCRIBE=true\","
+					"\"CUDA_DEVICE_MEMORY_LIMIT_0=2g\"",
+					NODE1), &p, err), 0);
+	budget_is(&p, 0, HOOK_CONTAINER, 1, 2 * GI, -1);
+	/* a node the authority does not know is no GPU of the container */
+	assert_int_equal(plan(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=1g\"",
+					NODE0 "," NODE(7)), &p, err), 0);
+	assert_int_equal(p.n, 1);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, GI, GI);
+
+	/* two sizes: which GPU has which is unknown */
+	plan_err(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=4096m\","
+			   "\"CUDA_DEVICE_MEMORY_LIMIT_1=2048m\"",
+			   NODE0 "," NODE3),
+		 "CUDA_DEVICE_MEMORY_LIMIT_0=\"4096m\" and "
+		 "CUDA_DEVICE_MEMORY_LIMIT_1=\"2048m\" differ");
+	/* ... unless annotations set both fields of every GPU */
+	assert_int_equal(plan("{\"nxquota.io/max.0\":\"3Gi\",\"nxquota.io/min.0\":"
+			      "\"3Gi\",\"nxquota.io/max.3\":\"1Gi\","
+			      "\"nxquota.io/min.3\":\"1Gi\"}",
+			      DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=4096m\","
+				  "\"CUDA_DEVICE_MEMORY_LIMIT_1=2048m\"",
+				  NODE0 "," NODE3), &p, err), 0);
+	assert_int_equal(p.n, 2);
+	budget_is(&p, 0, HOOK_CONTAINER, 0, 3 * GI, 3 * GI);
+	budget_is(&p, 1, HOOK_CONTAINER, 3, GI, GI);
+	/* ... not just the max */
+	plan_err("{\"nxquota.io/max\":\"3Gi\"}",
+		 DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=4096m\","
+		     "\"CUDA_DEVICE_MEMORY_LIMIT_1=2048m\"", NODE0 "," NODE3),
+		 "differ");
+	/* two claims of one GPU each: both wrote _0, the runtime kept one */
+	plan_err(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=4096m\"",
+			   NODE0 "," NODE1),
+		 "CUDA_DEVICE_MEMORY_LIMIT_1 is unset, and the container has "
+		 "2 GPUs");
+	/* more numbers than GPUs */
+	plan_err(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=1g\","
+			   "\"CUDA_DEVICE_MEMORY_LIMIT_1=1g\"", NODE0),
+		 "CUDA_DEVICE_MEMORY_LIMIT_1: the container has 1 GPU");
+	plan_err(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=1g\"", ""),
+		 "with NVIDIA_VISIBLE_DEVICES=void and no GPU given");
+	/* sizes are read exactly, even where the mapping fails */
+	plan_err(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=1Gi\"", NODE0),
+		 "is not a size as HAMi writes one");
+	plan_err(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT_0=1g\","
+			   "\"CUDA_DEVICE_MEMORY_LIMIT_1=4q\"", NODE0 "," NODE1),
+		 "CUDA_DEVICE_MEMORY_LIMIT_1=\"4q\" is not a size");
+	plan_err(NULL, DRA("\"CUDA_DEVICE_MEMORY_LIMIT_00=1g\"", NODE0),
+		 "is not CUDA_DEVICE_MEMORY_LIMIT_<i>=SIZE");
+}
+
 static void test_plan_precedence(void **state)
 {
 	char err[HOOK_ERR_LEN];
@@ -1516,6 +1613,7 @@ int main(void)
 		cmocka_unit_test(test_given_linux_devices),
 		cmocka_unit_test(test_plan_fixtures),
 		cmocka_unit_test(test_plan_hami),
+		cmocka_unit_test(test_plan_hami_dra),
 		cmocka_unit_test(test_plan_precedence),
 		cmocka_unit_test(test_plan_nothing),
 		cmocka_unit_test(test_plan_errors),
