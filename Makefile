@@ -230,7 +230,9 @@ uninstall:
 		$(DESTDIR)$(SYSUSERSDIR)/nxquota.conf \
 		$(DESTDIR)$(TMPFILESDIR)/nxquota.conf \
 		$(DESTDIR)$(LIBDIR)/libnxquota-preload.so \
+		$(DESTDIR)$(LIBDIR)/nxquota/ld.so.preload \
 		$(DESTDIR)$(PREFIX)/bin/nxquota-run $(DESTDIR)$(MANDIR)/man1/nxquota-run.1
+	-rmdir $(DESTDIR)$(LIBDIR)/nxquota 2>/dev/null
 	rm -rf $(DESTDIR)$(DKMSSRCDIR)
 	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then set -x; ldconfig; fi
 

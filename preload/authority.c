@@ -70,6 +70,17 @@ void state_drop_locked(int close_ctx)
 	__atomic_store_n(&S.state, 0, __ATOMIC_RELEASE);
 }
 
+/*
+ * The operator's fail-closed switch that no process can unset: a file at
+ * NXQ_REQUIRE_FILE (the CDI spec mounts one read-only in every container
+ * it gives a GPU; on a host, root may create it) means NXQUOTA_REQUIRE=1
+ * whatever the environment says, so that a process started with an empty
+ * or rewritten environment (env -i, an exec) is not let off.
+ */
+#ifndef NXQ_REQUIRE_FILE
+#define NXQ_REQUIRE_FILE	"/etc/nxquota/require"
+#endif
+
 static int env_on(const char *name, int dflt)
 {
 	const char *v = getenv(name);
@@ -142,7 +153,7 @@ int authority_init(void)
 		nxq_ctx_close(S.stale);
 		S.stale = NULL;
 	}
-	S.require = env_on("NXQUOTA_REQUIRE", 0);
+	S.require = env_on("NXQUOTA_REQUIRE", 0) || !access(NXQ_REQUIRE_FILE, F_OK);
 	S.quiet = env_on("NXQUOTA_QUIET", 0);
 	S.charge_ctx = env_on("NXQUOTA_CHARGE_CONTEXT", 1);
 	S.ctx_max = 1ULL << 30;

@@ -45,6 +45,7 @@ f 644 usr/lib/systemd/system/nxquotad-control.socket
 f 644 usr/lib/sysusers.d/nxquota.conf
 f 644 usr/lib/tmpfiles.d/nxquota.conf
 f 755 usr/lib/libnxquota-preload.so
+f 644 usr/lib/nxquota/ld.so.preload
 f 755 usr/bin/nxquota-run
 f 644 usr/share/man/man1/nxquota-run.1
 f 644 $src/dkms.conf

@@ -14,7 +14,14 @@
  *    which must hold that socket alone: never the control socket), the
  *    LD_PRELOAD shim (a read-only mount and LD_PRELOAD), NXQUOTA_REQUIRE
  *    so that no process runs uncharged, and nxquota-hook as createRuntime
- *    and poststop hooks.
+ *    and poststop hooks;
+ *  - what no process in the container can unset (issue 28: env -i, an
+ *    exec with a clean environment, ran uncharged): the preload list
+ *    (--preload-list, installed as LIBDIR/nxquota/ld.so.preload, naming
+ *    the shim where the container sees it) read-only at /etc/ld.so.preload,
+ *    so every dynamically linked process loads the shim, and, with
+ *    NXQUOTA_REQUIRE, the same file at /etc/nxquota/require, which the
+ *    shim takes for NXQUOTA_REQUIRE=1 whatever the environment says.
  *
  * The directory, not the socket file: a bind mount of the file keeps the
  * inode it found, and nxquotad started again without socket activation
@@ -59,12 +66,15 @@
  */
 #define CDI_SHIM_PATH	"/usr/lib/nxquota/libnxquota-preload.so"
 #define CDI_SOCK_DIR	NXQD_SOCKET_DIR
+#define CDI_PRELOAD_LIST	"/etc/ld.so.preload"
+#define CDI_REQUIRE_FILE	"/etc/nxquota/require"	/* preload/authority.c */
 
 struct cdi_opts {
 	const char *output;	/* NULL or "-": stdout */
 	const char *kind;
 	const char *hook;	/* NULL: no hooks */
 	const char *shim;	/* NULL: no shim */
+	const char *list;	/* NULL: no /etc/ld.so.preload */
 	bool nodes;		/* bring each device's node */
 	bool require;		/* NXQUOTA_REQUIRE=1 */
 };
@@ -298,9 +308,16 @@ static json_object *cdi_common(struct ctl *n, const struct cdi_opts *o)
 	if (o->shim) {
 		cdi_push(mounts, cdi_mount(o->shim, CDI_SHIM_PATH, true));
 		cdi_pushf(env, "LD_PRELOAD=%s%s", CDI_SHIM_PATH, "");
+		if (o->list)
+			cdi_push(mounts, cdi_mount(o->list, CDI_PRELOAD_LIST,
+						   true));
 	}
-	if (o->require)
+	if (o->require) {
 		cdi_push(env, cdi_str("NXQUOTA_REQUIRE=1"));
+		if (o->shim && o->list)
+			cdi_push(mounts, cdi_mount(o->list, CDI_REQUIRE_FILE,
+						   true));
+	}
 	if (o->hook) {
 		cdi_push(hooks, cdi_hook(o->hook, "createRuntime", control));
 		cdi_push(hooks, cdi_hook(o->hook, "poststop", control));
@@ -409,8 +426,42 @@ static int cdi_usage(void)
 {
 	warnx_("usage: cdi generate [--output FILE] [--kind VENDOR/CLASS] "
 	       "[--hook PATH | --no-hook] [--shim PATH | --no-shim] "
+	       "[--preload-list PATH | --no-preload-list] "
 	       "[--no-nodes] [--no-require]");
 	return EX_USAGE;
+}
+
+/*
+ * The preload list must name the shim where the container sees it, and
+ * nothing else: every process of every container given a GPU loads what
+ * it names.  Missing: a warning, as for the shim (the runtime fails the
+ * container).  0, or EX_FAIL with the reason said.
+ */
+static int cdi_list_check(const char *path)
+{
+	char buf[256];
+	ssize_t n;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		warnx_("cdi: warning: %s: %s (make install puts the preload "
+		       "list there; --no-preload-list leaves /etc/ld.so.preload "
+		       "alone, and a process with a clean environment "
+		       "uncharged)", path, strerror(errno));
+		return 0;
+	}
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n < 0)
+		n = 0;
+	buf[n] = '\0';
+	if (strcmp(buf, CDI_SHIM_PATH "\n") && strcmp(buf, CDI_SHIM_PATH)) {
+		warnx_("cdi: %s does not hold exactly \"%s\\n\": every process "
+		       "of the containers would load what it names", path,
+		       CDI_SHIM_PATH);
+		return EX_FAIL;
+	}
+	return 0;
 }
 
 int cmd_cdi(struct ctl *n, int argc, char **argv)
@@ -419,6 +470,7 @@ int cmd_cdi(struct ctl *n, int argc, char **argv)
 		.kind = "nxquota.io/gpu",
 		.hook = NXQ_SBINDIR "/nxquota-hook",
 		.shim = NXQ_LIBDIR "/libnxquota-preload.so",
+		.list = NXQ_LIBDIR "/nxquota/ld.so.preload",
 		.nodes = true,
 		.require = true,
 	};
@@ -436,6 +488,8 @@ int cmd_cdi(struct ctl *n, int argc, char **argv)
 			o.hook = NULL;
 		} else if (!strcmp(argv[i], "--no-shim")) {
 			o.shim = NULL;
+		} else if (!strcmp(argv[i], "--no-preload-list")) {
+			o.list = NULL;
 		} else if (!strcmp(argv[i], "--no-nodes")) {
 			o.nodes = false;
 		} else if (!strcmp(argv[i], "--no-require")) {
@@ -448,14 +502,20 @@ int cmd_cdi(struct ctl *n, int argc, char **argv)
 			o.hook = argv[++i];
 		} else if (v && !strcmp(argv[i], "--shim")) {
 			o.shim = argv[++i];
+		} else if (v && !strcmp(argv[i], "--preload-list")) {
+			o.list = argv[++i];
 		} else {
 			return cdi_usage();
 		}
 	}
-	if ((o.hook && o.hook[0] != '/') || (o.shim && o.shim[0] != '/')) {
-		warnx_("cdi: --hook and --shim take absolute paths");
+	if ((o.hook && o.hook[0] != '/') || (o.shim && o.shim[0] != '/') ||
+	    (o.list && o.list[0] != '/')) {
+		warnx_("cdi: --hook, --shim and --preload-list take absolute "
+		       "paths");
 		return EX_USAGE;
 	}
+	if (o.shim && o.list && cdi_list_check(o.list))
+		return EX_FAIL;
 	if (o.hook && access(o.hook, X_OK))
 		warnx_("cdi: warning: %s: %s (runtimes fail a container whose "
 		       "CDI hook is missing)", o.hook, strerror(errno));

@@ -41,5 +41,24 @@ if [ -x "$top/tools/nxquota-run" ]; then
 			"$here/app" preload 2>"$err" || { cat "$err"; fail "nxquota-run (in-tree)"; }
 	fi
 fi
+# /etc/nxquota/require (what the CDI spec mounts read-only) requires the
+# ledger whatever the environment says: NXQUOTA_REQUIRE=0 and env -i do
+# not undo it.  In a mount namespace of its own, on a tmpfs over
+# /etc/nxquota (made empty for it if there is none, and removed after), so
+# that no other process on the host sees the file.
+if [ "$(id -u)" = 0 ] && command -v unshare >/dev/null; then
+	made=
+	[ -d /etc/nxquota ] || { mkdir /etc/nxquota && made=1; }
+	NXQ_DEV=/nonexistent NXQUOTA_REQUIRE=0 unshare -m --propagation private sh -c '
+		mount -t tmpfs -o size=64k nxq-test /etc/nxquota &&
+		: > /etc/nxquota/require &&
+		LD_PRELOAD=$1 "$2" preload' sh "$so" "$here/app" >/dev/null 2>"$err" &&
+		fail "/etc/nxquota/require and NXQUOTA_REQUIRE=0: ran uncharged"
+	n=$(grep -c "NXQUOTA_REQUIRE=1 and no nxquota authority" "$err")
+	[ "$n" = 1 ] || { cat "$err"; fail "/etc/nxquota/require: the refusal said $n times, not once"; }
+	[ -z "$made" ] || rmdir /etc/nxquota
+else
+	echo "app.sh: /etc/nxquota/require: skipped (needs root and unshare)"
+fi
 [ $rc = 0 ] && echo "app.sh: ok"
 exit $rc

@@ -141,7 +141,8 @@ has "$tmp/out" 'nxquota_device_restore_refused_bytes_total{device="gpu0"} 0'
 # ---- cdi ------------------------------------------------------------------
 # The client socket's directory, read-only, holding it alone (issue 29)
 export NXQUOTA_SOCKET="$tmp/client/nxquota.sock"
-ok cdi generate --hook /usr/sbin/nxquota-hook --shim /usr/lib/libnxquota-preload.so
+echo /usr/lib/nxquota/libnxquota-preload.so > "$tmp/list"
+ok cdi generate --hook /usr/sbin/nxquota-hook --shim /usr/lib/libnxquota-preload.so --preload-list "$tmp/list"
 python3 -c 'import json, sys; s = json.load(open(sys.argv[1]))
 assert s["cdiVersion"] == "0.5.0" and s["kind"] == "nxquota.io/gpu", s
 names = [d["name"] for d in s["devices"]]
@@ -151,8 +152,11 @@ e = s["containerEdits"]
 assert "LD_PRELOAD=/usr/lib/nxquota/libnxquota-preload.so" in e["env"], e
 assert "NXQUOTA_REQUIRE=1" in e["env"] and "NXQUOTA_SOCKET=/run/nxquota/client/nxquota.sock" in e["env"], e
 # the daemon: its client socket directory, never the control socket
-assert [m["containerPath"] for m in e["mounts"]] == ["/run/nxquota/client", "/usr/lib/nxquota/libnxquota-preload.so"], e
+assert [m["containerPath"] for m in e["mounts"]] == ["/run/nxquota/client", "/usr/lib/nxquota/libnxquota-preload.so", "/etc/ld.so.preload", "/etc/nxquota/require"], e
 assert e["mounts"][0]["hostPath"] == sys.argv[2] and "ro" in e["mounts"][0]["options"], e
+# the preload list, read-only, at /etc/ld.so.preload and as the require file
+assert [m["hostPath"] for m in e["mounts"][2:]] == [sys.argv[2][:-len("/client")] + "/list"] * 2, e
+assert all("ro" in m["options"] for m in e["mounts"]), e
 assert not any("control" in m["hostPath"] for m in e["mounts"]), e
 assert [(h["hookName"], h["args"]) for h in e["hooks"]] == [("createRuntime", ["nxquota-hook", "createRuntime"]), ("poststop", ["nxquota-hook", "poststop"])], e
 assert e["hooks"][0]["path"] == "/usr/sbin/nxquota-hook" and e["deviceNodes"] == [], e' \
@@ -169,6 +173,20 @@ NXQUOTA_SOCKET=$ctl run cdi generate
 grep -q "cdi: $tmp holds [a-z.]* besides nxquotad's client socket control.sock: a container given the directory would have it too" "$tmp/err" ||
 	fail "cdi generate with the control socket's directory: $(cat "$tmp/err")"
 export NXQUOTA_SOCKET="$tmp/client/nxquota.sock"
+# A preload list naming anything but the shim is refused, no spec written;
+# --no-preload-list leaves both mounts out, --no-require the require file
+echo /tmp/evil.so > "$tmp/badlist"
+run cdi generate --preload-list "$tmp/badlist" --output "$tmp/bad.json"
+[ $rc = 1 ] && grep -q "does not hold exactly" "$tmp/err" && [ ! -e "$tmp/bad.json" ] ||
+	fail "cdi generate with a preload list naming another library: exit $rc: $(cat "$tmp/err")"
+ok cdi generate --no-preload-list --output "$tmp/cdi.json"
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["containerEdits"]
+assert not any(m["containerPath"].startswith("/etc/") for m in e["mounts"]), e' \
+	"$tmp/cdi.json" || fail "cdi generate --no-preload-list: $(cat "$tmp/cdi.json")"
+ok cdi generate --preload-list "$tmp/list" --no-require --output "$tmp/cdi.json"
+python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["containerEdits"]
+assert [m["containerPath"] for m in e["mounts"] if m["containerPath"].startswith("/etc/")] == ["/etc/ld.so.preload"], e' \
+	"$tmp/cdi.json" || fail "cdi generate --no-require: $(cat "$tmp/cdi.json")"
 ok cdi generate --no-hook --no-shim --output "$tmp/cdi.json"
 python3 -c 'import json, sys; e = json.load(open(sys.argv[1]))["containerEdits"]
 assert e["hooks"] == [] and not any(x.startswith("LD_PRELOAD") for x in e["env"]), e' \

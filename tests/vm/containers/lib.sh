@@ -384,6 +384,10 @@ MiB=1048576
 # The shim as the VM's root has it (the CDI spec's --shim, the crun
 # bundles' read-only bind mount) and where containers see it.
 SHIM=/usr/lib/nxquota/libnxquota-preload.so
+# The preload list the CDI spec mounts at a container's /etc/ld.so.preload
+# (and /etc/nxquota/require), as make install writes it (preload/Makefile):
+# it names $SHIM, where containers see the shim.
+PRELOAD_LIST=/usr/lib/nxquota/ld.so.preload
 # The scenarios' exchange directory, /x in the containers.
 XDIR=/run/nxq-x
 
@@ -393,6 +397,7 @@ need_nxq() {
 	[ -x $NXQCTL ] || skip "no $NXQCTL (make -C tools static)"
 	[ -x $NXQ_HOOK ] || skip "no $NXQ_HOOK (make -C tools static; needs libjson-c-dev)"
 	[ -s $SHIM ] || skip "no $SHIM (make -C preload)"
+	[ -s $PRELOAD_LIST ] || echo $SHIM > $PRELOAD_LIST
 	[ -x $CTR_ROOTFS/bin/nxq-cuda-app ] || skip "no nxq-cuda-app in the container rootfs"
 	[ -x $CTR_ROOTFS/bin/nxq-libholder ] || skip "no nxq-libholder in the container rootfs (lib/libnxquota.a)"
 	[ -s $CTR_ROOTFS/usr/lib/x86_64-linux-gnu/libcuda.so.1 ] || skip "no fake libcuda.so.1 in the container rootfs (make -C tests/fakecuda)"

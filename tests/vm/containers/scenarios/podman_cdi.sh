@@ -11,6 +11,11 @@
 #    not its control socket), NXQUOTA_REQUIRE=1 and
 #    NXQUOTA_DEVICE_<KEY>=<KEY>, which told the spec's createRuntime hook
 #    (nxquota-hook, run by crun) which GPU the container was given;
+#  - a process started with an empty environment (env -i) is charged all
+#    the same: the spec's /etc/ld.so.preload loads the shim, and its
+#    /etc/nxquota/require keeps it fail-closed; 65 MiB refused beyond the
+#    64Mi budget, 1 MiB granted (before issue 28: 65 MiB granted, nothing
+#    charged);
 #  - the hook set max and min 64Mi on /libpod_parent/libpod-<id>; the
 #    program's 60 MiB and 4 MiB are charged there and one byte more is
 #    refused (CUDA_ERROR_OUT_OF_MEMORY): bounded by 64Mi;
@@ -26,6 +31,7 @@ need_nxq
 dev_register
 x_fresh
 $NXQCTL cdi generate --output /etc/cdi/nxquota.json --hook $NXQ_HOOK --shim $SHIM \
+	--preload-list $PRELOAD_LIST \
 	> /tmp/cdi.out 2>&1 || fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
 sed 's/^/    cdi generate: /' /tmp/cdi.out
 grep -q "\"name\": *\"$KEY\"" /etc/cdi/nxquota.json || { cat /etc/cdi/nxquota.json; fail "the spec has no device $KEY"; }
@@ -42,6 +48,9 @@ podman run --rm --network none --cidfile "$cf" --device nxquota.io/gpu=$KEY \
 		done > /x/nodes
 		ls -A /run/nxquota/client > /x/clientdir 2>&1
 		touch /run/nxquota/client/x 2>/dev/null && echo "touch: ok" >> /x/clientdir
+		grep -E " /etc/ld.so.preload | /etc/nxquota/require " /proc/self/mountinfo > /x/lists
+		env -i /bin/nxq-cuda-app 65M 1M > /x/envi.out 2>&1
+		rm -f /etc/nxquota/require 2>/dev/null || echo "rm: refused" >> /x/lists
 		exec /bin/nxq-cuda-app --wait /x/stop 60M 4M 1 > /x/app.out 2>&1' \
 	< /dev/null > /tmp/pm.out 2>&1 &
 pmpid=$!
@@ -78,6 +87,15 @@ else
 	dev=$(stat -c '%t:%T' /dev/nxquota)
 	grep -qx "/dev/nxquota character special file $dev" $XDIR/nodes || fail "/dev/nxquota ($dev) is not in the container"
 fi
+
+# a clean environment is no way out (issue 28)
+sed 's/^/    env -i: /' $XDIR/envi.out
+sed 's/^/    list: /' $XDIR/lists
+grep -q " /etc/ld.so.preload ro[ ,]" $XDIR/lists || fail "the preload list is not mounted read-only at /etc/ld.so.preload"
+grep -q " /etc/nxquota/require ro[ ,]" $XDIR/lists || fail "the require file is not mounted read-only at /etc/nxquota/require"
+grep -qx "rm: refused" $XDIR/lists || fail "the container removed /etc/nxquota/require"
+grep -qx "alloc $((65 * MiB)) error 2" $XDIR/envi.out || fail "env -i: 65 MiB beyond the 64Mi budget was not refused: it ran uncharged"
+grep -qx "alloc $((1 * MiB)) ok" $XDIR/envi.out || fail "env -i: 1 MiB under the budget was refused (no authority reached?)"
 
 # the budget, the charges
 grep -qx "alloc $((60 * MiB)) ok" $XDIR/app.out || fail "the shim refused 60 MiB under min=max=64Mi"

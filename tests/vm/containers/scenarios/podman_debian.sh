@@ -157,7 +157,11 @@ shimp=$(sed -n 's/.*"hostPath": *"\([^"]*libnxquota-preload.so\)".*/\1/p' "$spec
 [ -n "$hookp" ] && [ -n "$shimp" ] || { cat "$spec"; fail "README: the spec names no hook or no shim"; }
 info "README: the spec's hook $hookp, shim $shimp"
 installed=
-for p in "$hookp:$NXQ_HOOK" "$shimp:$SHIM"; do
+# and the preload list, as make install writes it (preload/Makefile)
+listp=$(awk -F'"' '$2 == "hostPath" { h = $4 }
+	$2 == "containerPath" && $4 == "/etc/ld.so.preload" { print h; exit }' "$spec")
+[ -n "$listp" ] || { cat "$spec"; fail "README: the spec mounts no /etc/ld.so.preload"; }
+for p in "$hookp:$NXQ_HOOK" "$shimp:$SHIM" "$listp:$PRELOAD_LIST"; do
 	[ -e "${p%%:*}" ] && continue
 	mkdir -p "$(dirname "${p%%:*}")"
 	cp "${p#*:}" "${p%%:*}"

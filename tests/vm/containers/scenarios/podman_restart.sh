@@ -34,6 +34,7 @@ dev_register
 x_fresh
 mkdir -p $XDIR/steps
 $NXQCTL cdi generate --output /etc/cdi/nxquota.json --hook $NXQ_HOOK --shim $SHIM \
+	--preload-list $PRELOAD_LIST \
 	> /tmp/cdi.out 2>&1 || fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
 sed 's/^/    cdi generate: /' /tmp/cdi.out
 grep -A3 '"mounts"' /etc/cdi/nxquota.json | sed 's/^/    spec: /'
