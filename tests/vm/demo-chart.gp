@@ -11,10 +11,13 @@ set ylabel "charge (MiB)"
 set yrange [0:1100]
 set key top left
 set grid
-# Events: a vertical line each, labelled with its name and group.
+# Events: a vertical line each, labelled with its name and group.  The
+# labels are horizontal, each a line below the last (ten levels, then from
+# the top again), so events milliseconds apart do not write over each
+# other.
 ev = "< awk -F, 'NR > 1 && $2 != \"sample\"' ".csv
 plot for [g in "inference training"] \
 	"< awk -F, '$2 == \"sample\" && $3 == \"".g."\"' ".csv \
 	using ($1 / 1000):($4 / 1048576) with steps lw 2 title g, \
 	ev using ($1 / 1000):(0):(0):(1100) with vectors nohead dt 2 lc rgb "gray50" notitle, \
-	ev using ($1 / 1000):(1090):(strcol(2)." ".strcol(3)) with labels rotate by -90 left font ",8" offset 0.4,0 notitle
+	ev using ($1 / 1000):(1070 - 38 * (int(column(0)) % 10)):(strcol(2)." ".strcol(3)) with labels left font ",8" offset 0.3,0 notitle
