@@ -225,6 +225,22 @@ int hook_plan_build(json_object *ann, json_object *cfg,
 		    const struct hook_host *host, const bool *given,
 		    struct hook_plan *p, char *err);
 /*
+ * What a container gets before it exists, for a runtime plugin that
+ * adjusts it then (nxquota-hook given, nxquota-nri's CreateContainer):
+ * from cfg in config.json's shape (annotations as ann, process.env,
+ * linux.devices), {"given": [KEY...], "budget": BOOL}: the devices
+ * hook_given() gives, in the host's order, and whether it has a budget
+ * (hook_wanted(), and hook_plan_build() sets one or refuses: the
+ * refusal itself comes at createRuntime).  When the devices given cannot
+ * be decided: -EINVAL with the reason if it asks for a budget (its start
+ * would be refused alike), else {"given": [], "budget": false,
+ * "unresolved": WHY}.  0 and *out (the caller puts it), or a negative
+ * errno.
+ */
+int hook_given_report(json_object *ann, json_object *cfg,
+		      const struct hook_host *host, json_object **out,
+		      char *err);
+/*
  * Compare the plan with the budgets in place (ctr and pod are the two
  * cgroups' paths): note what existed, skip a pod budget that is already
  * there with the same values, refuse one with other values (-EEXIST).

@@ -77,9 +77,13 @@ static int usage(FILE *f, int rc)
 {
 	fprintf(f, "usage: %s [--control PATH] [--timeout SECONDS] "
 		"[createRuntime|poststop] < OCI-STATE\n"
+		"       %s [--control PATH] [--timeout SECONDS] given < CONFIG\n"
 		"An OCI hook: sets the container's nxquota budgets from its "
 		"annotations\n(nxquota.io/max, min, pod-max, pod-min) and "
-		"clears them at poststop.\nSee nxquota-hook(8).\n", prog);
+		"clears them at poststop.\n'given' prints what a container "
+		"of CONFIG (config.json's annotations,\nprocess.env, "
+		"linux.devices) was given: {\"given\": [KEY...], "
+		"\"budget\": BOOL}.\nSee nxquota-hook(8).\n", prog, prog);
 	return rc;
 }
 
@@ -459,6 +463,66 @@ out:
 	return rc;
 }
 
+/* ---- given --------------------------------------------------------------------- */
+
+/*
+ * nxquota-hook given: for a runtime plugin that adjusts a container before
+ * it exists (nxquota-nri's CreateContainer), what it was given and
+ * whether it has a budget (hook_given_report()), from config.json's shape
+ * on stdin ({"annotations", "process": {"env"}, "linux": {"devices"}}),
+ * against the authority's devices: one JSON object on stdout.  The
+ * authority must answer (its devices decide), fail-closed.
+ */
+static int given_stage(const char *control, unsigned int timeout_ms)
+{
+	struct hook_state st = { 0 };
+	char err[HOOK_ERR_LEN], *buf;
+	json_object *report = NULL;
+	struct run *x;
+	size_t len;
+	int rc;
+
+	rc = hook_read_all(STDIN_FILENO, HOOK_CONFIG_MAX, &buf, &len);
+	if (rc)
+		return fail_("reading the container on stdin: %s", rc == -EFBIG ?
+			     "larger than 16 MiB" : strerror(-rc));
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		free(buf);
+		return fail_("out of memory");
+	}
+	rc = hook_json_parse(buf, len, "the container on stdin", &x->cfg, err);
+	free(buf);
+	if (!rc && hook_annotations(&st, x->cfg, &x->ann, err))
+		rc = -EINVAL;
+	if (rc) {
+		json_object_put(x->cfg);
+		free(x);
+		return fail_("%s", err);
+	}
+	hook_auth_init(&x->a, control, timeout_ms);
+	rc = hook_auth_connect(&x->a, err) ||
+	     hook_auth_ledger(&x->a, &x->l, err) ? fail_("%s", err) : 0;
+	if (!rc)
+		rc = host_init(x);
+	if (!rc && hook_given_report(x->ann, x->cfg, &x->host, &report, err))
+		rc = fail_("%s", err);
+	hook_watchdog_off();
+	if (!rc) {
+		printf("%s\n", json_object_to_json_string_ext(report,
+				JSON_C_TO_STRING_PLAIN |
+				JSON_C_TO_STRING_NOSLASHESCAPE));
+		if (fflush(stdout))
+			rc = fail_("writing the report: %s", strerror(errno));
+	}
+	json_object_put(report);
+	ledger_free(&x->l);
+	hook_auth_close(&x->a);
+	json_object_put(x->cfg);
+	free(x);
+	return rc;
+}
+
 /* ---- main ------------------------------------------------------------------- */
 
 /* The timeout: --timeout's, else the hook's environment's (hooks.d, the
@@ -505,6 +569,11 @@ int main(int argc, char **argv)
 		} else {
 			return usage(stderr, EX_FAIL);
 		}
+	}
+	if (arg && !strcmp(arg, "given")) {
+		hook_watchdog_init("");
+		rc = timeout_of(opt_tmo, &timeout_ms);
+		return rc ? rc : given_stage(control, timeout_ms);
 	}
 	rc = hook_read_all(STDIN_FILENO, HOOK_STATE_MAX, &buf, &len);
 	if (rc)

@@ -4,6 +4,9 @@
 # process (sleep) in a cgroup this test creates, in a pod's cgroup as
 # kubelet's cgroupfs driver lays it out (kubepods/burstable/pod<uid>).
 #  - nothing asked: exit 0 without an authority, nothing written;
+#  - given (nxquota-nri's CreateContainer): the GPUs given, as the
+#    authority registered them, and whether a budget is asked; none
+#    without an authority (exit 1, one line);
 #  - createRuntime: container and pod budgets from the annotations on the
 #    GPUs given (NVIDIA_VISIBLE_DEVICES and linux.devices), checked with
 #    nxquotactl --json status; the record (0600 in a 0700 directory);
@@ -153,6 +156,27 @@ unset NXQUOTA_CONTROL
 [ ! -e "$tmp/hooks" ] || fail "no annotation: $tmp/hooks was made"
 stop ctr1
 ok "poststop without a state directory"
+
+# ---- given: what nxquota-nri's CreateContainer injects, from the authority --
+# config.json's shape on stdin; GPU 0 named in process.env (untrusted
+# unless the operator says so: it has a node), GPU 1 by its node
+given() {	# given [ARGS]: nxquota-hook given; rc, out, err
+	printf '{"process":{"env":["NVIDIA_VISIBLE_DEVICES=0"]},"linux":{"devices":[{"path":"/dev/nvidia1","type":"c","major":%s,"minor":%s}]},"annotations":{"nxquota.io/max":"1Gi"}}' \
+		"${d1%:*}" "${d1#*:}" | "$hook" "$@" given >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+}
+given --control "$ctl"
+ok "given"
+[ "$(cat "$tmp/out")" = "{\"given\":[\"$G1\"],\"budget\":true}" ] ||
+	fail "given: $(cat "$tmp/out")"
+NXQUOTA_HOOK_TRUST_ENV=1 given --control "$ctl"
+ok "given, trusted"
+[ "$(cat "$tmp/out")" = "{\"given\":[\"$G0\",\"$G1\"],\"budget\":true}" ] ||
+	fail "given, trusted: $(cat "$tmp/out")"
+given --control "$tmp/none.sock"
+[ $rc = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
+	grep -q '^nxquota-hook: .*none.sock' "$tmp/err" ||
+	fail "given without an authority: exit $rc: $(cat "$tmp/out" "$tmp/err")"
 
 # ---- createRuntime: a container of a pod -----------------------------------
 # The GPUs: index 0 by NVIDIA_VISIBLE_DEVICES, GPU 1 by its node (CDI);
@@ -375,4 +399,4 @@ stop ctr3 poststop
 ok "poststop ctr3"
 hasnt "$kp/ctr3"
 
-echo "hook: ok (nothing asked; container and pod budgets from annotations and NVIDIA_GPU_MEMORY_*; the record; 20 refusals that change nothing; undo after a refusal and after a failed record; poststop)"
+echo "hook: ok (nothing asked; given; container and pod budgets from annotations and NVIDIA_GPU_MEMORY_*; the record; 20 refusals that change nothing; undo after a refusal and after a failed record; poststop)"

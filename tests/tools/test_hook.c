@@ -769,6 +769,76 @@ static void test_given_linux_devices(void **state)
 	given_err("{\"linux\":{\"devices\":{}}}", "not an array");
 }
 
+/*
+ * nxquota-hook given (hook_given_report()): cfg_text's keys given, whether
+ * it has a budget (a refused one counts: createRuntime says why), and
+ * "unresolved" only when it asks for none.
+ */
+static void report_is(const char *ann_text, const char *cfg_text,
+		      const char *want)
+{
+	json_object *a = ann_text ? J(ann_text) : NULL, *c = J(cfg_text), *o;
+	char err[HOOK_ERR_LEN];
+	const char *got;
+
+	if (hook_given_report(a, c, &host, &o, err))
+		fail_msg("%s / %s: %s", ann_text, cfg_text, err);
+	got = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+					     JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (strcmp(got, want))
+		fail_msg("%s / %s: %s, want %s", ann_text, cfg_text, got, want);
+	json_object_put(o);
+	json_object_put(a);
+	json_object_put(c);
+}
+
+static void test_given_report(void **state)
+{
+	char err[HOOK_ERR_LEN] = "";
+	json_object *a, *c, *o = (json_object *)&o;
+
+	(void)state;
+	host.trust_env = false;
+	report_is(NULL, "{}", "{\"given\":[],\"budget\":false}");
+	/* no budget: given all the same (the shim, the authority) */
+	report_is(NULL, DEVS("{\"type\":\"c\",\"major\":195,\"minor\":3},"
+			     "{\"type\":\"c\",\"major\":195,\"minor\":1}"),
+		  "{\"given\":[\"GPU-" UUID1 "\",\"GPU-" UUID3 "\"],"
+		  "\"budget\":false}");
+	/* untrusted process.env names a device with a node: not given */
+	report_is("{\"nxquota.io/max\":\"1Gi\"}", ENV("NVIDIA_VISIBLE_DEVICES=0"),
+		  "{\"given\":[],\"budget\":true}");
+	report_is("{\"nxquota.io/max\":\"1Gi\",\"x\":\"y\"}",
+		  ENV("NXQUOTA_DEVICES=host0"),
+		  "{\"given\":[\"host0\"],\"budget\":true}");
+	/* asked through the environment, or refused (min above max) */
+	report_is(NULL, ENV2("NXQUOTA_DEVICE_HOST0=host0",
+			     "NVIDIA_GPU_MEMORY_LIMIT=1Gi"),
+		  "{\"given\":[\"host0\"],\"budget\":true}");
+	report_is("{\"nxquota.io/max\":\"1Mi\",\"nxquota.io/min\":\"2Mi\"}",
+		  ENV("NXQUOTA_DEVICES=host0"),
+		  "{\"given\":[\"host0\"],\"budget\":true}");
+	/* NVIDIA_GPU_MEMORY_LIMIT without a GPU: no budget to set */
+	report_is(NULL, ENV("NVIDIA_GPU_MEMORY_LIMIT=1Gi"),
+		  "{\"given\":[],\"budget\":false}");
+	/* cannot be decided: said, without a budget; refused with one */
+	report_is(NULL, ENV("NXQUOTA_DEVICES=nope"),
+		  "{\"given\":[],\"budget\":false,\"unresolved\":\"process.env "
+		  "NXQUOTA_DEVICES names \\\"nope\\\", which is not a device "
+		  "registered with the authority\"}");
+	a = J("{\"nxquota.io/pod-max\":\"1Gi\"}");
+	c = J(ENV2("NXQUOTA_DEVICES=host0", "NVIDIA_VISIBLE_DEVICES=7"));
+	assert_int_equal(hook_given_report(a, c, &host, &o, err), -EINVAL);
+	assert_null(o);
+	assert_err(err, "(/dev/nvidia7, 195:7), which is not registered");
+	json_object_put(a);
+	json_object_put(c);
+	host.trust_env = true;
+	report_is(NULL, ENV("NVIDIA_VISIBLE_DEVICES=all"),
+		  "{\"given\":[\"GPU-" UUID0 "\",\"GPU-" UUID1 "\",\"GPU-"
+		  UUID3 "\"],\"budget\":false}");
+}
+
 /* ---- the plan ---------------------------------------------------------------- */
 
 /* Build the plan of annotations ann_text and config cfg_text. */
@@ -1611,6 +1681,7 @@ int main(void)
 		cmocka_unit_test(test_given_env),
 		cmocka_unit_test(test_given_untrusted),
 		cmocka_unit_test(test_given_linux_devices),
+		cmocka_unit_test(test_given_report),
 		cmocka_unit_test(test_plan_fixtures),
 		cmocka_unit_test(test_plan_hami),
 		cmocka_unit_test(test_plan_hami_dra),
