@@ -297,6 +297,31 @@ static void record_fill(const struct run *x, struct hook_record *r)
 	}
 }
 
+/*
+ * A record of this container written before (the same id and cgroup: a
+ * runtime plugin's Synchronize after its restart runs createRuntime
+ * again) keeps saying which budgets the container's first run created:
+ * this run found them in place only because that run set them.
+ */
+static void record_keep(int dfd, struct hook_record *rec)
+{
+	char err[HOOK_ERR_LEN];
+	struct hook_record *old;
+	size_t i, j;
+
+	old = malloc(sizeof(*old));
+	if (!old)
+		return;
+	if (!hook_record_read(dfd, rec->id, old, err) &&
+	    !strcmp(old->cgroup, rec->cgroup))
+		for (i = 0; i < rec->n; i++)
+			for (j = 0; j < old->n; j++)
+				if (old->b[j].scope == rec->b[i].scope &&
+				    !strcmp(old->b[j].device, rec->b[i].device))
+					rec->b[i].created = old->b[j].created;
+	free(old);
+}
+
 /* Record what was set; if that fails, undo it all. */
 static int record(struct run *x, const struct hook_ops *ops)
 {
@@ -309,8 +334,10 @@ static int record(struct run *x, const struct hook_ops *ops)
 	e = hook_dir_lock(x->dfd, x->a.timeout_ms, err);
 	if (!e) {
 		rec = malloc(sizeof(*rec));
-		if (rec)
+		if (rec) {
 			record_fill(x, rec);
+			record_keep(x->dfd, rec);
+		}
 		e = rec ? hook_record_write(x->dfd, rec) : -ENOMEM;
 		free(rec);
 		hook_dir_unlock(x->dfd);

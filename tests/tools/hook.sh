@@ -10,7 +10,8 @@
 #  - createRuntime: container and pod budgets from the annotations on the
 #    GPUs given (NVIDIA_VISIBLE_DEVICES and linux.devices), checked with
 #    nxquotactl --json status; the record (0600 in a 0700 directory);
-#    linux.cgroupsPath ignored; a second container of the pod with the
+#    linux.cgroupsPath ignored; createRuntime again (a plugin's
+#    Synchronize) changes neither; a second container of the pod with the
 #    same pod budget, and one with another (refused);
 #  - bad input changes nothing: garbage, negative, min > max, a GPU not
 #    given, an unknown key, a pod budget outside a pod, the runtime's own
@@ -206,6 +207,15 @@ assert sorted((x["device"][:6], x["scope"], x["created"]) for x in b) == [
     ("GPU-11", "container", True), ("GPU-11", "pod", True),
     ("GPU-aa", "container", True), ("GPU-aa", "pod", True)], b' \
 	"$tmp/hooks/ctr1" "$ctl" || fail "record: $(cat "$tmp/hooks/ctr1")"
+# createRuntime again (nxquota-nri's Synchronize after a restart): nothing
+# changes, the record neither (its budgets still created by the first run)
+rec1=$(cat "$tmp/hooks/ctr1")
+before1=$(budgets)
+hk ctr1 "$c1" b1 --control "$ctl"
+ok "createRuntime ctr1 again"
+[ "$(budgets)" = "$before1" ] || fail "createRuntime again changed the budgets: $(budgets)"
+[ "$(cat "$tmp/hooks/ctr1")" = "$rec1" ] ||
+	fail "createRuntime again changed the record: $(cat "$tmp/hooks/ctr1")"
 
 # a sibling with the same pod budget: the pod's is left as it is
 box "$kp/ctr2"
