@@ -91,7 +91,9 @@ if [ "$MODE" = prebuild ]; then
 	cp "$TOP/bench/gpu_tenant" "$TOP/bench/gpu_press" "$BIN/"
 	# libnl linked statically, the C library dynamically (devices sync dlopens libcuda)
 	nl="-Wl,-Bstatic -lnl-genl-3 -lnl-3 -Wl,-Bdynamic"
-	make -s $J -C "$TOP/daemon" B="$BIN/daemon" SAN= NL_LIBS="$nl" "$BIN/daemon/nxquotad" || exit 1
+	# METRICS= : no /metrics (libmicrohttpd, json-c, libnl-genl dynamic), which
+	# the GPU machine may lack; the story and gpu.sh do not scrape
+	make -s $J -C "$TOP/daemon" B="$BIN/daemon" SAN= METRICS= NL_LIBS="$nl" "$BIN/daemon/nxquotad" || exit 1
 	cp "$BIN/daemon/nxquotad" "$BIN/"
 	# tools/Makefile's nxquotactl rule, with libnl and json-c static; the
 	# tree's own nxquotactl is built again by the next make -C tools

@@ -17,11 +17,13 @@
 #             memory is in PyTorch's cache (its main thread polls stdin, as
 #             a server between requests); its shim runs torch.cuda.
 #             empty_cache() in that thread on the ticket
+#   backstop  an unmodified PyTorch without the shim over its budget:
+#             nxquotad's backstop (NVML) names it within 3 s, alive
 #   overhead  cuMemAlloc/cuMemFree pairs and a training loop, with and
 #             without the shim (figures, not checks; tests/preload/gpu-s4.sh
 #             measures them side by side)
 # Usage, as root:  tests/preload/gpu.sh [BUDGET_MIB]   (default 4096)
-#   PARTS="budget kills share sharenative overhead" (the default: all; budget includes
+#   PARTS="budget kills share sharenative backstop overhead" (the default: all; budget includes
 #   retry) runs some; KILLS=N (default 1000), KPAR=N of them at a time
 #   (default 16); OUT=DIR (default build/preload-gpu) keeps logs
 #   and results.txt; NXQ_FAKE_CUDA=1 runs what needs no PyTorch on the fake
@@ -31,7 +33,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 BUDGET=${1:-4096}
 KILLS=${KILLS:-1000}
-PARTS=${PARTS:-budget kills share sharenative overhead}
+PARTS=${PARTS:-budget kills share sharenative backstop overhead}
 want() { case " $PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
 OUT=${OUT:-$top/build/preload-gpu}
 FAKE=${NXQ_FAKE_CUDA:-}
@@ -84,7 +86,7 @@ DPID=
 cleanup() {
 	[ -n "$DPID" ] && kill "$DPID" 2>/dev/null
 	wait 2>/dev/null
-	for c in a b g k o ""; do rmdir "$CGROOT/$CG/$c" 2>/dev/null; done
+	for c in a b e g k o ""; do rmdir "$CGROOT/$CG/$c" 2>/dev/null; done
 	cp "$RUN"/*.log "$OUT/" 2>/dev/null
 	rm -rf "$RUN"
 }
@@ -298,6 +300,53 @@ if [ -n "$TORCH" ] && want sharenative; then
 	fi
 	echo >&8 2>/dev/null; exec 8>&-; wait "$BPID"
 	ctl devices sync >/dev/null 2>&1
+fi
+
+# The backstop (issue 28, item 2) on the real driver: an unmodified
+# PyTorch run WITHOUT the shim (nothing preloaded: nothing charged) in a
+# cgroup with max=256M holds 1 GiB in its pool; nxquotad's backstop
+# (default: NVML every 1 s, 256 MiB allowance per process, naming only)
+# must name its pid within 3 s, in the daemon's log and as "escaped" on
+# the budget's status line, and leave it alive (no -k).
+if [ -n "$TORCH" ] && want backstop; then
+	hdr "backstop (PyTorch without the shim, 1 GiB in a 256 MiB budget)"
+	budget e min=256M max=256M
+	rm -f "$RUN/esc.in" "$RUN/esc.out"
+	mkfifo "$RUN/esc.in"
+	(
+		echo 0 >"$CGROOT/$CG/e/cgroup.procs"
+		exec env -u LD_PRELOAD PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync \
+			python3 "$here/torch_budget.py" borrow 1024 <"$RUN/esc.in" >"$RUN/esc.out" 2>"$RUN/esc.log"
+	) &
+	PID=$!
+	exec 9>"$RUN/esc.in"
+	if await esc "borrow ready" 60; then
+		t0=$(date +%s%N)
+		t=0
+		# the budget's "escaped" in --json status (the table indents names)
+		escaped() {
+			ctl --json status "$KEY" 2>/dev/null | python3 -c 'import json, sys
+for b in json.load(sys.stdin).get("budgets", []):
+    if b.get("path") == sys.argv[1]:
+        print(b.get("escaped", 0), b.get("measured", 0))' "/$CG/e"
+		}
+		until [ "$(escaped | cut -d' ' -f1)" -gt 0 ] 2>/dev/null || [ $t -ge 60 ]; do
+			t=$((t + 1)); sleep 0.05
+		done
+		ms=$((($(date +%s%N) - t0) / 1000000))
+		line="/$CG/e escaped, measured: $(escaped)"
+		if [ "$(escaped | cut -d' ' -f1)" -gt 0 ] 2>/dev/null; then
+			say "backstop: named $ms ms after the pool was full: $line"
+		else
+			fail "backstop: not named within 3 s: $line"
+		fi
+		grep -q "backstop: .*pid $PID " "$RUN/nxquotad.log" &&
+			say "   $(grep "backstop: .*pid $PID " "$RUN/nxquotad.log" | head -1)" ||
+			fail "backstop: pid $PID not in nxquotad's log ($(grep backstop "$RUN/nxquotad.log" | tail -2))"
+		kill -0 "$PID" 2>/dev/null || fail "backstop: the process was killed without -k"
+	fi
+	finish
+	zero || fail "used $(dev used) after the escape"
 fi
 
 want overhead && hdr overhead
