@@ -115,7 +115,9 @@ ended() {	# ended NAME SECONDS LOW HIGH TEXT...: exit 1, one line, in [LOW, HIGH
 	done
 	[ "$ms" -ge "$low" ] && [ "$ms" -lt "$high" ] ||
 		fail "$name: ended after $ms ms, not in [$low, $high) for a $s s timeout"
+	times="$times $name=${ms}ms/${s}s"
 }
+times=
 
 box "$kp/ctr1"
 c1=$p
@@ -269,4 +271,5 @@ bad badopt '--timeout: timeout "0" is not a number of seconds' --timeout 0
 badenv=1
 bad badopt2 '--timeout: timeout "1.0001" is not a number' --timeout 1.0001
 
+echo "hook-timeout: ended after (measured/timeout):$times"
 echo "hook-timeout: ok (a pod's lock held: given up at the timeout; a stopped nxquotad: 3 hooks each at their own timeout, none blocked, poststop naming what is left; a full backlog: the watchdog; bad timeouts refused)"
