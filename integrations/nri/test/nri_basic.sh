@@ -63,12 +63,17 @@ for img in pause app; do
 done
 info "images imported after $(since "$t0")"
 
+# the operator's CDI spec: what the plugin gives a container given a GPU
+# (nri_inject checks what it gives; without it, such a container is refused)
+dev_register
+$NXQCTL cdi generate --output /etc/cdi/nxquota.json --hook $NXQ_HOOK --shim $SHIM \
+	--preload-list $PRELOAD_LIST > /tmp/cdi.out 2>&1 ||
+	fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
 nxquota-nri -hook $NXQ_HOOK > /tmp/nri.log 2>&1 &
 NRI_PID=$!
 wait_line /tmp/nri.log synchronized 30 || fail "nxquota-nri did not register"
 info "nxquota-nri registered after $(since "$t0")"
 
-dev_register
 uid=$(poduid)
 pcg=/kubepods/burstable/pod$uid
 pod=$(nxq-cri runp p1 $uid $pcg 2>/tmp/cri.err) || fail "RunPodSandbox: $(cat /tmp/cri.err)"

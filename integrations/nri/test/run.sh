@@ -8,10 +8,13 @@
 # builds nxquota-nri and nxq-cri (integrations/nri/build.sh: Debian
 # trixie's Go and containerd, fetched into build/nri/), the pause image
 # (nxq-pause, static) and an application image (busybox, static) as OCI
-# archives (mkimage.py), and boots the VM with them added (NXQ_VM_ADD):
+# archives (mkimage.py; the application image also has the loader, libc,
+# the fake CUDA driver and nxq-cuda-app, for the shim), and boots the VM
+# with them added (NXQ_VM_ADD):
 # containerd, containerd-shim-runc-v2, ctr, nxquota-nri, nxq-cri in
 # /usr/bin, the images and containerd.toml in /nri.  Default scenario:
-# nri_basic.  Not part of make check (issue 28 item 1 is not done).
+# nri_basic; nri_inject is named.  Not part of make check (issue 28 item 1
+# is not done).
 set -eu
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 here=$top/integrations/nri/test
@@ -23,8 +26,21 @@ rm -rf "$img"
 mkdir -p "$img/pause/bin" "$img/app/bin"
 gcc -static -O2 -Wall -Werror -o "$img/pause/nxq-pause" "$here/nxq-pause.c"
 cp /bin/busybox "$img/app/bin/busybox"
-for a in sh sleep cat echo ls; do ln -s busybox "$img/app/bin/$a"; done
+for a in sh sleep cat echo ls env grep rm touch stat; do ln -s busybox "$img/app/bin/$a"; done
 mkdir -p "$img/app/proc" "$img/app/sys" "$img/app/dev" "$img/app/tmp" "$img/app/etc"
+# The application image also runs an unmodified CUDA program
+# (tests/vm/containers/nxq-cuda-app.c, linked against the fake driver,
+# tests/fakecuda), dynamically linked as the shim needs: the loader, libc
+# and the libraries the shim links, as the VM's container rootfs has them.
+nice make -s -C "$top/tests/fakecuda" libcuda.so.1
+gcc -O2 -Wall -Wextra -Werror -o "$img/app/bin/nxq-cuda-app" \
+	"$top/tests/vm/containers/nxq-cuda-app.c" "$top/tests/fakecuda/libcuda.so.1"
+install -D -m 755 "$top/tests/fakecuda/libcuda.so.1" "$img/app/usr/lib/x86_64-linux-gnu/libcuda.so.1"
+for l in libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1; do
+	f=/lib/x86_64-linux-gnu/$l
+	[ ! -e "$f" ] || install -D -m 755 "$(readlink -f "$f")" "$img/app$f"
+done
+install -D -m 755 "$(readlink -f /lib64/ld-linux-x86-64.so.2)" "$img/app/lib64/ld-linux-x86-64.so.2"
 python3 "$here/mkimage.py" "$b/pause.tar" localhost/nxq-pause:1 "$img/pause" /nxq-pause
 python3 "$here/mkimage.py" "$b/app.tar" localhost/nxq-app:1 "$img/app"
 
