@@ -215,6 +215,9 @@ int hook_dev_init(struct hook_dev *d, const char *key, const char *devt);
  * (what nxquotactl's CDI spec sets), the devices without a node, and
  * those with one when host->trust_env.  0 or -EINVAL.
  */
+/* Could cfg be given a device or ask a budget (hook_dev.c)?  False: it is
+ * given nothing, whatever the authority has registered. */
+bool hook_gpu_hinted(json_object *ann, json_object *cfg);
 int hook_given(json_object *cfg, const struct hook_host *host, bool *given,
 	       char *err);
 /*

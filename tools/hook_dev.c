@@ -269,3 +269,57 @@ int hook_given(json_object *cfg, const struct hook_host *host, bool *given,
 			given[i] = true;
 	return rc;
 }
+
+/*
+ * Could anything in cfg give the container an nxquota device, or ask for a
+ * budget?  Not when it has no character device in linux.devices (a GPU's
+ * node comes there: device plugins, CDI, a privileged container's "all"),
+ * names none in process.env (NVIDIA_VISIBLE_DEVICES, NXQUOTA_DEVICES,
+ * NXQUOTA_DEVICE_<X>) and hook_wanted() is false: such a container is
+ * given nothing whatever the authority has registered, and `nxquota-hook
+ * given` answers for it without asking (a node's other containers start
+ * while nxquotad restarts).  A malformed linux.devices or process.env
+ * counts as a hint: hook_given() then says what is wrong.
+ */
+bool hook_gpu_hinted(json_object *ann, json_object *cfg)
+{
+	json_object *o = NULL, *a = NULL, *e, *t;
+	const char *s;
+	size_t i, n;
+
+	if (hook_wanted(ann, cfg))
+		return true;
+	if (json_object_object_get_ex(cfg, "linux", &o) && o &&
+	    json_object_object_get_ex(o, "devices", &a) && a) {
+		if (!json_object_is_type(a, json_type_array))
+			return true;
+		n = json_object_array_length(a);
+		for (i = 0; i < n; i++) {
+			e = json_object_array_get_idx(a, i);
+			if (!json_object_is_type(e, json_type_object) ||
+			    !json_object_object_get_ex(e, "type", &t) ||
+			    !json_object_is_type(t, json_type_string))
+				return true;
+			s = json_object_get_string(t);
+			if (!strcmp(s, "c") || !strcmp(s, "u"))
+				return true;
+		}
+	}
+	o = a = NULL;
+	if (json_object_object_get_ex(cfg, "process", &o) && o &&
+	    json_object_object_get_ex(o, "env", &a) && a) {
+		if (!json_object_is_type(a, json_type_array))
+			return true;
+		n = json_object_array_length(a);
+		for (i = 0; i < n; i++) {
+			s = json_object_get_string(json_object_array_get_idx(a, i));
+			if (!s)
+				return true;
+			if (!strncmp(s, ENV_NVIDIA "=", strlen(ENV_NVIDIA) + 1) ||
+			    !strncmp(s, ENV_NXQUOTA "=", strlen(ENV_NXQUOTA) + 1) ||
+			    !strncmp(s, ENV_NXQUOTA_ONE, strlen(ENV_NXQUOTA_ONE)))
+				return true;
+		}
+	}
+	return false;
+}

@@ -498,7 +498,10 @@ out:
  * whether it has a budget (hook_given_report()), from config.json's shape
  * on stdin ({"annotations", "process": {"env"}, "linux": {"devices"}}),
  * against the authority's devices: one JSON object on stdout.  The
- * authority must answer (its devices decide), fail-closed.
+ * authority must answer (its devices decide), fail-closed -- but for a
+ * container with no device node, no device named in its environment and
+ * no budget asked (hook_gpu_hinted()), which is given nothing whatever
+ * the authority has: a node's other containers start while it restarts.
  */
 static int given_stage(const char *control, unsigned int timeout_ms)
 {
@@ -526,6 +529,14 @@ static int given_stage(const char *control, unsigned int timeout_ms)
 		json_object_put(x->cfg);
 		free(x);
 		return fail_("%s", err);
+	}
+	/* nothing that could give it a device: no need of the authority */
+	if (!hook_gpu_hinted(x->ann, x->cfg)) {
+		json_object_put(x->cfg);
+		free(x);
+		printf("{\"given\":[],\"budget\":false}\n");
+		return fflush(stdout) ? fail_("writing the report: %s",
+					      strerror(errno)) : 0;
 	}
 	hook_auth_init(&x->a, control, timeout_ms);
 	rc = hook_auth_connect(&x->a, err) ||

@@ -178,6 +178,24 @@ given --control "$tmp/none.sock"
 [ $rc = 1 ] && [ ! -s "$tmp/out" ] && [ "$(wc -l <"$tmp/err")" = 1 ] &&
 	grep -q '^nxquota-hook: .*none.sock' "$tmp/err" ||
 	fail "given without an authority: exit $rc: $(cat "$tmp/out" "$tmp/err")"
+# a container with no device node, no GPU named, no budget: given nothing,
+# without the authority (the node's other pods start while it restarts);
+# a block device or an NVIDIA_VISIBLE_DEVICES alone still needs it
+for c in '{"process":{"env":["PATH=/bin"]},"linux":{"devices":[{"path":"/dev/sdz","type":"b","major":8,"minor":0}]},"annotations":{"a":"b"}}' \
+	'{"process":{"env":[]}}' '{}'; do
+	echo "$c" | "$hook" --control "$tmp/none.sock" given >"$tmp/out" 2>"$tmp/err" ||
+		fail "given, nothing hinted, no authority: $(cat "$tmp/err")"
+	[ "$(cat "$tmp/out")" = '{"given":[],"budget":false}' ] ||
+		fail "given, nothing hinted: $(cat "$tmp/out")"
+done
+for c in '{"process":{"env":["NVIDIA_VISIBLE_DEVICES=all"]}}' \
+	'{"linux":{"devices":[{"path":"/dev/x","type":"c","major":1,"minor":3}]}}' \
+	'{"process":{"env":["NXQUOTA_DEVICE_A=gpu0"]}}' \
+	'{"process":{"env":["CUDA_DEVICE_MEMORY_LIMIT=1g"]}}' \
+	'{"annotations":{"nxquota.io/max":"1Gi"}}'; do
+	echo "$c" | "$hook" --control "$tmp/none.sock" given >"$tmp/out" 2>"$tmp/err" &&
+		fail "given without an authority answered for $c: $(cat "$tmp/out")"
+done
 
 # ---- createRuntime: a container of a pod -----------------------------------
 # The GPUs: index 0 by NVIDIA_VISIBLE_DEVICES, GPU 1 by its node (CDI);
