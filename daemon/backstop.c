@@ -222,7 +222,11 @@ static void *bs_thread(void *arg)
 	u64 one = 1;
 
 	(void)arg;
+#ifdef NXQ_STATIC
+	lib = NULL;	/* not in a static build: ../tools/nvml.c says why */
+#else
 	lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+#endif
 	if (lib) {
 		init = (int (*)(void))dlsym(lib, "nvmlInit_v2");
 		shutdown = (int (*)(void))dlsym(lib, "nvmlShutdown");

@@ -84,7 +84,16 @@ static int devices_sync(struct ctl *n, bool dry_run)
 	int i, count = 0, rc = EX_OK, err;
 	void *lib;
 
+#ifdef NXQ_STATIC
+	/* a static C library beside the driver's shared one: see nvml.c */
+	(void)lib;
+	warnx_("devices sync: this nxquotactl is linked statically and does "
+	       "not load the CUDA driver (libcuda.so.1); use the dynamically "
+	       "linked nxquotactl");
+	return EX_FAIL;
+#else
 	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+#endif
 	if (!lib) {
 		warnx_("devices sync: cannot load the CUDA driver "
 		       "(libcuda.so.1): %s; is the NVIDIA driver installed?",

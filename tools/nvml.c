@@ -153,7 +153,20 @@ int nxq_nvml_read(struct nxq_nvml *out, char *why, size_t size)
 	int err;
 
 	memset(out, 0, sizeof(*out));
+#ifdef NXQ_STATIC
+	/*
+	 * A static program has a C library of its own; the driver's libraries
+	 * load the shared one beside it, two heaps in one process: freeing
+	 * across them aborts ("double free or corruption", seen with
+	 * nxquotad-static's backstop on an H100 at its exit).  Not loaded.
+	 */
+	(void)lib;
+	snprintf(why, size, "this program is linked statically and does not "
+		 "load libnvidia-ml.so.1 (use the dynamically linked build)");
+	return -1;
+#else
 	lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+#endif
 	if (!lib) {
 		snprintf(why, size, "cannot load libnvidia-ml.so.1: %s",
 			 dlerror());
