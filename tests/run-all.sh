@@ -47,6 +47,32 @@ stage() {
 	fi
 }
 
+# quiet NAME CMD...: a stage run beside others (in a background group):
+# its output only in $logs/NAME.log, its status and seconds beside it;
+# report NAME... prints them once the group is done, in order, and counts.
+quiet() {
+	name=$1
+	shift
+	s=$(date +%s)
+	"$@" >"$logs/$name.log" 2>&1
+	echo $? >"$logs/$name.rc"
+	echo $(($(date +%s) - s)) >"$logs/$name.secs"
+}
+report() {
+	for name; do
+		echo "=== $name (beside other stages)"
+		cat "$logs/$name.log"
+		if [ "$(cat "$logs/$name.rc" 2>/dev/null)" = 0 ]; then
+			passed=$((passed + 1))
+			echo "--- $name: ok ($(cat "$logs/$name.secs")s)"
+		else
+			failed=$((failed + 1))
+			failures="$failures $name"
+			echo "--- $name: FAILED ($(cat "$logs/$name.secs" 2>/dev/null)s)"
+		fi
+	done
+}
+
 # The end of the run: the failed stages' failing lines, the count, the
 # exit status.
 finish() {	# what ran
@@ -103,9 +129,23 @@ stage docs tests/docs.sh
 # fields, the chart rendered against the manifests)
 stage k8s tests/k8s/check.sh
 # every scenario on 6.12 and the newest kernel, against the module and
-# against nxquotad (make check-matrix: on every kernel)
-stage vm tests/vm/run.sh --authority both
-stage containers tests/vm/containers/run.sh
+# against nxquotad (make check-matrix: on every kernel); the container
+# scenarios; nxquota-nri against a real containerd (Debian trixie's 1.7
+# with NRI, driven over the CRI), on 6.12 with both authorities.  QEMU's
+# TCG runs a guest on one thread: the kernel scenarios boot on one core
+# while the container ones boot on the other.  What both runners build
+# (the module for each kernel, the static daemon and tools) is built
+# first, so that the two never build the same files at once.
+stage vm-build sh -c 'make -s kmod >/dev/null && make -s -C daemon static && make -s -C tools static'
+quiet vm tests/vm/run.sh --authority both &
+vm_pid=$!
+{
+	quiet containers tests/vm/containers/run.sh
+	quiet nri integrations/nri/test/run.sh --kernel 6.12 --authority both \
+		nri_basic nri_inject
+} &
+wait $vm_pid $!
+report vm containers nri
 # reads the vm stage's console logs: before demo, which boots 6.12 again
 stage sysfs-doc tests/sysfs-doc.sh
 stage demo tests/demo-check.sh

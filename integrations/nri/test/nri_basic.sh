@@ -1,8 +1,8 @@
 #!/bin/sh
 # nri_basic: containerd 1.7 (Debian trixie's) with NRI enabled, driven as
 # a kubelet would by nxq-cri (the CRI over gRPC), with nxquota-nri
-# connected to its NRI socket (issue 28, item 1; not in make check:
-# integrations/nri/test/run.sh runs it).
+# connected to its NRI socket (issue 28, item 1; integrations/nri/test/run.sh
+# runs it, make check's stage nri too).
 #  - a pod (cgroupfs layout: /kubepods/burstable/pod<uid>/<sandbox id>,
 #    the pause image built locally, host network) and a container of it
 #    annotated nxquota.io/max=24Mi, min=8Mi, pod-max=32Mi, pod-min=16Mi,

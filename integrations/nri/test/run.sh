@@ -13,8 +13,8 @@
 # with them added (NXQ_VM_ADD):
 # containerd, containerd-shim-runc-v2, ctr, nxquota-nri, nxq-cri in
 # /usr/bin, the images and containerd.toml in /nri.  Default scenario:
-# nri_basic; nri_inject is named.  Not part of make check (issue 28 item 1
-# is not done).
+# nri_basic; nri_inject is named.  make check runs both on 6.12 with both
+# authorities (tests/run-all.sh, stage nri).
 set -eu
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 here=$top/integrations/nri/test
