@@ -9,7 +9,7 @@
  *
  * This header is theirs alone: the objects below and their calls.
  *
- * Framing is daemon/proto.h: one SOCK_SEQPACKET message per request (a
+ * Framing is <linux/nxquotad.h>: one SOCK_SEQPACKET message per request (a
  * struct nxqd_req, then the ioctl's argument struct), one per reply.  Who
  * asks is the kernel's to say (the daemon reads SCM_CREDENTIALS, which the
  * kernel attaches because the daemon set SO_PASSCRED): nothing here sends
@@ -99,7 +99,7 @@
 #include <sys/un.h>
 
 #include "internal.h"
-#include "../daemon/proto.h"
+#include <linux/nxquotad.h>
 
 #define SK_CONNS_MAX	8
 #define SK_SYN_GEN	(1ULL << 63)	/* generations of restore tickets */

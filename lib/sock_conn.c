@@ -2,7 +2,7 @@
 /*
  * nxquotad's client, its transport (see sock.h): one request and its
  * reply on one connection (nxq__sk_xfer(), the framing of
- * daemon/proto.h), the protocol hello, connecting, and the pool of
+ * <linux/nxquotad.h>), the protocol hello, connecting, and the pool of
  * connections a request takes one from (nxq__sk_req(): s->rw held for
  * reading by the caller).  Owns the struct sk_conn objects: made here,
  * closed here when broken or refused (and by a reconnect, sock_restore.c).

@@ -3,7 +3,7 @@
  * The authority's transport, shared by nxquotactl and nxquota-hook: the
  * module's generic netlink family "nxquota" if it resolves, else
  * nxquotad's control socket, which speaks the same family, one netlink
- * message per SOCK_SEQPACKET message (daemon/proto.h).  The messages,
+ * message per SOCK_SEQPACKET message (<linux/nxquotad.h>).  The messages,
  * sequence checks and callbacks are libnl's either way.  See ctl.h.
  * This file connects, builds requests and closes; extack.c reads the
  * replies.

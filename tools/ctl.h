@@ -17,7 +17,7 @@ struct nl_msg;
 struct nl_cb;
 struct nlattr;
 
-/* daemon/proto.h's control socket */
+/* <linux/nxquotad.h>'s control socket */
 #define NXQD_CONTROL_PATH	"/run/nxquota/control.sock"
 #define NXQD_GENL_ID		0x7ffe
 

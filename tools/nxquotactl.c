@@ -15,7 +15,7 @@
  * The authority: the module's generic netlink family if it resolves,
  * else nxquotad's control socket ($NXQUOTA_CONTROL, default
  * /run/nxquota/control.sock), which speaks the same family, one netlink
- * message per SOCK_SEQPACKET message (daemon/proto.h).  --control PATH
+ * message per SOCK_SEQPACKET message (<linux/nxquotad.h>).  --control PATH
  * asks the daemon at PATH only.  The messages are the same libnl ones
  * either way, and the replies go through the same callbacks.
  *

@@ -2,7 +2,7 @@
 /*
  * The daemon from outside, for the KUnit-style suites of daemon/tests:
  * start the binary ($NXQD_BIN) on a socket in a fresh directory (also its
- * state directory), speak proto.h to it, stop it.
+ * state directory), speak <linux/nxquotad.h> to it, stop it.
  */
 #ifndef _NXQD_CLIENT_HARNESS_H
 #define _NXQD_CLIENT_HARNESS_H

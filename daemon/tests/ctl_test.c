@@ -31,7 +31,7 @@
 #include <netlink/attr.h>
 #include <linux/genetlink.h>
 
-#include "../proto.h"
+#include <linux/nxquotad.h>
 
 struct daemon {
 	char dir[64], sock[96], ctl[96], state[96], log[96], cg[600];

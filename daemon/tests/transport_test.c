@@ -2,7 +2,7 @@
 /*
  * nxquotad's socket, tested from outside: the daemon binary ($NXQD_BIN)
  * runs as a child on a socket in a fresh directory; the cases speak the
- * protocol of proto.h to it as a client would, hostile ones included.
+ * protocol of <linux/nxquotad.h> to it as a client would, hostile ones included.
  */
 #include <grp.h>
 

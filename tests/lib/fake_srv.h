@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
  * A tiny nxquotad for the library's tests: a thread that listens on a
- * SOCK_SEQPACKET socket and speaks daemon/proto.h, one thread per
+ * SOCK_SEQPACKET socket and speaks <linux/nxquotad.h>, one thread per
  * connection.  It keeps one device with a capacity (fs.cap), holders
  * (each bound to its connection: closing the connection ends them and
  * uncharges them, as the daemon does), charges with NXQ_CHARGE_WAIT (a
@@ -30,7 +30,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <linux/nxquota.h>
-#include "../../daemon/proto.h"
+#include <linux/nxquotad.h>
 
 #define FS_MAXC	32
 #define FS_MAXH	32

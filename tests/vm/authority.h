@@ -7,7 +7,7 @@
  *
  * NXQ_AUTHORITY=daemon: nxquotad.  sc_open() connects to its client socket
  * (NXQUOTA_SOCKET, else NXQD_SOCKET_PATH) and sc_ioctl() sends the
- * daemon/proto.h request (struct nxqd_req + the argument struct; the
+ * <linux/nxquotad.h> request (struct nxqd_req + the argument struct; the
  * descriptors of NXQ_IOC_HOLDER_REGISTER by SCM_RIGHTS: the eventfd, then
  * the devfd) and returns the reply's err, copying its output back.  A
  * "file" is a connection; a waiting charge goes on a second connection of
@@ -50,7 +50,7 @@
 #include <linux/genetlink.h>
 #include <linux/netlink.h>
 
-#include "../../daemon/proto.h"
+#include <linux/nxquotad.h>
 
 /* ---- which authority ---------------------------------------------------- */
 

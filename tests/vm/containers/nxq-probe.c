@@ -25,7 +25,7 @@
 #include <unistd.h>
 #include <linux/nxquota.h>
 
-#include "../../../daemon/proto.h"
+#include <linux/nxquotad.h>
 
 static int probe_module(const char *path, struct nxq_version *v)
 {
