@@ -7,7 +7,8 @@
 #      static: it is copied onto hosts whose libraries are not the
 #      image's) and the shim;
 #   2. mmdebstrap --variant=extract: Debian 12's busybox, libc6,
-#      libgcc-s1, libjson-c5, libnl-3-200 and libnl-genl-3-200, unpacked
+#      libgcc-s1, libjson-c5, libnl-3-200, libnl-genl-3-200 and
+#      libmicrohttpd12 (nxquotad's /metrics; with libgnutls30), unpacked
 #      (no maintainer scripts: nothing in the image runs dpkg) into
 #      build/image/rootfs, from Debian's archive (bookworm, its updates
 #      and its security archive; NXQ_DEBIAN_MIRROR and NXQ_DEBIAN_SECURITY
@@ -38,7 +39,7 @@ oci=$out/nxquota-$version.oci.tar
 tag=localhost/nxquota:$version
 mirror=${NXQ_DEBIAN_MIRROR:-http://deb.debian.org/debian}
 security=${NXQ_DEBIAN_SECURITY:-http://deb.debian.org/debian-security}
-pkgs=busybox,libc6,libgcc-s1,libjson-c5,libnl-3-200,libnl-genl-3-200
+pkgs=busybox,libc6,libgcc-s1,libjson-c5,libnl-3-200,libnl-genl-3-200,libmicrohttpd12
 say() { echo "image: $*" >&2; }
 die() { say "$*"; exit 1; }
 t() { echo $(( $(date +%s) - $1 ))s; }

@@ -137,7 +137,14 @@ stage k8s tests/k8s/check.sh
 # (the module for each kernel, the static daemon and tools) is built
 # first, so that the two never build the same files at once.
 stage vm-build sh -c 'make -s kmod >/dev/null && make -s -C daemon static && make -s -C tools static'
-quiet vm tests/vm/run.sh --authority both &
+# the node image (make image) booted with podman, serving a container's
+# budget: after the kernel scenarios, in their lane, in a directory of its own
+{
+	quiet vm tests/vm/run.sh --authority both
+	quiet image sh -c 'scripts/image.sh && NXQ_CONTAINERS_OUT=build/vm-image \
+		NXQ_SCEN_DIRS=tests/vm/containers/image tests/vm/containers/run.sh \
+		--kernel 6.12 --authority image image_node'
+} &
 vm_pid=$!
 {
 	quiet containers tests/vm/containers/run.sh
@@ -145,7 +152,7 @@ vm_pid=$!
 		nri_basic nri_inject
 } &
 wait $vm_pid $!
-report vm containers nri
+report vm image containers nri
 # reads the vm stage's console logs: before demo, which boots 6.12 again
 stage sysfs-doc tests/sysfs-doc.sh
 stage demo tests/demo-check.sh

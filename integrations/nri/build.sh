@@ -86,7 +86,10 @@ export GO111MODULE=off GOTOOLCHAIN=local GOFLAGS=-trimpath
 export GOROOT="$b/go/usr/lib/go-1.24" GOPATH="$b/gopath/usr/share/gocode"
 export GOCACHE="$b/gocache"
 for prog in nxquota-nri nxq-cri; do
-	(cd "$top/integrations/nri/$prog" && nice "$GOROOT/bin/go" build -o "$b/bin/$prog" .) ||
+	# built aside, then renamed: make check's image stage (scripts/image.sh)
+	# may copy the plugin while this runs in the other lane
+	(cd "$top/integrations/nri/$prog" && nice "$GOROOT/bin/go" build -o "$b/bin/.$prog.new" .) ||
 		{ say "$prog does not build"; exit 1; }
+	mv -f "$b/bin/.$prog.new" "$b/bin/$prog"
 done
 say "built $b/bin/nxquota-nri $b/bin/nxq-cri ($("$GOROOT/bin/go" version))"

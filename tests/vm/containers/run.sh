@@ -25,8 +25,8 @@
 # run (nxq-cuda-app, nxq-libholder), and the scenarios, boots it
 # under QEMU (TCG) and reads the results the VM's /init
 # (tests/vm/containers/init.sh) prints.  Everything goes under
-# build/vm-containers/; each boot's console is
-# build/vm-containers/KVER/console-AUTHORITY.log.
+# build/vm-containers/ (NXQ_CONTAINERS_OUT: another directory); each
+# boot's console is build/vm-containers/KVER/console-AUTHORITY.log.
 #
 # A failed scenario, a missing result, a timeout, the authority's end
 # (rmmod, or nxquotad's exit on SIGTERM) failing, or a kernel-log line with
@@ -56,7 +56,7 @@ set -u
 top=$(cd "$(dirname "$0")/../../.." && pwd)
 cd "$top" || exit 2
 here=tests/vm/containers
-out=build/vm-containers
+out=${NXQ_CONTAINERS_OUT:-build/vm-containers}	# make check boots two runners at once
 vm_timeout=${NXQ_VM_TIMEOUT:-600}
 NXQ_QEMU_ACCEL=${NXQ_QEMU_ACCEL:-tcg,thread=single}
 scen_timeout=${NXQ_SCEN_TIMEOUT:-150}
