@@ -9,7 +9,8 @@ set title "nxquota demo: each cgroup's charge (sysfs current) over time"
 set xlabel "time (s)"
 set ylabel "charge (MiB)"
 set yrange [0:1100]
-set key top left
+# below the plot: the event labels use the top of it, from t = 0
+set key below horizontal
 set grid
 # Events: a vertical line each, labelled with its name and group.  The
 # labels are horizontal, each a line below the last (ten levels, then from
