@@ -36,6 +36,9 @@
 //     running container, so that a plugin restarted mid-run finds what it
 //     set (the hook is idempotent for a container's own budget).
 //
+// The containers of the plugin's own pod (-exempt-pod-uid, set by the
+// DaemonSet) are left alone at every event: see exempted().
+//
 // CreateContainer is too early for budgets: containerd has made no task
 // yet, so there is no cgroup to budget and no pid to read it from.
 package main
@@ -65,7 +68,21 @@ type plugin struct {
 	state  string // containerd's state directory
 	ns     string // containerd namespace of CRI containers
 	spec   string // the operator's CDI spec (nxquotactl cdi generate)
+	exempt string // the UID of the pod this plugin runs in, or ""
 	logger *os.File
+}
+
+// exempted: pod is the one this plugin runs in (-exempt-pod-uid, its
+// DaemonSet's pod).  Its containers are not touched at any event: that
+// pod's nxquotad container is privileged (every host device, the GPUs'
+// nodes among them) and names the GPUs, so it would be "given" them --
+// its create would wait on the authority it is itself (a restarted
+// nxquotad could never start again), and would get the shim, the
+// preload list and the client socket's directory read-only over the
+// /run/nxquota where it binds that socket.  The UID comes from the
+// kubelet (the downward API), not from anything a tenant writes.
+func (p *plugin) exempted(pod *api.PodSandbox) bool {
+	return p.exempt != "" && pod != nil && pod.GetUid() == p.exempt
 }
 
 func (p *plugin) logf(format string, args ...interface{}) {
@@ -317,6 +334,10 @@ func (p *plugin) inject(c *api.Container, keys []string) (*api.ContainerAdjustme
 }
 
 func (p *plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, c *api.Container) (*api.ContainerAdjustment, []*api.ContainerUpdate, error) {
+	if p.exempted(pod) {
+		p.logf("create %s (%s): in the plugin's own pod, not touched", c.Id, c.Name)
+		return nil, nil, nil
+	}
 	t0 := time.Now()
 	r, err := p.given(c)
 	if err != nil {
@@ -354,9 +375,15 @@ func (p *plugin) Configure(ctx context.Context, config, runtime, version string)
 }
 
 func (p *plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, ctrs []*api.Container) ([]*api.ContainerUpdate, error) {
+	own := map[string]bool{}
+	for _, pod := range pods {
+		if p.exempted(pod) {
+			own[pod.GetId()] = true
+		}
+	}
 	n := 0
 	for _, c := range ctrs {
-		if c.State != api.ContainerState_CONTAINER_RUNNING {
+		if c.State != api.ContainerState_CONTAINER_RUNNING || own[c.GetPodSandboxId()] {
 			continue
 		}
 		if err := p.create(c); err != nil {
@@ -369,10 +396,16 @@ func (p *plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, ctrs [
 }
 
 func (p *plugin) StartContainer(ctx context.Context, pod *api.PodSandbox, c *api.Container) error {
+	if p.exempted(pod) {
+		return nil
+	}
 	return p.create(c)
 }
 
 func (p *plugin) RemoveContainer(ctx context.Context, pod *api.PodSandbox, c *api.Container) error {
+	if p.exempted(pod) {
+		return nil
+	}
 	st := map[string]interface{}{
 		"ociVersion":  "1.0.2",
 		"id":          c.Id,
@@ -395,6 +428,7 @@ func main() {
 	flag.StringVar(&p.state, "containerd-state", "/run/containerd", "containerd's state directory")
 	flag.StringVar(&p.ns, "namespace", "k8s.io", "containerd namespace of the CRI's containers")
 	flag.StringVar(&p.spec, "cdi-spec", "/etc/cdi/nxquota.json", "the CDI spec nxquotactl cdi generate wrote: what a container given an nxquota device gets")
+	flag.StringVar(&p.exempt, "exempt-pod-uid", "", "the UID of the pod this plugin runs in (a DaemonSet's: $(POD_UID) from the downward API), whose containers it leaves alone")
 	flag.Parse()
 
 	opts := []stub.Option{stub.WithPluginName(name), stub.WithPluginIdx(idx),
