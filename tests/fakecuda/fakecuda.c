@@ -469,6 +469,16 @@ EXPORT CUresult cuCtxGetCurrent(CUcontext *c)
 	return CUDA_SUCCESS;
 }
 
+/* The current context's device, as the driver answers (the shim asks it
+ * where a process sees more than one device). */
+EXPORT CUresult cuCtxGetDevice(CUdevice *d)
+{
+	ENTER("cuCtxGetDevice");
+	NEED_CTX();
+	*d = cur()->dev;
+	LEAVE(CUDA_SUCCESS);
+}
+
 EXPORT CUresult cuCtxSynchronize(void)
 {
 	void (*hook)(void);
@@ -1010,6 +1020,7 @@ static const struct { const char *name; void *fn; } procs[] = {
 	P("cuDevicePrimaryCtxRelease", cuDevicePrimaryCtxRelease_v2),
 	P("cuCtxPushCurrent", cuCtxPushCurrent_v2), P("cuCtxPopCurrent", cuCtxPopCurrent_v2),
 	P("cuCtxSetCurrent", cuCtxSetCurrent), P("cuCtxGetCurrent", cuCtxGetCurrent),
+	P("cuCtxGetDevice", cuCtxGetDevice),
 	P("cuCtxSynchronize", cuCtxSynchronize), P("cuGetErrorName", cuGetErrorName),
 	P("cuMemGetAllocationGranularity", cuMemGetAllocationGranularity),
 	P("cuMemAddressReserve", cuMemAddressReserve), P("cuMemAddressFree", cuMemAddressFree),

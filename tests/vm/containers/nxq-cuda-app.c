@@ -5,9 +5,12 @@
  * (the fake driver of tests/fakecuda in the container's rootfs), run with
  * or without libnxquota-preload.so in LD_PRELOAD.
  *
- *   nxq-cuda-app [--wait FILE] [--steps DIR] SIZE...
+ *   nxq-cuda-app [--wait FILE] [--steps DIR] [--device N] SIZE...
  *
- * cuInit, device 0's primary context made current, then one cuMemAlloc_v2
+ * cuInit, device N's (default 0) primary context made current (the fake
+ * driver has $FAKECUDA_DEVICES devices, device N's UUID ending in f0 + N;
+ * a container given one GPU of several sees it as device 0 on a real
+ * node, which the fake cannot show), then one cuMemAlloc_v2
  * of each SIZE (bytes; K, M suffixes: powers of 1024), saying for each
  *   alloc SIZE ok            or   alloc SIZE error E   (E: the CUresult)
  * then "holding" and, with --wait, polls (20 ms) until FILE exists; then
@@ -152,7 +155,7 @@ static int run_step(const char *dir, int step)
 int main(int argc, char **argv)
 {
 	const char *wait = NULL, *steps = NULL;
-	int i = 1, e, step = 1;
+	int i = 1, e, step = 1, ordinal = 0;
 	CUcontext ctx;
 	CUdevice dev;
 
@@ -161,10 +164,12 @@ int main(int argc, char **argv)
 			wait = argv[i + 1];
 		else if (!strcmp(argv[i], "--steps"))
 			steps = argv[i + 1];
+		else if (!strcmp(argv[i], "--device"))
+			ordinal = atoi(argv[i + 1]);
 		else
 			break;
 	}
-	if ((e = cuInit(0)) || (e = cuDeviceGet(&dev, 0)) ||
+	if ((e = cuInit(0)) || (e = cuDeviceGet(&dev, ordinal)) ||
 	    (e = cuDevicePrimaryCtxRetain(&ctx, dev)) || (e = cuCtxSetCurrent(ctx))) {
 		say("driver setup failed: error %d", e);
 		return 1;
