@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nxquota-hook's decisions, the GPUs a container was given (hook.h:
- * hook_dev_init(), hook_given()): linux.devices' character devices
+ * hook_dev_init(), hook_given(), and for a runtime plugin hook_gpu_hinted()
+ * and hook_given_report()): linux.devices' character devices
  * matched by MAJOR:MINOR against the registered devices, and the
  * environment's names (NVIDIA_VISIBLE_DEVICES, NXQUOTA_DEVICES,
  * NXQUOTA_DEVICE_<X>) only where the operator trusts process.env.  Pure,
@@ -322,4 +323,69 @@ bool hook_gpu_hinted(json_object *ann, json_object *cfg)
 		}
 	}
 	return false;
+}
+
+/* ---- what a container was given, for a runtime plugin ------------------------ */
+
+static int report_add(json_object *o, const char *key, json_object *v,
+		      char *err)
+{
+	if (!v || json_object_object_add(o, key, v)) {
+		json_object_put(v);
+		return hook_fail(err, -ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+int hook_given_report(json_object *ann, json_object *cfg,
+		      const struct hook_host *host, json_object **out,
+		      char *err)
+{
+	bool given[HOOK_MAX_DEVS], budget = false, unresolved;
+	char why[HOOK_ERR_LEN] = "", refusal[HOOK_ERR_LEN];
+	struct hook_plan *p;
+	json_object *o, *keys;
+	size_t i;
+	int rc;
+
+	*out = NULL;
+	if (host->ndevs > HOOK_MAX_DEVS)
+		return hook_fail(err, -E2BIG, "the authority has %zu devices; this "
+			    "hook handles %d", host->ndevs, HOOK_MAX_DEVS);
+	unresolved = hook_given(cfg, host, given, why) != 0;
+	if (unresolved && hook_wanted(ann, cfg))
+		return hook_fail(err, -EINVAL, "%s", why);
+	if (!unresolved && hook_wanted(ann, cfg)) {
+		p = malloc(sizeof(*p));
+		if (!p)
+			return hook_fail(err, -ENOMEM, "out of memory");
+		/* refused or not, it asked: createRuntime says why */
+		budget = hook_plan_build(ann, cfg, host, given, p, refusal) ||
+			 p->n;
+		free(p);
+	}
+	o = json_object_new_object();
+	keys = json_object_new_array();
+	if (!o || !keys) {
+		json_object_put(o);
+		json_object_put(keys);
+		return hook_fail(err, -ENOMEM, "out of memory");
+	}
+	rc = report_add(o, "given", keys, err);
+	for (i = 0; !rc && !unresolved && i < host->ndevs; i++)
+		if (given[i] && json_object_array_add(keys,
+				json_object_new_string(host->devs[i].key)))
+			rc = hook_fail(err, -ENOMEM, "out of memory");
+	if (!rc)
+		rc = report_add(o, "budget", json_object_new_boolean(budget),
+				err);
+	if (!rc && unresolved)
+		rc = report_add(o, "unresolved", json_object_new_string(why),
+				err);
+	if (rc) {
+		json_object_put(o);
+		return rc;
+	}
+	*out = o;
+	return 0;
 }
