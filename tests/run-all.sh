@@ -12,7 +12,8 @@
 #                               6.18, 7.x): the module built (kbuild and
 #                               DKMS) for each, KUnit on 6.12's and 7.x's
 #                               source, every scenario against the module
-#                               and nxquotad, and the container scenarios
+#                               and nxquotad, the container scenarios, and
+#                               nxquota-nri's (nri_matrix too) on 6.12
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -102,6 +103,11 @@ if [ $matrix = 1 ]; then
 	stage install tests/install.sh
 	stage vm tests/vm/run.sh --authority both
 	stage containers tests/vm/containers/run.sh
+	# nxquota-nri: make check's two scenarios and the 16-pod matrix (2
+	# layouts x 4 budget sources x 2 GPUs; about 160 s a boot under TCG,
+	# too long for make check), on 6.12 with both authorities
+	stage nri integrations/nri/test/run.sh --kernel 6.12 --authority both \
+		nri_basic nri_inject nri_matrix
 	stage sysfs-doc tests/sysfs-doc.sh
 	finish "make check-matrix"
 fi

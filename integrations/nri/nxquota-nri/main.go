@@ -34,7 +34,13 @@
 //   - RemoveContainer: nxquota-hook poststop (it reads only its record).
 //   - Synchronize (at the plugin's start): createRuntime again for every
 //     running container, so that a plugin restarted mid-run finds what it
-//     set (the hook is idempotent for a container's own budget).
+//     set (the hook is idempotent for a container's own budget); after the
+//     reply, so that registration ends within containerd's timeout.
+//
+// Every hook run waits on the authority at most -hook-timeout (0.8 s) per
+// phase, so that a request is answered within containerd's
+// plugin_request_timeout (2 s by default): past it containerd drops the
+// plugin and starts the container without it.
 //
 // The containers of the plugin's own pod (-exempt-pod-uid, set by the
 // DaemonSet) are left alone at every event: see exempted().
@@ -69,6 +75,7 @@ type plugin struct {
 	ns     string // containerd namespace of CRI containers
 	spec   string // the operator's CDI spec (nxquotactl cdi generate)
 	exempt string // the UID of the pod this plugin runs in, or ""
+	tmo    string // nxquota-hook --timeout: each wait on the authority
 	logger *os.File
 }
 
@@ -110,7 +117,7 @@ func (p *plugin) runHookOut(stage string, in interface{}) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(p.hook, stage)
+	cmd := exec.Command(p.hook, "--timeout", p.tmo, stage)
 	cmd.Stdin = bytes.NewReader(b)
 	var outb, errb bytes.Buffer
 	cmd.Stdout = &outb
@@ -381,17 +388,26 @@ func (p *plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, ctrs [
 			own[pod.GetId()] = true
 		}
 	}
-	n := 0
+	// The hook runs for each running container after the reply: the
+	// registration (Synchronize included) must end within containerd's
+	// plugin_registration_timeout (5 s by default), which a node's worth of
+	// containers at one hook each would pass -- containerd would drop the
+	// plugin, and it would never register.  Events meanwhile run beside it
+	// (the hook locks what two runs share; it is idempotent).
+	var run []*api.Container
 	for _, c := range ctrs {
-		if c.State != api.ContainerState_CONTAINER_RUNNING || own[c.GetPodSandboxId()] {
-			continue
+		if c.State == api.ContainerState_CONTAINER_RUNNING && !own[c.GetPodSandboxId()] {
+			run = append(run, c)
 		}
-		if err := p.create(c); err != nil {
-			p.logf("synchronize: %v", err)
-		}
-		n++
 	}
-	p.logf("synchronized %d pods, %d running containers", len(pods), n)
+	go func() {
+		for _, c := range run {
+			if err := p.create(c); err != nil {
+				p.logf("synchronize: %v", err)
+			}
+		}
+		p.logf("synchronized %d pods, %d running containers", len(pods), len(run))
+	}()
 	return nil, nil
 }
 
@@ -429,6 +445,12 @@ func main() {
 	flag.StringVar(&p.ns, "namespace", "k8s.io", "containerd namespace of the CRI's containers")
 	flag.StringVar(&p.spec, "cdi-spec", "/etc/cdi/nxquota.json", "the CDI spec nxquotactl cdi generate wrote: what a container given an nxquota device gets")
 	flag.StringVar(&p.exempt, "exempt-pod-uid", "", "the UID of the pod this plugin runs in (a DaemonSet's: $(POD_UID) from the downward API), whose containers it leaves alone")
+	// Each NRI request must be answered within containerd's
+	// plugin_request_timeout (2 s by default), or containerd drops the
+	// plugin and starts the container without it: uncharged.  A hook run
+	// waits on the authority at most its timeout per phase, and an undo as
+	// long again: 0.8 s keeps a refusal, undone, under 2 s.
+	flag.StringVar(&p.tmo, "hook-timeout", "0.8", "nxquota-hook --timeout: seconds each wait on the authority may take (keep twice it under containerd's plugin_request_timeout)")
 	flag.Parse()
 
 	opts := []stub.Option{stub.WithPluginName(name), stub.WithPluginIdx(idx),

@@ -16,52 +16,9 @@
 #    RemovePodSandbox and the pod's cgroup gone: no node is left.
 . /containers/lib.sh
 need_nxq
-for b in containerd containerd-shim-runc-v2 ctr nxquota-nri nxq-cri; do
-	[ -x /usr/bin/$b ] || skip "no /usr/bin/$b (integrations/nri/test/run.sh adds it)"
-done
-
-CTD_PID= NRI_PID=
-stop_all() {
-	[ -z "$NRI_PID" ] || { kill $NRI_PID 2>/dev/null; wait $NRI_PID 2>/dev/null; }
-	if [ -n "$CTD_PID" ]; then
-		kill $CTD_PID 2>/dev/null
-		wait $CTD_PID 2>/dev/null
-	fi
-	# the shims outlive containerd by design: end them (ours only)
-	for p in /proc/[0-9]*; do
-		read -r c 2>/dev/null < "$p/comm" || continue
-		case "$c" in containerd-shim*) kill -9 "${p#/proc/}" 2>/dev/null ;; esac
-	done
-	sleep 0.5
-	grep ' /run/containerd/\| /var/lib/containerd/' /proc/mounts | cut -d' ' -f2 |
-		sort -r | while read -r m; do umount "$m" 2>/dev/null; done
-	for c in $(find $CG/kubepods -depth -type d 2>/dev/null); do rmdir "$c" 2>/dev/null; done
-}
-fail() {
-	echo "FAIL: $*"
-	sed 's/^/    containerd: /' /tmp/containerd.log 2>/dev/null | tail -n 30
-	sed 's/^/    nri: /' /tmp/nri.log 2>/dev/null | tail -n 30
-	stop_all
-	exit 1
-}
-
-mkdir -p /var/lib/containerd /run/containerd /run/nxq-cri /var/run/nri /etc/nri/conf.d
-t0=$(now_cs)
-containerd --config /nri/containerd.toml > /tmp/containerd.log 2>&1 &
-CTD_PID=$!
-i=0
-while ! ctr version > /dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -lt 600 ] || fail "containerd did not answer within 60 s"
-	kill -0 $CTD_PID 2>/dev/null || fail "containerd exited"
-	sleep 0.1
-done
-info "containerd answers after $(since "$t0")"
-for img in pause app; do
-	ctr -n k8s.io images import --snapshotter native /nri/$img.tar > /tmp/ctr.out 2>&1 ||
-		fail "ctr images import $img: $(cat /tmp/ctr.out)"
-done
-info "images imported after $(since "$t0")"
+. /nri/lib.sh
+nri_need
+ctd_start
 
 # the operator's CDI spec: what the plugin gives a container given a GPU
 # (nri_inject checks what it gives; without it, such a container is refused)
@@ -69,9 +26,8 @@ dev_register
 $NXQCTL cdi generate --output /etc/cdi/nxquota.json --hook $NXQ_HOOK --shim $SHIM \
 	--preload-list $PRELOAD_LIST > /tmp/cdi.out 2>&1 ||
 	fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
-nxquota-nri -hook $NXQ_HOOK > /tmp/nri.log 2>&1 &
-NRI_PID=$!
-wait_line /tmp/nri.log synchronized 30 || fail "nxquota-nri did not register"
+: > /tmp/nri.log
+plugin_start /tmp/nri.log
 info "nxquota-nri registered after $(since "$t0")"
 
 uid=$(poduid)

@@ -27,41 +27,10 @@
 #  - at the end no record, no holder, no node is left.
 . /containers/lib.sh
 need_nxq
-for b in containerd containerd-shim-runc-v2 ctr nxquota-nri nxq-cri; do
-	[ -x /usr/bin/$b ] || skip "no /usr/bin/$b (integrations/nri/test/run.sh adds it)"
-done
+. /nri/lib.sh
+nri_need
 SPEC=/etc/cdi/nxquota.json
 
-CTD_PID= NRI_PID=
-stop_all() {
-	[ -z "$NRI_PID" ] || { kill $NRI_PID 2>/dev/null; wait $NRI_PID 2>/dev/null; }
-	if [ -n "$CTD_PID" ]; then
-		kill $CTD_PID 2>/dev/null
-		wait $CTD_PID 2>/dev/null
-	fi
-	# the shims outlive containerd by design: end them (ours only)
-	for p in /proc/[0-9]*; do
-		read -r c 2>/dev/null < "$p/comm" || continue
-		case "$c" in containerd-shim*) kill -9 "${p#/proc/}" 2>/dev/null ;; esac
-	done
-	sleep 0.5
-	grep ' /run/containerd/\| /var/lib/containerd/' /proc/mounts | cut -d' ' -f2 |
-		sort -r | while read -r m; do umount "$m" 2>/dev/null; done
-	for c in $(find $CG/kubepods -depth -type d 2>/dev/null); do rmdir "$c" 2>/dev/null; done
-}
-fail() {
-	echo "FAIL: $*"
-	sed 's/^/    containerd: /' /tmp/containerd.log 2>/dev/null | tail -n 30
-	sed 's/^/    nri: /' /tmp/nri.log 2>/dev/null | tail -n 30
-	stop_all
-	exit 1
-}
-# plugin_start LOG: nxquota-nri, registered (its Synchronize done)
-plugin_start() {
-	nxquota-nri -hook $NXQ_HOOK -cdi-spec $SPEC >> "$1" 2>&1 &
-	NRI_PID=$!
-	wait_line "$1" synchronized 30 || fail "nxquota-nri did not register: $(cat "$1")"
-}
 # cx ID OUT ARGS...: ExecSync in container ID, stdout and stderr to OUT; rc
 cx() {
 	local id="$1" out="$2"
@@ -69,23 +38,8 @@ cx() {
 	nxq-cri exec "$id" "$@" > "$out" 2>&1
 }
 
-mkdir -p /var/lib/containerd /run/containerd /run/nxq-cri /var/run/nri /etc/nri/conf.d
 x_fresh
-t0=$(now_cs)
-containerd --config /nri/containerd.toml > /tmp/containerd.log 2>&1 &
-CTD_PID=$!
-i=0
-while ! ctr version > /dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -lt 600 ] || fail "containerd did not answer within 60 s"
-	kill -0 $CTD_PID 2>/dev/null || fail "containerd exited"
-	sleep 0.1
-done
-for img in pause app; do
-	ctr -n k8s.io images import --snapshotter native /nri/$img.tar > /tmp/ctr.out 2>&1 ||
-		fail "ctr images import $img: $(cat /tmp/ctr.out)"
-done
-info "containerd up, images imported after $(since "$t0")"
+ctd_start
 
 dev_register
 $NXQCTL cdi generate --output $SPEC --hook $NXQ_HOOK --shim $SHIM \
@@ -93,7 +47,7 @@ $NXQCTL cdi generate --output $SPEC --hook $NXQ_HOOK --shim $SHIM \
 	fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
 grep -q "\"name\": *\"$KEY\"" $SPEC || { cat $SPEC; fail "the spec has no device $KEY"; }
 : > /tmp/nri.log
-plugin_start /tmp/nri.log
+plugin_start /tmp/nri.log -cdi-spec $SPEC
 info "nxquota-nri registered after $(since "$t0")"
 
 uid=$(poduid)
@@ -193,7 +147,7 @@ led
 [ -z "$(led_node $pcg/$ctr5 max)" ] || fail "c5 has a budget with no plugin running"
 t1=$(now_cs)
 : > /tmp/nri2.log
-plugin_start /tmp/nri2.log
+plugin_start /tmp/nri2.log -cdi-spec $SPEC
 info "nxquota-nri registered again in $(since "$t1"): $(grep synchronized /tmp/nri2.log)"
 led
 expect_node $pcg/$ctr5 max $((8 * MiB))

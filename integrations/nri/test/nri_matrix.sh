@@ -73,9 +73,8 @@
 # no record, holder or node is left on any device.
 . /containers/lib.sh
 need_nxq
-for b in containerd containerd-shim-runc-v2 ctr nxquota-nri nxq-cri; do
-	[ -x /usr/bin/$b ] || skip "no /usr/bin/$b (integrations/nri/test/run.sh adds it)"
-done
+. /nri/lib.sh
+nri_need
 SPEC=/etc/cdi/nxquota.json
 # the fake driver's devices 1, 2, 3 (device 0 is $KEY)
 KEYB=GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f1
@@ -84,33 +83,8 @@ KEYD=GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f3
 KEYS="$KEY $KEYB $KEYC $KEYD"
 LOGS=/run/nxq-cri/logs
 
-CTD_PID= NRI_PID= NODES=
-stop_all() {
-	[ -z "$NRI_PID" ] || { kill $NRI_PID 2>/dev/null; wait $NRI_PID 2>/dev/null; }
-	if [ -n "$CTD_PID" ]; then
-		kill $CTD_PID 2>/dev/null
-		wait $CTD_PID 2>/dev/null
-	fi
-	# the shims outlive containerd by design: end them (ours only)
-	for p in /proc/[0-9]*; do
-		read -r c 2>/dev/null < "$p/comm" || continue
-		case "$c" in containerd-shim*) kill -9 "${p#/proc/}" 2>/dev/null ;; esac
-	done
-	sleep 0.5
-	grep ' /run/containerd/\| /var/lib/containerd/' /proc/mounts | cut -d' ' -f2 |
-		sort -r | while read -r m; do umount "$m" 2>/dev/null; done
-	for c in $(find $CG/kubepods $CG/kubepods.slice -depth -type d 2>/dev/null); do
-		rmdir "$c" 2>/dev/null
-	done
-	[ -z "$NODES" ] || rm -f /dev/nvidia0 /dev/nvidia1
-}
-fail() {
-	echo "FAIL: $*"
-	sed 's/^/    containerd: /' /tmp/containerd.log 2>/dev/null | tail -n 30
-	sed 's/^/    nri: /' /tmp/nri.log 2>/dev/null | tail -n 30
-	stop_all
-	exit 1
-}
+NODES=
+nri_stop_more() { [ -z "$NODES" ] || rm -f /dev/nvidia0 /dev/nvidia1; }
 # get I FIELD: cell I's FIELD (from $M/cell.I)
 get() { eval "echo \"\$m_${1}_$2\""; }
 # no_node PATH KEY WHAT: FAIL if the last led has a node PATH on KEY
@@ -124,7 +98,6 @@ done
 NODES=1
 mknod /dev/nvidia0 c 195 0 && mknod /dev/nvidia1 c 195 1 || fail "mknod /dev/nvidia0, 1"
 
-mkdir -p /var/lib/containerd /run/containerd /run/nxq-cri /var/run/nri /etc/nri/conf.d
 x_fresh
 # runc as the systemd driver would place a container (see above): at
 # create, a cgroupsPath SLICE:PREFIX:NAME becomes systemd's path of unit
@@ -162,21 +135,7 @@ sed 's|^\( *BinaryName = \)"/usr/bin/runc"|\1"/run/nxq-matrix/runc"|' /nri/conta
 	> /run/nxq-matrix/containerd.toml
 grep -q '"/run/nxq-matrix/runc"' /run/nxq-matrix/containerd.toml ||
 	fail "/nri/containerd.toml has no BinaryName = \"/usr/bin/runc\""
-t0=$(now_cs)
-containerd --config /run/nxq-matrix/containerd.toml > /tmp/containerd.log 2>&1 &
-CTD_PID=$!
-i=0
-while ! ctr version > /dev/null 2>&1; do
-	i=$((i + 1))
-	[ $i -lt 600 ] || fail "containerd did not answer within 60 s"
-	kill -0 $CTD_PID 2>/dev/null || fail "containerd exited"
-	sleep 0.1
-done
-for img in pause app; do
-	ctr -n k8s.io images import --snapshotter native /nri/$img.tar > /tmp/ctr.out 2>&1 ||
-		fail "ctr images import $img: $(cat /tmp/ctr.out)"
-done
-info "containerd up, images imported after $(since "$t0")"
+ctd_start /run/nxq-matrix/containerd.toml
 
 dev_register $KEY 1G
 dev_register $KEYB 1G
@@ -185,9 +144,8 @@ dev_register $KEYD 1G 195:1
 $NXQCTL cdi generate --output $SPEC --hook $NXQ_HOOK --shim $SHIM \
 	--preload-list $PRELOAD_LIST > /tmp/cdi.out 2>&1 ||
 	fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
-nxquota-nri -hook $NXQ_HOOK -cdi-spec $SPEC > /tmp/nri.log 2>&1 &
-NRI_PID=$!
-wait_line /tmp/nri.log synchronized 30 || fail "nxquota-nri did not register: $(cat /tmp/nri.log)"
+: > /tmp/nri.log
+plugin_start /tmp/nri.log -cdi-spec $SPEC
 info "nxquota-nri registered after $(since "$t0")"
 
 # ---- 16 pods: cell i = layout*8 + source*2 + gpu -------------------------

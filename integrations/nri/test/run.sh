@@ -47,7 +47,7 @@ python3 "$here/mkimage.py" "$b/app.tar" localhost/nxq-app:1 "$img/app"
 c=$b/containerd/usr/bin
 add="$c/containerd:/usr/bin/containerd $c/containerd-shim-runc-v2:/usr/bin/containerd-shim-runc-v2"
 add="$add $b/runc/usr/sbin/runc:/usr/bin/runc $c/ctr:/usr/bin/ctr $b/bin/nxquota-nri:/usr/bin/nxquota-nri $b/bin/nxq-cri:/usr/bin/nxq-cri"
-add="$add $b/pause.tar:/nri/pause.tar $b/app.tar:/nri/app.tar $here/containerd.toml:/nri/containerd.toml"
+add="$add $b/pause.tar:/nri/pause.tar $b/app.tar:/nri/app.tar $here/containerd.toml:/nri/containerd.toml $here/nri_lib.sh:/nri/lib.sh"
 # the scenarios named, else nri_basic
 named=0
 for a in "$@"; do case "$a" in nri_*) named=1 ;; esac; done
