@@ -535,12 +535,36 @@ void plain_undo(int ord, uint64_t holder, uint64_t bytes)
 		plain_give(ord, bytes);
 }
 
-/* After a successful plain allocation: remember it, or undo it. */
+/*
+ * After a successful plain allocation: remember it, or undo it.  One the
+ * driver made although cur_dev() could not tell on which device (its
+ * cuCtxGetDevice failing: with a real driver that means no context, and
+ * the driver refuses the allocation itself) is charged nowhere: under
+ * NXQUOTA_REQUIRE it is given back and refused, without it passed, said
+ * once -- never uncharged and silent.
+ */
 CUresult settle(int kind, uint64_t key, uint64_t bytes, int ord, uint64_t holder,
 		CUresult (*undo)(uint64_t))
 {
 	int pend = holder == PENDING;
 
+	/* K_PTR: cuMemAlloc, its pitch and managed forms, whose ord is
+	 * cur_dev()'s (a handle's is its location's: -1 for host memory) */
+	if (!holder && kind == K_PTR && ord < 0 && bytes && authority() != ST_PASS) {
+		if (!S.require) {
+			SAY_ONCE(S.said_nodev, "the driver allocated on a device no "
+				 "context names (cuCtxGetDevice failed): passed "
+				 "uncharged");
+			return CUDA_SUCCESS;
+		}
+		SAY_ONCE(S.said_nodev, "the driver allocated on a device no context "
+			 "names (cuCtxGetDevice failed): refused (NXQUOTA_REQUIRE)");
+		CNT(refused);
+		depth++;
+		undo(key);
+		depth--;
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
 	if (!holder)
 		return CUDA_SUCCESS;
 	if (!track(kind, key, bytes, ord, NULL, pend)) {

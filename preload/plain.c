@@ -75,9 +75,9 @@ EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t widt
 		plain_undo(ord, holder, ahead);
 		return cr;
 	}
-	if (!holder)
-		return CUDA_SUCCESS;
 	bytes = (uint64_t)*pitch * height;
+	if (!holder)	/* nothing charged; settle() says if it should have been */
+		return settle(K_PTR, *dptr, bytes, ord, holder, undo_ptr);
 	if (holder == PENDING)	/* nothing charged: remembered at its size */
 		return settle(K_PTR, *dptr, bytes, ord, holder, undo_ptr);
 	if (bytes > ahead && plain_take(ord, bytes - ahead)) {

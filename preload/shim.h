@@ -249,6 +249,7 @@ struct nxqp_state {
 	pthread_mutex_t say_mu;	/* last_said */
 	char last_said[1024];
 	int said_none, said_err, said_pool, said_hash, said_gpa, said_sync, said_py;
+	int said_nodev;		/* settle(): an allocation on no device we can tell */
 	int said_require, said_lost, said_ctx, said_nvml, said_ctxmax, said_conn;
 	/* PyTorch's cache (see py_release) */
 	pthread_mutex_t col_mu;	/* d->collect, d->collected */
@@ -285,6 +286,7 @@ extern struct nxqp_py P;
 
 #define SAY_RESET() do {							\
 	S.said_none = S.said_err = S.said_pool = S.said_hash = S.said_gpa = 0;	\
+	S.said_nodev = 0;							\
 	S.said_sync = S.said_py = S.said_require = S.said_lost = 0;		\
 	S.said_ctx = S.said_nvml = S.said_ctxmax = S.said_conn = 0;		\
 } while (0)

@@ -436,7 +436,8 @@ EXPORT CUresult cuInit(unsigned int f) { (void)f; return CUDA_SUCCESS; }
 
 EXPORT CUresult cuCtxGetDevice(CUdevice *d)
 {
-	hit("cuCtxGetDevice");
+	if (hit("cuCtxGetDevice"))	/* fakedrv_fail(): the device cannot be told */
+		return CUDA_ERROR_INVALID_CONTEXT;
 	if (curdev < 0)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*d = curdev;

@@ -185,6 +185,7 @@ ctx-own-ignored~s/^\tint mine = m->own \&\& !own_nvml(ord, \&own) \&\& own;$/\ti
 ctx-unbounded~s/^\tif (d > S.ctx_max) {$/\tif (0) {/~test
 ctx-max-env-ignored~s/^\tif (nxq__env_size("NXQUOTA_CONTEXT_MAX", \&S.ctx_max) < 0) {$/\tif (0) {/~test
 batch-not-probe~s/^\t\tif (!nxq__charge_probe(S.ctx, d->holder, need + S.batch)) {$/\t\tif (!S.ctx->kops->charge(S.ctx, d->holder, need + S.batch, 0)) {/~test
+unplaced-passes~s/^\t\tif (!S.require) {$/\t\tif (1) {/~test
 MUT
 wait
 i=1

@@ -1855,6 +1855,50 @@ static void test_require(void **st)
 }
 
 /*
+ * The driver allocates but cuCtxGetDevice fails: the shim cannot tell the
+ * device.  Before, the allocation passed uncharged and nothing was said,
+ * NXQUOTA_REQUIRE or not.  Now, under NXQUOTA_REQUIRE it is given back to
+ * the driver and refused; without it, passed and said once.
+ */
+static void test_unplaced(void **st)
+{
+	unsigned long long p;
+	size_t pitch;
+	long frees;
+	char *out;
+
+	setenv("NXQUOTA_REQUIRE", "1", 1);
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);	/* the authority, found */
+	assert_int_equal(cuMemFree_v2(p), 0);
+	frees = d_calls("cuMemFree_v2");
+	err_begin();
+	d_fail("cuCtxGetDevice", 0);
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(cuMemAllocPitch_v2(&p, &pitch, 1000, 100, 4),
+			 CUDA_ERROR_OUT_OF_MEMORY);
+	assert_int_equal(cuMemAllocManaged(&p, MiB, 1), CUDA_ERROR_OUT_OF_MEMORY);
+	d_fail("cuCtxGetDevice", -1);
+	out = err_end();
+	assert_int_equal(d_calls("cuMemFree_v2"), frees + 3);	/* given back */
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(count(out, "no context names (cuCtxGetDevice failed): "
+			       "refused (NXQUOTA_REQUIRE)"), 1);
+	unsetenv("NXQUOTA_REQUIRE");
+
+	setup(st);
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	assert_int_equal(cuMemFree_v2(p), 0);
+	err_begin();
+	d_fail("cuCtxGetDevice", 0);
+	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
+	d_fail("cuCtxGetDevice", -1);
+	out = err_end();
+	assert_int_equal(K.charged, 0);
+	assert_int_equal(count(out, "passed uncharged"), 1);
+	assert_int_equal(cuMemFree_v2(p), 0);
+}
+
+/*
  * Issue 32: started while the authority is down (here: the fake one's
  * NXQ_IOC_VERSION refused, as a daemon that is not there or refuses the
  * connection for a bound).  Before, the shim passed everything through
@@ -2330,6 +2374,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_context, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_context_neighbours, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_require, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unplaced, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_pools, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_late_context, setup, teardown),
