@@ -1111,18 +1111,25 @@ static void nxqd_test_fds_penalty(struct kunit *test)
 	start_with(test, &d, &atk, 1000, "-");
 	a1 = dial(d.sock, SOCK_SEQPACKET);
 	a2 = dial(d.sock, SOCK_SEQPACKET);
-	cg_enter(test, &cg);		/* the neighbour's subtree */
-	n = dial(d.sock, SOCK_SEQPACKET);
 	KUNIT_ASSERT_GE(test, a1, 0);
 	KUNIT_ASSERT_GE(test, a2, 0);
+	/*
+	 * A plain request on each first: neither subtree is held back, and
+	 * both are answered, so the daemon has accepted them and put them
+	 * in this subtree (it reads the connector's cgroup at accept: a
+	 * move before that put a2 in the neighbour's, CI run of 1c2bfbd).
+	 */
+	KUNIT_EXPECT_EQ(test, call(a1, NXQ_IOC_VERSION, 0, &v, sizeof(v), NULL,
+				   &rlen), 0);
+	KUNIT_EXPECT_EQ(test, call(a2, NXQ_IOC_VERSION, 0, &v, sizeof(v), NULL,
+				   &rlen), 0);
+	cg_enter(test, &cg);		/* the neighbour's subtree */
+	n = dial(d.sock, SOCK_SEQPACKET);
 	KUNIT_ASSERT_GE(test, n, 0);
 	KUNIT_ASSERT_EQ(test, setsockopt(a2, SOL_SOCKET, SO_RCVTIMEO, &tv,
 					 sizeof(tv)), 0);
 	for (i = 0; i < 3; i++)
 		efd[i] = eventfd(0, EFD_CLOEXEC);
-	/* a plain request first: neither subtree is held back */
-	KUNIT_EXPECT_EQ(test, call(a2, NXQ_IOC_VERSION, 0, &v, sizeof(v), NULL,
-				   &rlen), 0);
 	for (i = 0; i < 6; i++) {
 		nfds = i % 2 ? 1 : 3;
 		/* before the penalty begins: it ends 1 ms after, at least */
