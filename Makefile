@@ -16,6 +16,10 @@
 #                   kernel's source built with the dmem cgroup controller
 #                   (scripts/dmem-kernel.sh, a small configuration; the
 #                   first run builds it: 51 minutes on 2 busy cores)
+#   make check-nri-long  nxquota-nri's long runs: 1,000 pod create/delete
+#                   cycles through containerd with each authority, and the
+#                   container start with the plugin against without it
+#                   (integrations/nri/test/nri_cycles.sh, nri_latency.sh)
 #   make demo       boot a real kernel with the module and show the main job
 #   make check-gpu  the GPU tests (say "skipped" without a GPU)
 #   make demo-gpu   the lending story on a real GPU with nxquotad as the
@@ -75,7 +79,7 @@ NXQD_UNITS := packaging/nxquotad.socket packaging/nxquotad-control.socket
 KMOD_SRC := $(wildcard kmod/*.c kmod/*.h) kmod/Kbuild kmod/Kconfig
 
 .PHONY: all deps kmod lib tools check check-kmod check-kunit check-lib \
-	check-vm check-matrix check-dmem check-gpu demo demo-gpu install \
+	check-vm check-matrix check-dmem check-nri-long check-gpu demo demo-gpu install \
 	image check-image \
 	install-dkms uninstall clean
 
@@ -138,6 +142,31 @@ check-image: export NXQ_KERNELS ?= 6.12
 check-image: deps image
 	@NXQ_SCEN_DIRS=tests/vm/containers/image tests/vm/containers/run.sh \
 		--kernel 6.12 --authority image image_node
+
+# nxquota-nri's long runs (issue 28), apart from make check (hours under
+# TCG): nri_cycles, 1,000 pods made and removed through containerd
+# (NXQ_NRI_CYCLES), against the module and against nxquotad, the two
+# boots at once (one core each); then nri_latency, the container start
+# with the plugin and without, side by side (a benchmark: it prints
+# figures), against the module.  Logs: build/vm-nri-module,
+# build/vm-nri-daemon (console logs).
+check-nri-long: export NXQ_KERNELS ?= 6.12
+check-nri-long: deps
+	@# what both boots build, built once first (as make check's vm-build)
+	@$(MAKE) -s kmod >/dev/null && $(MAKE) -s lib tools && \
+		$(MAKE) -s -C tools static && $(MAKE) -s -C daemon static && \
+		$(MAKE) -s -C preload libnxquota-preload.so && \
+		$(MAKE) -s -C tests/fakecuda libcuda.so.1
+	@integrations/nri/test/run.sh --build-only
+	@export NXQ_NRI_BUILT=1 NXQ_VM_TIMEOUT=$${NXQ_VM_TIMEOUT:-10800}; \
+	NXQ_CONTAINERS_OUT=build/vm-nri-module integrations/nri/test/run.sh \
+		--kernel 6.12 --authority module nri_cycles > build/nri-long-module.log 2>&1 & m=$$!; \
+	NXQ_CONTAINERS_OUT=build/vm-nri-daemon integrations/nri/test/run.sh \
+		--kernel 6.12 --authority daemon nri_cycles > build/nri-long-daemon.log 2>&1 & d=$$!; \
+	wait $$m; rm=$$?; wait $$d; rd=$$?; cat build/nri-long-module.log build/nri-long-daemon.log; \
+	NXQ_CONTAINERS_OUT=build/vm-nri-module integrations/nri/test/run.sh \
+		--kernel 6.12 --authority module nri_latency; rl=$$?; \
+	[ $$rm = 0 ] && [ $$rd = 0 ] && [ $$rl = 0 ]
 
 check-gpu:
 	$(MAKE) -C lib check-gpu

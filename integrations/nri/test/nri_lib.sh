@@ -9,6 +9,8 @@
 #                          kubepods cgroups; then nri_stop_more, if defined
 #   fail TEXT              FAIL with containerd's and the plugin's last lines
 CTD_PID= NRI_PID=
+# the long scenarios' sizes (run.sh writes them from NXQ_NRI_*)
+[ ! -f /nri/env ] || . /nri/env
 
 nri_need() {
 	for b in containerd containerd-shim-runc-v2 ctr nxquota-nri nxq-cri; do
