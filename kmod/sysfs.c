@@ -431,24 +431,38 @@ static ssize_t events_dropped_show(struct kobject *kobj,
 static struct kobj_attribute nxq_events_dropped_attr =
 	__ATTR_RO(events_dropped);
 
-/* events_dropped_<type>: of events_dropped, the events of one type. */
-#define NXQ_DEV_DROPPED(name, type)					\
-static ssize_t events_dropped_##name##_show(struct kobject *kobj,	\
-		struct kobj_attribute *attr, char *buf)			\
-{									\
-	return sysfs_emit(buf, "%lld\n", (long long)atomic64_read(	\
-		&to_dev(kobj)->events_dropped_type[type]));		\
-}									\
-static struct kobj_attribute nxq_events_dropped_##name##_attr =		\
-	__ATTR_RO(events_dropped_##name)
+/*
+ * events_dropped_by_type: of events_dropped, the events of each type
+ * multicast, one "TYPE COUNT" line a type, as memory.events keys its
+ * counts (the netlink events' names, lower case).
+ */
+static const char *const nxq_ev_names[NXQ_EV_NR] = {
+	[NXQ_EV_DEVICE_ADDED] = "device_added",
+	[NXQ_EV_DEVICE_REMOVED] = "device_removed",
+	[NXQ_EV_BUDGET_CHANGED] = "budget_changed",
+	[NXQ_EV_DENIED] = "denied",
+	[NXQ_EV_TICKET_ISSUED] = "ticket_issued",
+	[NXQ_EV_TICKET_ANSWERED] = "ticket_answered",
+	[NXQ_EV_KILLED] = "killed",
+};
 
-NXQ_DEV_DROPPED(device_added, NXQ_EV_DEVICE_ADDED);
-NXQ_DEV_DROPPED(device_removed, NXQ_EV_DEVICE_REMOVED);
-NXQ_DEV_DROPPED(budget_changed, NXQ_EV_BUDGET_CHANGED);
-NXQ_DEV_DROPPED(denied, NXQ_EV_DENIED);
-NXQ_DEV_DROPPED(ticket_issued, NXQ_EV_TICKET_ISSUED);
-NXQ_DEV_DROPPED(ticket_answered, NXQ_EV_TICKET_ANSWERED);
-NXQ_DEV_DROPPED(killed, NXQ_EV_KILLED);
+static ssize_t events_dropped_by_type_show(struct kobject *kobj,
+					   struct kobj_attribute *attr,
+					   char *buf)
+{
+	struct nxq_device *dev = to_dev(kobj);
+	int t, len = 0;
+
+	for (t = 0; t < NXQ_EV_NR; t++)
+		if (nxq_ev_names[t])
+			len += sysfs_emit_at(buf, len, "%s %lld\n",
+					     nxq_ev_names[t], (long long)
+					     atomic64_read(&dev->events_dropped_type[t]));
+	return len;
+}
+
+static struct kobj_attribute nxq_events_dropped_by_type_attr =
+	__ATTR_RO(events_dropped_by_type);
 
 static ssize_t dev_holders_show(struct kobject *kobj,
 				struct kobj_attribute *attr, char *buf)
@@ -578,13 +592,7 @@ static struct attribute *nxq_dev_attrs[] = {
 	&nxq_devt_attr.attr,
 	&nxq_default_max_attr.attr,
 	&nxq_events_dropped_attr.attr,
-	&nxq_events_dropped_device_added_attr.attr,
-	&nxq_events_dropped_device_removed_attr.attr,
-	&nxq_events_dropped_budget_changed_attr.attr,
-	&nxq_events_dropped_denied_attr.attr,
-	&nxq_events_dropped_ticket_issued_attr.attr,
-	&nxq_events_dropped_ticket_answered_attr.attr,
-	&nxq_events_dropped_killed_attr.attr,
+	&nxq_events_dropped_by_type_attr.attr,
 	&nxq_set_budget_attr.attr,
 	&nxq_clear_budget_attr.attr,
 	NULL,

@@ -117,7 +117,7 @@ daemon=daemon/build/nxquotad
 cflags=(-O2 -Wall -Werror -Iinclude/uapi -Itests/vm -pthread)
 ! grep -q NXQUOTA_A_DEVICE_WAITERS include/uapi/linux/nxquota.h ||
 	cflags+=(-DSC_HAVE_DEVICE_WAITERS)	# see tests/vm/authority.h
-# ... and devices/KEY/events_dropped_<type> once it has them (issue 22)
+# ... and devices/KEY/events_dropped_by_type once it has its attributes (issue 22)
 ! grep -q NXQUOTA_A_DEVICE_EVENTS_DROPPED_KILLED include/uapi/linux/nxquota.h ||
 	cflags+=(-DSC_HAVE_EVENTS_DROPPED_TYPE)
 build() {	# src dst [args]

@@ -858,7 +858,13 @@ static int sc_spath_parse(const char *path, struct sc_spath *p)
 
 /* How a file of a device or node is read back from its dump attribute. */
 enum { SC_F_U64, SC_F_U64MAX, SC_F_U32, SC_F_U32MAX, SC_F_U8, SC_F_STR,
-       SC_F_DEVT, SC_F_NONE };
+       SC_F_DEVT, SC_F_NONE, SC_F_KEYED };
+
+/* events_dropped_by_type's keys, in the order of the event types */
+static const char *const sc_dropped_types[] = {
+	"device_added", "device_removed", "budget_changed", "denied",
+	"ticket_issued", "ticket_answered", "killed",
+};
 
 struct sc_sattr {
 	const char *name;
@@ -888,20 +894,10 @@ static const struct sc_sattr sc_dev_attrs[] = {
 	{ "default_max", NXQUOTA_A_DEVICE_DEFAULT_MAX, SC_F_U64MAX, 1 },
 	{ "events_dropped", NXQUOTA_A_DEVICE_EVENTS_DROPPED, SC_F_U64, 0 },
 #ifdef SC_HAVE_EVENTS_DROPPED_TYPE	/* an enum: run.sh greps the header */
-	{ "events_dropped_device_added",
-	  NXQUOTA_A_DEVICE_EVENTS_DROPPED_DEVICE_ADDED, SC_F_U64, 0 },
-	{ "events_dropped_device_removed",
-	  NXQUOTA_A_DEVICE_EVENTS_DROPPED_DEVICE_REMOVED, SC_F_U64, 0 },
-	{ "events_dropped_budget_changed",
-	  NXQUOTA_A_DEVICE_EVENTS_DROPPED_BUDGET_CHANGED, SC_F_U64, 0 },
-	{ "events_dropped_denied",
-	  NXQUOTA_A_DEVICE_EVENTS_DROPPED_DENIED, SC_F_U64, 0 },
-	{ "events_dropped_ticket_issued",
-	  NXQUOTA_A_DEVICE_EVENTS_DROPPED_TICKET_ISSUED, SC_F_U64, 0 },
-	{ "events_dropped_ticket_answered",
-	  NXQUOTA_A_DEVICE_EVENTS_DROPPED_TICKET_ANSWERED, SC_F_U64, 0 },
-	{ "events_dropped_killed",
-	  NXQUOTA_A_DEVICE_EVENTS_DROPPED_KILLED, SC_F_U64, 0 },
+	/* "TYPE COUNT" lines: sc_dropped_types' types, their attributes
+	 * consecutive from this one */
+	{ "events_dropped_by_type",
+	  NXQUOTA_A_DEVICE_EVENTS_DROPPED_DEVICE_ADDED, SC_F_KEYED, 0 },
 #endif
 	{ "set_budget", 0, SC_F_NONE, 1 },
 	{ "clear_budget", 0, SC_F_NONE, 1 },
@@ -1101,6 +1097,21 @@ static SC_UNUSED int sc_admin_read(const char *path, char *buf, size_t size)
 	if (a->fmt == SC_F_NONE)
 		SKIP("%.200s: %.60s has no netlink attribute, so the %s "
 		     "cannot read it", path, p.attr, sc_daemon() ? "daemon" : "genl translation");
+	if (a->fmt == SC_F_KEYED) {	/* u64 attributes from a->attr on */
+		size_t i, off = 0;
+
+		for (i = 0; i < sizeof(sc_dropped_types) / sizeof(*sc_dropped_types); i++) {
+			v = f.tb[a->attr + i];
+			if (!v)
+				return -ENODATA;
+			memcpy(&u64, (char *)v + NLA_HDRLEN, sizeof(u64));
+			/* sysfs's text without its last newline, as sc_read() gives */
+			off += snprintf(buf + off, off < size ? size - off : 0,
+					"%s%s %llu", i ? "\n" : "",
+					sc_dropped_types[i], (unsigned long long)u64);
+		}
+		return (int)off;
+	}
 	v = f.tb[a->attr];
 	if (!v && a->fmt == SC_F_DEVT)
 		return snprintf(buf, size, "none");

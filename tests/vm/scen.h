@@ -273,6 +273,41 @@ static SC_UNUSED const char *sc_node_path(const char *key, uint64_t cgid,
 /* A device attribute (used, holders, capacity, ...), or FAIL. */
 #define DEV_U64(key, attr) \
 	sc_get_u64_at(__FILE__, __LINE__, sc_dev_path(key, attr))
+/*
+ * KEY's count in a keyed file ("KEY COUNT" lines, as memory.events and
+ * events_dropped_by_type are), or FAIL: a key missing or twice, or a line
+ * of another shape.
+ */
+static SC_UNUSED uint64_t sc_get_keyed_at(const char *file, int line,
+					  const char *path, const char *key)
+{
+	char buf[1024], *l, *save = NULL, *end;
+	unsigned long long x = 0;
+	int n, found = 0;
+	size_t kl = strlen(key);
+
+	n = sc_read(path, buf, sizeof(buf));
+	if (n < 0)
+		sc_fail_at(file, line, "read %s: %s", path, sc_errname(-n));
+	for (l = strtok_r(buf, "\n", &save); l; l = strtok_r(NULL, "\n", &save)) {
+		end = strchr(l, ' ');
+		if (!end || end == l || end[1] < '0' || end[1] > '9')
+			sc_fail_at(file, line, "%s: \"%s\" is not \"KEY COUNT\"", path, l);
+		if ((size_t)(end - l) != kl || strncmp(l, key, kl))
+			continue;
+		errno = 0;
+		x = strtoull(end + 1, &end, 10);
+		if (errno || *end || found++)
+			sc_fail_at(file, line, "%s: %s is not one count", path, key);
+	}
+	if (!found)
+		sc_fail_at(file, line, "%s has no %s", path, key);
+	return x;
+}
+
+/* A device's keyed attribute's count (events_dropped_by_type), or FAIL. */
+#define DEV_KEYED(key, attr, k) \
+	sc_get_keyed_at(__FILE__, __LINE__, sc_dev_path(key, attr), k)
 /* A node attribute (current, max, ...), or FAIL. */
 #define NODE_U64(key, cgid, attr) \
 	sc_get_u64_at(__FILE__, __LINE__, sc_node_path(key, cgid, attr))

@@ -13,10 +13,10 @@
  * 90M and ignores its tickets; A waits 300 ms for 20M; B is killed at A's
  * deadline and A is granted; A gives the 20M back.
  * The listener must see every kill (B's pid, cgroup, device), and none of
- * the kills may be counted lost (events_dropped_killed 0, where the
+ * the kills may be counted lost (killed 0 in events_dropped_by_type, where the
  * authority has it).  The denials reach it coalesced: far fewer events
  * than denials, at most about one per 10 ms, whose counts plus the
- * denials counted lost (events_dropped_denied) are exactly the refused
+ * denials counted lost (its denied) are exactly the refused
  * charges.
  *
  * Before issue 22 (one ring of 256 per device for every event type), the
@@ -188,10 +188,7 @@ static int storm(void *arg)
 static uint64_t dropped(const char *type)
 {
 #ifdef SC_HAVE_EVENTS_DROPPED_TYPE
-	char name[64];
-
-	snprintf(name, sizeof(name), "events_dropped_%s", type);
-	return DEV_U64(KEY, name);
+	return DEV_KEYED(KEY, "events_dropped_by_type", type);
 #else
 	(void)type;
 	return 0;
