@@ -139,8 +139,31 @@ func (p *plugin) runHook(stage string, st map[string]interface{}) error {
 	return err
 }
 
-// create: the hook's createRuntime for container c, as a runtime runs it.
-func (p *plugin) create(c *api.Container) error {
+// annotations: what the hook reads as container c's annotations: its
+// own, and its pod's nxquota.io/ ones it has no key of (its own win).
+// Kubernetes annotates pods: kubelet gives the pod's annotations to
+// RunPodSandbox and none of them to a container's config, and containerd
+// copies them into a container's OCI spec only where its runtime's
+// pod_annotations allows them.  NRI gives the plugin the pod, so an
+// nxquota.io/ annotation on a pod counts with no containerd setting.
+func annotations(pod *api.PodSandbox, c *api.Container) map[string]string {
+	m := map[string]string{}
+	if pod != nil {
+		for k, v := range pod.Annotations {
+			if strings.HasPrefix(k, "nxquota.io/") {
+				m[k] = v
+			}
+		}
+	}
+	for k, v := range c.Annotations {
+		m[k] = v
+	}
+	return m
+}
+
+// create: the hook's createRuntime for container c of pod, as a runtime
+// runs it.
+func (p *plugin) create(pod *api.PodSandbox, c *api.Container) error {
 	pid, err := p.initPid(c.Id)
 	if err != nil {
 		return fmt.Errorf("container %s: no init pid in its bundle: %v", c.Id, err)
@@ -151,7 +174,7 @@ func (p *plugin) create(c *api.Container) error {
 		"pid":         pid,
 		"status":      "created",
 		"bundle":      p.bundle(c.Id),
-		"annotations": c.Annotations,
+		"annotations": annotations(pod, c),
 	}
 	t0 := time.Now()
 	err = p.runHook("createRuntime", st)
@@ -203,8 +226,9 @@ type givenReport struct {
 	Unresolved string   `json:"unresolved"`
 }
 
-// given: nxquota-hook given on container c, as config.json would have it.
-func (p *plugin) given(c *api.Container) (*givenReport, error) {
+// given: nxquota-hook given on container c of pod, as config.json would
+// have it.
+func (p *plugin) given(pod *api.PodSandbox, c *api.Container) (*givenReport, error) {
 	devs := []map[string]interface{}{}
 	if c.Linux != nil {
 		for _, d := range c.Linux.Devices {
@@ -217,12 +241,9 @@ func (p *plugin) given(c *api.Container) (*givenReport, error) {
 		env = []string{}
 	}
 	cfg := map[string]interface{}{
-		"annotations": c.Annotations,
+		"annotations": annotations(pod, c),
 		"process":     map[string]interface{}{"env": env},
 		"linux":       map[string]interface{}{"devices": devs},
-	}
-	if c.Annotations == nil {
-		cfg["annotations"] = map[string]string{}
 	}
 	out, err := p.runHookOut("given", cfg)
 	if err != nil {
@@ -346,7 +367,7 @@ func (p *plugin) CreateContainer(ctx context.Context, pod *api.PodSandbox, c *ap
 		return nil, nil, nil
 	}
 	t0 := time.Now()
-	r, err := p.given(c)
+	r, err := p.given(pod, c)
 	if err != nil {
 		p.logf("create %s (%s): %v", c.Id, c.Name, err)
 		return nil, nil, err
@@ -383,7 +404,9 @@ func (p *plugin) Configure(ctx context.Context, config, runtime, version string)
 
 func (p *plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, ctrs []*api.Container) ([]*api.ContainerUpdate, error) {
 	own := map[string]bool{}
+	byID := map[string]*api.PodSandbox{}
 	for _, pod := range pods {
+		byID[pod.GetId()] = pod
 		if p.exempted(pod) {
 			own[pod.GetId()] = true
 		}
@@ -402,7 +425,7 @@ func (p *plugin) Synchronize(ctx context.Context, pods []*api.PodSandbox, ctrs [
 	}
 	go func() {
 		for _, c := range run {
-			if err := p.create(c); err != nil {
+			if err := p.create(byID[c.GetPodSandboxId()], c); err != nil {
 				p.logf("synchronize: %v", err)
 			}
 		}
@@ -415,7 +438,7 @@ func (p *plugin) StartContainer(ctx context.Context, pod *api.PodSandbox, c *api
 	if p.exempted(pod) {
 		return nil
 	}
-	return p.create(c)
+	return p.create(pod, c)
 }
 
 func (p *plugin) RemoveContainer(ctx context.Context, pod *api.PodSandbox, c *api.Container) error {

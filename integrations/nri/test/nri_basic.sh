@@ -12,6 +12,9 @@
 #    plugin's StartContainer, before the process's first instruction;
 #  - a container asking min above max is refused: StartContainer fails
 #    with nxquota-hook's reason, and nothing is set;
+#  - a pod annotated as Kubernetes annotates one (RunPodSandbox's
+#    annotations, none on its containers): its containers get the pod's
+#    nxquota.io/ budgets, a container's own annotation winning;
 #  - RemoveContainer: the record is gone, the container's budget cleared;
 #    RemovePodSandbox and the pod's cgroup gone: no node is left.
 . /containers/lib.sh
@@ -63,6 +66,39 @@ grep -q 'is above max' /tmp/cri.err || fail "c2's refusal does not say why: $(ca
 info "c2 refused: $(cat /tmp/cri.err)"
 [ ! -e "$(rec_file $ctr2)" ] || fail "a record of the refused c2"
 nxq-cri rm $ctr2 2>/tmp/cri.err || fail "RemoveContainer c2: $(cat /tmp/cri.err)"
+
+# a pod annotated as Kubernetes annotates (the pod, not its containers:
+# kubelet gives a pod's annotations to RunPodSandbox only, and containerd
+# copies none into a container's spec without pod_annotations, which
+# containerd.toml does not set): its containers' budgets from the pod's
+# nxquota.io/ annotations, a container's own key winning
+uid2=$(poduid)
+pcg2=/kubepods/burstable/pod$uid2
+pod2=$(nxq-cri runp p2 $uid2 $pcg2 nxquota.io/max=12Mi nxquota.io/min=4Mi \
+	nxquota.io/pod-max=20Mi nxquota.io/pod-min=8Mi 2>/tmp/cri.err) ||
+	fail "RunPodSandbox p2: $(cat /tmp/cri.err)"
+ctr5=$(nxq-cri create $pod2 c5 localhost/nxq-app:1 -e NVIDIA_VISIBLE_DEVICES=$KEY \
+	-- /bin/sh -c 'sleep 1000' 2>/tmp/cri.err) || fail "CreateContainer c5: $(cat /tmp/cri.err)"
+nxq-cri start $ctr5 2>/tmp/cri.err || fail "StartContainer c5: $(cat /tmp/cri.err)"
+ctr6=$(nxq-cri create $pod2 c6 localhost/nxq-app:1 -a nxquota.io/max=10Mi \
+	-e NVIDIA_VISIBLE_DEVICES=$KEY -- /bin/sh -c 'sleep 1000' 2>/tmp/cri.err) ||
+	fail "CreateContainer c6: $(cat /tmp/cri.err)"
+nxq-cri start $ctr6 2>/tmp/cri.err || fail "StartContainer c6: $(cat /tmp/cri.err)"
+led
+expect_node $pcg2/$ctr5 max $((12 * MiB))
+expect_node $pcg2/$ctr5 min $((4 * MiB))
+expect_node $pcg2/$ctr6 max $((10 * MiB))
+expect_node $pcg2/$ctr6 min $((4 * MiB))
+expect_node $pcg2 max $((20 * MiB))
+expect_node $pcg2 min $((8 * MiB))
+info "pod p2's annotations: c5 12Mi/4Mi, c6 its own max 10Mi and the pod's min, the pod 20Mi/8Mi"
+for c in $ctr5 $ctr6; do
+	nxq-cri stop $c 2>/tmp/cri.err || fail "StopContainer $c: $(cat /tmp/cri.err)"
+	nxq-cri rm $c 2>/tmp/cri.err || fail "RemoveContainer $c: $(cat /tmp/cri.err)"
+done
+nxq-cri stopp $pod2 2>/tmp/cri.err || fail "StopPodSandbox p2: $(cat /tmp/cri.err)"
+nxq-cri rmp $pod2 2>/tmp/cri.err || fail "RemovePodSandbox p2: $(cat /tmp/cri.err)"
+cg_rmtree $pcg2
 
 nxq-cri stop $ctr1 2>/tmp/cri.err || fail "StopContainer c1: $(cat /tmp/cri.err)"
 nxq-cri rm $ctr1 2>/tmp/cri.err || fail "RemoveContainer c1: $(cat /tmp/cri.err)"
