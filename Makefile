@@ -148,8 +148,8 @@ check-image: deps image
 # (NXQ_NRI_CYCLES), against the module and against nxquotad, the two
 # boots at once (one core each); then nri_latency, the container start
 # with the plugin and without, side by side (a benchmark: it prints
-# figures), against the module.  Logs: build/vm-nri-module,
-# build/vm-nri-daemon (console logs).
+# figures), against the module.  Console logs: build/vm-nri-module,
+# build/vm-nri-daemon, build/vm-nri-latency; their figures are printed last.
 check-nri-long: export NXQ_KERNELS ?= 6.12
 check-nri-long: deps
 	@# what both boots build, built once first (as make check's vm-build)
@@ -164,8 +164,10 @@ check-nri-long: deps
 	NXQ_CONTAINERS_OUT=build/vm-nri-daemon integrations/nri/test/run.sh \
 		--kernel 6.12 --authority daemon nri_cycles > build/nri-long-daemon.log 2>&1 & d=$$!; \
 	wait $$m; rm=$$?; wait $$d; rd=$$?; cat build/nri-long-module.log build/nri-long-daemon.log; \
-	NXQ_CONTAINERS_OUT=build/vm-nri-module integrations/nri/test/run.sh \
+	NXQ_CONTAINERS_OUT=build/vm-nri-latency integrations/nri/test/run.sh \
 		--kernel 6.12 --authority module nri_latency; rl=$$?; \
+	for v in module daemon latency; do echo "== figures, $$v:"; \
+		grep -h '\[nri_[a-z]*\] info' build/vm-nri-$$v/*/console-*.log; done; \
 	[ $$rm = 0 ] && [ $$rd = 0 ] && [ $$rl = 0 ]
 
 check-gpu:
