@@ -26,9 +26,7 @@ ctd_start
 # the operator's CDI spec: what the plugin gives a container given a GPU
 # (nri_inject checks what it gives; without it, such a container is refused)
 dev_register
-$NXQCTL cdi generate --output /etc/cdi/nxquota.json --hook $NXQ_HOOK --shim $SHIM \
-	--preload-list $PRELOAD_LIST > /tmp/cdi.out 2>&1 ||
-	fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
+cdi_spec
 : > /tmp/nri.log
 plugin_start /tmp/nri.log
 info "nxquota-nri registered after $(since "$t0")"

@@ -22,9 +22,7 @@ nri_need
 N=${NRI_CYCLES:-1000}
 ctd_start
 dev_register
-$NXQCTL cdi generate --output /etc/cdi/nxquota.json --hook $NXQ_HOOK --shim $SHIM \
-	--preload-list $PRELOAD_LIST > /tmp/cdi.out 2>&1 ||
-	fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
+cdi_spec
 : > /tmp/nri.log
 plugin_start /tmp/nri.log
 

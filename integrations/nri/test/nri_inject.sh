@@ -42,9 +42,7 @@ x_fresh
 ctd_start
 
 dev_register
-$NXQCTL cdi generate --output $SPEC --hook $NXQ_HOOK --shim $SHIM \
-	--preload-list $PRELOAD_LIST > /tmp/cdi.out 2>&1 ||
-	fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
+cdi_spec
 grep -q "\"name\": *\"$KEY\"" $SPEC || { cat $SPEC; fail "the spec has no device $KEY"; }
 : > /tmp/nri.log
 plugin_start /tmp/nri.log -cdi-spec $SPEC

@@ -25,9 +25,7 @@ nri_need
 B=${NRI_LAT_BLOCKS:-10} N=${NRI_LAT_N:-10}
 ctd_start
 dev_register
-$NXQCTL cdi generate --output /etc/cdi/nxquota.json --hook $NXQ_HOOK --shim $SHIM \
-	--preload-list $PRELOAD_LIST > /tmp/cdi.out 2>&1 ||
-	fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
+cdi_spec
 : > /tmp/nri.log
 C=/run/nxq-lat
 rm -rf $C

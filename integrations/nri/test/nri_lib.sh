@@ -65,6 +65,14 @@ ctd_start() {
 	info "containerd up, images imported after $(since "$t0")"
 }
 
+# cdi_spec: the operator's CDI spec for the devices registered so far,
+# written where the plugin's -cdi-spec reads it by default
+cdi_spec() {
+	$NXQCTL cdi generate --output /etc/cdi/nxquota.json --hook $NXQ_HOOK --shim $SHIM \
+		--preload-list $PRELOAD_LIST > /tmp/cdi.out 2>&1 ||
+		fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
+}
+
 plugin_start() {
 	local log=$1
 	shift

@@ -141,9 +141,7 @@ dev_register $KEY 1G
 dev_register $KEYB 1G
 dev_register $KEYC 1G 195:0
 dev_register $KEYD 1G 195:1
-$NXQCTL cdi generate --output $SPEC --hook $NXQ_HOOK --shim $SHIM \
-	--preload-list $PRELOAD_LIST > /tmp/cdi.out 2>&1 ||
-	fail "nxquotactl cdi generate failed: $(cat /tmp/cdi.out)"
+cdi_spec
 : > /tmp/nri.log
 plugin_start /tmp/nri.log -cdi-spec $SPEC
 info "nxquota-nri registered after $(since "$t0")"
