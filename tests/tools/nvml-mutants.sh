@@ -25,7 +25,7 @@ no-proc-cgroup@unattr.c@		if (!r->cgroup && r->pid) {@		if (0) {
 unlisted-holders-dropped@unattr.c@		r = arow_get(&at->rows, key, h->pid);@		for (j = 0; j < at->rows.n; j++)\n			if (((struct arow *)at->rows.v)[j].pid == h->pid)\n				break;\n		if (j == at->rows.n)\n			continue;\n		r = arow_get(&at->rows, key, h->pid);
 device-filter-ignored@unattr.c@		if (device && strcmp(device, key))\n			continue;\n		r = arow_get(&at->rows, key, nv->procs[i].pid);@		r = arow_get(&at->rows, key, nv->procs[i].pid);
 no-shutdown@nvml.c@	a.shutdown();\n	return 0;@	return 0;
-series-without-nvml@metrics.c@	for (m = aseries; at.shown && m < aseries@	for (m = aseries; m < aseries
+series-without-nvml@prom.c@	for (m = aseries; shown && m < aseries@	for (m = aseries; m < aseries
 env-switch-ignored@unattr.c@	if (e && !strcmp(e, "0")) {@	if (e && 0) {
 twice-not-summed@unattr.c@			r->nvml += nv->procs[i].bytes;@			r->nvml = nv->procs[i].bytes;
 charged-not-summed@unattr.c@		r->charged += h->charge;@		r->charged = h->charge;
