@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nxquotad's backstop (backstop.c, issue 28 item 2) against the fake NVML
- * (tests/tools/fakenvml.c, built as build/nvml/libnvidia-ml.so.1 next to
+ * (tests/fakenvml/fakenvml.c, built as build/nvml/libnvidia-ml.so.1 next to
  * this binary and found by the daemon through LD_LIBRARY_PATH): the
  * fake's file says what each process "uses" on the device host0, and is
  * read again at each poll (FAKE_NVML_LIVE).  Processes are children of

@@ -42,7 +42,7 @@
  * same file (each publishes what it takes in a slot; a dead process's
  * slot is not counted, as the driver frees a dead process's memory), so
  * processes can fill one fake GPU together.  fakedrv_devmem(dev, &total,
- * &used) is what the fake NVML (tests/preload/fakenvml.c) reports.
+ * &used) is what the fake NVML (tests/fakenvml/fakenvml.c) reports.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>

@@ -4,7 +4,7 @@
 # it, per process, per cgroup and per device, in `status` (table and
 # --json) and `metrics`.  The real tool against a real ledger (nxquotad on
 # its control socket, its cgroup root the cgroup2 mount) with a fake
-# libnvidia-ml.so.1 (tests/tools/fakenvml.c) found through LD_LIBRARY_PATH:
+# libnvidia-ml.so.1 (tests/fakenvml/fakenvml.c) found through LD_LIBRARY_PATH:
 #  - holders that charged known bytes from known pids (nxq-hold, built from
 #    tests/vm/tools; hold2: one process, two holders), processes NVML lists with no holder at all (a sleep),
 #    a holder NVML does not list, a figure NVML does not give
