@@ -64,6 +64,7 @@ struct fake_srv {
 	uint64_t next_id;
 	uint64_t cap, used;
 	int hostile;			/* see fs_hostile() */
+	int null_fd;			/* what hostile 1 sends, open from fs_start() */
 	int grace_eagain;		/* this many NOWAIT charges get -EAGAIN (a grace) */
 	int next_grace;			/* grace_eagain of the next fs_start() */
 	/* what was seen */
@@ -285,8 +286,10 @@ static void fs_stop(void);
 static void fs_start(uint64_t cap);
 
 /*
- * A hostile daemon (fs.hostile): 1 attaches a descriptor to the reply,
- * 2 answers a positive "errno", 3 a reply shorter than its header,
+ * A hostile daemon (fs.hostile): 1 attaches a descriptor to the reply
+ * (one open since fs_start(): a descriptor opened and closed here would
+ * change the process's count while the library counts, since both run in
+ * one process), 2 answers a positive "errno", 3 a reply shorter than its header,
  * 4 a reply longer than any struct.  Returns 1 if it replied.
  */
 static int fs_hostile(int fd, void *rep, size_t len)
@@ -303,7 +306,7 @@ static int fs_hostile(int fd, void *rep, size_t len)
 
 	switch (mode) {
 	case 1:
-		x = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		x = fs.null_fd;
 		memset(&cm, 0, sizeof(cm));
 		m.msg_control = cm.c;
 		m.msg_controllen = sizeof(cm.c);
@@ -313,7 +316,6 @@ static int fs_hostile(int fd, void *rep, size_t len)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &x, sizeof(int));
 		sendmsg(fd, &m, MSG_NOSIGNAL);
-		close(x);
 		return 1;
 	case 2:
 		((struct nxqd_rep *)rep)->err = 5;
@@ -447,8 +449,9 @@ static void fs_start(uint64_t cap)
 	pthread_mutex_unlock(&fs.mu);
 	memcpy(a.sun_path, fs.path, strlen(fs.path) + 1);
 	unlink(fs.path);
+	fs.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	fs.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fs.lfd < 0 || setsockopt(fs.lfd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	if (fs.null_fd < 0 || fs.lfd < 0 || setsockopt(fs.lfd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
 	    bind(fs.lfd, (struct sockaddr *)&a, sizeof(a)) || listen(fs.lfd, 64))
 		abort();
 	pthread_create(&fs.acc, NULL, fs_accept, NULL);
@@ -477,6 +480,7 @@ static void fs_stop(void)
 	pthread_join(fs.acc, NULL);
 	close(fd);
 	close(fs.lfd);
+	close(fs.null_fd);
 	unlink(fs.path);
 	for (int i = 0; i < fs.ncth; i++) {
 		pthread_join(fs.cth[i], NULL);
