@@ -67,7 +67,9 @@ run() {
 	local dir=$1 bin c rc
 	while read -r bin c; do
 		set +e
-		NXQ_TEST_FILTER=$c NXQ_KEEP_TMP= timeout -k 5 120 "$bin" \
+		# (the cases keep their daemon's directory where NXQ_KEEP_TMP
+		# is set at all, empty too)
+		env -u NXQ_KEEP_TMP NXQ_TEST_FILTER="$c" timeout -k 5 120 "$bin" \
 			>"$dir/$c.log" 2>&1
 		rc=$?
 		set -e
