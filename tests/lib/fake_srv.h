@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
- * A tiny nxquotad for the library's tests: a thread that listens on a
- * SOCK_SEQPACKET socket and speaks <linux/nxquotad.h>, one thread per
- * connection.  It keeps one device with a capacity (fs.cap), holders
- * (each bound to its connection: closing the connection ends them and
- * uncharges them, as the daemon does), charges with NXQ_CHARGE_WAIT (a
- * waiting charge that does not fit opens a ticket on fs.victim, if set,
- * and waits until answers make room), tickets as the ABI says, and it
- * checks what the daemon checks: the SCM_RIGHTS count and order of a
- * registration (the eventfd first, then the device node), descriptors on
- * other commands, and the sender's SCM_CREDENTIALS (every message must be
- * the test process's: fs.cred_bad counts the others).  fs_stop() is a
- * daemon dying: every connection is shut down, the state is lost;
- * fs_start() a fresh one on the same path.
+ * A tiny nxquotad for the cases of test_sock.c, those that need a daemon
+ * misbehaving on purpose, which the real one (test_sock_real.c) will
+ * not: features withheld (fs.features), version 0's STATUS
+ * (fs.status_ver0), a holder forgotten alone (fs_forget()), -EAGAIN to
+ * restores in a grace (fs.next_grace), hostile replies (fs.hostile).
+ *
+ * A thread listens on a SOCK_SEQPACKET socket and speaks
+ * <linux/nxquotad.h>, one thread per connection.  It keeps one device
+ * with a capacity (fs.cap) and holders (each bound to its connection and
+ * to the sender's SCM_CREDENTIALS pid: closing the connection ends them
+ * and uncharges them, as the daemon does), charges (NXQ_CHARGE_WAIT waits
+ * until an uncharge makes room), and checks the SCM_RIGHTS count and
+ * order of a registration (the eventfd first, then the device node).  No
+ * tickets.  fs_stop() is a daemon dying: every connection is shut down,
+ * the state is lost; fs_start() a fresh one on the same path.
  */
 #ifndef NXQ_TEST_FAKE_SRV_H
 #define NXQ_TEST_FAKE_SRV_H
@@ -42,8 +44,6 @@ struct fs_holder {
 	pid_t pid;			/* the registering process */
 	int evfd;
 	uint64_t charged, reclaimable;
-	int open;			/* a ticket is open */
-	uint64_t gen, tbytes;
 };
 
 struct fake_srv {
@@ -56,35 +56,22 @@ struct fake_srv {
 	int cfd[FS_MAXC];
 	pthread_t cth[FS_MAXC];
 	int ncth;
-	int open_conns, max_open_conns;
-	int accepted;			/* connections ever */
 	int stopping;
 	int restarts;
 	uint64_t features;		/* 0: all */
 	struct fs_holder h[FS_MAXH];
 	int nh;
-	uint64_t next_id, next_gen;
+	uint64_t next_id;
 	uint64_t cap, used;
-	int victim;			/* holder index ticketed by a waiting charge, -1 */
-	int conn_limit;			/* open connections beyond it closed at accept; 0: none */
-	int conns_refused;
 	int hostile;			/* see fs_hostile() */
+	int null_fd;			/* what hostile 1 sends, open from fs_start() */
 	int grace_eagain;		/* this many NOWAIT charges get -EAGAIN (a grace) */
 	int next_grace;			/* grace_eagain of the next fs_start() */
-	int refuse_registers;		/* this many registrations get -ENODEV */
-	int next_refuse;		/* refuse_registers of the next fs_start() */
-	int die_on;			/* _IOC_NR of a command: die on receiving it (once) */
-	uint64_t die_cap;		/* and start again with this capacity */
 	/* what was seen */
-	int msgs, cred_bad, cred_seen;
-	int versions, registers, reg_nfds, reg_evfd_ok, reg_refused, unregisters;
-	int charges, wait_charges, uncharges, reclaims, reads, answers, fds_elsewhere;
-	int statuses;			/* NXQ_IOC_STATUS answered */
+	int registers, reg_nfds, wait_charges, statuses;
 	int status_ver0;		/* answer STATUS as an older daemon: version 0's bytes */
 	uint32_t last_err;		/* the last refused charge (STATUS version 1) */
 	uint64_t last_bytes;
-	int waiting;			/* charges waiting now */
-	pid_t owner;
 };
 
 static struct fake_srv fs = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
@@ -118,33 +105,10 @@ static void fs_end_holder(struct fs_holder *h)
 	fs.used -= h->charged;
 	h->charged = 0;
 	h->live = 0;
-	h->open = 0;
 	if (h->evfd >= 0)
 		close(h->evfd);
 	h->evfd = -1;
 	pthread_cond_broadcast(&fs.cv);
-}
-
-/* Under fs.mu: open or raise a ticket on holder i and signal it. */
-static void fs_ticket_locked(int i, uint64_t bytes)
-{
-	struct fs_holder *h = &fs.h[i];
-	uint64_t one = 1;
-
-	if (!h->live)
-		return;
-	h->open = 1;
-	h->gen = ++fs.next_gen;
-	h->tbytes = bytes;
-	if (h->evfd >= 0 && write(h->evfd, &one, sizeof(one)) != sizeof(one))
-		abort();
-}
-
-static void fs_ticket(int i, uint64_t bytes)
-{
-	pthread_mutex_lock(&fs.mu);
-	fs_ticket_locked(i, bytes);
-	pthread_mutex_unlock(&fs.mu);
 }
 
 static int fs_charge(struct nxq_charge *c)
@@ -154,7 +118,6 @@ static int fs_charge(struct nxq_charge *c)
 
 	if (!h)
 		return -ENOENT;
-	fs.charges++;
 	if (!(c->flags & NXQ_CHARGE_WAIT) && fs.grace_eagain > 0) {
 		fs.grace_eagain--;
 		return -EAGAIN;
@@ -176,12 +139,8 @@ static int fs_charge(struct nxq_charge *c)
 		dl.tv_nsec -= 1000000000L;
 	}
 	while (fs.used + c->bytes > fs.cap) {
-		if (fs.victim >= 0 && fs.h[fs.victim].live && !fs.h[fs.victim].open)
-			fs_ticket_locked(fs.victim, fs.used + c->bytes - fs.cap);
-		fs.waiting++;
 		int r = pthread_cond_timedwait(&fs.cv, &fs.mu, &dl);
 
-		fs.waiting--;
 		if (fs.stopping || !h->live)
 			return -EINTR;
 		if (r == ETIMEDOUT && fs.used + c->bytes > fs.cap)
@@ -203,7 +162,6 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 	case _IOC_NR(NXQ_IOC_VERSION): {
 		struct nxq_version *v = arg;
 
-		fs.versions++;
 		v->abi_version = NXQ_ABI_VERSION;
 		v->features = fs.features ? fs.features :
 			      NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
@@ -225,16 +183,8 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 		if ((reg->flags & NXQ_HOLDER_DEVFD) &&
 		    (fstat(fds[nfds - 1], &st) || !S_ISCHR(st.st_mode)))
 			return -EACCES;
-		if (fs.refuse_registers > 0) {
-			fs.refuse_registers--;
-			return -ENODEV;	/* its device not registered again yet */
-		}
-		if (!strcmp(reg->device, "nodev") || fs.nh == FS_MAXH) {
-			fs.reg_refused++;
+		if (fs.nh == FS_MAXH)
 			return -ENODEV;
-		}
-		if (reg->eventfd >= 0)
-			fs.reg_evfd_ok++;
 		h = &fs.h[fs.nh++];
 		memset(h, 0, sizeof(*h));
 		h->live = 1;
@@ -254,7 +204,6 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 		h = fs_find(hid->holder_id);
 		if (!h)
 			return -ENOENT;
-		fs.unregisters++;
 		fs_end_holder(h);
 		return 0;
 	}
@@ -273,7 +222,6 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 			return -ENOENT;
 		if (c->bytes > h->charged)
 			return -EINVAL;
-		fs.uncharges++;
 		h->charged -= c->bytes;
 		fs.used -= c->bytes;
 		c->charged = h->charged;
@@ -289,7 +237,6 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 			return -ENOENT;
 		if (rc->bytes > h->charged)
 			return -EINVAL;
-		fs.reclaims++;
 		h->reclaimable = rc->bytes;
 		return 0;
 	}
@@ -320,40 +267,6 @@ static int fs_handle(int cid, void *arg, uint32_t cmd, size_t alen, int *fds, in
 		*outlen = fs.status_ver0 ? NXQ_STATUS_SIZE_VER0 : alen;
 		return 0;
 	}
-	case _IOC_NR(NXQ_IOC_TICKET_READ): {
-		struct nxq_ticket *t = arg;
-
-		h = fs_find(t->holder_id);
-		if (!h)
-			return -ENOENT;
-		fs.reads++;
-		if (!h->open)
-			return -EAGAIN;
-		t->generation = h->gen;
-		t->bytes = h->tbytes;
-		t->reason = NXQ_TICKET_REASON_DEVICE;
-		*outlen = sizeof(*t);
-		return 0;
-	}
-	case _IOC_NR(NXQ_IOC_TICKET_ANSWER): {
-		struct nxq_ticket_answer *a = arg;
-
-		h = fs_find(a->holder_id);
-		if (!h)
-			return -ENOENT;
-		if (!h->open || a->generation != h->gen)
-			return -ESTALE;
-		if (a->released > h->charged)
-			return -EINVAL;
-		fs.answers++;
-		h->charged -= a->released;
-		fs.used -= a->released;
-		h->open = 0;
-		a->charged = h->charged;
-		*outlen = sizeof(*a);
-		pthread_cond_broadcast(&fs.cv);
-		return 0;
-	}
 	}
 	return -ENOTTY;
 }
@@ -373,8 +286,10 @@ static void fs_stop(void);
 static void fs_start(uint64_t cap);
 
 /*
- * A hostile daemon (fs.hostile): 1 attaches a descriptor to the reply,
- * 2 answers a positive "errno", 3 a reply shorter than its header,
+ * A hostile daemon (fs.hostile): 1 attaches a descriptor to the reply
+ * (one open since fs_start(): a descriptor opened and closed here would
+ * change the process's count while the library counts, since both run in
+ * one process), 2 answers a positive "errno", 3 a reply shorter than its header,
  * 4 a reply longer than any struct.  Returns 1 if it replied.
  */
 static int fs_hostile(int fd, void *rep, size_t len)
@@ -391,7 +306,7 @@ static int fs_hostile(int fd, void *rep, size_t len)
 
 	switch (mode) {
 	case 1:
-		x = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		x = fs.null_fd;
 		memset(&cm, 0, sizeof(cm));
 		m.msg_control = cm.c;
 		m.msg_controllen = sizeof(cm.c);
@@ -401,7 +316,6 @@ static int fs_hostile(int fd, void *rep, size_t len)
 		c->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(c), &x, sizeof(int));
 		sendmsg(fd, &m, MSG_NOSIGNAL);
-		close(x);
 		return 1;
 	case 2:
 		((struct nxqd_rep *)rep)->err = 5;
@@ -418,17 +332,6 @@ static int fs_hostile(int fd, void *rep, size_t len)
 	}
 	return 0;
 }
-
-static void *fs_die_fn(void *arg)
-{
-	(void)arg;
-	fs_stop();
-	usleep(100000);
-	fs_start(fs.die_cap);
-	return NULL;
-}
-
-static pthread_t fs_die_th;
 
 static void *fs_conn(void *arg)
 {
@@ -458,19 +361,6 @@ static void *fs_conn(void *arg)
 		if (n <= 0)
 			break;
 		pthread_mutex_lock(&fs.mu);
-		if (fs.die_on && (size_t)n >= sizeof(in.req) &&
-		    _IOC_NR(in.req.cmd) == (unsigned int)fs.die_on) {
-			/* the daemon dies with this request read, not answered */
-			fs.die_on = 0;
-			pthread_mutex_unlock(&fs.mu);
-			for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c))
-				if (c->cmsg_type == SCM_RIGHTS)
-					for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
-						close(((int *)CMSG_DATA(c))[i]);
-			pthread_create(&fs_die_th, NULL, fs_die_fn, NULL);
-			break;
-		}
-		fs.msgs++;
 		fs_sender = 0;
 		for (c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
 			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS) {
@@ -485,16 +375,12 @@ static void *fs_conn(void *arg)
 				struct ucred cr;
 
 				memcpy(&cr, CMSG_DATA(c), sizeof(cr));
-				fs.cred_seen++;
 				fs_sender = cr.pid;
-				if (cr.pid != fs.owner)
-					fs.cred_bad++;
 			}
 		}
 		if ((size_t)n < sizeof(in.req)) {
 			r = -EINVAL;
 		} else if (nfds && _IOC_NR(in.req.cmd) != _IOC_NR(NXQ_IOC_HOLDER_REGISTER)) {
-			fs.fds_elsewhere++;
 			r = -EINVAL;
 		} else {
 			r = fs_handle(slot, in.arg, in.req.cmd, n - sizeof(in.req), fds, nfds,
@@ -516,7 +402,6 @@ static void *fs_conn(void *arg)
 	for (int i = 0; i < fs.nh; i++)
 		if (fs.h[i].live && fs.h[i].cid == slot)
 			fs_end_holder(&fs.h[i]);
-	fs.open_conns--;
 	pthread_mutex_unlock(&fs.mu);
 	return NULL;
 }
@@ -536,17 +421,7 @@ static void *fs_accept(void *arg)
 				break;
 			continue;
 		}
-		if (fs.conn_limit && fs.open_conns >= fs.conn_limit) {
-			fs.conns_refused++;	/* as nxquotad's bound per process */
-			pthread_mutex_unlock(&fs.mu);
-			close(fd);
-			continue;
-		}
 		setsockopt(fd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one));
-		fs.accepted++;
-		fs.open_conns++;
-		if (fs.open_conns > fs.max_open_conns)
-			fs.max_open_conns = fs.open_conns;
 		fs.cfd[fs.ncth] = fd;
 		pthread_create(&fs.cth[fs.ncth], NULL, fs_conn, (void *)(intptr_t)fs.ncth);
 		fs.ncth++;
@@ -567,21 +442,16 @@ static void fs_start(uint64_t cap)
 	fs.nh = 0;
 	fs.used = 0;
 	fs.cap = cap;
-	fs.victim = -1;
-	fs.conn_limit = 0;
-	fs.conns_refused = 0;
 	fs.hostile = 0;
 	fs.grace_eagain = fs.next_grace;
 	fs.next_grace = 0;
-	fs.refuse_registers = fs.next_refuse;
-	fs.next_refuse = 0;
 	fs.next_id = 1 + 1000 * (uint64_t)fs.restarts;
-	fs.owner = getpid();
 	pthread_mutex_unlock(&fs.mu);
 	memcpy(a.sun_path, fs.path, strlen(fs.path) + 1);
 	unlink(fs.path);
+	fs.null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	fs.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fs.lfd < 0 || setsockopt(fs.lfd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
+	if (fs.null_fd < 0 || fs.lfd < 0 || setsockopt(fs.lfd, SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) ||
 	    bind(fs.lfd, (struct sockaddr *)&a, sizeof(a)) || listen(fs.lfd, 64))
 		abort();
 	pthread_create(&fs.acc, NULL, fs_accept, NULL);
@@ -610,6 +480,7 @@ static void fs_stop(void)
 	pthread_join(fs.acc, NULL);
 	close(fd);
 	close(fs.lfd);
+	close(fs.null_fd);
 	unlink(fs.path);
 	for (int i = 0; i < fs.ncth; i++) {
 		pthread_join(fs.cth[i], NULL);
@@ -665,15 +536,9 @@ static void fs_forget(int i)
 static void fs_zero(void)
 {
 	pthread_mutex_lock(&fs.mu);
-	fs.msgs = fs.cred_bad = fs.cred_seen = 0;
-	fs.versions = fs.registers = fs.reg_nfds = fs.reg_evfd_ok = fs.reg_refused = 0;
-	fs.unregisters = fs.charges = fs.wait_charges = fs.uncharges = fs.reclaims = 0;
-	fs.reads = fs.answers = fs.fds_elsewhere = 0;
-	fs.statuses = fs.status_ver0 = 0;
+	fs.registers = fs.reg_nfds = fs.wait_charges = fs.statuses = fs.status_ver0 = 0;
 	fs.last_err = 0;
 	fs.last_bytes = 0;
-	fs.accepted = 0;
-	fs.max_open_conns = fs.open_conns;
 	pthread_mutex_unlock(&fs.mu);
 }
 
