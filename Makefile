@@ -115,7 +115,7 @@ check-kunit: deps
 	@tests/kunit/run.sh
 
 check-lib: deps
-	$(MAKE) -C lib check
+	$(MAKE) -C lib check check-mutants
 	$(MAKE) -C integrations/pytorch check-host
 
 check-daemon: ; $(MAKE) -C daemon check check-mutants
