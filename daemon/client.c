@@ -237,7 +237,7 @@ static void nxqd_conn_event(struct nxqd_watch *w, u32 revents)
 	nxqd_close_fds(&r);
 	if (r.caller_ref)
 		nxqd_proc_put(r.caller);
-	if (err != 1 && nxqd_reply(c, err, NULL, NULL, 0))
+	if (err != 1 && nxqd_reply(c, err, NULL, NULL, 0, NULL, 0))
 		nxqd_conn_close(c);
 }
 

@@ -76,7 +76,8 @@ struct nxqd_rq {
 	struct nxqd_conn *c;		/* a reference */
 	struct nxq_holder *h;		/* a reference */
 	u64 id;
-	pid_t pid;			/* the holder's process */
+	struct nxqd_proc *proc;		/* the holder's process, a reference */
+	pid_t pid;			/* its pid and start time */
 	u64 start;
 	const struct nxq_abi_cmd *op;
 	union nxq_abi_arg karg;
@@ -132,9 +133,15 @@ struct nxqd_hent *nxqd_hent_find(u64 id);
 void nxqd_holder_put(struct nxq_holder *h);
 /* End a holder: out of the table, detached (uncharged), references gone. */
 void nxqd_hent_end(struct nxqd_hent *e);
-/* Build and send the reply to @op with @err; its output from @karg. */
+/*
+ * Build and send the reply to @op with @err; its output from @karg, then
+ * @tlen bytes of @tail.
+ */
 int nxqd_reply(struct nxqd_conn *c, int err, const struct nxq_abi_cmd *op,
-	       const void *karg, u32 usize);
+	       const void *karg, u32 usize, const void *tail, size_t tlen);
+/* The reply to a charge, with what refused it (version 1). */
+int nxqd_reply_charge(struct nxqd_conn *c, int err, struct nxqd_proc *p,
+		      struct nxq_holder *h, struct nxq_charge *a, u32 usize);
 void nxqd_conn_put(struct nxqd_conn *c);
 /* Its request in progress was answered: read it again. */
 void nxqd_conn_resume(struct nxqd_conn *c);

@@ -273,9 +273,53 @@ static void nxqd_rq_free(struct nxqd_rq *q)
 	struct nxqd_conn *c = q->c;
 
 	nxqd_holder_put(q->h);
+	nxqd_proc_put(q->proc);
 	c->busy = NULL;
 	free(q);
 	nxqd_conn_resume(c);
+}
+
+/*
+ * The path of the node that refused @a, as @p (the caller) sees it, into
+ * @buf: its length, or 0 when not named (the device, a node above the
+ * caller's cgroup namespace or gone, no room asked for).
+ */
+static u32 nxqd_refused_path(struct nxqd_proc *p, struct nxq_holder *h,
+			     const struct nxq_charge *a, char *buf, size_t len)
+{
+	struct nxq_node *node;
+	const char *root;
+	u32 n = 0;
+
+	if (!a->path || !a->refused_id ||
+	    a->refused_level == NXQ_LEVEL_DEVICE ||
+	    nxqd_proc_cgns_root(p, &root))
+		return 0;
+	len = min_t(size_t, len, a->path_size);
+	mutex_lock(&nxqd_ledger.lock);
+	node = nxq_node_find(h->node->dev, a->refused_id);
+	if (node && !nxqd_cgroup_view(nxqd_cgroup_key_path(node->key), root,
+				      buf, len))
+		n = strlen(buf);
+	mutex_unlock(&nxqd_ledger.lock);
+	return n;
+}
+
+/*
+ * The reply to a charge: a refusal to a caller of version 1 says what
+ * refused (nxq_abi_err_out()), its node's path after the struct.
+ */
+int nxqd_reply_charge(struct nxqd_conn *c, int err, struct nxqd_proc *p,
+		      struct nxq_holder *h, struct nxq_charge *a, u32 usize)
+{
+	const struct nxq_abi_cmd *op = nxq_abi_cmd(NXQ_IOC_CHARGE);
+	char path[NXQD_ARG_MAX - sizeof(*a)];
+
+	if (!nxq_abi_err_out(op, usize, err))
+		return nxqd_reply(c, err, op, a, usize, NULL, 0);
+	a->path_len = nxqd_refused_path(p, h, a, path, sizeof(path));
+	return nxqd_reply(c, err, op, a, usize, path,
+			  a->path_len ? a->path_len + 1 : 0);
 }
 
 /* A request in progress is answered (the loop or its fiber). */
@@ -289,7 +333,7 @@ void nxqd_rq_done(struct nxqd_rq *q)
 		err = nxqd_granted(q->id, q->h, a);
 	if (q->restore)
 		nxqd_grace_restore_result(q->h->node->dev->key, a->bytes, err);
-	if (nxqd_reply(c, err, q->op, &q->karg, q->usize) && !err) {
+	if (nxqd_reply_charge(c, err, q->proc, q->h, a, q->usize) && !err) {
 		/* unsent: a charge is undone, nothing is lost */
 		nxq_uncharge(q->h, a->bytes, NULL);
 		nxqd_charged(q->id, q->h, q->h->charge);
@@ -303,7 +347,7 @@ static void nxqd_rq_wait(void *arg)
 	struct nxqd_rq *q = arg;
 	struct nxq_charge *a = (void *)&q->karg;
 
-	q->err = nxq_charge(q->h, a->bytes, a->timeout_ns, &a->charged);
+	q->err = nxq_abi_charge(q->h, a, a->timeout_ns);
 	q->task = NULL;
 	nxqd_rq_done(q);
 }
@@ -318,10 +362,8 @@ static int nxqd_charge_now(struct nxqd_rq *q, u64 timeout)
 	struct nxq_charge *a = (void *)&q->karg;
 	int err;
 
-	if (a->flags & NXQ_CHARGE_PROBE)
-		return nxq_charge_probe(q->h, a->bytes, &a->charged);
-	if (!timeout)
-		return nxq_charge(q->h, a->bytes, 0, &a->charged);
+	if ((a->flags & NXQ_CHARGE_PROBE) || !timeout)
+		return nxq_abi_charge(q->h, a, 0);
 	if (nxq_try_charge(q->h, a->bytes, &a->charged))
 		return 0;
 	a->timeout_ns = timeout;
@@ -405,7 +447,7 @@ static int nxqd_charge_nowait(struct nxqd_hent *e, struct nxq_charge *a)
 	if (a->flags & NXQ_CHARGE_PROBE)
 		return err;
 	/* any other refusal too (EOVERFLOW, ...) is the charge's to count */
-	return nxq_charge(e->h, a->bytes, 0, &a->charged);
+	return nxq_abi_charge(e->h, a, 0);
 }
 
 static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
@@ -425,6 +467,7 @@ static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
 	struct nxqd_rq *q;
 	int err;
 
+	nxq_abi_charge_refused(a, NULL);
 	err = nxqd_follow_cgroup(e->h, e->proc);
 	if (err)
 		return err;
@@ -446,6 +489,8 @@ static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
 	q->h = e->h;
 	kref_get(&q->h->ref);
 	q->id = e->id;
+	q->proc = e->proc;
+	nxqd_proc_hold(q->proc);
 	q->pid = e->proc->tgid;
 	q->start = e->proc->start;
 	q->op = nxq_abi_cmd(NXQ_IOC_CHARGE);
@@ -532,12 +577,41 @@ static int nxqd_ioc_ticket_answer(struct nxqd_ctx *r, struct nxqd_hent *e,
 	return err;
 }
 
+/*
+ * NXQ_IOC_CHARGE, answered here or by its request in progress.  The
+ * holder and its process are held across it: a charge refused once the
+ * caller's own exit was handled (nxqd_exits_first()) has ended its hent,
+ * and the reply still names what refused (nxqd_reply_charge()).
+ * Return: 1 (answered, or to be).
+ */
+static int nxqd_charge_answer(struct nxqd_ctx *r, struct nxqd_hent *e,
+			      void *karg, u32 usize)
+{
+	struct nxqd_proc *p = e->proc;
+	struct nxq_holder *h = e->h;
+	struct nxq_charge *a = karg;
+	u64 id = e->id;
+	int err;
+
+	nxqd_proc_hold(p);
+	kref_get(&h->ref);
+	err = nxqd_ioc_charge(r, e, karg, usize);
+	if (err != 1 && nxqd_reply_charge(r->c, err, p, h, a, usize) && !err) {
+		/* the reply could not be sent: undo, as a failed copy-out */
+		nxq_uncharge(h, a->bytes, &a->charged);
+		nxqd_charged(id, h, a->charged);
+	}
+	nxqd_holder_put(h);
+	nxqd_proc_put(p);
+	return 1;
+}
+
 /* What this shell does for each command of nxq_abi_cmds[]. */
 typedef int (*nxqd_hfn)(struct nxqd_ctx *r, struct nxqd_hent *e, void *karg,
 			u32 usize);
 static const nxqd_hfn nxqd_handlers[NXQ_ABI_NR_CMDS] = {
 	[_IOC_NR(NXQ_IOC_HOLDER_UNREGISTER)] = nxqd_ioc_unregister,
-	[_IOC_NR(NXQ_IOC_CHARGE)] = nxqd_ioc_charge,
+	[_IOC_NR(NXQ_IOC_CHARGE)] = nxqd_charge_answer,
 	[_IOC_NR(NXQ_IOC_UNCHARGE)] = nxqd_ioc_uncharge,
 	[_IOC_NR(NXQ_IOC_SET_RECLAIMABLE)] = nxqd_ioc_reclaimable,
 	[_IOC_NR(NXQ_IOC_STATUS)] = nxqd_ioc_status,
@@ -627,18 +701,12 @@ int nxqd_handle(struct nxqd_ctx *r, size_t len)
 		if (err == 1)
 			return 1;
 	}
-	if (nxqd_reply(r->c, err, op, &karg, usize) && !err) {
+	if (nxqd_reply(r->c, err, op, &karg, usize, NULL, 0) && !err &&
+	    op->cmd == NXQ_IOC_HOLDER_REGISTER) {
 		/* the reply could not be sent: undo, as a failed copy-out */
-		if (op->cmd == NXQ_IOC_HOLDER_REGISTER) {
-			e = nxqd_hent_find(((struct nxq_holder_reg *)&karg)->holder_id);
-			if (e)
-				nxqd_hent_end(e);
-		} else if (op->cmd == NXQ_IOC_CHARGE && e) {
-			struct nxq_charge *a = (void *)&karg;
-
-			nxq_uncharge(e->h, a->bytes, &a->charged);
-			nxqd_charged(e->id, e->h, a->charged);
-		}
+		e = nxqd_hent_find(((struct nxq_holder_reg *)&karg)->holder_id);
+		if (e)
+			nxqd_hent_end(e);
 	}
 	return 1;
 }

@@ -144,10 +144,15 @@ static int nxqd_send(struct nxqd_conn *c, const void *buf, size_t len)
 	return n < 0 ? -errno : -EPIPE;
 }
 
-/* Build and send the reply to @op with @err; its output from @karg. */
+/*
+ * Build and send the reply to @op with @err; its output from @karg (on
+ * success, or a failure copied back: nxq_abi_err_out()), then @tlen bytes
+ * of @tail (a refused charge's path), which must fit NXQD_ARG_MAX with
+ * the struct.
+ */
 int nxqd_reply(struct nxqd_conn *c, int err,
 		      const struct nxq_abi_cmd *op, const void *karg,
-		      u32 usize)
+		      u32 usize, const void *tail, size_t tlen)
 {
 	struct nxqd_rep *rp = (void *)nxqd_cl.rep;
 	size_t outlen = 0;
@@ -155,9 +160,13 @@ int nxqd_reply(struct nxqd_conn *c, int err,
 	memset(rp, 0, sizeof(*rp));
 	rp->err = err;
 	rp->version = NXQD_PROTO_VERSION;
-	if (!err && op && op->out) {
+	if (op && op->out && (!err || nxq_abi_err_out(op, usize, err))) {
 		outlen = min_t(size_t, usize, op->ksize);
 		memcpy(nxqd_cl.rep + sizeof(*rp), karg, outlen);
+		if (tlen && outlen == usize && outlen + tlen <= NXQD_ARG_MAX) {
+			memcpy(nxqd_cl.rep + sizeof(*rp) + outlen, tail, tlen);
+			outlen += tlen;
+		}
 	}
 	return nxqd_send(c, nxqd_cl.rep, sizeof(*rp) + outlen);
 }

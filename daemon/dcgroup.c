@@ -337,3 +337,17 @@ int nxqd_cgroup_read(int fd, char *buf, size_t len)
 	}
 	return -ENOENT;
 }
+
+int nxqd_cgroup_view(const char *path, const char *root, char *out,
+		     size_t len)
+{
+	size_t rl = strlen(root);
+
+	if (!strcmp(root, "/"))
+		rl = 0;
+	else if (strncmp(path, root, rl) || (path[rl] && path[rl] != '/'))
+		return -ENOENT;
+	if (snprintf(out, len, "%s", path[rl] ? path + rl : "/") >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}

@@ -305,6 +305,15 @@ mutant recall-vital LEDGER_SRCS LEDGER_BIN event.c \
 mutant tickets-uncoalesced LEDGER_SRCS LEDGER_BIN event.c \
 	's/^\tif (!h->ev_ticket_seq ||$/\tif (1 ||/' \
 	'nxquota-event.nxq_test_event_vital_origin' 'Expected'
+# The ledger: a charge that timed out hands back no refusal, so its reply
+# would name nothing (issue 30 item 2).
+mutant charge-why-timeout-unsaid LEDGER_SRCS LEDGER_BIN charge.c \
+	'/dev->timeouts++;/,/said = true;/s/said = true;/;/' \
+	'nxquota-counter.nxq_test_charge_why' 'Expected'
+# The ledger: a refusal at a guarantee is reported as one at a max.
+mutant charge-why-min-as-max LEDGER_SRCS LEDGER_BIN counter.c \
+	's/^\t\tr->reason = NXQ_REFUSED_MIN;$/\t\tr->reason = NXQ_REFUSED_MAX;/' \
+	'nxquota-counter.nxq_test_charge_why' 'Expected'
 # The daemon: no grace window after a restart.
 mutant no-grace-window DAEMON_SRCS DAEMON_BIN restart.c \
 	'/^enum nxqd_verdict nxqd_grace_charge(/,/^}/s/if (rs.state == RS_CLOSED)/if (1)/' \

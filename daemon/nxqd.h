@@ -196,6 +196,13 @@ int nxqd_budget_set(const char *key, const char *path,
 
 /* The cgroup2 path in an open /proc/PID/cgroup (read from its start). */
 int nxqd_cgroup_read(int fd, char *buf, size_t len);
+/*
+ * @path (as the daemon sees it) as a process whose cgroup namespace is
+ * rooted at @root sees it, into @out.  Return: 0, -ENOENT for a path
+ * outside that namespace (above its root), -ENAMETOOLONG.
+ */
+int nxqd_cgroup_view(const char *path, const char *root, char *out,
+		     size_t len);
 
 /* ---- proc.c: client processes ---- */
 
@@ -220,6 +227,8 @@ struct nxqd_proc {
 	unsigned int nr_conns;
 	bool dead;			/* its exit was seen */
 	bool watched;			/* its pidfd is in proc.c's epoll set */
+	char *cgns_root;		/* nxqd_proc_cgns_root()'s, or NULL */
+	u64 cgns_ino;			/* the namespace it was read in */
 	struct nxqd_proc *hnext;	/* proc.c's table */
 	struct list_head holders;	/* client.c's: its holders */
 };
@@ -249,6 +258,15 @@ struct nxqd_proc *nxqd_proc_get(pid_t pid, int pidfd, u64 ticks);
 unsigned int nxqd_proc_reap(void);
 void nxqd_proc_hold(struct nxqd_proc *p);
 void nxqd_proc_put(struct nxqd_proc *p);
+/*
+ * The root of @p's cgroup namespace, as the daemon sees paths ("/" when
+ * it shares the daemon's), in *@root (valid until the next call for @p).
+ * Refusal path only: a process in a namespace of its own costs a setns()
+ * there and back, once per namespace it is seen in.  Return: 0, or
+ * -ENOENT (its cgroup lies outside its own namespace's root), -EAGAIN
+ * (it moved meanwhile), -errno.
+ */
+int nxqd_proc_cgns_root(struct nxqd_proc *p, const char **root);
 /*
  * A pidfd of the process @pid that made a connection accepted at @ticks
  * (@pidfd: the connection's SO_PEERPIDFD, consumed, or -1), and its start

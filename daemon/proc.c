@@ -23,8 +23,11 @@
 #include <linux/types.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
@@ -181,6 +184,7 @@ static void nxqd_proc_free(void *arg)
 	close(p->pidfd);
 	if (p->cgfd >= 0)
 		close(p->cgfd);
+	free(p->cgns_root);
 	free(p);
 }
 
@@ -345,6 +349,83 @@ int nxqd_proc_cgroup_id(struct nxqd_proc *p, u64 *id)
 int nxqd_proc_cgroup_path(struct nxqd_proc *p, char *buf, size_t len)
 {
 	return nxqd_cgroup_read(p->cgfd, buf, len);
+}
+
+/*
+ * @p's cgroup as its own cgroup namespace shows it: /proc/PID/cgroup is
+ * written relative to the reader's namespace, so the loop thread reads it
+ * from inside @p's (setns() through the pidfd) and comes back at once.
+ */
+static int nxqd_proc_cgns_view(struct nxqd_proc *p, char *view, size_t len)
+{
+	static int self = -1;
+	int err;
+
+	if (self < 0) {
+		self = open("/proc/thread-self/ns/cgroup", O_RDONLY | O_CLOEXEC);
+		if (self < 0)
+			return -errno;
+	}
+	if (setns(p->pidfd, CLONE_NEWCGROUP))
+		return -errno;
+	err = nxqd_cgroup_read(p->cgfd, view, len);
+	/* the loop must never go on in a tenant's namespace */
+	if (setns(self, CLONE_NEWCGROUP))
+		abort();
+	return err;
+}
+
+int nxqd_proc_cgns_root(struct nxqd_proc *p, const char **root)
+{
+	char file[64], full[PATH_MAX], again[PATH_MAX], view[PATH_MAX];
+	static u64 self_ino;
+	struct stat st;
+	size_t fl, vl;
+	int err;
+
+	if (!self_ino) {
+		if (stat("/proc/thread-self/ns/cgroup", &st))
+			return -errno;
+		self_ino = st.st_ino;
+	}
+	snprintf(file, sizeof(file), "/proc/%d/ns/cgroup", (int)p->tgid);
+	if (stat(file, &st) || !nxqd_proc_alive(p->pidfd))
+		return -ESRCH;
+	if (p->cgns_root && p->cgns_ino == st.st_ino)
+		goto out;
+	free(p->cgns_root);
+	p->cgns_root = NULL;
+	if (st.st_ino == self_ino) {
+		p->cgns_root = strdup("/");
+		goto done;
+	}
+	err = nxqd_proc_cgroup_path(p, full, sizeof(full));
+	if (!err)
+		err = nxqd_proc_cgns_view(p, view, sizeof(view));
+	if (!err)
+		err = nxqd_proc_cgroup_path(p, again, sizeof(again));
+	if (err)
+		return err;
+	if (strcmp(full, again))
+		return -EAGAIN;
+	fl = strlen(full);
+	vl = strlen(view);
+	/* its view is a tail of ours, or it is outside its own root ("/..") */
+	if (!strcmp(view, "/"))
+		p->cgns_root = strdup(full);
+	else if (vl < fl && !strcmp(full + fl - vl, view))
+		p->cgns_root = strndup(full, fl - vl);
+	else if (vl == fl && !strcmp(full, view))
+		p->cgns_root = strdup("/");
+	else
+		return -ENOENT;
+done:
+	if (!p->cgns_root)
+		return -ENOMEM;
+	p->cgns_ino = st.st_ino;
+out:
+	*root = p->cgns_root;
+	return 0;
 }
 
 bool nxqd_proc_cred_trusted(pid_t pid)

@@ -30,7 +30,8 @@
  *
  * NXQ_CHARGE_NOWAIT and NXQ_CHARGE_WAIT exclude each other, and so do
  * NXQ_CHARGE_PROBE and NXQ_CHARGE_WAIT; a timeout is given exactly when
- * NXQ_CHARGE_WAIT is.
+ * NXQ_CHARGE_WAIT is; a path buffer has a size and a size has a buffer.
+ * The out fields' values coming in do not matter: they are set.
  *
  * Context: any.
  * Return: 0, or -EINVAL.
@@ -39,6 +40,8 @@ int nxq_abi_charge_check(const void *karg)
 {
 	const struct nxq_charge *a = karg;
 
+	if (!a->path != !a->path_size)
+		return -EINVAL;
 	if ((a->flags & NXQ_CHARGE_NOWAIT) && (a->flags & NXQ_CHARGE_WAIT))
 		return -EINVAL;
 	if ((a->flags & NXQ_CHARGE_PROBE) && (a->flags & NXQ_CHARGE_WAIT))
@@ -53,18 +56,28 @@ int nxq_abi_charge_check(const void *karg)
  * @karg: a struct nxq_charge, copied in
  *
  * Context: any.
- * Return: 0, or -EINVAL for a timeout (an uncharge never waits).
+ * Return: 0, or -EINVAL for a timeout (an uncharge never waits) or any
+ * field of version 1 (a charge's refusal) that is not 0.
  */
 int nxq_abi_uncharge_check(const void *karg)
 {
 	const struct nxq_charge *a = karg;
 
+	if (a->path || a->path_size || a->refused_reason ||
+	    a->refused_level || a->path_len || a->refused_id ||
+	    a->refused_limit || a->refused_min || a->refused_usage)
+		return -EINVAL;
 	return a->timeout_ns ? -EINVAL : 0;
 }
 
 #define NXQ_ABI_CMD(c, type, v0, fl, hold, o, chk)			\
 	[_IOC_NR(c)] = { .cmd = (c), .ksize = sizeof(type), .ver0 = (v0),	\
 	  .flags = (fl), .holder = (hold), .out = (o), .check = (chk) }
+/* A command whose failure in its handler is copied back from size @eo. */
+#define NXQ_ABI_CMD_EO(c, type, v0, eo, fl, hold, o, chk)		\
+	[_IOC_NR(c)] = { .cmd = (c), .ksize = sizeof(type), .ver0 = (v0),	\
+	  .err_out = (eo), .flags = (fl), .holder = (hold), .out = (o),	\
+	  .check = (chk) }
 
 /*
  * The commands, by number.  A command is copied back when userspace
@@ -79,8 +92,9 @@ const struct nxq_abi_cmd nxq_abi_cmds[NXQ_ABI_NR_CMDS] = {
 		    NULL),
 	NXQ_ABI_CMD(NXQ_IOC_HOLDER_UNREGISTER, struct nxq_holder_id,
 		    NXQ_HOLDER_ID_SIZE_VER0, 0, true, false, NULL),
-	NXQ_ABI_CMD(NXQ_IOC_CHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
-		    NXQ_CHARGE_FLAGS_ALL, true, true, nxq_abi_charge_check),
+	NXQ_ABI_CMD_EO(NXQ_IOC_CHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
+		       NXQ_CHARGE_SIZE_VER1, NXQ_CHARGE_FLAGS_ALL, true, true,
+		       nxq_abi_charge_check),
 	NXQ_ABI_CMD(NXQ_IOC_UNCHARGE, struct nxq_charge, NXQ_CHARGE_SIZE_VER0,
 		    0, true, true, nxq_abi_uncharge_check),
 	NXQ_ABI_CMD(NXQ_IOC_SET_RECLAIMABLE, struct nxq_reclaimable,
@@ -256,6 +270,70 @@ int nxq_abi_status(struct nxq_holder *h, struct nxq_status *a)
 	a->last_usage = r.usage;
 	a->last_ns = r.ns;
 	return 0;
+}
+
+/**
+ * nxq_abi_charge() - carry out NXQ_IOC_CHARGE, refusal included
+ * @h: the caller's holder
+ * @a: the argument; charged and the refusal's fields are set (path_len
+ *	is the shell's: it is set to 0 here)
+ * @timeout_ns: the wait, 0 for none (a shell may shorten the caller's)
+ *
+ * Context: process context; sleeps only when waiting.
+ * Return: nxq_charge_slow()'s.
+ */
+int nxq_abi_charge(struct nxq_holder *h, struct nxq_charge *a, u64 timeout_ns)
+{
+	struct nxq_refusal_rec r;
+	int err;
+
+	err = nxq_charge_why(h, a->bytes, timeout_ns,
+			     a->flags & NXQ_CHARGE_PROBE, &a->charged, &r);
+	nxq_abi_charge_refused(a, &r);
+	return err;
+}
+
+/**
+ * nxq_abi_charge_refused() - set a charge's refusal fields (version 1)
+ * @a: the argument
+ * @r: the ledger's refusal, or NULL for none (a charge that failed before
+ *	the ledger decided it)
+ *
+ * path_len is the shell's to set once it wrote the path: 0 here.
+ *
+ * Context: any.
+ */
+void nxq_abi_charge_refused(struct nxq_charge *a,
+			    const struct nxq_refusal_rec *r)
+{
+	a->path_len = 0;
+	if (!r) {
+		a->refused_reason = a->refused_level = 0;
+		a->refused_id = a->refused_limit = 0;
+		a->refused_min = a->refused_usage = 0;
+		return;
+	}
+	a->refused_reason = r->reason;
+	a->refused_level = r->level;
+	a->refused_id = r->id;
+	a->refused_limit = r->limit;
+	a->refused_min = r->min;
+	a->refused_usage = r->usage;
+}
+
+/**
+ * nxq_abi_err_out() - is a failed command's argument copied back?
+ * @op: the command
+ * @usize: the size the caller gave
+ * @err: what its handler returned
+ *
+ * Context: any.
+ * Return: true for a failure in the handler of a command that says what
+ * failed, to a caller whose struct has room for it (@op->err_out).
+ */
+bool nxq_abi_err_out(const struct nxq_abi_cmd *op, u32 usize, int err)
+{
+	return err < 0 && op->err_out && usize >= op->err_out;
 }
 
 /**
@@ -506,7 +584,23 @@ static void nxq_abi_test_cmds(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, NXQ_ABI_FEATURES,
 			NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS |
 			NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS |
-			NXQ_FEAT_STATUS_V1 | NXQ_FEAT_CHARGE_PROBE);
+			NXQ_FEAT_STATUS_V1 | NXQ_FEAT_CHARGE_PROBE |
+			NXQ_FEAT_CHARGE_V1);
+	/* a refusal is copied back only to a charge of version 1 */
+	for (i = 0; i < ARRAY_SIZE(nxq_abi_cmds); i++)
+		KUNIT_EXPECT_EQ(test, nxq_abi_cmds[i].err_out,
+				nxq_abi_cmds[i].cmd == NXQ_IOC_CHARGE ?
+				NXQ_CHARGE_SIZE_VER1 : 0);
+	op = nxq_abi_cmd(NXQ_IOC_CHARGE);
+	KUNIT_EXPECT_FALSE(test, nxq_abi_err_out(op, NXQ_CHARGE_SIZE_VER0,
+						 -EDQUOT));
+	KUNIT_EXPECT_TRUE(test, nxq_abi_err_out(op, NXQ_CHARGE_SIZE_VER1,
+						-EDQUOT));
+	KUNIT_EXPECT_FALSE(test, nxq_abi_err_out(op, NXQ_CHARGE_SIZE_VER1, 0));
+	KUNIT_EXPECT_FALSE(test,
+			   nxq_abi_err_out(nxq_abi_cmd(NXQ_IOC_UNCHARGE),
+					   NXQ_CHARGE_SIZE_VER1, -EINVAL));
+	KUNIT_EXPECT_EQ(test, sizeof(struct nxq_charge), NXQ_CHARGE_SIZE_VER1);
 }
 
 /* The argument rules: sizes, flags, the charge's and registration's. */
@@ -538,6 +632,24 @@ static void nxq_abi_test_args(struct kunit *test)
 	c.flags = 0;
 	KUNIT_EXPECT_EQ(test, nxq_abi_args(nxq_abi_cmd(NXQ_IOC_UNCHARGE), &c),
 			-EINVAL);
+	/* version 1: a path buffer has a size, and only a charge has one */
+	c.timeout_ns = 0;
+	c.path = 0x1000;
+	KUNIT_EXPECT_EQ(test, nxq_abi_args(op, &c), -EINVAL);
+	c.path_size = 64;
+	KUNIT_EXPECT_EQ(test, nxq_abi_args(op, &c), 0);
+	KUNIT_EXPECT_EQ(test, nxq_abi_args(nxq_abi_cmd(NXQ_IOC_UNCHARGE), &c),
+			-EINVAL);
+	c.path = 0;
+	KUNIT_EXPECT_EQ(test, nxq_abi_args(op, &c), -EINVAL);
+	c.path_size = 0;
+	c.refused_usage = 1;	/* an out field: a charge sets it */
+	KUNIT_EXPECT_EQ(test, nxq_abi_args(op, &c), 0);
+	KUNIT_EXPECT_EQ(test, nxq_abi_args(nxq_abi_cmd(NXQ_IOC_UNCHARGE), &c),
+			-EINVAL);
+	c.refused_usage = 0;
+	KUNIT_EXPECT_EQ(test, nxq_abi_args(nxq_abi_cmd(NXQ_IOC_UNCHARGE), &c),
+			0);
 
 	KUNIT_EXPECT_EQ(test, nxq_abi_register_check(&r), -EINVAL);
 	strscpy(r.device, "host0", sizeof(r.device));

@@ -33,7 +33,7 @@ struct nlattr;
 #define NXQ_ABI_FEATURES	(NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE |	\
 				 NXQ_FEAT_STATUS | NXQ_FEAT_CHARGE_WAIT |	\
 				 NXQ_FEAT_TICKETS | NXQ_FEAT_STATUS_V1 |	\
-				 NXQ_FEAT_CHARGE_PROBE)
+				 NXQ_FEAT_CHARGE_PROBE | NXQ_FEAT_CHARGE_V1)
 
 /* A command's @flags for an argument that has no flags field. */
 #define NXQ_ABI_NO_FLAGS	U32_MAX
@@ -47,12 +47,15 @@ struct nlattr;
  *	NXQ_ABI_NO_FLAGS when it has none
  * @holder: the argument names a holder (holder_id after flags)
  * @out: the argument is copied back
+ * @err_out: 0, or the smallest size from which the argument is copied
+ *	back also when the command fails in its handler (not on its
+ *	arguments): a refused charge says what refused
  * @check: checks of the argument that come before the holder lookup, or
  *	NULL
  */
 struct nxq_abi_cmd {
 	unsigned int cmd;
-	u16 ksize, ver0;
+	u16 ksize, ver0, err_out;
 	u32 flags;
 	bool holder, out;
 	int (*check)(const void *karg);
@@ -89,6 +92,10 @@ int nxq_abi_devnode_check(const struct nxq_device *dev, bool given,
 			  bool chr, dev_t rdev);
 void nxq_abi_version(struct nxq_version *a);
 int nxq_abi_status(struct nxq_holder *h, struct nxq_status *a);
+int nxq_abi_charge(struct nxq_holder *h, struct nxq_charge *a, u64 timeout_ns);
+void nxq_abi_charge_refused(struct nxq_charge *a,
+			    const struct nxq_refusal_rec *r);
+bool nxq_abi_err_out(const struct nxq_abi_cmd *op, u32 usize, int err);
 int nxq_abi_ticket_read(struct nxq_holder *h, struct nxq_ticket *a);
 int nxq_abi_ticket_answer(struct nxq_holder *h, struct nxq_ticket_answer *a);
 int nxq_abi_rehome(struct nxq_holder *h, struct nxq_node *node);

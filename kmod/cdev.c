@@ -106,6 +106,24 @@ static int nxq_copy_out(void __user *uarg, const void *karg, size_t ksize,
 		-EFAULT : 0;
 }
 
+/*
+ * A handler's failure, copied back to a caller who has room for it
+ * (nxq_abi_err_out()): a refused charge's node, with its path written
+ * where the caller asked (nxq_cgroup_path_user()).  The command's errno
+ * stands whatever the copy does.
+ */
+static void nxq_copy_err_out(void __user *uarg, void *karg,
+			     const struct nxq_abi_cmd *op, u32 usize)
+{
+	struct nxq_charge *a = karg;
+
+	if (op->cmd == NXQ_IOC_CHARGE && a->path && a->refused_id)
+		a->path_len = nxq_cgroup_path_user(a->refused_id,
+						   u64_to_user_ptr(a->path),
+						   a->path_size);
+	nxq_copy_out(uarg, karg, op->ksize, usize);
+}
+
 static void nxq_free_holder_priv(struct nxq_holder *h)
 {
 	if (h->priv)
@@ -512,9 +530,7 @@ static long nxq_ioc_charge_fast(struct nxq_file *f, struct nxq_holder *h,
 	if (a->timeout_ns ||
 	    cgroup_id(task_dfl_cgroup(current)) != READ_ONCE(h->node)->id)
 		return NXQ_IOC_SLOW;
-	if (a->flags & NXQ_CHARGE_PROBE)
-		return nxq_charge_probe(h, a->bytes, &a->charged);
-	return nxq_charge(h, a->bytes, 0, &a->charged);
+	return nxq_abi_charge(h, a, 0);
 }
 
 static long nxq_ioc_charge(struct nxq_file *f, struct nxq_holder *h,
@@ -523,12 +539,11 @@ static long nxq_ioc_charge(struct nxq_file *f, struct nxq_holder *h,
 	struct nxq_charge *a = karg;
 	int err;
 
+	nxq_abi_charge_refused(a, NULL);
 	err = nxq_holder_follow(h);
 	if (err)
 		return err;
-	if (a->flags & NXQ_CHARGE_PROBE)
-		return nxq_charge_probe(h, a->bytes, &a->charged);
-	return nxq_charge(h, a->bytes, a->timeout_ns, &a->charged);
+	return nxq_abi_charge(h, a, a->timeout_ns);
 }
 
 /* Unmapped meanwhile: a charge is undone, nothing is lost. */
@@ -649,6 +664,9 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 					io->undo(f, h, &karg);
 					nxq_file_holder_put(h);
 				}
+			} else if (h && nxq_abi_err_out(op, usize, err)) {
+				/* (h: only tested, the handler's failure) */
+				nxq_copy_err_out(uarg, &karg, op, usize);
 			}
 			return err;
 		}
@@ -664,6 +682,8 @@ static long nxq_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 		err = nxq_copy_out(uarg, &karg, op->ksize, usize);
 		if (err && io->undo)
 			io->undo(f, h, &karg);
+	} else if (nxq_abi_err_out(op, usize, err)) {
+		nxq_copy_err_out(uarg, &karg, op, usize);
 	}
 	if (h)
 		nxq_file_holder_put(h);

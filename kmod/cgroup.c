@@ -18,6 +18,11 @@
 #include <linux/sched.h>
 #include <linux/err.h>
 #include <linux/kernfs.h>
+#include <linux/limits.h>
+#include <linux/nsproxy.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/uaccess.h>
 
 #include "internal.h"
 #include "netlink.h"
@@ -240,6 +245,52 @@ void nxq_cgroup_key_put(void *key)
 int nxq_cgroup_key_path(void *key, char *buf, size_t size)
 {
 	return cgroup_path(key, buf, size);
+}
+
+/**
+ * nxq_cgroup_path_user() - write a cgroup's path, as the caller sees it
+ * @id: the cgroup's id
+ * @ubuf: the caller's buffer
+ * @size: its size
+ *
+ * The path relative to the caller's cgroup namespace, as
+ * /proc/self/cgroup shows it, NUL-terminated.  A cgroup above the
+ * namespace's root (a container's parent) is not named: newer kernels'
+ * cgroup_get_from_id() does not find it, and a path that climbs ("/..")
+ * is not written on any.  Refusal path only: cgroup_path_ns() takes
+ * cgroup_mutex, as a netlink dump's paths do.
+ *
+ * Context: process context; sleeps.
+ * Return: the path's length, 0 with nothing written when the cgroup is
+ * gone or outside the namespace, the path does not fit, or the copy
+ * faults.
+ */
+u32 nxq_cgroup_path_user(u64 id, char __user *ubuf, u32 size)
+{
+	struct cgroup *cgrp;
+	char *buf;
+	int len = -ENOENT;
+
+	cgrp = cgroup_get_from_id(id);
+	if (IS_ERR(cgrp))
+		return 0;
+	/*
+	 * Whole, then measured: kernels differ in what a truncated
+	 * cgroup_path_ns() returns (the full length, or the cut one).
+	 */
+	buf = kmalloc(PATH_MAX, GFP_KERNEL);
+	if (buf)
+		len = cgroup_path_ns(cgrp, buf, PATH_MAX,
+				     current->nsproxy->cgroup_ns);
+	cgroup_put(cgrp);
+	if (len < 0 || len >= PATH_MAX - 1 || (u32)len >= size)
+		len = 0;
+	else if (!strncmp(buf, "/..", 3) && (!buf[3] || buf[3] == '/'))
+		len = 0;	/* above the namespace's root */
+	else if (copy_to_user(ubuf, buf, len + 1))
+		len = 0;
+	kfree(buf);
+	return len;
 }
 
 /**

@@ -15,6 +15,7 @@
 #include <linux/overflow.h>
 #include <linux/lockdep.h>
 #include <linux/errno.h>
+#include <linux/string.h>
 
 #include "charge.h"
 
@@ -103,6 +104,9 @@ static int nxq_waiter_follow(struct nxq_device *dev, struct nxq_waiter *w,
  * @flags: NXQ_CHARGE_PROBE (with @timeout_ns 0): a refusal is neither
  *	counted nor reported, and asks nobody; else 0
  * @charged: set to the holder's charge after the call, success or not
+ * @why: or NULL: set to this charge's refusal (what nxq_count_denial()
+ *	recorded for it), all zero when it was granted or its failure names
+ *	nothing (a probe's refusal, -EAGAIN, -ENOENT, -EINTR)
  *
  * Charges every node from the holder's to the root and the device if the
  * charge fits every max and the capacity, and no queued charge waits for
@@ -125,14 +129,15 @@ static int nxq_waiter_follow(struct nxq_device *dev, struct nxq_waiter *w,
  * signal.
  */
 int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
-		    unsigned int flags, u64 *charged)
+		    unsigned int flags, u64 *charged,
+		    struct nxq_refusal_rec *why)
 {
 	bool probe = flags & NXQ_CHARGE_PROBE;
 	struct nxq_device *dev = h->node->dev;
 	struct nxq_waiter w = { .h = h, .bytes = bytes, .result = 1 };
 	struct nxq_node *fit_hit = NULL;
 	int fit_err = 0;
-	bool escalated = false;
+	bool escalated = false, said = false;
 	u64 now, deadline, cap;
 	int err = 0;
 
@@ -155,8 +160,10 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 	/* Not granted at once: refuse what can never fit, asking nobody. */
 	err = nxq_never_fits(h, bytes, &w.hit);
 	if (err) {
-		if (!probe)
+		if (!probe) {
 			nxq_count_denial(h, bytes, err, w.hit);
+			said = true;
+		}
 		goto out;
 	}
 
@@ -186,6 +193,7 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 			if (fit_err != -EOVERFLOW)
 				nxq_ask_for(dev, &w, 0);
 			nxq_count_denial(h, bytes, fit_err, fit_hit);
+			said = true;
 		}
 		err = fit_err;
 		goto out;
@@ -245,6 +253,7 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 		if (err == -ETIMEDOUT) {
 			dev->timeouts++;
 			nxq_count_denial(h, bytes, w.err, w.hit);
+			said = true;
 		}
 		break;
 	}
@@ -253,6 +262,12 @@ out_waiting:
 out:
 	if (charged)
 		*charged = h->charge;
+	if (why) {
+		if (said)
+			*why = h->refused;
+		else
+			memset(why, 0, sizeof(*why));
+	}
 	spin_unlock(&dev->lock);
 	return err;
 }

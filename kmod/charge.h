@@ -12,7 +12,8 @@
 #include "pressure.h"
 
 int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
-		    unsigned int flags, u64 *charged);
+		    unsigned int flags, u64 *charged,
+		    struct nxq_refusal_rec *why);
 int nxq_uncharge_slow(struct nxq_holder *h, u64 bytes, u64 *charged);
 int nxq_set_reclaimable(struct nxq_holder *h, u64 bytes);
 int nxq_ticket_read(struct nxq_holder *h, struct nxq_ticket_state *t);
@@ -100,7 +101,35 @@ static inline int nxq_charge(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 {
 	if (nxq_try_charge(h, bytes, charged))
 		return 0;
-	return nxq_charge_slow(h, bytes, timeout_ns, 0, charged);
+	return nxq_charge_slow(h, bytes, timeout_ns, 0, charged, NULL);
+}
+
+/**
+ * nxq_charge_why() - nxq_charge() or nxq_charge_probe(), and what refused
+ * @h: the holder
+ * @bytes: bytes to add
+ * @timeout_ns: 0 not to wait; else the longest wait (not with a probe)
+ * @flags: NXQ_CHARGE_PROBE or 0
+ * @charged: or NULL: set to the holder's charge after the call
+ * @why: set to the charge's refusal, all zero when it names none
+ *	(nxq_charge_slow())
+ *
+ * For a shell that hands the refusal back in the same reply (struct
+ * nxq_charge version 1), so that its caller need not ask again: the
+ * holder's last refusal (STATUS) may be another thread's by then.
+ *
+ * Context: process context; sleeps only when waiting.
+ * Return: as nxq_charge_slow().
+ */
+static inline int nxq_charge_why(struct nxq_holder *h, u64 bytes,
+				 u64 timeout_ns, unsigned int flags,
+				 u64 *charged, struct nxq_refusal_rec *why)
+{
+	if (nxq_try_charge(h, bytes, charged)) {
+		memset(why, 0, sizeof(*why));
+		return 0;
+	}
+	return nxq_charge_slow(h, bytes, timeout_ns, flags, charged, why);
 }
 
 /**
@@ -121,7 +150,7 @@ static inline int nxq_charge_probe(struct nxq_holder *h, u64 bytes,
 {
 	if (nxq_try_charge(h, bytes, charged))
 		return 0;
-	return nxq_charge_slow(h, bytes, 0, NXQ_CHARGE_PROBE, charged);
+	return nxq_charge_slow(h, bytes, 0, NXQ_CHARGE_PROBE, charged, NULL);
 }
 
 /**

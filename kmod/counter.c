@@ -567,15 +567,19 @@ static void nxq_hit_limit(struct nxq_holder *h, struct nxq_node *hit,
 	u64 sum;
 
 	r->min = hit->min;
+	r->id = hit->id;
 	if (hit->max_set && (check_add_overflow(hit->usage, bytes, &sum) ||
 			     sum > hit->max)) {
+		r->reason = NXQ_REFUSED_MAX;
 		r->limit = hit->max;
 		r->usage = hit->usage;
 	} else if (!nxq_budgeted(hit) && nxq_is_top(hit) &&
 		   !nxq_budgeted_between(h->node, hit)) {
+		r->reason = NXQ_REFUSED_DEFAULT_MAX;
 		r->limit = hit->dev->default_max;
 		r->usage = hit->usage - hit->budgeted_usage;
 	} else {
+		r->reason = NXQ_REFUSED_MIN;
 		r->limit = nxq_node_emin(hit);
 		r->usage = hit->usage;
 	}
@@ -604,6 +608,7 @@ void nxq_record_refusal(struct nxq_holder *h, u64 bytes, int err,
 	r->ns = ktime_get_ns();
 	if (err == -ENOSPC) {
 		r->level = NXQ_LEVEL_DEVICE;
+		r->reason = NXQ_REFUSED_CAPACITY;
 		r->limit = dev->capacity;
 		r->usage = dev->used;
 		return;
@@ -613,6 +618,8 @@ void nxq_record_refusal(struct nxq_holder *h, u64 bytes, int err,
 	for (n = h->node; n && n != hit; n = n->parent)
 		r->level++;
 	nxq_hit_limit(h, hit, bytes, r);
+	if (err != -EDQUOT)	/* -EOVERFLOW: a counter, not a limit */
+		r->reason = 0;
 }
 
 /**

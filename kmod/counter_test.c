@@ -647,6 +647,79 @@ static void nxq_test_probe(struct kunit *test)
 }
 
 /*
+ * A charge's own refusal, for the reply that hands it back (struct
+ * nxq_charge version 1, nxq_charge_why()): the node, its level, limit,
+ * min, usage and why; all zero for a grant and a probe; the capacity for
+ * the device; the guarantee for a holder that cannot be asked; what a
+ * timed-out wait waited on.
+ */
+static void nxq_test_charge_why(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 100 * MiB);
+	struct nxq_holder *hc = holder_new(test, t, t->c);
+	struct nxq_holder *hc2 = holder_new(test, t, t->c);
+	struct nxq_holder *hb = holder_noask(test, t, t->b);
+	struct nxq_refusal_rec r;
+
+	nxq_node_set_max(t->a, 10 * MiB);
+	nxq_node_set_min(t->a, MiB);
+	memset(&r, 0xff, sizeof(r));
+	KUNIT_ASSERT_EQ(test, nxq_charge_why(hc, 8 * MiB, 0, 0, NULL, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.err, 0U);
+	KUNIT_EXPECT_EQ(test, r.reason, 0U);
+	KUNIT_EXPECT_EQ(test, r.id, 0ULL);
+
+	KUNIT_EXPECT_EQ(test, nxq_charge_why(hc, 4 * MiB, 0, 0, NULL, &r),
+			-EDQUOT);
+	KUNIT_EXPECT_EQ(test, r.err, (u32)EDQUOT);
+	KUNIT_EXPECT_EQ(test, r.reason, (u32)NXQ_REFUSED_MAX);
+	KUNIT_EXPECT_EQ(test, r.level, 1U);
+	KUNIT_EXPECT_EQ(test, r.id, 2ULL);
+	KUNIT_EXPECT_EQ(test, r.limit, 10 * MiB);
+	KUNIT_EXPECT_EQ(test, r.min, MiB);
+	KUNIT_EXPECT_EQ(test, r.usage, 8 * MiB);
+	KUNIT_EXPECT_EQ(test, r.bytes, 4 * MiB);
+
+	/* a probe's refusal is nobody's: nothing named */
+	memset(&r, 0xff, sizeof(r));
+	KUNIT_EXPECT_EQ(test, nxq_charge_why(hc, 4 * MiB, 0, NXQ_CHARGE_PROBE,
+					     NULL, &r), -EDQUOT);
+	KUNIT_EXPECT_EQ(test, r.err, 0U);
+	KUNIT_EXPECT_EQ(test, r.reason, 0U);
+
+	/* a wait that ran out names what it waited on */
+	KUNIT_EXPECT_EQ(test, nxq_charge_why(hc2, 4 * MiB, 50 * NSEC_PER_MSEC,
+					     0, NULL, &r), -ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, r.err, (u32)EDQUOT);
+	KUNIT_EXPECT_EQ(test, r.reason, (u32)NXQ_REFUSED_MAX);
+	KUNIT_EXPECT_EQ(test, r.id, 2ULL);
+
+	/* a holder that cannot be asked, past its guarantee */
+	nxq_node_set_min(t->b, 2 * MiB);
+	KUNIT_EXPECT_EQ(test, nxq_charge_why(hb, 3 * MiB, 0, 0, NULL, &r),
+			-EDQUOT);
+	KUNIT_EXPECT_EQ(test, r.reason, (u32)NXQ_REFUSED_MIN);
+	KUNIT_EXPECT_EQ(test, r.level, 0U);
+	KUNIT_EXPECT_EQ(test, r.id, 3ULL);
+	KUNIT_EXPECT_EQ(test, r.limit, 2 * MiB);
+	KUNIT_EXPECT_EQ(test, r.min, 2 * MiB);
+
+	/* the device */
+	nxq_node_set_max(t->a, NXQ_UNLIMITED);
+	KUNIT_EXPECT_EQ(test, nxq_charge_why(hc, 101 * MiB, 0, 0, NULL, &r),
+			-ENOSPC);
+	KUNIT_EXPECT_EQ(test, r.reason, (u32)NXQ_REFUSED_CAPACITY);
+	KUNIT_EXPECT_EQ(test, r.level, NXQ_LEVEL_DEVICE);
+	KUNIT_EXPECT_EQ(test, r.id, 0ULL);
+	KUNIT_EXPECT_EQ(test, r.limit, 100 * MiB);
+	KUNIT_EXPECT_EQ(test, r.usage, 8 * MiB);
+	holder_free(hc);
+	holder_free(hc2);
+	holder_free(hb);
+	tree_free(t);
+}
+
+/*
  * Every change that can make a waiter fit serves it at once: a raised
  * max, default_max, capacity or min, and a holder's end.  (A charge that
  * could never fit under the limits as they are is refused at once, so
@@ -774,6 +847,7 @@ static struct kunit_case nxq_counter_cases[] = {
 	KUNIT_CASE(nxq_test_limits_own),
 	KUNIT_CASE(nxq_test_holder_status),
 	KUNIT_CASE(nxq_test_probe),
+	KUNIT_CASE(nxq_test_charge_why),
 	KUNIT_CASE(nxq_test_dispatch_triggers),
 	KUNIT_CASE(nxq_test_race),
 	{}

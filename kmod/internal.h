@@ -31,6 +31,7 @@ void nxq_cgroup_put(struct cgroup *cgrp);
 void nxq_cgroup_key_put(void *key);
 bool nxq_cgroup_key_dead(void *key);
 int nxq_cgroup_key_path(void *key, char *buf, size_t size);
+u32 nxq_cgroup_path_user(u64 id, char __user *ubuf, u32 size);
 
 int nxq_parse_devt(const char *s, dev_t *devt);
 bool nxq_limit_valid(enum nxq_limit which, u32 v);

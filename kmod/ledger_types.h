@@ -401,10 +401,13 @@ struct nxq_ticket_state {
 };
 
 /**
- * struct nxq_refusal_rec - a holder's last refused charge, for STATUS
+ * struct nxq_refusal_rec - a refused charge: a holder's last, for STATUS,
+ *	and a charge's own, for its caller (nxq_charge_why())
  * @err: its positive errno, 0 none
  * @level: the node that refused: 0 the holder's, 1 its parent, ...;
  *	NXQ_LEVEL_DEVICE for the capacity
+ * @reason: NXQ_REFUSED_*, the limit that refused; 0 for none named
+ * @id: the refusing node's id (its key's: a cgroup id), 0 for the device
  * @bytes: the charge
  * @limit: that node's limit then (max, default_max, effective min; the
  *	capacity)
@@ -415,6 +418,8 @@ struct nxq_ticket_state {
 struct nxq_refusal_rec {
 	u32 err;
 	u32 level;
+	u32 reason;
+	u64 id;
 	u64 bytes, limit, min, usage, ns;
 };
 

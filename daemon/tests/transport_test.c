@@ -27,7 +27,7 @@ static void nxqd_test_version(struct kunit *test)
 			(__u64)(NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE |
 				NXQ_FEAT_STATUS | NXQ_FEAT_CHARGE_WAIT |
 				NXQ_FEAT_TICKETS | NXQ_FEAT_STATUS_V1 |
-				NXQ_FEAT_CHARGE_PROBE));
+				NXQ_FEAT_CHARGE_PROBE | NXQ_FEAT_CHARGE_V1));
 	/* the protocol's version, in every reply, at either version */
 	{
 		unsigned char rep[64];

@@ -345,6 +345,25 @@ static long sc_d_call_buf(int c, unsigned long cmd, void *arg,
 	if ((size_t)n < sizeof(*r))
 		return -EPROTO;
 	n -= sizeof(*r);
+	/*
+	 * A refused charge's node path follows its struct (nxquotad.h): it
+	 * goes where the struct sent said, as the module's copy_to_user().
+	 */
+	if (n > (ssize_t)size && _IOC_NR(cmd) == _IOC_NR(NXQ_IOC_CHARGE) &&
+	    size >= NXQ_CHARGE_SIZE_VER1) {
+		struct nxq_charge ch;
+		size_t tail = (size_t)n - size;
+		struct iovec l = { rep + sizeof(*r) + size, tail }, rr;
+
+		memcpy(&ch, msg + sizeof(*req), sizeof(ch));
+		if (!ch.path || tail > ch.path_size)
+			return -EPROTO;
+		rr.iov_base = (void *)(uintptr_t)ch.path;
+		rr.iov_len = tail;
+		if (process_vm_writev(getpid(), &l, 1, &rr, 1, 0) != (ssize_t)tail)
+			return -EFAULT;
+		n = size;
+	}
 	if (n > (ssize_t)size)
 		return -EPROTO;
 	if (n) {

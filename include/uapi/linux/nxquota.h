@@ -46,6 +46,7 @@
 #define NXQ_FEAT_TICKETS	(1ULL << 4)	/* pressure tickets */
 #define NXQ_FEAT_STATUS_V1	(1ULL << 5)	/* NXQ_IOC_STATUS's v1 fields */
 #define NXQ_FEAT_CHARGE_PROBE	(1ULL << 6)	/* NXQ_CHARGE_PROBE */
+#define NXQ_FEAT_CHARGE_V1	(1ULL << 7)	/* struct nxq_charge's v1 fields */
 
 /**
  * struct nxq_version - NXQ_IOC_VERSION
@@ -142,6 +143,32 @@ struct nxq_holder_id {
  *
  * A charge either charges @bytes on every budget node from the holder's
  * cgroup to the root and on the device, or changes nothing.
+ *
+ * Version 1 (NXQ_FEAT_CHARGE_V1): a refusal names what refused, in the
+ * same call, as the dmem controller hands back its limiting pool.  A
+ * charge that fails in the ledger (not on its arguments: -EINVAL,
+ * -EFAULT and the rest change nothing of the struct) is copied back too,
+ * and returns its errno all the same; a granted one has these fields 0.
+ * An uncharge takes none of them: they must be 0.
+ * @path: in, a pointer to a buffer for the refusing node's cgroup path,
+ *	or 0 for none
+ * @path_size: in, that buffer's size (0 exactly when @path is 0)
+ * @refused_reason: out, NXQ_REFUSED_*: the limit that refused (for a
+ *	charge that timed out, the one it waited on); 0 when the failure
+ *	names none (-EAGAIN, -ENOENT, -EINTR, -EOVERFLOW)
+ * @refused_level: out, the node that refused: 0 the holder's cgroup, 1
+ *	its parent, ...; NXQ_LEVEL_DEVICE for the device's capacity
+ * @path_len: out, the length of the path written to @path (NUL
+ *	excluded), relative to the caller's cgroup namespace, as
+ *	/proc/self/cgroup shows paths; 0 with nothing written when the node
+ *	lies outside that namespace (above its root: @refused_level says
+ *	how far up), is gone, is the device, or the path does not fit
+ * @refused_id: out, the refusing node's cgroup id, 0 for the device
+ * @refused_limit: out, its limit then: its max, the device's default_max,
+ *	or for a holder without an eventfd its effective min; the capacity
+ *	for the device
+ * @refused_min: out, its min then
+ * @refused_usage: out, what counted against @refused_limit then
  */
 struct nxq_charge {
 	__u32 size;
@@ -150,8 +177,29 @@ struct nxq_charge {
 	__u64 bytes;
 	__u64 timeout_ns;
 	__u64 charged;
+	__u64 path;
+	__u32 path_size;
+	__u32 refused_reason;
+	__u32 refused_level;
+	__u32 path_len;
+	__u64 refused_id;
+	__u64 refused_limit;
+	__u64 refused_min;
+	__u64 refused_usage;
 };
 #define NXQ_CHARGE_SIZE_VER0		40
+#define NXQ_CHARGE_SIZE_VER1		96
+
+/* struct nxq_charge.refused_reason */
+#define NXQ_REFUSED_MAX		1	/* the node's max */
+#define NXQ_REFUSED_DEFAULT_MAX	2	/* the device's default_max, which
+					 * bounds a top cgroup without a
+					 * budget */
+#define NXQ_REFUSED_MIN		3	/* the node's effective min: a holder
+					 * without an eventfd cannot give
+					 * memory back, so it charges only
+					 * within a guarantee */
+#define NXQ_REFUSED_CAPACITY	4	/* the device's capacity */
 
 /**
  * struct nxq_reclaimable - NXQ_IOC_SET_RECLAIMABLE

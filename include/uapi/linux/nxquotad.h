@@ -11,7 +11,15 @@
  * ioctl(2) would be given it (its size field first; the message carries
  * size bytes of it).  A reply is a struct nxqd_rep followed, for commands
  * with output, by min(size, the daemon's size) bytes of the argument
- * struct.  Errors are the ioctl's negative errnos.
+ * struct.  Errors are the ioctl's negative errnos; a failed command's
+ * struct comes back only where the ioctl copies it back (a refused
+ * NXQ_IOC_CHARGE of version 1).  Its path field is the client's pointer,
+ * which the daemon cannot write through: the refusing node's path, when
+ * the daemon names it (path_len not 0), follows the struct in the same
+ * reply, path_len + 1 bytes with the NUL, the whole within
+ * NXQD_ARG_MAX; the client copies it to its buffer.  The path is as the
+ * requesting process's cgroup namespace shows it (the daemon reads it
+ * from inside that namespace), never one above its root.
  *
  * Who asks is the kernel's to say, never the message's: the caller is the
  * process that made the connection (SO_PEERCRED, SO_PEERPIDFD).  The
