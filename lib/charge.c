@@ -15,7 +15,7 @@ int nxq__k_charge(struct nxq_arena *a, uint64_t bytes)
 	int r;
 
 	a->charge_calls++;
-	r = a->ctx->kops->charge(a->ctx, a->holder, bytes, 0);
+	r = a->ctx->kops->charge(a->ctx, a->holder, bytes, 0, NULL);
 	if (r) {
 		a->charge_denied++;
 		return r;

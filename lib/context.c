@@ -76,16 +76,27 @@ static int dev_unregister(struct nxq_ctx *ctx, uint64_t holder)
 }
 
 static int dev_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
-		      uint64_t timeout_ns)
+		      uint64_t timeout_ns, struct nxq_refusal *why)
 {
 	struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT,
 				.holder_id = holder, .bytes = bytes };
+	int r;
 
 	if (timeout_ns) {
 		c.flags = NXQ_CHARGE_WAIT;
 		c.timeout_ns = timeout_ns;
 	}
-	return dev_ioctl(ctx, NXQ_IOC_CHARGE, &c);
+	if (why) {
+		memset(why, 0, sizeof(*why));
+		if (ctx->features & NXQ_FEAT_CHARGE_V1) {
+			c.path = (uintptr_t)why->path;
+			c.path_size = sizeof(why->path);
+		}
+	}
+	r = dev_ioctl(ctx, NXQ_IOC_CHARGE, &c);
+	if (r && c.path)
+		nxq__refusal_from(why, &c);
+	return r;
 }
 
 static int dev_probe(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
@@ -211,10 +222,12 @@ static int local_take(struct nxq_ctx *ctx, uint64_t bytes, int probe)
 }
 
 static int local_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
-			uint64_t timeout_ns)
+			uint64_t timeout_ns, struct nxq_refusal *why)
 {
 	(void)holder;
 	(void)timeout_ns;
+	if (why)
+		memset(why, 0, sizeof(*why));
 	return local_take(ctx, bytes, 0);
 }
 
@@ -489,7 +502,7 @@ int nxq__charge_probe(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
 {
 	if (ctx->kops->probe && (ctx->features & NXQ_FEAT_CHARGE_PROBE))
 		return ctx->kops->probe(ctx, holder, bytes);
-	return ctx->kops->charge(ctx, holder, bytes, 0);
+	return ctx->kops->charge(ctx, holder, bytes, 0, NULL);
 }
 
 NXQ_API int nxq_ctx_is_managed(const struct nxq_ctx *ctx)

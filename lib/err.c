@@ -2,8 +2,9 @@
 /*
  * The bottom layer of libnxquota: the calling thread's error message
  * (nxq__err(), nxq_errmsg()), the fork generation that marks a context
- * as the parent's in a child (nxq__forked(), nxq__fork_err()), and the
- * monotonic clock.  Every other file may call these.
+ * as the parent's in a child (nxq__forked(), nxq__fork_err()), the
+ * monotonic clock, and a refused charge's fields (nxq__refusal_from()).
+ * Every other file may call these.
  *
  * Layer 0: calls nothing else in lib/ (scripts/call-graph.sh checks).
  */
@@ -11,6 +12,7 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "internal.h"
@@ -62,4 +64,21 @@ uint64_t nxq__now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * A refused charge's version-1 fields into *why (the path's NUL is not
+ * taken on trust: an authority's bytes are checked, as from a socket).
+ */
+void nxq__refusal_from(struct nxq_refusal *why, const struct nxq_charge *c)
+{
+	why->reason = c->refused_reason;
+	why->level = c->refused_level;
+	why->id = c->refused_id;
+	why->limit = c->refused_limit;
+	why->min = c->refused_min;
+	why->usage = c->refused_usage;
+	if (c->path_len >= sizeof(why->path) || why->path[c->path_len] ||
+	    strlen(why->path) != c->path_len)
+		why->path[0] = 0;
 }

@@ -42,14 +42,40 @@
 
 struct nxq_ctx;
 
+/* Room for a refusing node's path (struct nxq_refusal), NUL included. */
+#define NXQ_REFUSAL_PATH	1024
+
+/*
+ * What refused a charge, from the authority's own reply (struct
+ * nxq_charge version 1, NXQ_FEAT_CHARGE_V1), for the caller's message:
+ * no second trip, and nothing rebuilt from /proc/self/cgroup.  All zero
+ * when the charge was granted, when its failure names no limit, and from
+ * an authority without the feature.
+ */
+struct nxq_refusal {
+	uint32_t reason;	/* NXQ_REFUSED_*, 0 for none named */
+	uint32_t level;		/* levels up from the holder's cgroup, or
+				 * NXQ_LEVEL_DEVICE */
+	uint64_t id;		/* the node's cgroup id, 0 for the device */
+	uint64_t limit, min, usage;
+	/* the node's path as the caller's cgroup namespace shows it; "" when
+	 * the authority does not name it (above the namespace's root, gone,
+	 * the device, too long) */
+	char path[NXQ_REFUSAL_PATH];
+};
+
 /* Kernel calls; every one returns 0 or a negative errno. */
 struct nxq_kops {
 	const char *name;
 	int (*version)(struct nxq_ctx *ctx, struct nxq_version *v);
 	int (*holder_register)(struct nxq_ctx *ctx, struct nxq_holder_reg *reg);
 	int (*holder_unregister)(struct nxq_ctx *ctx, uint64_t holder);
-	/* timeout_ns 0: NXQ_CHARGE_NOWAIT; else NXQ_CHARGE_WAIT up to it */
-	int (*charge)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint64_t timeout_ns);
+	/*
+	 * timeout_ns 0: NXQ_CHARGE_NOWAIT; else NXQ_CHARGE_WAIT up to it.
+	 * why: NULL, or set to what refused the charge (zeroed first).
+	 */
+	int (*charge)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint64_t timeout_ns,
+		      struct nxq_refusal *why);
 	int (*uncharge)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
 	int (*set_reclaimable)(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
 	/* -EAGAIN: no open ticket */
@@ -170,6 +196,8 @@ int nxq__status(struct nxq_ctx *ctx, uint64_t holder, struct nxq_status *st);
  * authority's negative errno.
  */
 int nxq__charge_probe(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes);
+/* A refused charge's version-1 fields into *why (err.c: both kernel ops'). */
+void nxq__refusal_from(struct nxq_refusal *why, const struct nxq_charge *c);
 
 /* Test entry points: a context on given kernel ops, an arena on given backend ops. */
 int nxq__ctx_open_kops(const struct nxq_ctx_opts *opts, const struct nxq_kops *kops,

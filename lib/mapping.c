@@ -388,7 +388,7 @@ int nxq__grow_wait(struct nxq_arena *a, uint64_t size, uint64_t align)
 	start = nxq__now_ns();
 	left = a->grow_timeout_ns;
 	for (;;) {
-		r = a->ctx->kops->charge(a->ctx, a->holder, bytes, left);
+		r = a->ctx->kops->charge(a->ctx, a->holder, bytes, left, NULL);
 		waited = nxq__now_ns() - start;
 		if (r != -EINTR || waited >= a->grow_timeout_ns)
 			break;

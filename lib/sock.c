@@ -220,7 +220,7 @@ static int sk_unregister(struct nxq_ctx *ctx, uint64_t holder)
 }
 
 static int sk_charge_flags(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
-			   uint64_t timeout_ns, uint32_t probe)
+			   uint64_t timeout_ns, uint32_t probe, struct nxq_refusal *why)
 {
 	struct sk *s = ctx->kpriv;
 	uint64_t deadline = timeout_ns ? nxq__now_ns() + timeout_ns : 0;
@@ -228,7 +228,17 @@ static int sk_charge_flags(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
 	unsigned int epoch;
 	int err = 0, r, tries = 0, readopted = 0;
 
+	if (why)
+		memset(why, 0, sizeof(*why));
 	for (;;) {
+		/*
+		 * A refusal's node path comes after the struct (nxquotad.h),
+		 * into path[]; the path field only says there is room.
+		 */
+		struct {
+			struct nxq_charge c;
+			char path[NXQD_ARG_MAX - sizeof(struct nxq_charge)];
+		} b;
 		struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT | probe };
 		uint64_t take;
 
@@ -260,7 +270,17 @@ static int sk_charge_flags(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
 			c.flags = NXQ_CHARGE_WAIT;
 			c.timeout_ns = deadline > now ? deadline - now : 1;
 		}
-		r = nxq__sk_hreq(s, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c), &err);
+		if (why && (ctx->features & NXQ_FEAT_CHARGE_V1)) {
+			c.path = (uintptr_t)b.path;
+			c.path_size = sizeof(b.path);
+		}
+		b.c = c;
+		r = nxq__sk_hreq(s, SK_IOC(NXQ_IOC_CHARGE), &b, sizeof(b.c), sizeof(b), &err);
+		if (!r && err && c.path) {
+			b.path[sizeof(b.path) - 1] = 0;
+			snprintf(why->path, sizeof(why->path), "%s", b.path);
+			nxq__refusal_from(why, &b.c);
+		}
 		if (!r && !err) {
 			pthread_mutex_lock(&s->mu);
 			h->charged += bytes;
@@ -288,15 +308,16 @@ undo:
 	}
 }
 
-static int sk_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint64_t timeout_ns)
+static int sk_charge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes, uint64_t timeout_ns,
+		     struct nxq_refusal *why)
 {
-	return sk_charge_flags(ctx, holder, bytes, timeout_ns, 0);
+	return sk_charge_flags(ctx, holder, bytes, timeout_ns, 0, why);
 }
 
 /* As sk_charge() (bytes left unbacked by a restore go with it), with PROBE. */
 static int sk_probe(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)
 {
-	return sk_charge_flags(ctx, holder, bytes, 0, NXQ_CHARGE_PROBE);
+	return sk_charge_flags(ctx, holder, bytes, 0, NXQ_CHARGE_PROBE, NULL);
 }
 
 static int sk_uncharge(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes)

@@ -85,7 +85,8 @@ int nxq__sk_xfer(int fd, uint16_t ver, uint16_t flags, uint32_t cmd, void *arg,
 	    in.rep.err > 0 || in.rep.err < -4095)
 		return -EPROTO;
 	n -= sizeof(in.rep);
-	if (!in.rep.err && outlen)
+	/* a failure comes with its struct only where the ABI says (a refusal) */
+	if (outlen)
 		memcpy(arg, in.arg, (size_t)n < outlen ? (size_t)n : outlen);
 	*errp = in.rep.err;
 	if (repver)

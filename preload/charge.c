@@ -52,32 +52,6 @@ static void cgroup_path(char *out, size_t n)
 		}
 }
 
-/* The node level levels up from cgroup cg: its path, "/" at the top. */
-static void node_path(const char *cg, uint32_t level, char *out, size_t n)
-{
-	size_t len = strlen(cg);
-	uint32_t up = 0;
-
-	while (len > 1 && cg[len - 1] == '/')
-		len--;
-	while (up < level && len > 1) {
-		while (len > 0 && cg[len - 1] != '/')
-			len--;
-		while (len > 1 && cg[len - 1] == '/')
-			len--;
-		up++;
-	}
-	if (up < level) {	/* above what this cgroup namespace shows */
-		snprintf(out, n, "the cgroup %u level%s above %s (outside this cgroup namespace)",
-			 level, level == 1 ? "" : "s", cg);
-		return;
-	}
-	if (len == 0 || (len == 1 && cg[0] == '/'))
-		snprintf(out, n, "/");
-	else
-		snprintf(out, n, "%.*s", (int)len, cg);
-}
-
 static const char *const kind_what[NHKIND] = { "an allocation", "a pool's growth",
 						"a CUDA context" };
 
@@ -90,26 +64,39 @@ static int holder_evfd(int ord, int kind)
 }
 
 /*
- * One line on stderr for a refused charge of bytes (err: the authority's
- * answer) by device ord's holder of this kind, for an allocation of asked
- * bytes (0: the catch-up, connect.c): the device, this process's
- * cgroup, the node that refused (STATUS version 1: last_level levels up),
- * its limit, min and usage, and what would help.  At most one line per
- * device per second (the refusals in between are counted in the next);
- * none with NXQUOTA_QUIET.  A trip to the authority (STATUS), on the
- * refusal path only.
+ * The node named in a refusal: its path as the authority gave it (this
+ * process's cgroup namespace's view), or where it is when the authority
+ * does not name it (above this namespace's root, or gone).
  */
-static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked,
-			int err, uint64_t waited_ns)
+static const char *refused_node(const struct nxq_refusal *why, char *buf, size_t n)
+{
+	if (why->path[0])
+		return why->path;
+	snprintf(buf, n, "the cgroup %u level%s up (not named: outside this cgroup namespace)",
+		 why->level, why->level == 1 ? "" : "s");
+	return buf;
+}
+
+/*
+ * One line on stderr for a refused charge of bytes (err: the authority's
+ * answer, why: what it said refused) by device ord's holder of this kind,
+ * for an allocation of asked bytes (0: the catch-up, connect.c): the
+ * device, this process's cgroup, the node that refused (levels up), its
+ * limit, min and usage, and what would help.  All of it from the refusal
+ * itself (struct nxq_charge version 1): no second trip, no path rebuilt
+ * here.  At most one line per device per second (the refusals in between
+ * are counted in the next); none with NXQUOTA_QUIET.
+ */
+static void refusal_say(int ord, int kind, uint64_t bytes, uint64_t asked, int err,
+			uint64_t waited_ns, const struct nxq_refusal *why)
 {
 	struct dev *d = &S.dev[ord];
 	uint64_t now = now_ns(), last = __atomic_load_n(&d->said_ns, __ATOMIC_RELAXED), more;
-	char cg[512], node[640], hb[32], hl[32], hm[32], hu[32], line[1024], wait[160] = "";
-	char more_b[64] = "";
-	struct nxq_status st;
-	int evfd = holder_evfd(ord, kind), v1, n;
-	const char *what = asked ? kind_what[kind] : "what this process allocated while no "
-			   "authority answered (charged before any new allocation on the device)";
+	char cg[512], nb[160], hb[32], hl[32], hm[32], hu[32], line[1024 + NXQ_REFUSAL_PATH];
+	char wait[160] = "", more_b[64] = "";
+	int evfd = holder_evfd(ord, kind), n;
+	const char *node, *what = asked ? kind_what[kind] : "what this process allocated while "
+			   "no authority answered (charged before any new allocation on the device)";
 
 	if (S.quiet)
 		return;
@@ -121,8 +108,6 @@ static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint
 	}
 	more = __atomic_exchange_n(&d->unsaid, 0, __ATOMIC_RELAXED);
 	cgroup_path(cg, sizeof(cg));
-	v1 = (S.ctx->features & NXQ_FEAT_STATUS_V1) && !nxq__status(S.ctx, holder, &st) &&
-	     st.last_error;
 	hsize(hb, sizeof(hb), asked ? asked : bytes);
 	if (asked && asked != bytes)	/* the rest was charged already (the credit) */
 		snprintf(more_b, sizeof(more_b), " (%s of it to charge)",
@@ -138,33 +123,35 @@ static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint
 		     what, asked ? " of " : ", ", hb, more_b, d->key, cg, wait);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		n = (int)sizeof(line) - 1;
-	if (!v1) {
+	if (!(S.ctx->features & NXQ_FEAT_CHARGE_V1)) {
 		snprintf(line + n, sizeof(line) - (size_t)n, "%s (the authority does not say "
-			 "which budget: no NXQ_FEAT_STATUS_V1)", strerror(-err));
-	} else if (st.last_level == NXQ_LEVEL_DEVICE) {
+			 "which budget: no NXQ_FEAT_CHARGE_V1)", strerror(-err));
+	} else if (!why->reason) {
+		snprintf(line + n, sizeof(line) - (size_t)n, "%s", strerror(-err));
+	} else if (why->reason == NXQ_REFUSED_CAPACITY) {
 		snprintf(line + n, sizeof(line) - (size_t)n, "the GPU is full (capacity %s, "
 			 "charged %s): wait for memory to come back (nxquota-run --wait MS) or "
 			 "ask the borrowers on it to give memory back",
-			 hsize(hl, sizeof(hl), st.last_limit), hsize(hu, sizeof(hu), st.last_usage));
+			 hsize(hl, sizeof(hl), why->limit), hsize(hu, sizeof(hu), why->usage));
 	} else {
-		int guarantee = !evfd && st.last_limit < st.node_effective_max;
+		int guarantee = why->reason == NXQ_REFUSED_MIN;
 
-		node_path(cg, st.last_level, node, sizeof(node));
+		node = refused_node(why, nb, sizeof(nb));
 		n += snprintf(line + n, sizeof(line) - (size_t)n, "%s (%u level%s up) is at its "
-			      "%s: limit %s, min %s, in use %s; ", node, st.last_level,
-			      st.last_level == 1 ? "" : "s", guarantee ? "guarantee" : "limit",
-			      hsize(hl, sizeof(hl), st.last_limit),
-			      hsize(hm, sizeof(hm), st.last_min),
-			      hsize(hu, sizeof(hu), st.last_usage));
+			      "%s: limit %s, min %s, in use %s; ", node, why->level,
+			      why->level == 1 ? "" : "s", guarantee ? "guarantee" : "limit",
+			      hsize(hl, sizeof(hl), why->limit),
+			      hsize(hm, sizeof(hm), why->min),
+			      hsize(hu, sizeof(hu), why->usage));
 		if (n < 0 || (size_t)n >= sizeof(line))
 			n = (int)sizeof(line) - 1;
-		if (guarantee && !st.last_min)
+		if (guarantee && !why->min)
 			snprintf(line + n, sizeof(line) - (size_t)n, "no min is set there or above "
 				 "it: set one (annotation nxquota.io/min=SIZE beside nxquota.io/max, "
 				 "NVIDIA_GPU_MEMORY_REQUEST, or nxquotactl set %s %s min=SIZE); a "
 				 "max alone gives nothing to this process, which cannot give memory "
 				 "back and so may charge only within a guarantee", node, d->key);
-		else if (!st.last_limit)
+		else if (!why->limit)
 			snprintf(line + n, sizeof(line) - (size_t)n, "nothing may be charged there "
 				 "(no budget: a new device's default_max is 0): set one, e.g. "
 				 "nxquotactl set %s %s min=SIZE max=SIZE", cg, d->key);
@@ -203,6 +190,7 @@ static void refusal_say(int ord, int kind, uint64_t holder, uint64_t bytes, uint
 static int charge_said(int ord, int kind, uint64_t holder, uint64_t bytes, uint64_t asked,
 		       int quiet)
 {
+	struct nxq_refusal why;
 	uint64_t t0 = 0;
 	int r;
 
@@ -211,7 +199,7 @@ static int charge_said(int ord, int kind, uint64_t holder, uint64_t bytes, uint6
 	CNT(trips);
 	if (S.wait_ns)
 		t0 = now_ns();
-	r = S.ctx->kops->charge(S.ctx, holder, bytes, S.wait_ns);
+	r = S.ctx->kops->charge(S.ctx, holder, bytes, S.wait_ns, &why);
 	if (!r) {
 		CNT(charges);
 		return 0;
@@ -220,7 +208,7 @@ static int charge_said(int ord, int kind, uint64_t holder, uint64_t bytes, uint6
 	if (quiet)
 		return -1;
 	if (r == -EDQUOT || r == -ENOSPC || r == -ETIMEDOUT)
-		refusal_say(ord, kind, holder, bytes, asked, r, S.wait_ns ? now_ns() - t0 : 0);
+		refusal_say(ord, kind, bytes, asked, r, S.wait_ns ? now_ns() - t0 : 0, &why);
 	else if (S.require)
 		SAY_ONCE(S.said_lost, "charge of %llu bytes on %s failed: %s; NXQUOTA_REQUIRE=1: "
 			 "allocations that need the authority are refused while it does not "

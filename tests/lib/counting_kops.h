@@ -12,7 +12,8 @@ static int k_version(struct nxq_ctx *c, struct nxq_version *v)
 { v->abi_version = NXQ_ABI_VERSION; v->features = 0xf; return 0; }
 static int k_reg(struct nxq_ctx *c, struct nxq_holder_reg *r) { r->holder_id = 1; return 0; }
 static int k_unreg(struct nxq_ctx *c, uint64_t h) { return 0; }
-static int k_charge(struct nxq_ctx *c, uint64_t h, uint64_t b, uint64_t timeout_ns) { k_calls++; k_charged += b; return 0; }
+static int k_charge(struct nxq_ctx *c, uint64_t h, uint64_t b, uint64_t timeout_ns,
+		    struct nxq_refusal *why) { k_calls++; k_charged += b; return 0; }
 static int k_uncharge(struct nxq_ctx *c, uint64_t h, uint64_t b) { k_uncalls++; k_charged -= b; return 0; }
 static int k_recl(struct nxq_ctx *c, uint64_t h, uint64_t b) { return 0; }
 static void k_close(struct nxq_ctx *c) { }

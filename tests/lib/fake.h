@@ -218,11 +218,14 @@ static int fk_unregister(struct nxq_ctx *ctx, uint64_t id)
 	return 0;
 }
 
-static int fk_charge(struct nxq_ctx *ctx, uint64_t id, uint64_t bytes, uint64_t timeout_ns)
+static int fk_charge(struct nxq_ctx *ctx, uint64_t id, uint64_t bytes, uint64_t timeout_ns,
+		     struct nxq_refusal *why)
 {
 	struct fk_holder *h;
 	int r = 0;
 
+	if (why)
+		memset(why, 0, sizeof(*why));
 	pthread_mutex_lock(&fk_mu);
 	fk_count_main();
 	fk.charge_calls++;

@@ -430,7 +430,7 @@ static void test_status(void **state)
 	fk.cap = 64 * MiB;
 	c = fctx();
 	assert_int_equal(c->kops->holder_register(c, &reg), 0);
-	assert_int_equal(c->kops->charge(c, reg.holder_id, 4 * MiB, 0), 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 4 * MiB, 0, NULL), 0);
 	assert_int_equal(nxq__status(c, reg.holder_id, &st), 0);
 	assert_int_equal(fk.status_calls, 1);
 	assert_int_equal(st.holder_charge, 4 * MiB);
@@ -468,13 +468,13 @@ static void test_status(void **state)
 	assert_int_equal(nxq_ctx_open(&uo, &c), 0);
 	assert_true(c->features & NXQ_FEAT_STATUS_V1);
 	assert_int_equal(c->kops->holder_register(c, &reg), 0);
-	assert_int_equal(c->kops->charge(c, reg.holder_id, 4 * MiB, 0), 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 4 * MiB, 0, NULL), 0);
 	assert_int_equal(nxq__status(c, reg.holder_id, &st), 0);
 	assert_int_equal(st.node_current, 4 * MiB);
 	assert_int_equal(st.room, 6 * MiB);
 	assert_int_equal(st.limit, 10 * MiB);
 	assert_int_equal(st.last_error, 0);
-	assert_int_equal(c->kops->charge(c, reg.holder_id, 8 * MiB, 0), -EDQUOT);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 8 * MiB, 0, NULL), -EDQUOT);
 	assert_int_equal(nxq__status(c, reg.holder_id, &st), 0);
 	assert_int_equal(st.last_error, EDQUOT);
 	assert_int_equal(st.last_bytes, 8 * MiB);

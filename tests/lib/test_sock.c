@@ -101,8 +101,8 @@ static void test_status_ver0(void **state)
 
 	c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
 	assert_int_equal(c->kops->holder_register(c, &reg), 0);
-	assert_int_equal(c->kops->charge(c, reg.holder_id, 8 * MiB, 0), 0);
-	assert_int_equal(c->kops->charge(c, reg.holder_id, 60 * MiB, 0), -EDQUOT);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 8 * MiB, 0, NULL), 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 60 * MiB, 0, NULL), -EDQUOT);
 	memset(&s, 0xff, sizeof(s));
 	assert_int_equal(nxq__status(c, reg.holder_id, &s), 0);
 	assert_int_equal(s.room, 56 * MiB);

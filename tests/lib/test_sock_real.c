@@ -665,6 +665,53 @@ static void test_waiting_charges_leave_a_connection(void **state)
 	assert_int_equal(nxq_ctx_close(c), 0);
 }
 
+/* ---- a refusal names its node ---- */
+
+/*
+ * A refused charge says what refused it in the same reply (struct
+ * nxq_charge version 1, the path after the struct): the device, with no
+ * path; our cgroup's max, with its path as our cgroup namespace shows it
+ * (this test's cgroup, relative to the mount: we share the daemon's
+ * namespace).  No STATUS is asked for it.
+ */
+static void test_refusal_named(void **state)
+{
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	struct nxq_holder_reg reg = { .size = sizeof(reg), .device = "host0", .eventfd = efd };
+	const char *rel = strstr(cgdir, "/nxq-sockr-");
+	struct nxq_refusal why;
+	struct nxq_ctx *c;
+	char cmd[1400];
+
+	assert_true(efd >= 0 && rel);
+	c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
+	assert_true(c->features & NXQ_FEAT_CHARGE_V1);
+	assert_int_equal(c->kops->holder_register(c, &reg), 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 8 * MiB, 0, &why), 0);
+	assert_int_equal(why.reason, 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 60 * MiB, 0, &why), -ENOSPC);
+	assert_int_equal(why.reason, NXQ_REFUSED_CAPACITY);
+	assert_int_equal(why.level, NXQ_LEVEL_DEVICE);
+	assert_int_equal(why.limit, 64 * MiB);
+	assert_int_equal(why.usage, 8 * MiB);
+	assert_string_equal(why.path, "");
+
+	snprintf(cmd, sizeof(cmd), "%s --control %s set %s host0 max=16M", cbin, d.ctl, rel);
+	assert_int_equal(system(cmd), 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 9 * MiB, 0, &why), -EDQUOT);
+	assert_int_equal(why.reason, NXQ_REFUSED_MAX);
+	assert_int_equal(why.level, 0);
+	assert_int_equal(why.limit, 16 * MiB);
+	assert_int_equal(why.usage, 8 * MiB);
+	assert_true(why.id != 0);
+	assert_string_equal(why.path, rel);
+	/* without room asked for, nothing named (the caller passed none) */
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 9 * MiB, 0, NULL), -EDQUOT);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	close(efd);
+	(void)state;
+}
+
 /* ---- STATUS ---- */
 
 /*
@@ -693,7 +740,7 @@ static void test_status(void **state)
 	assert_int_equal(c->kops->holder_register(c, &reg), 0);
 	assert_int_equal(reg.holder_id, 1);
 	assert_int_equal(dev().holders, 2);
-	assert_int_equal(c->kops->charge(c, reg.holder_id, 8 * MiB, 0), 0);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 8 * MiB, 0, NULL), 0);
 	memset(&s, 0xff, sizeof(s));
 	assert_int_equal(nxq__status(c, reg.holder_id, &s), 0);
 	assert_int_equal(s.size, sizeof(s));
@@ -703,7 +750,7 @@ static void test_status(void **state)
 	assert_int_equal(s.device_used, 8 * MiB);
 	assert_int_equal(s.room, 56 * MiB);
 	assert_int_equal(s.last_error, 0);
-	assert_int_equal(c->kops->charge(c, reg.holder_id, 60 * MiB, 0), -ENOSPC);
+	assert_int_equal(c->kops->charge(c, reg.holder_id, 60 * MiB, 0, NULL), -ENOSPC);
 	assert_int_equal(nxq__status(c, reg.holder_id, &s), 0);
 	assert_int_equal(s.last_error, ENOSPC);
 	assert_int_equal(s.last_bytes, 60 * MiB);
@@ -1164,6 +1211,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_conn_refused_is_not_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_waiting_charges_leave_a_connection, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_refusal_named, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_status, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_restores, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reconnect_waiting_charge, setup, teardown),

@@ -150,10 +150,10 @@ totalmem-v1-as-v2~s/^\t\treturn ver >= 3020 ? R_cuDeviceTotalMem_v2 : R_cuDevice
 nvml-not-clamped~s/^\tif (ord < 0 || !budget_clamp(ord, \&fr, \&tot))$/\tif (1)/~test
 nvml-dlsym-not-wrapped~s/ \&\& (name\[0\] != 'n' || name\[1\] != 'v')))$/))/~test
 refusal-size-rounded-up~s/^\treturn nxq_size_format(v, NXQ_SIZE_IEC, buf, n);$/\tsnprintf(buf, n, "%.1f KiB", (double)v \/ 1024); return buf;/~test
-refusal-not-said~s/^\t\trefusal_say(ord, kind, holder, bytes, asked, r, S.wait_ns ? now_ns() - t0 : 0);$/\t\t;/~test
+refusal-not-said~s/^\t\trefusal_say(ord, kind, bytes, asked, r, S.wait_ns ? now_ns() - t0 : 0, \&why);$/\t\t;/~test
 refusal-not-rate-limited~s/^\tif ((last \&\& now - last < S.gap_ns) ||$/\tif (0 ||/~test
-refusal-level-ignored~s/^\t\tnode_path(cg, st.last_level, node, sizeof(node));$/\t\tnode_path(cg, 0, node, sizeof(node));/~test
-refusal-guarantee-unseen~s/^\t\tint guarantee = !evfd \&\& st.last_limit < st.node_effective_max;$/\t\tint guarantee = 0;/~test
+refusal-node-unnamed~s/^\tif (why->path\[0\])$/\tif (0)/~test
+refusal-guarantee-unseen~s/^\t\tint guarantee = why->reason == NXQ_REFUSED_MIN;$/\t\tint guarantee = 0;/~test
 refusal-credit-unsaid~s/^\tif (asked \&\& asked != bytes)\t\/\* the rest was charged already (the credit) \*\/$/\tif (0)/~test
 refusal-not-quiet~s/^\tif (S.quiet)$/\tif (0)/~test
 refusal-wait-unsaid~s/^\telse if (S.wait_ns \&\& waited_ns < S.wait_ns)$/\telse if (0)/~test
@@ -184,7 +184,7 @@ ctx-charged-twice~s/^\tif (!state || !release || state(dev, \&fl, \&active) || a
 ctx-own-ignored~s/^\tint mine = m->own \&\& !own_nvml(ord, \&own) \&\& own;$/\tint mine = 0;/~test
 ctx-unbounded~s/^\tif (d > S.ctx_max) {$/\tif (0) {/~test
 ctx-max-env-ignored~s/^\tif (nxq__env_size("NXQUOTA_CONTEXT_MAX", \&S.ctx_max) < 0) {$/\tif (0) {/~test
-batch-not-probe~s/^\t\tif (!nxq__charge_probe(S.ctx, d->holder, need + S.batch)) {$/\t\tif (!S.ctx->kops->charge(S.ctx, d->holder, need + S.batch, 0)) {/~test
+batch-not-probe~s/^\t\tif (!nxq__charge_probe(S.ctx, d->holder, need + S.batch)) {$/\t\tif (!S.ctx->kops->charge(S.ctx, d->holder, need + S.batch, 0, NULL)) {/~test
 unplaced-passes~s/^\t\tif (!S.require) {$/\t\tif (1) {/~test
 MUT
 wait

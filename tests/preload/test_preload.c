@@ -52,8 +52,9 @@ static struct {
 	uint64_t answered;
 	uint64_t gen;
 	struct kh h[KH];
-	/* STATUS (version 1 unless no_v1) */
+	/* STATUS and the charge's refusal (version 1 unless no_v1) */
 	int no_v1, statuses;
+	char path[256];			/* the refusing node's path, as named */
 	int enospc;			/* refuse with ENOSPC, at the device */
 	uint32_t level;			/* the refusing node, levels up */
 	uint64_t emax, min;		/* node_effective_max (0: the cap), the node's min */
@@ -83,7 +84,8 @@ static int k_version(struct nxq_ctx *c, struct nxq_version *v)
 		return K.version_err;
 	v->abi_version = NXQ_ABI_VERSION;
 	v->features = NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_TICKETS | NXQ_FEAT_STATUS |
-		      (K.no_v1 ? 0 : NXQ_FEAT_STATUS_V1) | (K.no_probe ? 0 : NXQ_FEAT_CHARGE_PROBE);
+		      (K.no_v1 ? 0 : NXQ_FEAT_STATUS_V1 | NXQ_FEAT_CHARGE_V1) |
+		      (K.no_probe ? 0 : NXQ_FEAT_CHARGE_PROBE);
 	return 0;
 }
 
@@ -112,12 +114,20 @@ out:
 
 static int k_unreg(struct nxq_ctx *c, uint64_t id) { return 0; }
 
-/* A charge; a probe's refusal is neither counted nor recorded (as the module). */
-static int k_charge_probe(uint64_t id, uint64_t b, uint64_t t, int probe)
+/*
+ * A charge; a probe's refusal is neither counted nor recorded (as the
+ * module).  A refusal says what refused into *why (as struct nxq_charge
+ * version 1): the device (K.enospc), else the node K.level up, at its
+ * guarantee when its limit is below K.emax, named K.path.
+ */
+static int k_charge_probe(uint64_t id, uint64_t b, uint64_t t, int probe,
+			  struct nxq_refusal *why)
 {
 	struct kh *h;
 	int r = 0;
 
+	if (why)
+		memset(why, 0, sizeof(*why));
 	pthread_mutex_lock(&kmu);
 	h = kfind(id);
 	if (!b || !h)
@@ -134,6 +144,17 @@ static int k_charge_probe(uint64_t id, uint64_t b, uint64_t t, int probe)
 		K.last_bytes = b;
 		K.last_limit = K.limit0 ? 0 : K.cap;
 		K.last_usage = K.charged;
+		if (why && !K.no_v1) {
+			why->reason = K.enospc ? NXQ_REFUSED_CAPACITY :
+				      K.emax && K.last_limit < K.emax ? NXQ_REFUSED_MIN :
+				      NXQ_REFUSED_MAX;
+			why->level = K.enospc ? NXQ_LEVEL_DEVICE : K.level;
+			why->limit = K.last_limit;
+			why->min = K.enospc ? 0 : K.min;
+			why->usage = K.last_usage;
+			if (!K.enospc)
+				snprintf(why->path, sizeof(why->path), "%s", K.path);
+		}
 	} else if (h) {
 		K.charges++;
 		K.charged += b;
@@ -143,14 +164,15 @@ static int k_charge_probe(uint64_t id, uint64_t b, uint64_t t, int probe)
 	return r;
 }
 
-static int k_charge(struct nxq_ctx *c, uint64_t id, uint64_t b, uint64_t t)
+static int k_charge(struct nxq_ctx *c, uint64_t id, uint64_t b, uint64_t t,
+		    struct nxq_refusal *why)
 {
-	return k_charge_probe(id, b, t, 0);
+	return k_charge_probe(id, b, t, 0, why);
 }
 
 static int k_probe(struct nxq_ctx *c, uint64_t id, uint64_t b)
 {
-	return k_charge_probe(id, b, 0, 1);
+	return k_charge_probe(id, b, 0, 1, NULL);
 }
 
 static int k_uncharge(struct nxq_ctx *c, uint64_t id, uint64_t b)
@@ -1321,8 +1343,8 @@ static void err_wait(const char *needle, int ms)
 	}
 }
 
-/* This process's cgroup, and the one above it. */
-static void my_cgroups(char *cg, size_t n, char *parent, size_t pn)
+/* This process's cgroup, as /proc/self/cgroup says it. */
+static void my_cgroup(char *cg, size_t n)
 {
 	FILE *f = fopen("/proc/self/cgroup", "r");
 	char line[200];
@@ -1335,13 +1357,6 @@ static void my_cgroups(char *cg, size_t n, char *parent, size_t pn)
 		}
 	if (f)
 		fclose(f);
-	snprintf(parent, pn, "%s", cg);
-	if (!strcmp(cg, "/"))	/* a cgroup namespace's root: what is above is not shown */
-		snprintf(parent, pn, "the cgroup 1 level above / (outside this cgroup namespace)");
-	else if (strrchr(parent, '/'))
-		*strrchr(parent, '/') = 0;
-	if (!parent[0])
-		snprintf(parent, pn, "/");
 }
 
 /*
@@ -1387,19 +1402,25 @@ static void test_probe(void **st)
 
 static void test_refusal_said(void **st)
 {
-	char cg[256], parent[320], want[1400];
+	char cg[256], want[1400];
+	const char *parent = "/pod-a";	/* what the authority names */
 	unsigned long long p, q;
 	const char *line;
 	char *out;
+	int statuses;
 
-	my_cgroups(cg, sizeof(cg), parent, sizeof(parent));
+	my_cgroup(cg, sizeof(cg));
 	/* at the parent's max, a holder that cannot give back: raise max and min */
 	K.cap = 16 * MiB;
 	K.level = 1;
 	K.min = 8 * MiB;
+	snprintf(K.path, sizeof(K.path), "%s", parent);
 	err_begin();
 	assert_int_equal(cuMemAlloc_v2(&p, 12 * MiB), 0);
+	statuses = K.statuses;
 	assert_int_equal(cuMemAlloc_v2(&q, 8 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	/* one round trip: the refusal came with its node; no STATUS after it */
+	assert_int_equal(K.statuses, statuses);
 	assert_int_equal(cuMemAlloc_v2(&q, 6 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	out = err_end();
 	assert_int_equal(counters().said, 1);		/* the second within the second: counted */
@@ -1418,6 +1439,7 @@ static void test_refusal_said(void **st)
 	usleep(60000);
 	K.level = 0;
 	K.emax = 64 * MiB;	/* the limit met is below the node's max: its guarantee */
+	snprintf(K.path, sizeof(K.path), "%s", cg);
 	assert_int_equal(cuMemAlloc_v2(&q, 8 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(counters().said, 2);
 	line = nxqp__test_last_said();
@@ -1427,6 +1449,20 @@ static void test_refusal_said(void **st)
 		 "guarantee: raise the min of %s or use a runtime that answers tickets", cg);
 	assert_non_null(strstr(line, want));
 	assert_non_null(strstr(line, "(and 1 more refused since the last line)"));
+
+	/*
+	 * A node the authority does not name (above this process's cgroup
+	 * namespace's root): its level, and nothing made up from
+	 * /proc/self/cgroup.
+	 */
+	usleep(60000);
+	K.level = 2;
+	K.emax = 0;
+	K.path[0] = 0;
+	assert_int_equal(cuMemAlloc_v2(&q, 8 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
+	line = nxqp__test_last_said();
+	assert_non_null(strstr(line, "the cgroup 2 levels up (not named: outside this cgroup "
+			       "namespace) (2 levels up) is at its limit: limit 16 MiB"));
 	assert_int_equal(cuMemFree_v2(p), 0);
 
 	/* the device full; a waiting charge refused at once says waiting cannot help */
@@ -1453,12 +1489,12 @@ static void test_refusal_said(void **st)
 			       "refused an allocation of 8 MiB (5 MiB of it to charge) on"));
 	setenv("NXQ_PRELOAD_BATCH", "0", 1);
 
-	/* no STATUS version 1: said all the same, without the node */
+	/* an authority without the charge's version 1: said all the same, without the node */
 	setup(st);
 	K.no_v1 = 1;
 	K.cap = MiB;
 	assert_int_equal(cuMemAlloc_v2(&q, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
-	assert_non_null(strstr(nxqp__test_last_said(), "no NXQ_FEAT_STATUS_V1"));
+	assert_non_null(strstr(nxqp__test_last_said(), "no NXQ_FEAT_CHARGE_V1"));
 
 	/* NXQUOTA_QUIET: nothing */
 	setenv("NXQUOTA_QUIET", "1", 1);
@@ -1481,12 +1517,13 @@ static void test_refusal_said(void **st)
  */
 static void test_refusal_no_min(void **st)
 {
-	char cg[256], parent[320], want[1400];
+	char cg[256], want[1400];
 	unsigned long long p;
 	const char *line;
 	char *out;
 
-	my_cgroups(cg, sizeof(cg), parent, sizeof(parent));
+	my_cgroup(cg, sizeof(cg));
+	snprintf(K.path, sizeof(K.path), "%s", cg);
 	K.cap = MiB;
 	K.limit0 = 1;		/* limit 0: the node's effective min */
 	K.min = 0;		/* no min of its own, none above */
