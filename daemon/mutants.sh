@@ -311,7 +311,7 @@ mutant charge-why-timeout-unsaid LEDGER_SRCS LEDGER_BIN charge.c \
 	'/dev->timeouts++;/,/said = true;/s/said = true;/;/' \
 	'nxquota-counter.nxq_test_charge_why' 'Expected'
 # The ledger: a refusal at a guarantee is reported as one at a max.
-mutant charge-why-min-as-max LEDGER_SRCS LEDGER_BIN counter.c \
+mutant charge-why-min-as-max LEDGER_SRCS LEDGER_BIN refusal.c \
 	's/^\t\tr->reason = NXQ_REFUSED_MIN;$/\t\tr->reason = NXQ_REFUSED_MAX;/' \
 	'nxquota-counter.nxq_test_charge_why' 'Expected'
 # The daemon: no grace window after a restart.

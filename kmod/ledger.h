@@ -14,6 +14,7 @@
  *         waitq.c      the fair wait queue, dispatch
  *             |
  *         counter.c    hierarchical counters, effective min, limits
+ *         refusal.c    (beside it) a refused charge recorded, counted
  *             |
  *         event.c      events, sent after the locks drop
  *
