@@ -39,6 +39,13 @@
  * (killed: the runners' "left behind" check, per test).  The program is
  * the tests' subreaper, so what they leave comes back to it.
  *
+ * FIXTURE_VARIANT(f) / FIXTURE_VARIANT_ADD(f, name): each TEST_F of f
+ * runs once per variant ("f.name.test", `variant` its fields).
+ * th_hooks.variant_skip may rule a variant out for this run (scen.h: the
+ * one named for the other authority): "ok N f.name.test # SKIP why", not
+ * run, and counted neither as a pass nor as a skip -- but a program none
+ * of whose tests was for this run skips, with the first such reason.
+ *
  * The verdict: the program fails if a test failed (the other tests still
  * run); it skips if a test skipped (the program cannot run here: the
  * tests after it are listed, not run); else it passes.  Unlike the
@@ -100,6 +107,8 @@
  *	forked		in a child of th_fork(), before it returns there
  *	reaped		after th_wait() reaped a child (and after a
  *			test's process ended)
+ *	variant_skip	TEST_HARNESS_MAIN, before a TEST_F's variant: NULL
+ *			to run it, or why this run is not for it
  */
 struct th_hooks {
 	void (*start)(int argc, char **argv);
@@ -107,6 +116,7 @@ struct th_hooks {
 	void (*cleanup)(void);
 	void (*forked)(void);
 	void (*reaped)(pid_t pid);
+	const char *(*variant_skip)(const char *variant);
 };
 
 static struct th_hooks th_hooks;
@@ -203,8 +213,9 @@ static void th_kill_children(void)
 /* ---- the end of a program ------------------------------------------------ */
 
 /* The fixture whose teardown is due if the test ends early. */
-static void (*th_teardown_fn)(void *self);
+static void (*th_teardown_fn)(void *self, const void *variant);
 static void *th_teardown_self;
+static const void *th_teardown_variant;
 /* The main process is ending early: later failures are only noted. */
 static int th_ending;
 
@@ -216,7 +227,7 @@ static int th_ending;
 static TH_NORETURN void th_exit(int code)
 {
 	static int first;
-	void (*td)(void *) = th_teardown_fn;
+	void (*td)(void *, const void *) = th_teardown_fn;
 
 	if (getpid() != th_main_pid)
 		_exit(code == TH_PASS && th_failed ? TH_FAIL : code);
@@ -241,7 +252,7 @@ static TH_NORETURN void th_exit(int code)
 	th_kill_children();
 	th_teardown_fn = NULL;
 	if (td)
-		td(th_teardown_self);
+		td(th_teardown_self, th_teardown_variant);
 out:
 	if (th_hooks.cleanup)
 		th_hooks.cleanup();
@@ -561,14 +572,27 @@ static TH_UNUSED void *th_shared(size_t size)
 	return p;
 }
 
-/* ---- tests and fixtures ------------------------------------- */
+/* ---- tests, fixtures and variants ------------------------------------- */
 
 /* A test's time limit when it names none (TEST_TIMEOUT, TEST_F_TIMEOUT). */
 #define TH_TIMEOUT_DEFAULT	30
 
+struct th_variant {
+	const char *name;
+	const void *data;		/* the FIXTURE_VARIANT_ADD's struct */
+	struct th_variant *next;
+};
+
+struct th_fixture {
+	const char *name;
+	struct th_variant *variants, **tail;
+};
+
 struct th_meta {
 	const char *name;		/* "test" or "fixture.test" */
-	void (*fn)(struct th_meta *_metadata);
+	const char *test;		/* "test" */
+	struct th_fixture *fixture;	/* NULL for TEST() */
+	void (*fn)(struct th_meta *_metadata, const void *variant);
 	unsigned int timeout;		/* seconds; 0: the default */
 	struct th_meta *next;
 };
@@ -581,6 +605,15 @@ static TH_UNUSED void th_register(struct th_meta *t)
 	th_tests_tail = &t->next;
 }
 
+static TH_UNUSED void th_register_variant(struct th_fixture *f,
+					  struct th_variant *v)
+{
+	if (!f->tail)
+		f->tail = &f->variants;
+	*f->tail = v;
+	f->tail = &v->next;
+}
+
 /*
  * TEST(name) { ... }: a test without a fixture (TEST_TIMEOUT: with a
  * time limit of its own, in seconds).
@@ -589,9 +622,15 @@ static TH_UNUSED void th_register(struct th_meta *t)
 
 #define TEST_TIMEOUT(test_name, secs)					\
 	static void test_name(struct th_meta *_metadata);		\
+	static void _th_run_##test_name(struct th_meta *m,		\
+					const void *variant)		\
+	{								\
+		(void)variant;						\
+		test_name(m);						\
+	}								\
 	static struct th_meta _th_meta_##test_name = {			\
-		.name = #test_name, .fn = test_name,			\
-		.timeout = (secs) };					\
+		.name = #test_name, .test = #test_name,			\
+		.fn = _th_run_##test_name, .timeout = (secs) };		\
 	static void __attribute__((constructor))			\
 	_th_register_##test_name(void)					\
 	{								\
@@ -606,24 +645,56 @@ static TH_UNUSED void th_register(struct th_meta *t)
  * it; the teardown also runs when the test ends early (see the top), but
  * not when the setup does (as in kselftest_harness.h): what the setup
  * made is then th_hooks.cleanup's.
+ *
+ * FIXTURE_VARIANT(name) { fields };  FIXTURE_VARIANT_ADD(name, v) {
+ * .field = ... };  each TEST_F of the fixture runs once per variant, as
+ * "name.v.test", with `variant` pointing at that variant's fields (in the
+ * setup, the teardown and the test; NULL for a fixture without
+ * variants).  th_hooks.variant_skip may rule a variant out for this run
+ * (scen.h: a variant named for the other authority).
  */
 #define FIXTURE_DATA(fixture_name) struct _th_fixture_##fixture_name
-#define FIXTURE(fixture_name) FIXTURE_DATA(fixture_name)
+#define FIXTURE_VARIANT(fixture_name) struct _th_variant_##fixture_name
+
+#define FIXTURE(fixture_name)						\
+	FIXTURE_VARIANT(fixture_name);					\
+	static struct th_fixture _th_fixture_##fixture_name = {		\
+		.name = #fixture_name };				\
+	FIXTURE_DATA(fixture_name)
+
+#define FIXTURE_VARIANT_ADD(fixture_name, variant_name)			\
+	static const FIXTURE_VARIANT(fixture_name)			\
+		_th_v_##fixture_name##_##variant_name;			\
+	static struct th_variant _th_vm_##fixture_name##_##variant_name = { \
+		.name = #variant_name,					\
+		.data = &_th_v_##fixture_name##_##variant_name };	\
+	static void __attribute__((constructor))			\
+	_th_register_v_##fixture_name##_##variant_name(void)		\
+	{								\
+		th_register_variant(&_th_fixture_##fixture_name,	\
+			&_th_vm_##fixture_name##_##variant_name);	\
+	}								\
+	static const FIXTURE_VARIANT(fixture_name)			\
+		_th_v_##fixture_name##_##variant_name =
 
 #define FIXTURE_SETUP(fixture_name)					\
 	static void _th_##fixture_name##_setup(				\
 		TH_UNUSED struct th_meta *_metadata,			\
-		TH_UNUSED FIXTURE_DATA(fixture_name) *self)
+		TH_UNUSED FIXTURE_DATA(fixture_name) *self,		\
+		TH_UNUSED const FIXTURE_VARIANT(fixture_name) *variant)
 
 #define FIXTURE_TEARDOWN(fixture_name)					\
 	static void _th_##fixture_name##_teardown_body(			\
-		FIXTURE_DATA(fixture_name) *self);			\
-	static void _th_##fixture_name##_teardown(void *self)		\
+		FIXTURE_DATA(fixture_name) *self,			\
+		const FIXTURE_VARIANT(fixture_name) *variant);		\
+	static void _th_##fixture_name##_teardown(void *self,		\
+						  const void *variant)	\
 	{								\
-		_th_##fixture_name##_teardown_body(self);		\
+		_th_##fixture_name##_teardown_body(self, variant);	\
 	}								\
 	static void _th_##fixture_name##_teardown_body(			\
-		TH_UNUSED FIXTURE_DATA(fixture_name) *self)
+		TH_UNUSED FIXTURE_DATA(fixture_name) *self,		\
+		TH_UNUSED const FIXTURE_VARIANT(fixture_name) *variant)
 
 #define TEST_F(fixture_name, test_name)					\
 	TEST_F_TIMEOUT(fixture_name, test_name, 0)
@@ -631,21 +702,28 @@ static TH_UNUSED void th_register(struct th_meta *t)
 #define TEST_F_TIMEOUT(fixture_name, test_name, secs)			\
 	static void _th_##fixture_name##_##test_name##_body(		\
 		struct th_meta *_metadata,				\
-		FIXTURE_DATA(fixture_name) *self);			\
-	static void _th_##fixture_name##_##test_name(struct th_meta *m)	\
+		FIXTURE_DATA(fixture_name) *self,			\
+		const FIXTURE_VARIANT(fixture_name) *variant);		\
+	static void _th_##fixture_name##_##test_name(struct th_meta *m,	\
+						     const void *v)	\
 	{								\
 		FIXTURE_DATA(fixture_name) self;			\
+		const FIXTURE_VARIANT(fixture_name) *variant = v;	\
 									\
 		memset(&self, 0, sizeof(self));				\
-		_th_##fixture_name##_setup(m, &self);			\
+		_th_##fixture_name##_setup(m, &self, variant);		\
 		th_teardown_self = &self;				\
+		th_teardown_variant = variant;				\
 		th_teardown_fn = _th_##fixture_name##_teardown;		\
-		_th_##fixture_name##_##test_name##_body(m, &self);	\
+		_th_##fixture_name##_##test_name##_body(m, &self,	\
+							 variant);	\
 		th_teardown_fn = NULL;					\
-		_th_##fixture_name##_teardown(&self);			\
+		_th_##fixture_name##_teardown(&self, variant);		\
 	}								\
 	static struct th_meta _th_meta_##fixture_name##_##test_name = {	\
 		.name = #fixture_name "." #test_name,			\
+		.test = #test_name,					\
+		.fixture = &_th_fixture_##fixture_name,			\
 		.fn = _th_##fixture_name##_##test_name,			\
 		.timeout = (secs) };					\
 	static void __attribute__((constructor))			\
@@ -655,7 +733,19 @@ static TH_UNUSED void th_register(struct th_meta *t)
 	}								\
 	static void _th_##fixture_name##_##test_name##_body(		\
 		TH_UNUSED struct th_meta *_metadata,			\
-		TH_UNUSED FIXTURE_DATA(fixture_name) *self)
+		TH_UNUSED FIXTURE_DATA(fixture_name) *self,		\
+		TH_UNUSED const FIXTURE_VARIANT(fixture_name) *variant)
+
+/* Does any fixture of this program have variants? */
+static TH_UNUSED int th_has_variants(void)
+{
+	struct th_meta *t;
+
+	for (t = th_tests; t; t = t->next)
+		if (t->fixture && t->fixture->variants)
+			return 1;
+	return 0;
+}
 
 /*
  * Name the program after argv[0], set up its output; called first by
@@ -803,8 +893,8 @@ static int th_group_leftovers(pid_t pgid, char *buf, size_t size)
  * the state is shown, the whole process group is killed and
  * th_hooks.cleanup runs here.
  */
-static int th_run_test(struct th_meta *t, const char *name,
-		       unsigned int secs)
+static int th_run_test(struct th_meta *t, const struct th_variant *v,
+		       const char *name, unsigned int secs)
 {
 	pid_t main_pid = getpid(), pid;
 	char left[512];
@@ -824,7 +914,7 @@ static int th_run_test(struct th_meta *t, const char *name,
 		th_failed = 0;
 		if (th_hooks.forked)
 			th_hooks.forked();
-		t->fn(t);
+		t->fn(t, v ? v->data : NULL);
 		th_exit(TH_PASS);
 	}
 	setpgid(pid, pid);	/* also here: no window without its group */
@@ -885,19 +975,26 @@ static unsigned int th_timeout(const struct th_meta *t)
 }
 
 /*
- * Set up (th_hooks.start), run every test in order, each in a process of
- * its own (th_run_test), and end the program with one verdict:
+ * Set up (th_hooks.start), run every test in order (a TEST_F once per
+ * variant of its fixture), each in a process of its own (th_run_test),
+ * and end the program with one verdict:
  *	fail (1)	a test failed (the first "FAIL:" line says which);
  *			the other tests still run
  *	skip (77)	a test skipped: the program cannot run here, so the
- *			tests after it do not run (its "SKIP:" line says why)
+ *			tests after it do not run (its "SKIP:" line says why);
+ *			or no test was for this run (every variant ruled out:
+ *			a "SKIP:" line with the first reason)
  *	pass (0)	else; "PASS: name"
+ * A variant ruled out is "ok N name # SKIP reason", neither a pass nor a
+ * skip of the program.
  */
 static TH_UNUSED int th_main(int argc, char **argv)
 {
+	const struct th_variant *v, novariant = { NULL, NULL, NULL };
 	struct th_meta *t;
-	const char *skipped = NULL;
-	int n = 0, rc, pass = 0, fail = 0, skip = 0;
+	char name[256], other[384] = "";
+	const char *why, *skipped = NULL;
+	int n = 0, rc, pass = 0, fail = 0, skip = 0, ruled_out = 0;
 
 	if (th_hooks.start)
 		th_hooks.start(argc, argv);
@@ -906,26 +1003,45 @@ static TH_UNUSED int th_main(int argc, char **argv)
 	/* what a test leaves comes to us, to be reaped and seen */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	for (t = th_tests; t; t = t->next) {
-		n++;
-		if (skipped) {
-			th_log("ok %d %s # SKIP not run: %s skipped", n,
-			       t->name, skipped);
-			continue;
-		}
-		th_log("#  RUN  %s ...", t->name);
-		rc = th_run_test(t, t->name, th_timeout(t));
-		th_log("%s %d %s%s", rc == TH_FAIL ? "not ok" : "ok", n,
-		       t->name, rc == TH_SKIP ? " # SKIP" : "");
-		pass += rc == TH_PASS;
-		fail += rc == TH_FAIL;
-		if (rc == TH_SKIP) {
-			skip++;
-			skipped = t->name;
+		v = t->fixture && t->fixture->variants ? t->fixture->variants
+						       : &novariant;
+		for (; v; v = v->next) {
+			n++;
+			if (v->name)
+				snprintf(name, sizeof(name), "%s.%s.%s",
+					 t->fixture->name, v->name, t->test);
+			else
+				snprintf(name, sizeof(name), "%s", t->name);
+			if (skipped) {
+				th_log("ok %d %s # SKIP not run: %s skipped",
+				       n, name, skipped);
+				continue;
+			}
+			why = v->name && th_hooks.variant_skip ?
+				th_hooks.variant_skip(v->name) : NULL;
+			if (why) {
+				th_log("ok %d %s # SKIP %s", n, name, why);
+				if (!ruled_out++)
+					snprintf(other, sizeof(other), "%s", why);
+				continue;
+			}
+			th_log("#  RUN  %s ...", name);
+			rc = th_run_test(t, v->name ? v : NULL, name,
+					 th_timeout(t));
+			th_log("%s %d %s%s", rc == TH_FAIL ? "not ok" : "ok",
+			       n, name, rc == TH_SKIP ? " # SKIP" : "");
+			pass += rc == TH_PASS;
+			fail += rc == TH_FAIL;
+			if (rc == TH_SKIP) {
+				skip++;
+				skipped = t->name;
+			}
 		}
 	}
 	if (!n)
 		FAIL("no TEST() or TEST_F() in this program");
-	th_log("# Totals: pass:%d fail:%d skip:%d", pass, fail, skip);
+	th_log("# Totals: pass:%d fail:%d skip:%d ruled out:%d", pass, fail,
+	       skip, ruled_out);
 	th_teardown_fn = NULL;
 	if (fail) {
 		th_failed = 1;
@@ -934,6 +1050,8 @@ static TH_UNUSED int th_main(int argc, char **argv)
 			th_hooks.cleanup();
 		exit(TH_FAIL);
 	}
+	if (!skip && !pass)
+		SKIP("%s", other);
 	if (skip)
 		th_exit(TH_SKIP);
 	PASS();

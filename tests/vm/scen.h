@@ -891,6 +891,37 @@ static void sc_reaped(pid_t pid)
 
 static void sc_init(int argc, char **argv);
 
+/*
+ * A TEST_F variant named for an authority ("module", "daemon", or
+ * "module_..." / "daemon_..." where a fixture has several for one) runs
+ * only when that is this run's (NXQ_AUTHORITY); else why not.  Other
+ * names run always.
+ */
+static const char *sc_variant_skip(const char *variant)
+{
+	static char why[384];
+	const char *only;
+	int want_daemon;
+
+	if (!strcmp(variant, "module") || !strncmp(variant, "module_", 7))
+		want_daemon = 0;
+	else if (!strcmp(variant, "daemon") || !strncmp(variant, "daemon_", 7))
+		want_daemon = 1;
+	else
+		return NULL;
+	if (want_daemon == sc_daemon())
+		return NULL;
+	only = sc_module_only_why(sc_name);
+	if (only && sc_daemon())
+		snprintf(why, sizeof(why), "daemon mode: about the module (%s)",
+			 only);
+	else
+		snprintf(why, sizeof(why), "%s mode: this variant is for %s",
+			 sc_daemon() ? "daemon" : "module",
+			 want_daemon ? "nxquotad" : "the module");
+	return why;
+}
+
 /* The module's side of the harness (harness.h's th_hooks). */
 static void __attribute__((constructor)) sc_hooks_set(void)
 {
@@ -899,6 +930,7 @@ static void __attribute__((constructor)) sc_hooks_set(void)
 
 	if (p != MAP_FAILED)
 		sc_objs = p;	/* else private: cleanup in the test only */
+	th_hooks.variant_skip = sc_variant_skip;
 	th_hooks.start = sc_init;
 	th_hooks.show_state = sc_dump_state;
 	th_hooks.cleanup = sc_cleanup;
@@ -922,7 +954,8 @@ static void sc_init(int argc, char **argv)
 	if (s && *s && strcmp(s, "module") && strcmp(s, "daemon"))
 		FAIL("NXQ_AUTHORITY=%s: module or daemon", s);
 	why = sc_module_only_why(sc_name);
-	if (why && sc_daemon())
+	/* with variants, each TEST_F says which authority it is for */
+	if (why && sc_daemon() && !th_has_variants())
 		SKIP("daemon mode: about the module (%s)", why);
 	if (why)
 		sc_native_sysfs = 1;	/* NXQ_ADMIN=genl: its real files */

@@ -95,6 +95,24 @@ check "isolation: no PASS line" hasnt isolation "PASS:"
 lp=$(grep -o 'left processes behind (killed): [0-9]*' "$out/isolation.out" | grep -o '[0-9]*$')
 check "isolation: the process left behind is gone" dead "${lp:-1}"
 
+# ---- variants ------------------------------------------------------------
+run variants st_variants
+check "variants: exit 0" status variants 0
+check "variants: PASS" has variants "PASS: st_variants"
+check "variants: fx.one.sees_its_variant" has variants "ok 1 fx.one.sees_its_variant"
+check "variants: its fields" has variants "variant one n=1"
+check "variants: fx.two.sees_its_variant" has variants "ok 2 fx.two.sees_its_variant"
+check "variants: its fields" has variants "variant two n=2"
+check "variants: one ruled out is reported, not run" \
+	has variants "ok 3 fx.other.sees_its_variant # SKIP not this run's"
+check "variants: every test per variant" has variants "ok 6 fx.other.second # SKIP"
+check "variants: no SKIP: line when others ran" hasnt variants "SKIP: "
+run variants-none st_variants ST_RULE_OUT=all
+check "variants, none for this run: exit 77" status variants-none 77
+check "variants, none for this run: the SKIP line says why" \
+	first variants-none "SKIP: not this run's"
+check "variants, none for this run: no PASS line" hasnt variants-none "PASS:"
+
 # ---- skips --------------------------------------------------------------
 run skip st_skip
 check "skip: exit 77" status skip 77
