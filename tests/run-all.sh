@@ -122,6 +122,9 @@ stage kmod-style tests/kmod-style.sh
 stage kunit-newest tests/kunit/run.sh --source newest
 stage daemon make -s -C daemon check check-mutants
 stage lib make -s -C lib check
+# the scenarios' harness (tests/vm/harness.h) on itself: a process and a
+# time limit per test, the verdict (a few seconds, no root)
+stage harness tests/vm/selftest/run.sh
 # the real-kernel scenarios against nxquotad, here, as root (no VM;
 # after lib: lib_host_budget links libnxquota.a)
 stage daemon-scen tests/daemon-scen.sh

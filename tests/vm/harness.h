@@ -15,25 +15,53 @@
  *	SKIP: needs root (runs inside the test VM)
  *	PASS: name
  *
- * The tests of a program run one after another in its main process, each
- * between "#  RUN  name" and "ok N name" or "not ok N name" lines (none of
- * which the runners read).  A failed ASSERT, FAIL() or SKIP() ends the
- * program there: the state is shown (th_hooks.show_state, on a failure),
- * the tracked children are killed, the running test's fixture teardown
- * runs (if its setup had finished), then th_hooks.cleanup.  The exit
- * status is that of the first ending; a failure inside that teardown is
- * a "NOTE:" line and ends it.  A failed EXPECT prints its FAIL line and
- * the test goes on; the program fails after its tests, or at PASS().
- * Unlike the kernel's harness, ASSERT and EXPECT work anywhere (helpers,
- * forked children: a child's failure is its exit status, which
- * CHECK_CHILD_OK() reads), and SKIP(fmt, ...) skips the whole program.
+ * TEST_HARNESS_MAIN runs the tests of a program one after another, each
+ * in a process of its own (forked, as kselftest_harness.h does) and in a
+ * process group of its own, between "#  RUN  name" and "ok N name" or
+ * "not ok N name" lines (which the runners do not read).  That process is
+ * the test's main process (th_main_pid): a failed ASSERT, FAIL() or
+ * SKIP() ends the test there: the state is shown (th_hooks.show_state, on
+ * a failure), the tracked children are killed, the running test's
+ * fixture teardown runs (if its setup had finished), then
+ * th_hooks.cleanup.  Its exit status is that of the first ending; a
+ * failure inside that teardown is a "NOTE:" line and ends it.  A failed
+ * EXPECT prints its FAIL line and the test goes on, failed.  Nothing a
+ * test changes in its memory reaches the next one.
+ *
+ * Each test has a time limit: TH_TIMEOUT_DEFAULT (30 s), or
+ * NXQ_TEST_TIMEOUT seconds, or its own (TEST_TIMEOUT(name, secs),
+ * TEST_F_TIMEOUT(fixture, name, secs)).  Past it, the program's main
+ * process prints "FAIL: name: timed out after N s", shows the state,
+ * kills the test's whole process group and runs th_hooks.cleanup itself
+ * (scen.h keeps the devices and cgroups it must undo in shared memory).
+ * A test that dies of a signal fails ("FAIL: name: killed by signal N"),
+ * and so does one that passed but left a process in its process group
+ * (killed: the runners' "left behind" check, per test).  The program is
+ * the tests' subreaper, so what they leave comes back to it.
+ *
+ * FIXTURE_VARIANT(f) / FIXTURE_VARIANT_ADD(f, name): each TEST_F of f
+ * runs once per variant ("f.name.test", `variant` its fields).
+ * th_hooks.variant_skip may rule a variant out for this run (scen.h: the
+ * one named for the other authority): "ok N f.name.test # SKIP why", not
+ * run, and counted neither as a pass nor as a skip -- but a program none
+ * of whose tests was for this run skips, with the first such reason.
+ *
+ * The verdict: the program fails if a test failed (the other tests still
+ * run); it skips if a test skipped (the program cannot run here: the
+ * tests after it are listed, not run); else it passes.  Unlike the
+ * kernel's harness, ASSERT and EXPECT work anywhere (helpers, forked
+ * children: a child's failure is its exit status, which CHECK_CHILD_OK()
+ * reads).
  *
  * Programs written before the fixtures call th_start() (scen.h: sc_init())
- * in main() and end with PASS(); the CHECK*() names are ASSERT's.
+ * in main() and end with PASS(); they run in one process, without a time
+ * limit of their own (the runner's), and SKIP(), FAIL() or a failed
+ * ASSERT end the whole program.  The CHECK*() names are ASSERT's.
  *
  * Children forked with th_fork() are tracked: killed when the program
- * ends early, and a child that exited 77 turns the program's failure into
- * a skip (the failure follows from whatever the child skipped on).
+ * (or the test) ends early, and a child that exited 77 turns the
+ * failure into a skip (the failure follows from whatever the child
+ * skipped on).
  *
  * Output is one write(2) per line, so that the lines of concurrent
  * processes never mix.  Header only, libc only; include it first (it
@@ -45,15 +73,20 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 
@@ -72,7 +105,10 @@
  *	show_state	main process, on a failure: print what explains it
  *	cleanup		main process, when the program ends early
  *	forked		in a child of th_fork(), before it returns there
- *	reaped		after th_wait() reaped a child
+ *	reaped		after th_wait() reaped a child (and after a
+ *			test's process ended)
+ *	variant_skip	TEST_HARNESS_MAIN, before a TEST_F's variant: NULL
+ *			to run it, or why this run is not for it
  */
 struct th_hooks {
 	void (*start)(int argc, char **argv);
@@ -80,6 +116,7 @@ struct th_hooks {
 	void (*cleanup)(void);
 	void (*forked)(void);
 	void (*reaped)(pid_t pid);
+	const char *(*variant_skip)(const char *variant);
 };
 
 static struct th_hooks th_hooks;
@@ -175,19 +212,22 @@ static void th_kill_children(void)
 
 /* ---- the end of a program ------------------------------------------------ */
 
-/* The fixture whose teardown is due if the program ends in its test. */
-static void (*th_teardown_fn)(void *self);
+/* The fixture whose teardown is due if the test ends early. */
+static void (*th_teardown_fn)(void *self, const void *variant);
 static void *th_teardown_self;
+static const void *th_teardown_variant;
 /* The main process is ending early: later failures are only noted. */
 static int th_ending;
-/* The test running now (TEST_HARNESS_MAIN), for its "not ok" line. */
-static const char *th_running;
-static int th_running_n;
 
+/*
+ * End the program, or (in a test's process, whose th_main_pid it is) the
+ * test: 0 pass, 1 fail, 77 skip.  An early end shows the state, kills the
+ * tracked children, runs the fixture's teardown and th_hooks.cleanup.
+ */
 static TH_NORETURN void th_exit(int code)
 {
 	static int first;
-	void (*td)(void *) = th_teardown_fn;
+	void (*td)(void *, const void *) = th_teardown_fn;
 
 	if (getpid() != th_main_pid)
 		_exit(code == TH_PASS && th_failed ? TH_FAIL : code);
@@ -207,16 +247,12 @@ static TH_NORETURN void th_exit(int code)
 	first = code;
 	if (code == TH_PASS)
 		exit(code);
-	if (th_running)
-		th_log("%s %d %s%s", code == TH_SKIP ? "ok" : "not ok",
-		       th_running_n, th_running,
-		       code == TH_SKIP ? " # SKIP" : "");
 	if (code == TH_FAIL && th_hooks.show_state)
 		th_hooks.show_state();
 	th_kill_children();
 	th_teardown_fn = NULL;
 	if (td)
-		td(th_teardown_self);
+		td(th_teardown_self, th_teardown_variant);
 out:
 	if (th_hooks.cleanup)
 		th_hooks.cleanup();
@@ -536,11 +572,28 @@ static TH_UNUSED void *th_shared(size_t size)
 	return p;
 }
 
-/* ---- tests and fixtures ------------------------------------------------ */
+/* ---- tests, fixtures and variants ------------------------------------- */
+
+/* A test's time limit when it names none (TEST_TIMEOUT, TEST_F_TIMEOUT). */
+#define TH_TIMEOUT_DEFAULT	30
+
+struct th_variant {
+	const char *name;
+	const void *data;		/* the FIXTURE_VARIANT_ADD's struct */
+	struct th_variant *next;
+};
+
+struct th_fixture {
+	const char *name;
+	struct th_variant *variants, **tail;
+};
 
 struct th_meta {
 	const char *name;		/* "test" or "fixture.test" */
-	void (*fn)(struct th_meta *_metadata);
+	const char *test;		/* "test" */
+	struct th_fixture *fixture;	/* NULL for TEST() */
+	void (*fn)(struct th_meta *_metadata, const void *variant);
+	unsigned int timeout;		/* seconds; 0: the default */
 	struct th_meta *next;
 };
 
@@ -552,11 +605,32 @@ static TH_UNUSED void th_register(struct th_meta *t)
 	th_tests_tail = &t->next;
 }
 
-/* TEST(name) { ... }: a test without a fixture. */
-#define TEST(test_name)							\
+static TH_UNUSED void th_register_variant(struct th_fixture *f,
+					  struct th_variant *v)
+{
+	if (!f->tail)
+		f->tail = &f->variants;
+	*f->tail = v;
+	f->tail = &v->next;
+}
+
+/*
+ * TEST(name) { ... }: a test without a fixture (TEST_TIMEOUT: with a
+ * time limit of its own, in seconds).
+ */
+#define TEST(test_name) TEST_TIMEOUT(test_name, 0)
+
+#define TEST_TIMEOUT(test_name, secs)					\
 	static void test_name(struct th_meta *_metadata);		\
+	static void _th_run_##test_name(struct th_meta *m,		\
+					const void *variant)		\
+	{								\
+		(void)variant;						\
+		test_name(m);						\
+	}								\
 	static struct th_meta _th_meta_##test_name = {			\
-		.name = #test_name, .fn = test_name };			\
+		.name = #test_name, .test = #test_name,			\
+		.fn = _th_run_##test_name, .timeout = (secs) };		\
 	static void __attribute__((constructor))			\
 	_th_register_##test_name(void)					\
 	{								\
@@ -571,44 +645,87 @@ static TH_UNUSED void th_register(struct th_meta *t)
  * it; the teardown also runs when the test ends early (see the top), but
  * not when the setup does (as in kselftest_harness.h): what the setup
  * made is then th_hooks.cleanup's.
+ *
+ * FIXTURE_VARIANT(name) { fields };  FIXTURE_VARIANT_ADD(name, v) {
+ * .field = ... };  each TEST_F of the fixture runs once per variant, as
+ * "name.v.test", with `variant` pointing at that variant's fields (in the
+ * setup, the teardown and the test; NULL for a fixture without
+ * variants).  th_hooks.variant_skip may rule a variant out for this run
+ * (scen.h: a variant named for the other authority).
  */
 #define FIXTURE_DATA(fixture_name) struct _th_fixture_##fixture_name
-#define FIXTURE(fixture_name) FIXTURE_DATA(fixture_name)
+#define FIXTURE_VARIANT(fixture_name) struct _th_variant_##fixture_name
+
+#define FIXTURE(fixture_name)						\
+	FIXTURE_VARIANT(fixture_name);					\
+	static struct th_fixture _th_fixture_##fixture_name = {		\
+		.name = #fixture_name };				\
+	FIXTURE_DATA(fixture_name)
+
+#define FIXTURE_VARIANT_ADD(fixture_name, variant_name)			\
+	static const FIXTURE_VARIANT(fixture_name)			\
+		_th_v_##fixture_name##_##variant_name;			\
+	static struct th_variant _th_vm_##fixture_name##_##variant_name = { \
+		.name = #variant_name,					\
+		.data = &_th_v_##fixture_name##_##variant_name };	\
+	static void __attribute__((constructor))			\
+	_th_register_v_##fixture_name##_##variant_name(void)		\
+	{								\
+		th_register_variant(&_th_fixture_##fixture_name,	\
+			&_th_vm_##fixture_name##_##variant_name);	\
+	}								\
+	static const FIXTURE_VARIANT(fixture_name)			\
+		_th_v_##fixture_name##_##variant_name =
 
 #define FIXTURE_SETUP(fixture_name)					\
 	static void _th_##fixture_name##_setup(				\
 		TH_UNUSED struct th_meta *_metadata,			\
-		TH_UNUSED FIXTURE_DATA(fixture_name) *self)
+		TH_UNUSED FIXTURE_DATA(fixture_name) *self,		\
+		TH_UNUSED const FIXTURE_VARIANT(fixture_name) *variant)
 
 #define FIXTURE_TEARDOWN(fixture_name)					\
 	static void _th_##fixture_name##_teardown_body(			\
-		FIXTURE_DATA(fixture_name) *self);			\
-	static void _th_##fixture_name##_teardown(void *self)		\
+		FIXTURE_DATA(fixture_name) *self,			\
+		const FIXTURE_VARIANT(fixture_name) *variant);		\
+	static void _th_##fixture_name##_teardown(void *self,		\
+						  const void *variant)	\
 	{								\
-		_th_##fixture_name##_teardown_body(self);		\
+		_th_##fixture_name##_teardown_body(self, variant);	\
 	}								\
 	static void _th_##fixture_name##_teardown_body(			\
-		TH_UNUSED FIXTURE_DATA(fixture_name) *self)
+		TH_UNUSED FIXTURE_DATA(fixture_name) *self,		\
+		TH_UNUSED const FIXTURE_VARIANT(fixture_name) *variant)
 
 #define TEST_F(fixture_name, test_name)					\
+	TEST_F_TIMEOUT(fixture_name, test_name, 0)
+
+#define TEST_F_TIMEOUT(fixture_name, test_name, secs)			\
 	static void _th_##fixture_name##_##test_name##_body(		\
 		struct th_meta *_metadata,				\
-		FIXTURE_DATA(fixture_name) *self);			\
-	static void _th_##fixture_name##_##test_name(struct th_meta *m)	\
+		FIXTURE_DATA(fixture_name) *self,			\
+		const FIXTURE_VARIANT(fixture_name) *variant);		\
+	static void _th_##fixture_name##_##test_name(struct th_meta *m,	\
+						     const void *v)	\
 	{								\
 		FIXTURE_DATA(fixture_name) self;			\
+		const FIXTURE_VARIANT(fixture_name) *variant = v;	\
 									\
 		memset(&self, 0, sizeof(self));				\
-		_th_##fixture_name##_setup(m, &self);			\
+		_th_##fixture_name##_setup(m, &self, variant);		\
 		th_teardown_self = &self;				\
+		th_teardown_variant = variant;				\
 		th_teardown_fn = _th_##fixture_name##_teardown;		\
-		_th_##fixture_name##_##test_name##_body(m, &self);	\
+		_th_##fixture_name##_##test_name##_body(m, &self,	\
+							 variant);	\
 		th_teardown_fn = NULL;					\
-		_th_##fixture_name##_teardown(&self);			\
+		_th_##fixture_name##_teardown(&self, variant);		\
 	}								\
 	static struct th_meta _th_meta_##fixture_name##_##test_name = {	\
 		.name = #fixture_name "." #test_name,			\
-		.fn = _th_##fixture_name##_##test_name };		\
+		.test = #test_name,					\
+		.fixture = &_th_fixture_##fixture_name,			\
+		.fn = _th_##fixture_name##_##test_name,			\
+		.timeout = (secs) };					\
 	static void __attribute__((constructor))			\
 	_th_register_##fixture_name##_##test_name(void)			\
 	{								\
@@ -616,7 +733,19 @@ static TH_UNUSED void th_register(struct th_meta *t)
 	}								\
 	static void _th_##fixture_name##_##test_name##_body(		\
 		TH_UNUSED struct th_meta *_metadata,			\
-		TH_UNUSED FIXTURE_DATA(fixture_name) *self)
+		TH_UNUSED FIXTURE_DATA(fixture_name) *self,		\
+		TH_UNUSED const FIXTURE_VARIANT(fixture_name) *variant)
+
+/* Does any fixture of this program have variants? */
+static TH_UNUSED int th_has_variants(void)
+{
+	struct th_meta *t;
+
+	for (t = th_tests; t; t = t->next)
+		if (t->fixture && t->fixture->variants)
+			return 1;
+	return 0;
+}
 
 /*
  * Name the program after argv[0], set up its output; called first by
@@ -634,30 +763,297 @@ static TH_UNUSED void th_start(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);	/* a dead peer is EPIPE, reported */
 }
 
-/* Set up (th_hooks.start), run every test in order, end the program. */
+/* ---- running the tests (TEST_HARNESS_MAIN) ------------------------------- */
+
+static TH_UNUSED long long th_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Reap whatever of ours has ended (orphans come to us: subreaper). */
+static void th_reap_orphans(void)
+{
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+}
+
+/*
+ * Wait for the test's process until `deadline` (ms): 0 with its status,
+ * or -ETIMEDOUT.
+ */
+static int th_wait_test(pid_t pid, long long deadline, int *status)
+{
+	int pfd = (int)syscall(SYS_pidfd_open, pid, 0), rc;
+	long long left;
+
+	for (;;) {
+		rc = waitpid(pid, status, WNOHANG);
+		if (rc == pid)
+			break;
+		if (rc < 0 && errno != EINTR) {
+			rc = -errno;
+			break;
+		}
+		left = deadline - th_now_ms();
+		if (left <= 0) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+		if (pfd >= 0) {
+			struct pollfd p = { .fd = pfd, .events = POLLIN };
+
+			poll(&p, 1, left > 1000 ? 1000 : (int)left);
+		} else {
+			usleep(10000);	/* no pidfd_open (before Linux 5.3) */
+		}
+	}
+	if (pfd >= 0)
+		close(pfd);
+	return rc == pid ? 0 : rc;
+}
+
+/* The processes of group pgid, "PID(comm) ..." into buf; how many. */
+static int th_group_list(pid_t pgid, char *buf, size_t size)
+{
+	char path[64], stat[512], *p;
+	struct dirent *e;
+	int n = 0, fd;
+	size_t len = 0;
+	ssize_t r;
+	DIR *d = opendir("/proc");
+
+	buf[0] = 0;
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		long pid = strtol(e->d_name, &p, 10), pgrp;
+		char state;
+
+		if (*p || pid <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		r = read(fd, stat, sizeof(stat) - 1);
+		close(fd);
+		if (r <= 0)
+			continue;
+		stat[r] = 0;
+		/* PID (COMM) STATE PPID PGRP ... */
+		p = strrchr(stat, ')');
+		if (!p || sscanf(p + 1, " %c %*d %ld", &state, &pgrp) != 2 ||
+		    pgrp != pgid || state == 'Z')
+			continue;
+		*p = 0;
+		n++;
+		if (len < size)
+			len += snprintf(buf + len, size - len, "%s%ld(%s)",
+					len ? " " : "", pid,
+					strchr(stat, '(') ? strchr(stat, '(') + 1 : "?");
+	}
+	closedir(d);
+	return n;
+}
+
+/*
+ * Processes the test left in its process group, once its own children
+ * (killed with it: PR_SET_PDEATHSIG) had 1 s to go: killed, and listed in
+ * buf.  0 if none.
+ */
+static int th_group_leftovers(pid_t pgid, char *buf, size_t size)
+{
+	long long end = th_now_ms() + 1000;
+	int n;
+
+	for (;;) {
+		th_reap_orphans();
+		n = th_group_list(pgid, buf, size);
+		if (!n || th_now_ms() >= end)
+			break;
+		usleep(10000);
+	}
+	if (n) {
+		kill(-pgid, SIGKILL);
+		usleep(100000);
+		th_reap_orphans();
+	}
+	return n;
+}
+
+/*
+ * Run one test in a process of its own, in a process group of its own,
+ * within its time limit: TH_PASS, TH_FAIL or TH_SKIP.  The test's process
+ * is the main process of its test (th_main_pid): its ASSERTs end it, its
+ * children are its own, its fixture's teardown and th_hooks.cleanup run in
+ * it.  It dies with the program (PR_SET_PDEATHSIG).  On the time limit
+ * the state is shown, the whole process group is killed and
+ * th_hooks.cleanup runs here.
+ */
+static int th_run_test(struct th_meta *t, const struct th_variant *v,
+		       const char *name, unsigned int secs)
+{
+	pid_t main_pid = getpid(), pid;
+	char left[512];
+	int status, rc;
+
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		FAIL("fork for %s: %s", name, th_errname(errno));
+	if (pid == 0) {
+		setpgid(0, 0);
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != main_pid)
+			_exit(TH_FAIL);
+		th_main_pid = getpid();
+		th_npids = 0;
+		th_failed = 0;
+		if (th_hooks.forked)
+			th_hooks.forked();
+		t->fn(t, v ? v->data : NULL);
+		th_exit(TH_PASS);
+	}
+	setpgid(pid, pid);	/* also here: no window without its group */
+	if (th_wait_test(pid, th_now_ms() + secs * 1000LL, &status) < 0) {
+		th_log("FAIL: %s: timed out after %u s (its process group "
+		       "killed)", name, secs);
+		if (th_hooks.show_state)
+			th_hooks.show_state();
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		th_group_leftovers(pid, left, sizeof(left));
+		if (th_hooks.reaped)
+			th_hooks.reaped(pid);
+		if (th_hooks.cleanup)
+			th_hooks.cleanup();
+		return TH_FAIL;
+	}
+	if (th_hooks.reaped)
+		th_hooks.reaped(pid);
+	if (WIFSIGNALED(status)) {
+		th_log("FAIL: %s: killed by signal %d (%s)", name,
+		       WTERMSIG(status), strsignal(WTERMSIG(status)));
+		rc = TH_FAIL;
+	} else if (WEXITSTATUS(status) == TH_PASS ||
+		   WEXITSTATUS(status) == TH_SKIP) {
+		rc = WEXITSTATUS(status);
+	} else {
+		if (WEXITSTATUS(status) != TH_FAIL)
+			th_log("FAIL: %s: exited with status %d", name,
+			       WEXITSTATUS(status));
+		rc = TH_FAIL;
+	}
+	if (th_group_leftovers(pid, left, sizeof(left))) {
+		th_log("%s: %s: left processes behind (killed): %s",
+		       rc == TH_PASS ? "FAIL" : "NOTE", name, left);
+		if (rc == TH_PASS)
+			rc = TH_FAIL;
+	}
+	return rc;
+}
+
+/* A test's time limit: its own, else NXQ_TEST_TIMEOUT, else the default. */
+static unsigned int th_timeout(const struct th_meta *t)
+{
+	const char *s = getenv("NXQ_TEST_TIMEOUT");
+	unsigned long v;
+	char *end;
+
+	if (t->timeout)
+		return t->timeout;
+	if (s && *s) {
+		v = strtoul(s, &end, 10);
+		if (!*end && v > 0 && v < 100000)
+			return v;
+	}
+	return TH_TIMEOUT_DEFAULT;
+}
+
+/*
+ * Set up (th_hooks.start), run every test in order (a TEST_F once per
+ * variant of its fixture), each in a process of its own (th_run_test),
+ * and end the program with one verdict:
+ *	fail (1)	a test failed (the first "FAIL:" line says which);
+ *			the other tests still run
+ *	skip (77)	a test skipped: the program cannot run here, so the
+ *			tests after it do not run (its "SKIP:" line says why);
+ *			or no test was for this run (every variant ruled out:
+ *			a "SKIP:" line with the first reason)
+ *	pass (0)	else; "PASS: name"
+ * A variant ruled out is "ok N name # SKIP reason", neither a pass nor a
+ * skip of the program.
+ */
 static TH_UNUSED int th_main(int argc, char **argv)
 {
+	const struct th_variant *v, novariant = { NULL, NULL, NULL };
 	struct th_meta *t;
-	int n = 0, failed_before;
+	char name[256], other[384] = "";
+	const char *why, *skipped = NULL;
+	int n = 0, rc, pass = 0, fail = 0, skip = 0, ruled_out = 0;
 
 	if (th_hooks.start)
 		th_hooks.start(argc, argv);
 	else
 		th_start(argc, argv);
+	/* what a test leaves comes to us, to be reaped and seen */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	for (t = th_tests; t; t = t->next) {
-		n++;
-		th_log("#  RUN  %s ...", t->name);
-		failed_before = th_failed;
-		th_failed = 0;
-		th_running = t->name;
-		th_running_n = n;
-		t->fn(t);
-		th_running = NULL;
-		th_log("%s %d %s", th_failed ? "not ok" : "ok", n, t->name);
-		th_failed |= failed_before;
+		v = t->fixture && t->fixture->variants ? t->fixture->variants
+						       : &novariant;
+		for (; v; v = v->next) {
+			n++;
+			if (v->name)
+				snprintf(name, sizeof(name), "%s.%s.%s",
+					 t->fixture->name, v->name, t->test);
+			else
+				snprintf(name, sizeof(name), "%s", t->name);
+			if (skipped) {
+				th_log("ok %d %s # SKIP not run: %s skipped",
+				       n, name, skipped);
+				continue;
+			}
+			why = v->name && th_hooks.variant_skip ?
+				th_hooks.variant_skip(v->name) : NULL;
+			if (why) {
+				th_log("ok %d %s # SKIP %s", n, name, why);
+				if (!ruled_out++)
+					snprintf(other, sizeof(other), "%s", why);
+				continue;
+			}
+			th_log("#  RUN  %s ...", name);
+			rc = th_run_test(t, v->name ? v : NULL, name,
+					 th_timeout(t));
+			th_log("%s %d %s%s", rc == TH_FAIL ? "not ok" : "ok",
+			       n, name, rc == TH_SKIP ? " # SKIP" : "");
+			pass += rc == TH_PASS;
+			fail += rc == TH_FAIL;
+			if (rc == TH_SKIP) {
+				skip++;
+				skipped = t->name;
+			}
+		}
 	}
 	if (!n)
 		FAIL("no TEST() or TEST_F() in this program");
+	th_log("# Totals: pass:%d fail:%d skip:%d ruled out:%d", pass, fail,
+	       skip, ruled_out);
+	th_teardown_fn = NULL;
+	if (fail) {
+		th_failed = 1;
+		th_ending = 1;	/* the tests' processes showed their state */
+		if (th_hooks.cleanup)
+			th_hooks.cleanup();
+		exit(TH_FAIL);
+	}
+	if (!skip && !pass)
+		SKIP("%s", other);
+	if (skip)
+		th_exit(TH_SKIP);
 	PASS();
 }
 

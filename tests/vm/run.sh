@@ -47,6 +47,8 @@
 #   NXQ_SCEN_TIMEOUT  seconds one scenario may take inside it (default 60)
 #   NXQ_RACE_*, NXQ_FUZZ_*, NXQ_BENCH_*  numeric knobs passed into the VM
 #                     (e.g. NXQ_RACE_SECS, NXQ_FUZZ_IOCTLS; see the programs)
+#   NXQ_TEST_TIMEOUT  seconds one test of a harness program may take
+#                     (tests/vm/harness.h; default 30), passed in too
 # For work on the harness itself, --ko-dir DIR boots DIR/KVER/nxquota.ko
 # instead of building kmod/.
 set -u
@@ -279,8 +281,9 @@ pack() {	# kver ko mode scenario...
 	export NXQ_AUTHORITY=$auth
 	EOF
 	[ "$admin" != genl ] || echo "export NXQ_ADMIN=genl" >> "$root/etc/nxq.conf"
-	# Knobs of the race, fuzz and bench programs (numbers only) go along.
-	env | grep -E '^NXQ_(RACE|FUZZ|BENCH)_[A-Z0-9_]*=[0-9]+$' |
+	# Knobs of the race, fuzz and bench programs and the harness's
+	# per-test limit (numbers only) go along.
+	env | grep -E '^NXQ_((RACE|FUZZ|BENCH)_[A-Z0-9_]*|TEST_TIMEOUT)=[0-9]+$' |
 		sed 's/^/export /' >> "$root/etc/nxq.conf"
 	(cd "$root" && find . | LC_ALL=C sort | cpio -o -H newc -R 0:0 --quiet) |
 		gzip -1 > "$out/$kver/initramfs.cpio.gz"

@@ -98,14 +98,25 @@
 
 #define SC_TRACK_MAX 256
 
+/*
+ * The files this process opened (its own), and the devices and cgroups
+ * made, in memory shared by every process of the program: so that the
+ * program's main process can undo what a test's process made when it
+ * killed it at its time limit.
+ */
 static struct {
+	int fds[SC_TRACK_MAX];
+	int nfds;
+} sc_track;
+
+struct sc_objs {
 	char keys[16][NXQ_DEVICE_KEY_MAX];
 	int nkeys;
 	char cgroups[64][128];
 	int ncgroups;
-	int fds[SC_TRACK_MAX];
-	int nfds;
-} sc_track;
+};
+
+static struct sc_objs sc_objs_private, *sc_objs = &sc_objs_private;
 
 static int sc_errno(void)
 {
@@ -329,9 +340,10 @@ static SC_UNUSED int sc_exists(const char *path)
 /* A device registered otherwise, for sc_cleanup(). */
 static SC_UNUSED void sc_track_key(const char *key)
 {
-	if (sc_track.nkeys < 16)
-		snprintf(sc_track.keys[sc_track.nkeys++], NXQ_DEVICE_KEY_MAX,
-			 "%s", key);
+	int i = __atomic_fetch_add(&sc_objs->nkeys, 1, __ATOMIC_SEQ_CST);
+
+	if (i < 16)
+		snprintf(sc_objs->keys[i], NXQ_DEVICE_KEY_MAX, "%s", key);
 }
 
 /* Register a device: "KEY CAPACITY" to devices/register; 0 or -errno. */
@@ -366,9 +378,9 @@ static SC_UNUSED void sc_untrack_key(const char *key)
 {
 	int i;
 
-	for (i = 0; i < sc_track.nkeys; i++)
-		if (!strcmp(sc_track.keys[i], key))
-			sc_track.keys[i][0] = 0;
+	for (i = 0; i < sc_objs->nkeys && i < 16; i++)
+		if (!strcmp(sc_objs->keys[i], key))
+			sc_objs->keys[i][0] = 0;
 }
 
 static SC_UNUSED int sc_dev_unregister(const char *key)
@@ -413,10 +425,13 @@ static SC_UNUSED const char *sc_cg_path(const char *cg, const char *file)
 
 static SC_UNUSED int sc_cg_create(const char *cg)
 {
+	int i;
+
 	if (mkdir(sc_cg_path(cg, NULL), 0755) < 0)
 		return sc_errno();
-	if (sc_track.ncgroups < 64)
-		snprintf(sc_track.cgroups[sc_track.ncgroups++], 128, "%s", cg);
+	i = __atomic_fetch_add(&sc_objs->ncgroups, 1, __ATOMIC_SEQ_CST);
+	if (i < 64)
+		snprintf(sc_objs->cgroups[i], 128, "%s", cg);
 	return 0;
 }
 
@@ -426,9 +441,9 @@ static SC_UNUSED int sc_cg_remove(const char *cg)
 
 	if (rmdir(sc_cg_path(cg, NULL)) < 0)
 		return sc_errno();
-	for (i = 0; i < sc_track.ncgroups; i++)
-		if (!strcmp(sc_track.cgroups[i], cg))
-			sc_track.cgroups[i][0] = 0;
+	for (i = 0; i < sc_objs->ncgroups && i < 64; i++)
+		if (!strcmp(sc_objs->cgroups[i], cg))
+			sc_objs->cgroups[i][0] = 0;
 	return 0;
 }
 
@@ -847,13 +862,18 @@ static void sc_cleanup(void)
 				sc_d_close_spares(sc_track.fds[i]);
 			close(sc_track.fds[i]);
 		}
+	sc_track.nfds = 0;
 	sc_cg_enter("/");
-	for (i = 0; i < sc_track.nkeys; i++)
-		if (sc_track.keys[i][0])
-			sc_write(SC_DEVICES "/unregister", sc_track.keys[i]);
-	for (i = sc_track.ncgroups - 1; i >= 0; i--)
-		if (sc_track.cgroups[i][0])
-			rmdir(sc_cg_path(sc_track.cgroups[i], NULL));
+	for (i = 0; i < sc_objs->nkeys && i < 16; i++)
+		if (sc_objs->keys[i][0]) {
+			sc_write(SC_DEVICES "/unregister", sc_objs->keys[i]);
+			sc_objs->keys[i][0] = 0;
+		}
+	for (i = sc_objs->ncgroups - 1; i >= 0; i--)
+		if (i < 64 && sc_objs->cgroups[i][0]) {
+			rmdir(sc_cg_path(sc_objs->cgroups[i], NULL));
+			sc_objs->cgroups[i][0] = 0;
+		}
 }
 
 /* A child of sc_fork() tracks its own files. */
@@ -871,9 +891,46 @@ static void sc_reaped(pid_t pid)
 
 static void sc_init(int argc, char **argv);
 
+/*
+ * A TEST_F variant named for an authority ("module", "daemon", or
+ * "module_..." / "daemon_..." where a fixture has several for one) runs
+ * only when that is this run's (NXQ_AUTHORITY); else why not.  Other
+ * names run always.
+ */
+static const char *sc_variant_skip(const char *variant)
+{
+	static char why[384];
+	const char *only;
+	int want_daemon;
+
+	if (!strcmp(variant, "module") || !strncmp(variant, "module_", 7))
+		want_daemon = 0;
+	else if (!strcmp(variant, "daemon") || !strncmp(variant, "daemon_", 7))
+		want_daemon = 1;
+	else
+		return NULL;
+	if (want_daemon == sc_daemon())
+		return NULL;
+	only = sc_module_only_why(sc_name);
+	if (only && sc_daemon())
+		snprintf(why, sizeof(why), "daemon mode: about the module (%s)",
+			 only);
+	else
+		snprintf(why, sizeof(why), "%s mode: this variant is for %s",
+			 sc_daemon() ? "daemon" : "module",
+			 want_daemon ? "nxquotad" : "the module");
+	return why;
+}
+
 /* The module's side of the harness (harness.h's th_hooks). */
 static void __attribute__((constructor)) sc_hooks_set(void)
 {
+	void *p = mmap(NULL, sizeof(struct sc_objs), PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p != MAP_FAILED)
+		sc_objs = p;	/* else private: cleanup in the test only */
+	th_hooks.variant_skip = sc_variant_skip;
 	th_hooks.start = sc_init;
 	th_hooks.show_state = sc_dump_state;
 	th_hooks.cleanup = sc_cleanup;
@@ -897,7 +954,8 @@ static void sc_init(int argc, char **argv)
 	if (s && *s && strcmp(s, "module") && strcmp(s, "daemon"))
 		FAIL("NXQ_AUTHORITY=%s: module or daemon", s);
 	why = sc_module_only_why(sc_name);
-	if (why && sc_daemon())
+	/* with variants, each TEST_F says which authority it is for */
+	if (why && sc_daemon() && !th_has_variants())
 		SKIP("daemon mode: about the module (%s)", why);
 	if (why)
 		sc_native_sysfs = 1;	/* NXQ_ADMIN=genl: its real files */

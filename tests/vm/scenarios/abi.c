@@ -9,6 +9,9 @@
  *
  * Written with the harness's fixtures (harness.h): each TEST_F gets a
  * fresh file of its own, closed (and the close checked) by the teardown.
+ * About the module's own node and ioctl: its only variant is the
+ * module's (against nxquotad every test is reported skipped, and so is
+ * the program).
  */
 #include "scen.h"
 
@@ -17,23 +20,14 @@
 		    NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS | \
 		    NXQ_FEAT_STATUS_V1 | NXQ_FEAT_CHARGE_PROBE)
 
-TEST(devnode_and_sysfs)
-{
-	struct stat st;
-
-	ASSERT_EQ(stat(SC_DEVNODE, &st), 0);
-	ASSERT_TRUE(S_ISCHR(st.st_mode));
-	ASSERT_EQ(st.st_mode & 07777, 0600);
-	ASSERT_EQ(sc_get_u64_at(__FILE__, __LINE__, SC_SYSFS "/abi_version"),
-		  NXQ_ABI_VERSION);
-	ASSERT_TRUE(sc_exists(SC_DEVICES "/register"));
-	ASSERT_TRUE(sc_exists(SC_DEVICES "/unregister"));
-}
-
 FIXTURE(abi) {
 	int fd;
 	struct nxq_version v;
 };
+
+FIXTURE_VARIANT(abi) {};
+
+FIXTURE_VARIANT_ADD(abi, module) {};
 
 FIXTURE_SETUP(abi)
 {
@@ -44,6 +38,19 @@ FIXTURE_SETUP(abi)
 FIXTURE_TEARDOWN(abi)
 {
 	ASSERT_OK(sc_close(self->fd));
+}
+
+TEST_F(abi, devnode_and_sysfs)
+{
+	struct stat st;
+
+	ASSERT_EQ(stat(SC_DEVNODE, &st), 0);
+	ASSERT_TRUE(S_ISCHR(st.st_mode));
+	ASSERT_EQ(st.st_mode & 07777, 0600);
+	ASSERT_EQ(sc_get_u64_at(__FILE__, __LINE__, SC_SYSFS "/abi_version"),
+		  NXQ_ABI_VERSION);
+	ASSERT_TRUE(sc_exists(SC_DEVICES "/register"));
+	ASSERT_TRUE(sc_exists(SC_DEVICES "/unregister"));
 }
 
 TEST_F(abi, version)

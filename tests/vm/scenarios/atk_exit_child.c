@@ -66,17 +66,35 @@ static int parent(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	uint64_t cg, last = 0;
-	pid_t pid;
+/* A holder's life is the ledger's rule: both authorities. */
+FIXTURE(exit_child) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(exit_child) {};
+
+FIXTURE_VARIANT_ADD(exit_child, module) {};
+
+FIXTURE_VARIANT_ADD(exit_child, daemon) {};
+
+FIXTURE_SETUP(exit_child)
+{
 	tn_devnode_admin();
 	CHECK_OK(sc_dev_register(KEY, "100M"));
 	TN_DEV_OPEN(KEY);
 	CHECK_OK(sc_cg_create(CG));
 	CHECK_OK(sc_set_budget(KEY, CG " max=100M"));
+}
+
+FIXTURE_TEARDOWN(exit_child)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG));
+}
+
+TEST_F(exit_child, holder_goes_with_its_process)
+{
+	uint64_t cg, last = 0;
+	pid_t pid;
+
 	cg = CG_ID(CG);
 	CHECK(pipe(c2p) == 0 && pipe(p2m) == 0 && pipe(m2p) == 0);
 
@@ -100,7 +118,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
 	CHECK_OK(sc_send(m2p[1], 1));
 	CHECK_CHILD_OK(pid);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CG));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

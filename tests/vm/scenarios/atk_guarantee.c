@@ -61,13 +61,17 @@ static void g_granted(const char *what)
 	       (unsigned long long)(r.v[1] / 1000000));
 }
 
-int main(int argc, char **argv)
-{
-	struct sc_rep s1, s2;
-	char what[64];
-	int i;
+/* The ledger's rules: the module and nxquotad alike. */
+FIXTURE(guarantee) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(guarantee) {};
+
+FIXTURE_VARIANT_ADD(guarantee, module) {};
+
+FIXTURE_VARIANT_ADD(guarantee, daemon) {};
+
+FIXTURE_SETUP(guarantee)
+{
 	tn_devnode_admin();
 	CHECK_OK(sc_dev_register(KEY, "100M"));
 	TN_DEV_OPEN(KEY);
@@ -78,6 +82,22 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_set_budget(KEY, CG " max=100M min=60M"));
 	CHECK_OK(sc_set_budget(KEY, CB1 " max=100M"));
 	CHECK_OK(sc_set_budget(KEY, CB2 " max=100M"));
+}
+
+FIXTURE_TEARDOWN(guarantee)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG));
+	CHECK_OK(sc_cg_remove(CB1));
+	CHECK_OK(sc_cg_remove(CB2));
+}
+
+TEST_F(guarantee, met_despite_borrowers)
+{
+	struct sc_rep s1, s2;
+	char what[64];
+	int i;
+
 	tn_peer_start(&g, "G", CG, KEY, 0, 1, 1);
 	tn_peer_start(&b1, "B1", CB1, KEY, 0, 1, 1);
 	tn_peer_start(&b2, "B2", CB2, KEY, 0, 1, 1);
@@ -120,9 +140,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&b2);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CG));
-	CHECK_OK(sc_cg_remove(CB1));
-	CHECK_OK(sc_cg_remove(CB2));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

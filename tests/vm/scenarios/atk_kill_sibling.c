@@ -28,12 +28,17 @@ static void check_used(const char *key, uint64_t want)
 		     (unsigned long long)used, (unsigned long long)want);
 }
 
-int main(int argc, char **argv)
-{
-	struct sc_peer s1, s2;
-	struct sc_rep x;
+/* The ledger's rules: the module and nxquotad alike. */
+FIXTURE(kill_sibling) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(kill_sibling) {};
+
+FIXTURE_VARIANT_ADD(kill_sibling, module) {};
+
+FIXTURE_VARIANT_ADD(kill_sibling, daemon) {};
+
+FIXTURE_SETUP(kill_sibling)
+{
 	tn_devnode_admin();
 	CHECK_OK(sc_dev_register(KEY2, "200M"));
 	TN_DEV_OPEN(KEY2);
@@ -46,6 +51,21 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_set_budget(KEY2, CS2 " max=100M"));
 	CHECK_OK(sc_write(sc_node_path(KEY2, CG_ID(CS1), "kill_on_ignore"),
 			  "1"));
+}
+
+FIXTURE_TEARDOWN(kill_sibling)
+{
+	CHECK_OK(sc_dev_unregister(KEY2));
+	CHECK_OK(sc_cg_remove(CS1));
+	CHECK_OK(sc_cg_remove(CS2));
+	CHECK_OK(sc_cg_remove(CP));
+}
+
+TEST_F(kill_sibling, sibling_not_killed)
+{
+	struct sc_peer s1, s2;
+	struct sc_rep x;
+
 	tn_peer_start(&s1, "S1", CS1, KEY2, 0, 1, 0);
 	PEER_OK(&s1, SC_PEER_CHARGE, 30 * M, 0);
 	PEER_OK(&s1, TN_PEER_SERVE, TN_SERVE_IGNORE, 0);
@@ -78,10 +98,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&s2);
 	PEER_STOP(&s1);
 	check_used(KEY2, 0);
-
-	CHECK_OK(sc_dev_unregister(KEY2));
-	CHECK_OK(sc_cg_remove(CS1));
-	CHECK_OK(sc_cg_remove(CS2));
-	CHECK_OK(sc_cg_remove(CP));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

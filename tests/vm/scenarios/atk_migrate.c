@@ -23,6 +23,13 @@ FIXTURE(migrate) {
 	struct sc_peer t;	/* the tenant */
 };
 
+/* The ledger's rule: the module and nxquotad alike. */
+FIXTURE_VARIANT(migrate) {};
+
+FIXTURE_VARIANT_ADD(migrate, module) {};
+
+FIXTURE_VARIANT_ADD(migrate, daemon) {};
+
 FIXTURE_SETUP(migrate)
 {
 	tn_devnode_admin();

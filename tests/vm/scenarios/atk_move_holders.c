@@ -102,6 +102,13 @@ FIXTURE(move) {
 	pid_t t;
 };
 
+/* The ledger's rule: the module and nxquotad alike. */
+FIXTURE_VARIANT(move) {};
+
+FIXTURE_VARIANT_ADD(move, module) {};
+
+FIXTURE_VARIANT_ADD(move, daemon) {};
+
 FIXTURE_SETUP(move)
 {
 	tn_devnode_admin();

@@ -27,6 +27,13 @@ FIXTURE(move_wait) {
 	struct sc_peer f, t;
 };
 
+/* The ledger's rule: the module and nxquotad alike. */
+FIXTURE_VARIANT(move_wait) {};
+
+FIXTURE_VARIANT_ADD(move_wait, module) {};
+
+FIXTURE_VARIANT_ADD(move_wait, daemon) {};
+
 FIXTURE_SETUP(move_wait)
 {
 	tn_devnode_admin();

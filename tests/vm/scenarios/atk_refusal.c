@@ -79,11 +79,17 @@ static void refused(struct sc_peer *p, uint64_t bytes, uint64_t tmo,
 	unchanged(what);
 }
 
-int main(int argc, char **argv)
-{
-	struct sc_rep t, r;
+/* The ledger's rules: the module and nxquotad alike. */
+FIXTURE(refusal) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(refusal) {};
+
+FIXTURE_VARIANT_ADD(refusal, module) {};
+
+FIXTURE_VARIANT_ADD(refusal, daemon) {};
+
+FIXTURE_SETUP(refusal)
+{
 	tn_devnode_admin();
 	CHECK_OK(sc_dev_register(KEY, "100M"));
 	TN_DEV_OPEN(KEY);
@@ -96,6 +102,20 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_set_budget(KEY, CG " max=100M min=50M"));
 	CHECK_OK(sc_set_budget(KEY, CA " max=20M"));
 	CHECK_OK(sc_set_budget(KEY, CA2 " max=max"));
+}
+
+FIXTURE_TEARDOWN(refusal)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CV));
+	CHECK_OK(sc_cg_remove(CG));
+	CHECK_OK(sc_cg_remove(CA));
+	CHECK_OK(sc_cg_remove(CA2));
+}
+
+TEST_F(refusal, refusals_leave_the_queue)
+{
+	struct sc_rep t, r;
 
 	tn_peer_start(&v, "V", CV, KEY, 0, 1, 1);
 	tn_peer_start(&g, "G", CG, KEY, 0, 1, 1);
@@ -158,10 +178,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&v);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CV));
-	CHECK_OK(sc_cg_remove(CG));
-	CHECK_OK(sc_cg_remove(CA));
-	CHECK_OK(sc_cg_remove(CA2));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

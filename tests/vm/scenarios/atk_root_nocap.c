@@ -74,6 +74,11 @@ FIXTURE(nocap) {
 	struct nocap_state before;
 };
 
+/* The module's sysfs files: the module's variant only. */
+FIXTURE_VARIANT(nocap) {};
+
+FIXTURE_VARIANT_ADD(nocap, module) {};
+
 FIXTURE_SETUP(nocap)
 {
 	ASSERT_OK(sc_dev_register(KEY, "100M"));

@@ -73,18 +73,35 @@ static uint64_t ask(uint64_t cmd)
 	return RECV(c2p[0]);
 }
 
-int main(int argc, char **argv)
+/* Nodes and removed cgroups are the ledger's rules: both authorities. */
+FIXTURE(cgroup_rmdir) {};
+
+FIXTURE_VARIANT(cgroup_rmdir) {};
+
+FIXTURE_VARIANT_ADD(cgroup_rmdir, module) {};
+
+FIXTURE_VARIANT_ADD(cgroup_rmdir, daemon) {};
+
+FIXTURE_SETUP(cgroup_rmdir)
+{
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
+	CHECK_OK(sc_cg_create(P));
+	CHECK_OK(sc_cg_create(A));
+	CHECK_OK(sc_cg_create(B));
+}
+
+FIXTURE_TEARDOWN(cgroup_rmdir)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+}
+
+TEST_F(cgroup_rmdir, nodes_outlive_their_cgroups)
 {
 	uint64_t p, a, b, p2, h = 0, c = 0;
 	char buf[256];
 	pid_t pid;
 	int fd, n;
 
-	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register_open(KEY, "1M"));
-	CHECK_OK(sc_cg_create(P));
-	CHECK_OK(sc_cg_create(A));
-	CHECK_OK(sc_cg_create(B));
 	p = CG_ID(P), a = CG_ID(A), b = CG_ID(B);
 	CHECK_OK(sc_set_budget(KEY, A " max=512K"));
 	CHECK(pipe(p2c) == 0 && pipe(c2p) == 0);
@@ -176,6 +193,6 @@ int main(int argc, char **argv)
 		CHECK_EQ(NODE_U64(KEY, p2, "current"), 0);
 	}
 	CHECK_ERR(sc_set_budget(KEY, P " max=1M"), ENOENT);
-	CHECK_OK(sc_dev_unregister(KEY));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

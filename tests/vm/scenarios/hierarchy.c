@@ -85,13 +85,17 @@ static long charge_in(uint64_t h, uint64_t bytes, uint64_t *c)
 	return rc;
 }
 
-int main(int argc, char **argv)
-{
-	uint64_t ha, hb, hd, ho, hd2, c;
-	uint64_t p, a, d, b, o;
-	struct nxq_status st;
+/* The hierarchy's rules are the ledger's: both authorities. */
+FIXTURE(hierarchy) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(hierarchy) {};
+
+FIXTURE_VARIANT_ADD(hierarchy, module) {};
+
+FIXTURE_VARIANT_ADD(hierarchy, daemon) {};
+
+FIXTURE_SETUP(hierarchy)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "2M"));
 	CHECK_OK(sc_dev_register_open(KEY2, "1G"));
 	CHECK_OK(sc_cg_create(P));
@@ -99,6 +103,26 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_cg_create(D));
 	CHECK_OK(sc_cg_create(B));
 	CHECK_OK(sc_cg_create(O));
+}
+
+FIXTURE_TEARDOWN(hierarchy)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_dev_unregister(KEY2));
+	CHECK(!sc_dev_exists(KEY));
+	CHECK_OK(sc_cg_remove(D));
+	CHECK_OK(sc_cg_remove(A));
+	CHECK_OK(sc_cg_remove(B));
+	CHECK_OK(sc_cg_remove(P));
+	CHECK_OK(sc_cg_remove(O));
+}
+
+TEST_F(hierarchy, limits_through_the_tree)
+{
+	uint64_t ha, hb, hd, ho, hd2, c;
+	uint64_t p, a, d, b, o;
+	struct nxq_status st;
+
 	p = CG_ID(P), a = CG_ID(A), d = CG_ID(D), b = CG_ID(B), o = CG_ID(O);
 	CHECK_OK(sc_set_budget(KEY, P " max=1M"));
 	CHECK_OK(sc_set_budget(KEY, B " max=768K"));
@@ -234,14 +258,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, p, "current"), 0);
 	CHECK_EQ(NODE_U64(KEY, b, "current"), 0);
 	CHECK_EQ(NODE_U64(KEY2, p, "current"), 0);
-
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_dev_unregister(KEY2));
-	CHECK(!sc_dev_exists(KEY));
-	CHECK_OK(sc_cg_remove(D));
-	CHECK_OK(sc_cg_remove(A));
-	CHECK_OK(sc_cg_remove(B));
-	CHECK_OK(sc_cg_remove(P));
-	CHECK_OK(sc_cg_remove(O));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

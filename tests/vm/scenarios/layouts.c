@@ -143,15 +143,44 @@ static void one(const struct layout *l)
 		FAIL("%s: the budget of %s outlived its cgroup", l->name, pod);
 }
 
-int main(int argc, char **argv)
-{
-	size_t i;
+/* The layouts are the ledger's rules: the module and nxquotad alike. */
+FIXTURE(layouts) {};
 
-	sc_init(argc, argv);
-	/* default_max stays 0: nothing unbudgeted may charge. */
+FIXTURE_VARIANT(layouts) {};
+
+FIXTURE_VARIANT_ADD(layouts, module) {};
+
+FIXTURE_VARIANT_ADD(layouts, daemon) {};
+
+/* default_max stays 0: nothing unbudgeted may charge. */
+FIXTURE_SETUP(layouts)
+{
 	CHECK_OK(sc_dev_register(KEY, "64M"));
-	for (i = 0; i < sizeof(layouts) / sizeof(layouts[0]); i++)
-		one(&layouts[i]);
-	CHECK_OK(sc_dev_unregister(KEY));
-	PASS();
 }
+
+FIXTURE_TEARDOWN(layouts)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+}
+
+TEST_F(layouts, kubelet_cgroupfs)
+{
+	one(&layouts[0]);
+}
+
+TEST_F(layouts, kubelet_systemd)
+{
+	one(&layouts[1]);
+}
+
+TEST_F(layouts, podman_pod)
+{
+	one(&layouts[2]);
+}
+
+TEST_F(layouts, slurm)
+{
+	one(&layouts[3]);
+}
+
+TEST_HARNESS_MAIN

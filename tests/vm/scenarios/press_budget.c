@@ -90,13 +90,17 @@ static void not_asked(int line, struct sc_peer *h)
 		     h->name, sc_rcname(r.rc), (unsigned long long)r.v[1]);
 }
 
-int main(int argc, char **argv)
-{
-	struct sc_peer a1, a2, b1, bx, o1;
-	struct sc_rep r, t1, t2;
-	uint64_t t0, t1ns;
+/* The ledger's rules: the module and nxquotad alike. */
+FIXTURE(budget) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(budget) {};
+
+FIXTURE_VARIANT_ADD(budget, module) {};
+
+FIXTURE_VARIANT_ADD(budget, daemon) {};
+
+FIXTURE_SETUP(budget)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "200M"));
 	CHECK_OK(sc_write(sc_dev_path(KEY, "ticket_timeout_ms"), "300"));
 	CHECK_OK(sc_cg_create(P));
@@ -106,6 +110,22 @@ int main(int argc, char **argv)
 	p = CG_ID(P), pa = CG_ID(PA), pb = CG_ID(PB), o = CG_ID(O);
 	CHECK_OK(sc_set_budget(KEY, P " min=100M"));
 	CHECK_OK(sc_set_budget(KEY, PB " min=50M"));
+}
+
+FIXTURE_TEARDOWN(budget)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(PA));
+	CHECK_OK(sc_cg_remove(PB));
+	CHECK_OK(sc_cg_remove(P));
+	CHECK_OK(sc_cg_remove(O));
+}
+
+TEST_F(budget, max_lowered_below_current)
+{
+	struct sc_peer a1, a2, b1, bx, o1;
+	struct sc_rep r, t1, t2;
+	uint64_t t0, t1ns;
 
 	sc_peer_start(&a1, "a1", PA, KEY, 0, 1);
 	sc_peer_start(&a2, "a2", PA, KEY, 0, 1);
@@ -189,10 +209,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&bx);
 	PEER_STOP(&o1);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(PA));
-	CHECK_OK(sc_cg_remove(PB));
-	CHECK_OK(sc_cg_remove(P));
-	CHECK_OK(sc_cg_remove(O));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -25,17 +25,37 @@
 #define M	SC_MIB
 #define TMO	(20ULL * 1000000000)
 
-int main(int argc, char **argv)
+/* The ledger's rules: the module and nxquotad alike. */
+FIXTURE(fair) {};
+
+FIXTURE_VARIANT(fair) {};
+
+FIXTURE_VARIANT_ADD(fair, module) {};
+
+FIXTURE_VARIANT_ADD(fair, daemon) {};
+
+FIXTURE_SETUP(fair)
+{
+	CHECK_OK(sc_dev_register_open(KEY, "100M"));
+	CHECK_OK(sc_cg_create(P));
+	CHECK_OK(sc_cg_create(V));
+	CHECK_OK(sc_cg_create(W));
+}
+
+FIXTURE_TEARDOWN(fair)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(W));
+	CHECK_OK(sc_cg_remove(V));
+	CHECK_OK(sc_cg_remove(P));
+}
+
+TEST_F(fair, queue_by_priority)
 {
 	struct sc_peer pv, pl, ps, pn;
 	struct sc_rep r, t;
 	uint64_t p, gen;
 
-	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register_open(KEY, "100M"));
-	CHECK_OK(sc_cg_create(P));
-	CHECK_OK(sc_cg_create(V));
-	CHECK_OK(sc_cg_create(W));
 	p = CG_ID(P);
 	CHECK_OK(sc_set_budget(KEY, P " max=10M"));
 	/* Root lets this subtree use priorities (0 unless raised). */
@@ -118,9 +138,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&pv);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(W));
-	CHECK_OK(sc_cg_remove(V));
-	CHECK_OK(sc_cg_remove(P));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -59,20 +59,38 @@ static void check_at_deadline(const struct sc_rep *r, uint64_t deadline,
 		     EARLY_NS / 1000000, LATE_NS / 1000000);
 }
 
-int main(int argc, char **argv)
-{
-	struct sc_peer pa, pb, pb2;
-	struct sc_rep r, t;
-	uint64_t t0, gen;
-	int st;
+/* The ledger's rules: the module and nxquotad alike. */
+FIXTURE(ignore) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(ignore) {};
+
+FIXTURE_VARIANT_ADD(ignore, module) {};
+
+FIXTURE_VARIANT_ADD(ignore, daemon) {};
+
+FIXTURE_SETUP(ignore)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
 	a = CG_ID(A);
 	b = CG_ID(B);
 	CHECK_OK(sc_set_budget(KEY, A " min=60M"));
+}
+
+FIXTURE_TEARDOWN(ignore)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(A));
+	CHECK_OK(sc_cg_remove(B));
+}
+
+TEST_F(ignore, deadline_and_kill)
+{
+	struct sc_peer pa, pb, pb2;
+	struct sc_rep r, t;
+	uint64_t t0, gen;
+	int st;
 
 	sc_peer_start(&pb, "B", B, KEY, 0, 1);
 	sc_peer_start(&pa, "A", A, KEY, 0, 1);
@@ -187,8 +205,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&pa);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(A));
-	CHECK_OK(sc_cg_remove(B));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -104,19 +104,37 @@ static void a_granted(struct sc_peer *pa, uint64_t bytes, uint64_t charged)
 		     (unsigned long long)(TMO / 1000000));
 }
 
-int main(int argc, char **argv)
-{
-	struct sc_peer pa, pb;
-	struct sc_rep r;
-	uint64_t t_sent;
+/* Lending is the ledger's: the module and nxquotad alike. */
+FIXTURE(lending) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(lending) {};
+
+FIXTURE_VARIANT_ADD(lending, module) {};
+
+FIXTURE_VARIANT_ADD(lending, daemon) {};
+
+FIXTURE_SETUP(lending)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
 	a = CG_ID(A);
 	b = CG_ID(B);
 	CHECK_OK(sc_set_budget(KEY, A " min=60M"));
+}
+
+FIXTURE_TEARDOWN(lending)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(A));
+	CHECK_OK(sc_cg_remove(B));
+}
+
+TEST_F(lending, recall_and_ask)
+{
+	struct sc_peer pa, pb;
+	struct sc_rep r;
+	uint64_t t_sent;
 
 	sc_peer_start(&pb, "B", B, KEY, 0, 1);
 	sc_peer_start(&pa, "A", A, KEY, 0, 1);
@@ -206,8 +224,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
 	CHECK_EQ(NODE_U64(KEY, CG_ROOT_ID, "current"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(A));
-	CHECK_OK(sc_cg_remove(B));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

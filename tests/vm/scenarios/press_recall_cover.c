@@ -25,17 +25,36 @@
 #define M	SC_MIB
 #define TMO	(2000ULL * 1000000)
 
-int main(int argc, char **argv)
-{
-	struct sc_peer pa, b1, b2, b3;
-	struct sc_rep r, s1, s2, s3;
+/* The ledger's rules: the module and nxquotad alike. */
+FIXTURE(recall_cover) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(recall_cover) {};
+
+FIXTURE_VARIANT_ADD(recall_cover, module) {};
+
+FIXTURE_VARIANT_ADD(recall_cover, daemon) {};
+
+FIXTURE_SETUP(recall_cover)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
 	CHECK_OK(sc_set_budget(KEY, A " min=60M"));
 	CHECK_OK(sc_set_budget(KEY, B " max=100M"));
+}
+
+FIXTURE_TEARDOWN(recall_cover)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(A));
+	CHECK_OK(sc_cg_remove(B));
+}
+
+TEST_F(recall_cover, asks_cover_the_shortfall)
+{
+	struct sc_peer pa, b1, b2, b3;
+	struct sc_rep r, s1, s2, s3;
+
 	sc_peer_start(&pa, "A", A, KEY, 0, 1);
 
 	/* 1. Two borrowing holders: reclaimable first, then the charge. */
@@ -81,8 +100,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&b3);
 	PEER_STOP(&pa);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(A));
-	CHECK_OK(sc_cg_remove(B));
-	PASS();
 }
+
+TEST_HARNESS_MAIN
