@@ -18,7 +18,8 @@
 /* Every feature bit the header defines; a new one must be added here. */
 #define FEAT_KNOWN (NXQ_FEAT_HOLDERS | NXQ_FEAT_CHARGE | NXQ_FEAT_STATUS | \
 		    NXQ_FEAT_CHARGE_WAIT | NXQ_FEAT_TICKETS | \
-		    NXQ_FEAT_STATUS_V1 | NXQ_FEAT_CHARGE_PROBE)
+		    NXQ_FEAT_STATUS_V1 | NXQ_FEAT_CHARGE_PROBE | \
+		    NXQ_FEAT_CHARGE_V1)
 
 FIXTURE(abi) {
 	int fd;

@@ -100,6 +100,12 @@ FIXTURE(names) {
 	int unused;
 };
 
+FIXTURE_VARIANT(names) {};
+
+FIXTURE_VARIANT_ADD(names, module) {};
+
+FIXTURE_VARIANT_ADD(names, daemon) {};
+
 FIXTURE_SETUP(names)
 {
 	ASSERT_OK(sc_dev_register_open(KEY, "100M"));
