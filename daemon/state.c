@@ -43,13 +43,6 @@
 
 static char *state_dir;		/* NULL: nothing is persisted */
 
-static const char *const lim_names[NXQ_NR_LIMITS] = {
-	[NXQ_LIM_HOLDERS]	= "holders_max",
-	[NXQ_LIM_WAITERS]	= "waiters_max",
-	[NXQ_LIM_PRIORITY]	= "priority_max",
-	[NXQ_LIM_WAIT_MS]	= "wait_max_ms",
-};
-
 static void put_path(FILE *f, const char *p)
 {
 	for (; *p; p++) {
@@ -141,9 +134,9 @@ static void put_node(FILE *f, struct nxq_node *node)
 		kill);
 	for (i = 0; i < NXQ_NR_LIMITS; i++) {
 		if (lim[i] == NXQ_LIMIT_UNSET)
-			fprintf(f, " %s=-", lim_names[i]);
+			fprintf(f, " %s=-", nxq_abi_limits[i].name);
 		else
-			fprintf(f, " %s=%u", lim_names[i], lim[i]);
+			fprintf(f, " %s=%u", nxq_abi_limits[i].name, lim[i]);
 	}
 	fputc('\n', f);
 }
@@ -334,12 +327,12 @@ static int load_budget(char **w, int n, const char *file, int line)
 	r.kill_on_ignore = v;
 	i += 2;
 	for (k = 0; k < NXQ_NR_LIMITS; k++, i++) {
-		size_t len = strlen(lim_names[k]);
+		size_t len = strlen(nxq_abi_limits[k].name);
 
-		if (!strncmp(w[i], lim_names[k], len) &&
+		if (!strncmp(w[i], nxq_abi_limits[k].name, len) &&
 		    !strcmp(w[i] + len, "=-"))
 			continue;
-		if (word_u64(w[i], lim_names[k], false, &v) || v > U32_MAX ||
+		if (word_u64(w[i], nxq_abi_limits[k].name, false, &v) || v > U32_MAX ||
 		    !nxq_abi_limit_valid(k, (u32)v))
 			return -EINVAL;
 		r.lim[k] = (u32)v;

@@ -92,6 +92,20 @@ int nxq_abi_devnode_check(const struct nxq_device *dev, bool given,
 			  bool chr, dev_t rdev);
 void nxq_abi_version(struct nxq_version *a);
 int nxq_abi_status(struct nxq_holder *h, struct nxq_status *a);
+/**
+ * struct nxq_abi_limit - one per-cgroup limit, as the spec has it
+ * @name: its name in sysfs and nxquotad's state file ("holders_max")
+ * @attr: its netlink attribute (NXQUOTA_A_BUDGET_*)
+ * @max: the largest value root may set
+ */
+struct nxq_abi_limit {
+	const char *name;
+	unsigned int attr;
+	u32 max;
+};
+extern const struct nxq_abi_limit nxq_abi_limits[NXQ_NR_LIMITS];
+int nxq_abi_limit_find(const char *name, size_t len);
+
 int nxq_abi_charge(struct nxq_holder *h, struct nxq_charge *a, u64 timeout_ns);
 void nxq_abi_charge_refused(struct nxq_charge *a,
 			    const struct nxq_refusal_rec *r);

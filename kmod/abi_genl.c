@@ -25,6 +25,19 @@
 #if IS_ENABLED(CONFIG_NET)
 
 /* BEGIN YNL-GEN nxquota kernel (daemon/ynl-gen.sh) */
+/* Integer value ranges */
+static struct netlink_range_validation nxquota_a_budget_holders_max_range = {
+	.max	= 4294967294ULL,
+};
+
+static struct netlink_range_validation nxquota_a_budget_waiters_max_range = {
+	.max	= 4294967294ULL,
+};
+
+static struct netlink_range_validation nxquota_a_budget_wait_max_ms_range = {
+	.max	= 3600000ULL,
+};
+
 /* NXQUOTA_CMD_DEVICE_ADD - do */
 static const struct nla_policy nxquota_device_add_nl_policy[NXQUOTA_A_DEVICE_DEVT + 1] = {
 	[NXQUOTA_A_DEVICE_KEY] = { .type = NLA_NUL_STRING, .len = 63, },
@@ -57,10 +70,10 @@ static const struct nla_policy nxquota_budget_set_nl_policy[NXQUOTA_A_BUDGET_OVE
 	[NXQUOTA_A_BUDGET_MAX] = { .type = NLA_U64, },
 	[NXQUOTA_A_BUDGET_MIN] = { .type = NLA_U64, },
 	[NXQUOTA_A_BUDGET_KILL_ON_IGNORE] = NLA_POLICY_MAX(NLA_U8, 1),
-	[NXQUOTA_A_BUDGET_HOLDERS_MAX] = { .type = NLA_U32, },
-	[NXQUOTA_A_BUDGET_WAITERS_MAX] = { .type = NLA_U32, },
-	[NXQUOTA_A_BUDGET_PRIORITY_MAX] = { .type = NLA_U32, },
-	[NXQUOTA_A_BUDGET_WAIT_MAX_MS] = { .type = NLA_U32, },
+	[NXQUOTA_A_BUDGET_HOLDERS_MAX] = NLA_POLICY_FULL_RANGE(NLA_U32, &nxquota_a_budget_holders_max_range),
+	[NXQUOTA_A_BUDGET_WAITERS_MAX] = NLA_POLICY_FULL_RANGE(NLA_U32, &nxquota_a_budget_waiters_max_range),
+	[NXQUOTA_A_BUDGET_PRIORITY_MAX] = NLA_POLICY_MAX(NLA_U32, 1000),
+	[NXQUOTA_A_BUDGET_WAIT_MAX_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &nxquota_a_budget_wait_max_ms_range),
 	[NXQUOTA_A_BUDGET_OVERCOMMIT] = { .type = NLA_FLAG, },
 };
 
@@ -183,13 +196,6 @@ u32 nxq_abi_event_type(enum nxq_event_type type)
 	return 0;
 }
 
-static const unsigned int nxq_abi_limit_attr[NXQ_NR_LIMITS] = {
-	[NXQ_LIM_HOLDERS]	= NXQUOTA_A_BUDGET_HOLDERS_MAX,
-	[NXQ_LIM_WAITERS]	= NXQUOTA_A_BUDGET_WAITERS_MAX,
-	[NXQ_LIM_PRIORITY]	= NXQUOTA_A_BUDGET_PRIORITY_MAX,
-	[NXQ_LIM_WAIT_MS]	= NXQUOTA_A_BUDGET_WAIT_MAX_MS,
-};
-
 /**
  * nxq_abi_budget_req() - budget-set's attributes as a ledger request
  * @a: the request's attributes, validated against its policy
@@ -220,7 +226,7 @@ int nxq_abi_budget_req(struct nlattr **a, struct nxq_budget_req *r,
 			nla_get_u8(a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
 	}
 	for (i = 0; i < NXQ_NR_LIMITS; i++) {
-		struct nlattr *la = a[nxq_abi_limit_attr[i]];
+		struct nlattr *la = a[nxq_abi_limits[i].attr];
 
 		if (!la)
 			continue;
@@ -616,7 +622,7 @@ void nxq_abi_budget_msg(struct nxq_node *node, const char *path,
 	nxq_abi_put(m, NXQUOTA_A_BUDGET_KILLS, NXQ_ABI_U64, kills);
 	nxq_abi_put(m, NXQUOTA_A_BUDGET_KILL_ON_IGNORE, NXQ_ABI_U8, kill);
 	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		nxq_abi_put(m, nxq_abi_limit_attr[i], NXQ_ABI_U32, lim[i]);
+		nxq_abi_put(m, nxq_abi_limits[i].attr, NXQ_ABI_U32, lim[i]);
 }
 
 /**

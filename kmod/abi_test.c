@@ -178,13 +178,13 @@ static void nxq_abi_test_values(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, nxq_abi_parse_devt("1:", &maj, &min), -EINVAL);
 	KUNIT_EXPECT_EQ(test, nxq_abi_parse_devt(":1", &maj, &min), -EINVAL);
 	KUNIT_EXPECT_EQ(test, nxq_abi_parse_devt("-1:1", &maj, &min), -EINVAL);
-	KUNIT_EXPECT_TRUE(test, nxq_abi_limit_valid(NXQ_LIM_PRIORITY,
+	KUNIT_EXPECT_TRUE(test, nxq_abi_limit_valid(NXQ_LIM_PRIORITY_MAX,
 						    NXQ_PRIORITY_MAX));
-	KUNIT_EXPECT_FALSE(test, nxq_abi_limit_valid(NXQ_LIM_PRIORITY,
+	KUNIT_EXPECT_FALSE(test, nxq_abi_limit_valid(NXQ_LIM_PRIORITY_MAX,
 						     NXQ_PRIORITY_MAX + 1));
-	KUNIT_EXPECT_FALSE(test, nxq_abi_limit_valid(NXQ_LIM_WAIT_MS,
+	KUNIT_EXPECT_FALSE(test, nxq_abi_limit_valid(NXQ_LIM_WAIT_MAX_MS,
 						     3600 * 1000 + 1));
-	KUNIT_EXPECT_FALSE(test, nxq_abi_limit_valid(NXQ_LIM_HOLDERS,
+	KUNIT_EXPECT_FALSE(test, nxq_abi_limit_valid(NXQ_LIM_HOLDERS_MAX,
 						     NXQ_LIMIT_UNSET));
 	KUNIT_EXPECT_FALSE(test, nxq_abi_ticket_timeout_valid(0));
 	KUNIT_EXPECT_TRUE(test, nxq_abi_ticket_timeout_valid(3600 * 1000));

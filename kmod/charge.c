@@ -87,7 +87,7 @@ static int nxq_waiter_follow(struct nxq_device *dev, struct nxq_waiter *w,
 	if (err)
 		return err;
 	w->node = h->node;
-	cap = (u64)nxq_node_limit(w->node, NXQ_LIM_WAIT_MS) * NSEC_PER_MSEC;
+	cap = (u64)nxq_node_limit(w->node, NXQ_LIM_WAIT_MAX_MS) * NSEC_PER_MSEC;
 	if (check_add_overflow(w->enqueued_ns, min(timeout_ns, cap ?: 1),
 			       &end))
 		end = U64_MAX;
@@ -200,7 +200,7 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 	}
 
 	/* Queue: granted at once if nothing holds it up, else it waits. */
-	cap = (u64)nxq_node_limit(w.node, NXQ_LIM_WAIT_MS) * NSEC_PER_MSEC;
+	cap = (u64)nxq_node_limit(w.node, NXQ_LIM_WAIT_MAX_MS) * NSEC_PER_MSEC;
 	timeout_ns = min(timeout_ns, cap ?: 1);
 	err = nxq_waiters_add(w.node);
 	if (err)

@@ -18,10 +18,10 @@
 #include "counter.h"
 
 static const u32 nxq_limit_default[NXQ_NR_LIMITS] = {
-	[NXQ_LIM_HOLDERS]	= NXQ_DEFAULT_HOLDERS_MAX,
-	[NXQ_LIM_WAITERS]	= NXQ_DEFAULT_WAITERS_MAX,
-	[NXQ_LIM_PRIORITY]	= NXQ_DEFAULT_PRIORITY_MAX,
-	[NXQ_LIM_WAIT_MS]	= NXQ_DEFAULT_WAIT_MAX_MS,
+	[NXQ_LIM_HOLDERS_MAX]	= NXQ_DEFAULT_HOLDERS_MAX,
+	[NXQ_LIM_WAITERS_MAX]	= NXQ_DEFAULT_WAITERS_MAX,
+	[NXQ_LIM_PRIORITY_MAX]	= NXQ_DEFAULT_PRIORITY_MAX,
+	[NXQ_LIM_WAIT_MAX_MS]	= NXQ_DEFAULT_WAIT_MAX_MS,
 };
 
 /**
@@ -44,7 +44,7 @@ u32 nxq_node_limit(struct nxq_node *node, enum nxq_limit which)
 	struct nxq_node *n;
 
 	lockdep_assert_held(&node->dev->lock);
-	if (which == NXQ_LIM_HOLDERS || which == NXQ_LIM_WAITERS) {
+	if (which == NXQ_LIM_HOLDERS_MAX || which == NXQ_LIM_WAITERS_MAX) {
 		if (node->lim[which] != NXQ_LIMIT_UNSET)
 			return node->lim[which];
 		return node->parent ? nxq_limit_default[which] : U32_MAX;
@@ -86,7 +86,7 @@ u32 nxq_node_limit(struct nxq_node *node, enum nxq_limit which)
 bool nxq_holders_full(struct nxq_node *node)
 {
 	lockdep_assert_held(&node->dev->ledger->lock);
-	return nxq_objects_full(node, NXQ_LIM_HOLDERS, node->nr_holders,
+	return nxq_objects_full(node, NXQ_LIM_HOLDERS_MAX, node->nr_holders,
 				subtree_holders);
 }
 
@@ -571,7 +571,7 @@ int nxq_waiters_add(struct nxq_node *node)
 	struct nxq_node *n;
 
 	lockdep_assert_held(&node->dev->lock);
-	if (nxq_objects_full(node, NXQ_LIM_WAITERS, node->own_waiters,
+	if (nxq_objects_full(node, NXQ_LIM_WAITERS_MAX, node->own_waiters,
 			     subtree_waiters))
 		return -EAGAIN;
 	for (n = node; n; n = n->parent)

@@ -277,18 +277,18 @@ static void nxq_test_limits(struct kunit *test)
 
 	/* Defaults: a's priority_max is root's here (raised by tree_new). */
 	spin_lock(&t->dev->lock);
-	t->root->lim[NXQ_LIM_PRIORITY] = NXQ_LIMIT_UNSET;
-	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_PRIORITY), 0U);
-	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_HOLDERS),
+	t->root->lim[NXQ_LIM_PRIORITY_MAX] = NXQ_LIMIT_UNSET;
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_PRIORITY_MAX), 0U);
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_HOLDERS_MAX),
 			(u32)NXQ_DEFAULT_HOLDERS_MAX);
-	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->root, NXQ_LIM_HOLDERS),
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->root, NXQ_LIM_HOLDERS_MAX),
 			U32_MAX);
-	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_WAIT_MS),
+	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_WAIT_MAX_MS),
 			(u32)NXQ_DEFAULT_WAIT_MAX_MS);
 	/* Inherited from the nearest ancestor that sets one. */
-	t->a->lim[NXQ_LIM_HOLDERS] = 2;
-	t->a->lim[NXQ_LIM_WAITERS] = 1;
-	t->a->lim[NXQ_LIM_WAIT_MS] = 30;
+	t->a->lim[NXQ_LIM_HOLDERS_MAX] = 2;
+	t->a->lim[NXQ_LIM_WAITERS_MAX] = 1;
+	t->a->lim[NXQ_LIM_WAIT_MAX_MS] = 30;
 	spin_unlock(&t->dev->lock);
 
 	mutex_lock(&t->l.lock);
@@ -509,7 +509,7 @@ static void nxq_test_limits_own(struct kunit *test)
 
 	/* A limit set on a bounds a's subtree: c, d and a together. */
 	spin_lock(&t->dev->lock);
-	t->a->lim[NXQ_LIM_HOLDERS] = nr + 2;
+	t->a->lim[NXQ_LIM_HOLDERS_MAX] = nr + 2;
 	spin_unlock(&t->dev->lock);
 	mutex_lock(&t->l.lock);
 	d->refs++;
@@ -525,7 +525,7 @@ static void nxq_test_limits_own(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, nxq_waiters_add(t->c), 0);
 	KUNIT_EXPECT_EQ(test, nxq_waiters_add(t->c), -EAGAIN);
 	KUNIT_EXPECT_EQ(test, nxq_waiters_add(d), 0);
-	t->a->lim[NXQ_LIM_WAITERS] = NXQ_DEFAULT_WAITERS_MAX + 2;
+	t->a->lim[NXQ_LIM_WAITERS_MAX] = NXQ_DEFAULT_WAITERS_MAX + 2;
 	KUNIT_EXPECT_EQ(test, nxq_waiters_add(d), 0);
 	KUNIT_EXPECT_EQ(test, nxq_waiters_add(d), -EAGAIN);
 	KUNIT_EXPECT_EQ(test, t->a->subtree_waiters,

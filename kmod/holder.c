@@ -51,7 +51,7 @@ struct nxq_holder *nxq_holder_create(struct nxq_node *node, u32 priority,
 	}
 	spin_lock(&dev->lock);
 	*err = 0;
-	if (priority > nxq_node_limit(node, NXQ_LIM_PRIORITY))
+	if (priority > nxq_node_limit(node, NXQ_LIM_PRIORITY_MAX))
 		*err = -EPERM;
 	if (!*err && nxq_holders_full(node))
 		*err = -EMFILE;
@@ -116,7 +116,7 @@ int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node)
 	old = h->node;
 	if (h->detached || old == node)
 		err = -ENOENT;
-	else if (h->priority > nxq_node_limit(node, NXQ_LIM_PRIORITY))
+	else if (h->priority > nxq_node_limit(node, NXQ_LIM_PRIORITY_MAX))
 		err = -EPERM;
 	if (err) {
 		spin_unlock(&dev->lock);

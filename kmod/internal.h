@@ -34,11 +34,11 @@ int nxq_cgroup_key_path(void *key, char *buf, size_t size);
 u32 nxq_cgroup_path_user(u64 id, char __user *ubuf, u32 size);
 
 int nxq_parse_devt(const char *s, dev_t *devt);
-bool nxq_limit_valid(enum nxq_limit which, u32 v);
 int nxq_sysfs_init(void);
 void nxq_sysfs_exit(void);
 int nxq_sysfs_device_added(struct nxq_device *dev);
 void nxq_sysfs_device_removed(struct nxq_device *dev);
+void nxq_sysfs_node_init(void);
 int nxq_sysfs_node_added(struct nxq_node *node);
 void nxq_sysfs_node_removed(struct nxq_node *node);
 

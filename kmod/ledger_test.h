@@ -107,7 +107,7 @@ static inline struct tree *tree_new(struct kunit *test, u64 capacity)
 	/* As before default_max and priority_max: tests narrow them. */
 	nxq_device_set_default_max(t->dev, NXQ_UNLIMITED);
 	spin_lock(&t->dev->lock);
-	t->root->lim[NXQ_LIM_PRIORITY] = NXQ_PRIORITY_MAX;
+	t->root->lim[NXQ_LIM_PRIORITY_MAX] = NXQ_PRIORITY_MAX;
 	spin_unlock(&t->dev->lock);
 	return t;
 }

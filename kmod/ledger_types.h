@@ -95,13 +95,7 @@ struct nxq_ask_stamp {
 #define NXQ_DEFAULT_PRIORITY_MAX	0
 #define NXQ_DEFAULT_WAIT_MAX_MS		30000
 
-enum nxq_limit {
-	NXQ_LIM_HOLDERS,
-	NXQ_LIM_WAITERS,
-	NXQ_LIM_PRIORITY,
-	NXQ_LIM_WAIT_MS,
-	NXQ_NR_LIMITS,
-};
+/* enum nxq_limit: the uapi header, generated from the spec (NXQ_LIMITS). */
 
 /**
  * struct nxq_budget_req - what one budget-setting call changes

@@ -422,7 +422,7 @@ static void nxq_test_rehome_limits(struct kunit *test)
 	int i;
 
 	spin_lock(&t->dev->lock);
-	t->b->lim[NXQ_LIM_HOLDERS] = 2;
+	t->b->lim[NXQ_LIM_HOLDERS_MAX] = 2;
 	spin_unlock(&t->dev->lock);
 	for (i = 0; i < 2; i++)
 		hb[i] = holder_new(test, t, t->b);
@@ -448,10 +448,10 @@ static void nxq_test_rehome_limits(struct kunit *test)
 	/* Inside a full subtree: a holders_max 1, from c to a. */
 	hp = holder_prio(test, t, t->c, 3);
 	spin_lock(&t->dev->lock);
-	t->a->lim[NXQ_LIM_HOLDERS] = 1;
-	t->a->lim[NXQ_LIM_PRIORITY] = 3;
-	t->b->lim[NXQ_LIM_HOLDERS] = 3;
-	t->b->lim[NXQ_LIM_PRIORITY] = 2;
+	t->a->lim[NXQ_LIM_HOLDERS_MAX] = 1;
+	t->a->lim[NXQ_LIM_PRIORITY_MAX] = 3;
+	t->b->lim[NXQ_LIM_HOLDERS_MAX] = 3;
+	t->b->lim[NXQ_LIM_PRIORITY_MAX] = 2;
 	spin_unlock(&t->dev->lock);
 	KUNIT_EXPECT_EQ(test, rehome(t, hp, t->a), 0);
 	KUNIT_EXPECT_EQ(test, t->a->subtree_holders, 1U);
@@ -536,8 +536,8 @@ static void nxq_test_rehome_waiting(struct kunit *test)
 	WRITE_ONCE(follow_to, NULL);
 	hx = holder_new(test, t, t->c);
 	spin_lock(&t->dev->lock);
-	t->b->lim[NXQ_LIM_WAITERS] = 0;
-	t->b->lim[NXQ_LIM_HOLDERS] = 3;
+	t->b->lim[NXQ_LIM_WAITERS_MAX] = 0;
+	t->b->lim[NXQ_LIM_HOLDERS_MAX] = 3;
 	spin_unlock(&t->dev->lock);
 	nxq_node_set_max(t->b, MiB);	/* b grants nothing at once */
 	waiter_start(test, t, &w, hx, MiB, 3000);
@@ -552,7 +552,7 @@ static void nxq_test_rehome_waiting(struct kunit *test)
 	holder_free(hx);
 	hx = holder_new(test, t, t->c);
 	spin_lock(&t->dev->lock);
-	t->b->lim[NXQ_LIM_HOLDERS] = 1;
+	t->b->lim[NXQ_LIM_HOLDERS_MAX] = 1;
 	spin_unlock(&t->dev->lock);
 	waiter_start(test, t, &w, hx, MiB, 3000);
 	WRITE_ONCE(follow_to, t->b);

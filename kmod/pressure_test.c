@@ -500,7 +500,7 @@ static void nxq_test_search_bound(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, hv);
 	spin_lock(&t->dev->lock);
-	t->b->lim[NXQ_LIM_HOLDERS] = nr;
+	t->b->lim[NXQ_LIM_HOLDERS_MAX] = nr;
 	spin_unlock(&t->dev->lock);
 	for (i = 0; i < nr; i++) {
 		hv[i] = holder_new(test, t, t->b);
@@ -560,7 +560,7 @@ static void nxq_test_search_scope(struct kunit *test)
 
 	KUNIT_ASSERT_NOT_NULL(test, hb);
 	spin_lock(&t->dev->lock);
-	t->b->lim[NXQ_LIM_HOLDERS] = nr;
+	t->b->lim[NXQ_LIM_HOLDERS_MAX] = nr;
 	spin_unlock(&t->dev->lock);
 	for (i = 0; i < nr; i++) {
 		hb[i] = holder_new(test, t, t->b);
@@ -604,8 +604,8 @@ static void nxq_test_search_rotate(struct kunit *test)
 	mutex_unlock(&t->l.lock);
 	KUNIT_ASSERT_FALSE(test, IS_ERR(d));
 	spin_lock(&t->dev->lock);
-	t->a->lim[NXQ_LIM_HOLDERS] = nr + 2;
-	t->c->lim[NXQ_LIM_HOLDERS] = nr;
+	t->a->lim[NXQ_LIM_HOLDERS_MAX] = nr + 2;
+	t->c->lim[NXQ_LIM_HOLDERS_MAX] = nr;
 	spin_unlock(&t->dev->lock);
 	/* c's holders have nothing to give; d's one has. */
 	for (i = 0; i < nr; i++)

@@ -474,33 +474,6 @@ static ssize_t dev_holders_show(struct kobject *kobj,
 static struct kobj_attribute nxq_dev_holders_attr =
 	__ATTR(holders, 0444, dev_holders_show, NULL);
 
-static const char *const nxq_limit_names[NXQ_NR_LIMITS] = {
-	[NXQ_LIM_HOLDERS]	= "holders_max",
-	[NXQ_LIM_WAITERS]	= "waiters_max",
-	[NXQ_LIM_PRIORITY]	= "priority_max",
-	[NXQ_LIM_WAIT_MS]	= "wait_max_ms",
-};
-
-/**
- * nxq_limit_valid() - check a per-cgroup limit's value
- * @which: enum nxq_limit
- * @v: the value
- *
- * Return: true if root may set it (priority_max up to NXQ_PRIORITY_MAX,
- * wait_max_ms up to an hour, the counts below NXQ_LIMIT_UNSET).
- */
-bool nxq_limit_valid(enum nxq_limit which, u32 v)
-{
-	switch (which) {
-	case NXQ_LIM_PRIORITY:
-		return v <= NXQ_PRIORITY_MAX;
-	case NXQ_LIM_WAIT_MS:
-		return v <= 3600 * 1000;
-	default:
-		return v != NXQ_LIMIT_UNSET;
-	}
-}
-
 /* Parse one "name=value" word (or "overcommit") of set_budget into @r. */
 static int nxq_parse_budget_word(char *word, struct nxq_budget_req *r)
 {
@@ -523,16 +496,15 @@ static int nxq_parse_budget_word(char *word, struct nxq_budget_req *r)
 		r->set_min = true;
 		return nxq_parse_size(val, false, &r->min);
 	}
-	for (i = 0; i < NXQ_NR_LIMITS; i++) {
-		if (strcmp(word, nxq_limit_names[i]) || (r->set_lim & BIT(i)))
-			continue;
-		if (kstrtou32(val, 10, &v) || !nxq_limit_valid(i, v))
-			return -EINVAL;
-		r->set_lim |= BIT(i);
-		r->lim[i] = v;
-		return 0;
-	}
-	return -EINVAL;
+	/* the limits, by the spec's table (abi.c) */
+	i = nxq_abi_limit_find(word, strlen(word));
+	if (i < 0 || (r->set_lim & BIT(i)))
+		return -EINVAL;
+	if (kstrtou32(val, 10, &v) || !nxq_abi_limit_valid(i, v))
+		return -EINVAL;
+	r->set_lim |= BIT(i);
+	r->lim[i] = v;
+	return 0;
 }
 
 /* "/CGROUP WORD..." (nxq_parse_budget_word()) */
@@ -668,6 +640,7 @@ int nxq_sysfs_init(void)
 {
 	int err;
 
+	nxq_sysfs_node_init();
 	nxq_root_kobj = kobject_create_and_add("nxquota", kernel_kobj);
 	if (!nxq_root_kobj)
 		return -ENOMEM;

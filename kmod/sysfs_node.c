@@ -167,28 +167,48 @@ NXQ_NODE_BUDGET(denials, denials, false, 0400, NULL);
 static struct kobj_attribute nxq_node_holders_attr =
 	__ATTR(holders, 0400, node_holders_show, NULL);
 
-/* The limit that binds the node: its own, inherited, or the default. */
-#define NXQ_NODE_LIMIT(name, which)					\
-static ssize_t node_##name##_show(struct kobject *kobj,			\
-				  struct kobj_attribute *attr, char *buf) \
-{									\
-	struct nxq_node *node = to_node(kobj);				\
-	u32 v;								\
-									\
-	spin_lock(&node->dev->lock);					\
-	v = nxq_node_limit(node, which);				\
-	spin_unlock(&node->dev->lock);					\
-	if (v == U32_MAX)						\
-		return sysfs_emit(buf, "max\n");			\
-	return sysfs_emit(buf, "%u\n", v);				\
-}									\
-static struct kobj_attribute nxq_node_##name##_attr =			\
-	__ATTR(name, 0400, node_##name##_show, NULL)
+/*
+ * One read-only file per limit of the spec's table (nxq_abi_limits,
+ * named as it names them): the limit that binds the node, its own,
+ * inherited, or the default.  Filled in once by nxq_sysfs_node_init().
+ */
+static struct kobj_attribute nxq_node_limit_attrs[NXQ_NR_LIMITS];
+static struct attribute *nxq_node_limit_list[NXQ_NR_LIMITS + 1];
 
-NXQ_NODE_LIMIT(holders_max, NXQ_LIM_HOLDERS);
-NXQ_NODE_LIMIT(waiters_max, NXQ_LIM_WAITERS);
-NXQ_NODE_LIMIT(priority_max, NXQ_LIM_PRIORITY);
-NXQ_NODE_LIMIT(wait_max_ms, NXQ_LIM_WAIT_MS);
+static ssize_t node_limit_show(struct kobject *kobj,
+			       struct kobj_attribute *attr, char *buf)
+{
+	struct nxq_node *node = to_node(kobj);
+	enum nxq_limit which = attr - nxq_node_limit_attrs;
+	u32 v;
+
+	spin_lock(&node->dev->lock);
+	v = nxq_node_limit(node, which);
+	spin_unlock(&node->dev->lock);
+	if (v == U32_MAX)
+		return sysfs_emit(buf, "max\n");
+	return sysfs_emit(buf, "%u\n", v);
+}
+
+/**
+ * nxq_sysfs_node_init() - the limits' files, from the spec's table
+ *
+ * Context: module init, before any node exists.
+ */
+void nxq_sysfs_node_init(void)
+{
+	struct kobj_attribute *a;
+	int i;
+
+	for (i = 0; i < NXQ_NR_LIMITS; i++) {
+		a = &nxq_node_limit_attrs[i];
+		sysfs_attr_init(&a->attr);
+		a->attr.name = nxq_abi_limits[i].name;
+		a->attr.mode = 0400;
+		a->show = node_limit_show;
+		nxq_node_limit_list[i] = &a->attr;
+	}
+}
 
 static struct attribute *nxq_node_attrs[] = {
 	&nxq_path_attr.attr,
@@ -208,13 +228,22 @@ static struct attribute *nxq_node_attrs[] = {
 	&nxq_node_bytes_released_attr.attr,
 	&nxq_node_kills_attr.attr,
 	&nxq_kill_on_ignore_attr.attr,
-	&nxq_node_holders_max_attr.attr,
-	&nxq_node_waiters_max_attr.attr,
-	&nxq_node_priority_max_attr.attr,
-	&nxq_node_wait_max_ms_attr.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(nxq_node);
+
+static const struct attribute_group nxq_node_group = {
+	.attrs = nxq_node_attrs,
+};
+
+static const struct attribute_group nxq_node_limit_group = {
+	.attrs = nxq_node_limit_list,
+};
+
+static const struct attribute_group *nxq_node_groups[] = {
+	&nxq_node_group,
+	&nxq_node_limit_group,
+	NULL,
+};
 
 static void nxq_node_kobj_release(struct kobject *kobj)
 {

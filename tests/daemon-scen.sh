@@ -151,6 +151,7 @@ mkdir -p "$tmp/run" "$tmp/state"
 chmod 0755 "$tmp/run"
 export NXQUOTA_SOCKET=$tmp/run/nxquota.sock
 export NXQUOTA_CONTROL=$tmp/run/control.sock
+export NXQ_CTL=$top/tools/nxquotactl	# the tool, where a scenario runs it
 export NXQ_AUTHORITY=daemon
 export NXQD_LOG=$tmp/nxqd.log NXQD_PIDFILE=$tmp/nxqd.pid
 export NXQD_START="$top/$daemon -s $NXQUOTA_SOCKET -c $NXQUOTA_CONTROL -S $tmp/state -C $cgroot"

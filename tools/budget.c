@@ -25,24 +25,24 @@
 #include "nxquotactl.h"
 #include "size.h"
 
-/* The attribute of a "holders-max=N"-style word, or 0. */
-static int limit_attr(const char *w)
+/*
+ * The limit of a "holders-max=N"-style word (the spec's name, '_' said
+ * '-'; limit_defs), or -1.
+ */
+static int limit_of(const char *w)
 {
-	static const struct {
-		const char *name;
-		int attr;
-	} lims[] = {
-		{ "holders-max=", NXQUOTA_A_BUDGET_HOLDERS_MAX },
-		{ "waiters-max=", NXQUOTA_A_BUDGET_WAITERS_MAX },
-		{ "priority-max=", NXQUOTA_A_BUDGET_PRIORITY_MAX },
-		{ "wait-max-ms=", NXQUOTA_A_BUDGET_WAIT_MAX_MS },
-	};
-	size_t i;
+	size_t i, k, len;
 
-	for (i = 0; i < sizeof(lims) / sizeof(lims[0]); i++)
-		if (!strncmp(w, lims[i].name, strlen(lims[i].name)))
-			return lims[i].attr;
-	return 0;
+	for (i = 0; i < NXQ_NR_LIMITS; i++) {
+		len = strlen(limit_defs[i].name);
+		for (k = 0; k < len; k++)
+			if (w[k] != (limit_defs[i].name[k] == '_' ? '-' :
+				     limit_defs[i].name[k]))
+				break;
+		if (k == len && w[len] == '=')
+			return (int)i;
+	}
+	return -1;
 }
 
 /* The budget node of @path on @device as a dump shows it, or NULL. */
@@ -84,7 +84,7 @@ static void say_changed(const char *path, const char *device,
 			const struct node *was, const struct node *now,
 			bool lim_given)
 {
-	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN];
+	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN], la[128], lb[128];
 	bool any = false;
 
 	printf("%s on %s:", path, device);
@@ -102,19 +102,14 @@ static void say_changed(const char *path, const char *device,
 		       was && was->kill_on_ignore, now && now->kill_on_ignore);
 		any = true;
 	}
-	if (was && now && (was->holders_max != now->holders_max ||
-			   was->waiters_max != now->waiters_max ||
-			   was->priority_max != now->priority_max ||
-			   was->wait_max_ms != now->wait_max_ms)) {
-		printf("%s limits %u/%u/%u/%u -> %u/%u/%u/%u", any ? "," : "",
-		       was->holders_max, was->waiters_max, was->priority_max,
-		       was->wait_max_ms, now->holders_max, now->waiters_max,
-		       now->priority_max, now->wait_max_ms);
+	if (was && now && memcmp(was->lim, now->lim, sizeof(now->lim))) {
+		printf("%s limits %s -> %s", any ? "," : "",
+		       limits_text(was->lim, la, sizeof(la)),
+		       limits_text(now->lim, lb, sizeof(lb)));
 		any = true;
 	} else if (!was && now && lim_given) {
-		printf("%s limits %u/%u/%u/%u", any ? "," : "",
-		       now->holders_max, now->waiters_max, now->priority_max,
-		       now->wait_max_ms);
+		printf("%s limits %s", any ? "," : "",
+		       limits_text(now->lim, lb, sizeof(lb)));
 		any = true;
 	}
 	if (!any)
@@ -161,24 +156,29 @@ int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 		char *eq = strchr(argv[i], '=');
 		bool is_max = !strncmp(argv[i], "max=", 4);
 		bool is_kill = !strncmp(argv[i], "kill-on-ignore=", 15);
-		int lim = limit_attr(argv[i]);
+		int lim = limit_of(argv[i]);
 
 		if (!strcmp(argv[i], "overcommit") ||
 		    !strcmp(argv[i], "--overcommit")) {
 			nla_put_flag(msg, NXQUOTA_A_BUDGET_OVERCOMMIT);
 			continue;
 		}
-		if (lim) {
+		if (lim >= 0) {
 			char *end;
 			unsigned long long x = strtoull(eq + 1, &end, 10);
 
-			if (eq[1] < '0' || eq[1] > '9' || *end ||
-			    x >= UINT32_MAX) {
+			if (eq[1] < '0' || eq[1] > '9' || *end) {
 				warnx_("%s: not a number", argv[i]);
 				nlmsg_free(msg);
 				return EX_USAGE;
 			}
-			nla_put_u32(msg, lim, (uint32_t)x);
+			if (x > limit_defs[lim].max) {
+				warnx_("%s: at most %u", argv[i],
+				       limit_defs[lim].max);
+				nlmsg_free(msg);
+				return EX_USAGE;
+			}
+			nla_put_u32(msg, limit_defs[lim].attr, (uint32_t)x);
 			lim_given = true;
 			continue;
 		}

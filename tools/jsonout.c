@@ -128,6 +128,7 @@ static struct json_object *device(const struct dev *d)
 static struct json_object *budget(const struct node *n)
 {
 	struct json_object *o = obj();
+	int i;
 
 	str(o, "device", n->device);
 	str(o, "path", n->path);
@@ -154,10 +155,8 @@ static struct json_object *budget(const struct node *n)
 	u64(o, "bytes_released", n->bytes_released);
 	u64(o, "kills", n->kills);
 	boolean(o, "kill_on_ignore", n->kill_on_ignore);
-	u64(o, "holders_max", n->holders_max);
-	u64(o, "waiters_max", n->waiters_max);
-	u64(o, "priority_max", n->priority_max);
-	u64(o, "wait_max_ms", n->wait_max_ms);
+	for (i = 0; i < NXQ_NR_LIMITS; i++)
+		u64(o, limit_defs[i].name, n->lim[i]);
 	if (n->has_measured) {	/* nxquotad's backstop only */
 		u64(o, "measured", n->measured);
 		u64(o, "escaped", n->escaped);

@@ -82,6 +82,7 @@ int dev_cb(struct nlattr **tb, void *arg)
 int node_cb(struct nlattr **tb, void *arg)
 {
 	struct node *n = vec_add(arg);
+	int i;
 
 	str_to(n->device, sizeof(n->device), tb[NXQUOTA_A_BUDGET_DEVICE]);
 	str_to(n->path, sizeof(n->path), tb[NXQUOTA_A_BUDGET_CGROUP_PATH]);
@@ -111,10 +112,8 @@ int node_cb(struct nlattr **tb, void *arg)
 	n->kills = u64_or(tb[NXQUOTA_A_BUDGET_KILLS], 0);
 	n->kill_on_ignore = tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE] &&
 			    nla_get_u8(tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
-	n->holders_max = u32_or(tb[NXQUOTA_A_BUDGET_HOLDERS_MAX], 0);
-	n->waiters_max = u32_or(tb[NXQUOTA_A_BUDGET_WAITERS_MAX], 0);
-	n->priority_max = u32_or(tb[NXQUOTA_A_BUDGET_PRIORITY_MAX], 0);
-	n->wait_max_ms = u32_or(tb[NXQUOTA_A_BUDGET_WAIT_MAX_MS], 0);
+	for (i = 0; i < NXQ_NR_LIMITS; i++)
+		n->lim[i] = u32_or(tb[limit_defs[i].attr], 0);
 	return 0;
 }
 

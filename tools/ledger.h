@@ -37,7 +37,7 @@ struct node {
 	bool max_set;		/* max is the cgroup's own */
 	uint64_t max_hits, denials, tickets, bytes_asked, bytes_released, kills;
 	uint32_t holders;
-	uint32_t holders_max, waiters_max, priority_max, wait_max_ms;
+	uint32_t lim[NXQ_NR_LIMITS];	/* binding limits, by limit_defs */
 	bool has_parent, kill_on_ignore;
 	int depth;
 	/* nxquotad's backstop: NVML's measure of the subtree, named */
@@ -80,5 +80,20 @@ int read_ledger(struct ctl *n, const char *device, struct ledger *l);
 void ledger_free(struct ledger *l);
 /* The path of node id on device, or NULL when the ledger has none. */
 const char *node_path(struct ledger *l, const char *device, uint64_t id);
+
+/*
+ * The per-cgroup limits as the spec has them (NXQ_LIMITS, the uapi
+ * header): name ("holders_max"; nxquotactl's words say "holders-max"),
+ * netlink attribute, largest value.
+ */
+struct limit_def {
+	const char *name;
+	int attr;
+	uint32_t max;
+};
+extern const struct limit_def limit_defs[NXQ_NR_LIMITS];
+/* "a/b/c/d": a node's limits in limit_defs' order, into buf. */
+const char *limits_text(const uint32_t lim[NXQ_NR_LIMITS], char *buf,
+			size_t n);
 
 #endif /* NXQ_TOOLS_LEDGER_H */

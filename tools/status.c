@@ -107,7 +107,7 @@ static void status_table(struct ledger *l, const struct attribution *at)
 {
 	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN], c[NXQ_FMT_SIZE_LEN];
 	char d2[NXQ_FMT_SIZE_LEN], e[NXQ_FMT_SIZE_LEN], f[NXQ_FMT_SIZE_LEN];
-	char g[NXQ_FMT_SIZE_LEN], oc[128];
+	char g[NXQ_FMT_SIZE_LEN], oc[128], lt[128], lh[160];
 	struct dev *d = l->devs.v;
 	struct node *n = l->nodes.v;
 	struct holder *h = l->holders.v;
@@ -147,11 +147,16 @@ static void status_table(struct ledger *l, const struct attribution *at)
 	}
 	h = l->holders.v;
 
+	/* the limits' heading: the spec's names, in its order */
+	snprintf(lh, sizeof(lh), "LIMITS(");
+	for (i = 0; i < NXQ_NR_LIMITS; i++)
+		snprintf(lh + strlen(lh), sizeof(lh) - strlen(lh), "%s%s",
+			 i ? "/" : "", limit_defs[i].name);
+	snprintf(lh + strlen(lh), sizeof(lh) - strlen(lh), ")");
 	printf("\nBUDGETS (bytes are charge, not residency; - : none of its own)\n");
 	printf("%-*s %-*s %8s %8s %8s %8s %8s %8s %7s %7s %s\n", dw, "DEVICE",
 	       cw, "CGROUP", "MAX", "EFF.MAX", "MIN", "EFF.MIN", "CURRENT",
-	       "BORROWED", "HOLDERS", "DENIALS",
-	       "LIMITS(holders/waiters/prio/wait ms)");
+	       "BORROWED", "HOLDERS", "DENIALS", lh);
 	n = l->nodes.v;
 	for (i = 0; i < l->nodes.n; i++, n++) {
 		node_label(n, indented, sizeof(indented));
@@ -167,7 +172,7 @@ static void status_table(struct ledger *l, const struct attribution *at)
 				 nxq_format_size(n->measured, false, f),
 				 n->escaped);
 		printf("%-*s %-*s %8s %8s %8s %8s %8s %8s %7u %7" PRIu64
-		       " %u/%u/%u/%u%s%s\n",
+		       " %s%s%s\n",
 		       dw, n->device, cw, indented,
 		       n->max_set ? nxq_format_size(n->max, true, a) : "-",
 		       nxq_format_size(n->emax, true, g),
@@ -175,8 +180,7 @@ static void status_table(struct ledger *l, const struct attribution *at)
 		       nxq_format_size(n->emin, false, c),
 		       nxq_format_size(n->current, false, d2),
 		       nxq_format_size(n->borrowed, false, e), n->holders,
-		       n->denials, n->holders_max, n->waiters_max,
-		       n->priority_max, n->wait_max_ms,
+		       n->denials, limits_text(n->lim, lt, sizeof(lt)),
 		       n->kill_on_ignore ? "  kill-on-ignore" : "", oc);
 	}
 

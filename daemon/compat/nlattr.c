@@ -22,7 +22,7 @@ static const u8 nla_fixed_len[NLA_TYPE_MAX + 1] = {
 	[NLA_S64] = sizeof(s64),
 };
 
-/* NLA_VALIDATE_MIN, _MAX, _RANGE on an unsigned integer. */
+/* NLA_VALIDATE_MIN, _MAX, _RANGE, _RANGE_PTR on an unsigned integer. */
 static int nla_range(const struct nla_policy *pt, const struct nlattr *nla,
 		     struct netlink_ext_ack *extack)
 {
@@ -55,6 +55,10 @@ static int nla_range(const struct nla_policy *pt, const struct nlattr *nla,
 	if (pt->validation_type == NLA_VALIDATE_MAX ||
 	    pt->validation_type == NLA_VALIDATE_RANGE)
 		max = pt->max;
+	if (pt->validation_type == NLA_VALIDATE_RANGE_PTR) {
+		min = pt->range->min;
+		max = pt->range->max;
+	}
 	if (v < min || v > max) {
 		NL_SET_ERR_MSG_ATTR_POL(extack, nla, pt, "integer out of range");
 		return -ERANGE;
@@ -125,6 +129,7 @@ static int nla_validate_one(const struct nlattr *nla,
 	case NLA_VALIDATE_MIN:
 	case NLA_VALIDATE_MAX:
 	case NLA_VALIDATE_RANGE:
+	case NLA_VALIDATE_RANGE_PTR:
 		return nla_range(pt, nla, extack);
 	default:
 		WARN(1, "nla_parse: validation %u not rendered",

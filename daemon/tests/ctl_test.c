@@ -747,8 +747,9 @@ static void ctl_test_budgets(struct kunit *test)
 	KUNIT_EXPECT_STREQ(test, r.msg, "no such cgroup");
 	KUNIT_EXPECT_EQ(test, budget_set(fd, "/a", "nope", 1, 0, -1, U32_MAX,
 					 &r), -ENODEV);
+	/* the spec's bound (NXQ_LIMITS), in the policy: ERANGE */
 	KUNIT_EXPECT_EQ(test, budget_set(fd, "/a", "gpu0", 1, 0, -1,
-					 NXQ_PRIORITY_MAX + 1, &r), -EINVAL);
+					 NXQ_PRIORITY_MAX + 1, &r), -ERANGE);
 	m = req(NXQUOTA_CMD_BUDGET_SET, 0);	/* nothing to set */
 	nla_put_string(m, NXQUOTA_A_BUDGET_CGROUP_PATH, "/a");
 	nla_put_string(m, NXQUOTA_A_BUDGET_DEVICE, "gpu0");

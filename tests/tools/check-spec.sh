@@ -32,7 +32,7 @@ if ! timeout 60 python3 "$gen" --mode uapi --header \
 fi
 sed -n '/^#define _UAPI_LINUX_NXQUOTA_H/,/^#endif/p' "$tmp/gen.h" |
 	sed '1d;$d' | sed '/./,$!d' | sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' > "$tmp/want"
-sed -n '/BEGIN YNL-GEN nxquota/,/END YNL-GEN nxquota/p' \
+sed -n '/BEGIN YNL-GEN nxquota \*\//,/END YNL-GEN nxquota \*\//p' \
 	"$top/include/uapi/linux/nxquota.h" | sed '1d;$d' > "$tmp/have"
 if ! diff -u "$tmp/want" "$tmp/have"; then
 	echo "check-spec: include/uapi/linux/nxquota.h differs from the spec"

@@ -97,7 +97,7 @@ has "$tmp/out" "$(printf '%-40s %9s %9s %7u %8u %8u %11s %9s %8u' gpu0 8G 0 \
 has "$tmp/out" "BUDGETS (bytes are charge, not residency; - : none of its own)"
 has "$tmp/out" "$(printf '%-16s %-28s %8s %8s %8s %8s %8s %8s %7s %7s %s' \
 	DEVICE CGROUP MAX EFF.MAX MIN EFF.MIN CURRENT BORROWED HOLDERS DENIALS \
-	'LIMITS(holders/waiters/prio/wait ms)')"
+	'LIMITS(holders_max/waiters_max/priority_max/wait_max_ms)')"
 has "$tmp/out" "$(printf '%-16s %-28s %8s %8s %8s %8s %8s %8s %7u %7u %s' gpu0 \
 	'    b' 2G 2G 512M 512M 0 0 0 0 '1024/64/2/30000  kill-on-ignore')"
 # /a has no min of its own: it claims b's, which b keeps whole

@@ -941,10 +941,10 @@ static const struct sc_sattr sc_node_attrs[] = {
 	{ "bytes_released", NXQUOTA_A_BUDGET_BYTES_RELEASED, SC_F_U64, 0 },
 	{ "kills", NXQUOTA_A_BUDGET_KILLS, SC_F_U64, 0 },
 	{ "kill_on_ignore", NXQUOTA_A_BUDGET_KILL_ON_IGNORE, SC_F_U8, 1 },
-	{ "holders_max", NXQUOTA_A_BUDGET_HOLDERS_MAX, SC_F_U32MAX, 0 },
-	{ "waiters_max", NXQUOTA_A_BUDGET_WAITERS_MAX, SC_F_U32MAX, 0 },
-	{ "priority_max", NXQUOTA_A_BUDGET_PRIORITY_MAX, SC_F_U32MAX, 0 },
-	{ "wait_max_ms", NXQUOTA_A_BUDGET_WAIT_MAX_MS, SC_F_U32MAX, 0 },
+	/* the limits, as the spec has them (NXQ_LIMITS) */
+#define SC_LIMIT_SATTR(n, N, a, m)	{ #n, a, SC_F_U32MAX, 0 },
+	NXQ_LIMITS(SC_LIMIT_SATTR)
+#undef SC_LIMIT_SATTR
 	{ NULL, 0, 0, 0 },
 };
 
@@ -1159,13 +1159,13 @@ static SC_UNUSED int sc_admin_read(const char *path, char *buf, size_t size)
 	}
 }
 
-static const char *const sc_limit_names[] = {
-	"holders_max", "waiters_max", "priority_max", "wait_max_ms",
-};
-static const int sc_limit_attrs[] = {
-	NXQUOTA_A_BUDGET_HOLDERS_MAX, NXQUOTA_A_BUDGET_WAITERS_MAX,
-	NXQUOTA_A_BUDGET_PRIORITY_MAX, NXQUOTA_A_BUDGET_WAIT_MAX_MS,
-};
+/* The limits' words and attributes, as the spec has them (NXQ_LIMITS). */
+#define SC_LIMIT_NAME(n, N, a, m)	#n,
+#define SC_LIMIT_ATTR(n, N, a, m)	a,
+static const char *const sc_limit_names[] = { NXQ_LIMITS(SC_LIMIT_NAME) };
+static const int sc_limit_attrs[] = { NXQ_LIMITS(SC_LIMIT_ATTR) };
+#undef SC_LIMIT_NAME
+#undef SC_LIMIT_ATTR
 
 /* set_budget's "PATH k=v...": the BUDGET_SET request, or -EINVAL. */
 static int sc_admin_budget_words(struct sc_nlreq *m, char **w, int n)
@@ -1177,8 +1177,8 @@ static int sc_admin_budget_words(struct sc_nlreq *m, char **w, int n)
 	for (i = 1; i < n; i++) {
 		char *val = strchr(w[i], '=');
 
-		if (!strcmp(w[i], "overcommit") && !(seen & 64)) {
-			seen |= 64;
+		if (!strcmp(w[i], "overcommit") && !(seen & (1 << 30))) {
+			seen |= 1 << 30;
 			sc_nl_put_flag(m, NXQUOTA_A_BUDGET_OVERCOMMIT);
 			continue;
 		}
@@ -1199,11 +1199,11 @@ static int sc_admin_budget_words(struct sc_nlreq *m, char **w, int n)
 			sc_nl_put_u64(m, NXQUOTA_A_BUDGET_MIN, v);
 			continue;
 		}
-		for (j = 0; j < 4; j++)
+		for (j = 0; j < NXQ_NR_LIMITS; j++)
 			if (!strcmp(w[i], sc_limit_names[j]) &&
 			    !(seen & (4 << j)))
 				break;
-		if (j == 4 || sc_kstrtou32(val, &u))
+		if (j == NXQ_NR_LIMITS || sc_kstrtou32(val, &u))
 			return -EINVAL;
 		seen |= 4 << j;
 		sc_nl_put_u32(m, sc_limit_attrs[j], u);

@@ -289,6 +289,30 @@ struct nxq_status {
 #define NXQ_STATUS_SIZE_VER1		168
 #define NXQ_LEVEL_DEVICE		0xffffffffU
 
+/* BEGIN YNL-GEN nxquota limits */
+/*
+ * The per-cgroup limits (daemon/ynl-gen.sh, from the spec: budget-set's
+ * u32 attributes with a max).  NXQ_LIMITS(X) calls X(name, NAME, attr,
+ * max) for each: its name in sysfs, the state file and JSON (netlink and
+ * nxquotactl's words spell it with '-'), its enum nxq_limit suffix, its
+ * netlink attribute, and the largest value root may set.
+ */
+#define NXQ_LIMITS(X) \
+	X(holders_max, HOLDERS_MAX, NXQUOTA_A_BUDGET_HOLDERS_MAX, 4294967294U) \
+	X(waiters_max, WAITERS_MAX, NXQUOTA_A_BUDGET_WAITERS_MAX, 4294967294U) \
+	X(priority_max, PRIORITY_MAX, NXQUOTA_A_BUDGET_PRIORITY_MAX, 1000U) \
+	X(wait_max_ms, WAIT_MAX_MS, NXQUOTA_A_BUDGET_WAIT_MAX_MS, 3600000U)
+
+/* The limits by number: a node keeps one value of each. */
+enum nxq_limit {
+	NXQ_LIM_HOLDERS_MAX,
+	NXQ_LIM_WAITERS_MAX,
+	NXQ_LIM_PRIORITY_MAX,
+	NXQ_LIM_WAIT_MAX_MS,
+	NXQ_NR_LIMITS,
+};
+/* END YNL-GEN nxquota limits */
+
 /*
  * Pressure tickets.  When a charge does not fit, the module asks holders
  * that can give memory back: it opens a ticket on each chosen holder and

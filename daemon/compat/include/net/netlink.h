@@ -52,6 +52,11 @@ enum nla_policy_validation {
 	NLA_VALIDATE_FUNCTION,
 };
 
+/* NLA_POLICY_FULL_RANGE's bounds, for those an s16 cannot hold. */
+struct netlink_range_validation {
+	u64 min, max;
+};
+
 struct nla_policy {
 	u8 type;
 	u8 validation_type;
@@ -59,6 +64,7 @@ struct nla_policy {
 	union {
 		u16 strict_start_type;
 		const char *reject_message;
+		const struct netlink_range_validation *range;
 		struct {
 			s16 min, max;
 		};
@@ -72,6 +78,9 @@ struct nla_policy {
 #define NLA_POLICY_RANGE(tp, _min, _max)				\
 	{ .type = (tp), .validation_type = NLA_VALIDATE_RANGE,		\
 	  .min = (_min), .max = (_max) }
+#define NLA_POLICY_FULL_RANGE(tp, _range)				\
+	{ .type = (tp), .validation_type = NLA_VALIDATE_RANGE_PTR,	\
+	  .range = (_range) }
 
 /* What a refused request tells its sender (the extended ack). */
 struct netlink_ext_ack {
