@@ -121,13 +121,20 @@ static int defaults(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Who may charge a device: the module and nxquotad alike. */
+FIXTURE(access) {};
+
+FIXTURE_VARIANT(access) {};
+
+FIXTURE_VARIANT_ADD(access, module) {};
+
+FIXTURE_VARIANT_ADD(access, daemon) {};
+
+FIXTURE_SETUP(access)
 {
 	struct stat st;
-	char buf[64];
 
-	sc_init(argc, argv);
-	/* 1. the device node */
+	/* 1. the device node, before tn_devnode_admin() gives it a mode */
 	if (stat(SC_DEVNODE, &st) < 0)
 		FAIL("stat %s: %s", SC_DEVNODE, sc_errname(errno));
 	if (st.st_mode & 0007)
@@ -137,9 +144,7 @@ int main(int argc, char **argv)
 	tn_devnode_admin();
 	CHECK_OK(sc_cg_create(CG));
 	CHECK_OK(sc_cg_create(CG2));
-	TN_RUN(outsider, NULL);
-
-	/* 2. a device with a node the tenant cannot open */
+	/* 2.'s nodes and devices, 4.'s device */
 	unlink(GPU);
 	unlink(OTHER);
 	CHECK(mknod(GPU, S_IFCHR | 0600, makedev(1, 3)) == 0);
@@ -154,6 +159,29 @@ int main(int argc, char **argv)
 	CHECK(chmod(REG, 0666) == 0);
 	CHECK_OK(tn_dev_register(KEY, "100M", "1:3"));
 	CHECK_OK(sc_dev_register(KEYH, "100M"));
+	CHECK_OK(sc_dev_register(KEYD, "100M"));
+}
+
+FIXTURE_TEARDOWN(access)
+{
+	unlink(GPU);
+	unlink(OTHER);
+	unlink(REG);
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_dev_unregister(KEYH));
+	CHECK_OK(sc_dev_unregister(KEYD));
+	CHECK_OK(sc_cg_remove(CG));
+	CHECK_OK(sc_cg_remove(CG2));
+}
+
+TEST_F(access, charging_needs_the_device)
+{
+	char buf[64];
+
+	/* 1. the device node: a tenant outside the group */
+	TN_RUN(outsider, NULL);
+
+	/* 2. a device with a node the tenant cannot open */
 	if (sc_read(sc_dev_path(KEY, "devt"), buf, sizeof(buf)) < 0)
 		FAIL("read %s: %s", sc_dev_path(KEY, "devt"),
 		     sc_errname(errno));
@@ -173,7 +201,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
 
 	/* 4. default_max */
-	CHECK_OK(sc_dev_register(KEYD, "100M"));
 	CHECK(sc_read(sc_dev_path(KEYD, "default_max"), buf, sizeof(buf)) >= 0);
 	CHECK_STREQ(buf, "0");
 	TN_RUN(defaults, (void *)0);
@@ -182,14 +209,6 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_write(sc_dev_path(KEYD, "default_max"), "max"));
 	TN_RUN(defaults, (void *)2);
 	CHECK_EQ(DEV_U64(KEYD, "used"), 0);
-
-	unlink(GPU);
-	unlink(OTHER);
-	unlink(REG);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_dev_unregister(KEYH));
-	CHECK_OK(sc_dev_unregister(KEYD));
-	CHECK_OK(sc_cg_remove(CG));
-	CHECK_OK(sc_cg_remove(CG2));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -74,46 +74,64 @@ static int parent(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	uint64_t cg, last = 0;
-	pid_t p, c;
+/* A holder is its registering process's: the module and nxquotad alike. */
+FIXTURE(fork_id) {
+	uint64_t cg;
+};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(fork_id) {};
+
+FIXTURE_VARIANT_ADD(fork_id, module) {};
+
+FIXTURE_VARIANT_ADD(fork_id, daemon) {};
+
+FIXTURE_SETUP(fork_id)
+{
 	tn_devnode_admin();
 	CHECK_OK(sc_dev_register(KEY, "100M"));
 	TN_DEV_OPEN(KEY);
 	CHECK_OK(sc_cg_create(CG));
 	CHECK_OK(sc_set_budget(KEY, CG " max=100M"));
-	cg = CG_ID(CG);
+	self->cg = CG_ID(CG);
 	CHECK(pipe(c2m) == 0 && pipe(m2c) == 0 && pipe(p2m) == 0 &&
 	      pipe(m2p) == 0);
+}
+
+FIXTURE_TEARDOWN(fork_id)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG));
+}
+
+TEST_F(fork_id, holder_id_not_inherited)
+{
+	uint64_t last = 0;
+	pid_t p, c;
 
 	p = sc_spawn(parent, NULL);
 	c = (pid_t)RECV(p2m[0]);
 	RECV(c2m[0]);
 	CHECK_EQ(DEV_U64(KEY, "used"), 10 * M);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 1);
-	CHECK_EQ(NODE_U64(KEY, cg, "current"), 10 * M);
+	CHECK_EQ(NODE_U64(KEY, self->cg, "current"), 10 * M);
 	sc_log("1. the child got ENOENT for its parent's holder on 8 "
 	       "commands; the holder and the ledger unchanged");
 	CHECK_OK(sc_send(m2p[1], 1));
 	CHECK_CHILD_OK(p);
 	/* P exited; C (pid c, reparented) keeps the file. */
-	if (kill(c, 0) < 0)
-		FAIL("the child is gone: %s", sc_errname(errno));
+	if (!tn_running(c))
+		FAIL("the child is gone (exited)");
 	if (sc_wait_u64(sc_dev_path(KEY, "used"), 0, 5000, &last) < 0)
 		FAIL("the registering process exited while its forked child "
 		     "keeps the file: used stays %llu (expected 0)",
 		     (unsigned long long)last);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_EQ(NODE_U64(KEY, cg, "current"), 0);
+	CHECK_EQ(NODE_U64(KEY, self->cg, "current"), 0);
 	sc_log("2. the parent exited, its child keeps the file: charge gone");
 	CHECK_OK(sc_send(m2c[1], 1));
-	/* C is P's child, reparented to init: wait until it is gone. */
-	while (kill(c, 0) == 0)
+	/* C is P's child, reparented (to the harness): wait until it ends. */
+	while (tn_running(c))
 		usleep(10000);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CG));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -33,23 +33,43 @@ static void check_used(const char *key, uint64_t want)
 		     (unsigned long long)used, (unsigned long long)want);
 }
 
-int main(int argc, char **argv)
-{
-	struct sc_peer r, t;
-	struct sc_rep x, st;
-	uint64_t rid, t0, rc_charge, tc, released1;
+/* The kill policy's floor: the module and nxquotad alike. */
+FIXTURE(kill_aim) {
+	uint64_t rid;
+};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(kill_aim) {};
+
+FIXTURE_VARIANT_ADD(kill_aim, module) {};
+
+FIXTURE_VARIANT_ADD(kill_aim, daemon) {};
+
+FIXTURE_SETUP(kill_aim)
+{
 	tn_devnode_admin();
 	CHECK_OK(sc_dev_register(KEY, "100M"));
 	TN_DEV_OPEN(KEY);
 	TN_FLOOR_MS(KEY, FLOOR_MS);
 	CHECK_OK(sc_cg_create(CR));
 	CHECK_OK(sc_cg_create(CT));
-	rid = CG_ID(CR);
+	self->rid = CG_ID(CR);
 	CHECK_OK(sc_set_budget(KEY, CR " max=100M"));
 	CHECK_OK(sc_set_budget(KEY, CT " max=100M"));
-	CHECK_OK(sc_write(sc_node_path(KEY, rid, "kill_on_ignore"), "1"));
+	CHECK_OK(sc_write(sc_node_path(KEY, self->rid, "kill_on_ignore"), "1"));
+}
+
+FIXTURE_TEARDOWN(kill_aim)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CR));
+	CHECK_OK(sc_cg_remove(CT));
+}
+
+TEST_F(kill_aim, no_kill_by_a_short_wait)
+{
+	struct sc_peer r, t;
+	struct sc_rep x, st;
+	uint64_t t0, rc_charge, tc, released1;
 
 	tn_peer_start(&r, "R", CR, KEY, 0, 1, 0);
 	PEER_OK(&r, SC_PEER_CHARGE, 90 * M, 0);
@@ -114,7 +134,7 @@ int main(int argc, char **argv)
 	usleep((FLOOR_MS + 500) * 1000);
 	TN_ALIVE(&r);
 	CHECK_EQ(DEV_U64(KEY, "kills"), 0);
-	CHECK_EQ(NODE_U64(KEY, rid, "kills"), 0);
+	CHECK_EQ(NODE_U64(KEY, self->rid, "kills"), 0);
 	st = PEER_OK(&r, SC_PEER_STATS, 0, 0);
 	rc_charge = TN_PEER_CHARGE(&r);
 	CHECK_EQ(rc_charge, 90 * M - (st.v[1] - released1));
@@ -127,9 +147,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&r);
 	check_used(KEY, 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CR));
-	CHECK_OK(sc_cg_remove(CT));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

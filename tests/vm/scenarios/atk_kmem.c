@@ -84,22 +84,27 @@ static uint64_t memcur(void)
 	return v;
 }
 
-int main(int argc, char **argv)
-{
-	uint64_t n1, e1, n2, e2, m0, m1, per;
+/* The module's memory in the tenant's memcg: the module only (sc_module_only[]). */
+FIXTURE(kmem) {
 	int had_memory;
-	char ctl[256];
-	pid_t pid;
+};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(kmem) {};
+
+FIXTURE_VARIANT_ADD(kmem, module) {};
+
+FIXTURE_SETUP(kmem)
+{
+	char ctl[256];
+
 	tn_devnode_admin();
 	if (sc_read(SC_CGROOT "/cgroup.controllers", ctl, sizeof(ctl)) < 0 ||
 	    !strstr(ctl, "memory"))
 		SKIP("no memory controller in cgroup2");
 	CHECK(sc_read(SC_CGROOT "/cgroup.subtree_control", ctl,
 		      sizeof(ctl)) >= 0);
-	had_memory = strstr(ctl, "memory") != NULL;
-	if (!had_memory)
+	self->had_memory = strstr(ctl, "memory") != NULL;
+	if (!self->had_memory)
 		CHECK_OK(sc_write(SC_CGROOT "/cgroup.subtree_control",
 				  "+memory"));
 	CHECK_OK(sc_dev_register(KEY, "100M"));
@@ -108,6 +113,20 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_write(sc_cg_path(CG, "memory.max"), "16M"));
 	CHECK_OK(sc_set_budget(KEY, CG " max=100M"));
 	CHECK(pipe(t2m) == 0 && pipe(m2t) == 0);
+}
+
+FIXTURE_TEARDOWN(kmem)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG));
+	if (!self->had_memory)
+		sc_write(SC_CGROOT "/cgroup.subtree_control", "-memory");
+}
+
+TEST_F_TIMEOUT(kmem, holders_charged_to_the_tenant, 55)
+{
+	uint64_t n1, e1, n2, e2, m0, m1, per;
+	pid_t pid;
 
 	/* 1. the default holders_max */
 	pid = sc_spawn(tenant, NULL);
@@ -154,9 +173,6 @@ int main(int argc, char **argv)
 	       (unsigned long long)memcur());
 	CHECK_OK(sc_send(m2t[1], 1));
 	CHECK_CHILD_OK(pid);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CG));
-	if (!had_memory)
-		sc_write(SC_CGROOT "/cgroup.subtree_control", "-memory");
-	PASS();
 }
+
+TEST_HARNESS_MAIN

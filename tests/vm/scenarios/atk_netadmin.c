@@ -80,15 +80,33 @@ static int netadmin(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The kernel's netlink capability checks: the module only (sc_module_only[]). */
+FIXTURE(netadmin) {};
+
+FIXTURE_VARIANT(netadmin) {};
+
+FIXTURE_VARIANT_ADD(netadmin, module) {};
+
+FIXTURE_SETUP(netadmin)
+{
+	CHECK_OK(sc_dev_register(KEY, "100M"));
+	CHECK_OK(sc_cg_create(CG));
+	CHECK_OK(sc_set_budget(KEY, CG " max=10M"));
+}
+
+/* root's commands in the test unregistered KEY and registered EVIL */
+FIXTURE_TEARDOWN(netadmin)
+{
+	CHECK_OK(sc_dev_unregister(EVIL));
+	nl_untrack_key(EVIL);
+	CHECK_OK(sc_cg_remove(CG));
+}
+
+TEST_F(netadmin, net_admin_alone_refused)
 {
 	size_t i;
 	int fd;
 
-	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register(KEY, "100M"));
-	CHECK_OK(sc_cg_create(CG));
-	CHECK_OK(sc_set_budget(KEY, CG " max=10M"));
 	TN_RUN(netadmin, NULL);
 	CHECK(sc_dev_exists(KEY));
 	CHECK(!sc_dev_exists(EVIL));
@@ -109,9 +127,7 @@ int main(int argc, char **argv)
 	nl_untrack_key(KEY);
 	CHECK(!sc_dev_exists(KEY));
 	CHECK(sc_dev_exists(EVIL));
-	CHECK_OK(sc_dev_unregister(EVIL));
-	nl_untrack_key(EVIL);
 	close(fd);
-	CHECK_OK(sc_cg_remove(CG));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

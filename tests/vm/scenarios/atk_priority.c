@@ -81,18 +81,37 @@ static int tenant(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	const char *cgs[] = { CP, CC };
-	pid_t pid;
-	int i;
+/* priority_max is the ledger's rule: the module and nxquotad alike. */
+FIXTURE(priority) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(priority) {};
+
+FIXTURE_VARIANT_ADD(priority, module) {};
+
+FIXTURE_VARIANT_ADD(priority, daemon) {};
+
+FIXTURE_SETUP(priority)
+{
 	tn_devnode_admin();
 	CHECK_OK(sc_dev_register(KEY, "100M"));
 	TN_DEV_OPEN(KEY);
 	CHECK_OK(sc_cg_create(CP));
 	CHECK_OK(sc_cg_create(CC));
+}
+
+FIXTURE_TEARDOWN(priority)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CC));
+	CHECK_OK(sc_cg_remove(CP));
+}
+
+TEST_F(priority, priority_max_binds)
+{
+	const char *cgs[] = { CP, CC };
+	pid_t pid;
+	int i;
+
 	for (i = 0; i < 2; i++) {
 		CHECK(pipe(step_pipe) == 0 && pipe(done_pipe) == 0);
 		pid = sc_spawn(tenant, (void *)cgs[i]);
@@ -116,8 +135,6 @@ int main(int argc, char **argv)
 		       "once priority_max=500 on %s, 501 refused", cgs[i], CP);
 	}
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CC));
-	CHECK_OK(sc_cg_remove(CP));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

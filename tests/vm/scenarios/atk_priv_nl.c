@@ -131,13 +131,15 @@ static int tenant(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	struct sc_peer s, b;
-	struct view v;
+/* The kernel's netlink scope: the module only (sc_module_only[]). */
+FIXTURE(priv_nl) {};
 
-	(void)nl_put_u64;	/* nl_genl.h's, unused here */
-	sc_init(argc, argv);
+FIXTURE_VARIANT(priv_nl) {};
+
+FIXTURE_VARIANT_ADD(priv_nl, module) {};
+
+FIXTURE_SETUP(priv_nl)
+{
 	tn_devnode_admin();
 	CHECK_OK(sc_dev_register(KEY, "100M"));
 	TN_DEV_OPEN(KEY);
@@ -150,6 +152,22 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_set_budget(KEY, CA " max=50M"));
 	CHECK_OK(sc_set_budget(KEY, CS " max=20M"));
 	CHECK_OK(sc_set_budget(KEY, CB " max=50M min=10M"));
+}
+
+FIXTURE_TEARDOWN(priv_nl)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CS));
+	CHECK_OK(sc_cg_remove(CA));
+	CHECK_OK(sc_cg_remove(CB));
+}
+
+TEST_F(priv_nl, dumps_show_the_own_subtree)
+{
+	struct sc_peer s, b;
+	struct view v;
+
+	(void)nl_put_u64;	/* nl_genl.h's, unused here */
 	tn_peer_start(&s, "S", CS, KEY, 0, 1, 1);
 	tn_peer_start(&b, "B", CB, KEY, 0, 1, 1);
 	PEER_OK(&s, SC_PEER_CHARGE, M, 0);
@@ -166,9 +184,6 @@ int main(int argc, char **argv)
 
 	PEER_STOP(&s);
 	PEER_STOP(&b);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CS));
-	CHECK_OK(sc_cg_remove(CA));
-	CHECK_OK(sc_cg_remove(CB));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

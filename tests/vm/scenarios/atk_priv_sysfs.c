@@ -72,11 +72,15 @@ static int tenant(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	struct sc_peer b;
+/* The modes of the module's sysfs files: the module only (sc_module_only[]). */
+FIXTURE(priv_sysfs) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(priv_sysfs) {};
+
+FIXTURE_VARIANT_ADD(priv_sysfs, module) {};
+
+FIXTURE_SETUP(priv_sysfs)
+{
 	tn_devnode_admin();
 	CHECK_OK(sc_dev_register(KEY, "100M"));
 	TN_DEV_OPEN(KEY);
@@ -84,14 +88,25 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_cg_create(CB));
 	CHECK_OK(sc_set_budget(KEY, CA " max=50M"));
 	CHECK_OK(sc_set_budget(KEY, CB " max=50M min=10M"));
+}
+
+FIXTURE_TEARDOWN(priv_sysfs)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CA));
+	CHECK_OK(sc_cg_remove(CB));
+}
+
+TEST_F(priv_sysfs, node_files_roots_only)
+{
+	struct sc_peer b;
+
 	tn_peer_start(&b, "B", CB, KEY, 0, 1, 1);
 	PEER_OK(&b, SC_PEER_CHARGE, 5 * M, 0);
 	CHECK_EQ(NODE_U64(KEY, CG_ID(CB), "current"), 5 * M);
 	TN_RUN(tenant, NULL);
 	CHECK_EQ(NODE_U64(KEY, CG_ID(CB), "current"), 5 * M);
 	PEER_STOP(&b);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CA));
-	CHECK_OK(sc_cg_remove(CB));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

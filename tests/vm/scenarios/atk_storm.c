@@ -45,24 +45,43 @@ static int storm(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Tickets from refused charges: the module and nxquotad alike. */
+FIXTURE(storm) {};
+
+FIXTURE_VARIANT(storm) {};
+
+FIXTURE_VARIANT_ADD(storm, module) {};
+
+FIXTURE_VARIANT_ADD(storm, daemon) {};
+
+FIXTURE_SETUP(storm)
+{
+	tn_devnode_admin();
+	CHECK_OK(sc_dev_register(KEY2, "100M"));
+	TN_DEV_OPEN(KEY2);
+	TN_FLOOR_MS(KEY2, 500);
+	CHECK_OK(sc_cg_create(CB));
+	CHECK_OK(sc_cg_create(CC));
+}
+
+FIXTURE_TEARDOWN(storm)
+{
+	CHECK_OK(sc_dev_unregister(KEY2));
+	CHECK_OK(sc_cg_remove(CB));
+	CHECK_OK(sc_cg_remove(CC));
+}
+
+TEST_F(storm, refused_charges_few_tickets)
 {
 	uint64_t tk0, tk1, *shm;
 	struct sc_peer b;
 	struct sc_rep s;
 	pid_t pa;
 
-	sc_init(argc, argv);
-	tn_devnode_admin();
 	shm = sc_shared(4096);
 	storm_tries = shm + 4;
 	storm_ok = shm + 5;
 	/* 3. the refused-charge loop */
-	CHECK_OK(sc_dev_register(KEY2, "100M"));
-	TN_DEV_OPEN(KEY2);
-	TN_FLOOR_MS(KEY2, 500);
-	CHECK_OK(sc_cg_create(CB));
-	CHECK_OK(sc_cg_create(CC));
 	tn_peer_start(&b, "B", CB, KEY2, 0, 1, 1);
 	PEER_OK(&b, SC_PEER_CHARGE, 90 * M, 0);
 	PEER_OK(&b, SC_PEER_SERVE, SC_SERVE_ZERO, 0);
@@ -89,9 +108,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(DEV_U64(KEY2, "used"), 90 * M);
 	PEER_STOP(&b);
 	CHECK_EQ(DEV_U64(KEY2, "used"), 0);
-
-	CHECK_OK(sc_dev_unregister(KEY2));
-	CHECK_OK(sc_cg_remove(CB));
-	CHECK_OK(sc_cg_remove(CC));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -13,21 +13,39 @@
 #define CA	"/atk-wa-a"
 #define M	SC_MIB
 
-int main(int argc, char **argv)
-{
-	struct tn_waiters *ws;
-	pid_t pa;
+/* waiters_max is the ledger's rule: the module and nxquotad alike. */
+FIXTURE(waiters) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(waiters) {};
+
+FIXTURE_VARIANT_ADD(waiters, module) {};
+
+FIXTURE_VARIANT_ADD(waiters, daemon) {};
+
+FIXTURE_SETUP(waiters)
+{
 	tn_devnode_admin();
-	ws = sc_shared(sizeof(*ws));
-	ws->key = KEY;
-	ws->cg = CA;
-	ws->n = 100;
 	CHECK_OK(sc_dev_register(KEY, "1G"));
 	TN_DEV_OPEN(KEY);
 	CHECK_OK(sc_cg_create(CA));
 	CHECK_OK(sc_set_budget(KEY, CA " max=10M"));
+}
+
+FIXTURE_TEARDOWN(waiters)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CA));
+}
+
+TEST_F(waiters, default_waiters_max)
+{
+	struct tn_waiters *ws;
+	pid_t pa;
+
+	ws = sc_shared(sizeof(*ws));
+	ws->key = KEY;
+	ws->cg = CA;
+	ws->n = 100;
 
 	/* 1. default waiters_max */
 	pa = sc_spawn(tn_waiters_attacker, ws);
@@ -55,8 +73,6 @@ int main(int argc, char **argv)
 	WAIT_U64(sc_dev_path(KEY, "used"), 0);
 	/* nxquotad ends a killed process's holders when it sees the exit */
 	WAIT_U64(sc_dev_path(KEY, "holders"), 0);
-
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CA));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -56,13 +56,21 @@ static int drv_alloc(int fd, uint64_t n)
 	return write(fd, s, len) == len ? 0 : -errno;
 }
 
-int main(int argc, char **argv)
+/* The two ledgers side by side: the module and nxquotad alike. */
+FIXTURE(dmem_coexist) {
+	uint64_t cgid;
+};
+
+FIXTURE_VARIANT(dmem_coexist) {};
+
+FIXTURE_VARIANT_ADD(dmem_coexist, module) {};
+
+FIXTURE_VARIANT_ADD(dmem_coexist, daemon) {};
+
+FIXTURE_SETUP(dmem_coexist)
 {
 	char ctl[256];
-	uint64_t h = 0, charged, cgid;
-	int fd, drv;
 
-	sc_init(argc, argv);
 	if (sc_read_raw(sc_cg_path("/", "cgroup.controllers"), ctl, sizeof(ctl)) < 0 ||
 	    !strstr(ctl, "dmem"))
 		SKIP("the kernel has no dmem cgroup controller (CONFIG_CGROUP_DMEM)");
@@ -74,9 +82,26 @@ int main(int argc, char **argv)
 
 	CHECK_OK(sc_dev_register_open(KEY, "64M"));
 	CHECK_OK(sc_cg_create(CG));
-	cgid = CG_ID(CG);
+	self->cgid = CG_ID(CG);
 	CHECK_OK(sc_set_budget(KEY, CG " max=16M"));
 	CHECK_OK(sc_writef(sc_cg_path(CG, "dmem.max"), "%s %llu", REGION, 8 * SC_MIB));
+}
+
+FIXTURE_TEARDOWN(dmem_coexist)
+{
+	CHECK_OK(sc_clear_budget(KEY, CG));
+	CHECK_OK(sc_cg_remove(CG));
+	CHECK_OK(sc_dev_unregister(KEY));
+	if (system("rmmod nxq_dmem_fake"))
+		FAIL("rmmod nxq_dmem_fake failed");
+}
+
+TEST_F(dmem_coexist, two_ledgers_side_by_side)
+{
+	uint64_t cgid = self->cgid;
+	uint64_t h = 0, charged = 0;
+	int fd, drv;
+
 	CHECK_EQ(DMEM(CG, "dmem.max"), 8 * SC_MIB);
 	CHECK_EQ(DMEM(CG, "dmem.current"), 0);
 
@@ -139,10 +164,6 @@ int main(int argc, char **argv)
 	WAIT_U64(sc_node_path(KEY, cgid, "current"), 0);
 
 	CHECK_OK(sc_cg_enter("/"));
-	CHECK_OK(sc_clear_budget(KEY, CG));
-	CHECK_OK(sc_cg_remove(CG));
-	CHECK_OK(sc_dev_unregister(KEY));
-	if (system("rmmod nxq_dmem_fake"))
-		FAIL("rmmod nxq_dmem_fake failed");
-	return SC_PASS;
 }
+
+TEST_HARNESS_MAIN

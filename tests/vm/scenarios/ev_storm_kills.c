@@ -195,30 +195,55 @@ static uint64_t dropped(const char *type)
 #endif
 }
 
-int main(int argc, char **argv)
-{
-	pid_t victims[ROUNDS], pl, ps;
-	uint64_t a, b, c, kills0, t0, ms, dd, dk, lost;
-	struct sc_peer pa, pb;
-	struct sc_rep r;
-	int i, j, st, missing = 0;
+/* Events under a storm: the module (netlink) and nxquotad (its control socket) alike. */
+FIXTURE(storm_kills) {
+	uint64_t a;
+	uint64_t b;
+	uint64_t c;
+};
 
-	sc_init(argc, argv);
-	seen = sc_shared(sizeof(*seen) + 4096);
-	storm_tries = (uint64_t *)(seen + 1);
-	storm_ok = storm_tries + 1;
+FIXTURE_VARIANT(storm_kills) {};
+
+FIXTURE_VARIANT_ADD(storm_kills, module) {};
+
+FIXTURE_VARIANT_ADD(storm_kills, daemon) {};
+
+FIXTURE_SETUP(storm_kills)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_writef(sc_dev_path(KEY, "ticket_timeout_ms"), "100"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
 	CHECK_OK(sc_cg_create(C));
-	a = CG_ID(A);
-	b = CG_ID(B);
-	c = CG_ID(C);
+	self->a = CG_ID(A);
+	self->b = CG_ID(B);
+	self->c = CG_ID(C);
 	CHECK_OK(sc_set_budget(KEY, A " min=60M"));
 	CHECK_OK(sc_set_budget(KEY, B " max=100M"));
 	CHECK_OK(sc_set_budget(KEY, C " max=1M"));
-	CHECK_OK(sc_write(sc_node_path(KEY, b, "kill_on_ignore"), "1"));
+	CHECK_OK(sc_write(sc_node_path(KEY, self->b, "kill_on_ignore"), "1"));
+}
+
+FIXTURE_TEARDOWN(storm_kills)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(A));
+	CHECK_OK(sc_cg_remove(B));
+	CHECK_OK(sc_cg_remove(C));
+}
+
+TEST_F_TIMEOUT(storm_kills, every_kill_seen, 55)
+{
+	uint64_t a = self->a, b = self->b, c = self->c;
+	pid_t victims[ROUNDS], pl, ps;
+	uint64_t kills0, t0, ms, dd, dk, lost;
+	struct sc_peer pa, pb;
+	struct sc_rep r;
+	int i, j, st, missing = 0;
+
+	seen = sc_shared(sizeof(*seen) + 4096);
+	storm_tries = (uint64_t *)(seen + 1);
+	storm_ok = storm_tries + 1;
 	sc_peer_start(&pa, "A", A, KEY, 0, 1);
 	kills0 = DEV_U64(KEY, "kills");
 
@@ -310,9 +335,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&pa);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(NODE_U64(KEY, a, "current"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(A));
-	CHECK_OK(sc_cg_remove(B));
-	CHECK_OK(sc_cg_remove(C));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -55,15 +55,30 @@ static int reap(pid_t pid)
 	return status;
 }
 
-int main(int argc, char **argv)
+/* The module's exit records (sysfs owners): the module only (sc_module_only[]). */
+FIXTURE(exit_owners) {};
+
+FIXTURE_VARIANT(exit_owners) {};
+
+FIXTURE_VARIANT_ADD(exit_owners, module) {};
+
+FIXTURE_SETUP(exit_owners)
+{
+	CHECK_OK(sc_dev_register_open(KEY, "1G"));
+}
+
+FIXTURE_TEARDOWN(exit_owners)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+}
+
+TEST_F_TIMEOUT(exit_owners, owners_after_each_reap, 55)
 {
 	uint64_t id = 0, c = 0, owners, used, last, max_owners = 0;
 	uint64_t t0, t_start = sc_now_us(), late_us = 0;
 	int fd, i, how, status, c2s_child[2], s2c[2];
 	pid_t pid;
 
-	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register_open(KEY, "1G"));
 	fd = sc_open();
 	if (fd < 0)
 		FAIL("open: %s", sc_errname(-fd));
@@ -122,6 +137,6 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_close(fd));
 	CHECK_EQ(sc_get_u64_at(__FILE__, __LINE__, OWNERS), 0);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -113,20 +113,41 @@ static void kill_reap(pid_t pid)
 	sc_untrack(pid);
 }
 
-int main(int argc, char **argv)
+/* The exit work before waitpid() returns: the module and nxquotad alike. */
+FIXTURE(exit_reap) {
+	uint64_t cg;
+};
+
+FIXTURE_VARIANT(exit_reap) {};
+
+FIXTURE_VARIANT_ADD(exit_reap, module) {};
+
+FIXTURE_VARIANT_ADD(exit_reap, daemon) {};
+
+FIXTURE_SETUP(exit_reap)
 {
-	uint64_t cg, tries, used, cur, dh, nh, last;
+	CHECK_OK(sc_dev_register_open(KEY, "1G"));
+	CHECK_OK(sc_cg_create(CG));
+	CHECK_OK(sc_set_budget(KEY, CG " max=100M"));
+	self->cg = CG_ID(CG);
+	CHECK(pipe(w2s) == 0);
+}
+
+FIXTURE_TEARDOWN(exit_reap)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG));
+}
+
+TEST_F_TIMEOUT(exit_reap, ledger_exact_after_waitpid, 55)
+{
+	uint64_t cg = self->cg;
+	uint64_t tries, used, cur, dh, nh, last;
 	unsigned int stale = 0, refused = 0, first_stale = 0, r;
 	uint64_t stale_used = 0;
 	pid_t pid;
 	int fd;
 
-	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register_open(KEY, "1G"));
-	CHECK_OK(sc_cg_create(CG));
-	CHECK_OK(sc_set_budget(KEY, CG " max=100M"));
-	cg = CG_ID(CG);
-	CHECK(pipe(w2s) == 0);
 	fd = sc_open();
 	if (fd < 0)
 		FAIL("open: %s", sc_errname(-fd));
@@ -234,7 +255,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
 	CHECK_OK(sc_close(fd));
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CG));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

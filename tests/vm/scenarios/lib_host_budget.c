@@ -116,22 +116,46 @@ static pid_t start(struct job *j, int pipes[2][2])
 	return sc_spawn(worker, j);
 }
 
-int main(int argc, char **argv)
-{
-	struct job ja = { .cg = CGA, .max = MAXA, .expect = 62 * SC_MIB };
-	struct job jb = { .cg = CGB, .max = MAXB, .expect = MAXB };
-	int pa[2][2], pb[2][2];
-	uint64_t ida, idb, ca, cb;
-	pid_t a, b;
+/* libnxquota finds either authority by itself: the module and nxquotad alike. */
+FIXTURE(host_budget) {
+	uint64_t ida;
+	uint64_t idb;
+};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(host_budget) {};
+
+FIXTURE_VARIANT_ADD(host_budget, module) {};
+
+FIXTURE_VARIANT_ADD(host_budget, daemon) {};
+
+FIXTURE_SETUP(host_budget)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "256M"));
 	CHECK_OK(sc_cg_create(CGA));
 	CHECK_OK(sc_cg_create(CGB));
-	ida = CG_ID(CGA);
-	idb = CG_ID(CGB);
+	self->ida = CG_ID(CGA);
+	self->idb = CG_ID(CGB);
 	CHECK_OK(sc_set_budget(KEY, CGA " max=%llu", (unsigned long long)MAXA));
 	CHECK_OK(sc_set_budget(KEY, CGB " max=%llu", (unsigned long long)MAXB));
+}
+
+FIXTURE_TEARDOWN(host_budget)
+{
+	CHECK_OK(sc_clear_budget(KEY, CGA));
+	CHECK_OK(sc_clear_budget(KEY, CGB));
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CGA));
+	CHECK_OK(sc_cg_remove(CGB));
+}
+
+TEST_F(host_budget, library_charges_and_kill)
+{
+	uint64_t ida = self->ida, idb = self->idb;
+	struct job ja = { .cg = CGA, .max = MAXA, .expect = 62 * SC_MIB };
+	struct job jb = { .cg = CGB, .max = MAXB, .expect = MAXB };
+	int pa[2][2], pb[2][2];
+	uint64_t ca, cb;
+	pid_t a, b;
 
 	a = start(&ja, pa);
 	b = start(&jb, pb);
@@ -160,11 +184,6 @@ int main(int argc, char **argv)
 	CHECK_CHILD_OK(a);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-
-	CHECK_OK(sc_clear_budget(KEY, CGA));
-	CHECK_OK(sc_clear_budget(KEY, CGB));
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CGA));
-	CHECK_OK(sc_cg_remove(CGB));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

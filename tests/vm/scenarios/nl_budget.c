@@ -179,14 +179,34 @@ static int holder(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The kernel's generic netlink socket: the module only (sc_module_only[]).
+ * Adding and deleting the device over netlink is what the test checks:
+ * only the cgroups are the fixture's. */
+FIXTURE(nl_budget) {};
+
+FIXTURE_VARIANT(nl_budget) {};
+
+FIXTURE_VARIANT_ADD(nl_budget, module) {};
+
+FIXTURE_SETUP(nl_budget)
+{
+	CHECK_OK(sc_cg_create(CG_A));
+	CHECK_OK(sc_cg_create(CG_B));
+}
+
+FIXTURE_TEARDOWN(nl_budget)
+{
+	CHECK_OK(sc_cg_remove(CG_B));
+	CHECK_OK(sc_cg_remove(CG_A));
+}
+
+TEST_F(nl_budget, devices_budgets_dumps)
 {
 	struct seen s = { 0 };
 	uint64_t a, b;
 	pid_t pid;
 	int fd, n;
 
-	sc_init(argc, argv);
 	fd = NL_OPEN();
 
 	CHECK_OK(nl_dev(fd, NXQUOTA_CMD_DEVICE_ADD, KEY, 1, SC_MIB));
@@ -196,8 +216,6 @@ int main(int argc, char **argv)
 	CHECK_OK(nl_dev(fd, NXQUOTA_CMD_DEVICE_SET, KEY, 1, 2 * SC_MIB));
 	CHECK_EQ(DEV_U64(KEY, "capacity"), 2 * SC_MIB);
 
-	CHECK_OK(sc_cg_create(CG_A));
-	CHECK_OK(sc_cg_create(CG_B));
 	a = CG_ID(CG_A);
 	b = CG_ID(CG_B);
 	CHECK_OK(nl_budget_set(fd, CG_A, 1, 768 * SC_KIB, 1, 128 * SC_KIB));
@@ -267,8 +285,7 @@ int main(int argc, char **argv)
 	CHECK_ERR(nl_dev(fd, NXQUOTA_CMD_DEVICE_DEL, KEY, 0, 0), ENODEV);
 	CHECK_ERR(nl_budget_set(fd, CG_A, 1, SC_MIB, 0, 0), ENODEV);
 	nl_untrack_key(KEY);
-	CHECK_OK(sc_cg_remove(CG_B));
-	CHECK_OK(sc_cg_remove(CG_A));
 	close(fd);
-	PASS();
 }
+
+TEST_HARNESS_MAIN

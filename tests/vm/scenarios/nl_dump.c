@@ -78,15 +78,18 @@ static int dump_budgets(int fd, int disturb)
 	return intr;
 }
 
-int main(int argc, char **argv)
-{
-	static uint64_t charges[NHOLD + 1];
-	char cg[64];
-	struct nl_msg m;
-	uint64_t h = 0, c = 0;
-	int fd, dfd, i;
+/* Dumps over the kernel's generic netlink socket: the module only (sc_module_only[]). */
+FIXTURE(dump) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(dump) {};
+
+FIXTURE_VARIANT_ADD(dump, module) {};
+
+FIXTURE_SETUP(dump)
+{
+	char cg[64];
+	int i;
+
 	CHECK_OK(sc_dev_register_open(KEY, "1G"));
 	CHECK_OK(sc_dev_register_open(KEY2, "1G"));
 	ids[NCG] = CG_ID("/");
@@ -97,6 +100,28 @@ int main(int argc, char **argv)
 		CHECK_OK(sc_set_budget(KEY, "%s max=1M", cg));
 	}
 	CHECK_OK(sc_set_budget(KEY2, "/nld-0 max=1M"));
+}
+
+FIXTURE_TEARDOWN(dump)
+{
+	char cg[64];
+	int i;
+
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_dev_unregister(KEY2));
+	for (i = NCG - 1; i >= 0; i--) {
+		snprintf(cg, sizeof(cg), "/nld-%d", i);
+		CHECK_OK(sc_cg_remove(cg));
+	}
+}
+
+TEST_F(dump, each_once_across_parts)
+{
+	static uint64_t charges[NHOLD + 1];
+	struct nl_msg m;
+	uint64_t h = 0, c = 0;
+	int fd, dfd, i;
+
 	fd = NL_OPEN();
 	fd2 = NL_OPEN();
 
@@ -129,11 +154,6 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_close(dfd));
 	close(fd);
 	close(fd2);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_dev_unregister(KEY2));
-	for (i = NCG - 1; i >= 0; i--) {
-		snprintf(cg, sizeof(cg), "/nld-%d", i);
-		CHECK_OK(sc_cg_remove(cg));
-	}
-	PASS();
 }
+
+TEST_HARNESS_MAIN

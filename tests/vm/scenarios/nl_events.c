@@ -51,7 +51,26 @@ static int charger(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* The kernel's generic netlink socket: the module only (sc_module_only[]).
+ * The device's registration and removal are events the test must see
+ * (the listener joins first): only the cgroup is the fixture's. */
+FIXTURE(nl_events) {};
+
+FIXTURE_VARIANT(nl_events) {};
+
+FIXTURE_VARIANT_ADD(nl_events, module) {};
+
+FIXTURE_SETUP(nl_events)
+{
+	CHECK_OK(sc_cg_create(CG));
+}
+
+FIXTURE_TEARDOWN(nl_events)
+{
+	CHECK_OK(sc_cg_remove(CG));
+}
+
+TEST_F(nl_events, device_budget_denied_events)
 {
 	struct nl_msg m;
 	uint64_t cg;
@@ -59,7 +78,6 @@ int main(int argc, char **argv)
 	int fd, lis;
 	pid_t pid;
 
-	sc_init(argc, argv);
 	fd = NL_OPEN();
 	lis = NL_OPEN();
 	CHECK(nl_events_grp != 0);
@@ -72,7 +90,6 @@ int main(int argc, char **argv)
 	CHECK_STREQ(e.device, KEY);
 	CHECK_EQ(e.bytes, SC_MIB);
 
-	CHECK_OK(sc_cg_create(CG));
 	cg = CG_ID(CG);
 	nl_init(&m, nl_family_id, 0, NXQUOTA_CMD_BUDGET_SET);
 	nl_put_str(&m, NXQUOTA_A_BUDGET_DEVICE, KEY);
@@ -109,6 +126,6 @@ int main(int argc, char **argv)
 	CHECK_STREQ(e.device, KEY);
 	close(lis);
 	close(fd);
-	CHECK_OK(sc_cg_remove(CG));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -46,17 +46,33 @@ static int talk(int fd)
 	return nl_talk(fd, &m, NULL, NULL, NULL);
 }
 
-int main(int argc, char **argv)
+/* Malformed requests to the kernel's generic netlink socket: the module only (sc_module_only[]). */
+FIXTURE(malformed) {};
+
+FIXTURE_VARIANT(malformed) {};
+
+FIXTURE_VARIANT_ADD(malformed, module) {};
+
+FIXTURE_SETUP(malformed)
+{
+	CHECK_OK(sc_dev_register_open(KEY, "1M"));
+	CHECK_OK(sc_cg_create(CG));
+	CHECK_OK(sc_set_budget(KEY, CG " max=512K"));
+}
+
+FIXTURE_TEARDOWN(malformed)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG));
+}
+
+TEST_F(malformed, each_refused_nothing_changed)
 {
 	static char big[5000];
 	uint32_t u32 = 1;
 	uint8_t u8 = 2;
 	int fd;
 
-	sc_init(argc, argv);
-	CHECK_OK(sc_dev_register_open(KEY, "1M"));
-	CHECK_OK(sc_cg_create(CG));
-	CHECK_OK(sc_set_budget(KEY, CG " max=512K"));
 	fd = NL_OPEN();
 
 	dev_msg(NXQUOTA_CMD_DEVICE_ADD);
@@ -193,7 +209,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(NODE_U64(KEY, CG_ID(CG), "max"), SC_MIB);
 
 	close(fd);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CG));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -151,23 +151,43 @@ static int nobody_a(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	char before[64], after[64];
-	pid_t pb, pa;
-	uint64_t a, b;
-	struct view v;
-	int fd, i, found;
+/* Permissions on the kernel's generic netlink socket: the module only (sc_module_only[]). */
+FIXTURE(perm) {
+	uint64_t a;
+	uint64_t b;
+};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(perm) {};
+
+FIXTURE_VARIANT_ADD(perm, module) {};
+
+FIXTURE_SETUP(perm)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "4M"));
 	CHECK_OK(sc_cg_create(CG_A));
 	CHECK_OK(sc_cg_create(CG_B));
-	a = CG_ID(CG_A);
-	b = CG_ID(CG_B);
+	self->a = CG_ID(CG_A);
+	self->b = CG_ID(CG_B);
 	CHECK_OK(sc_set_budget(KEY, CG_A " max=1M"));
 	CHECK_OK(sc_set_budget(KEY, CG_B " max=2M min=1M"));
 	CHECK(pipe(p2c) == 0 && pipe(c2p) == 0);
+}
+
+FIXTURE_TEARDOWN(perm)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG_A));
+	CHECK_OK(sc_cg_remove(CG_B));
+}
+
+TEST_F(perm, nobody_refused_and_scoped)
+{
+	uint64_t a = self->a, b = self->b;
+	char before[64], after[64];
+	pid_t pb, pa;
+
+	struct view v;
+	int fd, i, found;
 
 	pb = sc_spawn(holder_b, NULL);
 	RECV(c2p[0]);
@@ -195,8 +215,6 @@ int main(int argc, char **argv)
 	CHECK_CHILD_OK(pa);
 	CHECK_CHILD_OK(pb);
 	close(fd);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CG_A));
-	CHECK_OK(sc_cg_remove(CG_B));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -66,21 +66,42 @@ static void check_holder_at(int line, const struct nl_event *e, uint64_t cg,
 }
 #define CHECK_HOLDER(e, cg, pid) check_holder_at(__LINE__, e, cg, pid)
 
-int main(int argc, char **argv)
-{
-	struct sc_peer pa, pb;
-	struct nl_event iss, ans, kil, e;
-	struct sc_rep r, s;
-	uint64_t a, b, t0;
-	struct nl_msg m;
-	int lis, st;
+/* Pressure events on the kernel's generic netlink socket: the module only (sc_module_only[]). */
+FIXTURE(press_events) {
+	uint64_t a;
+	uint64_t b;
+};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(press_events) {};
+
+FIXTURE_VARIANT_ADD(press_events, module) {};
+
+FIXTURE_SETUP(press_events)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "100M"));
 	CHECK_OK(sc_cg_create(A));
 	CHECK_OK(sc_cg_create(B));
-	a = CG_ID(A);
-	b = CG_ID(B);
+	self->a = CG_ID(A);
+	self->b = CG_ID(B);
+}
+
+FIXTURE_TEARDOWN(press_events)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(A));
+	CHECK_OK(sc_cg_remove(B));
+}
+
+TEST_F(press_events, lending_then_kill_in_order)
+{
+	uint64_t a = self->a, b = self->b;
+	struct sc_peer pa, pb;
+	struct nl_event iss, ans, kil, e;
+	struct sc_rep r, s;
+	uint64_t t0;
+	struct nl_msg m;
+	int lis, st;
+
 	lis = NL_OPEN();
 	nl_init(&m, nl_family_id, 0, NXQUOTA_CMD_BUDGET_SET);
 	nl_put_str(&m, NXQUOTA_A_BUDGET_DEVICE, KEY);
@@ -166,8 +187,6 @@ int main(int argc, char **argv)
 	close(lis);
 	PEER_STOP(&pa);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(A));
-	CHECK_OK(sc_cg_remove(B));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

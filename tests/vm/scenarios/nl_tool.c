@@ -319,22 +319,39 @@ static void want(const char *what, const char *needle)
 		FAIL("%s lacks %s; got:\n%s", what, needle, out);
 }
 
-int main(int argc, char **argv)
+/* nxquotactl over the kernel's netlink: the module only (sc_module_only[]).
+ * Registering and unregistering the device with the tool is part of the
+ * test: only the cgroups are the fixture's. */
+FIXTURE(nl_tool) {};
+
+FIXTURE_VARIANT(nl_tool) {};
+
+FIXTURE_VARIANT_ADD(nl_tool, module) {};
+
+FIXTURE_SETUP(nl_tool)
+{
+	if (!sc_exists(TOOL))
+		SKIP("%s not packed (build it: make -C tools static)", TOOL);
+	CHECK_OK(sc_cg_create(CG));
+	CHECK_OK(sc_cg_create(CG_B));
+}
+
+FIXTURE_TEARDOWN(nl_tool)
+{
+	CHECK_OK(sc_cg_remove(CG));
+	CHECK_OK(sc_cg_remove(CG_B));
+}
+
+TEST_F(nl_tool, set_status_metrics)
 {
 	char buf[512], copy[sizeof(out)];
 	uint64_t a, root;
 	pid_t pid;
 	int s;
 
-	sc_init(argc, argv);
-	if (!sc_exists(TOOL))
-		SKIP("%s not packed (build it: make -C tools static)", TOOL);
-
 	TOOL_OK("devices", "register", KEY, "8M");
 	CHECK_EQ(DEV_U64(KEY, "capacity"), 8 * SC_MIB);
 	sc_track_key(KEY);	/* for sc_cleanup() */
-	CHECK_OK(sc_cg_create(CG));
-	CHECK_OK(sc_cg_create(CG_B));
 	a = CG_ID(CG);
 	/* its holder registers with priority 3 */
 	CHECK_OK(sc_set_budget(KEY, CG " priority_max=3"));
@@ -415,9 +432,8 @@ int main(int argc, char **argv)
 	sc_untrack_key(KEY);
 	CHECK_EQ(tool(0, "devices", "unregister", KEY, NULL), 1);
 	want("unregistering twice", "ENODEV");
-	CHECK_OK(sc_cg_remove(CG));
-	CHECK_OK(sc_cg_remove(CG_B));
 	sc_log("nxquotactl: set/clear/register read back in sysfs; JSON and "
 	       "metrics valid and equal to sysfs; nobody refused (exit 4)");
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -181,19 +181,37 @@ static int child(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	static char before[1 << 16], after[1 << 16];
-	size_t lb = 0, la = 0;
-	uint64_t cgid, tried;
-	pid_t pid;
+/* The modes of the module's sysfs files: the module only (sc_module_only[]). */
+FIXTURE(nonroot) {
+	uint64_t cgid;
+};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(nonroot) {};
+
+FIXTURE_VARIANT_ADD(nonroot, module) {};
+
+FIXTURE_SETUP(nonroot)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	CHECK_OK(sc_cg_create(CG));
-	cgid = CG_ID(CG);
+	self->cgid = CG_ID(CG);
 	CHECK_OK(sc_set_budget(KEY, CG " max=512K"));
 	CHECK(pipe(p2c) == 0 && pipe(c2p) == 0);
+}
+
+FIXTURE_TEARDOWN(nonroot)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG));
+}
+
+TEST_F(nonroot, tenant_refused_sysfs_unchanged)
+{
+	uint64_t cgid = self->cgid;
+	static char before[1 << 16], after[1 << 16];
+	size_t lb = 0, la = 0;
+	uint64_t tried;
+	pid_t pid;
 
 	pid = sc_spawn(child, (void *)(uintptr_t)cgid);
 	close(p2c[0]);	/* a dead child is then EOF, not a timeout */
@@ -220,7 +238,6 @@ int main(int argc, char **argv)
 	CHECK_CHILD_OK(pid);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CG));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -125,16 +125,17 @@ static uint64_t field(const char *line, const char *key)
 	return strtoull(p + strlen(key), NULL, 10);
 }
 
-int main(int argc, char **argv)
-{
-	uint64_t gen, wanted, freed, released, charged, asked;
-	struct sc_peer pa;
-	struct sc_rep r;
-	struct lh l;
-	const char *s;
-	int st;
+/* libnxquota answers tickets for either authority: the module and nxquotad alike. */
+FIXTURE(lib_callback) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(lib_callback) {};
+
+FIXTURE_VARIANT_ADD(lib_callback, module) {};
+
+FIXTURE_VARIANT_ADD(lib_callback, daemon) {};
+
+FIXTURE_SETUP(lib_callback)
+{
 	if (!sc_exists(TOOL))
 		SKIP("%s not in the VM (lib/libnxquota.a or "
 		     "lib/tests-vm/nxq-libholder.c missing, or it did not "
@@ -146,6 +147,24 @@ int main(int argc, char **argv)
 	b = CG_ID(B);
 	CHECK_OK(sc_set_budget(KEY, A " min=60M"));
 	CHECK_OK(sc_set_budget(KEY, B " max=100M"));
+}
+
+FIXTURE_TEARDOWN(lib_callback)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(A));
+	CHECK_OK(sc_cg_remove(B));
+}
+
+TEST_F(lib_callback, reclaim_through_the_callback)
+{
+	uint64_t gen, wanted, freed, released, charged, asked;
+	struct sc_peer pa;
+	struct sc_rep r;
+	struct lh l;
+	const char *s;
+	int st;
+
 	sc_peer_start(&pa, "A", A, KEY, 0, 1);
 
 	/* 1. No callback, nothing idle: the library answers 0. */
@@ -228,8 +247,6 @@ int main(int argc, char **argv)
 	PEER_STOP(&pa);
 	WAIT_U64(sc_dev_path(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(A));
-	CHECK_OK(sc_cg_remove(B));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -155,19 +155,37 @@ static int in_x(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Races sysfs against the kernel's netlink: the module only (sc_module_only[]).
+ * No time limit of its own: NXQ_TEST_TIMEOUT goes with NXQ_RACE_SECS. */
+FIXTURE(race_budget) {};
+
+FIXTURE_VARIANT(race_budget) {};
+
+FIXTURE_VARIANT_ADD(race_budget, module) {};
+
+FIXTURE_SETUP(race_budget)
+{
+	tn_devnode_admin();
+	CHECK_OK(sc_dev_register(KEY, "1G"));
+	TN_DEV_OPEN(KEY);
+	CHECK_OK(sc_cg_create(CH));
+	CHECK_OK(sc_set_budget(KEY, CH " max=100M"));
+}
+
+FIXTURE_TEARDOWN(race_budget)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CX));
+	CHECK_OK(sc_cg_remove(CH));
+}
+
+TEST_F(race_budget, budgets_against_cgroups)
 {
 	uint64_t secs = tn_knob("NXQ_RACE_SECS", 5);
 	pid_t p[4];
 	int i;
 
-	sc_init(argc, argv);
-	tn_devnode_admin();
 	st = sc_shared(sizeof(*st));
-	CHECK_OK(sc_dev_register(KEY, "1G"));
-	TN_DEV_OPEN(KEY);
-	CHECK_OK(sc_cg_create(CH));
-	CHECK_OK(sc_set_budget(KEY, CH " max=100M"));
 
 	p[0] = sc_spawn(mkrm, NULL);
 	p[1] = sc_spawn(setter, NULL);
@@ -201,8 +219,6 @@ int main(int argc, char **argv)
 	TN_RUN(in_x, NULL);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_OK(sc_clear_budget(KEY, CX));
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CX));
-	CHECK_OK(sc_cg_remove(CH));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

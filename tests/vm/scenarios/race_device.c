@@ -131,15 +131,34 @@ static int holder(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
+/* Races sysfs against the kernel's netlink: the module only (sc_module_only[]).
+ * The raced key is tracked for scen.h's cleanup from the setup; the
+ * teardown unregisters the fresh device the test registers after the
+ * race.  No time limit of its own: NXQ_TEST_TIMEOUT goes with NXQ_RACE_SECS. */
+FIXTURE(race_device) {};
+
+FIXTURE_VARIANT(race_device) {};
+
+FIXTURE_VARIANT_ADD(race_device, module) {};
+
+FIXTURE_SETUP(race_device)
+{
+	nl_track_key(KEY);
+}
+
+FIXTURE_TEARDOWN(race_device)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	nl_untrack_key(KEY);
+}
+
+TEST_F(race_device, register_against_unregister)
 {
 	uint64_t secs = tn_knob("NXQ_RACE_SECS", 5);
 	pid_t p[3];
 	int i, rc;
 
-	sc_init(argc, argv);
 	st = sc_shared(sizeof(*st));
-	nl_track_key(KEY);
 	p[0] = sc_spawn(registrar, NULL);
 	p[1] = sc_spawn(unregistrar, NULL);
 	p[2] = sc_spawn(holder, NULL);
@@ -174,7 +193,6 @@ int main(int argc, char **argv)
 	CHECK_EQ(DEV_U64(KEY, "capacity"), 100 * M);
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
 	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	nl_untrack_key(KEY);
-	PASS();
 }
+
+TEST_HARNESS_MAIN

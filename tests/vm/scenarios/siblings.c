@@ -75,7 +75,35 @@ static pid_t holders_in(struct holders *hs, const char *cg, int want)
 	return pid;
 }
 
-int main(int argc, char **argv)
+/* Object limits per cgroup are the ledger's rules: the module and nxquotad alike. */
+FIXTURE(siblings) {};
+
+FIXTURE_VARIANT(siblings) {};
+
+FIXTURE_VARIANT_ADD(siblings, module) {};
+
+FIXTURE_VARIANT_ADD(siblings, daemon) {};
+
+FIXTURE_SETUP(siblings)
+{
+	tn_devnode_admin();
+	CHECK_OK(sc_dev_register(KEY, "1G"));
+	TN_DEV_OPEN(KEY);
+	CHECK_OK(sc_cg_create(P));
+	CHECK_OK(sc_cg_create(A));
+	CHECK_OK(sc_cg_create(B));
+	CHECK_OK(sc_set_budget(KEY, A " max=10M"));
+}
+
+FIXTURE_TEARDOWN(siblings)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(A));
+	CHECK_OK(sc_cg_remove(B));
+	CHECK_OK(sc_cg_remove(P));
+}
+
+TEST_F_TIMEOUT(siblings, limits_per_cgroup, 55)
 {
 	struct holders *ha, *hb;
 	struct tn_waiters *ws;
@@ -83,17 +111,9 @@ int main(int argc, char **argv)
 	pid_t pa, pb, pw;
 	struct sc_rep r;
 
-	sc_init(argc, argv);
-	tn_devnode_admin();
 	ha = sc_shared(sizeof(*ha));
 	hb = sc_shared(sizeof(*hb));
 	ws = sc_shared(sizeof(*ws));
-	CHECK_OK(sc_dev_register(KEY, "1G"));
-	TN_DEV_OPEN(KEY);
-	CHECK_OK(sc_cg_create(P));
-	CHECK_OK(sc_cg_create(A));
-	CHECK_OK(sc_cg_create(B));
-	CHECK_OK(sc_set_budget(KEY, A " max=10M"));
 
 	/* 1. a takes its whole default; b has its own. */
 	pa = holders_in(ha, A, 2000);
@@ -157,9 +177,6 @@ int main(int argc, char **argv)
 	tn_kill(pb);
 	WAIT_U64(sc_dev_path(KEY, "used"), 0);
 	WAIT_U64(sc_dev_path(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(A));
-	CHECK_OK(sc_cg_remove(B));
-	CHECK_OK(sc_cg_remove(P));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

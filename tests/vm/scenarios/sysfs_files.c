@@ -69,22 +69,37 @@ static int walk(const char *dir)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	uint64_t id;
+/* Lists the module's sysfs files: the module only (sc_module_only[]). */
+FIXTURE(sysfs_files) {};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(sysfs_files) {};
+
+FIXTURE_VARIANT_ADD(sysfs_files, module) {};
+
+FIXTURE_SETUP(sysfs_files)
+{
 	CHECK_OK(sc_dev_register_open(KEY, "1G"));
 	CHECK_OK(sc_cg_create(CG));
 	CHECK_OK(sc_set_budget(KEY, CG " max=100M min=10M"));
+}
+
+FIXTURE_TEARDOWN(sysfs_files)
+{
+	CHECK_OK(sc_clear_budget(KEY, CG));
+	CHECK_OK(sc_cg_remove(CG));
+	CHECK_OK(sc_dev_unregister(KEY));
+}
+
+TEST_F(sysfs_files, list_every_file)
+{
+	uint64_t id;
+
 	id = CG_ID(CG);
 	CHECK(sc_node_exists(KEY, id));
 	printf("SYSFS-FILES-BEGIN\n");
 	CHECK_OK(walk(SC_SYSFS));
 	printf("SYSFS-FILES-END\n");
 	fflush(stdout);
-	CHECK_OK(sc_clear_budget(KEY, CG));
-	CHECK_OK(sc_cg_remove(CG));
-	CHECK_OK(sc_dev_unregister(KEY));
-	PASS();
 }
+
+TEST_HARNESS_MAIN

@@ -243,6 +243,30 @@ static SC_UNUSED void tn_peer_start(struct sc_peer *p, const char *name,
 		     sc_errname(errno));				\
 } while (0)
 
+/*
+ * Is pid still running (not exited, not a zombie)?  A process whose
+ * parent dies goes to the harness's main process, the subreaper, which
+ * reaps it only after the test: kill(pid, 0) would still find it.
+ */
+static SC_UNUSED int tn_running(pid_t pid)
+{
+	char path[64], st[512], *p;
+	ssize_t r;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	r = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (r <= 0)
+		return 0;
+	st[r] = 0;
+	p = strrchr(st, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
 /* The charge a peer's holder has, by STATUS; FAIL if it cannot tell. */
 #define TN_PEER_CHARGE(p) (PEER_OK(p, SC_PEER_STATUS, 0, 0).v[0])
 

@@ -81,16 +81,17 @@ static int holder(void *arg)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	struct nxq_version v;
-	uint64_t cgid, c;
-	char buf[64];
-	int fd, stale;
-	pid_t pid;
-	ssize_t n;
+/* Loads and unloads the module: the module only (sc_module_only[]). */
+FIXTURE(unload) {
+	uint64_t cgid;
+};
 
-	sc_init(argc, argv);
+FIXTURE_VARIANT(unload) {};
+
+FIXTURE_VARIANT_ADD(unload, module) {};
+
+FIXTURE_SETUP(unload)
+{
 	ko = getenv("NXQ_KO") ? getenv("NXQ_KO") : "/lib/nxquota.ko";
 	if (!sc_exists(ko))
 		SKIP("no module file at %s to load again", ko);
@@ -98,9 +99,26 @@ int main(int argc, char **argv)
 
 	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	CHECK_OK(sc_cg_create(CG));
-	cgid = CG_ID(CG);
+	self->cgid = CG_ID(CG);
 	CHECK_OK(sc_set_budget(KEY, CG " max=512K"));
 	CHECK(pipe(p2c) == 0 && pipe(c2p) == 0);
+}
+
+FIXTURE_TEARDOWN(unload)
+{
+	CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG));
+}
+
+TEST_F(unload, pinned_then_unloaded_and_fresh)
+{
+	uint64_t cgid = self->cgid;
+	struct nxq_version v;
+	uint64_t c;
+	char buf[64];
+	int fd, stale;
+	pid_t pid;
+	ssize_t n;
 
 	/* A process with a charged holder pins the module. */
 	pid = sc_spawn(holder, NULL);
@@ -161,7 +179,6 @@ int main(int argc, char **argv)
 	CHECK_OK(sc_cg_enter("/"));
 	CHECK_OK(sc_close(fd));
 	CHECK_EQ(DEV_U64(KEY, "used"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	CHECK_OK(sc_cg_remove(CG));
-	PASS();
 }
+
+TEST_HARNESS_MAIN
