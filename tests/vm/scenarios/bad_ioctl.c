@@ -253,7 +253,9 @@ static void sizes(void)
 		set_size(p, v0 + 8);
 		TRY("size VER0+8, zero tail", c, p, ok);
 		/* beyond the newest version the header knows */
-		full = c == C_STATUS ? NXQ_STATUS_SIZE_VER1 : v0;
+		full = c == C_STATUS ? NXQ_STATUS_SIZE_VER1 :
+		       c == C_CHARGE || c == C_UNCHARGE ? NXQ_CHARGE_SIZE_VER1 :
+		       v0;
 		fill(c, p);
 		set_size(p, full + 8);
 		p[full + 7] = 1;
