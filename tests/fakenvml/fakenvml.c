@@ -23,12 +23,13 @@
  * process while it lives: another one given the pid later is not it).
  *
  * Without it (tests/preload: test_preload, budget.sh, late.sh), the
- * devices are the fake CUDA driver's (tests/preload/fakedrv.c): two,
- * GPU-10111213-... and GPU-20212223-..., their memory what that driver
- * says it has in use (fakedrv_devmem(), found in the libcuda.so.1 this
- * process loaded: every process's, with FAKEDRV_SHM), so that NVML and
- * cuMemGetInfo agree as on a real node, and their one process this one,
- * with what the driver says it took (fakedrv_mine()), while that is not 0.
+ * devices are the fake CUDA driver's (tests/fakecuda, in the libcuda.so.1
+ * this process loaded; one device if none is): as many, with its UUIDs
+ * (GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f0, ...), their memory what that
+ * driver says it has in use (fakecuda_devmem(): every process's, with
+ * FAKECUDA_SHM), so that NVML and cuMemGetInfo agree as on a real node,
+ * and their one process this one, with what the driver says it took
+ * (fakecuda_mine()), while that is not 0.
  *
  * In either mode:
  *
@@ -82,7 +83,7 @@
 #define NVML_ERROR_ARGUMENT_VERSION_MISMATCH	25
 
 #define API __attribute__((visibility("default")))
-#define DRV_NDEV	2	/* the fake driver's devices */
+#define DRV_MAXDEV	16	/* the fake driver's devices, at most */
 #define MAX_LISTED	256	/* processes listed at once, in a query */
 
 typedef struct {
@@ -213,18 +214,21 @@ static void unload(void)
 	ndevs = 0;
 }
 
-/* The fake driver's devices: GPU-10111213-1415-1617-1819-1a1b1c1d1e1f, ... */
+/* The fake driver's devices: GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f0, ... */
 static void load_drv(void)
 {
 	static const char hex[] = "0123456789abcdef";
+	int (*devmem)(int, uint64_t *, uint64_t *) = (int (*)(int, uint64_t *, uint64_t *))
+		drv_sym("fakecuda_devmem");
 	char uuid[64], *p;
+	uint64_t t, u;
 
-	for (int d = 0; d < DRV_NDEV; d++) {
+	for (int d = 0; d < DRV_MAXDEV && (devmem ? !devmem(d, &t, &u) : !d); d++) {
 		p = uuid;
 		memcpy(p, "GPU-", 4);
 		p += 4;
 		for (int i = 0; i < 16; i++) {
-			unsigned int b = (unsigned int)(0x10 * (d + 1) + i);
+			unsigned int b = 0xf0 + (unsigned int)(i == 15 ? d : i % 10);
 
 			if (i == 4 || i == 6 || i == 8 || i == 10)
 				*p++ = '-';
@@ -391,7 +395,7 @@ API int nvmlDeviceGetUUID(void *h, char *uuid, unsigned int length)
 static int mem(const struct fdev *d, unsigned long long *total,
 	       unsigned long long *used)
 {
-	void (*devmem)(int, uint64_t *, uint64_t *) = NULL;
+	int (*devmem)(int, uint64_t *, uint64_t *) = NULL;
 	const char *e = getenv("FAKE_NVML_MEM_MB");
 	uint64_t t, u;
 
@@ -400,11 +404,9 @@ static int mem(const struct fdev *d, unsigned long long *total,
 	if (!d)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (!from_file)
-		devmem = (void (*)(int, uint64_t *, uint64_t *))
-			 drv_sym("fakedrv_devmem");
-	if (devmem) {
-		devmem(d->ord, &t, &u);
-	} else {
+		devmem = (int (*)(int, uint64_t *, uint64_t *))
+			 drv_sym("fakecuda_devmem");
+	if (!devmem || devmem(d->ord, &t, &u)) {
 		t = (e && *e ? strtoull(e, NULL, 10) : 8192) << 20;
 		u = 0;
 	}
@@ -465,7 +467,7 @@ static const struct fproc *listed(const struct fdev *d, struct fproc *live,
 
 	*n = 0;
 	if (!from_file) {
-		mine = (uint64_t (*)(int))drv_sym("fakedrv_mine");
+		mine = (uint64_t (*)(int))drv_sym("fakecuda_mine");
 		live[0].pid = (unsigned int)getpid();
 		live[0].used = mine ? mine(d->ord) : 0;
 		live[0].start = 0;

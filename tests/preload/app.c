@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * An application that knows nothing of nxquota, run by app.sh with and
- * without libnxquota-preload.so in LD_PRELOAD, against drv/libcuda.so.1:
+ * without libnxquota-preload.so in LD_PRELOAD, against the fake driver
+ * (tests/fakecuda); each brings up device 0's primary context first:
  *   app preload   the CUDA runtime's way in (dlopen, dlsym(handle,
  *                 "cuGetProcAddress_v2"), then cuGetProcAddress) gives the
  *                 shim's entry points; allocations work (the shim passes
@@ -31,6 +32,19 @@ static int from_preload(void *fn)
 	Dl_info di;
 
 	return fn && dladdr(fn, &di) && di.dli_fname && strstr(di.dli_fname, "libnxquota-preload");
+}
+
+/* As the runtime does: cuInit, device 0's primary context retained and made current. */
+static int context(CUresult (*gpa)(const char *, void **, int, uint64_t, int *))
+{
+	CUresult (*init)(unsigned int), (*retain)(CUcontext *, CUdevice), (*set)(CUcontext);
+	CUcontext c;
+
+	if (gpa("cuInit", (void **)&init, 12000, 0, NULL) ||
+	    gpa("cuDevicePrimaryCtxRetain", (void **)&retain, 12000, 0, NULL) ||
+	    gpa("cuCtxSetCurrent", (void **)&set, 12000, 0, NULL))
+		return 1;
+	return init(0) || retain(&c, 0) || set(c);
 }
 
 static int budget(CUresult (*gpa)(const char *, void **, int, uint64_t, int *))
@@ -82,10 +96,11 @@ int main(int argc, char **argv)
 		return 1;
 	gpa = (CUresult (*)(const char *, void **, int, uint64_t, int *))
 		dlsym(h, "cuGetProcAddress_v2");
-	calls = (long (*)(const char *))dlsym(h, "fakedrv_calls");
+	calls = (long (*)(const char *))dlsym(h, "fakecuda_calls");
 	CHECK(gpa && calls);
 	if (!gpa || !calls)
 		return 1;
+	CHECK(context(gpa) == 0);
 	if (argc > 1 && !strcmp(argv[1], "budget"))
 		return budget(gpa);
 	CHECK(from_preload((void *)gpa) == want);

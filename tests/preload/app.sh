@@ -6,12 +6,14 @@ set -u
 here=$(cd "$(dirname "$0")" && pwd)
 so=$1
 top=$(cd "$here/../.." && pwd)
+fake=$top/tests/fakecuda	# the fake driver: two devices, as the shim's tests have
+export FAKECUDA_DEVICES=2
 err=$(mktemp /tmp/nxqp-app.XXXXXX)
 trap 'rm -f "$err"' EXIT
 rc=0
 fail() { echo "app.sh: FAIL: $*"; rc=1; }
 
-export LD_LIBRARY_PATH="$here/drv"
+export LD_LIBRARY_PATH="$fake"
 # no authority here: no module, no daemon
 NXQUOTA_SOCKET=
 export NXQUOTA_SOCKET

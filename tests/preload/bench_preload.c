@@ -209,7 +209,7 @@ static int inter(long n, size_t size, int rounds,
 								     ssync } };
 	uint64_t (*trips)(void) = (uint64_t (*)(void))dlsym(RTLD_DEFAULT,
 					"nxquota_preload_authority_trips");
-	long (*calls)(void) = (long (*)(void))dlsym(libcuda, "fakedrv_calls_total");
+	long (*calls)(void) = (long (*)(void))dlsym(libcuda, "fakecuda_calls_total");
 	double *v[3];
 	int shim = real_side(&sd[0]);	/* sd[0]: the driver's, sd[1]: as the program gets them */
 

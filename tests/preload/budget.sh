@@ -1,7 +1,7 @@
 #!/bin/sh
 # Issue 20 ("unmodified servers") end to end: libnxquota-preload.so
 # against the real nxquotad, unmodified programs (sizer, sizer.c) in
-# cgroups of their own, on the fake driver (drv/) and the fake NVML
+# cgroups of their own, on the fake driver (tests/fakecuda) and the fake NVML
 # (nvml/):
 #  size     under min=max=4G on an 8 GiB GPU, cuMemGetInfo and NVML say
 #           total 4 GiB, free 4 GiB less the context; sized as vLLM sizes
@@ -11,7 +11,7 @@
 #           line naming the device, the cgroup, the node, its guarantee
 #           and what would help; with --wait 2000 it comes back at once
 #           and says that waiting cannot help
-#  fits     a 96 MiB GPU shared by three processes (FAKEDRV_SHM), each
+#  fits     a 96 MiB GPU shared by three processes (FAKECUDA_SHM), each
 #           cgroup min=max=32M, each context 8 MiB: with the context
 #           charged each gets 24 MiB and the GPU is exactly full, no
 #           driver refusal; with NXQUOTA_CHARGE_CONTEXT=0 each may charge
@@ -27,10 +27,12 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+fake=$top/tests/fakecuda	# the fake driver: two devices, as the shim's tests have
+export FAKECUDA_DEVICES=2
 so=$1
 dbin=${NXQD_BIN:-$top/daemon/build/nxquotad}
 cbin=${NXQCTL_BIN:-$top/tools/nxquotactl}
-key=GPU-10111213-1415-1617-1819-1a1b1c1d1e1f	# the fake driver's device 0
+key=GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f0	# the fake driver's device 0
 GiB=1073741824
 MiB=1048576
 
@@ -90,7 +92,7 @@ start() {
 	(
 		echo 0 >"$cgroot/$cg/$c/cgroup.procs"
 		exec env NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV="$tmp/no-nxquota" \
-			LD_LIBRARY_PATH="$here/drv:$here/nvml" "$@" \
+			LD_LIBRARY_PATH="$fake:$here/nvml" "$@" \
 			<"$tmp/in.$n" >"$tmp/out.$n" 2>"$tmp/err.$n" 3>&- 4>&- 5>&- 8>&-
 	) &
 	pids="$pids $!"
@@ -112,7 +114,7 @@ run() {	# run N CGROUP [ENV...] COMMAND...: in the foreground, no stdin
 	(
 		echo 0 >"$cgroot/$cg/$c/cgroup.procs"
 		exec env NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV="$tmp/no-nxquota" \
-			LD_LIBRARY_PATH="$here/drv:$here/nvml" "$@" \
+			LD_LIBRARY_PATH="$fake:$here/nvml" "$@" \
 			</dev/null >"$tmp/out.$n" 2>"$tmp/err.$n"
 	)
 }
@@ -122,7 +124,7 @@ ctl devices register "$key" 8G >/dev/null || fail "register"
 
 # ---- size: the budget is what the application sees
 ctl set "/$cg/a" "$key" min=4G max=4G >/dev/null || fail "set a"
-run size "a" FAKEDRV_CTX_MB=520 "$top/tools/nxquota-run" --lib "$so" -- "$here/sizer" vllm 90
+run size "a" FAKECUDA_CTX_MB=520 "$top/tools/nxquota-run" --lib "$so" -- "$here/sizer" vllm 90
 ctot=$(sed -n 's/^cuda free \([0-9]*\) total \([0-9]*\)$/\2/p' "$tmp/out.size")
 cfree=$(sed -n 's/^cuda free \([0-9]*\) total.*/\1/p' "$tmp/out.size")
 ntot=$(sed -n 's/^nvml free \([0-9]*\) total \([0-9]*\)$/\2/p' "$tmp/out.size")
@@ -133,7 +135,7 @@ took=$(sed -n 's/^took \([0-9]*\) error 0$/\1/p' "$tmp/out.size")
 [ -n "$took" ] && [ "$took" -le $((4 * GiB)) ] && [ "$took" -gt $((3 * GiB)) ] ||
 	fail "size: 0.9 x total less what is in use not granted within the budget ($(cat "$tmp/out.size"); $(cat "$tmp/err.size"))"
 # the same program without the shim: the whole GPU
-(cd "$tmp" && FAKEDRV_CTX_MB=520 LD_LIBRARY_PATH="$here/drv:$here/nvml" "$here/sizer" vllm 90 \
+(cd "$tmp" && FAKECUDA_CTX_MB=520 LD_LIBRARY_PATH="$fake:$here/nvml" "$here/sizer" vllm 90 \
 	>"$tmp/out.bare" 2>&1)
 btot=$(sed -n 's/^cuda free \([0-9]*\) total \([0-9]*\)$/\2/p' "$tmp/out.bare")
 [ "$btot" = $((8 * GiB)) ] || fail "size: without the shim cuMemGetInfo total $btot, not 8 GiB"
@@ -166,7 +168,7 @@ for c in c1 c2 c3; do ctl set "/$cg/$c" "$key" min=32M max=32M >/dev/null || fai
 rm -f "$tmp/gpu"
 got=
 for c in c1 c2 c3; do
-	start "ctx$c" "$c" FAKEDRV_SHM="$tmp/gpu" FAKEDRV_MEM_MB=96 FAKEDRV_CTX_MB=8 \
+	start "ctx$c" "$c" FAKECUDA_SHM="$tmp/gpu" FAKECUDA_MEM=96 FAKECUDA_CTX_MB=8 \
 		"$top/tools/nxquota-run" --lib "$so" -- "$here/sizer" fill
 	case $c in c1) exec 3>&8 ;; c2) exec 4>&8 ;; c3) exec 5>&8 ;; esac
 	exec 8>&-
@@ -187,7 +189,7 @@ echo "budget.sh: fits: 96 MiB GPU, three cgroups min=max=32M, 8 MiB contexts cha
 rm -f "$tmp/gpu"
 got=
 for c in c1 c2 c3; do
-	start "raw$c" "$c" FAKEDRV_SHM="$tmp/gpu" FAKEDRV_MEM_MB=96 FAKEDRV_CTX_MB=8 \
+	start "raw$c" "$c" FAKECUDA_SHM="$tmp/gpu" FAKECUDA_MEM=96 FAKECUDA_CTX_MB=8 \
 		NXQUOTA_CHARGE_CONTEXT=0 "$top/tools/nxquota-run" --lib "$so" -- "$here/sizer" fill
 	case $c in c1) exec 3>&8 ;; c2) exec 4>&8 ;; c3) exec 5>&8 ;; esac
 	exec 8>&-

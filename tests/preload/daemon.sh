@@ -22,10 +22,12 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+fake=$top/tests/fakecuda	# the fake driver: two devices, as the shim's tests have
+export FAKECUDA_DEVICES=2
 so=$1
 dbin=${NXQD_BIN:-$top/daemon/build/nxquotad}
 cbin=${NXQCTL_BIN:-$top/tools/nxquotactl}
-key=GPU-10111213-1415-1617-1819-1a1b1c1d1e1f	# the fake driver's device 0
+key=GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f0	# the fake driver's device 0
 
 skip() { echo "daemon.sh: skipped: $*"; exit 0; }
 [ "$(id -u)" = 0 ] || skip "not root (cgroups and the daemon's sockets need it)"
@@ -76,7 +78,7 @@ run() {
 	(
 		echo 0 >"$cgroot/$cg/cgroup.procs"	# "0": this subshell
 		exec env NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent \
-			LD_LIBRARY_PATH="$here/drv" \
+			LD_LIBRARY_PATH="$fake" \
 			"$top/tools/nxquota-run" --lib "$so" -- "$here/app" budget \
 			<"$tmp/in.$1" >"$tmp/out.$1" 2>"$tmp/err.$1"
 	) &
@@ -156,7 +158,7 @@ bench() {	# N cgroup args...: in the background, in cgroup, output in $tmp/out.N
 	(
 		echo 0 >"$cgroot/$c/cgroup.procs"
 		exec env NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent \
-			LD_LIBRARY_PATH="$here/drv" \
+			LD_LIBRARY_PATH="$fake" \
 			"$top/tools/nxquota-run" --lib "$so" "$@" \
 			<"$tmp/in.$n" >"$tmp/out.$n" 2>"$tmp/err.$n"
 	) &
@@ -183,17 +185,17 @@ rmdir "$cgroot/$cg/b" "$cgroot/$cg/g" 2>/dev/null
 ctl set "/$cg" "$key" min=64M max=64M >/dev/null
 fig=$(
 	echo 0 >"$cgroot/$cg/cgroup.procs"
-	NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent LD_LIBRARY_PATH="$here/drv" \
+	NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent LD_LIBRARY_PATH="$fake" \
 		LD_PRELOAD=$so "$here/bench_preload" pairs 20000 4096 | head -n1
 )
-bare=$(LD_LIBRARY_PATH="$here/drv" "$here/bench_preload" pairs 20000 4096 | head -n1)
+bare=$(LD_LIBRARY_PATH="$fake" "$here/bench_preload" pairs 20000 4096 | head -n1)
 echo "daemon.sh: fake driver alone: ${bare#pairs: }"
 echo "daemon.sh: charged through nxquotad: ${fig#pairs: }"
 # issue 20: cuMemGetInfo through the shim (a STATUS round trip to nxquotad
 # each) against the driver's, in one process; the shim's total is the budget
 info=$(
 	echo 0 >"$cgroot/$cg/cgroup.procs"
-	NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent LD_LIBRARY_PATH="$here/benchdrv" \
+	NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent LD_LIBRARY_PATH="$fake/bound" \
 		LD_PRELOAD=$so "$here/bench_preload" info 200 11
 )
 echo "daemon.sh: ${info#info: }"
@@ -203,7 +205,7 @@ echo "$info" | grep -q "shim [0-9]* ns/call (free [0-9]* of 67108864)" ||
 # ---- the shim's own work per pair, side by side in one process
 # (bench_preload inter: the driver's own entry points, resolved through the
 # shim's exemption, and the shim's, in alternating batches), on the fake
-# driver built as a real one is (benchdrv: its nested calls stay inside
+# driver built as a real one is (tests/fakecuda/bound: its nested calls stay inside
 # it), with one device visible and with two: figures, and the counts that
 # are deterministic -- no authority trip per warm pair; driver calls per
 # pair: cuMemAlloc none added with one device (cuCtxGetDevice with two);
@@ -215,8 +217,8 @@ cpp() {	# the shim's and the driver's driver calls per pair of a line
 for nd in 1 2; do
 	out=$(
 		echo 0 >"$cgroot/$cg/cgroup.procs"
-		NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent LD_LIBRARY_PATH="$here/benchdrv" \
-			FAKEDRV_NDEV=$nd LD_PRELOAD=$so "$here/bench_preload" inter 2000 4096 21
+		NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent LD_LIBRARY_PATH="$fake/bound" \
+			FAKECUDA_DEVICES=$nd LD_PRELOAD=$so "$here/bench_preload" inter 2000 4096 21
 	)
 	echo "$out" | sed "s/^inter: /daemon.sh: $nd device(s), side by side: /"
 	[ "$(echo "$out" | grep -c "0.000 authority trips/pair")" = 2 ] ||

@@ -26,7 +26,7 @@
 #            hold their budgets less their contexts
 # Usage, as root: tests/preload/gpu-budget.sh   (OUT=DIR keeps the logs;
 # NXQD_BIN, NXQCTL_BIN: prebuilt binaries; NXQ_FAKE_CUDA=1: on the fake
-# driver and NVML of tests/preload, FAKEDRV_MEM_MB=32768, to try the
+# driver (tests/fakecuda) and NVML of tests/preload, FAKECUDA_MEM=32768, to try the
 # script itself).  No GPU: "skipped" and 0.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
@@ -43,7 +43,7 @@ skip() { echo "gpu-budget.sh: skipped: $*"; exit 0; }
 
 [ "$(id -u)" = 0 ] || skip "needs root (cgroups)"
 FAKE=${NXQ_FAKE_CUDA:-}
-[ -n "$FAKE" ] && export LD_LIBRARY_PATH=$here/drv:$here/nvml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+[ -n "$FAKE" ] && export LD_LIBRARY_PATH=$top/tests/fakecuda:$here/nvml${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 echo "== build"
 make -s -C "$top/preload" >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
 make -s -C "$here" bench_preload sizer >>"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
@@ -93,7 +93,7 @@ zero() {	# the ledger empty within 5 s
 	done
 	[ "$(dev used)" = 0 ] || fail "$1: the ledger still holds $(dev used) B"
 }
-if [ -n "$FAKE" ]; then ctl devices register "$KEY" "${FAKEDRV_MEM_MB:-8192}M"; else ctl devices sync; fi \
+if [ -n "$FAKE" ]; then ctl devices register "$KEY" "${FAKECUDA_MEM:-8192}M"; else ctl devices sync; fi \
 	>/dev/null || { fail "device registration"; exit 1; }
 say "$KEY: capacity $(dev capacity) B in the ledger"
 # run N CGROUP COMMAND...: in the foreground in the cgroup, no stdin

@@ -50,8 +50,8 @@ T0=$(date +%s)
 hdr() { say "== $* (at $(($(date +%s) - T0)) s)"; }
 
 [ "$(id -u)" = 0 ] || { echo "gpu-s4.sh: skipped: needs root (cgroups)"; exit 0; }
-# NXQ_FAKE_CUDA=1: the fake driver (tests/preload/drv), to try the script without a GPU
-[ -n "${NXQ_FAKE_CUDA:-}" ] && export LD_LIBRARY_PATH=$here/drv${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+# NXQ_FAKE_CUDA=1: the fake driver (tests/fakecuda), to try the script without a GPU
+[ -n "${NXQ_FAKE_CUDA:-}" ] && export LD_LIBRARY_PATH=$top/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 for t in "${LIBNL_TAR:-}" "$top/build/devlibs/libnl-genl.tar" /work/main/build/devlibs/libnl-genl.tar; do
 	[ -n "$t" ] && [ -f "$t" ] && tar -xf "$t" -C / 2>/dev/null && break
 done

@@ -27,7 +27,7 @@
 #   retry) runs some; KILLS=N (default 1000), KPAR=N of them at a time
 #   (default 16); OUT=DIR (default build/preload-gpu) keeps logs
 #   and results.txt; NXQ_FAKE_CUDA=1 runs what needs no PyTorch on the fake
-#   driver tests/preload/drv.  No GPU (or no root): "skipped: ..." and 0.
+#   driver tests/fakecuda.  No GPU (or no root): "skipped: ..." and 0.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -44,13 +44,13 @@ say() { echo "$*" | tee -a "$OUT/results.txt"; }
 fail() { say "gpu.sh: FAIL: $*"; rc=1; }
 
 [ "$(id -u)" = 0 ] || { echo "gpu.sh: skipped: needs root (cgroups)"; exit 0; }
-[ -n "$FAKE" ] && export LD_LIBRARY_PATH=$here/drv${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+[ -n "$FAKE" ] && export LD_LIBRARY_PATH=$top/tests/fakecuda${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 
 T0=$(date +%s)
 hdr() { echo "== $* (at $(($(date +%s) - T0)) s)"; }
 echo "== build"
 make -s -C "$top/preload" >"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; exit 1; }
-make -s -C "$here" bench_preload drv/libcuda.so.1 >>"$OUT/build.log" 2>&1 ||
+{ make -s -C "$here" bench_preload && make -s -C "$top/tests/fakecuda"; } >>"$OUT/build.log" 2>&1 ||
 	{ cat "$OUT/build.log"; exit 1; }
 SO=$top/preload/libnxquota-preload.so
 B=$here/bench_preload

@@ -30,12 +30,14 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+fake=$top/tests/fakecuda	# the fake driver: two devices, as the shim's tests have
+export FAKECUDA_DEVICES=2
 so=$1
 shift
 cases=${*:-late wait require reqwait owed cap}
 dbin=${NXQD_BIN:-$top/daemon/build/nxquotad}
 cbin=${NXQCTL_BIN:-$top/tools/nxquotactl}
-key=GPU-10111213-1415-1617-1819-1a1b1c1d1e1f	# the fake driver's device 0
+key=GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f0	# the fake driver's device 0
 MiB=1048576
 
 skip() { echo "late.sh: skipped: $*"; exit 0; }
@@ -91,7 +93,7 @@ start() {
 	(
 		echo 0 >"$cgroot/$cg/$c/cgroup.procs"
 		exec env NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV="$tmp/no-nxquota" \
-			LD_LIBRARY_PATH="$here/drv:$here/nvml" FAKEDRV_CTX_MB=4 \
+			LD_LIBRARY_PATH="$fake:$here/nvml" FAKECUDA_CTX_MB=4 \
 			NXQ_PRELOAD_BATCH=0 "$@" \
 			"$top/tools/nxquota-run" --lib "$so" -- "$here/sizer" hold \
 			<"$tmp/in.$n" >"$tmp/out.$n" 2>"$tmp/err.$n" 8>&- 9>&-

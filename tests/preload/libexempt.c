@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
  * libnxquota linked in statically (as in the PyTorch integration's
- * libnxq_torch.so), run under libnxquota-preload.so on tests/fakecuda:
- * (built as tests/preload/vmmdrv, bound as a real driver is): the entry points the library resolves for itself must be the driver's,
+ * libnxq_torch.so), run under libnxquota-preload.so on tests/fakecuda: the
+ * entry points the library resolves for itself must be the driver's,
  * not the shim's charging wrappers (else its arena's handles are charged
  * twice: by the arena and by the shim).  lib/cuda.c resolves them between
  * nxquota_preload_exempt(1) and (0).
  *
  * Usage (tests/preload/Makefile check):
  *   LD_PRELOAD=preload/libnxquota-preload.so \
- *   LD_LIBRARY_PATH=tests/preload/vmmdrv ./libexempt
+ *   LD_LIBRARY_PATH=tests/fakecuda ./libexempt
  * Prints "libexempt: ok" or "libexempt: FAIL: ..." (exit 1).
  */
 #include <dlfcn.h>

@@ -63,7 +63,7 @@ run_one() { # n name expr what
 	$CC -rdynamic -o "$d/t" "$tmp/test_preload.o" "$d/preload.o" \
 		"$top/lib/libnxquota.a" -lcmocka -ldl -pthread ||
 		{ echo "mutant $2: link failed" > "$d/res"; : > "$d/fatal"; return; }
-	if CMOCKA_TEST_ABORT=0 LD_LIBRARY_PATH="$here/drv:$here/nvml" timeout 60 "$d/t" >"$d/out" 2>&1; then
+	if CMOCKA_TEST_ABORT=0 LD_LIBRARY_PATH="$top/tests/fakecuda:$here/nvml" timeout 60 "$d/t" >"$d/out" 2>&1; then
 		echo "mutant $2: SURVIVED" > "$d/res"; echo 1 > "$d/surv"
 	else
 		echo "mutant $2: killed ($(grep -m1 -E 'FAILED  \] test|Timeout|ERROR' "$d/out" || echo "exit status"))" > "$d/res"

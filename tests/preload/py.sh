@@ -22,10 +22,12 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+fake=$top/tests/fakecuda	# the fake driver: two devices, as the shim's tests have
+export FAKECUDA_DEVICES=2
 so=$1
 dbin=${NXQD_BIN:-$top/daemon/build/nxquotad}
 cbin=${NXQCTL_BIN:-$top/tools/nxquotactl}
-key=GPU-10111213-1415-1617-1819-1a1b1c1d1e1f	# the fake driver's device 0
+key=GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f0	# the fake driver's device 0
 MiB=1048576
 
 skip() { echo "py.sh: skipped: $*"; exit 0; }
@@ -77,7 +79,7 @@ start() {
 	(
 		echo 0 >"$cgroot/$c/cgroup.procs"
 		exec env NXQUOTA_SOCKET="$tmp/client.sock" NXQ_DEV=/nonexistent \
-			LD_LIBRARY_PATH="$here/drv" PYTHONPATH="$here/faketorch" \
+			LD_LIBRARY_PATH="$fake" PYTHONPATH="$here/faketorch" \
 			FAKE_C10="$here/fakec10/libc10_cuda.so" NXQ_PRELOAD_VERBOSE=1 \
 			"$top/tools/nxquota-run" --lib "$so" "$@" \
 			<"$tmp/$n.in" >"$tmp/$n.out" 2>"$tmp/$n.err"

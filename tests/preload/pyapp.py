@@ -21,6 +21,11 @@ import time
 mode = sys.argv[1]
 if mode.startswith("notorch"):
     drv = ctypes.CDLL("libcuda.so.1")
+    ctx = ctypes.c_void_p()     # as the runtime does first: device 0's context current
+    drv.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
+    if drv.cuInit(0) or drv.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) or \
+            drv.cuCtxSetCurrent(ctx):
+        sys.exit("pyapp: cannot bring up device 0's context")
     drv.cuMemAlloc_v2.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
     n = 0
     p = ctypes.c_uint64()

@@ -30,8 +30,8 @@
  *                    cuMemRelease at once: "vmm mapped B error E"; at a
  *                    line on stdin cuMemUnmap: "vmm unmapped error E"; at
  *                    the next, cuMemAddressFree and exit (a driver
- *                    without the reserve and access calls, the fake one,
- *                    maps at a fixed address)
+ *                    without the reserve and access calls maps at a
+ *                    fixed address)
  *
  * Exit 0 unless the context cannot be brought up (1, said why).
  */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * The preload shim against the fake driver (drv/libcuda.so.1) and a fake
+ * The preload shim against the fake driver (tests/fakecuda) and a fake
  * authority.  The shim is linked into this program and exported
  * (-rdynamic), so calling cuMemAlloc_v2 here is what an application bound
  * to libcuda gets under LD_PRELOAD, and the fake driver's calls to its own
@@ -294,9 +294,10 @@ static struct kh *kholder_of(const char *dev, int with_evfd)
 
 static void *drv;
 static long (*d_calls)(const char *);
-static void (*d_fail)(const char *, long);
+static void (*d_fail)(const char *, long, int);
 static void (*d_reset)(void);
 static void (*d_setdev)(int);
+static void (*d_setdevs)(int);
 static void *(*d_proc)(const char *, int, uint64_t);
 static void (*d_pool)(CUmemoryPool, uint64_t *, uint64_t *);
 static CUresult (*d_freeasync)(CUdeviceptr, CUstream);
@@ -307,38 +308,54 @@ static long (*d_stat)(const char *);
 static void (*d_ctxmb)(uint64_t);
 static void (*d_noise)(uint64_t);
 static CUresult (*d_getstate)(CUdevice, unsigned int *, int *);
+static CUresult (*d_stream)(CUstream *, unsigned int);
+static CUdeviceptr vmm_va;	/* 64 MiB of address space reserved for mappings */
 static void *nvml;
 static int (*n_init)(void);
 static int (*n_index)(unsigned int, void **);
 static long (*n_calls)(const char *);
 static void (*n_procs)(int);
 
-static const char DEV0[] = "GPU-10111213-1415-1617-1819-1a1b1c1d1e1f";
-static const char DEV1[] = "GPU-20212223-2425-2627-2829-2a2b2c2d2e2f";
+static const char DEV0[] = "GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f0";
+static const char DEV1[] = "GPU-f0f1f2f3-f4f5-f6f7-f8f9-f0f1f2f3f4f1";
 
 static int group_setup(void **st)
 {
+	CUresult (*init)(unsigned int);
+	CUresult (*reserve)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long);
+
 	drv = dlopen("libcuda.so.1", RTLD_NOW);
 	if (!drv) {
-		fprintf(stderr, "test_preload: %s (LD_LIBRARY_PATH=tests/preload/drv)\n",
-			dlerror());
+		fprintf(stderr, "test_preload: %s (LD_LIBRARY_PATH=tests/fakecuda)\n", dlerror());
 		return -1;
 	}
-	d_calls = (long (*)(const char *))dlsym(drv, "fakedrv_calls");
-	d_fail = (void (*)(const char *, long))dlsym(drv, "fakedrv_fail");
-	d_reset = (void (*)(void))dlsym(drv, "fakedrv_reset");
-	d_setdev = (void (*)(int))dlsym(drv, "fakedrv_set_device");
-	d_proc = (void *(*)(const char *, int, uint64_t))dlsym(drv, "fakedrv_proc");
-	d_pool = (void (*)(CUmemoryPool, uint64_t *, uint64_t *))dlsym(drv, "fakedrv_pool");
+	d_calls = (long (*)(const char *))dlsym(drv, "fakecuda_calls");
+	d_fail = (void (*)(const char *, long, int))dlsym(drv, "fakecuda_fail");
+	d_reset = (void (*)(void))dlsym(drv, "fakecuda_reset");
+	d_setdev = (void (*)(int))dlsym(drv, "fakecuda_set_device");
+	d_setdevs = (void (*)(int))dlsym(drv, "fakecuda_set_devices");
+	d_proc = (void *(*)(const char *, int, uint64_t))dlsym(drv, "fakecuda_proc");
+	d_pool = (void (*)(CUmemoryPool, uint64_t *, uint64_t *))dlsym(drv, "fakecuda_pool");
 	d_freeasync = (CUresult (*)(CUdeviceptr, CUstream))dlsym(drv, "cuMemFreeAsync");
 	d_getpool = (CUresult (*)(CUmemoryPool *, CUdevice))dlsym(drv, "cuDeviceGetMemPool");
-	d_sync = (void (*)(void))dlsym(drv, "fakedrv_sync");
+	d_sync = (void (*)(void))dlsym(drv, "fakecuda_sync");
 	d_setattr = (CUresult (*)(CUmemoryPool, int, void *))dlsym(drv, "cuMemPoolSetAttribute");
-	d_stat = (long (*)(const char *))dlsym(drv, "fakedrv_stat");
-	d_ctxmb = (void (*)(uint64_t))dlsym(drv, "fakedrv_ctx_mb");
-	d_noise = (void (*)(uint64_t))dlsym(drv, "fakedrv_ctx_noise_mb");
+	d_stat = (long (*)(const char *))dlsym(drv, "fakecuda_stat");
+	d_ctxmb = (void (*)(uint64_t))dlsym(drv, "fakecuda_ctx_mb");
+	d_noise = (void (*)(uint64_t))dlsym(drv, "fakecuda_ctx_noise_mb");
 	d_getstate = (CUresult (*)(CUdevice, unsigned int *, int *))dlsym(drv,
 		"cuDevicePrimaryCtxGetState");
+	d_stream = (CUresult (*)(CUstream *, unsigned int))dlsym(drv, "cuStreamCreate");
+	init = (CUresult (*)(unsigned int))dlsym(drv, "cuInit");
+	reserve = (CUresult (*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long))
+		dlsym(drv, "cuMemAddressReserve");
+	/* as a program does first: the driver initialised, a device current; two devices */
+	if (!init || !reserve || !d_setdevs || !d_setdev || init(0))
+		return -1;
+	d_setdevs(2);
+	d_setdev(0);
+	if (reserve(&vmm_va, 64 * MiB, 0, 0, 0))
+		return -1;
 	/* the fake NVML (tests/preload/nvml): its devices are the fake driver's */
 	nvml = dlopen("libnvidia-ml.so.1", RTLD_NOW);
 	if (!nvml) {
@@ -354,8 +371,8 @@ static int group_setup(void **st)
 		return -1;
 	/* exact charges, so that the counts below say what each call did; test_batch turns it on */
 	setenv("NXQ_PRELOAD_BATCH", "0", 1);
-	return d_calls && d_fail && d_reset && d_setdev && d_proc && d_pool && d_freeasync &&
-	       d_getpool && d_sync && d_setattr && d_stat && d_ctxmb && d_getstate ? 0 : -1;
+	return d_calls && d_fail && d_reset && d_proc && d_pool && d_freeasync && d_getpool &&
+	       d_sync && d_setattr && d_stat && d_ctxmb && d_getstate && d_stream ? 0 : -1;
 }
 
 static int setup(void **st)
@@ -381,6 +398,7 @@ static int setup(void **st)
 static int teardown(void **st)
 {
 	setenv("NXQ_PRELOAD_BATCH", "0", 1);	/* a failed test may have left it */
+	d_setdevs(2);				/* and one device (test_one_device) */
 	nxqp__test_authority(&kops, NULL);
 	assert_int_equal(K.errors, 0);
 	return 0;
@@ -795,22 +813,22 @@ static void test_driver_fails(void **st)
 	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
 				     .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
 
-	d_fail("cuMemAlloc_v2", 1);
+	d_fail("cuMemAlloc_v2", 1, 0);
 	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(K.charged, 0);
 	assert_int_equal(K.charges, 1);
 	assert_int_equal(K.uncharges, 1);
-	d_fail("cuMemCreate", 1);
+	d_fail("cuMemCreate", 1, 0);
 	assert_int_equal(cuMemCreate(&h, 2 * MiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(K.charged, 0);
-	d_fail("cuMemAllocFromPoolAsync", 1);
+	d_fail("cuMemAllocFromPoolAsync", 1, 0);
 	assert_int_equal(cuMemAllocAsync(&p, MiB, NULL), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(K.charged, 0);
 	assert_int_equal(counters().tracked, 0);
 
 	/* a free the driver refuses keeps the charge; the next one uncharges */
 	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
-	d_fail("cuMemFree_v2", 1);
+	d_fail("cuMemFree_v2", 1, 0);
 	assert_int_equal(cuMemFree_v2(p), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(K.charged, MiB);
 	assert_int_equal(cuMemFree_v2(p), 0);
@@ -980,7 +998,7 @@ static void test_one_device(void **st)
 	unsigned long long p;
 	long c, a;
 
-	setenv("FAKEDRV_NDEV", "1", 1);
+	d_setdevs(1);
 	setup(st);
 	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
 	assert_int_equal(cuMemFree_v2(p), 0);
@@ -1003,7 +1021,7 @@ static void test_one_device(void **st)
 	d_sync();
 	assert_int_equal(cuMemPoolTrimTo(pool_of(A_ASYNC), 0), 0);
 
-	unsetenv("FAKEDRV_NDEV");
+	d_setdevs(2);
 	setup(st);
 	d_setdev(1);
 	c = d_calls("cuCtxGetDevice");
@@ -1048,6 +1066,7 @@ static void test_fork(void **st)
 /* Threads allocating and freeing at once: every byte comes back. */
 static void *hammer(void *arg)
 {
+	d_setdev(0);	/* a thread of its own has no context */
 	for (int i = 0; i < 2000; i++) {
 		unsigned long long p;
 
@@ -1560,17 +1579,17 @@ static void test_vmm(void **st)
 			unsigned long long) = NULL;
 	CUresult (*unmap)(CUdeviceptr, size_t) = NULL;
 	unsigned long long h, h2;
-	const CUdeviceptr va = 0x7000000000ULL;
+	const CUdeviceptr va = vmm_va;
 
 	/* the samples' order: create, map, release, (use), unmap */
 	assert_int_equal(cuMemCreate(&h, 4 * MiB, &prop, 0), 0);
 	assert_int_equal(cuMemMap(va, 4 * MiB, 0, h, 0), 0);
 	assert_int_equal(cuMemRelease(h), 0);
 	assert_int_equal(K.charged, 4 * MiB);		/* mapped: the memory lives */
-	assert_int_equal(d_stat("devused"), 4 * MiB);
+	assert_int_equal(d_stat("used"), 4 * MiB);
 	assert_int_equal(cuMemUnmap(va, 4 * MiB), 0);
 	assert_int_equal(K.charged, 0);
-	assert_int_equal(d_stat("devused"), 0);
+	assert_int_equal(d_stat("used"), 0);
 	assert_int_equal(counters().tracked, 0);
 
 	/* the ordinary order: create, map, unmap, release */
@@ -1593,7 +1612,7 @@ static void test_vmm(void **st)
 	assert_int_equal(unmap(va + 16 * MiB, 4 * MiB), 0);
 	assert_int_equal(K.charged, 4 * MiB);
 	/* the driver refuses an unmap: still mapped, still charged */
-	d_fail("cuMemUnmap", 1);
+	d_fail("cuMemUnmap", 1, 0);
 	assert_int_equal(unmap(va, 2 * MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(K.charged, 4 * MiB);
 	assert_int_equal(unmap(va, 2 * MiB), 0);
@@ -1609,8 +1628,8 @@ static void test_vmm(void **st)
 	assert_int_equal(K.charged, 6 * MiB);
 	assert_int_equal(cuMemUnmap(va, 6 * MiB), 0);
 	assert_int_equal(K.charged, 0);
-	assert_int_equal(d_stat("devused"), 0);
-	assert_int_equal(d_stat("mappings"), 0);
+	assert_int_equal(d_stat("used"), 0);
+	assert_int_equal(d_stat("maps"), 0);
 	assert_int_equal(counters().tracked, 0);
 
 	/* a handle the shim did not charge (a host location) is not followed */
@@ -1638,7 +1657,7 @@ static int prim_active(int d)
 }
 
 /*
- * A context's memory (FAKEDRV's 8 MiB a context), measured on the device
+ * A context's memory (8 MiB a context here), measured on the device
  * (NVML's free memory before and after it comes up) and charged to a
  * holder of its own: the primary context at the retain that brings it up,
  * given back at the release that takes it down; a cuCtxCreate'd one until
@@ -1688,11 +1707,11 @@ static void test_context(void **st)
 	K.cap = 4 * MiB;
 	assert_int_equal(cuDevicePrimaryCtxRetain(&c, 0), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(prim_active(0), 0);
-	assert_int_equal(d_stat("devused"), 0);
+	assert_int_equal(d_stat("used"), 0);
 	assert_non_null(strstr(nxqp__test_last_said(), "refused a CUDA context of 8 MiB"));
 	assert_int_equal(cuCtxCreate_v2(&c, 0, 0), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_null(c);
-	assert_int_equal(d_stat("devused"), 0);
+	assert_int_equal(d_stat("used"), 0);
 	assert_int_equal(K.charged, 0);
 	K.cap = 0;
 
@@ -1909,12 +1928,12 @@ static void test_unplaced(void **st)
 	assert_int_equal(cuMemFree_v2(p), 0);
 	frees = d_calls("cuMemFree_v2");
 	err_begin();
-	d_fail("cuCtxGetDevice", 0);
+	d_fail("cuCtxGetDevice", 0, 201 /* INVALID_CONTEXT */);
 	assert_int_equal(cuMemAlloc_v2(&p, MiB), CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(cuMemAllocPitch_v2(&p, &pitch, 1000, 100, 4),
 			 CUDA_ERROR_OUT_OF_MEMORY);
 	assert_int_equal(cuMemAllocManaged(&p, MiB, 1), CUDA_ERROR_OUT_OF_MEMORY);
-	d_fail("cuCtxGetDevice", -1);
+	d_fail("cuCtxGetDevice", -1, 0);
 	out = err_end();
 	assert_int_equal(d_calls("cuMemFree_v2"), frees + 3);	/* given back */
 	assert_int_equal(K.charged, 0);
@@ -1926,9 +1945,9 @@ static void test_unplaced(void **st)
 	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
 	assert_int_equal(cuMemFree_v2(p), 0);
 	err_begin();
-	d_fail("cuCtxGetDevice", 0);
+	d_fail("cuCtxGetDevice", 0, 201 /* INVALID_CONTEXT */);
 	assert_int_equal(cuMemAlloc_v2(&p, MiB), 0);
-	d_fail("cuCtxGetDevice", -1);
+	d_fail("cuCtxGetDevice", -1, 0);
 	out = err_end();
 	assert_int_equal(K.charged, 0);
 	assert_int_equal(count(out, "passed uncharged"), 1);
@@ -1950,7 +1969,7 @@ static void test_late(void **st)
 {
 	CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
 				     .location = { CU_MEM_LOCATION_TYPE_DEVICE, 1 } };
-	const CUdeviceptr va = 0x7000000000ULL;
+	const CUdeviceptr va = vmm_va;
 	unsigned long long p, q, m, h, a;
 	long calls = d_calls("cuMemAlloc_v2");
 	struct kh *k;
@@ -2254,6 +2273,7 @@ static void *hold_hammer(void *arg)
 	struct hold *h = arg;
 	int after = 0;
 
+	d_setdev(0);
 	for (int i = 0; h->n < HOLD && after < 1000; i++) {
 		unsigned long long p;
 		size_t sz = 4096 + (size_t)(i % 7) * 512;

@@ -15,8 +15,9 @@
  *	ord = cur_dev();
  * and the charge lands on DEV0's holder, none on DEV1's.
  *
- * The fake driver's streams (fakedrv_stream(d)) carry their device, and
- * its cuMemAllocAsync takes the stream's device's pool, as the driver's.
+ * The fake driver's streams carry their device (a stream is created on
+ * the current context's), and its cuMemAllocAsync takes the stream's
+ * device's pool, as the driver's.
  * Included by test_preload.c.
  */
 
@@ -32,22 +33,23 @@ static uint64_t rg_charged_on(const char *dev)
 
 static void test_regress_pool_stream_device(void **st)
 {
-	CUstream (*stream)(int) = (CUstream (*)(int))dlsym(drv, "fakedrv_stream");
 	unsigned long long p;
 	CUmemoryPool pool1 = NULL;
+	CUstream s1 = NULL;
 	uint64_t res, used;
 
-	assert_non_null(stream);
+	d_setdev(1);
+	assert_int_equal(d_stream(&s1, 0), 0);	/* a stream of device 1 */
 	assert_int_equal(d_getpool(&pool1, 1), 0);
 	d_setdev(0);			/* the thread's current device: 0 */
-	assert_int_equal(cuMemAllocAsync(&p, 64 * MiB, stream(1)), 0);
+	assert_int_equal(cuMemAllocAsync(&p, 64 * MiB, s1), 0);
 	/* the driver took it from device 1's pool ... */
 	d_pool(pool1, &res, &used);
 	assert_int_equal(used, 64 * MiB);
 	/* ... and the shim charged device 1, not device 0 */
 	assert_int_equal(rg_charged_on(DEV0), 0);
 	assert_true(rg_charged_on(DEV1) >= 64 * MiB);
-	assert_int_equal(d_freeasync(p, stream(1)), 0);
+	assert_int_equal(d_freeasync(p, s1), 0);
 	d_sync();
 	assert_int_equal(cuMemPoolTrimTo(pool1, 0), 0);
 	assert_int_equal(K.charged, 0);

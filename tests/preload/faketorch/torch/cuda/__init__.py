@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 """A fake torch.cuda for tests/preload/py.sh: a caching allocator in the
 manner of PyTorch's native one, over the fake CUDA driver (libcuda.so.1 on
-LD_LIBRARY_PATH: tests/preload/drv).  Segments come from cuMemAlloc_v2
+LD_LIBRARY_PATH: tests/fakecuda), device 0's primary context made current
+as torch's lazy init does.  Segments come from cuMemAlloc_v2
 (through ctypes, hence through the shim's dlsym and wrapper); a freed
 tensor's segment stays cached; empty_cache() gives the cached segments back
 with cuMemFree_v2, the shim sees those frees.  Loading it loads
@@ -13,6 +14,11 @@ import time
 
 ctypes.CDLL(os.environ["FAKE_C10"], mode=ctypes.RTLD_GLOBAL)
 _drv = ctypes.CDLL("libcuda.so.1")
+_ctx = ctypes.c_void_p()
+_drv.cuCtxSetCurrent.argtypes = [ctypes.c_void_p]
+if _drv.cuInit(0) or _drv.cuDevicePrimaryCtxRetain(ctypes.byref(_ctx), 0) or \
+        _drv.cuCtxSetCurrent(_ctx):
+    raise RuntimeError("cannot bring up device 0's context")
 _alloc = _drv.cuMemAlloc_v2
 _alloc.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t]
 _free = _drv.cuMemFree_v2
