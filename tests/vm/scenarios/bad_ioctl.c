@@ -11,6 +11,16 @@
  * its holders are what they were.  Each refusal has a positive control:
  * the same call, made valid, succeeds -- or, for the ticket commands on a
  * holder with no open ticket, gets as far as EAGAIN / ESTALE.
+ *
+ * Written with the harness's fixtures (harness.h): the fixture registers
+ * the device, opens the two files and the reference holders (h with BASE
+ * charged, spare) and maps the three pages, in the test's own process
+ * (so the globals below are each test's own); each group of cases is a
+ * TEST_F of its own, and the teardown checks what the program's end
+ * checked before, now after every group: h still holds BASE and the
+ * device's used is BASE; with the files closed, used and holders 0.
+ * About the module's ioctl checks (sc_module_only[]): its only variant is
+ * the module's.
  */
 #include "scen.h"
 
@@ -48,6 +58,7 @@ static const struct {
 };
 static int ncmd = C_TICKET_READ;	/* NCMD when NXQ_FEAT_TICKETS */
 
+/* Set by the fixture's setup, in each test's process. */
 static int fd, fd2;
 static uint64_t h;	/* BASE charged, reclaimable 0 */
 static uint64_t spare;	/* what UNREGISTER's valid argument removes */
@@ -223,9 +234,57 @@ static void try_at(const char *file, int line, const char *what, int c,
 	same_at(file, line, label, before);
 }
 
+/* ---- the fixture ---- */
+
+/* The ioctl's own checks: the module only (sc_module_only[]). */
+FIXTURE(bad_ioctl) {};
+
+FIXTURE_VARIANT(bad_ioctl) {};
+
+FIXTURE_VARIANT_ADD(bad_ioctl, module) {};
+
+FIXTURE_SETUP(bad_ioctl)
+{
+	struct nxq_version v;
+	uint64_t c = 0;
+
+	mem = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	CHECK(mem != MAP_FAILED);
+	CHECK(mprotect(mem + 2 * PAGE, PAGE, PROT_NONE) == 0);
+
+	CHECK_OK(sc_dev_register_open(KEY, "1G"));
+	fd = sc_open();
+	CHECK_OK(fd);
+	fd2 = sc_open();
+	CHECK_OK(fd2);
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
+	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &spare));
+	CHECK_OK(sc_charge(fd, h, BASE, &c));
+	CHECK_OK(sc_version(fd, &v));
+	if (v.features & NXQ_FEAT_TICKETS)
+		ncmd = NCMD;
+	else
+		sc_log("no NXQ_FEAT_TICKETS: ticket commands not tried");
+}
+
+/* What every group of cases must leave: h's BASE, nothing else. */
+FIXTURE_TEARDOWN(bad_ioctl)
+{
+	if (fd2 >= 0)
+		CHECK_OK(sc_close(fd2));	/* holder_ids closed it */
+	fd2 = -1;
+	CHECK_EQ(HOLDER_CHARGE(fd, h), BASE);
+	CHECK_EQ(DEV_U64(KEY, "used"), BASE);
+	CHECK_OK(sc_close(fd));
+	CHECK_EQ(DEV_U64(KEY, "used"), 0);
+	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
+	CHECK_OK(sc_dev_unregister(KEY));
+}
+
 /* ---- the cases ---- */
 
-static void sizes(void)
+TEST_F(bad_ioctl, sizes)
 {
 	unsigned char *p = mem;
 	int c;
@@ -276,7 +335,7 @@ static void sizes(void)
 	}
 }
 
-static void flags(void)
+TEST_F(bad_ioctl, flags)
 {
 	static const uint32_t bad[] = { 1U << 3, 1U << 4, 1U << 16, 1U << 31,
 					~0U };
@@ -366,7 +425,7 @@ static void flags(void)
 	TRY("timeout on uncharge", C_UNCHARGE, p, EINVAL);
 }
 
-static void unknown_commands(void)
+TEST_F(bad_ioctl, unknown_commands)
 {
 	static const struct {
 		const char *what;
@@ -400,7 +459,7 @@ static void unknown_commands(void)
 	}
 }
 
-static void holder_ids(void)
+TEST_F(bad_ioctl, holder_ids)
 {
 	uint64_t gone = 0, other = 0;
 	unsigned char *p = mem;
@@ -440,7 +499,7 @@ static void holder_ids(void)
 	fd2 = -1;
 }
 
-static void byte_counts(void)
+TEST_F(bad_ioctl, byte_counts)
 {
 	struct nxq_charge *ch = (void *)mem;
 	struct nxq_reclaimable *r = (void *)mem;
@@ -520,7 +579,7 @@ static void byte_counts(void)
 	CHECK_OK(sc_dev_unregister(HUGE));
 }
 
-static void eventfds(void)
+TEST_F(bad_ioctl, eventfds)
 {
 	struct nxq_holder_reg *r = (void *)mem;
 	int efd, pfd[2], closed;
@@ -555,7 +614,7 @@ static void eventfds(void)
 	close(pfd[1]);
 }
 
-static void keys_and_priorities(void)
+TEST_F(bad_ioctl, keys_and_priorities)
 {
 	struct nxq_holder_reg *r = (void *)mem;
 
@@ -592,7 +651,7 @@ static void keys_and_priorities(void)
 	TRY("priority 2^32-1", C_REGISTER, mem, EINVAL);
 }
 
-static void pointers(void)
+TEST_F(bad_ioctl, pointers)
 {
 	unsigned char *edge = mem + 2 * PAGE - 8;	/* 8 bytes before PROT_NONE */
 	struct fp before;
@@ -620,7 +679,30 @@ static void pointers(void)
 	}
 }
 
-static void readonly_args(void)
+TEST_F(bad_ioctl, too_many_holders)
+{
+	uint64_t before = DEV_U64(KEY, "holders"), id = 0;
+	int f = sc_open(), i;
+	long rc;
+
+	CHECK_OK(f);
+	for (i = 0; i < 4096; i++) {
+		rc = sc_register(f, KEY, SC_EFD, 0, &id);
+		if (rc < 0)
+			FAIL("holder %d of 4096 on one file: %s", i + 1,
+			     sc_errname(-rc));
+	}
+	CHECK_EQ(DEV_U64(KEY, "holders"), before + 4096);
+	CHECK_ERR(sc_register(f, KEY, SC_EFD, 0, &id), EMFILE);
+	CHECK_EQ(DEV_U64(KEY, "holders"), before + 4096);
+	CHECK_OK(sc_charge(f, id, 1, NULL));
+	CHECK_OK(sc_unregister(f, id));
+	CHECK_OK(sc_register(f, KEY, SC_EFD, 0, &id));
+	CHECK_OK(sc_close(f));
+	CHECK_EQ(DEV_U64(KEY, "holders"), before);
+}
+
+TEST_F(bad_ioctl, readonly_args)
 {
 	struct fp before;
 	char what[96];
@@ -656,73 +738,4 @@ static void readonly_args(void)
 	}
 }
 
-static void too_many_holders(void)
-{
-	uint64_t before = DEV_U64(KEY, "holders"), id = 0;
-	int f = sc_open(), i;
-	long rc;
-
-	CHECK_OK(f);
-	for (i = 0; i < 4096; i++) {
-		rc = sc_register(f, KEY, SC_EFD, 0, &id);
-		if (rc < 0)
-			FAIL("holder %d of 4096 on one file: %s", i + 1,
-			     sc_errname(-rc));
-	}
-	CHECK_EQ(DEV_U64(KEY, "holders"), before + 4096);
-	CHECK_ERR(sc_register(f, KEY, SC_EFD, 0, &id), EMFILE);
-	CHECK_EQ(DEV_U64(KEY, "holders"), before + 4096);
-	CHECK_OK(sc_charge(f, id, 1, NULL));
-	CHECK_OK(sc_unregister(f, id));
-	CHECK_OK(sc_register(f, KEY, SC_EFD, 0, &id));
-	CHECK_OK(sc_close(f));
-	CHECK_EQ(DEV_U64(KEY, "holders"), before);
-}
-
-int main(int argc, char **argv)
-{
-	uint64_t c = 0;
-
-	sc_init(argc, argv);
-	mem = mmap(NULL, 3 * PAGE, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	CHECK(mem != MAP_FAILED);
-	CHECK(mprotect(mem + 2 * PAGE, PAGE, PROT_NONE) == 0);
-
-	CHECK_OK(sc_dev_register_open(KEY, "1G"));
-	fd = sc_open();
-	CHECK_OK(fd);
-	fd2 = sc_open();
-	CHECK_OK(fd2);
-	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
-	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &spare));
-	CHECK_OK(sc_charge(fd, h, BASE, &c));
-	{
-		struct nxq_version v;
-
-		CHECK_OK(sc_version(fd, &v));
-		if (v.features & NXQ_FEAT_TICKETS)
-			ncmd = NCMD;
-		else
-			sc_log("no NXQ_FEAT_TICKETS: ticket commands not tried");
-	}
-
-	sizes();
-	flags();
-	unknown_commands();
-	holder_ids();
-	byte_counts();
-	eventfds();
-	keys_and_priorities();
-	pointers();
-	too_many_holders();
-	readonly_args();
-
-	CHECK_EQ(HOLDER_CHARGE(fd, h), BASE);
-	CHECK_EQ(DEV_U64(KEY, "used"), BASE);
-	CHECK_OK(sc_close(fd));
-	CHECK_EQ(DEV_U64(KEY, "used"), 0);
-	CHECK_EQ(DEV_U64(KEY, "holders"), 0);
-	CHECK_OK(sc_dev_unregister(KEY));
-	PASS();
-}
+TEST_HARNESS_MAIN

@@ -9,6 +9,16 @@
  * and min (EINVAL), writes to read-only files (EACCES).  Every refused
  * write leaves what it aimed at as it was; the accepted forms (suffixes,
  * a trailing newline, 63-character keys, 2^64-1) read back exactly.
+ *
+ * Written with the harness's fixtures (harness.h): the fixture makes the
+ * cgroup; a TEST_F per step main() took, each starting from what the
+ * steps before it left: registration from nothing, capacity from the
+ * 1M device registration leaves, budgets from the 2M one capacity
+ * leaves, read_only_files and busy_and_removal from that device with
+ * the node budgets leaves (max 4K, min 2K), not_a_cgroup from nothing
+ * again.  The teardown removes the device if a test left it, and the
+ * cgroup.  About the module's sysfs files (sc_module_only[]): its only
+ * variant is the module's.
  */
 #include "scen.h"
 
@@ -40,7 +50,45 @@ static int count_devices(void)
 	return n;
 }
 
-static void registration(void)
+/* The device as the steps before a test left it. */
+static void device_of(const char *cap, uint64_t bytes)
+{
+	CHECK_OK(sc_dev_register_open(KEY, cap));
+	CHECK_EQ(DEV_U64(KEY, "capacity"), bytes);
+}
+
+/* ... and the node budgets() leaves: max 4K, min 2K. */
+static void node_of(uint64_t cgid)
+{
+	CHECK_OK(sc_set_budget(KEY, CG " max=4K min=2Ki"));
+	CHECK(sc_node_exists(KEY, cgid));
+	CHECK_EQ(NODE_U64(KEY, cgid, "max"), 4 * SC_KIB);
+	CHECK_EQ(NODE_U64(KEY, cgid, "min"), 2 * SC_KIB);
+}
+
+/* The module's sysfs files: the module only (sc_module_only[]). */
+FIXTURE(bad_sysfs) {
+	uint64_t cgid;
+};
+
+FIXTURE_VARIANT(bad_sysfs) {};
+
+FIXTURE_VARIANT_ADD(bad_sysfs, module) {};
+
+FIXTURE_SETUP(bad_sysfs)
+{
+	CHECK_OK(sc_cg_create(CG));
+	self->cgid = CG_ID(CG);
+}
+
+FIXTURE_TEARDOWN(bad_sysfs)
+{
+	if (sc_dev_exists(KEY))
+		CHECK_OK(sc_dev_unregister(KEY));
+	CHECK_OK(sc_cg_remove(CG));
+}
+
+TEST_F(bad_sysfs, registration)
 {
 	static const char *const bad[] = {
 		"\n", " ", KEY, KEY " ", KEY " abc", KEY " 1X", KEY " -1",
@@ -102,13 +150,15 @@ static void registration(void)
 	CHECK(sc_dev_exists(KEY));
 }
 
-static void capacity(void)
+TEST_F(bad_sysfs, capacity)
 {
 	static const char *const bad[] = { "\n", "abc", "1Q", "-5", "1M 2M",
 					   "18446744073709551616" };
-	const char *path = sc_dev_path(KEY, "capacity");
+	const char *path;
 	size_t i;
 
+	device_of("1M", SC_MIB);
+	path = sc_dev_path(KEY, "capacity");
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		REFUSE(path, bad[i], EINVAL);
 	CHECK_EQ(DEV_U64(KEY, "capacity"), SC_MIB);
@@ -116,16 +166,19 @@ static void capacity(void)
 	CHECK_EQ(DEV_U64(KEY, "capacity"), 2 * SC_MIB);
 }
 
-static void budgets(uint64_t cgid)
+TEST_F(bad_sysfs, budgets)
 {
 	static const char *const bad[] = {
 		"\n", " ", CG " mx=1M", CG " max=abc", CG " max=", CG " max",
 		CG " min=1Q", CG " max=1M junk", CG " max=-1",
 		CG " max=18446744073709551616",
 	};
-	const char *sb = sc_dev_path(KEY, "set_budget");
+	uint64_t cgid = self->cgid;
+	const char *sb;
 	size_t i;
 
+	device_of("2M", 2 * SC_MIB);
+	sb = sc_dev_path(KEY, "set_budget");
 	REFUSE(sb, "/nxq-no-such-cgroup max=1M", ENOENT);
 	REFUSE(sb, CG "/no-such-child max=1M", ENOENT);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
@@ -169,14 +222,18 @@ static void budgets(uint64_t cgid)
 }
 
 /* Files without a write bit refuse writes even from root. */
-static void read_only_files(uint64_t cgid)
+TEST_F(bad_sysfs, read_only_files)
 {
 	static const char *const dev[] = { "used", "holders", "denials",
 					   "capacity_hits" };
 	static const char *const node[] = { "current", "effective_min",
 		"effective_max", "claimed", "overcommitted", "borrowed",
 		"holders", "max_hits", "denials", "path" };
+	uint64_t cgid = self->cgid;
 	size_t i;
+
+	device_of("2M", 2 * SC_MIB);
+	node_of(cgid);
 
 	CHECK_ERR2(sc_write(SC_SYSFS "/abi_version", "2"), EACCES, EPERM);
 	for (i = 0; i < sizeof(dev) / sizeof(dev[0]); i++)
@@ -189,11 +246,13 @@ static void read_only_files(uint64_t cgid)
 		 NXQ_ABI_VERSION);
 }
 
-static void busy_and_removal(uint64_t cgid)
+TEST_F(bad_sysfs, busy_and_removal)
 {
-	uint64_t h = 0, c = 0;
+	uint64_t cgid = self->cgid, h = 0, c = 0;
 	int fd;
 
+	device_of("2M", 2 * SC_MIB);
+	node_of(cgid);
 	fd = sc_open();
 	CHECK_OK(fd);
 	CHECK_OK(sc_register(fd, KEY, SC_EFD, 0, &h));
@@ -218,7 +277,7 @@ static void busy_and_removal(uint64_t cgid)
 }
 
 /* A path that exists but is a file of a cgroup is no cgroup either. */
-static void not_a_cgroup(void)
+TEST_F(bad_sysfs, not_a_cgroup)
 {
 	CHECK_OK(sc_dev_register_open(KEY, "1M"));
 	REFUSE(sc_dev_path(KEY, "set_budget"), "/cgroup.procs max=1M", ENOENT);
@@ -227,19 +286,4 @@ static void not_a_cgroup(void)
 	CHECK_OK(sc_dev_unregister(KEY));
 }
 
-int main(int argc, char **argv)
-{
-	uint64_t cgid;
-
-	sc_init(argc, argv);
-	CHECK_OK(sc_cg_create(CG));
-	cgid = CG_ID(CG);
-	registration();
-	capacity();
-	budgets(cgid);
-	read_only_files(cgid);
-	busy_and_removal(cgid);
-	not_a_cgroup();
-	CHECK_OK(sc_cg_remove(CG));
-	PASS();
-}
+TEST_HARNESS_MAIN
