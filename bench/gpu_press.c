@@ -484,7 +484,7 @@ static void figure_b(struct nxq_ctx *c)
 		}
 		for (int j = i; j < i + 100 && j < nulls; j++) {
 			uint64_t t0 = now_ns();
-			int r = k->charge(c, hid, g, 0);
+			int r = k->charge(c, hid, g, 0, NULL);
 
 			if (r)
 				DIE("NXQ_IOC_CHARGE of %llu: %s", (unsigned long long)g, strerror(-r));
