@@ -132,6 +132,9 @@ stage pytorch-host make -s -C integrations/pytorch check-host
 stage tools sh -c 'make -s -C tools check && make -s -C tools static'
 # after tools and daemon: tests/preload/daemon.sh uses nxquotad and nxquotactl
 stage preload make -s -C preload check check-mutants
+# the GPU story and the benchmarks' programs on tests/fakecuda (about 25 s;
+# they are built nowhere else in make check)
+stage bench-fake make -s -C bench check-fake
 stage install tests/install.sh
 stage docs tests/docs.sh
 # the Kubernetes manifests and the Helm chart (no cluster: schemas, strict
