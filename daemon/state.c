@@ -14,11 +14,14 @@
  *   device KEY capacity=BYTES devt=MAJ:MIN|- default_max=BYTES|max
  *          ticket_timeout_ms=MS
  *   budget KEY PATH [max=BYTES|max] min=BYTES kill_on_ignore=0|1
- *          holders_max=N|- waiters_max=N|- priority_max=N|- wait_max_ms=N|-
+ *          [LIMIT=N|-]...
  *
  * (one line each).  PATH is the cgroup's path from the cgroup2 root with
  * '%', bytes up to ' ' and from 0x7f written as %XX.  "max=" is present
- * only when the node has its own max; a limit of "-" is inherited.  Only
+ * only when the node has its own max.  LIMIT is each per-cgroup limit of
+ * the spec's table (NXQ_LIMITS: holders_max, waiters_max, ...), in any
+ * order, each at most once; one that is "-" or absent is inherited (a
+ * file written before a limit was added to the spec reads as it did).  Only
  * nodes with something set are written.  Loading replays the lines through
  * the same functions the control socket uses (nxq_device_add(),
  * nxqd_budget_set()); a budget whose cgroup does not exist (yet) is
@@ -311,29 +314,33 @@ static int load_budget(char **w, int n, const char *file, int line)
 	/* What was accepted once is restored as it was, in any order. */
 	struct nxq_budget_req r = { .set_min = true, .set_kill = true,
 				    .overcommit = true };
+	unsigned long seen = 0;
 	int i = 3, k, err;
 	u64 v;
 
-	if (n < 3 + 2 + NXQ_NR_LIMITS || get_path(w[2]) || w[2][0] != '/')
+	if (n < 3 + 2 || get_path(w[2]) || w[2][0] != '/')
 		return -EINVAL;
 	if (!word_u64(w[i], "max", true, &r.max)) {
 		r.set_max = true;
 		i++;
 	}
-	if (n != i + 2 + NXQ_NR_LIMITS ||
+	if (n < i + 2 || n > i + 2 + NXQ_NR_LIMITS ||
 	    word_u64(w[i], "min", false, &r.min) ||
 	    word_u64(w[i + 1], "kill_on_ignore", false, &v) || v > 1)
 		return -EINVAL;
 	r.kill_on_ignore = v;
-	i += 2;
-	for (k = 0; k < NXQ_NR_LIMITS; k++, i++) {
-		size_t len = strlen(nxq_abi_limits[k].name);
+	/* the limits, by name (the spec's table); "-" is inherited */
+	for (i += 2; i < n; i++) {
+		const char *eq = strchr(w[i], '=');
 
-		if (!strncmp(w[i], nxq_abi_limits[k].name, len) &&
-		    !strcmp(w[i] + len, "=-"))
+		k = eq ? nxq_abi_limit_find(w[i], eq - w[i]) : -EINVAL;
+		if (k < 0 || (seen & BIT(k)))
+			return -EINVAL;
+		seen |= BIT(k);
+		if (!strcmp(eq, "=-"))
 			continue;
-		if (word_u64(w[i], nxq_abi_limits[k].name, false, &v) || v > U32_MAX ||
-		    !nxq_abi_limit_valid(k, (u32)v))
+		if (word_u64(w[i], nxq_abi_limits[k].name, false, &v) ||
+		    v > U32_MAX || !nxq_abi_limit_valid(k, (u32)v))
 			return -EINVAL;
 		r.lim[k] = (u32)v;
 		r.set_lim |= BIT(k);

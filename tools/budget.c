@@ -136,11 +136,23 @@ int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 	int i, err;
 
 	if (argc < 2 || (set && argc < 3) || (!set && argc != 2)) {
-		warnx_(set ? "usage: set CGROUP DEVICE [max=SIZE] [min=SIZE] "
-			     "[kill-on-ignore=0|1] [holders-max=N] "
-			     "[waiters-max=N] [priority-max=N] [wait-max-ms=N] "
-			     "[overcommit]"
-			   : "usage: clear CGROUP DEVICE");
+		char lims[256] = "";
+		size_t k;
+
+		/* the limits as the spec names them (limit_defs), '-' for '_' */
+		for (i = 0; set && i < NXQ_NR_LIMITS; i++) {
+			snprintf(lims + strlen(lims), sizeof(lims) - strlen(lims),
+				 " [%s=N]", limit_defs[i].name);
+			for (k = strlen(lims) - strlen(limit_defs[i].name) - 3;
+			     lims[k] && lims[k] != '='; k++)
+				if (lims[k] == '_')
+					lims[k] = '-';
+		}
+		if (set)
+			warnx_("usage: set CGROUP DEVICE [max=SIZE] [min=SIZE] "
+			       "[kill-on-ignore=0|1]%s [overcommit]", lims);
+		else
+			warnx_("usage: clear CGROUP DEVICE");
 		return EX_USAGE;
 	}
 	if (argv[0][0] != '/') {
