@@ -349,30 +349,38 @@ EXPORT CUresult cuMemGetInfo(unsigned int *fr, unsigned int *tot)
 LOCAL(cuMemGetInfo)
 
 /* A device's memory, with or without a context: what `nxquotactl devices sync` registers. */
+/* Both forms' checks; fc_mu held. */
+static CUresult total_mem_check(const void *bytes, CUdevice d)
+{
+	if (!fc.inited)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!VALID_DEV(d))
+		return CUDA_ERROR_INVALID_DEVICE;
+	return bytes ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 EXPORT CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice d)
 {
+	CUresult r;
+
 	ENTER();
-	NEED_INIT();
-	if (!VALID_DEV(d))
-		LEAVE(CUDA_ERROR_INVALID_DEVICE);
-	if (!bytes)
-		LEAVE(CUDA_ERROR_INVALID_VALUE);
-	*bytes = fc.capacity;
-	LEAVE(CUDA_SUCCESS);
+	r = total_mem_check(bytes, d);
+	if (!r)
+		*bytes = fc.capacity;
+	LEAVE(r);
 }
 LOCAL(cuDeviceTotalMem_v2)
 
 /* The 32-bit one (before CUDA 3.2): the same, saturated at 4 GiB - 1. */
 EXPORT CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice d)
 {
+	CUresult r;
+
 	ENTER();
-	NEED_INIT();
-	if (!VALID_DEV(d))
-		LEAVE(CUDA_ERROR_INVALID_DEVICE);
-	if (!bytes)
-		LEAVE(CUDA_ERROR_INVALID_VALUE);
-	*bytes = fc.capacity > 0xffffffffU ? 0xffffffffU : (unsigned int)fc.capacity;
-	LEAVE(CUDA_SUCCESS);
+	r = total_mem_check(bytes, d);
+	if (!r)
+		*bytes = fc.capacity > 0xffffffffU ? 0xffffffffU : (unsigned int)fc.capacity;
+	LEAVE(r);
 }
 LOCAL(cuDeviceTotalMem)
 

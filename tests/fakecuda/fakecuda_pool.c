@@ -101,29 +101,33 @@ void fc_pools_reset(void)
 
 /* ---- pools ---- */
 
+/*
+ * A device's default pool: what both entry points answer (nothing here
+ * sets a device's current pool to another).  Called with fc_mu held.
+ */
+static CUresult default_pool(CUmemoryPool *p, CUdevice d)
+{
+	if (!fc.inited)
+		return CUDA_ERROR_NOT_INITIALIZED;
+	if (!VALID_DEV(d))
+		return CUDA_ERROR_INVALID_DEVICE;
+	if (!p)
+		return CUDA_ERROR_INVALID_VALUE;
+	*p = &fc.defpool[d];
+	return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuDeviceGetMemPool(CUmemoryPool *p, CUdevice d)
 {
 	ENTER();
-	NEED_INIT();
-	if (!VALID_DEV(d))
-		LEAVE(CUDA_ERROR_INVALID_DEVICE);
-	if (!p)
-		LEAVE(CUDA_ERROR_INVALID_VALUE);
-	*p = &fc.defpool[d];
-	LEAVE(CUDA_SUCCESS);
+	LEAVE(default_pool(p, d));
 }
 LOCAL(cuDeviceGetMemPool)
 
 EXPORT CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *p, CUdevice d)
 {
 	ENTER();
-	NEED_INIT();
-	if (!VALID_DEV(d))
-		LEAVE(CUDA_ERROR_INVALID_DEVICE);
-	if (!p)
-		LEAVE(CUDA_ERROR_INVALID_VALUE);
-	*p = &fc.defpool[d];
-	LEAVE(CUDA_SUCCESS);
+	LEAVE(default_pool(p, d));
 }
 LOCAL(cuDeviceGetDefaultMemPool)
 
