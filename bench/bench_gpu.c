@@ -45,49 +45,20 @@
 #include <sys/user.h>
 #include <sys/wait.h>
 
-#include "internal.h"
-#include "cuda_api.h"
+#include "bench_gpu.h"
 
 #define MARK_NR	 10000		/* an unused syscall number: ENOSYS, our marker */
-#define WINDOW	 32
-#define NSIZES	 4096
 
-static const struct nxq_cuda *cu;
-static size_t mix[NSIZES];
-static CUstream st;
-static int short_run;
-
-#define CU(call) do { CUresult _r = (call); if (_r) { \
-	printf("FAIL %s: %s\n", #call, nxq__cuda_errname(_r)); exit(1); } } while (0)
-#define NX(call) do { int _r = (call); if (_r < 0) { \
-	printf("FAIL %s: %s\n", #call, nxq_errmsg()); exit(1); } } while (0)
-
-static double now(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-static int cmpd(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmpd);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+const struct nxq_cuda *cu;
+size_t mix[NSIZES];
+CUstream st;
+int short_run;
 
 /*
  * The size mix: 60% 256 B..64 KiB, 30% 64 KiB..2 MiB, 10% 2..32 MiB,
  * log-uniform inside each class (activations, workspaces, KV blocks).
  */
-static void make_mix(void)
+void make_mix(void)
 {
 	unsigned long long x = 88172645463325252ULL;
 
@@ -113,8 +84,8 @@ struct nxq_ctx *unmanaged(void)
 	return c;
 }
 
-static struct nxq_arena *cuda_arena_min(struct nxq_ctx *c, uint64_t batch, uint64_t retain,
-					uint64_t pool, uint64_t gmin)
+struct nxq_arena *cuda_arena_min(struct nxq_ctx *c, uint64_t batch, uint64_t retain,
+				 uint64_t pool, uint64_t gmin)
 {
 	struct nxq_arena_opts o = { .size = sizeof(o), .backend = NXQ_BACKEND_CUDA,
 				    .grow_batch = batch, .retain_idle = retain,
@@ -125,16 +96,14 @@ static struct nxq_arena *cuda_arena_min(struct nxq_ctx *c, uint64_t batch, uint6
 	return a;
 }
 
-static struct nxq_arena *cuda_arena(struct nxq_ctx *c, uint64_t batch, uint64_t retain,
-				    uint64_t pool)
+struct nxq_arena *cuda_arena(struct nxq_ctx *c, uint64_t batch, uint64_t retain,
+			     uint64_t pool)
 {
 	return cuda_arena_min(c, batch, retain, pool, 0);
 }
 
-enum { M_NXQ, M_NXQ_ASYNC, M_CUMEM, M_CUMEM_ASYNC, M_NXQ_MIXED };
-
 /* ops alloc+free pairs, a window of WINDOW live allocations. */
-static void warm_loop(int m, struct nxq_arena *a, long ops)
+void warm_loop(int m, struct nxq_arena *a, long ops)
 {
 	void *live[WINDOW] = { 0 };
 	CUdeviceptr dl[WINDOW] = { 0 };
@@ -189,7 +158,7 @@ static void warm_loop(int m, struct nxq_arena *a, long ops)
 typedef CUresult (*getpool_t)(void **, CUdevice);
 typedef CUresult (*poolset_t)(void *, int, void *);
 
-static void raise_pool_threshold(CUdevice dev)
+void raise_pool_threshold(CUdevice dev)
 {
 	void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
 	getpool_t gp = lib ? (getpool_t)dlsym(lib, "cuDeviceGetDefaultMemPool") : NULL;
@@ -205,9 +174,9 @@ static void raise_pool_threshold(CUdevice dev)
 		printf("  cuMemAllocAsync: default pool, release threshold NOT raised\n");
 }
 
-static CUcontext pctx;
+CUcontext pctx;
 
-static void setup_cuda(CUdevice *dev)
+void setup_cuda(CUdevice *dev)
 {
 	int err = 0;
 
