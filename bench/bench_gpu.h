@@ -66,4 +66,7 @@ enum { M_NXQ, M_NXQ_ASYNC, M_CUMEM, M_CUMEM_ASYNC, M_NXQ_MIXED };
 /* ops alloc+free pairs of method m (M_*), a window of WINDOW live allocations. */
 void warm_loop(int m, struct nxq_arena *a, long ops);
 
+/* The figures, in the order main() prints them; each prints its lines. */
+void growth_per_gib(struct nxq_ctx *c, CUdevice dev, uint64_t g, int reps);	/* 2 */
+
 #endif /* NXQ_BENCH_GPU_H */
