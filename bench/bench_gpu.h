@@ -67,6 +67,7 @@ enum { M_NXQ, M_NXQ_ASYNC, M_CUMEM, M_CUMEM_ASYNC, M_NXQ_MIXED };
 void warm_loop(int m, struct nxq_arena *a, long ops);
 
 /* The figures, in the order main() prints them; each prints its lines. */
+void count_syscalls(void);							/* 3 */
 void growth_per_gib(struct nxq_ctx *c, CUdevice dev, uint64_t g, int reps);	/* 2 */
 
 #endif /* NXQ_BENCH_GPU_H */
