@@ -100,59 +100,6 @@ struct nxq_arena *cuda_arena(struct nxq_ctx *c, uint64_t batch, uint64_t retain,
 	return cuda_arena_min(c, batch, retain, pool, 0);
 }
 
-/* ops alloc+free pairs, a window of WINDOW live allocations. */
-void warm_loop(int m, struct nxq_arena *a, long ops)
-{
-	void *live[WINDOW] = { 0 };
-	CUdeviceptr dl[WINDOW] = { 0 };
-
-	for (long i = 0; i < ops + WINDOW; i++) {
-		int k = (int)(i % WINDOW);
-		size_t sz = mix[i % NSIZES];
-
-		switch (m) {
-		case M_NXQ:
-			if (live[k])
-				nxq_free(a, live[k]);
-			if (i < ops && nxq_alloc(a, sz, 0, &live[k]))
-				exit(1);
-			if (i >= ops)
-				live[k] = NULL;
-			break;
-		case M_NXQ_ASYNC:
-			if (live[k])
-				nxq_free_async(a, live[k], st);
-			if (i < ops && nxq_alloc_async(a, sz, 0, st, &live[k]))
-				exit(1);
-			if (i >= ops)
-				live[k] = NULL;
-			break;
-		case M_NXQ_MIXED:
-			if (live[k])
-				nxq_free_async(a, live[k], st);
-			if (i < ops && nxq_alloc(a, sz, 0, &live[k]))
-				exit(1);
-			if (i >= ops)
-				live[k] = NULL;
-			break;
-		case M_CUMEM:
-			if (dl[k])
-				cu->cuMemFree(dl[k]);
-			dl[k] = 0;
-			if (i < ops)
-				CU(cu->cuMemAlloc(&dl[k], sz));
-			break;
-		case M_CUMEM_ASYNC:
-			if (dl[k])
-				cu->cuMemFreeAsync(dl[k], st);
-			dl[k] = 0;
-			if (i < ops)
-				CU(cu->cuMemAllocAsync(&dl[k], sz, st));
-			break;
-		}
-	}
-}
-
 typedef CUresult (*getpool_t)(void **, CUdevice);
 typedef CUresult (*poolset_t)(void *, int, void *);
 
@@ -189,43 +136,6 @@ void setup_cuda(CUdevice *dev)
 /* ---- 4. charge requests per GiB grown (counting fake kernel) ---- */
 
 #include "../tests/lib/counting_kops.h"
-
-/* ---- 1. PyTorch's caching allocator, timed by bench/torch_peer ---- */
-
-/* Runs the peer (same mix, window and pair count); its median ns per pair, or < 0. */
-static double torch_peer(const char *self, long ops, int reps, char *why, size_t whylen)
-{
-	char path[4096], cmd[4400], line[512];
-	const char *slash = strrchr(self, '/');
-	double v = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%.*storch_peer", slash ? (int)(slash - self + 1) : 0, self);
-	if (access(path, X_OK)) {
-		snprintf(why, whylen, "%.400s not built: PyTorch with its C++ headers absent "
-			 "(see bench/build-torch-peer.sh)", path);
-		return -1;
-	}
-	fflush(stdout);
-	snprintf(cmd, sizeof(cmd), "%s %ld %d %d 2>&1", path, ops, reps, WINDOW);
-	f = popen(cmd, "r");
-	if (!f) {
-		snprintf(why, whylen, "popen: %s", strerror(errno));
-		return -1;
-	}
-	snprintf(why, whylen, "%.400s printed no figure", path);
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "torch_peer median_ns_per_pair %lf", &v) == 1)
-			continue;
-		if (!strncmp(line, "torch_peer:", 11)) {
-			line[strcspn(line, "\n")] = 0;
-			snprintf(why, whylen, "%s", line + 11);
-		}
-	}
-	if (pclose(f) != 0)
-		v = -1;
-	return v;
-}
 
 /* ---- 5. peak: plain vs stream-ordered on one workload ---- */
 
@@ -271,11 +181,8 @@ static uint64_t peak_run(struct nxq_ctx *c, int async, long ops)
 int main(int argc, char **argv)
 {
 	int reps = 7;
-	double v[5][16], t, torch_ns;
+	double torch_ns;
 	long ops[5] = { 200000, 200000, 2000, 200000, 200000 };
-	static const char *names[5] = { "nxq_alloc + nxq_free", "nxq_alloc_async + nxq_free_async",
-					"cuMemAlloc + cuMemFree", "cuMemAllocAsync + cuMemFreeAsync",
-					"nxq_alloc + nxq_free_async (no stream)" };
 	char why[512];
 	struct nxq_ctx *c;
 	struct nxq_arena *a;
@@ -339,35 +246,7 @@ int main(int argc, char **argv)
 	}
 	printf("  granule %llu bytes\n", (unsigned long long)g);
 
-	/* 1. warm pairs */
-	for (int m = 0; m < 5; m++) {
-		warm_loop(m, a, ops[m] / 4 + 1000);	/* warm up: pools filled */
-		CU(cu->cuStreamSynchronize(st));
-		for (int r = 0; r < reps; r++) {
-			t = now();
-			warm_loop(m, a, ops[m]);
-			v[m][r] = (now() - t) / (double)ops[m];
-			CU(cu->cuStreamSynchronize(st));
-		}
-	}
-	printf("  1. warm alloc+free pairs (host time per pair, median; %d live):\n", WINDOW);
-	{
-		double med[5];
-
-		for (int m = 0; m < 5; m++) {
-			med[m] = median(v[m], reps);
-			printf("     %-44s %10.1f ns  %12.0f pairs/s\n", names[m], med[m] * 1e9,
-			       1.0 / med[m]);
-		}
-		if (torch_ns > 0)
-			printf("     %-44s %10.1f ns  %12.0f pairs/s\n",
-			       "PyTorch raw_alloc + raw_delete (torch_peer)", torch_ns,
-			       1e9 / torch_ns);
-		else
-			printf("     %-44s not measured: %s\n", "PyTorch raw_alloc + raw_delete", why);
-		printf("     ratio stream-ordered / plain nxq pair: %.2f (target <= 2)\n",
-		       med[1] / med[0]);
-	}
+	warm_pairs(a, ops, reps, torch_ns, why);
 	nxq_arena_destroy(a);
 
 	growth_per_gib(c, dev, g, reps);

@@ -63,11 +63,15 @@ void setup_cuda(CUdevice *dev);
 
 enum { M_NXQ, M_NXQ_ASYNC, M_CUMEM, M_CUMEM_ASYNC, M_NXQ_MIXED };
 
-/* ops alloc+free pairs of method m (M_*), a window of WINDOW live allocations. */
+/* bench_gpu_warm.c: ops alloc+free pairs of method m (M_*), WINDOW live. */
 void warm_loop(int m, struct nxq_arena *a, long ops);
+/* PyTorch's pairs by bench/torch_peer beside self: median ns per pair, or < 0 and why. */
+double torch_peer(const char *self, long ops, int reps, char *why, size_t whylen);
 
 /* The figures, in the order main() prints them; each prints its lines. */
 void count_syscalls(void);							/* 3 */
+void warm_pairs(struct nxq_arena *a, const long ops[5], int reps, double torch_ns,
+		const char *why);						/* 1 */
 void growth_per_gib(struct nxq_ctx *c, CUdevice dev, uint64_t g, int reps);	/* 2 */
 
 #endif /* NXQ_BENCH_GPU_H */
