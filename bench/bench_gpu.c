@@ -133,10 +133,6 @@ void setup_cuda(CUdevice *dev)
 	(void)err;
 }
 
-/* ---- 4. charge requests per GiB grown (counting fake kernel) ---- */
-
-#include "../tests/lib/counting_kops.h"
-
 /* ---- 5. peak: plain vs stream-ordered on one workload ---- */
 
 /* async 0: plain; 1: alloc_async + free_async; 2: plain alloc + free_async. */
@@ -251,35 +247,8 @@ int main(int argc, char **argv)
 
 	growth_per_gib(c, dev, g, reps);
 
-	/* 4. charge requests per GiB grown */
-	{
-		struct nxq_ctx *fc;
-		struct nxq_stats s = { .size = sizeof(s) };
-		uint64_t upto = short_run ? (512ULL << 20) : (8ULL << 30);
-		void **ps = calloc(100000, sizeof(*ps));
-		int np = 0;
-
-		if (nxq__ctx_open_kops(NULL, &counting_kops, NULL, &fc))
-			return 1;
-		k_calls = k_charged = k_uncalls = 0;
-		a = cuda_arena(fc, 0, 0, 0);	/* defaults */
-		for (int i = 0; np < 100000; i++) {
-			NX(nxq_alloc(a, mix[i % NSIZES], 0, &ps[np++]));
-			nxq_arena_stats(a, &s);
-			if (s.mapped >= upto)
-				break;
-		}
-		printf("  4. charge requests while growing to %.2f GiB with the size mix "
-		       "(defaults): %llu, %.1f per GiB (%llu granules: one request "
-		       "per %.1f granules)\n", (double)s.mapped / (1 << 30),
-		       (unsigned long long)k_calls, (double)k_calls / ((double)s.mapped / (1 << 30)),
-		       (unsigned long long)(s.mapped / g), (double)(s.mapped / g) / (double)k_calls);
-		for (int i = 0; i < np; i++)
-			nxq_free(a, ps[i]);
-		nxq_arena_destroy(a);
-		nxq_ctx_close(fc);
-		free(ps);
-	}
+	if (charge_requests(g))
+		return 1;
 
 	/* 5. peak mapped, plain vs stream-ordered */
 	{
