@@ -74,5 +74,6 @@ void warm_pairs(struct nxq_arena *a, const long ops[5], int reps, double torch_n
 		const char *why);						/* 1 */
 void growth_per_gib(struct nxq_ctx *c, CUdevice dev, uint64_t g, int reps);	/* 2 */
 int charge_requests(uint64_t g);						/* 4 */
+void peak_mapped(struct nxq_ctx *c);						/* 5 */
 
 #endif /* NXQ_BENCH_GPU_H */
