@@ -1,33 +1,31 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later OR MIT
 /*
- * GPU benchmark of libnxquota's CUDA backend (make -C lib bench-gpu).
- * Figures, medians over repetitions, all on device 0, in one run:
+ * GPU benchmark of libnxquota's CUDA backend (make -C lib bench-gpu):
+ * main() and the set-up its figures share (the driver, the size mix, the
+ * stream, arenas; declared in bench_gpu.h).  Figures, medians over
+ * repetitions, all on device 0, in one run, one file each:
  *
- *  1. warm alloc/free pairs for a size mix, side by side: nxq plain
- *     (nxq_alloc + nxq_free), nxq stream-ordered (nxq_alloc_async +
- *     nxq_free_async on one stream), the driver API's cuMemAlloc/cuMemFree
- *     (what cudaMalloc/cudaFree call), cuMemAllocAsync/cuMemFreeAsync on
- *     the default pool with its release threshold raised to UINT64_MAX
- *     (what cudaMallocAsync does), and PyTorch's caching allocator
- *     (c10::cuda::CUDACachingAllocator::raw_alloc/raw_delete, timed by
- *     bench/torch_peer, a C++ program built against the installed PyTorch,
- *     on the same mix and window; "not measured" where it is absent);
- *  2. growth per GiB: nxq growing an empty arena by 1 GiB (one
- *     allocation, and in 16 MiB allocations with the default grow_batch,
- *     with grow_batch 1 GiB, and with grow_min 1 GiB too), with the
- *     handles each created, against one cuMemAlloc of 1 GiB, one big
- *     handle (cuMemCreate + cuMemMap + cuMemSetAccess of the whole GiB),
- *     64 MiB handles and one handle per 2 MiB granule;
- *  3. system calls per warm allocation, counted with ptrace on the calling
- *     thread (PTRACE_SYSCALL entry stops between two marker syscalls);
- *  4. charge requests per GiB grown, counted through the kernel ops table;
- *  5. peak mapped bytes of one random workload (allocations written by
- *     the stream, frees of both kinds) in plain and stream-ordered mode.
+ *  1. bench_gpu_warm.c: warm alloc/free pairs for a size mix, nxq plain
+ *     and stream-ordered against cuMemAlloc/cuMemFree, cuMemAllocAsync/
+ *     cuMemFreeAsync on the default pool and PyTorch's caching allocator
+ *     (bench/torch_peer);
+ *  2. bench_gpu_growth.c: growth per GiB, nxq growing an empty arena
+ *     against one cuMemAlloc and one big handle (and more handle sizes);
+ *     the one PASS/FAIL line, not with --short;
+ *  3. bench_gpu_syscalls.c: system calls per warm allocation, counted with
+ *     ptrace on the calling thread;
+ *  4. bench_gpu_charges.c: charge requests per GiB grown, counted through
+ *     the kernel ops table;
+ *  5. bench_gpu_peak.c: peak mapped bytes of one random workload in plain
+ *     and stream-ordered mode.
+ *
+ * main() runs the PyTorch peer and figure 3's traced child first, before
+ * this process touches CUDA, so figure 3 prints first, then 1, 2, 4, 5.
  *
  * --short: fewer operations and repetitions (make check runs it on the
  * fake libcuda.so.1 to check that it runs; its figures mean nothing).
  *
- * The GPU machine cannot load the nxquota module: figures 1-3 use an
+ * The GPU machine cannot load the nxquota module: figures 1-3 and 5 use an
  * unmanaged context, figure 4 a fake-kernel ops table that counts calls.
  * Prints "skipped: no GPU (reason)" and exits 0 without libcuda/a device.
  */
