@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: LGPL-2.1-or-later OR MIT */
 /*
  * A counting fake kernel for the GPU programs (tests/lib/gpu_test.c,
- * bench/bench_gpu.c): it grants everything and counts what the module
+ * bench/bench_gpu_charges.c): it grants everything and counts what the module
  * would have been asked.  Include once, after nxquota's internal.h.
  */
 #ifndef NXQ_TESTS_LIB_COUNTING_KOPS_H
