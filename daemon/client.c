@@ -164,9 +164,9 @@ static void nxqd_conn_close(struct nxqd_conn *c)
 	c->closed = true;
 	nxqd_watch_del(&c->w);
 	shutdown(c->w.fd, SHUT_RDWR);
-	if (q && q->task) {
+	if (q && q->waiting) {
 		/* the wait ends as interrupted, nothing charged */
-		uk_signal_task(q->task);
+		nxqd_rq_cancel(q);
 	} else if (q) {
 		nxqd_grace_unhold(&q->held);
 		q->err = -EINTR;
@@ -416,11 +416,6 @@ void nxqd_client_refusals(const char *device, struct nxq_abi_refusals *r)
 	nxqd_grace_stats(device, &r->restored, &r->restore_refused);
 }
 
-static bool nxqd_no_fibers(void *unused)
-{
-	return !uk_fibers_alive();
-}
-
 void nxqd_client_stop(void)
 {
 	struct nxqd_conn *c, *tmp;
@@ -435,7 +430,6 @@ void nxqd_client_stop(void)
 	/* every waiting charge ends, then every connection */
 	list_for_each_entry_safe(c, tmp, &nxqd_cl.conns, link)
 		nxqd_conn_close(c);
-	nxqd_loop_until(nxqd_no_fibers, NULL, 5000);
 	if (nxqd_cl.spare_fd >= 0)
 		close(nxqd_cl.spare_fd);
 }

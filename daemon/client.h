@@ -19,11 +19,13 @@
  *    connection of the registering process may use it.
  *  - struct nxqd_rq: a request that could not be answered in its turn:
  *    held by the grace window (restart.c), or a charge waiting in the
- *    ledger, which runs as a fiber (compat/uk.c): nxq_charge() parks in
- *    nxq_sleep() as it sleeps in the module, and no thread is spent on
- *    it.  It holds a reference on its holder and its connection.  While
- *    one is in progress its connection is not read; a hang-up ends the
- *    wait (the fiber's task is signalled) and nothing is granted.
+ *    ledger: its struct nxq_waiter is queued there (nxq_charge_begin()),
+ *    and its timer runs at the waiter's wake time (nxq_charge_tick()) or
+ *    at once when the ledger settles it (the waiter's done hook), and
+ *    answers it (nxq_charge_end()).  Nothing sleeps and no thread or
+ *    stack is spent on it.  It holds a reference on its holder and its
+ *    connection.  While one is in progress its connection is not read; a
+ *    hang-up ends the wait (nxq_charge_cancel()) and nothing is granted.
  *  - struct nxqd_ctx: one request's context, on the loop's stack for the
  *    time of its handling.
  */
@@ -86,7 +88,9 @@ struct nxqd_rq {
 	u64 t0;				/* received (ns) */
 	bool restore;			/* a restore within the record */
 	struct nxqd_held held;
-	struct task_struct *task;	/* its fiber, while it waits */
+	struct nxq_waiter w;		/* while it waits in the ledger */
+	struct nxqd_timer timer;	/* its wake time, or due: settled */
+	bool waiting;			/* w is queued (nxq_charge_begin()) */
 	int err;
 };
 
@@ -148,8 +152,10 @@ void nxqd_conn_resume(struct nxqd_conn *c);
 
 /* ---- client_cmd.c ---- */
 
-/* A request in progress is answered (the loop or its fiber). */
+/* A request in progress is answered. */
 void nxqd_rq_done(struct nxqd_rq *q);
+/* A charge waiting in the ledger ends as interrupted, and is answered. */
+void nxqd_rq_cancel(struct nxqd_rq *q);
 /*
  * One request of @len bytes (in nxqd_cl.msg).  Return: the errno to
  * answer with, or 1 when it is answered already (or will be).

@@ -7,7 +7,7 @@
  * against them, finds the caller's holder and runs the command, and keeps
  * a request that cannot be answered in its turn (struct nxqd_rq, see
  * client.h): held by the grace window, or a charge waiting in the ledger
- * as a fiber.
+ * (its waiter, and a timer for its wake time).
  */
 #include <linux/types.h>
 #include <linux/nxquota.h>
@@ -322,7 +322,7 @@ int nxqd_reply_charge(struct nxqd_conn *c, int err, struct nxqd_proc *p,
 			  a->path_len ? a->path_len + 1 : 0);
 }
 
-/* A request in progress is answered (the loop or its fiber). */
+/* A request in progress is answered. */
 void nxqd_rq_done(struct nxqd_rq *q)
 {
 	struct nxq_charge *a = (void *)&q->karg;
@@ -341,34 +341,81 @@ void nxqd_rq_done(struct nxqd_rq *q)
 	nxqd_rq_free(q);
 }
 
-/* The fiber of a waiting charge: nxq_charge() sleeps as in the module. */
-static void nxqd_rq_wait(void *arg)
+/* A waiting charge is decided: its end in the ledger, then its answer. */
+static void nxqd_rq_finish(struct nxqd_rq *q)
 {
-	struct nxqd_rq *q = arg;
 	struct nxq_charge *a = (void *)&q->karg;
+	struct nxq_refusal_rec r;
 
-	q->err = nxq_abi_charge(q->h, a, a->timeout_ns);
-	q->task = NULL;
+	nxqd_timer_cancel(&q->timer);
+	q->waiting = false;
+	q->err = nxq_charge_end(&q->w, &a->charged, &r);
+	nxq_abi_charge_refused(a, &r);
 	nxqd_rq_done(q);
 }
 
 /*
- * Charge now: no wait (or a probe) on the loop; a wait that is not
- * granted at once as a fiber.  Return: the errno to answer, or 1 when the
- * answer will come from the fiber.
+ * The ledger settled a waiting charge (granted it, moved it, or ended its
+ * holder): its timer is made due, and the loop answers it in this turn.
+ * Under the device lock: nothing of the ledger is called here.
+ */
+static void nxqd_rq_settled(struct nxq_waiter *w)
+{
+	nxqd_timer_arm(&container_of(w, struct nxqd_rq, w)->timer, 0);
+}
+
+/* A waiting charge's timer: settled, or its wake time came. */
+static void nxqd_rq_tick(struct nxqd_timer *t)
+{
+	struct nxqd_rq *q = container_of(t, struct nxqd_rq, timer);
+
+	if (nxq_charge_tick(&q->w) == NXQ_CHARGE_QUEUED) {
+		nxqd_timer_arm(&q->timer, q->w.wake_ns);
+		return;
+	}
+	nxqd_rq_finish(q);
+}
+
+/**
+ * nxqd_rq_cancel() - a waiting charge's connection hung up
+ * @q: the request, waiting in the ledger
+ *
+ * It ends as interrupted, ungranted (unless the ledger granted it in this
+ * turn: then the answer is sent, and undone if it cannot be), and its
+ * request is answered and freed now.
+ */
+void nxqd_rq_cancel(struct nxqd_rq *q)
+{
+	nxq_charge_cancel(&q->w, -EINTR);
+	nxqd_rq_finish(q);
+}
+
+/*
+ * Charge now: no wait (or a probe) decided at once; a wait that is not
+ * granted at once is queued in the ledger, and its timer armed for its
+ * wake time.  Return: the errno to answer, or 1 when the answer will come
+ * from its timer (nxqd_rq_tick()).
  */
 static int nxqd_charge_now(struct nxqd_rq *q, u64 timeout)
 {
 	struct nxq_charge *a = (void *)&q->karg;
+	struct nxq_refusal_rec r;
 	int err;
 
 	if ((a->flags & NXQ_CHARGE_PROBE) || !timeout)
 		return nxq_abi_charge(q->h, a, 0);
 	if (nxq_try_charge(q->h, a->bytes, &a->charged))
 		return 0;
-	a->timeout_ns = timeout;
-	err = uk_fiber_run(nxqd_rq_wait, q, "charge", &q->task);
-	return err < 0 ? err : 1;	/* answered by the fiber */
+	err = nxq_charge_begin(q->h, &q->w, a->bytes, timeout, 0,
+			       nxqd_rq_settled);
+	if (err == NXQ_CHARGE_QUEUED) {
+		q->waiting = true;
+		nxqd_timer_arm(&q->timer, q->w.wake_ns);
+		return 1;
+	}
+	err = nxq_charge_end(&q->w, &a->charged, &r);
+	nxq_abi_charge_refused(a, &r);
+	return err;
 }
 
 /* The grace window let a held charge go, or its timeout ran out. */
@@ -485,6 +532,7 @@ static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
 	if (!q)
 		return -ENOMEM;
 	INIT_LIST_HEAD(&q->held.link);
+	nxqd_timer_init(&q->timer, nxqd_rq_tick);
 	q->c = c;
 	q->h = e->h;
 	kref_get(&q->h->ref);
@@ -526,7 +574,7 @@ static int nxqd_ioc_charge(struct nxqd_ctx *r, struct nxqd_hent *e,
 	case NXQD_PASS:
 		err = nxqd_charge_now(q, a->timeout_ns);
 		if (err == 1)
-			return 1;	/* answered by its fiber */
+			return 1;	/* answered from its timer */
 		break;
 	}
 	q->err = err;

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * nxquotad's event loop: one thread polls every descriptor (epoll,
- * level-triggered), runs the timers that are due and the fibers that are
- * ready (compat/uk.c: a waiting charge is a parked fiber), then frees what
- * was deferred.  SIGTERM and SIGINT come as a signalfd.  Also the socket
+ * level-triggered), runs the timers that are due (a waiting charge is a
+ * timer and a waiter in the ledger: client_cmd.c), then frees what was
+ * deferred.  SIGTERM and SIGINT come as a signalfd.  Also the socket
  * helpers both sockets use: systemd's socket passing and readiness
  * protocols, and binding.
  *
@@ -36,14 +36,15 @@ static struct {
 	int epfd;
 	bool stop, busy;
 	u64 turn;
-	struct list_head timers;	/* by deadline */
+	struct rb_root_cached timers;	/* by deadline, then arming order */
+	u64 timer_seq;
 	struct nxqd_deferred *defer;
 	size_t ndefer, capdefer;
-	struct nxqd_watch sig, fibers;
+	struct nxqd_watch sig;
 	void (*on_signal)(int sig);
 } nxqd_loop = {
 	.epfd = -1,
-	.timers = LIST_HEAD_INIT(nxqd_loop.timers),
+	.timers = RB_ROOT_CACHED,
 };
 
 int nxqd_watch_add(struct nxqd_watch *w)
@@ -74,32 +75,50 @@ void nxqd_watch_del(struct nxqd_watch *w)
 
 void nxqd_timer_init(struct nxqd_timer *t, void (*fn)(struct nxqd_timer *t))
 {
-	INIT_LIST_HEAD(&t->link);
+	RB_CLEAR_NODE(&t->rb);
 	t->fn = fn;
 	t->at = 0;
 }
 
 bool nxqd_timer_armed(const struct nxqd_timer *t)
 {
-	return !list_empty(&t->link);
+	return !RB_EMPTY_NODE(&t->rb);
 }
 
 void nxqd_timer_cancel(struct nxqd_timer *t)
 {
-	list_del_init(&t->link);
+	if (RB_EMPTY_NODE(&t->rb))
+		return;
+	rb_erase_cached(&t->rb, &nxqd_loop.timers);
+	RB_CLEAR_NODE(&t->rb);
 }
 
-/* Timers are few (the record, the window, held charges): a sorted list. */
+static bool nxqd_timer_less(struct rb_node *a, const struct rb_node *b)
+{
+	const struct nxqd_timer *x = rb_entry(a, struct nxqd_timer, rb);
+	const struct nxqd_timer *y = rb_entry(b, struct nxqd_timer, rb);
+
+	return x->at < y->at || (x->at == y->at && x->seq < y->seq);
+}
+
+/*
+ * Timers are as many as the charges waiting (each tenant's), so arming
+ * one is O(log n) in a tree, and the earliest is at hand: the loop never
+ * walks them.  Equal deadlines run in the order armed.
+ */
 void nxqd_timer_arm(struct nxqd_timer *t, u64 at)
 {
-	struct nxqd_timer *pos;
-
-	list_del_init(&t->link);
+	nxqd_timer_cancel(t);
 	t->at = at;
-	list_for_each_entry(pos, &nxqd_loop.timers, link)
-		if (pos->at > at)
-			break;
-	list_add_tail(&t->link, &pos->link);
+	t->seq = ++nxqd_loop.timer_seq;
+	rb_add_cached(&t->rb, &nxqd_loop.timers, nxqd_timer_less);
+}
+
+static struct nxqd_timer *nxqd_timer_first(void)
+{
+	struct rb_node *n = rb_first_cached(&nxqd_loop.timers);
+
+	return n ? rb_entry(n, struct nxqd_timer, rb) : NULL;
 }
 
 void nxqd_loop_defer_free(void *p, void (*fn)(void *p))
@@ -140,11 +159,6 @@ static void nxqd_loop_signal(struct nxqd_watch *w, u32 revents)
 
 unsigned int nxqd_busy_us = NXQD_BUSY_US;
 
-static void nxqd_loop_fibers(struct nxqd_watch *w, u32 revents)
-{
-	/* uk_fibers_schedule() below reads it */
-}
-
 int nxqd_loop_init(void)
 {
 	sigset_t set;
@@ -161,11 +175,7 @@ int nxqd_loop_init(void)
 		return -errno;
 	nxqd_loop.sig.events = EPOLLIN;
 	nxqd_loop.sig.fn = nxqd_loop_signal;
-	nxqd_loop.fibers.fd = uk_fibers_fd();
-	nxqd_loop.fibers.events = EPOLLIN;
-	nxqd_loop.fibers.fn = nxqd_loop_fibers;
-	if (nxqd_watch_add(&nxqd_loop.sig) ||
-	    nxqd_watch_add(&nxqd_loop.fibers))
+	if (nxqd_watch_add(&nxqd_loop.sig))
 		return -errno;
 	return 0;
 }
@@ -193,22 +203,16 @@ void nxqd_loop_stop(void)
 	nxqd_loop.stop = true;
 }
 
-/* One turn: wait up to @max_ms for events, run them, timers, fibers. */
+/* One turn: wait up to @max_ms for events, run them, then the timers. */
 static void nxqd_loop_once(int max_ms)
 {
 	struct epoll_event evs[NXQD_EVENTS];
-	struct nxqd_timer *t;
-	u64 now, next, fnext;
+	struct nxqd_timer *t = nxqd_timer_first();
 	int n, i, ms = max_ms;
+	u64 now, next;
 
-	/* the nearest of the timers and the fibers' deadlines */
-	fnext = uk_fibers_schedule();
-	next = list_empty(&nxqd_loop.timers) ? 0 :
-	       list_first_entry(&nxqd_loop.timers, struct nxqd_timer,
-				link)->at;
-	if (fnext && (!next || fnext < next))
-		next = fnext;
-	if (next) {
+	if (t) {
+		next = t->at;
 		now = nxqd_now();
 		if (next <= now) {
 			ms = 0;
@@ -239,15 +243,10 @@ static void nxqd_loop_once(int max_ms)
 			w->fn(w, evs[i].events);
 	}
 	now = nxqd_now();
-	while (!list_empty(&nxqd_loop.timers)) {
-		t = list_first_entry(&nxqd_loop.timers, struct nxqd_timer,
-				     link);
-		if (t->at > now)
-			break;
-		list_del_init(&t->link);
+	while ((t = nxqd_timer_first()) && t->at <= now) {
+		nxqd_timer_cancel(t);
 		t->fn(t);
 	}
-	uk_fibers_schedule();
 	nxqd_loop_free_deferred();
 }
 

@@ -118,6 +118,12 @@ mutant events-denials-ungapped LEDGER_SRCS LEDGER_BIN event.c \
 	's/if (now < dev->ev_denied_next \&\& !dev->ev_draining) {/if (0) {/' \
 	'nxquota-event.nxq_test_event_storm' 'Expected'
 
+# Issue 30 item 4: a waiter the ledger grants (or cancels) is not told,
+# so its shell -- a sleeper in the module, a timer in nxquotad -- learns
+# of it only at its next wake time.
+mutant settle-untold LEDGER_SRCS LEDGER_BIN waitq.c \
+	'/^static void nxq_waiter_settle(/,/^}/s/w->done(w);/;/' \
+	'nxquota-waitq.nxq_test_charge_split' 'Expected'
 # A rule of the ledger: the full check (after the fast path declined)
 # sees what is already charged, not the new charge.
 mutant max-ignores-charge LEDGER_SRCS LEDGER_BIN counter.c \
@@ -168,6 +174,11 @@ mutant abi-reserved-unchecked LEDGER_SRCS LEDGER_BIN abi.c \
 mutant abi-probe-wait LEDGER_SRCS LEDGER_BIN abi.c \
 	's/if ((a->flags \& NXQ_CHARGE_PROBE) \&\& (a->flags \& NXQ_CHARGE_WAIT))/if (0)/' \
 	'nxquota-abi.nxq_abi_test_args' 'Expected'
+# Issue 30 item 4: a waiting charge's wake time is not armed on the
+# loop, so nothing ever times it out (it was a fiber's sleep before).
+mutant wait-timer-unarmed DAEMON_SRCS DAEMON_BIN client_cmd.c \
+	'/^static int nxqd_charge_now(/,/^}/{/nxqd_timer_arm/d}' \
+	'nxquotad-client.nxqd_test_wait_granted' 'Expected'
 # The daemon: bytes it does not know are not checked.
 mutant unknown-bytes-ignored DAEMON_SRCS DAEMON_BIN client_cmd.c \
 	's/if (msg\[sizeof(\*req) + i\])/if (0 \&\& msg[sizeof(*req) + i])/' \
@@ -308,7 +319,7 @@ mutant tickets-uncoalesced LEDGER_SRCS LEDGER_BIN event.c \
 # The ledger: a charge that timed out hands back no refusal, so its reply
 # would name nothing (issue 30 item 2).
 mutant charge-why-timeout-unsaid LEDGER_SRCS LEDGER_BIN charge.c \
-	'/dev->timeouts++;/,/said = true;/s/said = true;/;/' \
+	'/dev->timeouts++;/,/w->said = true;/s/w->said = true;/;/' \
 	'nxquota-counter.nxq_test_charge_why' 'Expected'
 # The ledger: a refusal at a guarantee is reported as one at a max.
 mutant charge-why-min-as-max LEDGER_SRCS LEDGER_BIN refusal.c \

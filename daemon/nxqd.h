@@ -7,7 +7,7 @@
  * file calls only those above it in this list (where one must reach down
  * to one below, it takes an ops struct):
  *
- *   loop.c      the event loop: descriptors, timers, fibers (one thread)
+ *   loop.c      the event loop: descriptors and timers (one thread)
  *   dcgroup.c   cgroup2 directories as node keys (kmod/cgroup.c's part)
  *   proc.c      client processes: pidfd, start time, cgroup
  *   conns.c     the bounds on client connections (per subtree, uid, process)
@@ -23,8 +23,8 @@
  *   backstop.c  NVML's measure of each process against the ledger
  *   nxquotad.c  main(), the options, the ledger's hooks
  *
- * Threads: the loop runs every socket, every ledger call and every fiber
- * (a waiting charge parks as one, see compat/uk.c); besides it there are
+ * Threads: the loop runs every socket, every ledger call and every
+ * waiting charge's timer (client_cmd.c); besides it there are
  * only the eventfd writer (signal.c), the compat layer's workqueue (the
  * ledger's event work: ctl.c's nxqd_ctl_event()) and its RCU callbacks
  * (frees), and the backstop's NVML reader (backstop.c).  Nothing of the
@@ -103,7 +103,8 @@ struct nxqd_watch {
 /* A deadline on the loop's clock (CLOCK_MONOTONIC, as ktime_get_ns()). */
 struct nxqd_timer {
 	u64 at;
-	struct list_head link;
+	u64 seq;			/* arming order, for equal deadlines */
+	struct rb_node rb;		/* in the loop's tree while armed */
 	void (*fn)(struct nxqd_timer *t);
 };
 

@@ -8,10 +8,23 @@
  * on an empty queue, and asks nobody.  A charge that fits and finds no
  * queue on its path is O(depth): check every node on the path and the
  * device, then commit.  Otherwise it is queued (waitq.c), the queue
- * decides, and tickets are opened for the shortfall (pressure.c).  The
- * waiter leaves the queue before nxq_charge() returns.
+ * decides, and tickets are opened for the shortfall (pressure.c).
+ *
+ * A charge that waits is in three steps, so that no shell has to sleep in
+ * the ledger: nxq_charge_begin() decides it or queues its waiter;
+ * the ledger settles a queued one when room comes (and calls its done
+ * hook), or its shell calls nxq_charge_tick() at its wake time and
+ * nxq_charge_cancel() when its caller gives up; nxq_charge_end() ends
+ * it.  The module's shell (nxq_charge_slow()) sleeps on the waiter's own
+ * wait queue in between; nxquotad's answers the connection from its loop
+ * (daemon/client_cmd.c).  The waiter leaves the queue before
+ * nxq_charge_end() returns.
  */
 #include <linux/ktime.h>
+#include <linux/hrtimer.h>
+#include <linux/wait.h>
+#include <linux/sched.h>
+#include <linux/sched/signal.h>
 #include <linux/overflow.h>
 #include <linux/lockdep.h>
 #include <linux/errno.h>
@@ -95,29 +108,369 @@ static int nxq_waiter_follow(struct nxq_device *dev, struct nxq_waiter *w,
 	return 0;
 }
 
+/*
+ * A queued charge gives up: out of the queue (its tree walked if it was
+ * the head), @err its result.  Its refusal, if any, is the caller's to
+ * count.
+ */
+static void nxq_charge_quit(struct nxq_device *dev, struct nxq_waiter *w,
+			    int err)
+{
+	nxq_waiter_leave(dev, w);
+	nxq_dequeue(dev, w);
+	w->result = err;
+}
+
+/*
+ * nxq_charge_begin() under the device lock.  Every way out sets
+ * w->result: 0, an errno, or 1 (NXQ_CHARGE_QUEUED) while it waits.
+ */
+static int nxq_charge_begin_locked(struct nxq_holder *h, struct nxq_waiter *w,
+				   u64 bytes, u64 timeout_ns,
+				   unsigned int flags)
+{
+	bool probe = flags & NXQ_CHARGE_PROBE;
+	struct nxq_device *dev = h->node->dev;
+	struct nxq_node *fit_hit = NULL;
+	int fit_err = 0, err;
+	u64 now, cap;
+
+	lockdep_assert_held(&dev->lock);
+	if (h->detached) {
+		err = -ENOENT;
+		goto out;
+	}
+	/* Nobody waits for room on this path: no queue to respect. */
+	if (!nxq_path_blocked(dev, h->node)) {
+		fit_err = nxq_fits(h, bytes, &fit_hit);
+		if (!fit_err) {
+			nxq_commit(h, bytes);
+			err = 0;
+			goto out;
+		}
+	}
+	/* Not granted at once: refuse what can never fit, asking nobody. */
+	err = nxq_never_fits(h, bytes, &w->hit);
+	if (err) {
+		if (!probe) {
+			nxq_count_denial(h, bytes, err, w->hit);
+			w->said = true;
+		}
+		goto out;
+	}
+
+	w->node = h->node;
+	/*
+	 * No wait: decided as a waiter queued now would be, without
+	 * queueing (nxq_waiter_check(): O(depth), whoever else waits), and
+	 * the shortfall asked for.  Priority 0 comes after every waiter, so
+	 * the clock is read only for a holder with priority.
+	 */
+	if (!timeout_ns) {
+		if (nxq_path_blocked(dev, h->node)) {
+			w->key = S64_MAX;
+			w->seq = U64_MAX;
+			if (h->priority)
+				w->key = (s64)ktime_get_ns() - (s64)h->priority *
+					(s64)NXQ_AGING_NS;
+			fit_err = nxq_waiter_check(dev, w, &fit_hit);
+			if (!fit_err) {
+				nxq_commit(h, bytes);
+				err = 0;
+				goto out;
+			}
+		}
+		w->err = fit_err;
+		w->hit = fit_hit;
+		if (!probe) {
+			if (fit_err != -EOVERFLOW)
+				nxq_ask_for(dev, w, 0);
+			nxq_count_denial(h, bytes, fit_err, fit_hit);
+			w->said = true;
+		}
+		err = fit_err;
+		goto out;
+	}
+
+	/* Queue: granted at once if nothing holds it up, else it waits. */
+	cap = (u64)nxq_node_limit(w->node, NXQ_LIM_WAIT_MAX_MS) * NSEC_PER_MSEC;
+	w->timeout_ns = min(timeout_ns, cap ?: 1);
+	err = nxq_waiters_add(w->node);
+	if (err)
+		goto out;
+	now = ktime_get_ns();
+	w->enqueued_ns = now;
+	nxq_enqueue(dev, w);
+	err = nxq_waiter_check(dev, w, &w->hit);
+	if (!err || err == -EOVERFLOW) {
+		if (!err)
+			nxq_commit(h, bytes);
+		nxq_dequeue(dev, w);
+		nxq_waiters_del(w->node);
+		goto out;
+	}
+	w->counted = true;
+	nxq_waiter_set(dev, w, err, w->hit);
+	if (check_add_overflow(now, w->timeout_ns, &w->deadline_ns))
+		w->deadline_ns = U64_MAX;
+	w->wake_ns = nxq_follow_at(dev, w->deadline_ns);
+	nxq_ask_for(dev, w, now);
+	dev->waits++;
+	err = NXQ_CHARGE_QUEUED;
+out:
+	w->result = err;
+	return err;
+}
+
+/*
+ * nxq_charge_tick() under the device lock: the waiter's wake time came.
+ * It follows its process (a follow point before its deadline), or, at
+ * its deadline, has the holders that ignored their tickets killed once
+ * and waits again, or times out.
+ */
+static int nxq_charge_step(struct nxq_device *dev, struct nxq_waiter *w)
+{
+	struct nxq_holder *h = w->h;
+	int err;
+
+	lockdep_assert_held(&dev->lock);
+	if (w->result <= 0)
+		return 0;
+	if (ktime_get_ns() < w->wake_ns)
+		return NXQ_CHARGE_QUEUED;
+	if (w->wake_ns < w->deadline_ns) {
+		err = nxq_waiter_follow(dev, w, w->timeout_ns, &w->deadline_ns);
+		if (w->result <= 0)
+			return 0;	/* decided while the lock was dropped */
+		if (err) {
+			nxq_charge_quit(dev, w, err);
+			return 0;
+		}
+		w->wake_ns = nxq_follow_at(dev, w->deadline_ns);
+		return NXQ_CHARGE_QUEUED;
+	}
+	if (!w->escalated && nxq_escalate(dev, w)) {
+		/* Wait once more for the killed holders to go. */
+		w->escalated = true;
+		if (check_add_overflow(ktime_get_ns(), w->timeout_ns,
+				       &w->deadline_ns))
+			w->deadline_ns = U64_MAX;
+		w->wake_ns = nxq_follow_at(dev, w->deadline_ns);
+		return NXQ_CHARGE_QUEUED;
+	}
+	nxq_charge_quit(dev, w, -ETIMEDOUT);
+	dev->timeouts++;
+	nxq_count_denial(h, w->bytes, w->err, w->hit);
+	w->said = true;
+	return 0;
+}
+
+/* nxq_charge_end() under the device lock. */
+static int nxq_charge_end_locked(struct nxq_device *dev, struct nxq_waiter *w,
+				 u64 *charged, struct nxq_refusal_rec *why)
+{
+	lockdep_assert_held(&dev->lock);
+	if (WARN_ON_ONCE(w->result > 0))
+		nxq_charge_quit(dev, w, -EINTR);
+	if (w->counted) {
+		nxq_waiters_del(w->node);
+		w->counted = false;
+	}
+	if (charged)
+		*charged = w->h->charge;
+	if (why) {
+		if (w->said)
+			*why = w->h->refused;
+		else
+			memset(why, 0, sizeof(*why));
+	}
+	return w->result;
+}
+
+/**
+ * nxq_charge_begin() - start a charge that its shell may wait for
+ * @h: the holder
+ * @w: the charge's waiter, owned by the caller until nxq_charge_end()
+ * @bytes: bytes to add, non-zero
+ * @timeout_ns: 0 not to wait; else the longest wait for a grant, clamped
+ *	to the node's wait_max_ms
+ * @flags: NXQ_CHARGE_PROBE (with @timeout_ns 0): a refusal is neither
+ *	counted nor reported, and asks nobody; else 0
+ * @done: or NULL: called, under the device lock, when a queued @w is
+ *	settled by someone else (a grant, a move, its holder's end); it may
+ *	wake or schedule the shell and must not call the ledger
+ *
+ * Charges every node from the holder's to the root and the device if the
+ * charge fits every max and the capacity, and no queued charge waits for
+ * the same room; otherwise charges nothing, opens tickets for the
+ * shortfall and, with @timeout_ns, queues @w in the fair queue.  A charge
+ * that can never fit is refused at once and asks nobody; asks pass by
+ * holders that declined since the charge was queued (and, for a charge
+ * that will not wait ticket_timeout_ms, less than that before).
+ *
+ * Nothing here sleeps.  A queued charge is decided by the ledger (then
+ * @done is called) or by its shell: nxq_charge_tick() at @w->wake_ns, and
+ * nxq_charge_cancel() on a signal or a hang-up.  Either way the shell
+ * ends it with nxq_charge_end().  nxq_charge_slow() is the module's
+ * shell: it sleeps.
+ *
+ * Context: any; takes the device lock.
+ * Return: 0 granted; NXQ_CHARGE_QUEUED (1): @w waits; or as
+ * nxq_charge_slow() says.  nxq_charge_end() must follow in every case.
+ */
+int nxq_charge_begin(struct nxq_holder *h, struct nxq_waiter *w, u64 bytes,
+		     u64 timeout_ns, unsigned int flags,
+		     void (*done)(struct nxq_waiter *w))
+{
+	struct nxq_device *dev = h->node->dev;
+	int err;
+
+	*w = (struct nxq_waiter){ .h = h, .bytes = bytes, .done = done };
+	if (!bytes) {
+		w->result = -EINVAL;
+		return -EINVAL;
+	}
+	spin_lock(&dev->lock);
+	err = nxq_charge_begin_locked(h, w, bytes, timeout_ns, flags);
+	spin_unlock(&dev->lock);
+	return err;
+}
+
+/**
+ * nxq_charge_tick() - a queued charge's wake time came
+ * @w: the waiter, from nxq_charge_begin()
+ *
+ * Before @w->wake_ns, nothing.  At a follow point, the charge follows its
+ * process into the cgroup it is in now (nxq_ledger_ops.holder_follow),
+ * and is counted and bounded there.  At its deadline, holders that left
+ * their tickets unanswered are killed once (kill_on_ignore) and it waits
+ * again; else it times out, and its refusal is counted.
+ *
+ * Context: process context; takes the device lock, and drops it to
+ * follow.
+ * Return: NXQ_CHARGE_QUEUED: it still waits, until @w->wake_ns (which may
+ * have moved); 0: it is decided (nxq_charge_end() says how).
+ */
+int nxq_charge_tick(struct nxq_waiter *w)
+{
+	struct nxq_device *dev = w->h->node->dev;
+	int ret;
+
+	spin_lock(&dev->lock);
+	ret = nxq_charge_step(dev, w);
+	spin_unlock(&dev->lock);
+	return ret;
+}
+
+/**
+ * nxq_charge_cancel() - a queued charge's caller gives up
+ * @w: the waiter, from nxq_charge_begin()
+ * @err: its result (-EINTR for a signal or a hang-up)
+ *
+ * Out of the queue, ungranted, unless it was decided already.  Its
+ * refusal is not counted: nobody was refused.
+ *
+ * Context: any; takes the device lock.
+ */
+void nxq_charge_cancel(struct nxq_waiter *w, int err)
+{
+	struct nxq_device *dev = w->h->node->dev;
+
+	spin_lock(&dev->lock);
+	if (w->result > 0)
+		nxq_charge_quit(dev, w, err);
+	spin_unlock(&dev->lock);
+}
+
+/**
+ * nxq_charge_end() - the end of a charge from nxq_charge_begin()
+ * @w: the waiter, decided (a queued one is cancelled with -EINTR, and
+ *	warned of)
+ * @charged: or NULL: set to the holder's charge now
+ * @why: or NULL: set to this charge's refusal (what nxq_count_denial()
+ *	recorded for it), all zero when it was granted or its failure names
+ *	nothing (a probe's refusal, -EAGAIN, -ENOENT, -EINTR)
+ *
+ * Its count against waiters_max goes; @w is the caller's again.
+ *
+ * Context: any; takes the device lock.
+ * Return: the charge's result: 0, or as nxq_charge_slow().
+ */
+int nxq_charge_end(struct nxq_waiter *w, u64 *charged,
+		   struct nxq_refusal_rec *why)
+{
+	struct nxq_device *dev = w->h->node->dev;
+	int err;
+
+	spin_lock(&dev->lock);
+	err = nxq_charge_end_locked(dev, w, charged, why);
+	spin_unlock(&dev->lock);
+	return err;
+}
+
+/* The module's shell of a waiting charge: it sleeps on its own queue. */
+struct nxq_sync_waiter {
+	struct nxq_waiter w;
+	struct wait_queue_head wq;
+};
+
+static void nxq_sync_done(struct nxq_waiter *w)
+{
+	wake_up(&container_of(w, struct nxq_sync_waiter, w)->wq);
+}
+
+/*
+ * Sleep without the device lock until @s is settled, a signal, or
+ * @deadline (absolute CLOCK_MONOTONIC ns, an hrtimer).  The lock is held
+ * again on return.  Return: 0 settled, -EINTR, or -ETIMEDOUT.
+ */
+static int nxq_sleep(struct nxq_device *dev, struct nxq_sync_waiter *s,
+		     u64 deadline)
+{
+	DEFINE_WAIT(wait);
+	ktime_t expires;
+	int ret = 0;
+
+	lockdep_assert_held(&dev->lock);
+	for (;;) {
+		prepare_to_wait(&s->wq, &wait, TASK_INTERRUPTIBLE);
+		if (READ_ONCE(s->w.result) <= 0)
+			break;
+		if (signal_pending(current)) {
+			ret = -EINTR;
+			break;
+		}
+		if (ktime_get_ns() >= deadline) {
+			ret = -ETIMEDOUT;
+			break;
+		}
+		spin_unlock(&dev->lock);
+		expires = ns_to_ktime(deadline);
+		schedule_hrtimeout_range(&expires, 0, HRTIMER_MODE_ABS);
+		spin_lock(&dev->lock);
+	}
+	finish_wait(&s->wq, &wait);
+	return ret;
+}
+
 /**
  * nxq_charge_slow() - nxq_charge() once nxq_try_charge() declined
  * @h: the holder
  * @bytes: bytes to add, non-zero
  * @timeout_ns: 0 not to wait; else the longest wait for a grant, clamped
  *	to the node's wait_max_ms
- * @flags: NXQ_CHARGE_PROBE (with @timeout_ns 0): a refusal is neither
- *	counted nor reported, and asks nobody; else 0
+ * @flags: NXQ_CHARGE_PROBE (with @timeout_ns 0), or 0: nxq_charge_begin()
  * @charged: set to the holder's charge after the call, success or not
- * @why: or NULL: set to this charge's refusal (what nxq_count_denial()
- *	recorded for it), all zero when it was granted or its failure names
- *	nothing (a probe's refusal, -EAGAIN, -ENOENT, -EINTR)
+ * @why: or NULL: set to this charge's refusal, as nxq_charge_end()
  *
- * Charges every node from the holder's to the root and the device if the
- * charge fits every max and the capacity, and no queued charge waits for
- * the same room; otherwise charges nothing, opens tickets for the
- * shortfall and, with @timeout_ns, waits in the fair queue.  A charge
- * that can never fit is refused at once and asks nobody; asks pass by
- * holders that declined since the charge was queued (and, for a charge
- * that will not wait ticket_timeout_ms, less than that before).  Called
- * through nxq_charge() (charge.h), which has tried the uncontended case
- * inline first; this decides everything else, the same case included if
- * the ledger changed in between.
+ * nxq_charge_begin(), then, for a charge that waits, a sleep on the
+ * charge's own wait queue until the ledger settles it (the @done hook
+ * wakes that queue alone) or its wake time comes (nxq_charge_tick()) or a
+ * signal (nxq_charge_cancel()), then nxq_charge_end(), all in one hold
+ * of the device lock but for the sleeps.  Called through nxq_charge()
+ * (charge.h), which has tried the uncontended case inline first; this
+ * decides everything else, the same case included if the ledger changed
+ * in between.
  *
  * Context: process context; sleeps only when waiting; the ledger lock
  * must not be held.
@@ -132,142 +485,26 @@ int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 		    unsigned int flags, u64 *charged,
 		    struct nxq_refusal_rec *why)
 {
-	bool probe = flags & NXQ_CHARGE_PROBE;
 	struct nxq_device *dev = h->node->dev;
-	struct nxq_waiter w = { .h = h, .bytes = bytes, .result = 1 };
-	struct nxq_node *fit_hit = NULL;
-	int fit_err = 0;
-	bool escalated = false, said = false;
-	u64 now, deadline, cap;
-	int err = 0;
+	struct nxq_sync_waiter s;
+	int err;
 
+	s.w = (struct nxq_waiter){ .h = h, .bytes = bytes,
+				   .done = nxq_sync_done };
 	if (!bytes)
 		return -EINVAL;
-
+	init_waitqueue_head(&s.wq);
 	spin_lock(&dev->lock);
-	if (h->detached) {
-		err = -ENOENT;
-		goto out;
-	}
-	/* Nobody waits for room on this path: no queue to respect. */
-	if (!nxq_path_blocked(dev, h->node)) {
-		fit_err = nxq_fits(h, bytes, &fit_hit);
-		if (!fit_err) {
-			nxq_commit(h, bytes);
-			goto out;
-		}
-	}
-	/* Not granted at once: refuse what can never fit, asking nobody. */
-	err = nxq_never_fits(h, bytes, &w.hit);
-	if (err) {
-		if (!probe) {
-			nxq_count_denial(h, bytes, err, w.hit);
-			said = true;
-		}
-		goto out;
-	}
-
-	w.node = h->node;
-	/*
-	 * No wait: decided as a waiter queued now would be, without
-	 * queueing (nxq_waiter_check(): O(depth), whoever else waits), and
-	 * the shortfall asked for.  Priority 0 comes after every waiter, so
-	 * the clock is read only for a holder with priority.
-	 */
-	if (!timeout_ns) {
-		if (nxq_path_blocked(dev, h->node)) {
-			w.key = S64_MAX;
-			w.seq = U64_MAX;
-			if (h->priority)
-				w.key = (s64)ktime_get_ns() - (s64)h->priority *
-					(s64)NXQ_AGING_NS;
-			fit_err = nxq_waiter_check(dev, &w, &fit_hit);
-			if (!fit_err) {
-				nxq_commit(h, bytes);
-				goto out;
-			}
-		}
-		w.err = fit_err;
-		w.hit = fit_hit;
-		if (!probe) {
-			if (fit_err != -EOVERFLOW)
-				nxq_ask_for(dev, &w, 0);
-			nxq_count_denial(h, bytes, fit_err, fit_hit);
-			said = true;
-		}
-		err = fit_err;
-		goto out;
-	}
-
-	/* Queue: granted at once if nothing holds it up, else it waits. */
-	cap = (u64)nxq_node_limit(w.node, NXQ_LIM_WAIT_MAX_MS) * NSEC_PER_MSEC;
-	timeout_ns = min(timeout_ns, cap ?: 1);
-	err = nxq_waiters_add(w.node);
-	if (err)
-		goto out;
-	now = ktime_get_ns();
-	w.enqueued_ns = now;
-	nxq_enqueue(dev, &w);
-	err = nxq_waiter_check(dev, &w, &w.hit);
-	if (!err || err == -EOVERFLOW) {
-		if (!err)
-			nxq_commit(h, bytes);
-		nxq_dequeue(dev, &w);
-		goto out_waiting;
-	}
-	nxq_waiter_set(dev, &w, err, w.hit);
-	err = 0;
-	if (check_add_overflow(now, timeout_ns, &deadline))
-		deadline = U64_MAX;
-	w.deadline_ns = deadline;
-	nxq_ask_for(dev, &w, now);
-
-	dev->waits++;
-	for (;;) {
-		u64 wake = nxq_follow_at(dev, deadline);
-
-		err = nxq_sleep(dev, &w, wake);
-		if (err == -ETIMEDOUT && wake < deadline) {
-			err = nxq_waiter_follow(dev, &w, timeout_ns,
-						&deadline);
-			if (!err)
-				continue;
-			nxq_waiter_leave(dev, &w);
-			nxq_dequeue(dev, &w);
+	err = nxq_charge_begin_locked(h, &s.w, bytes, timeout_ns, flags);
+	while (err == NXQ_CHARGE_QUEUED) {
+		err = nxq_sleep(dev, &s, s.w.wake_ns);
+		if (err == -EINTR) {
+			nxq_charge_quit(dev, &s.w, -EINTR);
 			break;
 		}
-		if (!err) {
-			err = w.result;
-			break;
-		}
-		if (err == -ETIMEDOUT && !escalated && nxq_escalate(dev, &w)) {
-			/* Wait once more for the killed holders to go. */
-			escalated = true;
-			now = ktime_get_ns();
-			if (check_add_overflow(now, timeout_ns, &deadline))
-				deadline = U64_MAX;
-			continue;
-		}
-		nxq_waiter_leave(dev, &w);
-		nxq_dequeue(dev, &w);
-		if (err == -ETIMEDOUT) {
-			dev->timeouts++;
-			nxq_count_denial(h, bytes, w.err, w.hit);
-			said = true;
-		}
-		break;
+		err = nxq_charge_step(dev, &s.w);
 	}
-out_waiting:
-	nxq_waiters_del(w.node);
-out:
-	if (charged)
-		*charged = h->charge;
-	if (why) {
-		if (said)
-			*why = h->refused;
-		else
-			memset(why, 0, sizeof(*why));
-	}
+	err = nxq_charge_end_locked(dev, &s.w, charged, why);
 	spin_unlock(&dev->lock);
 	return err;
 }

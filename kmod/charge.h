@@ -11,6 +11,16 @@
 
 #include "pressure.h"
 
+/* nxq_charge_begin() and nxq_charge_tick(): the charge waits. */
+#define NXQ_CHARGE_QUEUED	1
+
+int nxq_charge_begin(struct nxq_holder *h, struct nxq_waiter *w, u64 bytes,
+		     u64 timeout_ns, unsigned int flags,
+		     void (*done)(struct nxq_waiter *w));
+int nxq_charge_tick(struct nxq_waiter *w);
+void nxq_charge_cancel(struct nxq_waiter *w, int err);
+int nxq_charge_end(struct nxq_waiter *w, u64 *charged,
+		   struct nxq_refusal_rec *why);
 int nxq_charge_slow(struct nxq_holder *h, u64 bytes, u64 timeout_ns,
 		    unsigned int flags, u64 *charged,
 		    struct nxq_refusal_rec *why);

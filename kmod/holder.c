@@ -179,7 +179,7 @@ int nxq_holder_rehome(struct nxq_holder *h, struct nxq_node *node)
 void nxq_holder_detach(struct nxq_holder *h)
 {
 	struct nxq_device *dev = h->node->dev;
-	bool woke, asked;
+	bool asked;
 
 	spin_lock(&dev->lock);
 	if (!h->detached) {
@@ -188,14 +188,12 @@ void nxq_holder_detach(struct nxq_holder *h)
 		list_del_init(&h->link);
 		list_del_init(&h->node_link);
 		nxq_event(dev, NXQ_EV_HOLDER_REMOVED, NULL, h, h->charge, 0, 0);
-		woke = nxq_waiters_cancel(dev, h);
+		nxq_waiters_cancel(dev, h);
 		if (h->charge)
 			nxq_uncharge_locked(h, h->charge);
 		h->reclaimable = 0;
 		h->ticket.open = false;
 		list_del_init(&h->recall_link);
-		if (woke)
-			wake_up_all(&dev->wq);
 		nxq_dispatch_holder(dev, h);
 		if (asked) {
 			dev->decline_gen++;

@@ -262,7 +262,6 @@ struct nxq_device {
 	struct list_head holders;	/* lock: attached holders, all nodes */
 	struct list_head waiters;	/* lock: struct nxq_waiter */
 	unsigned int nr_waiters;	/* lock: entries of waiters */
-	wait_queue_head_t wq;		/* waiters sleep here */
 	u64 ticket_gen;			/* lock */
 	u32 ticket_timeout_ms;		/* lock: deadline of unwaited asks */
 	u64 tickets;			/* lock: tickets opened or raised */

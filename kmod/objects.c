@@ -238,7 +238,6 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	INIT_LIST_HEAD(&dev->waiters);
 	INIT_LIST_HEAD(&dev->blocked_nodes);
 	INIT_LIST_HEAD(&dev->recalls);
-	init_waitqueue_head(&dev->wq);
 	dev->capacity = capacity;
 	dev->emin_gen = 1;
 	dev->devt = devt;

@@ -28,15 +28,11 @@
  * cost a neighbour nothing, and a tenant's own refused, timed-out or
  * cancelled charges cost O(depth), whatever others have queued.
  *
- * A waiter sleeps on dev->wq without the lock, until an absolute hrtimer
- * deadline; whoever grants or cancels it sets w->result under the lock
- * and wakes the queue.
+ * Whoever grants or cancels a queued waiter sets w->result under the lock
+ * and calls its w->done (nxq_waiter_settle()): one waiter is told, not
+ * the queue.  How it waits meanwhile is its shell's (charge.c).
  */
 #include <linux/ktime.h>
-#include <linux/hrtimer.h>
-#include <linux/wait.h>
-#include <linux/sched.h>
-#include <linux/sched/signal.h>
 #include <linux/lockdep.h>
 #include <linux/errno.h>
 
@@ -187,6 +183,19 @@ void nxq_waiter_set(struct nxq_device *dev, struct nxq_waiter *w,
  * Is a waiter before @w held up by a constraint on @w's path?  Then say
  * which in *hit (the first from @w's node up; NULL: the device).
  */
+/*
+ * Someone other than its charger settles a queued waiter: @result set
+ * (0 granted, <0 why not), out of the queue, its shell told.
+ */
+static void nxq_waiter_settle(struct nxq_device *dev, struct nxq_waiter *w,
+			      int result)
+{
+	w->result = result;
+	nxq_dequeue(dev, w);
+	if (w->done)
+		w->done(w);
+}
+
 static int nxq_held_behind(struct nxq_device *dev, struct nxq_waiter *w,
 			   struct nxq_node **hit)
 {
@@ -308,7 +317,6 @@ static void nxq_walk(struct nxq_walk *k)
 	struct nxq_device *dev = k->dev;
 	struct nxq_node *q, *hit;
 	struct nxq_waiter *w;
-	bool woke = false;
 	int err;
 
 	k->pass = ++dev->dispatch_pass;
@@ -320,10 +328,8 @@ static void nxq_walk(struct nxq_walk *k)
 			nxq_waiter_set(dev, w, 0, NULL);
 			if (!err)
 				nxq_commit(w->h, w->bytes);
-			w->result = err;
 			w->err = err;
-			nxq_dequeue(dev, w);
-			woke = true;
+			nxq_waiter_settle(dev, w, err);
 			continue;
 		}
 		if ((err == -EDQUOT && q && hit == q) ||
@@ -342,8 +348,6 @@ static void nxq_walk(struct nxq_walk *k)
 		else if (w->blk_dev && nxq_head(&dev->blocked) == w)
 			dev->blocked_pass = k->pass;
 	}
-	if (woke)
-		wake_up_all(&dev->wq);
 }
 
 /**
@@ -447,7 +451,6 @@ void nxq_waiters_rehome(struct nxq_device *dev, struct nxq_holder *h,
 {
 	struct nxq_waiter *w, *tmp;
 	struct nxq_node *hit;
-	bool woke = false;
 	int err;
 
 	lockdep_assert_held(&dev->lock);
@@ -462,14 +465,10 @@ void nxq_waiters_rehome(struct nxq_device *dev, struct nxq_holder *h,
 		}
 		if (!err)
 			nxq_commit(h, w->bytes);
-		w->result = err;
 		w->err = err;
-		nxq_dequeue(dev, w);
-		woke = true;
+		nxq_waiter_settle(dev, w, err);
 	}
 	nxq_dispatch_path(dev, old);
-	if (woke)
-		wake_up_all(&dev->wq);
 }
 
 /**
@@ -503,70 +502,23 @@ u64 nxq_queued_ahead(struct nxq_device *dev, struct nxq_waiter *me)
 }
 
 /**
- * nxq_sleep() - wait until a waiter is granted or cancelled
- * @dev: the device
- * @w: the queued waiter
- * @deadline: absolute CLOCK_MONOTONIC time (ns)
- *
- * Sleeps on dev->wq without the lock until w->result settles, a signal,
- * or @deadline (an absolute hrtimer).
- *
- * Context: process context; the device lock is held, dropped while
- * sleeping and held again on return.
- * Return: 0 when w->result settled, -EINTR, or -ETIMEDOUT.
- */
-int nxq_sleep(struct nxq_device *dev, struct nxq_waiter *w,
-		     u64 deadline)
-{
-	DEFINE_WAIT(wait);
-	ktime_t expires;
-	int ret = 0;
-
-	lockdep_assert_held(&dev->lock);
-	for (;;) {
-		prepare_to_wait(&dev->wq, &wait, TASK_INTERRUPTIBLE);
-		if (READ_ONCE(w->result) <= 0)
-			break;
-		if (signal_pending(current)) {
-			ret = -EINTR;
-			break;
-		}
-		if (ktime_get_ns() >= deadline) {
-			ret = -ETIMEDOUT;
-			break;
-		}
-		spin_unlock(&dev->lock);
-		expires = ns_to_ktime(deadline);
-		schedule_hrtimeout_range(&expires, 0, HRTIMER_MODE_ABS);
-		spin_lock(&dev->lock);
-	}
-	finish_wait(&dev->wq, &wait);
-	return ret;
-}
-
-/**
  * nxq_waiters_cancel() - cancel a holder's queued charges
  * @dev: the device
  * @h: the holder, being detached
  *
- * Each of its waiters leaves the queue with result -ENOENT; the caller
- * wakes the queue and walks the holder's path (nxq_dispatch_holder()),
+ * Each of its waiters leaves the queue with result -ENOENT, and its shell
+ * is told; the caller walks the holder's path (nxq_dispatch_holder()),
  * where the trees they leave are.
  *
  * Context: the device lock is held.
- * Return: true if any was cancelled.
  */
-bool nxq_waiters_cancel(struct nxq_device *dev, struct nxq_holder *h)
+void nxq_waiters_cancel(struct nxq_device *dev, struct nxq_holder *h)
 {
 	struct nxq_waiter *w, *tmp;
-	bool woke = false;
 
 	lockdep_assert_held(&dev->lock);
 	list_for_each_entry_safe(w, tmp, &h->waiters, hlink) {
 		nxq_waiter_set(dev, w, 0, NULL);
-		w->result = -ENOENT;
-		nxq_dequeue(dev, w);
-		woke = true;
+		nxq_waiter_settle(dev, w, -ENOENT);
 	}
-	return woke;
 }

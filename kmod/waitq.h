@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * nxquota ledger, layer 2: the fair wait queue.  A charge that is not
- * granted at once waits as a struct nxq_waiter (on the charger's stack),
+ * granted at once waits as a struct nxq_waiter (its shell's: on the
+ * charger's stack in the module, in the request in nxquotad),
  * in the device's queue in key order (enqueue time minus priority x
  * NXQ_AGING_NS) and in the tree of the one constraint that holds it up: a
  * node's (its max, or the guarantee a holder without an eventfd draws on)
@@ -11,8 +12,10 @@
  * touched, each from its head, and stops at a head that still does not
  * fit.  A charge or release whose path has no waiter skips the queue.
  *
- * Runs under nxq_device.lock (the sleep drops it); calls the counters and
- * events below it, nothing above.
+ * Runs under nxq_device.lock; calls the counters and events below it,
+ * nothing above.  Nothing here sleeps: whoever settles a queued waiter
+ * (a grant, a move, its holder's end) calls its @done, and its shell
+ * wakes or answers (charge.c).
  */
 #ifndef _NXQ_WAITQ_H
 #define _NXQ_WAITQ_H
@@ -28,10 +31,11 @@
 #define NXQ_AGING_NS		(10 * NSEC_PER_MSEC)
 
 /**
- * struct nxq_waiter - a queued charge, on its charger's stack (charge.c)
+ * struct nxq_waiter - a queued charge (charge.c: nxq_charge_begin())
  *
- * Fields are under the device lock, except that the charger reads
- * @result without it while sleeping.
+ * Fields are under the device lock, except that a sleeping charger reads
+ * @result without it.  It lives until nxq_charge_end(), in memory its
+ * shell owns.
  */
 struct nxq_waiter {
 	struct list_head link;		/* dev->waiters, in key order */
@@ -54,6 +58,18 @@ struct nxq_waiter {
 	struct nxq_node *hit;		/* with -EDQUOT: the node at max */
 	struct nxq_node *blk_node;	/* in blk_node->blocked */
 	bool blk_dev;			/* in dev->blocked */
+	/* the charge's own (charge.c) */
+	u64 timeout_ns;			/* asked, at most wait_max_ms */
+	u64 wake_ns;			/* its shell calls nxq_charge_tick() */
+	bool counted;			/* in its path's waiters (waiters_max) */
+	bool escalated;			/* holders were killed for it */
+	bool said;			/* its refusal was counted */
+	/*
+	 * Called under the device lock when someone else settles @result
+	 * (a grant, a move, its holder's end): it wakes or schedules the
+	 * waiter's shell and calls nothing of the ledger.
+	 */
+	void (*done)(struct nxq_waiter *w);
 };
 
 void nxq_enqueue(struct nxq_device *dev, struct nxq_waiter *w);
@@ -69,9 +85,8 @@ void nxq_dispatch_path(struct nxq_device *dev, struct nxq_node *node);
 void nxq_dispatch_holder(struct nxq_device *dev, struct nxq_holder *h);
 void nxq_waiters_rehome(struct nxq_device *dev, struct nxq_holder *h,
 			struct nxq_node *old);
-bool nxq_waiters_cancel(struct nxq_device *dev, struct nxq_holder *h);
+void nxq_waiters_cancel(struct nxq_device *dev, struct nxq_holder *h);
 u64 nxq_queued_ahead(struct nxq_device *dev, struct nxq_waiter *me);
-int nxq_sleep(struct nxq_device *dev, struct nxq_waiter *w, u64 deadline);
 
 /**
  * nxq_fast_fits() - the fast path's test, in one walk

@@ -366,8 +366,105 @@ static void nxq_test_queue_moves(struct kunit *test)
 	tree_free(t);
 }
 
+/* nxq_charge_begin()'s shells count the done hooks called, per waiter. */
+struct split_waiter {
+	struct nxq_waiter w;
+	int done;
+};
+
+static void split_done(struct nxq_waiter *w)
+{
+	container_of(w, struct split_waiter, w)->done++;
+}
+
+/*
+ * A waiting charge in steps, with no thread asleep in the ledger (as
+ * nxquotad runs it): begin queues it and returns; a release settles it
+ * and calls its own done hook, no other waiter's; a tick before its wake
+ * time changes nothing; a cancelled one and a timed-out one leave nothing
+ * charged and nothing counted; end gives back the refusal of a timeout.
+ */
+static void nxq_test_charge_split(struct kunit *test)
+{
+	struct tree *t = tree_new(test, GiB);
+	struct nxq_holder *hv = holder_new(test, t, t->c);
+	struct nxq_holder *h1 = holder_new(test, t, t->c);
+	struct nxq_holder *h2 = holder_new(test, t, t->c);
+	struct split_waiter a = {}, b = {};
+	struct nxq_refusal_rec why;
+	u64 charged = 0;
+
+	nxq_node_set_max(t->c, 100 * MiB);
+	KUNIT_ASSERT_EQ(test, nxq_charge(hv, 90 * MiB, 0, NULL), 0);
+
+	KUNIT_ASSERT_EQ(test, nxq_charge_begin(h1, &a.w, 20 * MiB,
+					       5000 * NSEC_PER_MSEC, 0,
+					       split_done),
+			NXQ_CHARGE_QUEUED);
+	KUNIT_ASSERT_EQ(test, nxq_charge_begin(h2, &b.w, 30 * MiB,
+					       5000 * NSEC_PER_MSEC, 0,
+					       split_done),
+			NXQ_CHARGE_QUEUED);
+	KUNIT_EXPECT_EQ(test, t->c->subtree_waiters, 2U);
+	KUNIT_EXPECT_GT(test, a.w.wake_ns, ktime_get_ns());
+	/* not yet its wake time: it still waits, nothing told */
+	KUNIT_EXPECT_EQ(test, nxq_charge_tick(&a.w), NXQ_CHARGE_QUEUED);
+	KUNIT_EXPECT_EQ(test, a.done, 0);
+
+	/* room for the first alone: it alone is told, once */
+	KUNIT_EXPECT_EQ(test, nxq_uncharge(hv, 20 * MiB, NULL), 0);
+	KUNIT_EXPECT_EQ(test, a.done, 1);
+	KUNIT_EXPECT_EQ(test, b.done, 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge_tick(&a.w), 0);
+	KUNIT_EXPECT_EQ(test, nxq_charge_end(&a.w, &charged, &why), 0);
+	KUNIT_EXPECT_EQ(test, charged, 20 * MiB);
+	KUNIT_EXPECT_EQ(test, why.reason, 0U);
+	KUNIT_EXPECT_EQ(test, t->c->subtree_waiters, 1U);
+
+	/* its caller gives up: nothing charged, nothing counted, not told */
+	nxq_charge_cancel(&b.w, -EINTR);
+	KUNIT_EXPECT_EQ(test, nxq_charge_end(&b.w, &charged, &why), -EINTR);
+	KUNIT_EXPECT_EQ(test, charged, 0ULL);
+	KUNIT_EXPECT_EQ(test, why.reason, 0U);
+	KUNIT_EXPECT_EQ(test, b.done, 0);
+	KUNIT_EXPECT_EQ(test, t->c->subtree_waiters, 0U);
+	KUNIT_EXPECT_TRUE(test, list_empty(&t->dev->waiters));
+	KUNIT_EXPECT_EQ(test, usage(t->c), 90 * MiB);
+
+	/* at its deadline a tick times it out, and says what refused it */
+	KUNIT_ASSERT_EQ(test, nxq_charge_begin(h2, &b.w, 30 * MiB,
+					       20 * NSEC_PER_MSEC, 0,
+					       split_done),
+			NXQ_CHARGE_QUEUED);
+	while (nxq_charge_tick(&b.w) == NXQ_CHARGE_QUEUED)
+		msleep(5);
+	KUNIT_EXPECT_EQ(test, nxq_charge_end(&b.w, &charged, &why),
+			-ETIMEDOUT);
+	KUNIT_EXPECT_EQ(test, why.reason, (u32)NXQ_REFUSED_MAX);
+	KUNIT_EXPECT_EQ(test, why.id, t->c->id);
+	KUNIT_EXPECT_EQ(test, t->dev->timeouts, 1ULL);
+	KUNIT_EXPECT_EQ(test, b.done, 0);
+	KUNIT_EXPECT_EQ(test, usage(t->c), 90 * MiB);
+
+	/* its holder's end settles it: told, -ENOENT */
+	KUNIT_ASSERT_EQ(test, nxq_charge_begin(h2, &b.w, 30 * MiB,
+					       5000 * NSEC_PER_MSEC, 0,
+					       split_done),
+			NXQ_CHARGE_QUEUED);
+	nxq_holder_detach(h2);
+	KUNIT_EXPECT_EQ(test, b.done, 1);
+	KUNIT_EXPECT_EQ(test, nxq_charge_end(&b.w, NULL, NULL), -ENOENT);
+	KUNIT_EXPECT_EQ(test, t->c->subtree_waiters, 0U);
+
+	nxq_holder_put(h2, NULL);
+	holder_free(hv);
+	holder_free(h1);
+	tree_free(t);
+}
+
 static struct kunit_case nxq_waitq_cases[] = {
 	KUNIT_CASE(nxq_test_wait),
+	KUNIT_CASE(nxq_test_charge_split),
 	KUNIT_CASE(nxq_test_fair_queue),
 	KUNIT_CASE(nxq_test_queue_order),
 	KUNIT_CASE(nxq_test_dispatch_cost),

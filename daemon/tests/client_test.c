@@ -545,6 +545,88 @@ static void nxqd_test_close_ends_wait(struct kunit *test)
 }
 
 /*
+ * Waiting charges are decided by the ledger, not by a sleeper: a release
+ * grants the earliest that fits and answers it at once (its connection
+ * gets its reply, with what it holds), the other keeps waiting, and its
+ * hang-up ends it; a wait that runs out is answered -ETIMEDOUT with what
+ * refused it (version 1).  Issue 30, item 4: no fibers.
+ */
+static void nxqd_test_wait_granted(struct kunit *test)
+{
+	struct nxq_charge c = { .size = sizeof(c) }, out;
+	struct timeval tv = { .tv_sec = 5 };
+	struct nxq_status st;
+	struct daemon d;
+	struct tcg cg;
+	int fd, wb, wc, efa, efb, efc;
+	u64 ida, idb, idc, t0;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	fd = dial(d.sock, SOCK_SEQPACKET);
+	wb = dial(d.sock, SOCK_SEQPACKET);
+	wc = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_GE(test, wb, 0);
+	KUNIT_ASSERT_GE(test, wc, 0);
+	efa = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	efb = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	efc = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	KUNIT_ASSERT_EQ(test, reg(fd, efa, &ida), 0);
+	KUNIT_ASSERT_EQ(test, reg(fd, efb, &idb), 0);
+	KUNIT_ASSERT_EQ(test, reg(fd, efc, &idc), 0);
+	KUNIT_ASSERT_EQ(test, charge(fd, ida, 1000, 0, 0, NULL), 0);
+	c.flags = NXQ_CHARGE_WAIT;
+	c.timeout_ns = 20ULL * NSEC_PER_SEC;
+	c.holder_id = idb;
+	c.bytes = 400;
+	KUNIT_ASSERT_EQ(test, send_req(wb, NXQ_IOC_CHARGE, 0, &c, sizeof(c)), 0);
+	KUNIT_EXPECT_EQ(test, ctl_dev_wait(d.ctl, KEY, NXQUOTA_A_DEVICE_WAITERS,
+					   1), 1ULL);
+	c.holder_id = idc;
+	c.bytes = 700;
+	KUNIT_ASSERT_EQ(test, send_req(wc, NXQ_IOC_CHARGE, 0, &c, sizeof(c)), 0);
+	KUNIT_EXPECT_EQ(test, ctl_dev_wait(d.ctl, KEY, NXQUOTA_A_DEVICE_WAITERS,
+					   2), 2ULL);
+	/* room for B (400), not for C (700): B is answered, C waits */
+	t0 = now_ms();
+	KUNIT_EXPECT_EQ(test, uncharge(fd, ida, 500, NULL), 0);
+	memset(&out, 0, sizeof(out));
+	KUNIT_EXPECT_EQ(test, recv_rep(wb, 5000, &out, sizeof(out)), 0);
+	KUNIT_EXPECT_LT(test, now_ms() - t0, 5000ULL);
+	KUNIT_EXPECT_EQ(test, out.charged, 400ULL);
+	KUNIT_EXPECT_EQ(test, recv_rep(wc, 0, NULL, 0), 1);
+	KUNIT_EXPECT_EQ(test, ctl_dev_wait(d.ctl, KEY, NXQUOTA_A_DEVICE_WAITERS,
+					   1), 1ULL);
+	/* C's connection goes: its wait ends, nothing granted */
+	close(wc);
+	KUNIT_EXPECT_EQ(test, ctl_dev_wait(d.ctl, KEY, NXQUOTA_A_DEVICE_WAITERS,
+					   0), 0ULL);
+	KUNIT_EXPECT_EQ(test, uncharge(fd, ida, 500, NULL), 0);
+	KUNIT_EXPECT_EQ(test, status(fd, idc, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.holder_charge, 0ULL);
+	KUNIT_EXPECT_EQ(test, st.device_used, 400ULL);
+	/* a wait that runs out: -ETIMEDOUT after its timeout, not before */
+	KUNIT_ASSERT_EQ(test, setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv,
+					 sizeof(tv)), 0);
+	KUNIT_ASSERT_EQ(test, charge(fd, ida, 600, 0, 0, NULL), 0);
+	t0 = now_ms();
+	KUNIT_EXPECT_EQ(test, charge(fd, idc, 700, NXQ_CHARGE_WAIT,
+				     200 * NSEC_PER_MSEC, NULL), -ETIMEDOUT);
+	KUNIT_EXPECT_GE(test, now_ms() - t0, 190ULL);
+	KUNIT_EXPECT_EQ(test, status(fd, idc, &st), 0);
+	KUNIT_EXPECT_EQ(test, st.holder_charge, 0ULL);
+	close(wb);
+	close(fd);
+	close(efa);
+	close(efb);
+	close(efc);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
+/*
  * The restarted client, a child process that does what it is told on
  * @cmd and answers each with an errno on @res: 'n' a new connection, 'r'
  * register a holder on it, 'h' charge 300 on the last holder.
@@ -752,6 +834,7 @@ static struct kunit_case nxqd_client_cases[] = {
 	KUNIT_CASE(nxqd_test_ticket),
 	KUNIT_CASE(nxqd_test_eventfd_full),
 	KUNIT_CASE(nxqd_test_close_ends_wait),
+	KUNIT_CASE(nxqd_test_wait_granted),
 	KUNIT_CASE(nxqd_test_restart_grace),
 	KUNIT_CASE(nxqd_test_conn_bound),
 	KUNIT_CASE(nxqd_test_conn_bound_all),
