@@ -149,14 +149,9 @@ mutant lost-wakeup COMPAT_SRCS COMPAT_BIN uk.c \
 	's/if (wq->seq != e->seq) {/if (0) {/' \
 	'uk-compat.uk_test_no_lost_wakeup' 'Expected'
 # The compat layer: a grace period that does not wait for readers.
-mutant no-grace-period COMPAT_SRCS COMPAT_BIN uk.c \
+mutant no-grace-period COMPAT_SRCS COMPAT_BIN uk_work.c \
 	'/^void synchronize_rcu(void)/,/^}/{/pthread_rwlock_wrlock(&uk_rcu_gp);/d;/pthread_rwlock_unlock(&uk_rcu_gp);/d}' \
 	'uk-compat.uk_test_rcu' 'Expected'
-# The compat layer: a signal does not wake a parked fiber (a waiting
-# charge whose peer hung up would wait out its whole timeout).
-mutant fiber-signal-lost COMPAT_SRCS COMPAT_BIN uk.c \
-	'/^static void uk_fiber_signal(/,/^}/s/uk_fiber_ready_locked(f);/;/' \
-	'uk-compat.uk_test_fibers' 'Expected'
 # The compat layer: nla_parse() takes attributes above the policy's.
 mutant nla-maxtype-unchecked COMPAT_SRCS COMPAT_BIN nlattr.c \
 	's/if (type == 0 || type > maxtype) {/if (type == 0) {/' \

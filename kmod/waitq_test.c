@@ -437,7 +437,7 @@ static void nxq_test_charge_split(struct kunit *test)
 					       split_done),
 			NXQ_CHARGE_QUEUED);
 	while (nxq_charge_tick(&b.w) == NXQ_CHARGE_QUEUED)
-		msleep(5);
+		usleep_range(5000, 6000);
 	KUNIT_EXPECT_EQ(test, nxq_charge_end(&b.w, &charged, &why),
 			-ETIMEDOUT);
 	KUNIT_EXPECT_EQ(test, why.reason, (u32)NXQ_REFUSED_MAX);

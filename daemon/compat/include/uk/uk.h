@@ -249,7 +249,6 @@ typedef struct { s64 counter; } atomic64_t;
  * in atomic context), the wait it is preparing, and a pending signal.
  */
 struct wait_queue_entry;
-struct uk_fiber;
 struct task_struct {
 	pid_t pid;			/* the thread's tid */
 	char comm[16];
@@ -259,7 +258,6 @@ struct task_struct {
 	bool sigpending;
 	bool kthread;			/* made by kthread_run() */
 	int rcu_depth;			/* rcu_read_lock() nesting */
-	struct uk_fiber *fiber;		/* the task is this fiber, or NULL */
 };
 struct pid;
 
@@ -285,34 +283,6 @@ void uk_cond_resched(void);
 struct task_struct *uk_kthread_run(int (*fn)(void *data), void *data,
 				   const char *fmt, ...) __printf(3, 4);
 #define kthread_run(fn, data, fmt, ...)	uk_kthread_run(fn, data, fmt, ##__VA_ARGS__)
-
-/*
- * Fibers: a task of its own (current, the locks it holds, its signals and
- * waits) on a stack of its own, run by the thread that starts it (the
- * scheduler; one per process).  Where a thread would sleep
- * (schedule_hrtimeout*(), schedule_timeout(), msleep()), a fiber parks and
- * gives the thread back to the scheduler, which runs it again once a
- * wake-up of the queue it waits on, a signal (uk_signal_task()) or its
- * deadline comes.  nxquotad keeps a waiting charge as a parked fiber: the
- * ledger's nxq_sleep() runs unchanged and no thread sleeps in it.
- *
- * uk_fiber_run(): start @fn(@arg) on a new fiber and run it until it
- * parks or returns.  *@task is set to the fiber's task before @fn runs;
- * the task is freed when @fn returns (@fn clears *@task first if the
- * location lives on).  Return: 1 if it parked, 0 if it returned already,
- * -ENOMEM (@fn did not run).
- * uk_fibers_schedule(): run every fiber that is ready, and those whose
- * deadline passed.  Return: the earliest deadline of the parked ones
- * (CLOCK_MONOTONIC ns), or 0 if none has one.
- * uk_fibers_fd(): readable when a fiber was made ready by another thread;
- * the scheduler polls it and calls uk_fibers_schedule().
- * uk_fibers_alive(): fibers started and not returned.
- */
-int uk_fiber_run(void (*fn)(void *arg), void *arg, const char *comm,
-		 struct task_struct **task);
-u64 uk_fibers_schedule(void);
-int uk_fibers_fd(void);
-unsigned int uk_fibers_alive(void);
 
 /* ------------------------------------------------------------------- time */
 
@@ -651,7 +621,6 @@ struct wait_queue_head {
 	pthread_mutex_t m;
 	pthread_cond_t c;
 	unsigned long seq;
-	struct list_head fibers;	/* m: fibers parked on it */
 };
 typedef struct wait_queue_head wait_queue_head_t;
 
