@@ -14,9 +14,14 @@
  *            (every wait enqueues, times out and leaves)
  *   refuse   as sleep, and one more thread charging 1M without waiting,
  *            refused, in a loop (each refusal meets the queue)
+ *   grant    a holder per waiter; the cgroup has 1M free, so one is
+ *            granted at a time, gives it back at once and waits again:
+ *            a grant every few microseconds, each of which woke every
+ *            sleeper of the device before issue 30 (wake_up_all() on
+ *            the device's queue; now only the granted waiter is woken)
  * The neighbour (uid 65534, /cb-n, CPU 0; the attacker on CPU 1) times
  * 1M pairs on this device and on the quiet one, in turn.  N is 100, 300
- * and 1000 (NXQ_BENCH_WAITERS: one of them); NXQ_BENCH_SHAPE (0-3) runs
+ * and 1000 (NXQ_BENCH_WAITERS: one of them); NXQ_BENCH_SHAPE (0-4) runs
  * one shape.
  */
 #include "cost.h"
@@ -26,9 +31,9 @@
 #define CN	"/cb-n"
 #define CW	"/cb-w"
 
-enum { SH_SLEEP, SH_ONEHOLD, SH_CHURN, SH_REFUSE, SH_NR };
+enum { SH_SLEEP, SH_ONEHOLD, SH_CHURN, SH_REFUSE, SH_GRANT, SH_NR };
 static const char *const shape_name[SH_NR] = {
-	"sleep", "onehold", "churn", "refuse"
+	"sleep", "onehold", "churn", "refuse", "grant"
 };
 
 struct waiter {
@@ -43,6 +48,11 @@ static void *wait_thread(void *arg)
 	if (w->shape == SH_CHURN)
 		for (;;)
 			sc_charge_wait(w->fd, w->id, CB_M, 1000000, NULL);
+	if (w->shape == SH_GRANT)
+		for (;;)
+			if (!sc_charge_wait(w->fd, w->id, CB_M,
+					    600ULL * 1000000000, NULL))
+				sc_uncharge(w->fd, w->id, CB_M, NULL);
 	sc_charge_wait(w->fd, w->id, CB_M, 600ULL * 1000000000, NULL);
 	return NULL;
 }
@@ -76,7 +86,8 @@ static int attacker(void *arg)
 	CHECK_OK(fd);
 	efd = sc_eventfd();
 	CHECK_OK(sc_register(fd, KEY, efd, 0, &fill));
-	CHECK_OK(sc_charge(fd, fill, 10 * CB_M, NULL));
+	CHECK_OK(sc_charge(fd, fill, (a->shape == SH_GRANT ? 9 : 10) * CB_M,
+			   NULL));
 	pthread_attr_init(&at);
 	pthread_attr_setstacksize(&at, 64 * 1024);
 	for (i = 0; i <= a->n; i++) {
@@ -102,16 +113,24 @@ static void one(struct cb_nb *nb, int shape, int n)
 {
 	struct attack a = { .n = n, .shape = shape };
 	struct cb_stat queued, quiet;
-	uint64_t last = 0;
+	uint64_t last = 0, waits, t0;
 	char what[64];
 	pid_t pa;
 
 	pa = sc_spawn(attacker, &a);
-	if (sc_wait_u64(sc_dev_path(KEY, "waiters"), n, shape == SH_CHURN ?
-			5000 : 60000, &last) < 0)
+	/* grant: all but the one granted at times, so n - 1 */
+	if (sc_wait_u64(sc_dev_path(KEY, "waiters"), n - (shape == SH_GRANT),
+			shape == SH_CHURN ? 5000 : 60000, &last) < 0)
 		sc_log("NOTE: %s: %llu waiters queued, not %d", shape_name[shape],
 		       (unsigned long long)last, n);
+	waits = DEV_U64(KEY, "waits");
+	t0 = sc_now_us();
 	cb_nb_measure_op(nb, 4, &queued, &quiet);
+	if (shape == SH_GRANT)	/* how hard the queue was worked meanwhile */
+		sc_log("BENCH cost_waiters what=grant-%d waits_per_s=%llu queued=%llu",
+		       n, (unsigned long long)((DEV_U64(KEY, "waits") - waits) *
+					       1000000 / (sc_now_us() - t0 + 1)),
+		       (unsigned long long)DEV_U64(KEY, "waiters"));
 	snprintf(what, sizeof(what), "%s-%d", shape_name[shape], n);
 	cb_print("cost_waiters", what, queued);
 	snprintf(what, sizeof(what), "%s-%d/empty", shape_name[shape], n);
