@@ -84,7 +84,8 @@
  *
  * A registration without NXQD_REQ_NOTIFY keeps the first protocol's
  * eventfd (any version): the daemon writes it from a thread of its own,
- * which it does not start while no client passed one.
+ * which it does not start while no client passed one.  libnxquota
+ * passes one only to a daemon of version 0 or 1.
  *
  * ---- After a restart: the restore protocol (version 1) ----
  *
