@@ -27,12 +27,13 @@
  * (nxq__sk_conn_take()), whose nxq__sk_xfer() tells each notice it meets
  * and goes on waiting for its reply; or, while it is in the pool, the
  * watcher, with s->mu held (nxq__sk_drain()).  The watcher's epoll set
- * reports EPOLLIN on every connection; for one out of the pool it only
- * sets c->missed, and the request drains it when it gives it back
- * (nxq__sk_conn_give()), so a notice that comes after the reply and
- * before the connection is back is not left unread.  With a daemon of
- * protocol 0 or 1, the eventfd is passed as before and the daemon writes
- * it.
+ * asks for EPOLLIN on a connection only while it is pooled: taking it
+ * out turns EPOLLIN off and giving it back on again (nxq__sk_conn_give(),
+ * EPOLL_CTL_MOD, which reports data already there), so a notice that
+ * comes after a reply, before the connection is back, is read by the
+ * watcher then, and a reply never wakes the watcher.  With a daemon of
+ * protocol 0 or 1 there are no notices: no EPOLLIN, no EPOLL_CTL_MOD, and
+ * the eventfd is passed as before for the daemon to write.
  *
  * Objects (struct sk, the context's kpriv):
  *  - a pool of connections (at most SK_CONNS_MAX): a request pops one,
@@ -106,7 +107,7 @@
  * for the unbacked bytes too, and its uncharges take from them first.
  *
  * Lock order: s->rw, then s->mu (the pool, the holder table and every
- * holder's fields, each connection's pooled and missed).  No lock but
+ * holder's fields, each connection's pooled and its EPOLLIN).  No lock but
  * s->rw (read) is held across a request; s->mu is held while a notice is
  * told (a holder found by the daemon's id, its eventfd written: neither
  * waits).  The watcher holds none while it waits, and only s->mu to read
@@ -136,7 +137,7 @@ struct sk_conn {
 	int fresh;			/* no reply read on it yet */
 	int waiting;			/* held by a waiting charge */
 	int pooled;			/* s->mu: in the pool (the watcher reads it) */
-	int missed;			/* s->mu: a message came while out of the pool */
+	int epollin;			/* s->mu: EPOLLIN asked of the watcher's set */
 	struct sk_conn *next;		/* in the pool */
 	struct sk_conn *all;		/* every connection (for sk_forget) */
 };

@@ -60,10 +60,10 @@ static void tell_locked(struct sk *s, const void *buf)
 }
 
 /*
- * Read what waits on c, a connection nobody else reads (s->mu held: the
- * watcher on a pooled one, or its request giving it back): each notice is
- * told; anything else -- no reply is due on it -- is dropped.  Never
- * waits; stops at end of file (the hang-up is the watcher's to see).
+ * Read what waits on c, a pooled connection (s->mu held, by the watcher):
+ * each notice is told; anything else -- no reply is due on it -- is
+ * dropped.  Never waits; stops at end of file (the hang-up is the
+ * watcher's to see).
  */
 void nxq__sk_drain(struct sk *s, struct sk_conn *c)
 {
@@ -232,8 +232,7 @@ struct sk_conn *nxq__sk_conn_new(struct sk *s, int fd)
 	c->fd = fd;
 	c->fresh = 1;
 	if (s->epfd >= 0) {
-		struct epoll_event ev = { .events = EPOLLIN | EPOLLRDHUP | EPOLLET,
-					  .data.ptr = c };
+		struct epoll_event ev = { .events = EPOLLRDHUP | EPOLLET, .data.ptr = c };
 
 		/* failing that, this connection is noticed (and read) at its next use */
 		epoll_ctl(s->epfd, EPOLL_CTL_ADD, fd, &ev);
@@ -255,6 +254,23 @@ void nxq__sk_conn_unlink(struct sk *s, struct sk_conn *c)
 		}
 }
 
+/*
+ * Whether the watcher is told when c is readable (s->mu held): only
+ * while it is pooled, and only from protocol 2 (notices).  Turned on, the
+ * set reports what is already there.
+ */
+static void conn_epollin(struct sk *s, struct sk_conn *c, int on)
+{
+	struct epoll_event ev = { .events = EPOLLRDHUP | EPOLLET | (on ? EPOLLIN : 0),
+				  .data.ptr = c };
+
+	if (s->epfd < 0 || c->epollin == on)
+		return;
+	/* failing that, a notice waits for the connection's next request */
+	if (!epoll_ctl(s->epfd, EPOLL_CTL_MOD, c->fd, &ev))
+		c->epollin = on;
+}
+
 /* The pool's first connection, now the caller's to read, or NULL (s->mu held). */
 struct sk_conn *nxq__sk_conn_take(struct sk *s)
 {
@@ -263,24 +279,21 @@ struct sk_conn *nxq__sk_conn_take(struct sk *s)
 	if (c) {
 		s->pool = c->next;
 		c->pooled = 0;
+		conn_epollin(s, c, 0);
 	}
 	return c;
 }
 
 /*
- * Back to the pool (s->mu held); what the watcher saw come meanwhile is
- * read first: after the last read of its taker, before the watcher may
- * read it again.
+ * Back to the pool (s->mu held), after the last read of its taker: the
+ * watcher reads it from now on, what came since the reply first.
  */
 void nxq__sk_conn_give(struct sk *s, struct sk_conn *c)
 {
-	if (c->missed) {
-		c->missed = 0;
-		nxq__sk_drain(s, c);
-	}
 	c->next = s->pool;
 	s->pool = c;
 	c->pooled = 1;
+	conn_epollin(s, c, s->proto >= 2);
 }
 
 /*

@@ -317,10 +317,10 @@ static int sk_daemon_gone(struct sk *s)
 }
 
 /*
- * A message came on the connection which (EPOLLIN): read it now if it is
- * in the pool (s->mu held, so no request takes it meanwhile); if a
- * request has it, that request reads it, or drains it when it gives it
- * back (c->missed).  which is only compared: the connection may be gone.
+ * A message came on the pooled connection which (EPOLLIN): read it now,
+ * s->mu held so that no request takes it meanwhile.  If a request took it
+ * since (the event was collected before), that request reads it.  which
+ * is only compared: the connection may be gone.
  */
 static void sk_watch_read(struct sk *s, const void *which)
 {
@@ -330,8 +330,6 @@ static void sk_watch_read(struct sk *s, const void *which)
 			continue;
 		if (c->pooled)
 			nxq__sk_drain(s, c);
-		else
-			c->missed = 1;
 		break;
 	}
 	pthread_mutex_unlock(&s->mu);

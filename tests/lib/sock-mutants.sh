@@ -176,6 +176,9 @@ mutant notice-as-reply sock_conn.c \
 mutant watcher-deaf sock_restore.c \
 	'if (ev[i].events & EPOLLIN)' 'if (0)' \
 	'a notice on a pooled connection is not read until a request takes it'
+mutant pooled-unwatched sock_conn.c \
+	'conn_epollin(s, c, s->proto >= 2);' 'conn_epollin(s, c, 0);' \
+	'EPOLLIN never asked for a pooled connection: an idle one is not read'
 mutant eventfd-to-v2 sock_restore.c \
 	'if (h->evfd >= 0 && s->proto >= 2) {' 'if (0) {' \
 	'a daemon of protocol 2 is given the eventfd (its writer thread)'
