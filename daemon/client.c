@@ -237,7 +237,7 @@ static void nxqd_conn_event(struct nxqd_watch *w, u32 revents)
 	if (err != 1 && nxqd_reply(c, err, NULL, NULL, 0, NULL, 0))
 		nxqd_conn_close(c);
 	else if (!list_empty(&c->notes))
-		nxqd_conn_watch(c);	/* a request in progress polls room too */
+		nxqd_conn_watch(c);	/* busy: room is polled all the same */
 }
 
 static void nxqd_refuse(struct nxqd_conn *c, const char *why)

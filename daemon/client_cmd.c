@@ -139,7 +139,7 @@ static int nxqd_ioc_register(struct nxqd_ctx *r, void *karg, u32 usize)
 			       r->caller, sig, &r->caller->owner,
 			       r->caller->tgid, &err);
 	mutex_unlock(&nxqd_ledger.lock);
-	/* the eventfd is the signal's now (closed with it), not the request's */
+	/* the eventfd is the signal's now (closed with it) */
 	for (i = 0; sig && evfd >= 0 && i < r->nr_fds; i++)
 		if (r->fds[i] == evfd)
 			r->fds[i] = -1;

@@ -180,7 +180,8 @@ static void nxqd_conn_notes(struct nxqd_conn *c)
 	while (!c->closed && !c->out && !list_empty(&c->notes)) {
 		e = list_first_entry(&c->notes, struct nxqd_hent, note_link);
 		n.holder_id = e->id;
-		sent = send(c->w.fd, &n, sizeof(n), MSG_DONTWAIT | MSG_NOSIGNAL);
+		sent = send(c->w.fd, &n, sizeof(n),
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (sent < 0 && nxqd_no_room(errno))
 			break;
 		list_del_init(&e->note_link);

@@ -362,7 +362,10 @@ struct nxqd_tsig;
 /* Block the writer's signal in the threads to come (before any). */
 int nxqd_signal_start(void);
 void nxqd_signal_stop(void);
-/* @fd: the eventfd (legacy; starts the writer), -1: a notice.  NULL: -ENOMEM. */
+/*
+ * A holder's signal: @fd its eventfd (legacy: starts the writer), or -1,
+ * a notice.  NULL: out of memory (or no writer could start).
+ */
 struct nxqd_tsig *nxqd_tsig_new(int fd);
 void nxqd_tsig_put(struct nxqd_tsig *t);
 void nxqd_tsig_signal(struct nxqd_tsig *t);

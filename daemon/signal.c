@@ -17,8 +17,9 @@
  *
  *  - the eventfd a registration without NXQD_REQ_NOTIFY passed (legacy:
  *    clients of the protocols before version 2; this file's thread is
- *    reached by nothing else).  The file is the tenant's too: it may clear O_NONBLOCK on it and fill its counter,
- *    and a write would then wait.  So the hook queues the holder's tsig
+ *    reached by nothing else).  The file is the tenant's too: it may
+ *    clear O_NONBLOCK on it and fill its counter, and a write would then
+ *    wait.  So the hook queues the holder's tsig
  *    (once, while queued) and this file's thread writes it, with
  *    O_NONBLOCK set again and POLLOUT checked first; a write that waits
  *    all the same (the tenant won the race between the check and the
@@ -64,7 +65,7 @@
 #define NXQD_SIGNAL_US		1000
 
 struct nxqd_tsig {
-	int fd;				/* the legacy eventfd, or -1: a notice */
+	int fd;				/* the legacy eventfd; -1: a notice */
 	int refs;			/* atomic: the holder's, a queue's */
 	bool queued;			/* sig.m: on sig.queue or sig.notes */
 	bool refused;			/* sig.m: never written again */
@@ -134,7 +135,7 @@ void nxqd_tsig_signal(struct nxqd_tsig *t)
 
 	pthread_mutex_lock(&sig.m);
 	if (t->fd < 0) {
-		/* a notice: the loop tells its owner (coalesced while queued) */
+		/* a notice: the loop tells its owner (once while queued) */
 		if (!t->queued && sig.notes_on) {
 			t->queued = true;
 			__atomic_add_fetch(&t->refs, 1, __ATOMIC_SEQ_CST);

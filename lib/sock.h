@@ -64,8 +64,8 @@
  * did too): nothing is granted twice and nothing is lost.
  *
  * The watcher (a thread of its own, sk_watch()): every connection is in an
- * epoll set for EPOLLIN (notices, above) and EPOLLRDHUP.  When one hangs
- * up, the watcher takes s->rw
+ * epoll set for EPOLLRDHUP (and, while pooled, EPOLLIN: notices, above).
+ * When one hangs up, the watcher takes s->rw
  * for writing (waiting out requests in flight, which fail on the same
  * hang-up), and if a pooled connection has really ended it reconnects and
  * restores at once: an idle process -- one making no call while the

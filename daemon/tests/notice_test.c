@@ -207,7 +207,8 @@ static void nxqd_test_notice_coalesced(struct kunit *test)
 	asks = ctl_dev_attr(d.ctl, KEY, NXQUOTA_A_DEVICE_TICKETS);
 	raise_n(test, b, y, 500, 20);
 	/* the raises happened: each one asked x again */
-	KUNIT_EXPECT_GE(test, ctl_dev_attr(d.ctl, KEY, NXQUOTA_A_DEVICE_TICKETS),
+	KUNIT_EXPECT_GE(test,
+			ctl_dev_attr(d.ctl, KEY, NXQUOTA_A_DEVICE_TICKETS),
 			asks + 20);
 	KUNIT_EXPECT_EQ(test, count_notices(test, a, 300, x), 1);
 	/* read, from another connection: the next raise is told */
