@@ -311,6 +311,11 @@ mutant notice-waits-for-room DAEMON_SRCS DAEMON_BIN client_obj.c \
 mutant notice-not-while-busy DAEMON_SRCS DAEMON_BIN client_obj.c \
 	's/^\twhile (!c->closed \&\& !c->out \&\& !list_empty(&c->notes)) {$/\twhile (!c->closed \&\& !c->out \&\& !c->busy \&\& !list_empty(\&c->notes)) {/' \
 	'nxquotad-notice.nxqd_test_notice_in_flight' 'Expected'
+# ... a budget change is acknowledged before the notices it caused are
+# sent (they go at the loop's next turn).
+mutant notice-after-ack DAEMON_SRCS DAEMON_BIN signal.c \
+	's/^\t\tnxqd_notes_run();$/\t\t;/' \
+	'nxquotad-notice.nxqd_test_notice_before_ack' 'Expected'
 # Issue 30: a holder follows its process into a cgroup whose holders_max
 # is reached (no limit checked on a move).
 mutant rehome-unchecked LEDGER_SRCS LEDGER_BIN holder.c \

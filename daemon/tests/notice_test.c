@@ -14,7 +14,9 @@
  *    there is room, and meanwhile answers the others and tells their
  *    tickets at once;
  *  - nxqd_test_notice_in_flight: a notice comes on a connection whose
- *    charge waits, before that charge's reply, and is not its reply.
+ *    charge waits, before that charge's reply, and is not its reply;
+ *  - nxqd_test_notice_before_ack: a budget change's notices are sent
+ *    before the change is acknowledged.
  *
  * Each was seen to fail on a daemon broken for it (daemon/mutants.sh,
  * notice-*).  They need root and a writable cgroup2 hierarchy, else they
@@ -382,11 +384,65 @@ static void nxqd_test_notice_in_flight(struct kunit *test)
 	cg_leave(&cg);
 }
 
+static int set_max(struct daemon *d, const char *path, u64 max)
+{
+	unsigned char attrs[512];
+	size_t off = 0;
+	int fd = dial(d->ctl, SOCK_SEQPACKET), err;
+
+	if (fd < 0)
+		return fd;
+	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_DEVICE, KEY, sizeof(KEY));
+	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_CGROUP_PATH, path,
+		     strlen(path) + 1);
+	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_MAX, &max, sizeof(max));
+	err = nl_call(fd, NXQUOTA_CMD_BUDGET_SET, 0, attrs, off, NULL, NULL,
+		      NULL, 0);
+	close(fd);
+	return err;
+}
+
+/*
+ * A budget change's tickets are told before it is acknowledged, as the
+ * module's sysfs write returns after eventfd_signal(): the notice is in
+ * the holder's socket when the ack comes.
+ */
+static void nxqd_test_notice_before_ack(struct kunit *test)
+{
+	struct daemon d;
+	struct tcg cg;
+	u64 x, id = 0;
+	int a, i;
+
+	cg_enter(test, &cg);
+	start_with(test, &d, &cg, 1000, "-");
+	a = dial(d.sock, SOCK_SEQPACKET);
+	KUNIT_ASSERT_GE(test, a, 0);
+	KUNIT_ASSERT_EQ(test, reg_notify(a, &x), 0);
+	KUNIT_ASSERT_EQ(test, charge(a, x, 900, 0, 0, NULL), 0);
+	/* each change asks x again (read in between), each told first */
+	for (i = 0; i < 10; i++) {
+		struct nxq_ticket t;
+
+		KUNIT_EXPECT_EQ(test, set_max(&d, cg.rel, 800 - 50 * i), 0);
+		KUNIT_EXPECT_EQ(test, next_msg(test, a, 0, &id, NULL, NULL), 1);
+		KUNIT_EXPECT_EQ(test, id, x);
+		/* (one that came late: not counted twice) */
+		next_msg(test, a, 100, NULL, NULL, NULL);
+		KUNIT_EXPECT_EQ(test, ticket_read(a, x, &t), 0);
+	}
+	close(a);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(test, &d);
+	cg_leave(&cg);
+}
+
 static struct kunit_case nxqd_notice_cases[] = {
 	KUNIT_CASE(nxqd_test_notice),
 	KUNIT_CASE(nxqd_test_notice_coalesced),
 	KUNIT_CASE(nxqd_test_notice_unread),
 	KUNIT_CASE(nxqd_test_notice_in_flight),
+	KUNIT_CASE(nxqd_test_notice_before_ack),
 	{}
 };
 
