@@ -271,7 +271,7 @@ mutant group-ignored DAEMON_SRCS DAEMON_BIN client.c \
 # The daemon: an eventfd is written where the ledger signals, under its
 # lock (a tenant that made its file block freezes the device).
 mutant signal-under-lock DAEMON_SRCS DAEMON_BIN signal.c \
-	'/^void nxqd_tsig_signal(/,/^}/s/^\tpthread_mutex_lock(&sig.m);/\tif (t->fd >= 0 \&\& write(t->fd, \&one, sizeof(one)) < 0) {}\n&/' \
+	'/^void nxqd_tsig_signal(/,/^}/s/^\tpthread_mutex_lock(&sig.m);/\t{ u64 one = 1; if (t->fd >= 0 \&\& write(t->fd, \&one, sizeof(one)) < 0) {} }\n&/' \
 	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
 # The daemon: an eventfd write that waits is not cut short.
 mutant signal-uncut DAEMON_SRCS DAEMON_BIN signal.c \

@@ -128,9 +128,18 @@ void nxqd_tsig_own(struct nxqd_tsig *t, void *owner)
 	t->owner = owner;
 }
 
-void nxqd_tsig_signal(struct nxqd_tsig *t)
+/* Wake the loop for the notices: the daemon's own eventfd, which cannot wait. */
+static void nxqd_notes_wake(void)
 {
 	u64 one = 1;
+
+	if (write(sig.wake.fd, &one, sizeof(one)) < 0 && nxqd_verbose)
+		fprintf(stderr, "nxquotad: notice wake-up: %s\n",
+			strerror(errno));
+}
+
+void nxqd_tsig_signal(struct nxqd_tsig *t)
+{
 	bool wake = false;
 
 	pthread_mutex_lock(&sig.m);
@@ -151,22 +160,23 @@ void nxqd_tsig_signal(struct nxqd_tsig *t)
 		pthread_cond_signal(&sig.more);
 	}
 	pthread_mutex_unlock(&sig.m);
-	/* the daemon's own eventfd, non-blocking: it cannot wait */
-	if (wake && write(sig.wake.fd, &one, sizeof(one)) < 0 && nxqd_verbose)
-		fprintf(stderr, "nxquotad: notice wake-up: %s\n",
-			strerror(errno));
+	if (wake)
+		nxqd_notes_wake();
 }
 
 /*
  * On the loop: tell the owner of each notice queued so far.  The wake-up
  * is read before the queue: one that comes after it is seen next turn.
  * Each is taken off the queue (and may be queued again) before it is
- * told; those queued meanwhile wait for the next turn.
+ * told; those queued meanwhile (from another thread: the queue was not
+ * empty, so nobody woke the loop for them) wait for the next turn, for
+ * which the loop is woken again.
  */
 static void nxqd_notes_run(void)
 {
 	struct nxqd_tsig *t;
 	unsigned int n;
+	bool more;
 	u64 cnt;
 
 	if (read(sig.wake.fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN &&
@@ -185,7 +195,10 @@ static void nxqd_notes_run(void)
 		nxqd_tsig_put(t);
 		pthread_mutex_lock(&sig.m);
 	}
+	more = !list_empty(&sig.notes);
 	pthread_mutex_unlock(&sig.m);
+	if (more)
+		nxqd_notes_wake();
 }
 
 static void nxqd_notes_event(struct nxqd_watch *w, u32 revents)
