@@ -22,8 +22,11 @@
  * per process (-P), with room kept per subtree (-Q): conns.c; holders per
  * connection.  A connection over a bound is closed at once and counted.
  *
- * The eventfds are written by signal.c's thread: no tenant's file is
- * written on the loop or under a ledger lock.
+ * Tickets: a holder registered at version 2 with NXQD_REQ_NOTIFY is told
+ * on the connection it was registered on (client_obj.c sends, signal.c
+ * queues), without blocking, whatever else the connection is doing; an
+ * eventfd a client before version 2 passed is written by signal.c's
+ * thread: no tenant's file is written on the loop or under a ledger lock.
  */
 #include <linux/types.h>
 #include <linux/nxquota.h>
@@ -188,30 +191,24 @@ static void nxqd_conn_event(struct nxqd_watch *w, u32 revents)
 	ssize_t n;
 	int err;
 
+	if (c->out || !list_empty(&c->notes)) {
+		/* a reply, then notices, wait for room */
+		if ((revents & (EPOLLHUP | EPOLLERR)) || nxqd_conn_flush(c)) {
+			nxqd_conn_close(c);
+			return;
+		}
+	} else if (revents & EPOLLOUT) {
+		nxqd_conn_watch(c);	/* nothing waits for room any more */
+	}
 	if (c->busy) {
-		/* only a hang-up is watched while a request is in progress */
+		/* only a hang-up is read while a request is in progress */
 		if (revents & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 			nxqd_conn_close(c);
 		return;
 	}
-	if (c->out) {
-		if (revents & (EPOLLHUP | EPOLLERR)) {
-			nxqd_conn_close(c);
-			return;
-		}
-		n = send(c->w.fd, c->out, c->outlen,
-			 MSG_DONTWAIT | MSG_NOSIGNAL);
-		if (n < 0 && errno == EAGAIN)
-			return;
-		free(c->out);
-		c->out = NULL;
-		if (n < 0) {
-			nxqd_conn_close(c);
-			return;
-		}
-		nxqd_watch_mod(&c->w, EPOLLIN | EPOLLRDHUP);
+	/* nothing is read while a reply waits, nor on room alone */
+	if (c->out || !(revents & (EPOLLIN | EPOLLRDHUP | EPOLLHUP | EPOLLERR)))
 		return;
-	}
 	/*
 	 * One request per tenant (cgroup subtree) per turn: however many
 	 * connections a tenant keeps busy, another's request waits behind one
@@ -239,6 +236,8 @@ static void nxqd_conn_event(struct nxqd_watch *w, u32 revents)
 		nxqd_proc_put(r.caller);
 	if (err != 1 && nxqd_reply(c, err, NULL, NULL, 0, NULL, 0))
 		nxqd_conn_close(c);
+	else if (!list_empty(&c->notes))
+		nxqd_conn_watch(c);	/* busy: room is polled all the same */
 }
 
 static void nxqd_refuse(struct nxqd_conn *c, const char *why)
@@ -272,6 +271,7 @@ static void nxqd_accept_one(int fd)
 	c->w.events = EPOLLIN | EPOLLRDHUP;
 	c->w.fn = nxqd_conn_event;
 	INIT_LIST_HEAD(&c->holders);
+	INIT_LIST_HEAD(&c->notes);
 	c->proc = nxqd_proc_get(c->peer.pid, pidfd, ticks);
 	if (IS_ERR(c->proc)) {
 		free(c);
@@ -376,6 +376,10 @@ int nxqd_client_start(const char *path, const char *group)
 
 	if (err)
 		return err;
+	/* the tickets of version 2's holders, told on their connections */
+	err = nxqd_notice_start(nxqd_hent_notice);
+	if (err)
+		return err;
 	nxqd_cl.spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* a socket systemd made (nxquotad.socket) is systemd's to remove */
 	fd = nxqd_listen_fds("client");
@@ -430,6 +434,7 @@ void nxqd_client_stop(void)
 	/* every waiting charge ends, then every connection */
 	list_for_each_entry_safe(c, tmp, &nxqd_cl.conns, link)
 		nxqd_conn_close(c);
+	nxqd_notice_stop();
 	if (nxqd_cl.spare_fd >= 0)
 		close(nxqd_cl.spare_fd);
 }

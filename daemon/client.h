@@ -16,7 +16,17 @@
  *    the connection it was registered on, or the exit of its process --
  *    each of which detaches (uncharges) it.  It holds the table's
  *    reference on the holder and a reference on its process.  Any
- *    connection of the registering process may use it.
+ *    connection of the registering process may use it.  A holder
+ *    registered with NXQD_REQ_NOTIFY (version 2) is told of its tickets
+ *    on its registering connection: signal.c hands its hent to
+ *    nxqd_hent_notice() on the loop, which sends a struct nxqd_notice
+ *    with MSG_DONTWAIT, or, while the socket has no room (or a reply
+ *    waits for room), keeps the hent on the connection's notes list and
+ *    polls for EPOLLOUT.  One notice per holder at a time: none is queued
+ *    while one waits, nor sent while one was sent and the holder's ticket
+ *    was not read since (NXQ_IOC_TICKET_READ, from any connection):
+ *    what a tenant can make the daemon keep is a flag per holder, and
+ *    what it can make it send, one message per ticket read.
  *  - struct nxqd_rq: a request that could not be answered in its turn:
  *    held by the grace window (restart.c), or a charge waiting in the
  *    ledger: its struct nxq_waiter is queued there (nxq_charge_begin()),
@@ -57,6 +67,7 @@ struct nxqd_conn {
 	struct nxqd_rq *busy;		/* a request in progress */
 	void *out;			/* a reply the socket had no room for */
 	size_t outlen;
+	struct list_head notes;		/* hents whose notice waits for room */
 	unsigned int refs;
 	bool closed;
 };
@@ -72,6 +83,12 @@ struct nxqd_hent {
 	u64 charged;			/* as last answered */
 	bool asked;			/* v0: a charge was asked on it */
 	struct nxqd_rec_holder *rec;	/* v1: its restore's claim */
+	bool noted;			/* v2: a notice sent, its ticket not
+					 * read since
+					 */
+	struct list_head note_link;	/* v2: on conn->notes while its
+					 * notice waits for room
+					 */
 };
 
 struct nxqd_rq {
@@ -133,8 +150,10 @@ struct nxqd_ctx {
 
 struct nxqd_hent **nxqd_hent_slot(u64 id);
 struct nxqd_hent *nxqd_hent_find(u64 id);
-/* Drop a reference on a holder (its eventfd with the last). */
+/* Drop a reference on a holder (its signal with the last). */
 void nxqd_holder_put(struct nxq_holder *h);
+/* signal.c's tell: a notice for the hent @owner, sent or kept. */
+void nxqd_hent_notice(void *owner);
 /* End a holder: out of the table, detached (uncharged), references gone. */
 void nxqd_hent_end(struct nxqd_hent *e);
 /*
@@ -149,6 +168,17 @@ int nxqd_reply_charge(struct nxqd_conn *c, int err, struct nxqd_proc *p,
 void nxqd_conn_put(struct nxqd_conn *c);
 /* Its request in progress was answered: read it again. */
 void nxqd_conn_resume(struct nxqd_conn *c);
+/*
+ * Poll @c for what its state asks: a hang-up always, room while a reply
+ * or a notice waits for it, requests while none is in progress, no
+ * reply waits and its subtree is not penalized.
+ */
+void nxqd_conn_watch(struct nxqd_conn *c);
+/*
+ * Send what waits on @c for room: its reply, then its notices.  Return:
+ * 0 (sent, or waiting still), or the send's -errno: the peer is gone.
+ */
+int nxqd_conn_flush(struct nxqd_conn *c);
 
 /* ---- client_cmd.c ---- */
 

@@ -88,16 +88,20 @@ static int nxqd_ioc_register(struct nxqd_ctx *r, void *karg, u32 usize)
 {
 	struct nxq_holder_reg *a = karg;
 	struct nxqd_conn *c = r->c;
-	struct nxqd_efd *efd = NULL;
+	struct nxqd_tsig *sig = NULL;
 	struct nxq_abi_devnode proof;
 	struct nxq_holder *h;
 	struct nxqd_hent *e;
+	bool notify = r->flags & NXQD_REQ_NOTIFY;
 	int want, evfd = -1, devfd = -1, err, i;
 	u64 id;
 
 	err = nxq_abi_register_check(a);
 	if (err)
 		return err;
+	/* told on its connection, or through an eventfd: not both */
+	if (notify && a->eventfd >= 0)
+		return -EINVAL;
 	if (!r->caller) {
 		nxqd_cl.creds_refused++;
 		return -EPERM;
@@ -121,9 +125,10 @@ static int nxqd_ioc_register(struct nxqd_ctx *r, void *karg, u32 usize)
 	e = calloc(1, sizeof(*e));
 	if (!e)
 		return -ENOMEM;
-	if (evfd >= 0) {
-		efd = nxqd_efd_new(evfd);
-		if (!efd) {
+	/* it can be asked if it can be told: a notice, or its eventfd */
+	if (evfd >= 0 || notify) {
+		sig = nxqd_tsig_new(evfd);
+		if (!sig) {
 			free(e);
 			return -ENOMEM;
 		}
@@ -131,16 +136,16 @@ static int nxqd_ioc_register(struct nxqd_ctx *r, void *karg, u32 usize)
 	/* the owner is the process: the ledger only stores it (holder_kill) */
 	mutex_lock(&nxqd_ledger.lock);
 	h = nxq_abi_holder_new(&nxqd_ledger, a, &proof, nxqd_proc_node,
-			       r->caller, efd, &r->caller->owner,
+			       r->caller, sig, &r->caller->owner,
 			       r->caller->tgid, &err);
 	mutex_unlock(&nxqd_ledger.lock);
-	/* the eventfd is the efd's now (closed with it), not the request's */
-	for (i = 0; efd && i < r->nr_fds; i++)
+	/* the eventfd is the signal's now (closed with it) */
+	for (i = 0; sig && evfd >= 0 && i < r->nr_fds; i++)
 		if (r->fds[i] == evfd)
 			r->fds[i] = -1;
 	if (!h) {
-		if (efd)
-			nxqd_efd_put(efd);
+		if (sig)
+			nxqd_tsig_put(sig);
 		free(e);
 		return err;
 	}
@@ -160,6 +165,10 @@ static int nxqd_ioc_register(struct nxqd_ctx *r, void *karg, u32 usize)
 	e->proc = r->caller;
 	nxqd_proc_hold(e->proc);
 	e->conn = c;
+	INIT_LIST_HEAD(&e->note_link);
+	/* its notices are told to it (none is queued yet: it holds nothing) */
+	if (notify)
+		nxqd_tsig_own(sig, e);
 	strscpy(e->device, a->device, sizeof(e->device));
 	list_add_tail(&e->conn_link, &c->holders);
 	list_add_tail(&e->proc_link, &e->proc->holders);
@@ -611,6 +620,8 @@ static int nxqd_ioc_status(struct nxqd_ctx *r, struct nxqd_hent *e,
 static int nxqd_ioc_ticket_read(struct nxqd_ctx *r, struct nxqd_hent *e,
 				void *karg, u32 usize)
 {
+	/* what a notice sent said is read: the next raise sends another */
+	e->noted = false;
 	return nxq_abi_ticket_read(e->h, karg);
 }
 
@@ -667,11 +678,12 @@ static const nxqd_hfn nxqd_handlers[NXQ_ABI_NR_CMDS] = {
 	[_IOC_NR(NXQ_IOC_TICKET_ANSWER)] = nxqd_ioc_ticket_answer,
 };
 
-/* The version-1 flags each command takes. */
-static u16 nxqd_req_flags(unsigned int cmd)
+/* The flags each command takes at @version. */
+static u16 nxqd_req_flags(unsigned int cmd, u16 version)
 {
 	switch (cmd) {
 	case NXQ_IOC_HOLDER_REGISTER:
+		return NXQD_REQ_RESTORE | (version >= 2 ? NXQD_REQ_NOTIFY : 0);
 	case NXQ_IOC_CHARGE:
 		return NXQD_REQ_RESTORE;
 	case NXQ_IOC_VERSION:
@@ -707,7 +719,7 @@ int nxqd_handle(struct nxqd_ctx *r, size_t len)
 	op = nxq_abi_cmd(req->cmd);
 	if (!op)
 		return -ENOTTY;
-	if (r->flags & ~nxqd_req_flags(op->cmd))
+	if (r->flags & ~nxqd_req_flags(op->cmd, r->version))
 		return -EINVAL;
 	alen = len - sizeof(*req);
 	memcpy(&usize, msg + sizeof(*req), sizeof(usize));

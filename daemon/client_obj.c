@@ -2,9 +2,21 @@
 /*
  * nxquotad's client socket, its lowest part (client.h says the rest): the
  * state the loop keeps for it (nxqd_cl), the holders' table (id -> hent)
- * and a holder's end, the ledger's hooks on a holder (its eventfd, its
+ * and a holder's end, the ledger's hooks on a holder (its signal, its
  * process), what restart.c reads back of the table, a connection's
- * references and the replies sent on it.
+ * references, what is polled on it, and what is sent on it: replies and
+ * ticket notices (version 2).
+ *
+ * A connection sends, in this order of precedence: a reply the socket
+ * had no room for (c->out: nothing more is read until it is sent), then
+ * the notices that wait for room (c->notes), each with MSG_DONTWAIT.  A
+ * notice is sent whether or not a request is in progress on the
+ * connection (a charge waiting there is no reason for its process not to
+ * hear of a ticket); the client tells a notice from a reply by
+ * NXQD_REP_TICKET, so a notice may come before or after any reply.
+ * Nothing here waits for a tenant: a socket without room is polled for
+ * EPOLLOUT, and what waits is one buffer (the reply) and one flag per
+ * holder (its notice).
  */
 #include <linux/types.h>
 #include <linux/nxquota.h>
@@ -40,7 +52,7 @@ struct nxqd_hent *nxqd_hent_find(u64 id)
 static void nxqd_free_priv(struct nxq_holder *h)
 {
 	if (h->priv)
-		nxqd_efd_put(h->priv);
+		nxqd_tsig_put(h->priv);
 }
 
 void nxqd_holder_put(struct nxq_holder *h)
@@ -48,11 +60,14 @@ void nxqd_holder_put(struct nxq_holder *h)
 	nxq_holder_put(h, nxqd_free_priv);
 }
 
-/* The ledger's holder_signal hook: queue a +1 on its eventfd. */
+/*
+ * The ledger's holder_signal hook (device lock held): queue its notice,
+ * or a +1 on its eventfd (signal.c); nothing is sent from here.
+ */
 void nxqd_holder_signal(struct nxq_holder *h)
 {
 	if (h->priv)
-		nxqd_efd_signal(h->priv);
+		nxqd_tsig_signal(h->priv);
 }
 
 /* The ledger's holder_kill hook: SIGKILL the registering process. */
@@ -82,6 +97,13 @@ void nxqd_hent_end(struct nxqd_hent *e)
 	list_del(&e->conn_link);
 	list_del(&e->proc_link);
 	e->conn->nr_holders--;
+	/* no notice for it from now on, none waiting */
+	if (e->h->priv)
+		nxqd_tsig_own(e->h->priv, NULL);
+	if (!list_empty(&e->note_link)) {
+		list_del_init(&e->note_link);
+		nxqd_conn_watch(e->conn);
+	}
 	nxq_holder_end(e->h, nxqd_free_priv);	/* the table's reference */
 	nxqd_proc_put(e->proc);
 	free(e);
@@ -117,7 +139,90 @@ const struct nxqd_restart_ops *nxqd_client_restart(void)
 	return &nxqd_client_restart_ops;
 }
 
-/* ---- replies ---- */
+/* ---- what is sent: replies, notices ---- */
+
+void nxqd_conn_watch(struct nxqd_conn *c)
+{
+	u32 ev = EPOLLRDHUP;
+
+	if (c->closed)
+		return;
+	if (c->out || !list_empty(&c->notes))
+		ev |= EPOLLOUT;
+	/* (a subtree's penalty takes EPOLLIN off until it ends: conns.c) */
+	if (!c->busy && !c->out && list_empty(&c->slot.park))
+		ev |= EPOLLIN;
+	nxqd_watch_mod(&c->w, ev);
+}
+
+/* A send's error that says only "no room now": wait for EPOLLOUT. */
+static bool nxqd_no_room(int err)
+{
+	return err == EAGAIN || err == ENOBUFS || err == ENOMEM ||
+	       err == EINTR;
+}
+
+/*
+ * Send @c's notices while the socket has room and no reply waits before
+ * them; what is left waits for EPOLLOUT.  A notice the peer can no longer
+ * take (it hung up: its hang-up closes the connection) is dropped with
+ * its connection.
+ */
+static void nxqd_conn_notes(struct nxqd_conn *c)
+{
+	struct nxqd_notice n = {
+		.rep.version = NXQD_PROTO_VERSION,
+		.rep.flags = NXQD_REP_TICKET,
+	};
+	struct nxqd_hent *e;
+	ssize_t sent;
+
+	while (!c->closed && !c->out && !list_empty(&c->notes)) {
+		e = list_first_entry(&c->notes, struct nxqd_hent, note_link);
+		n.holder_id = e->id;
+		sent = send(c->w.fd, &n, sizeof(n),
+			    MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (sent < 0 && nxqd_no_room(errno))
+			break;
+		list_del_init(&e->note_link);
+		e->noted = sent == (ssize_t)sizeof(n);
+	}
+	nxqd_conn_watch(c);
+}
+
+/*
+ * signal.c's tell, on the loop: the ledger opened or raised the ticket of
+ * the hent @owner.  Coalesced: nothing while a notice of it waits for
+ * room, or was sent and its ticket not read since (the tenant has yet to
+ * read what this raise changed).
+ */
+void nxqd_hent_notice(void *owner)
+{
+	struct nxqd_hent *e = owner;
+
+	if (e->noted || !list_empty(&e->note_link))
+		return;
+	list_add_tail(&e->note_link, &e->conn->notes);
+	nxqd_conn_notes(e->conn);
+}
+
+int nxqd_conn_flush(struct nxqd_conn *c)
+{
+	ssize_t n;
+
+	if (c->out) {
+		n = send(c->w.fd, c->out, c->outlen,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (n < 0 && nxqd_no_room(errno))
+			return 0;
+		free(c->out);
+		c->out = NULL;
+		if (n < 0)
+			return -errno;
+	}
+	nxqd_conn_notes(c);
+	return 0;
+}
 
 /*
  * Send a reply; -EAGAIN keeps it for when the socket has room (the
@@ -138,7 +243,7 @@ static int nxqd_send(struct nxqd_conn *c, const void *buf, size_t len)
 			return -ENOMEM;
 		memcpy(c->out, buf, len);
 		c->outlen = len;
-		nxqd_watch_mod(&c->w, EPOLLOUT | EPOLLRDHUP);
+		nxqd_conn_watch(c);
 		return 0;
 	}
 	return n < 0 ? -errno : -EPIPE;
@@ -193,8 +298,7 @@ void nxqd_conn_put(struct nxqd_conn *c)
 /* Its request in progress was answered: read it again. */
 void nxqd_conn_resume(struct nxqd_conn *c)
 {
-	if (!c->closed && !c->out)
-		nxqd_watch_mod(&c->w, EPOLLIN | EPOLLRDHUP);
+	nxqd_conn_watch(c);
 	nxqd_conn_put(c);
 }
 

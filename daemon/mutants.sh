@@ -277,7 +277,7 @@ mutant group-ignored DAEMON_SRCS DAEMON_BIN client.c \
 # The daemon: an eventfd is written where the ledger signals, under its
 # lock (a tenant that made its file block freezes the device).
 mutant signal-under-lock DAEMON_SRCS DAEMON_BIN signal.c \
-	'/^void nxqd_efd_signal(/,/^}/s/^\tpthread_mutex_lock(&sig.m);/\t{ u64 one = 1; if (write(e->fd, \&one, sizeof(one)) < 0) {} }\n&/' \
+	'/^void nxqd_tsig_signal(/,/^}/s/^\tpthread_mutex_lock(&sig.m);/\t{ u64 one = 1; if (t->fd >= 0 \&\& write(t->fd, \&one, sizeof(one)) < 0) {} }\n&/' \
 	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
 # The daemon: an eventfd write that waits is not cut short.
 mutant signal-uncut DAEMON_SRCS DAEMON_BIN signal.c \
@@ -288,6 +288,40 @@ mutant signal-uncut DAEMON_SRCS DAEMON_BIN signal.c \
 mutant signal-one-shot DAEMON_SRCS DAEMON_BIN signal.c \
 	'/^\t\t\.it_interval\.tv_nsec = NXQD_SIGNAL_US \* NSEC_PER_USEC,$/d' \
 	'nxquotad-attack.nxqd_test_eventfd_block' 'Expected'
+# Issue 30: tickets on the tenant's connection (protocol 2).  A
+# registration with NXQD_REQ_NOTIFY gets no signal: it cannot be asked,
+# so the asker's refusal asks nobody and nothing is told.
+mutant notice-not-askable DAEMON_SRCS DAEMON_BIN client_cmd.c \
+	's/^\tif (evfd >= 0 || notify) {$/\tif (evfd >= 0) {/;s/^\tif (notify)$/\tif (notify \&\& sig)/' \
+	'nxquotad-notice.nxqd_test_notice' 'Expected'
+# ... the eventfd writer starts with the daemon, whatever its clients
+# speak (a shared thread for notices too).
+mutant notice-thread-always DAEMON_SRCS DAEMON_BIN signal.c \
+	's/^\tif (fd >= 0 \&\& nxqd_signal_thread())$/\tif (nxqd_signal_thread())/' \
+	'nxquotad-notice.nxqd_test_notice' 'Expected'
+# ... every raise is told, read or not (no coalescing).
+mutant notice-uncoalesced DAEMON_SRCS DAEMON_BIN client_obj.c \
+	's/^\tif (e->noted || !list_empty(&e->note_link))$/\tif (!list_empty(\&e->note_link))/' \
+	'nxquotad-notice.nxqd_test_notice_coalesced' 'Expected'
+# ... a notice the socket has no room for is dropped.
+mutant notice-dropped-when-full DAEMON_SRCS DAEMON_BIN client_obj.c \
+	's/^\t\tif (sent < 0 \&\& nxqd_no_room(errno))$/\t\tif (0)/' \
+	'nxquotad-notice.nxqd_test_notice_unread' 'Expected'
+# ... the loop waits for the tenant to make room (a tenant that does not
+# read its connection freezes the daemon).
+mutant notice-waits-for-room DAEMON_SRCS DAEMON_BIN client_obj.c \
+	's/^\t\tsent = send(c->w.fd, &n, sizeof(n),$/\t\twhile ((sent = send(c->w.fd, \&n, sizeof(n), MSG_DONTWAIT | MSG_NOSIGNAL)) < 0 \&\& errno == EAGAIN)\n\t\t\tusleep(1000);\n\t\tif (0) send(c->w.fd, \&n, sizeof(n),/' \
+	'nxquotad-notice.nxqd_test_notice_unread' 'Expected'
+# ... nothing is told on a connection while its request is in progress
+# (a charge waiting there waits for the ticket it asked for).
+mutant notice-not-while-busy DAEMON_SRCS DAEMON_BIN client_obj.c \
+	's/^\twhile (!c->closed \&\& !c->out \&\& !list_empty(&c->notes)) {$/\twhile (!c->closed \&\& !c->out \&\& !c->busy \&\& !list_empty(\&c->notes)) {/' \
+	'nxquotad-notice.nxqd_test_notice_in_flight' 'Expected'
+# ... a budget change is acknowledged before the notices it caused are
+# sent (they go at the loop's next turn).
+mutant notice-after-ack DAEMON_SRCS DAEMON_BIN signal.c \
+	's/^\t\tnxqd_notes_run();$/\t\t;/' \
+	'nxquotad-notice.nxqd_test_notice_before_ack' 'Expected'
 # Issue 30: a holder follows its process into a cgroup whose holders_max
 # is reached (no limit checked on a move).
 mutant rehome-unchecked LEDGER_SRCS LEDGER_BIN holder.c \

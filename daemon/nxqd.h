@@ -11,7 +11,9 @@
  *   dcgroup.c   cgroup2 directories as node keys (kmod/cgroup.c's part)
  *   proc.c      client processes: pidfd, start time, cgroup
  *   conns.c     the bounds on client connections (per subtree, uid, process)
- *   signal.c    tickets' eventfds, written by a thread of their own
+ *   signal.c    how a holder is told of a ticket: a notice queued for
+ *               the loop, or (before version 2) its eventfd, written by
+ *               a thread of its own
  *   state.c     devices and budgets on disk
  *   restart.c   what each holder held (the record) and the grace window
  *   client_obj.c  the client socket: its holders' table, replies
@@ -25,11 +27,12 @@
  *
  * Threads: the loop runs every socket, every ledger call and every
  * waiting charge's timer (client_cmd.c); besides it there are
- * only the eventfd writer (signal.c), the compat layer's workqueue (the
+ * only the eventfd writer (signal.c; only once a client before protocol
+ * version 2 passed an eventfd), the compat layer's workqueue (the
  * ledger's event work: ctl.c's nxqd_ctl_event()) and its RCU callbacks
  * (frees), and the backstop's NVML reader (backstop.c).  Nothing of the
- * daemon's is taken under a ledger lock but the signal queue's lock
- * (nxqd_efd_signal()).
+ * daemon's is taken under a ledger lock but the signal queues' lock
+ * (nxqd_tsig_signal()).
  *
  * Keys and identities:
  *  - node keys are struct nxqd_cg (opaque here): a cgroup2 directory,
@@ -342,25 +345,42 @@ bool nxqd_conn_turn(struct nxqd_slot *s, struct nxqd_watch *w);
 #define NXQD_PENALTY_US		1000
 void nxqd_conn_penalize(struct nxqd_slot *s);
 
-/* ---- signal.c: the tickets' eventfds ---- */
+/* ---- signal.c: how a holder is told of its tickets ---- */
 
 /*
- * A holder's eventfd (its priv), shared with the tenant that passed it.
- * nxqd_efd_signal() may be called under the device lock: it queues, and a
- * thread of its own writes, so no tenant's file is written under a
- * ledger lock or on the loop, and a write that would wait (the tenant
- * filled the counter and cleared O_NONBLOCK) is cut short and the file
- * never written again.
+ * A holder's signal (its priv, for a holder that can be asked): a notice
+ * on its registering connection (version 2), or the eventfd a
+ * registration before version 2 passed, shared with the tenant.
+ * nxqd_tsig_signal() may be called under the device lock, from any
+ * thread: it queues.  A notice is told on the loop by the function given
+ * to nxqd_notice_start() (the client socket sends it without blocking);
+ * an eventfd is written by a thread of its own, started with the first
+ * one, so no tenant's file is written under a ledger lock or on the loop,
+ * and a write that would wait (the tenant filled the counter and cleared
+ * O_NONBLOCK) is cut short and the file never written again.
  */
-struct nxqd_efd;
+struct nxqd_tsig;
+/* Block the writer's signal in the threads to come (before any). */
 int nxqd_signal_start(void);
 void nxqd_signal_stop(void);
-struct nxqd_efd *nxqd_efd_new(int fd);
-void nxqd_efd_put(struct nxqd_efd *e);
-void nxqd_efd_signal(struct nxqd_efd *e);
-/* Writes cut short so far (files that will not be signalled again). */
-/* Wait until every eventfd queued so far is written (or dropped). */
+/*
+ * A holder's signal: @fd its eventfd (legacy: starts the writer), or -1,
+ * a notice.  NULL: out of memory (or no writer could start).
+ */
+struct nxqd_tsig *nxqd_tsig_new(int fd);
+void nxqd_tsig_put(struct nxqd_tsig *t);
+void nxqd_tsig_signal(struct nxqd_tsig *t);
+/* On the loop: whom its notices are told to (NULL: nobody, it ended). */
+void nxqd_tsig_own(struct nxqd_tsig *t, void *owner);
+/* On the loop: notices queued from now on are told to @tell(owner). */
+int nxqd_notice_start(void (*tell)(void *owner));
+void nxqd_notice_stop(void);
+/*
+ * On the loop: tell every notice queued so far, and wait until every
+ * eventfd queued so far is written (or dropped).
+ */
 void nxqd_signal_flush(void);
+/* Writes cut short so far (files that will not be signalled again). */
 unsigned long nxqd_signal_refused(void);
 
 /* ---- state.c: devices and budgets on disk ---- */

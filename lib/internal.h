@@ -176,8 +176,11 @@ int nxq__sock_open(const char *path, void **kprivp);
 extern const char *nxq__sock_default;
 /* context.c: NXQD_SOCKET_PATH_V0, where daemons before issue 29 listen. */
 extern const char *nxq__sock_v0;
-/* Tests: reconnects done, restores refused, connections made and refused. */
-void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[4]);
+/*
+ * Tests: reconnects done, restores refused, connections made and refused,
+ * ticket notices told in a request and by the watcher.
+ */
+void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[6]);
 
 /*
  * A holder's NXQ_IOC_STATUS (context.c), for the preload shim's budget-aware

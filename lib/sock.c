@@ -93,7 +93,7 @@ static int sk_version(struct nxq_ctx *ctx, struct nxq_version *v)
 	r = sk_begin(ctx, &epoch);
 	if (r)
 		return r;
-	r = nxq__sk_req(s, SK_IOC(NXQ_IOC_VERSION), v, sizeof(*v), sizeof(*v), NULL, 0, &err);
+	r = nxq__sk_req(s, 0, SK_IOC(NXQ_IOC_VERSION), v, sizeof(*v), sizeof(*v), NULL, 0, &err);
 	sk_end(ctx);
 	return r ? r : err;
 }
@@ -104,6 +104,7 @@ static int sk_register(struct nxq_ctx *ctx, struct nxq_holder_reg *reg)
 	struct sk_holder *h = calloc(1, sizeof(*h));
 	struct nxq_holder_reg out;
 	int fds[2], n, minor, err = 0, r;
+	uint16_t nf;
 	unsigned int epoch;
 	char node[32];
 
@@ -131,9 +132,10 @@ static int sk_register(struct nxq_ctx *ctx, struct nxq_holder_reg *reg)
 		r = sk_begin(ctx, &epoch);
 		if (r)
 			break;
-		n = nxq__sk_holder_fds(h, &out, fds);
-		r = nxq__sk_req(s, SK_IOC(NXQ_IOC_HOLDER_REGISTER), &out, sizeof(out), sizeof(out),
-				fds, n, &err);
+		/* protocol 2: told on the connection, our eventfd kept (sock.h) */
+		n = nxq__sk_holder_fds(s, h, &out, fds, &nf);
+		r = nxq__sk_req(s, nf, SK_IOC(NXQ_IOC_HOLDER_REGISTER), &out, sizeof(out),
+				sizeof(out), fds, n, &err);
 		if (!r && !err && !out.holder_id)
 			err = -EPROTO;
 		if (!r && !err) {
@@ -153,8 +155,8 @@ static int sk_register(struct nxq_ctx *ctx, struct nxq_holder_reg *reg)
 							.holder_id = out.holder_id };
 						int e2;
 
-						nxq__sk_req(s, SK_IOC(NXQ_IOC_HOLDER_UNREGISTER), &hid,
-							    sizeof(hid), 0, NULL, 0, &e2);
+						nxq__sk_req(s, 0, SK_IOC(NXQ_IOC_HOLDER_UNREGISTER),
+							    &hid, sizeof(hid), 0, NULL, 0, &e2);
 					}
 					sk_end(ctx);
 					break;
@@ -203,8 +205,8 @@ static int sk_unregister(struct nxq_ctx *ctx, uint64_t holder)
 	hid.holder_id = h->dmn_id;
 	pthread_mutex_unlock(&s->mu);
 	if (hid.holder_id)
-		r = nxq__sk_req(s, SK_IOC(NXQ_IOC_HOLDER_UNREGISTER), &hid, sizeof(hid), 0, NULL, 0,
-				&err);
+		r = nxq__sk_req(s, 0, SK_IOC(NXQ_IOC_HOLDER_UNREGISTER), &hid, sizeof(hid), 0, NULL,
+				0, &err);
 	/* No other call uses it now (the arena is detached): free it; ids are not reused. */
 	pthread_mutex_lock(&s->mu);
 	s->h[holder - 1] = NULL;
@@ -677,11 +679,20 @@ int nxq__sock_open(const char *path, void **kprivp)
 			return r;
 		}
 	}
-	s->pool = nxq__sk_conn_new(s, fd);
-	if (!s->pool) {
-		close(fd);
-		sk_free(s, 0);
-		return -ENOMEM;
+	{
+		struct sk_conn *c;
+
+		/* s->mu: the watcher runs (and reads pooled connections) */
+		pthread_mutex_lock(&s->mu);
+		c = nxq__sk_conn_new(s, fd);
+		if (c)
+			nxq__sk_conn_give(s, c);
+		pthread_mutex_unlock(&s->mu);
+		if (!c) {
+			close(fd);
+			sk_free(s, 0);
+			return -ENOMEM;
+		}
 	}
 	s->nconns = 1;
 	s->cap = SK_CONNS_MAX;
@@ -689,13 +700,21 @@ int nxq__sock_open(const char *path, void **kprivp)
 	return 0;
 }
 
-/* For the tests: reconnects done, restores refused, connections made and refused. */
-void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[4])
+/*
+ * For the tests: reconnects done, restores refused, connections made and
+ * refused, notices told while a request waited for its reply and by the
+ * watcher.
+ */
+void nxq__sock_counters(const struct nxq_ctx *ctx, unsigned long out[6])
 {
-	const struct sk *s = ctx->kpriv;
+	struct sk *s = ctx->kpriv;
 
+	pthread_mutex_lock(&s->mu);
 	out[0] = s->reconnects;
 	out[1] = s->restores_refused;
 	out[2] = s->conns_made;
 	out[3] = s->conns_refused;
+	out[4] = s->notices_req;
+	out[5] = s->notices_idle;
+	pthread_mutex_unlock(&s->mu);
 }

@@ -13,8 +13,27 @@
  * struct nxqd_req, then the ioctl's argument struct), one per reply.  Who
  * asks is the kernel's to say (the daemon reads SCM_CREDENTIALS, which the
  * kernel attaches because the daemon set SO_PASSCRED): nothing here sends
- * an identity.  NXQ_IOC_HOLDER_REGISTER carries the eventfd, then the
- * device node, by SCM_RIGHTS in the same message.
+ * an identity.  NXQ_IOC_HOLDER_REGISTER carries the device node by
+ * SCM_RIGHTS in the same message, and the eventfd before it only to a
+ * daemon of protocol 0 or 1.
+ *
+ * Tickets (protocol 2): a holder is registered with NXQD_REQ_NOTIFY, and
+ * the daemon tells it of a ticket by a notice (struct nxqd_notice) on the
+ * connection it was registered on, at any time between messages.  The
+ * library writes 1 to the holder's eventfd (h->evfd, our duplicate of the
+ * arena's, never given to the daemon), which the context's pressure
+ * thread watches as before.  A connection's messages are read by one
+ * party at a time: the request that took it out of the pool
+ * (nxq__sk_conn_take()), whose nxq__sk_xfer() tells each notice it meets
+ * and goes on waiting for its reply; or, while it is in the pool, the
+ * watcher, with s->mu held (nxq__sk_drain()).  The watcher's epoll set
+ * asks for EPOLLIN on a connection only while it is pooled: taking it
+ * out turns EPOLLIN off and giving it back on again (nxq__sk_conn_give(),
+ * EPOLL_CTL_MOD, which reports data already there), so a notice that
+ * comes after a reply, before the connection is back, is read by the
+ * watcher then, and a reply never wakes the watcher.  With a daemon of
+ * protocol 0 or 1 there are no notices: no EPOLLIN, no EPOLL_CTL_MOD, and
+ * the eventfd is passed as before for the daemon to write.
  *
  * Objects (struct sk, the context's kpriv):
  *  - a pool of connections (at most SK_CONNS_MAX): a request pops one,
@@ -45,7 +64,8 @@
  * did too): nothing is granted twice and nothing is lost.
  *
  * The watcher (a thread of its own, sk_watch()): every connection is in an
- * epoll set for EPOLLRDHUP.  When one hangs up, the watcher takes s->rw
+ * epoll set for EPOLLRDHUP (and, while pooled, EPOLLIN: notices, above).
+ * When one hangs up, the watcher takes s->rw
  * for writing (waiting out requests in flight, which fail on the same
  * hang-up), and if a pooled connection has really ended it reconnects and
  * restores at once: an idle process -- one making no call while the
@@ -55,9 +75,12 @@
  * finds the others alive and does nothing.  While the daemon stays away
  * (s->broken) the watcher tries again every SK_WATCH_RETRY_MS.
  *
- * Protocol (<linux/nxquotad.h>): NXQ_IOC_VERSION at version 1 on each new
- * daemon (nxq__sk_hello()); a daemon of the first protocol refuses it and is
- * spoken to at version 0.  At version 1 a restore says so: the
+ * Protocol (<linux/nxquotad.h>): NXQ_IOC_VERSION at NXQD_PROTO_VERSION on
+ * each new daemon (nxq__sk_hello()); one of version 1 refuses it
+ * (-EPROTONOSUPPORT, naming its version) and is spoken to at 1, one of
+ * the first protocol refuses any version (-EINVAL) and is spoken to at 0.
+ * From version 1 a restore says so (and registers again with
+ * NXQD_REQ_NOTIFY at version 2): the
  * registration carries NXQD_REQ_RESTORE and the holder's id on the daemon
  * that went, its charge NXQD_REQ_RESTORE (the daemon grants up to what it
  * recorded for that holder, and may hold the answer until the others have
@@ -84,8 +107,11 @@
  * for the unbacked bytes too, and its uncharges take from them first.
  *
  * Lock order: s->rw, then s->mu (the pool, the holder table and every
- * holder's fields).  No lock but s->rw (read) is held across a request.
- * The watcher holds none while it waits.
+ * holder's fields, each connection's pooled and its EPOLLIN).  No lock but
+ * s->rw (read) is held across a request; s->mu is held while a notice is
+ * told (a holder found by the daemon's id, its eventfd written: neither
+ * waits).  The watcher holds none while it waits, and only s->mu to read
+ * a pooled connection.
  *
  * Fork: the context belongs to the parent (nxq__forked(): every op
  * answers -ECHILD in a child); nxq_ctx_close() in the child only closes
@@ -110,13 +136,15 @@ struct sk_conn {
 	int fd;
 	int fresh;			/* no reply read on it yet */
 	int waiting;			/* held by a waiting charge */
+	int pooled;			/* s->mu: in the pool (the watcher reads it) */
+	int epollin;			/* s->mu: EPOLLIN asked of the watcher's set */
 	struct sk_conn *next;		/* in the pool */
 	struct sk_conn *all;		/* every connection (for sk_forget) */
 };
 
 struct sk_holder {
 	struct nxq_holder_reg reg;	/* device, priority, flags as registered */
-	int evfd, devfd;		/* our duplicates, or -1 */
+	int evfd, devfd;		/* our duplicates, or -1 (evfd: what notices write) */
 	int live;
 	uint64_t dmn_id;		/* the daemon's id now; 0: it does not know us */
 	uint64_t charged;		/* bytes the library holds charged through it */
@@ -136,7 +164,7 @@ struct sk {
 	int cap;			/* SK_CONNS_MAX, lower once the daemon refused one */
 	int nwait;			/* connections held by waiting charges */
 	unsigned int epoch;		/* bumped by each reconnect */
-	uint16_t proto;			/* the daemon's protocol (<linux/nxquotad.h>): 0 or 1 */
+	uint16_t proto;			/* the daemon's protocol (<linux/nxquotad.h>): 0, 1, 2 */
 	int broken;			/* the last reconnect failed */
 	struct sk_holder **h;
 	int nh, hcap;
@@ -144,13 +172,14 @@ struct sk {
 	uint64_t syn_next;
 	int reported;
 	/* the watcher */
-	int epfd;			/* every connection, for EPOLLRDHUP */
+	int epfd;			/* every connection, for EPOLLIN and EPOLLRDHUP */
 	int stopfd;			/* an eventfd: stop (in that set too) */
 	int watching;			/* the thread runs */
 	int stopping;			/* close: the reconnect loop gives up */
 	pthread_t watcher;
-	/* for the tests */
+	/* for the tests (s->mu) */
 	unsigned long reconnects, restores_refused, conns_made, conns_refused;
+	unsigned long notices_req, notices_idle;	/* told in a request, by the watcher */
 };
 
 static inline int is_gone(int r)
@@ -160,22 +189,27 @@ static inline int is_gone(int r)
 }
 
 /* sock_conn.c: connections and one request (see the functions' comments). */
-int nxq__sk_xfer(int fd, uint16_t ver, uint16_t flags, uint32_t cmd, void *arg, uint32_t len,
-		 uint32_t outlen, const int *fds, int nfds, int *errp, uint16_t *repver);
+int nxq__sk_xfer(struct sk *s, int fd, uint16_t ver, uint16_t flags, uint32_t cmd, void *arg,
+		 uint32_t len, uint32_t outlen, const int *fds, int nfds, int *errp,
+		 uint16_t *repver);
 /* A request at the protocol this connection's daemon speaks, no flags. */
-#define sk_xfer(fd, ...) nxq__sk_xfer(fd, s->proto, 0, __VA_ARGS__, NULL)
+#define sk_xfer(fd, ...) nxq__sk_xfer(s, fd, s->proto, 0, __VA_ARGS__, NULL)
+void nxq__sk_drain(struct sk *s, struct sk_conn *c);
 int nxq__sk_hello(struct sk *s, int fd, struct nxq_version *v, int *errp);
 int nxq__sk_connect(const struct sk *s);
 struct sk_conn *nxq__sk_conn_new(struct sk *s, int fd);
 void nxq__sk_conn_unlink(struct sk *s, struct sk_conn *c);
-int nxq__sk_req(struct sk *s, uint32_t cmd, void *arg, uint32_t len, uint32_t outlen,
-		const int *fds, int nfds, int *errp);
+struct sk_conn *nxq__sk_conn_take(struct sk *s);
+void nxq__sk_conn_give(struct sk *s, struct sk_conn *c);
+int nxq__sk_req(struct sk *s, uint16_t flags, uint32_t cmd, void *arg, uint32_t len,
+		uint32_t outlen, const int *fds, int nfds, int *errp);
 int nxq__sk_hreq(struct sk *s, uint32_t cmd, void *arg, uint32_t len, uint32_t outlen,
 		 int *errp);
 
 /* sock_restore.c: the holders, reconnect and restore, the watcher. */
 struct sk_holder *nxq__sk_holder_get(struct sk *s, uint64_t id);
-int nxq__sk_holder_fds(const struct sk_holder *h, struct nxq_holder_reg *reg, int fds[2]);
+int nxq__sk_holder_fds(const struct sk *s, const struct sk_holder *h,
+		       struct nxq_holder_reg *reg, int fds[2], uint16_t *flags);
 int nxq__sk_reconnect(struct nxq_ctx *ctx, unsigned int epoch);
 int nxq__sk_readopt(struct nxq_ctx *ctx, uint64_t holder);
 int nxq__sk_watch_start(struct sk *s);

@@ -34,17 +34,30 @@ struct sk_holder *nxq__sk_holder_get(struct sk *s, uint64_t id)
 	return h;
 }
 
-int nxq__sk_holder_fds(const struct sk_holder *h, struct nxq_holder_reg *reg, int fds[2])
+/*
+ * What registers h (again) on s's daemon: *reg, the descriptors to pass
+ * in fds (their count returned) and the request's flags.  From protocol
+ * 2, with NXQD_REQ_NOTIFY and no eventfd: its tickets come as notices,
+ * and our eventfd stays ours.  Before, the eventfd, for the daemon to
+ * write.  The device node either way.
+ */
+int nxq__sk_holder_fds(const struct sk *s, const struct sk_holder *h,
+		       struct nxq_holder_reg *reg, int fds[2], uint16_t *flags)
 {
 	int n = 0;
 
 	*reg = h->reg;
 	reg->size = sizeof(*reg);
 	reg->holder_id = 0;
-	reg->eventfd = h->evfd;
+	reg->eventfd = -1;
 	reg->devfd = 0;
-	if (h->evfd >= 0)
+	*flags = 0;
+	if (h->evfd >= 0 && s->proto >= 2) {
+		*flags = NXQD_REQ_NOTIFY;
+	} else if (h->evfd >= 0) {
+		reg->eventfd = h->evfd;
 		fds[n++] = h->evfd;
+	}
 	if (h->devfd >= 0) {
 		reg->flags |= NXQ_HOLDER_DEVFD;
 		reg->devfd = h->devfd;
@@ -76,28 +89,40 @@ static uint64_t now_ms(void)
 	return nxq__now_ns() / 1000000ULL;
 }
 
-/* Register h again and restore its charge on fd (s->rw held for writing). */
+/* Set h's daemon id (s->mu: a notice is told by it, on the watcher too). */
+static void set_dmn_id(struct sk *s, struct sk_holder *h, uint64_t id)
+{
+	pthread_mutex_lock(&s->mu);
+	h->dmn_id = id;
+	pthread_mutex_unlock(&s->mu);
+}
+
+/*
+ * Register h again and restore its charge on fd, a connection nobody
+ * else reads yet (s->rw held for writing).
+ */
 static int restore_holder(struct sk *s, int fd, struct sk_holder *h)
 {
 	struct nxq_holder_reg reg;
 	struct nxq_charge c = { .size = sizeof(c), .flags = NXQ_CHARGE_NOWAIT };
-	int fds[2], n = nxq__sk_holder_fds(h, &reg, fds), err, r;
+	uint16_t nf;
+	int fds[2], n = nxq__sk_holder_fds(s, h, &reg, fds, &nf), err, r;
 	/* version 1: the registration and the charge say they restore */
 	uint16_t rf = s->proto ? NXQD_REQ_RESTORE : 0;
 
 	if (rf)
 		reg.holder_id = h->dmn_id;	/* its id on the daemon that went */
-	h->dmn_id = 0;
+	set_dmn_id(s, h, 0);
 	h->syn_gen = 0;
-	r = nxq__sk_xfer(fd, s->proto, rf, SK_IOC(NXQ_IOC_HOLDER_REGISTER), &reg, sizeof(reg),
-			 sizeof(reg), fds, n, &err, NULL);
+	r = nxq__sk_xfer(s, fd, s->proto, rf | nf, SK_IOC(NXQ_IOC_HOLDER_REGISTER), &reg,
+			 sizeof(reg), sizeof(reg), fds, n, &err, NULL);
 	if (r)
 		return r;
 	if (!err && !reg.holder_id)
 		err = -EPROTO;
 	if (err)
 		goto refused;
-	h->dmn_id = reg.holder_id;
+	set_dmn_id(s, h, reg.holder_id);
 	h->unbacked = 0;
 	h->syn_pending = 0;
 	if (h->charged) {
@@ -107,8 +132,8 @@ static int restore_holder(struct sk *s, int fd, struct sk_holder *h)
 		 * At version 1 the answer may wait for the other processes'
 		 * restores (the daemon's grace window): recv() waits with it.
 		 */
-		r = nxq__sk_xfer(fd, s->proto, rf, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c), sizeof(c),
-				 NULL, 0, &err, NULL);
+		r = nxq__sk_xfer(s, fd, s->proto, rf, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c),
+				 sizeof(c), NULL, 0, &err, NULL);
 		if (!r && err == -EAGAIN) {
 			/*
 			 * The daemon's grace after a restart holds back processes
@@ -117,8 +142,8 @@ static int restore_holder(struct sk *s, int fd, struct sk_holder *h)
 			 */
 			c.flags = NXQ_CHARGE_WAIT;
 			c.timeout_ns = s->reconnect_ms * 1000000ULL;
-			r = nxq__sk_xfer(fd, s->proto, rf, SK_IOC(NXQ_IOC_CHARGE), &c, sizeof(c),
-					 sizeof(c), NULL, 0, &err, NULL);
+			r = nxq__sk_xfer(s, fd, s->proto, rf, SK_IOC(NXQ_IOC_CHARGE), &c,
+					 sizeof(c), sizeof(c), NULL, 0, &err, NULL);
 		}
 		if (r)
 			return r;
@@ -156,11 +181,14 @@ static int sk_reconnect_locked(struct sk *s)
 	unsigned int delay_ms = 10;
 	int fd = -1, r = 0;
 
-	/* No request is in flight: every connection is in the pool. */
+	/*
+	 * No request is in flight: every connection is in the pool (s->mu:
+	 * the watcher reads pooled ones).
+	 */
+	pthread_mutex_lock(&s->mu);
 	while (s->pool) {
-		struct sk_conn *c = s->pool;
+		struct sk_conn *c = nxq__sk_conn_take(s);
 
-		s->pool = c->next;
 		nxq__sk_conn_unlink(s, c);
 		close(c->fd);
 		free(c);
@@ -168,6 +196,7 @@ static int sk_reconnect_locked(struct sk *s)
 	s->nconns = 0;
 	s->nwait = 0;
 	s->cap = SK_CONNS_MAX;
+	pthread_mutex_unlock(&s->mu);
 	/* After a failed reconnect, one more try per call rather than a full wait each. */
 	deadline = now_ms() + (s->broken ? 0 : s->reconnect_ms);
 	for (;;) {
@@ -184,7 +213,7 @@ static int sk_reconnect_locked(struct sk *s)
 					r = restore_holder(s, fd, s->h[i]);
 			if (!r && s->proto) {
 				/* version 1: all restored; the window may close */
-				r = nxq__sk_xfer(fd, s->proto, NXQD_REQ_RESTORED,
+				r = nxq__sk_xfer(s, fd, s->proto, NXQD_REQ_RESTORED,
 						 SK_IOC(NXQ_IOC_VERSION), &v, sizeof(v), sizeof(v),
 						 NULL, 0, &err, NULL);
 			}
@@ -215,11 +244,16 @@ static int sk_reconnect_locked(struct sk *s)
 		goto out;
 	}
 	pthread_mutex_lock(&s->mu);
-	s->pool = nxq__sk_conn_new(s, fd);
-	if (s->pool) {
-		s->nconns = 1;
-	} else {
-		close(fd);	/* out of memory: the next request connects */
+	{
+		struct sk_conn *c = nxq__sk_conn_new(s, fd);
+
+		if (c) {
+			/* (what came on it since its last reply: epoll says so) */
+			nxq__sk_conn_give(s, c);
+			s->nconns = 1;
+		} else {
+			close(fd);	/* out of memory: the next request connects */
+		}
 	}
 	pthread_mutex_unlock(&s->mu);
 	s->broken = 0;
@@ -283,8 +317,28 @@ static int sk_daemon_gone(struct sk *s)
 }
 
 /*
- * The watcher: a connection hung up -- if the daemon has gone, reconnect
- * and restore now, not at this process's next call.  Edge-triggered: a
+ * A message came on the pooled connection which (EPOLLIN): read it now,
+ * s->mu held so that no request takes it meanwhile.  If a request took it
+ * since (the event was collected before), that request reads it.  which
+ * is only compared: the connection may be gone.
+ */
+static void sk_watch_read(struct sk *s, const void *which)
+{
+	pthread_mutex_lock(&s->mu);
+	for (struct sk_conn *c = s->all; c; c = c->all) {
+		if (c != which)
+			continue;
+		if (c->pooled)
+			nxq__sk_drain(s, c);
+		break;
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+/*
+ * The watcher: the notices on pooled connections (sock.h), and a
+ * connection that hung up -- if the daemon has gone, reconnect and
+ * restore now, not at this process's next call.  Edge-triggered: a
  * refused connection is reported once, and closed by its request.
  */
 static void *sk_watch(void *arg)
@@ -304,9 +358,13 @@ static void *sk_watch(void *arg)
 		if (n < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < n; i++) {
-			if (!ev[i].data.u64)
+			if (!ev[i].data.ptr) {
 				stop = 1;
-			else
+				continue;
+			}
+			if (ev[i].events & EPOLLIN)
+				sk_watch_read(s, ev[i].data.ptr);
+			if (ev[i].events & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
 				hup = 1;
 		}
 		if (stop || __atomic_load_n(&s->stopping, __ATOMIC_RELAXED))
@@ -338,6 +396,7 @@ int nxq__sk_readopt(struct nxq_ctx *ctx, uint64_t holder)
 	struct nxq_holder_reg reg;
 	struct sk_holder *h;
 	struct sk_conn *c;
+	uint16_t nf;
 	int fds[2], n, err = 0, r = -ENOLINK;
 
 	pthread_rwlock_wrlock(&s->rw);
@@ -346,14 +405,17 @@ int nxq__sk_readopt(struct nxq_ctx *ctx, uint64_t holder)
 		r = h && h->dmn_id ? 0 : -ENOLINK;
 		goto out;
 	}
-	c = s->pool;
+	/* taken out of the pool: the watcher does not read it meanwhile */
+	pthread_mutex_lock(&s->mu);
+	c = nxq__sk_conn_take(s);
+	pthread_mutex_unlock(&s->mu);
 	if (!c)
 		goto out;
-	n = nxq__sk_holder_fds(h, &reg, fds);
-	if (sk_xfer(c->fd, SK_IOC(NXQ_IOC_HOLDER_REGISTER), &reg, sizeof(reg), sizeof(reg), fds,
-		    n, &err) || err || !reg.holder_id)
-		goto out;	/* a lost connection: the next call reconnects */
-	h->dmn_id = reg.holder_id;
+	n = nxq__sk_holder_fds(s, h, &reg, fds, &nf);
+	if (nxq__sk_xfer(s, c->fd, s->proto, nf, SK_IOC(NXQ_IOC_HOLDER_REGISTER), &reg,
+			 sizeof(reg), sizeof(reg), fds, n, &err, NULL) || err || !reg.holder_id)
+		goto give;	/* a lost connection: the next call reconnects */
+	set_dmn_id(s, h, reg.holder_id);
 	r = 0;
 	if (h->unbacked) {
 		struct nxq_charge ch = { .size = sizeof(ch), .flags = NXQ_CHARGE_NOWAIT,
@@ -365,6 +427,10 @@ int nxq__sk_readopt(struct nxq_ctx *ctx, uint64_t holder)
 			h->syn_pending = 0;
 		}
 	}
+give:
+	pthread_mutex_lock(&s->mu);
+	nxq__sk_conn_give(s, c);
+	pthread_mutex_unlock(&s->mu);
 out:
 	pthread_rwlock_unlock(&s->rw);
 	return r;

@@ -80,12 +80,17 @@ static void nxqd_test_bad_requests(struct kunit *test)
 	 * known or not the command's */
 	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, req_vf(0, 1), v,
 				   sizeof(*v), NULL, &rlen), -EINVAL);
-	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, req_vf(2, 0), v,
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION,
+				   req_vf(NXQD_PROTO_VERSION + 1, 0), v,
 				   sizeof(*v), NULL, &rlen), -EPROTONOSUPPORT);
 	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION, req_vf(1, 1U << 15), v,
 				   sizeof(*v), NULL, &rlen), -EINVAL);
 	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION,
 				   req_vf(1, NXQD_REQ_RESTORE), v, sizeof(*v),
+				   NULL, &rlen), -EINVAL);
+	/* version 2's flag, on another command */
+	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION,
+				   req_vf(2, NXQD_REQ_NOTIFY), v, sizeof(*v),
 				   NULL, &rlen), -EINVAL);
 	KUNIT_EXPECT_EQ(test, call(fd, NXQ_IOC_VERSION,
 				   req_vf(1, NXQD_REQ_RESTORED), v, sizeof(*v),

@@ -70,6 +70,9 @@ struct fake_srv {
 	/* what was seen */
 	int registers, reg_nfds, wait_charges, statuses;
 	int status_ver0;		/* answer STATUS as an older daemon: version 0's bytes */
+	int proto;			/* the protocol spoken: 0 (any version taken, 0
+					 * answered) or 1, 2 (a higher one refused) */
+	uint16_t reg_flags;		/* the last registration's request flags */
 	uint32_t last_err;		/* the last refused charge (STATUS version 1) */
 	uint64_t last_bytes;
 };
@@ -380,9 +383,13 @@ static void *fs_conn(void *arg)
 		}
 		if ((size_t)n < sizeof(in.req)) {
 			r = -EINVAL;
+		} else if (fs.proto && in.req.version > fs.proto) {
+			r = -EPROTONOSUPPORT;
 		} else if (nfds && _IOC_NR(in.req.cmd) != _IOC_NR(NXQ_IOC_HOLDER_REGISTER)) {
 			r = -EINVAL;
 		} else {
+			if (_IOC_NR(in.req.cmd) == _IOC_NR(NXQ_IOC_HOLDER_REGISTER))
+				fs.reg_flags = in.req.flags;
 			r = fs_handle(slot, in.arg, in.req.cmd, n - sizeof(in.req), fds, nfds,
 				      &outlen);
 		}
@@ -392,6 +399,7 @@ static void *fs_conn(void *arg)
 		pthread_mutex_unlock(&fs.mu);
 		out.rep.err = r;
 		out.rep.reserved = 0;
+		out.rep.version = fs.proto;
 		memcpy(out.arg, in.arg, outlen);
 		if (fs_hostile(fd, &out, sizeof(out.rep) + (r ? 0 : outlen)))
 			continue;
@@ -537,6 +545,7 @@ static void fs_zero(void)
 {
 	pthread_mutex_lock(&fs.mu);
 	fs.registers = fs.reg_nfds = fs.wait_charges = fs.statuses = fs.status_ver0 = 0;
+	fs.reg_flags = 0;
 	fs.last_err = 0;
 	fs.last_bytes = 0;
 	pthread_mutex_unlock(&fs.mu);

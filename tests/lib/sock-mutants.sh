@@ -130,7 +130,7 @@ mutant uncharge-sent-again sock.c \
 	$'\tif (is_gone(r) && !nxq__sk_reconnect(ctx, epoch)) {\n\t\tpthread_rwlock_rdlock(&s->rw);\n\t\tc.holder_id = h->dmn_id;\n\t\tr = nxq__sk_hreq(s, SK_IOC(NXQ_IOC_UNCHARGE), &c, sizeof(c), sizeof(c), &err);\n\t\tpthread_rwlock_unlock(&s->rw);\n\t}\n\treturn sk_settle(ctx, epoch, r, err);' \
 	'an uncharge lost in flight is sent again after the restore'
 mutant proto-v0 sock_conn.c \
-	's->proto = repver >= NXQD_PROTO_VERSION ? NXQD_PROTO_VERSION : 0;' 's->proto = 0;' \
+	's->proto = repver < NXQD_PROTO_VERSION ? repver : NXQD_PROTO_VERSION;' 's->proto = 0;' \
 	'the version negotiation settles on version 0'
 mutant no-restored sock_restore.c \
 	'if (!r && s->proto) {' 'if (0) {' \
@@ -170,6 +170,21 @@ mutant charge-lib-id sock.c \
 	$'c.holder_id = h->dmn_id;\n\t\tpthread_mutex_unlock(&s->mu);\n\t\tif (bytes + take' \
 	$'c.holder_id = holder;\n\t\tpthread_mutex_unlock(&s->mu);\n\t\tif (bytes + take' \
 	"a charge names the library's id, not the daemon's"
+mutant notice-as-reply sock_conn.c \
+	'if (!s || (m.msg_flags & MSG_TRUNC) || !is_notice(&in, n))' 'if (1)' \
+	"a ticket notice before a request's reply is taken for the reply"
+mutant watcher-deaf sock_restore.c \
+	'if (ev[i].events & EPOLLIN)' 'if (0)' \
+	'a notice on a pooled connection is not read until a request takes it'
+mutant pooled-unwatched sock_conn.c \
+	'conn_epollin(s, c, s->proto >= 2);' 'conn_epollin(s, c, 0);' \
+	'EPOLLIN never asked for a pooled connection: an idle one is not read'
+mutant eventfd-to-v2 sock_restore.c \
+	'if (h->evfd >= 0 && s->proto >= 2) {' 'if (0) {' \
+	'a daemon of protocol 2 is given the eventfd (its writer thread)'
+mutant restore-unnotified sock_restore.c \
+	'rf | nf,' 'rf,' \
+	'a restore registers the holder again without NXQD_REQ_NOTIFY: never asked'
 
 if [ "$survived" -ne 0 ]; then
 	echo "sock-mutants: $survived mutant(s) survived"

@@ -2,7 +2,8 @@
 /*
  * cmocka tests of the library's socket client against a fake nxquotad in
  * the test process (fake_srv.h), for what the real daemon will not do on
- * purpose: a daemon without tickets (no eventfd sent), one that answers
+ * purpose: a daemon without tickets (no eventfd sent), one of protocol 1
+ * or 0 (the eventfd sent, not NXQD_REQ_NOTIFY), one that answers
  * STATUS at version 0, one that forgets a holder alone (-ENOENT: handled
  * as a lost daemon), one whose grace answers a restore -EAGAIN, and a
  * hostile one.  Everything else -- framing, the pool, reconnect and
@@ -23,6 +24,7 @@
 
 #include "internal.h"
 #include "fake_srv.h"
+#include "sock.h"
 #include "sock_util.h"
 
 static char dir[64];
@@ -86,6 +88,37 @@ static void test_framing_no_tickets(void **state)
 	assert_int_equal(nxq_ctx_close(c), 0);
 }
 
+/*
+ * The protocol the daemon speaks decides how a holder hears of its
+ * tickets: from version 2 it is registered with NXQD_REQ_NOTIFY and no
+ * eventfd (told on the connection); a daemon of version 1 refuses the
+ * library's version 2 (-EPROTONOSUPPORT, naming its own) and is given
+ * the eventfd, as is one of version 0.
+ */
+static void test_protocol_fallback(void **state)
+{
+	static const struct { int proto, nfds; uint16_t flags; } v[] = {
+		{ 2, 0, NXQD_REQ_NOTIFY }, { 1, 1, 0 }, { 0, 1, 0 },
+	};
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		struct nxq_ctx *c;
+		struct nxq_arena *a;
+
+		fs.proto = v[i].proto;
+		fs_zero();
+		c = open_ctx(0, NULL);
+		assert_int_equal(((struct sk *)c->kpriv)->proto, v[i].proto);
+		a = mk(c, 0, 0);
+		assert_int_equal(fs.registers, 1);
+		assert_int_equal(fs.reg_nfds, v[i].nfds);
+		assert_int_equal(fs.reg_flags, v[i].flags);
+		assert_int_equal(nxq_arena_destroy(a), 0);
+		assert_int_equal(nxq_ctx_close(c), 0);
+	}
+	fs.proto = 0;
+}
+
 /* ---- STATUS ---- */
 
 /*
@@ -134,7 +167,7 @@ static void test_enoent_is_lost(void **state)
 {
 	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
 	struct nxq_arena *a = mk(c, 0, 0), *b = mk(c, 0, 0);
-	unsigned long k[4];
+	unsigned long k[6];
 	void *p, *q, *x;
 
 	assert_int_equal(nxq_alloc(a, 2 * G, 0, &p), 0);
@@ -169,7 +202,7 @@ static void test_restore_in_grace(void **state)
 {
 	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
 	struct nxq_arena *a = mk(c, 0, 0);
-	unsigned long k[4];
+	unsigned long k[6];
 	void *p, *q;
 
 	assert_int_equal(nxq_alloc(a, 2 * G, 0, &p), 0);
@@ -238,6 +271,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_framing_no_tickets, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_protocol_fallback, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_status_ver0, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_enoent_is_lost, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restore_in_grace, setup, teardown),

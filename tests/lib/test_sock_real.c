@@ -11,7 +11,9 @@
  * opens its grace window for the restore.
  *
  * The cases: the framing (a charge, a refusal, unregister), the pool
- * under a waiting charge, a connection the daemon refuses, eight waiting
+ * under a waiting charge, a ticket notice met by a waiting request and
+ * one on an idle pooled connection (the watcher's), a connection the
+ * daemon refuses, eight waiting
  * charges, STATUS, reconnect and restore (at a call, with a charge
  * waiting, with none at all), an uncharge and a ticket answer lost in
  * flight, a restore refused, a holder re-adopted, the choice of
@@ -33,6 +35,7 @@
 #include <pthread.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -513,14 +516,15 @@ static void test_framing(void **state)
 /*
  * A waiting charge does not hold up the ticket's answer: A's growth
  * waits in the daemon on one connection; the library's thread reads and
- * answers B's ticket (through the eventfd that came with B's
- * registration) on another.
+ * answers B's ticket (told by a notice on the connection B was
+ * registered on) on another.
  */
 static void test_pool_under_waiting_charge(void **state)
 {
 	struct nxq_ctx *c;
 	struct nxq_arena *a, *b;
 	struct nxq_stats sa, sb;
+	unsigned long k[6];
 	void *q;
 
 	dmn_restart(16 * MiB);
@@ -539,10 +543,105 @@ static void test_pool_under_waiting_charge(void **state)
 	assert_int_equal(sb.answered_bytes, 6 * MiB);
 	assert_true(sk_get(c, &((struct sk *)c->kpriv)->nconns) >= 2);
 	assert_int_equal(used(), sa.charged + sb.charged);
+	nxq__sock_counters(c, k);
+	assert_true(k[4] + k[5] >= 1);		/* told on a connection */
 	assert_int_equal(nxq_free(a, q), 0);
 	assert_int_equal(nxq_arena_destroy(a), 0);
 	assert_int_equal(nxq_arena_destroy(b), 0);
 	assert_int_equal(nxq_ctx_close(c), 0);
+	assert_int_equal(used(), 0);
+}
+
+/*
+ * A ticket notice comes on the connection where a charge waits for its
+ * reply: the waiting request tells it (B's eventfd) and goes on waiting.
+ * A's charge is made below the arena (the kernel ops), so that the only
+ * ask is the waiting charge's own: B is asked while A's request holds the
+ * only connection, the one B was registered on.  Were the notice taken
+ * for the reply, the charge would return before B gave anything back.
+ */
+static void test_notice_in_request(void **state)
+{
+	struct nxq_ctx *c;
+	struct nxq_arena *a, *b;
+	struct nxq_stats sb;
+	unsigned long k[6];
+
+	dmn_restart(16 * MiB);
+	c = open_ctx(0, NULL);
+	a = mk(c, 0, 0);
+	b = mk(c, 64 * MiB, 0);
+	idle_granules(b, 8);			/* the device is full of B's idle memory */
+	assert_int_equal(sk_get(c, &((struct sk *)c->kpriv)->nconns), 1);
+	assert_int_equal(c->kops->charge(c, a->holder, 6 * MiB, 5000000000ULL, NULL), 0);
+	nxq__sock_counters(c, k);
+	assert_true(k[4] >= 1);			/* told in A's request */
+	wait_answers(b, 1);			/* (counted once the answer returns) */
+	st(b, &sb);
+	assert_true(sb.tickets >= 1);
+	assert_int_equal(sb.answered_bytes, 6 * MiB);
+	assert_int_equal(dmn_charged(c, a), 6 * MiB);
+	assert_int_equal(used(), 6 * MiB + charged(b));
+	assert_int_equal(c->kops->uncharge(c, a->holder, 6 * MiB), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_arena_destroy(b), 0);
+	assert_int_equal(nxq_ctx_close(c), 0);
+	assert_int_equal(used(), 0);
+}
+
+/* Threads of the daemon now. */
+static int dmn_threads(void)
+{
+	char p[64];
+	struct dirent *e;
+	int n = 0;
+	DIR *dir;
+
+	snprintf(p, sizeof(p), "/proc/%d/task", (int)d.pid);
+	dir = opendir(p);
+	assert_non_null(dir);
+	while ((e = readdir(dir)))
+		n += e->d_name[0] != '.';
+	closedir(dir);
+	return n;
+}
+
+/*
+ * A holder idle in the pool is told all the same: context C1's arena B
+ * holds idle memory and makes no call; context C2's growth needs it.  The
+ * daemon tells B on C1's pooled connection, which no request reads: C1's
+ * watcher reads it and writes B's eventfd, and C1's thread answers.  The
+ * daemon was given no eventfd, and runs no thread for the tickets.
+ */
+static void test_notice_idle_pool(void **state)
+{
+	struct nxq_ctx *c1, *c2;
+	struct nxq_arena *a, *b;
+	unsigned long k[6];
+	int threads;
+	void *q;
+
+	dmn_restart(16 * MiB);
+	usleep(100000);
+	threads = dmn_threads();
+	c1 = open_ctx(0, NULL);
+	c2 = open_ctx(0, NULL);
+	assert_int_equal(((struct sk *)c1->kpriv)->proto, NXQD_PROTO_VERSION);
+	b = mk(c1, 64 * MiB, 0);
+	a = mk(c2, 0, 5000);
+	idle_granules(b, 8);			/* the device is full of B's idle memory */
+	assert_int_equal(nxq_alloc(a, 6 * MiB, 0, &q), 0);
+	wait_answers(b, 1);
+	nxq__sock_counters(c1, k);
+	assert_true(k[5] >= 1);			/* told by C1's watcher */
+	assert_int_equal(charged(b), 10 * MiB);
+	assert_int_equal(used(), 16 * MiB);
+	assert_int_equal(dmn_threads(), threads);
+	assert_int_equal(nxq_free(a, q), 0);
+	assert_int_equal(nxq_arena_destroy(a), 0);
+	assert_int_equal(nxq_arena_destroy(b), 0);
+	assert_int_equal(nxq_ctx_close(c2), 0);
+	assert_int_equal(nxq_ctx_close(c1), 0);
 	assert_int_equal(used(), 0);
 }
 
@@ -557,7 +656,7 @@ static void test_conn_refused_is_not_gone(void **state)
 {
 	struct nxq_ctx *c;
 	struct nxq_arena *a, *b;
-	unsigned long k[4];
+	unsigned long k[6];
 	struct bg slow;
 	struct dev v;
 	void *p, *q, *x;
@@ -728,7 +827,7 @@ static void test_status(void **state)
 	struct nxq_holder_reg r2 = reg;
 	struct nxq_status s;
 	struct nxq_ctx *c, *c2;
-	unsigned long k[4];
+	unsigned long k[6];
 
 	assert_true(efd >= 0);
 	/* another context's holder first: the daemon's ids and ours part */
@@ -781,14 +880,15 @@ static void test_status(void **state)
 /*
  * The daemon dies; A grows: its charge meets the dead socket, the
  * library waits for the daemon, registers both holders again (version
- * 1's restore), restores their charges, then charges A's growth as new.
- * The new daemon's tickets reach B through the eventfd sent again.
+ * 1's restore, with version 2's NXQD_REQ_NOTIFY), restores their charges,
+ * then charges A's growth as new.  The new daemon's tickets reach B as
+ * notices on the new connection.
  */
 static void test_reconnect_restores(void **state)
 {
 	struct nxq_ctx *c = open_ctx(0, NULL);
 	struct nxq_arena *a = mk(c, 0, 0), *b = mk(c, 64 * MiB, 0), *w = mk(c, 0, 5000);
-	unsigned long k[4];
+	unsigned long k[6], told;
 	uint64_t ca, cb;
 	struct dev v;
 	void *p, *q, *x;
@@ -816,8 +916,12 @@ static void test_reconnect_restores(void **state)
 	assert_int_equal(log_count("restored (version 1)"), 1);
 
 	/* W's growth needs 2 MiB of B's: the ticket reaches B */
+	nxq__sock_counters(c, k);
+	told = k[4] + k[5];
 	assert_int_equal(nxq_alloc(w, 54 * MiB, 0, &x), 0);
 	wait_answers(b, 1);
+	nxq__sock_counters(c, k);
+	assert_true(k[4] + k[5] > told);
 	assert_int_equal(charged(b), 2 * MiB);
 	assert_int_equal(dmn_charged(c, b), 2 * MiB);
 	wait_used(charged(a) + charged(b) + charged(w));
@@ -881,7 +985,7 @@ static void test_idle_restores(void **state)
 {
 	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
 	struct nxq_arena *a = mk(c, 0, 0);
-	unsigned long k[4];
+	unsigned long k[6];
 	void *p;
 
 	assert_int_equal(nxq_alloc(a, 6 * MiB, 0, &p), 0);
@@ -927,7 +1031,7 @@ static void test_uncharge_and_answer_in_flight(void **state)
 {
 	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, stop_on_ticket);
 	struct nxq_arena *a = mk(c, 0, 0), *b = mk(c, 64 * MiB, 0), *w;
-	unsigned long k[4];
+	unsigned long k[6];
 	struct nxq_stats s;
 	struct bg g;
 	void *p[3];
@@ -990,7 +1094,7 @@ static void test_readopt(void **state)
 {
 	struct nxq_ctx *c = open_ctx(NXQ_CTX_NO_THREAD, NULL);
 	struct nxq_arena *a = mk(c, 0, 0);
-	unsigned long k[4];
+	unsigned long k[6];
 	char cmd[1200];
 	void *p, *q;
 	int i;
@@ -1048,7 +1152,7 @@ static void test_restore_refused(void **state)
 {
 	struct nxq_ctx *c = open_ctx(0, on_event);
 	struct nxq_arena *a = mk(c, 64 * MiB, 0), *b = mk(c, 0, 0);
-	unsigned long k[4];
+	unsigned long k[6];
 	struct nxq_stats s;
 	void *p[4], *q;
 
@@ -1191,7 +1295,7 @@ static void test_fork(void **state)
 	assert_int_equal(nxq_alloc(a, 2 * MiB, 0, &q), 0);
 	assert_int_equal(dmn_charged(c, a), 6 * MiB);
 	{
-		unsigned long k[4];
+		unsigned long k[6];
 
 		nxq__sock_counters(c, k);
 		assert_int_equal(k[0], 0);	/* no connection of ours ended */
@@ -1208,6 +1312,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_framing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pool_under_waiting_charge, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notice_in_request, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_notice_idle_pool, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_conn_refused_is_not_gone, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_waiting_charges_leave_a_connection, setup,
 						teardown),

@@ -49,7 +49,43 @@
  * -EPROTONOSUPPORT.  Every reply carries the daemon's NXQD_PROTO_VERSION
  * in nxqd_rep.version (0 from a daemon of the first protocol, which also
  * refuses a non-zero version with -EINVAL): a client asks NXQ_IOC_VERSION
- * at version 1 first and falls back to 0 on -EINVAL.
+ * at NXQD_PROTO_VERSION first; on -EPROTONOSUPPORT it speaks the version
+ * the reply names (a daemon of version 1 answers so to version 2), on
+ * -EINVAL version 0.  Version 1 brought the restore protocol (below),
+ * version 2 tickets told on the connection (below).
+ *
+ * ---- Tickets on the connection (version 2) ----
+ *
+ * The module tells a holder of its ticket by the eventfd it registered
+ * with.  The daemon cannot write a tenant's eventfd as safely (the tenant
+ * shares the file: it can clear O_NONBLOCK and fill the counter), so at
+ * version 2 a registration may instead set NXQD_REQ_NOTIFY, with eventfd
+ * -1 in the struct and no eventfd passed (both: -EINVAL).  The holder
+ * can then be asked, as one with an eventfd can, and is told of each
+ * ticket opened or raised by a struct nxqd_notice, a message the daemon
+ * sends unasked on the connection the holder was registered on: a
+ * struct nxqd_rep whose flags have NXQD_REP_TICKET (never set in a
+ * reply), then the daemon's id of the holder.  It carries no ticket: the
+ * holder reads it with NXQ_IOC_TICKET_READ, as after an eventfd's wake-up.
+ *
+ *  - A notice may come at any time between messages, on a connection
+ *    idle or with a request in progress (before its reply: a charge
+ *    waiting there is answered after); the client reads every message,
+ *    handles each notice and goes on waiting for its reply.
+ *  - Notices are coalesced per holder: after one is sent, the next is
+ *    sent only once the holder's ticket was read (NXQ_IOC_TICKET_READ,
+ *    on any connection of its process) -- as an eventfd stays readable
+ *    until it is read; a client that reads its ticket after each notice
+ *    loses none.  Raises meanwhile are in what it reads.
+ *  - The daemon never waits for a client to read: a notice its socket
+ *    has no room for is sent when room comes, before any later one for
+ *    that holder; one waits per holder at most.  A client that never
+ *    reads its connection holds up only its own notices.
+ *
+ * A registration without NXQD_REQ_NOTIFY keeps the first protocol's
+ * eventfd (any version): the daemon writes it from a thread of its own,
+ * which it does not start while no client passed one.  libnxquota
+ * passes one only to a daemon of version 0 or 1.
  *
  * ---- After a restart: the restore protocol (version 1) ----
  *
@@ -61,13 +97,13 @@
  *
  *  1. A client notices the daemon went away at once, not at its next
  *     call: it keeps a connection watched (poll() for POLLHUP/POLLRDHUP,
- *     e.g. from the thread that watches its eventfds), so an idle process
+ *     e.g. from the thread that reads its notices), so an idle process
  *     restores within the window too.
  *  2. It connects again (retrying until the socket answers), asks
  *     NXQ_IOC_VERSION at version 1, and for each holder it kept:
  *       - NXQ_IOC_HOLDER_REGISTER with NXQD_REQ_RESTORE, holder_id (in)
  *         the id the holder had, and the same device, priority, eventfd
- *         and device node as before;
+ *         (or NXQD_REQ_NOTIFY) and device node as before;
  *       - if it held bytes: NXQ_IOC_CHARGE with NXQD_REQ_RESTORE, bytes
  *         what it held, NXQ_CHARGE_NOWAIT; the reply may take up to the
  *         window's length (see 4), so it must not give up sooner;
@@ -147,7 +183,7 @@
 #define NXQD_STATE_DIR		"/var/lib/nxquota"
 
 /* The protocol this header describes (nxqd_req.version, nxqd_rep.version). */
-#define NXQD_PROTO_VERSION	1
+#define NXQD_PROTO_VERSION	2
 
 /* nlmsg_type of the family on the control socket (no genl controller). */
 #define NXQD_GENL_ID		0x7ffe
@@ -158,7 +194,7 @@
 /* Descriptors one request may carry (NXQ_IOC_HOLDER_REGISTER). */
 #define NXQD_FDS_MAX		2
 
-/* nxqd_req.flags (version 1) */
+/* nxqd_req.flags (version 1; NXQD_REQ_NOTIFY version 2) */
 /*
  * On NXQ_IOC_HOLDER_REGISTER: the registration restores the holder whose
  * id on the daemon that went away is holder_id (in).  On NXQ_IOC_CHARGE:
@@ -167,7 +203,16 @@
 #define NXQD_REQ_RESTORE	(1U << 0)
 /* On NXQ_IOC_VERSION: this process has restored all it will restore. */
 #define NXQD_REQ_RESTORED	(1U << 1)
-#define NXQD_REQ_FLAGS_ALL	(NXQD_REQ_RESTORE | NXQD_REQ_RESTORED)
+/*
+ * On NXQ_IOC_HOLDER_REGISTER (version 2): tell the holder of its tickets
+ * on this connection (struct nxqd_notice), not through an eventfd.
+ */
+#define NXQD_REQ_NOTIFY		(1U << 2)
+#define NXQD_REQ_FLAGS_ALL	(NXQD_REQ_RESTORE | NXQD_REQ_RESTORED | \
+				 NXQD_REQ_NOTIFY)
+
+/* nxqd_rep.flags (version 2): the message is a struct nxqd_notice. */
+#define NXQD_REP_TICKET		(1U << 0)
 
 struct nxqd_req {
 	__u32 cmd;		/* NXQ_IOC_*; its size bits are ignored */
@@ -186,9 +231,15 @@ struct nxqd_rep {
 		__u32 reserved;
 		struct {
 			__u16 version;	/* the daemon's NXQD_PROTO_VERSION */
-			__u16 flags;	/* 0 */
+			__u16 flags;	/* 0 in a reply; NXQD_REP_TICKET */
 		};
 	};
+};
+
+/* A ticket notice (version 2, NXQD_REQ_NOTIFY): see the top of this file. */
+struct nxqd_notice {
+	struct nxqd_rep rep;	/* err 0, flags NXQD_REP_TICKET */
+	__u64 holder_id;	/* the holder asked: the daemon's id */
 };
 
 #endif /* _UAPI_LINUX_NXQUOTAD_H */
