@@ -258,15 +258,6 @@ void nxqd_loop_run(void (*on_signal)(int sig))
 		nxqd_loop_once(-1);
 }
 
-void nxqd_loop_until(bool (*done)(void *arg), void *arg,
-		     unsigned int timeout_ms)
-{
-	u64 end = nxqd_now() + (u64)timeout_ms * NSEC_PER_MSEC;
-
-	while (!done(arg) && nxqd_now() < end)
-		nxqd_loop_once(10);
-}
-
 /* ---- sockets ---- */
 
 int nxqd_listen_fds(const char *name)

@@ -126,9 +126,6 @@ void nxqd_loop_run(void (*on_signal)(int sig));
 void nxqd_loop_stop(void);
 /* Which turn of the loop this is (each epoll_wait() starts one). */
 u64 nxqd_loop_turn(void);
-/* Run turns until @done(@arg) or @timeout_ms passed (the shutdown). */
-void nxqd_loop_until(bool (*done)(void *arg), void *arg,
-		     unsigned int timeout_ms);
 static inline u64 nxqd_now(void)
 {
 	return ktime_get_ns();
