@@ -22,7 +22,7 @@ make -s all >/dev/null
 mutant_run() {
 	local name=$1 var=$2 binvar=$3 file=$4 expr=$5 cases=$6 want=$7
 	local srcs orig copy msrcs suite rc
-	srcs=$(make -s "print-$var")
+	srcs=$(make -s --no-print-directory "print-$var")
 	# the source named exactly (client.c is not client_cmd.c's "client_c")
 	orig=$(echo "$srcs" | tr ' ' '\n' |
 	       awk -v f="$(basename "$file")" '$0 == f || substr($0, length($0) - length(f)) == "/" f' |
