@@ -237,7 +237,7 @@ mutant exit-keeps-holders DAEMON_SRCS DAEMON_BIN client.c \
 	'nxquotad-client.nxqd_test_sigkill' 'Expected'
 # The daemon: a waiting charge is not interrupted when its peer hangs up.
 mutant wait-outlives-peer DAEMON_SRCS DAEMON_BIN client.c \
-	'/only a hang-up is watched while a request is in progress/,+2s/nxqd_conn_close(c);/;/' \
+	'/only a hang-up is read while a request is in progress/,+2s/nxqd_conn_close(c);/;/' \
 	'nxquotad-client.nxqd_test_close_ends_wait' 'Expected'
 # The daemon: a charge does not follow a process to its new cgroup.
 mutant no-follow-cgroup DAEMON_SRCS DAEMON_BIN client_cmd.c \
