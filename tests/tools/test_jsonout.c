@@ -18,6 +18,7 @@
 
 #include <linux/nxquota.h>
 
+#include "fields.h"
 #include "jsonout.h"
 
 /* What jsonout.c takes from the rest of the tool. */
@@ -94,8 +95,9 @@ static void test_status(void **state)
 	struct dev d = { .key = "G", .capacity = 8, .default_max = NXQ_UNLIMITED,
 			 .devt = "195:0" };
 	struct node n = { .device = "G", .path = "/a/b", .id = 7, .parent = 1,
-			  .has_parent = true, .max = NXQ_UNLIMITED, .emax = 4,
-			  .min = UINT64_MAX - 1, .max_set = false,
+			  .has_parent = true, .emax = 4,
+			  .field = { [NXQ_BF_MAX] = NXQ_UNLIMITED,
+				     [NXQ_BF_MIN] = UINT64_MAX - 1 },
 			  .overcommitted = 1 };
 	struct holder h[2] = {
 		{ .device = "G", .cgroup = 7, .pid = 9, .topen = true,
@@ -122,13 +124,13 @@ static void test_status(void **state)
 		"\"denied\":0,\"ticket-issued\":0,\"ticket-answered\":0,"
 		"\"killed\":0}}],"
 		"\"budgets\":[{\"device\":\"G\",\"path\":\"/a/b\",\"cgroup_id\":7,"
-		"\"parent_id\":1,\"max\":null,\"max_set\":false,\"effective_max\":4,"
-		"\"min\":18446744073709551614,\"effective_min\":0,\"claimed\":0,"
-		"\"overcommitted\":true,\"current\":0,\"borrowed\":0,\"headroom\":0,"
-		"\"max_hits\":0,\"denials\":0,\"holders\":0,\"tickets\":0,"
-		"\"bytes_asked\":0,\"bytes_released\":0,\"kills\":0,"
-		"\"kill_on_ignore\":false,\"holders_max\":0,\"waiters_max\":0,"
-		"\"priority_max\":0,\"wait_max_ms\":0}],"
+		"\"parent_id\":1,\"max\":null,\"max_set\":false,"
+		"\"min\":18446744073709551614,\"kill_on_ignore\":false,"
+		"\"holders_max\":0,\"waiters_max\":0,\"priority_max\":0,"
+		"\"wait_max_ms\":0,\"effective_max\":4,\"effective_min\":0,"
+		"\"claimed\":0,\"overcommitted\":true,\"current\":0,\"borrowed\":0,"
+		"\"headroom\":0,\"max_hits\":0,\"denials\":0,\"holders\":0,"
+		"\"tickets\":0,\"bytes_asked\":0,\"bytes_released\":0,\"kills\":0}],"
 		"\"holders\":[{\"device\":\"G\",\"cgroup_id\":7,\"path\":\"/a/b\","
 		"\"pid\":9,\"priority\":0,\"charge\":0,\"reclaimable\":0,"
 		"\"ticket\":{\"open\":true,\"generation\":2,\"bytes\":5,\"reason\":1,"
@@ -176,6 +178,52 @@ static void test_attribution(void **state)
 		"\"unattributed\":0}]}}\n");
 }
 
+/*
+ * Every field of the budget table a node keeps (none named here) is in a
+ * budget's JSON under the table's name, with its value: a size that reads
+ * "max" is null for none and has NAME_set, a boolean is true or false,
+ * the rest numbers.  A modifier of a request is not there.
+ */
+static void test_budget_fields(void **state)
+{
+	struct node n = { .device = "G", .path = "/f", .id = 9 };
+	struct ledger l = {
+		.devs = { .size = sizeof(struct dev) },
+		.nodes = { .v = &n, .n = 1, .size = sizeof(n) },
+		.holders = { .size = sizeof(struct holder) },
+	};
+	struct attribution at = { .shown = false, .why = "x" };
+	char want[128];
+	int f;
+
+	(void)state;
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		n.field[f] = field_defs[f].unit == NXQ_UNIT_BOOL ? 1 : 1000 + f;
+		n.has_field[f] = field_defs[f].kept;
+	}
+	CAPTURE(json_status(&l, &at));
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		const struct field_def *d = &field_defs[f];
+
+		if (!d->kept) {
+			snprintf(want, sizeof(want), "\"%s\":", d->name);
+			assert_null(strstr(out, want));
+			continue;
+		}
+		if (d->unit == NXQ_UNIT_BOOL)
+			snprintf(want, sizeof(want), "\"%s\":true,", d->name);
+		else
+			snprintf(want, sizeof(want), "\"%s\":%d,", d->name,
+				 1000 + f);
+		if (!strstr(out, want))
+			fail_msg("no %s in %s", want, out);
+		if (d->parse == NXQ_PARSE_SIZE_MAX) {
+			snprintf(want, sizeof(want), "\"%s_set\":true,", d->name);
+			assert_non_null(strstr(out, want));
+		}
+	}
+}
+
 static void test_events(void **state)
 {
 	struct json_event e = { .time = "T", .type = "denied", .device = "G",
@@ -210,6 +258,7 @@ int main(void)
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_no_devices),
 		cmocka_unit_test(test_status),
+		cmocka_unit_test(test_budget_fields),
 		cmocka_unit_test(test_attribution),
 		cmocka_unit_test(test_events),
 	};
