@@ -355,7 +355,7 @@ static void nxq_abi_test_field_policy(struct kunit *test)
  */
 static void nxq_abi_test_nlops(struct kunit *test)
 {
-	unsigned int i, a, seen = 0;
+	unsigned int i, a, last, seen = 0;
 
 	for (i = 0; i < ARRAY_SIZE(nxq_abi_nlops); i++) {
 		const struct nxq_abi_nlop *op = &nxq_abi_nlops[i];
@@ -390,9 +390,15 @@ static void nxq_abi_test_nlops(struct kunit *test)
 			  GENL_ADMIN_PERM);
 	KUNIT_EXPECT_FALSE(test, nxq_abi_nlop(NXQUOTA_CMD_BUDGET_GET)->flags &
 			   GENL_ADMIN_PERM);
-	/* up to the last settable one (measured, escaped: nxquotad's dump only) */
+	/*
+	 * up to the last settable one, the budget table's last attribute
+	 * (measured, escaped: nxquotad's dump only)
+	 */
+	for (i = 0, last = NXQUOTA_A_BUDGET_CGROUP_PATH;
+	     i < NXQ_NR_BUDGET_FIELDS; i++)
+		last = max_t(unsigned int, last, nxq_abi_fields[i].attr);
 	KUNIT_EXPECT_EQ(test, nxq_abi_nlop(NXQUOTA_CMD_BUDGET_SET)->maxattr,
-			(unsigned int)NXQUOTA_A_BUDGET_OVERCOMMIT);
+			last);
 }
 
 /* Each ledger event is sent as the header names it, or not at all. */
