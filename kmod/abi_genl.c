@@ -263,7 +263,7 @@ int nxq_abi_budget_req(struct nlattr **a, struct nxq_budget_req *r,
 	}
 	if (!any) {
 		why->attr = NULL;
-		why->msg = "nothing to set: give max, min, kill-on-ignore or a limit";
+		why->msg = "nothing to set: give a field of the budget table";
 		return -EINVAL;
 	}
 	return 0;
