@@ -185,31 +185,15 @@ static void ctl_budget_snap(const char *key, const char *path,
 	struct nxq_device *dev;
 	struct nxq_node *node;
 	u64 id = nxqd_cgroup_id(path);
-	int i;
 
 	memset(was, 0, sizeof(*was));
 	mutex_lock(&nxqd_ledger.lock);
 	dev = nxq_device_find(&nxqd_ledger, key);
 	node = dev && id ? nxq_node_find(dev, id) : NULL;
 	if (node) {
-		struct nxq_budget_req *q = &was->req;
-
-		spin_lock(&dev->lock);
-		q->set_max = node->max_set;
-		q->max = node->max;
-		q->set_min = true;
-		q->min = node->min;
-		q->set_kill = true;
-		q->kill_on_ignore = node->kill_on_ignore;
 		/* what was accepted once is put back as it was */
-		q->overcommit = true;
-		for (i = 0; i < NXQ_NR_LIMITS; i++) {
-			q->lim[i] = node->lim[i];
-			if (node->lim[i] != NXQ_LIMIT_UNSET)
-				q->set_lim |= BIT(i);
-		}
-		was->had = node->max_set || node->min || node->kill_on_ignore ||
-			   q->set_lim;
+		spin_lock(&dev->lock);
+		was->had = nxq_abi_node_req(node, &was->req);
 		spin_unlock(&dev->lock);
 	}
 	mutex_unlock(&nxqd_ledger.lock);

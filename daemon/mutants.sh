@@ -452,10 +452,19 @@ mutant unsaved-acked DAEMON_SRCS DAEMON_BIN ctl_ops.c \
 mutant state-not-renamed DAEMON_SRCS DAEMON_BIN state.c \
 	's/if (!err \&\& rename(tmp, dst))/if (!err \&\& unlink(tmp))/' \
 	'nxquotad_ctl.ctl_test_restart' 'Expected'
-# A budget's own max is not restored as its own.
+# A budget's own max is not saved as its own (written "max=-").
 mutant state-own-max-lost DAEMON_SRCS DAEMON_BIN state.c \
-	's/\t\tr.set_max = true;/\t\tr.set_max = false;/' \
+	's/if (!nxq_abi_req_get(&r, i, &v))/if (i == NXQ_BF_MAX || !nxq_abi_req_get(\&r, i, \&v))/' \
 	'nxquotad_ctl.ctl_test_restart' 'Expected'
+# A field of the budget table (the booleans: kill_on_ignore) is left out
+# of the state file, as a copy of the names that missed one would.
+mutant state-field-dropped DAEMON_SRCS DAEMON_BIN state.c \
+	's/if (!d->kept)$/if (!d->kept || d->unit == NXQ_UNIT_BOOL)/' \
+	'nxquotad_ctl.ctl_test_state_fields' 'Expected'
+# Loading, a field of the table read as "-" (none of its own).
+mutant state-field-unread DAEMON_SRCS DAEMON_BIN state.c \
+	's/if (strcmp(eq, "=-") \&\& nxq_abi_budget_word(w\[i\], \&r))/if (0)/' \
+	'nxquotad_ctl.ctl_test_state_fields' 'Expected'
 # The daemon does not say it is ready (sd_notify).
 mutant not-ready DAEMON_SRCS DAEMON_BIN nxquotad.c \
 	's/"READY=1/"X=1/' \

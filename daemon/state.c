@@ -13,16 +13,18 @@
  *   nxquotad-state 1
  *   device KEY capacity=BYTES devt=MAJ:MIN|- default_max=BYTES|max
  *          ticket_timeout_ms=MS
- *   budget KEY PATH [max=BYTES|max] min=BYTES kill_on_ignore=0|1
- *          [LIMIT=N|-]...
+ *   budget KEY PATH FIELD=VALUE|-...
  *
  * (one line each).  PATH is the cgroup's path from the cgroup2 root with
- * '%', bytes up to ' ' and from 0x7f written as %XX.  "max=" is present
- * only when the node has its own max.  LIMIT is each per-cgroup limit of
- * the spec's table (NXQ_LIMITS: holders_max, waiters_max, ...), in any
- * order, each at most once; one that is "-" or absent is inherited (a
- * file written before a limit was added to the spec reads as it did).  Only
- * nodes with something set are written.  Loading replays the lines through
+ * '%', bytes up to ' ' and from 0x7f written as %XX.  FIELD is each field
+ * of the spec's budget table a node keeps (NXQ_BUDGET_FIELDS: max, min,
+ * kill_on_ignore, holders_max, ...), its VALUE written and read as the
+ * table says (nxq_abi_budget_word(): a size, "max", 0 or 1, a number), in
+ * any order, each at most once; one that is "-" or absent is none of the
+ * node's own (no max, inherited limits): a file written before a field
+ * was added to the spec reads as it did, and so does one of the format
+ * before this, where max was absent rather than "-".  Only nodes with
+ * something set are written.  Loading replays the lines through
  * the same functions the control socket uses (nxq_device_add(),
  * nxqd_budget_set()); a budget whose cgroup does not exist (yet) is
  * reported and skipped -- the module also forgets the budget of a removed
@@ -43,6 +45,8 @@
 #include "nxqd.h"
 
 #define STATE_MAGIC	"nxquotad-state 1"
+/* The most words of a line: a budget's, "budget KEY PATH" and its fields. */
+#define STATE_WORDS	(3 + NXQ_NR_BUDGET_FIELDS)
 
 static char *state_dir;		/* NULL: nothing is persisted */
 
@@ -108,38 +112,32 @@ static void put_dev(FILE *f, struct nxq_device *dev)
 
 static void put_node(FILE *f, struct nxq_node *node)
 {
-	u32 lim[NXQ_NR_LIMITS];
-	bool max_set, kill, any;
+	struct nxq_budget_req r;
 	const char *path;
-	u64 max, min;
+	bool any;
+	u64 v;
 	int i;
 
 	spin_lock(&node->dev->lock);
-	max_set = node->max_set;
-	max = node->max;
-	min = node->min;
-	kill = node->kill_on_ignore;
-	memcpy(lim, node->lim, sizeof(lim));
+	any = nxq_abi_node_req(node, &r);
 	spin_unlock(&node->dev->lock);
-	any = max_set || min || kill;
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		any |= lim[i] != NXQ_LIMIT_UNSET;
 	path = nxqd_cgroup_key_path(node->key);
 	if (!any || !path)
 		return;
 	fprintf(f, "budget %s ", node->dev->key);
 	put_path(f, path);
-	if (max_set && max == NXQ_UNLIMITED)
-		fprintf(f, " max=max");
-	else if (max_set)
-		fprintf(f, " max=%llu", (unsigned long long)max);
-	fprintf(f, " min=%llu kill_on_ignore=%d", (unsigned long long)min,
-		kill);
-	for (i = 0; i < NXQ_NR_LIMITS; i++) {
-		if (lim[i] == NXQ_LIMIT_UNSET)
-			fprintf(f, " %s=-", nxq_abi_limits[i].name);
+	/* each field of the budget table a node keeps, by its name */
+	for (i = 0; i < NXQ_NR_BUDGET_FIELDS; i++) {
+		const struct nxq_abi_field *d = &nxq_abi_fields[i];
+
+		if (!d->kept)
+			continue;
+		if (!nxq_abi_req_get(&r, i, &v))
+			fprintf(f, " %s=-", d->name);
+		else if (d->parse == NXQ_PARSE_SIZE_MAX && v == NXQ_UNLIMITED)
+			fprintf(f, " %s=max", d->name);
 		else
-			fprintf(f, " %s=%u", nxq_abi_limits[i].name, lim[i]);
+			fprintf(f, " %s=%llu", d->name, (unsigned long long)v);
 	}
 	fputc('\n', f);
 }
@@ -312,38 +310,26 @@ static int load_device(char **w, int n)
 static int load_budget(char **w, int n, const char *file, int line)
 {
 	/* What was accepted once is restored as it was, in any order. */
-	struct nxq_budget_req r = { .set_min = true, .set_kill = true,
-				    .overcommit = true };
+	struct nxq_budget_req r = { .overcommit = true };
 	unsigned long seen = 0;
-	int i = 3, k, err;
-	u64 v;
+	int i, f, err;
 
-	if (n < 3 + 2 || get_path(w[2]) || w[2][0] != '/')
+	if (n < 4 || get_path(w[2]) || w[2][0] != '/')
 		return -EINVAL;
-	if (!word_u64(w[i], "max", true, &r.max)) {
-		r.set_max = true;
-		i++;
-	}
-	if (n < i + 2 || n > i + 2 + NXQ_NR_LIMITS ||
-	    word_u64(w[i], "min", false, &r.min) ||
-	    word_u64(w[i + 1], "kill_on_ignore", false, &v) || v > 1)
-		return -EINVAL;
-	r.kill_on_ignore = v;
-	/* the limits, by name (the spec's table); "-" is inherited */
-	for (i += 2; i < n; i++) {
+	/*
+	 * The fields a node keeps, by the budget table's names and rules
+	 * (nxq_abi_budget_word()), in any order, each at most once; one that
+	 * is "-" or absent is none of its own.
+	 */
+	for (i = 3; i < n; i++) {
 		const char *eq = strchr(w[i], '=');
 
-		k = eq ? nxq_abi_limit_find(w[i], eq - w[i]) : -EINVAL;
-		if (k < 0 || (seen & BIT(k)))
+		f = eq ? nxq_abi_field_find(w[i], eq - w[i]) : -EINVAL;
+		if (f < 0 || !nxq_abi_fields[f].kept || (seen & BIT(f)))
 			return -EINVAL;
-		seen |= BIT(k);
-		if (!strcmp(eq, "=-"))
-			continue;
-		if (word_u64(w[i], nxq_abi_limits[k].name, false, &v) ||
-		    v > U32_MAX || !nxq_abi_limit_valid(k, (u32)v))
+		seen |= BIT(f);
+		if (strcmp(eq, "=-") && nxq_abi_budget_word(w[i], &r))
 			return -EINVAL;
-		r.lim[k] = (u32)v;
-		r.set_lim |= BIT(k);
 	}
 	err = nxqd_budget_set(w[1], w[2], &r, NULL, 0);
 	if (err == -ENOENT) {
@@ -369,7 +355,7 @@ static int load_budget(char **w, int n, const char *file, int line)
  */
 int nxqd_state_load(const char *dir)
 {
-	char file[PATH_MAX], *line = NULL, *w[16], *save;
+	char file[PATH_MAX], *line = NULL, *w[STATE_WORDS + 1], *save;
 	size_t cap = 0;
 	int lineno = 0, err = 0, n;
 	FILE *f;
@@ -405,12 +391,14 @@ int nxqd_state_load(const char *dir)
 			continue;
 		}
 		n = 0;
-		for (w[n] = strtok_r(line, " ", &save); w[n] && n < 15;
+		for (w[n] = strtok_r(line, " ", &save); w[n] && n < STATE_WORDS;
 		     w[n] = strtok_r(NULL, " ", &save))
 			n++;
 		if (!n)
 			continue;
-		if (!strcmp(w[0], "device"))
+		if (w[n])
+			err = -EINVAL;	/* more words than any line has */
+		else if (!strcmp(w[0], "device"))
 			err = load_device(w, n);
 		else if (!strcmp(w[0], "budget"))
 			err = load_budget(w, n, file, lineno);

@@ -1,20 +1,28 @@
 #!/bin/sh
 # The generic netlink family from one source: render, with the kernel's
 # tools/net/ynl/ynl-gen-c.py, what Documentation/netlink/specs/nxquota.yaml
-# says into the two places that hold it, between their markers:
+# says into the three places that hold it, between their markers:
 #
 #   include/uapi/linux/nxquota.h  "BEGIN YNL-GEN nxquota" .. "END ..."
-#       the attribute and command enums (--mode uapi --header), which
-#       tests/tools/check-spec.sh also checks;
+#       the attribute and command enums and the consts (--mode uapi
+#       --header), which tests/tools/check-spec.sh also checks;
 #   kmod/abi_genl.c  "BEGIN YNL-GEN nxquota kernel" .. "END ..."
 #       the request policies and the ops table (--mode kernel --source),
 #       the table as struct nxq_abi_nlop (abi.h): the module's genl_ops,
 #       nxquotad's validator and dispatch, and nxquotactl's requests are
-#       all built from it.
+#       all built from it;
+#   include/uapi/linux/nxquota.h  "BEGIN YNL-GEN nxquota budget" .. "END ..."
+#       the budget table, NXQ_BUDGET_FIELDS (rendered here, below, not by
+#       the kernel's generator): every attribute of budget-set with its
+#       name, unit, parse rule, bounds, default and who may set it, each
+#       column derived from the spec as the comment before it says.
 #
-#   daemon/ynl-gen.sh --check   exit 1 if either is stale (make -C daemon
+#   daemon/ynl-gen.sh --check   exit 1 if any is stale (make -C daemon
 #                               check runs it), 77 if it cannot run here
-#   daemon/ynl-gen.sh --write   rewrite both
+#   daemon/ynl-gen.sh --write   rewrite them
+#
+# The output is a function of the spec alone (its order, no time, no
+# path): --write twice gives the same bytes.
 #
 # Needs the kernel source (scripts/kernel-source.sh) and python3 with
 # PyYAML and jsonschema; says "skipped" and why when they are missing.
@@ -71,44 +79,164 @@ sed -n '/^\/\* Ops table for nxquota \*\//,/^};/p' "$tmp/kernel.c" |
 grep -q 'nxq_abi_nlops' "$tmp/kernel.want" || {
 	echo "ynl-gen: the generator's ops table was not found"; exit 1; }
 
-# The per-cgroup limits: budget-set's u32 request attributes that have a
-# "checks: max", in the spec's order, as one X-macro list in the uapi
-# header, between its "BEGIN YNL-GEN nxquota limits" markers.  sysfs,
-# netlink, nxquotad's state file and control socket, and nxquotactl take
-# their names, attributes and bounds from it; the ledger gives each its
-# meaning and default.
-python3 - "$spec" >"$tmp/limits.want" <<'PY' || { echo "ynl-gen: the limits table did not render"; exit 1; }
+# The budget table: every attribute of budget-set's request but the
+# device and the cgroup (which say whose budget), in the spec's order, as
+# one X-macro list in the uapi header between its "BEGIN YNL-GEN nxquota
+# budget" markers; and, of those, the per-cgroup limits.  The kernel's
+# schema takes no key of ours in an attribute, so every column is derived
+# from what the spec says already:
+#   unit, parse  from the type: a u64 is bytes, read as a size
+#                (NXQ_PARSE_SIZE_MAX, with "max" for all ones, where the
+#                doc says all ones is NXQ_UNLIMITED; else NXQ_PARSE_SIZE);
+#                a u8 with "checks: max: 1" a boolean, 0 or 1; a flag a
+#                word alone; a u32 a decimal number, milliseconds when its
+#                name ends in -ms
+#   lo, hi       from "checks" (min, max); a boolean and a flag 0..1; a
+#                size without checks: up to NXQ_UNLIMITED where "max" is
+#                all ones, else NXQ_BYTES_MAX (the ledger's bound, which it
+#                checks itself, with its own errno and refusal)
+#   dflt         the const "<name>-default" of the spec's definitions
+#                (ynl-gen-c renders it NXQUOTA_<NAME>_DEFAULT); without
+#                one, NXQ_UNLIMITED for a size whose "max" is all ones (no
+#                max of its own), else 0; a limit must have one
+#   who          the operation's flags: admin-perm is NXQ_WHO_ADMIN
+#                (CAP_SYS_ADMIN in the initial user namespace), none
+#                NXQ_WHO_ANY
+#   lim          a u32 with a max is a per-cgroup limit: its enum
+#                nxq_limit (NXQ_LIM_<NAME>), else -1
+#   kept         1 when budget-get's dump reports it (a node keeps it),
+#                0 for a modifier of the request alone (overcommit)
+# The ledger gives each its meaning (kmod/counter.c, budget.c); sysfs,
+# netlink, nxquotad's control socket and state file, nxquotactl and the
+# tests take the rest from here.
+python3 - "$spec" >"$tmp/budget.want" <<'PY' || { echo "ynl-gen: the budget table did not render"; exit 1; }
 import sys, yaml
 spec = yaml.safe_load(open(sys.argv[1]))
+
+
+def die(msg):
+    sys.stderr.write('ynl-gen: %s\n' % msg)
+    sys.exit(1)
+
+
+def C(n):
+    return n.replace('-', '_').upper()
+
+
 attrs = {a['name']: a for s in spec['attribute-sets'] if s['name'] == 'budget'
          for a in s['attributes']}
-req = [o for o in spec['operations']['list'] if o['name'] == 'budget-set'][0]
-rows = []
+ops = {o['name']: o for o in spec['operations']['list']}
+req = ops['budget-set']
+kept = set(ops['budget-get']['dump']['reply']['attributes'])
+consts = {d['name']: d['value'] for d in spec.get('definitions', [])
+          if d['type'] == 'const'}
+flags = req.get('flags', [])
+if [f for f in flags if f != 'admin-perm']:
+    die('budget-set flags %s: only admin-perm is rendered' % flags)
+who = 'NXQ_WHO_ADMIN' if 'admin-perm' in flags else 'NXQ_WHO_ANY'
+rows, limits, used = [], [], set()
 for n in req['do']['request']['attributes']:
-    a = attrs[n]
-    if a['type'] != 'u32' or 'max' not in a.get('checks', {}):
+    if n in ('device', 'cgroup-path'):
         continue
-    rows.append((n.replace('-', '_'), n.replace('-', '_').upper(),
-                 'NXQUOTA_A_BUDGET_' + n.replace('-', '_').upper(),
-                 int(a['checks']['max'])))
+    a = attrs[n]
+    t, chk = a['type'], a.get('checks', {})
+    unlimited = t == 'u64' and 'NXQ_UNLIMITED' in a.get('doc', '')
+    lim = '-1'
+    if t == 'u64':
+        unit = 'NXQ_UNIT_BYTES'
+        parse = 'NXQ_PARSE_SIZE_MAX' if unlimited else 'NXQ_PARSE_SIZE'
+        hi = 'NXQ_UNLIMITED' if unlimited else 'NXQ_BYTES_MAX'
+        if 'max' in chk:
+            hi = '%dULL' % int(chk['max'])
+    elif t == 'u8' and chk.get('max') == 1:
+        unit, parse, hi = 'NXQ_UNIT_BOOL', 'NXQ_PARSE_BOOL', '1'
+    elif t == 'flag':
+        unit, parse, hi = 'NXQ_UNIT_FLAG', 'NXQ_PARSE_FLAG', '1'
+    elif t == 'u32':
+        unit = 'NXQ_UNIT_MS' if n.endswith('-ms') else 'NXQ_UNIT_NUMBER'
+        parse, hi = 'NXQ_PARSE_U32', '%dU' % int(chk.get('max', 0xffffffff))
+        if 'max' in chk:
+            lim = 'NXQ_LIM_' + C(n)
+            limits.append(n)
+    else:
+        die('budget-set attribute %s: type %s has no rule to parse it' % (n, t))
+    lo = '%d' % int(chk.get('min', 0))
+    if n + '-default' in consts:
+        used.add(n + '-default')
+        dflt = 'NXQUOTA_' + C(n) + '_DEFAULT'
+    elif lim != '-1':
+        die('limit %s has no default (a const %s-default)' % (n, n))
+    else:
+        dflt = 'NXQ_UNLIMITED' if unlimited else '0'
+    rows.append((n.replace('-', '_'), C(n), 'NXQUOTA_A_BUDGET_' + C(n), unit,
+                 parse, lo, hi, dflt, who, lim, '1' if n in kept else '0'))
+stray = sorted(c for c in consts if c.endswith('-default') and c not in used)
+if stray:
+    die('consts %s name no attribute of budget-set' % ', '.join(stray))
+print('''/*
+ * The budget table (daemon/ynl-gen.sh, from the spec: every attribute of
+ * budget-set's request but the device and the cgroup).  Not to be edited:
+ * change the spec and run daemon/ynl-gen.sh --write.  The columns are
+ * derived from what the spec says (ynl-gen.sh tells how);
+ * NXQ_BUDGET_FIELDS(X) calls, for each,
+ *   X(name, NAME, attr, unit, parse, lo, hi, dflt, who, lim, kept)
+ * name   its name in sysfs, nxquotad's state file and JSON (netlink and
+ *        nxquotactl's words spell it with '-'); NAME its enum suffix
+ * attr   its netlink attribute
+ * unit   NXQ_UNIT_*: a u64 is bytes, a u8 checked to 1 a boolean, a flag
+ *        a flag, a u32 milliseconds when its name ends in _ms, else a
+ *        number
+ * parse  NXQ_PARSE_*: how its text is read
+ * lo, hi the values root may set (the spec's checks); a size without
+ *        checks goes up to NXQ_UNLIMITED where "max" is all ones, else
+ *        NXQ_BYTES_MAX, which the ledger checks itself (its errno, its
+ *        refusal's reason)
+ * dflt   what a cgroup that sets none gets: the spec's const
+ *        NAME-default; without one, NXQ_UNLIMITED where "max" is all
+ *        ones (no max of its own), else 0.  Whom it binds and what is
+ *        inherited is the ledger's (kmod/counter.c)
+ * who    NXQ_WHO_*, from budget-set's flags
+ * lim    its enum nxq_limit when it is a per-cgroup limit (a u32 with a
+ *        max), else -1
+ * kept   1 when budget-get reports it (a node keeps it), 0 for a
+ *        modifier of the request alone
+ */''')
+print('#define NXQ_BUDGET_FIELDS(X) \\')
+for i, r in enumerate(rows):
+    end = ' \\' if i < len(rows) - 1 else ''
+    print('\tX(%s, %s, %s, \\' % r[:3])
+    print('\t  %s, %s, %s, %s, \\' % r[3:7])
+    print('\t  %s, %s, %s, %s)%s' % (r[7:] + (end,)))
+print('')
+print('/* The budget table by number. */')
+print('enum nxq_budget_field {')
+for r in rows:
+    print('\tNXQ_BF_%s,' % r[1])
+print('\tNXQ_NR_BUDGET_FIELDS,')
+print('};')
+print('')
 print('/*')
-print(' * The per-cgroup limits (daemon/ynl-gen.sh, from the spec: budget-set\'s')
-print(' * u32 attributes with a max).  NXQ_LIMITS(X) calls X(name, NAME, attr,')
-print(' * max) for each: its name in sysfs, the state file and JSON (netlink and')
-print(" * nxquotactl's words spell it with '-'), its enum nxq_limit suffix, its")
-print(' * netlink attribute, and the largest value root may set.')
+print(' * The per-cgroup limits, of those: NXQ_LIMITS(X) calls X(name, NAME,')
+print(' * attr, max) for each, as NXQ_BUDGET_FIELDS has them (max is its hi).')
 print(' */')
 print('#define NXQ_LIMITS(X) \\')
-for i, (n, N, attr, mx) in enumerate(rows):
-    end = ' \\' if i < len(rows) - 1 else ''
-    print('\tX(%s, %s, %s, %uU)%s' % (n, N, attr, mx, end))
+for i, n in enumerate(limits):
+    r = [x for x in rows if x[1] == C(n)][0]
+    end = ' \\' if i < len(limits) - 1 else ''
+    print('\tX(%s, %s, %s, %s)%s' % (r[0], r[1], r[2], r[6], end))
 print('')
 print('/* The limits by number: a node keeps one value of each. */')
 print('enum nxq_limit {')
-for n, N, attr, mx in rows:
-    print('\tNXQ_LIM_%s,' % N)
+for n in limits:
+    print('\tNXQ_LIM_%s,' % C(n))
 print('\tNXQ_NR_LIMITS,')
 print('};')
+print('')
+print('/* Their defaults, by number: the ledger\'s (kmod/counter.c) initializer. */')
+print('#define NXQ_LIMIT_DEFAULTS { \\')
+for n in limits:
+    print('\t[NXQ_LIM_%s] = NXQUOTA_%s_DEFAULT, \\' % (C(n), C(n)))
+print('}')
 PY
 
 # section FILE BEGIN END: the lines strictly between the markers
@@ -127,15 +255,15 @@ uapi=$top/include/uapi/linux/nxquota.h
 abi=$top/kmod/abi_genl.c
 ub='BEGIN YNL-GEN nxquota \*\/' ue='END YNL-GEN nxquota \*\/'
 kb='BEGIN YNL-GEN nxquota kernel' ke='END YNL-GEN nxquota kernel'
-lb='BEGIN YNL-GEN nxquota limits' le='END YNL-GEN nxquota limits'
+lb='BEGIN YNL-GEN nxquota budget' le='END YNL-GEN nxquota budget'
 grep -q "$lb" "$uapi" && grep -q "$le" "$uapi" || {
-	echo "ynl-gen: no limits markers in $uapi"; exit 1; }
+	echo "ynl-gen: no budget markers in $uapi"; exit 1; }
 grep -q "$kb" "$abi" && grep -q "$ke" "$abi" || {
 	echo "ynl-gen: no markers in $abi"; exit 1; }
 if [ "$mode" = --write ]; then
 	replace "$uapi" "$ub" "$ue" "$tmp/uapi.want"
 	replace "$abi" "$kb" "$ke" "$tmp/kernel.want"
-	replace "$uapi" "$lb" "$le" "$tmp/limits.want"
+	replace "$uapi" "$lb" "$le" "$tmp/budget.want"
 	echo "ynl-gen: wrote include/uapi/linux/nxquota.h and kmod/abi_genl.c"
 	exit 0
 fi
@@ -144,10 +272,10 @@ section "$uapi" "$ub" "$ue" >"$tmp/uapi.have"
 diff -u "$tmp/uapi.want" "$tmp/uapi.have" || bad=1
 section "$abi" "$kb" "$ke" >"$tmp/kernel.have"
 diff -u "$tmp/kernel.want" "$tmp/kernel.have" || bad=1
-section "$uapi" "$lb" "$le" >"$tmp/limits.have"
-diff -u "$tmp/limits.want" "$tmp/limits.have" || bad=1
+section "$uapi" "$lb" "$le" >"$tmp/budget.have"
+diff -u "$tmp/budget.want" "$tmp/budget.have" || bad=1
 if [ $bad = 1 ]; then
 	echo "ynl-gen: stale: run daemon/ynl-gen.sh --write"
 	exit 1
 fi
-echo "ynl-gen: ok (uapi enums, the limits' table and the kernel policies match the spec)"
+echo "ynl-gen: ok (uapi enums, the budget table and the kernel policies match the spec)"

@@ -375,52 +375,6 @@ int nxq_abi_ticket_answer(struct nxq_holder *h, struct nxq_ticket_answer *a)
 
 /* ---- the administration's values ---- */
 
-/*
- * The per-cgroup limits, as the spec makes them (NXQ_LIMITS): every front
- * door -- sysfs, netlink, nxquotad's state file -- takes their names,
- * attributes and bounds from here.
- */
-#define NXQ_ABI_LIMIT(n, N, a, m)					\
-	[NXQ_LIM_##N] = { .name = #n, .attr = (a), .max = (m) },
-const struct nxq_abi_limit nxq_abi_limits[NXQ_NR_LIMITS] = {
-	NXQ_LIMITS(NXQ_ABI_LIMIT)
-};
-#undef NXQ_ABI_LIMIT
-
-/**
- * nxq_abi_limit_valid() - check a per-cgroup limit's value
- * @which: enum nxq_limit
- * @v: the value
- *
- * Context: any.
- * Return: true if root may set it: at most the spec's max (priority_max
- * NXQ_PRIORITY_MAX, wait_max_ms an hour, the counts below
- * NXQ_LIMIT_UNSET).
- */
-bool nxq_abi_limit_valid(enum nxq_limit which, u32 v)
-{
-	return which < NXQ_NR_LIMITS && v <= nxq_abi_limits[which].max;
-}
-
-/**
- * nxq_abi_limit_find() - a per-cgroup limit by its name
- * @name: "holders_max", ...; the first @len bytes count
- * @len: its length
- *
- * Context: any.
- * Return: its enum nxq_limit, or -EINVAL.
- */
-int nxq_abi_limit_find(const char *name, size_t len)
-{
-	int i;
-
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		if (strlen(nxq_abi_limits[i].name) == len &&
-		    !strncmp(name, nxq_abi_limits[i].name, len))
-			return i;
-	return -EINVAL;
-}
-
 /**
  * nxq_abi_ticket_timeout_valid() - check a device's ticket timeout
  * @ms: milliseconds

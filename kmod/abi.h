@@ -92,20 +92,6 @@ int nxq_abi_devnode_check(const struct nxq_device *dev, bool given,
 			  bool chr, dev_t rdev);
 void nxq_abi_version(struct nxq_version *a);
 int nxq_abi_status(struct nxq_holder *h, struct nxq_status *a);
-/**
- * struct nxq_abi_limit - one per-cgroup limit, as the spec has it
- * @name: its name in sysfs and nxquotad's state file ("holders_max")
- * @attr: its netlink attribute (NXQUOTA_A_BUDGET_*)
- * @max: the largest value root may set
- */
-struct nxq_abi_limit {
-	const char *name;
-	unsigned int attr;
-	u32 max;
-};
-extern const struct nxq_abi_limit nxq_abi_limits[NXQ_NR_LIMITS];
-int nxq_abi_limit_find(const char *name, size_t len);
-
 int nxq_abi_charge(struct nxq_holder *h, struct nxq_charge *a, u64 timeout_ns);
 void nxq_abi_charge_refused(struct nxq_charge *a,
 			    const struct nxq_refusal_rec *r);
@@ -136,7 +122,42 @@ struct nxq_holder *nxq_abi_holder_new(struct nxq_ledger *l,
 
 /* ---- the administration's values (netlink, sysfs, nxquotad's state) ---- */
 
-bool nxq_abi_limit_valid(enum nxq_limit which, u32 v);
+/**
+ * struct nxq_abi_field - one attribute of the budget table, as the spec has
+ *	it (NXQ_BUDGET_FIELDS in the uapi header, made by daemon/ynl-gen.sh)
+ * @name: its name in sysfs and nxquotad's state file ("kill_on_ignore")
+ * @attr: its netlink attribute (NXQUOTA_A_BUDGET_*)
+ * @unit: enum nxq_unit
+ * @parse: enum nxq_parse: how its text is read
+ * @who: enum nxq_who: who may set it
+ * @lim: its enum nxq_limit, or -1 when it is not a per-cgroup limit
+ * @kept: a node keeps it (budget-get reports it); else it modifies a
+ *	request only
+ * @lo: the least value root may set
+ * @hi: the largest (a size's is the ledger's to check)
+ * @dflt: what a cgroup that sets none gets
+ */
+struct nxq_abi_field {
+	const char *name;
+	u16 attr;
+	u8 unit, parse, who;
+	s8 lim;
+	bool kept;
+	u64 lo, hi, dflt;
+};
+extern const struct nxq_abi_field nxq_abi_fields[NXQ_NR_BUDGET_FIELDS];
+
+int nxq_abi_field_find(const char *name, size_t len);
+int nxq_abi_parse_size(const char *s, bool allow_max, u64 *out);
+int nxq_abi_field_parse(enum nxq_budget_field f, const char *s, u64 *v);
+bool nxq_abi_field_valid(enum nxq_budget_field f, u64 v);
+bool nxq_abi_req_get(const struct nxq_budget_req *r, enum nxq_budget_field f,
+		     u64 *v);
+int nxq_abi_req_put(struct nxq_budget_req *r, enum nxq_budget_field f, u64 v);
+int nxq_abi_budget_word(const char *word, struct nxq_budget_req *r);
+bool nxq_abi_node_req(struct nxq_node *node, struct nxq_budget_req *r);
+bool nxq_abi_node_field(struct nxq_node *node, enum nxq_budget_field f,
+			u64 *v);
 bool nxq_abi_ticket_timeout_valid(u32 ms);
 int nxq_abi_parse_devt(const char *s, unsigned int *major,
 		       unsigned int *minor);

@@ -196,51 +196,74 @@ u32 nxq_abi_event_type(enum nxq_event_type type)
 	return 0;
 }
 
+/*
+ * A field's attribute type, as the spec gives it and the table's unit
+ * says: a u64 for bytes, a u8 for a boolean, a u32 for the rest (a flag,
+ * which has no value, is not read with it).
+ */
+static enum nxq_abi_kind nxq_abi_field_kind(enum nxq_budget_field f)
+{
+	switch (nxq_abi_fields[f].unit) {
+	case NXQ_UNIT_BYTES:
+		return NXQ_ABI_U64;
+	case NXQ_UNIT_BOOL:
+		return NXQ_ABI_U8;
+	default:
+		return NXQ_ABI_U32;
+	}
+}
+
+/* A field's attribute, validated by the policy, as a number. */
+static u64 nxq_abi_field_get(const struct nlattr *a, enum nxq_budget_field f)
+{
+	if (nxq_abi_fields[f].unit == NXQ_UNIT_FLAG)
+		return 1;
+	switch (nxq_abi_field_kind(f)) {
+	case NXQ_ABI_U64:
+		return nla_get_u64(a);
+	case NXQ_ABI_U8:
+		return nla_get_u8(a);
+	default:
+		return nla_get_u32(a);
+	}
+}
+
 /**
  * nxq_abi_budget_req() - budget-set's attributes as a ledger request
  * @a: the request's attributes, validated against its policy
  * @r: filled in
  * @why: set when refused
  *
+ * Each field of the budget table whose attribute is there
+ * (nxq_abi_fields: the policy checked its type and the spec's bounds).
+ *
  * Context: any.
- * Return: 0, or -EINVAL for a limit out of range or nothing to set.
+ * Return: 0, or -EINVAL for a value out of bounds or nothing to set.
  */
 int nxq_abi_budget_req(struct nlattr **a, struct nxq_budget_req *r,
 		       struct nxq_abi_fail *why)
 {
-	int i;
+	bool any = false;
+	u64 v;
+	int f;
 
 	memset(r, 0, sizeof(*r));
-	if (a[NXQUOTA_A_BUDGET_MAX]) {
-		r->set_max = true;
-		r->max = nla_get_u64(a[NXQUOTA_A_BUDGET_MAX]);
-	}
-	if (a[NXQUOTA_A_BUDGET_MIN]) {
-		r->set_min = true;
-		r->min = nla_get_u64(a[NXQUOTA_A_BUDGET_MIN]);
-	}
-	r->overcommit = !!a[NXQUOTA_A_BUDGET_OVERCOMMIT];
-	if (a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]) {
-		r->set_kill = true;
-		r->kill_on_ignore =
-			nla_get_u8(a[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
-	}
-	for (i = 0; i < NXQ_NR_LIMITS; i++) {
-		struct nlattr *la = a[nxq_abi_limits[i].attr];
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		struct nlattr *fa = a[nxq_abi_fields[f].attr];
 
-		if (!la)
+		if (!fa)
 			continue;
-		r->lim[i] = nla_get_u32(la);
-		if (!nxq_abi_limit_valid(i, r->lim[i])) {
-			why->attr = la;
+		v = nxq_abi_field_get(fa, f);
+		if (!nxq_abi_field_valid(f, v) || nxq_abi_req_put(r, f, v)) {
+			why->attr = fa;
 			why->msg = "out of range";
 			return -EINVAL;
 		}
-		r->set_lim |= BIT(i);
+		any |= nxq_abi_fields[f].kept;
 	}
-	if (!r->set_max && !r->set_min && !r->set_kill && !r->set_lim) {
+	if (!any) {
 		why->attr = NULL;
-		why->msg = "nothing to set: give max, min, kill-on-ignore or a limit";
+		why->msg = "nothing to set: give a field of the budget table";
 		return -EINVAL;
 	}
 	return 0;
@@ -573,11 +596,10 @@ void nxq_abi_device_msg(struct nxq_device *dev, const char *devt,
 void nxq_abi_budget_msg(struct nxq_node *node, const char *path,
 			struct nxq_abi_msg *m)
 {
-	u64 tickets, asked, released, kills;
-	u32 lim[NXQ_NR_LIMITS];
+	u64 tickets, asked, released, kills, fv[NXQ_NR_BUDGET_FIELDS];
+	bool has[NXQ_NR_BUDGET_FIELDS];
 	struct nxq_budget b;
-	bool kill;
-	int i;
+	int f;
 
 	lockdep_assert_held(&node->dev->ledger->lock);
 	nxq_node_budget(node, &b);
@@ -586,9 +608,9 @@ void nxq_abi_budget_msg(struct nxq_node *node, const char *path,
 	asked = node->bytes_asked;
 	released = node->bytes_released;
 	kills = node->kills;
-	kill = node->kill_on_ignore;
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		lim[i] = nxq_node_limit(node, i);
+	/* the budget table's fields the node keeps: max, min, the limits... */
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++)
+		has[f] = nxq_abi_node_field(node, f, &fv[f]);
 	spin_unlock(&node->dev->lock);
 
 	m->pad = NXQUOTA_A_BUDGET_PAD;
@@ -600,11 +622,12 @@ void nxq_abi_budget_msg(struct nxq_node *node, const char *path,
 	if (node->parent)
 		nxq_abi_put(m, NXQUOTA_A_BUDGET_PARENT_ID, NXQ_ABI_U64,
 			    node->parent->id);
-	if (b.max_set)
-		nxq_abi_put(m, NXQUOTA_A_BUDGET_MAX, NXQ_ABI_U64, b.max);
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++)
+		if (has[f])
+			nxq_abi_put(m, nxq_abi_fields[f].attr,
+				    nxq_abi_field_kind(f), fv[f]);
 	nxq_abi_put(m, NXQUOTA_A_BUDGET_EFFECTIVE_MAX, NXQ_ABI_U64,
 		    b.effective_max);
-	nxq_abi_put(m, NXQUOTA_A_BUDGET_MIN, NXQ_ABI_U64, b.min);
 	nxq_abi_put(m, NXQUOTA_A_BUDGET_CLAIMED, NXQ_ABI_U64, b.claimed);
 	nxq_abi_put(m, NXQUOTA_A_BUDGET_OVERCOMMITTED, NXQ_ABI_U8,
 		    b.overcommitted);
@@ -620,9 +643,6 @@ void nxq_abi_budget_msg(struct nxq_node *node, const char *path,
 	nxq_abi_put(m, NXQUOTA_A_BUDGET_BYTES_ASKED, NXQ_ABI_U64, asked);
 	nxq_abi_put(m, NXQUOTA_A_BUDGET_BYTES_RELEASED, NXQ_ABI_U64, released);
 	nxq_abi_put(m, NXQUOTA_A_BUDGET_KILLS, NXQ_ABI_U64, kills);
-	nxq_abi_put(m, NXQUOTA_A_BUDGET_KILL_ON_IGNORE, NXQ_ABI_U8, kill);
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		nxq_abi_put(m, nxq_abi_limits[i].attr, NXQ_ABI_U32, lim[i]);
 }
 
 /**

@@ -178,20 +178,176 @@ static void nxq_abi_test_values(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, nxq_abi_parse_devt("1:", &maj, &min), -EINVAL);
 	KUNIT_EXPECT_EQ(test, nxq_abi_parse_devt(":1", &maj, &min), -EINVAL);
 	KUNIT_EXPECT_EQ(test, nxq_abi_parse_devt("-1:1", &maj, &min), -EINVAL);
-	KUNIT_EXPECT_TRUE(test, nxq_abi_limit_valid(NXQ_LIM_PRIORITY_MAX,
+	KUNIT_EXPECT_TRUE(test, nxq_abi_field_valid(NXQ_BF_PRIORITY_MAX,
 						    NXQ_PRIORITY_MAX));
-	KUNIT_EXPECT_FALSE(test, nxq_abi_limit_valid(NXQ_LIM_PRIORITY_MAX,
+	KUNIT_EXPECT_FALSE(test, nxq_abi_field_valid(NXQ_BF_PRIORITY_MAX,
 						     NXQ_PRIORITY_MAX + 1));
-	KUNIT_EXPECT_FALSE(test, nxq_abi_limit_valid(NXQ_LIM_WAIT_MAX_MS,
+	KUNIT_EXPECT_FALSE(test, nxq_abi_field_valid(NXQ_BF_WAIT_MAX_MS,
 						     3600 * 1000 + 1));
-	KUNIT_EXPECT_FALSE(test, nxq_abi_limit_valid(NXQ_LIM_HOLDERS_MAX,
+	KUNIT_EXPECT_FALSE(test, nxq_abi_field_valid(NXQ_BF_HOLDERS_MAX,
 						     NXQ_LIMIT_UNSET));
 	KUNIT_EXPECT_FALSE(test, nxq_abi_ticket_timeout_valid(0));
 	KUNIT_EXPECT_TRUE(test, nxq_abi_ticket_timeout_valid(3600 * 1000));
 	KUNIT_EXPECT_FALSE(test, nxq_abi_ticket_timeout_valid(3600 * 1000 + 1));
 }
 
+/* The sizes every door reads (nxq_abi_parse_size()). */
+static void nxq_abi_test_sizes(struct kunit *test)
+{
+	static const struct {
+		const char *s;
+		bool allow_max;
+		int err;
+		u64 v;
+	} c[] = {
+		{ "0", false, 0, 0 },
+		{ "4096", false, 0, 4096 },
+		{ "4G", false, 0, 4ULL << 30 },
+		{ "4g", false, 0, 4ULL << 30 },
+		{ "4Gi", false, 0, 4ULL << 30 },
+		{ "1536K", false, 0, 1536ULL << 10 },
+		{ "15E", false, 0, 15ULL << 60 },
+		{ "16E", false, -EINVAL },
+		{ "18446744073709551615", false, 0, U64_MAX },
+		{ "18446744073709551616", false, -EINVAL },
+		{ "max", true, 0, NXQ_UNLIMITED },
+		{ "max", false, -EINVAL },
+		{ "", true, -EINVAL },
+		{ "G", false, -EINVAL },
+		{ "4GB", false, -EINVAL },
+		{ "4Gii", false, -EINVAL },
+		{ "4X", false, -EINVAL },
+		{ "-1", false, -EINVAL },
+		{ "+1", false, -EINVAL },
+		{ "0x10", false, -EINVAL },
+		{ "1 ", false, -EINVAL },
+	};
+	unsigned int i;
+	u64 v;
+
+	for (i = 0; i < ARRAY_SIZE(c); i++) {
+		v = 7;
+		KUNIT_EXPECT_EQ_MSG(test, nxq_abi_parse_size(c[i].s, c[i].allow_max,
+							     &v), c[i].err,
+				    "\"%s\"", c[i].s);
+		KUNIT_EXPECT_EQ_MSG(test, v, c[i].err ? 7 : c[i].v, "\"%s\"",
+				    c[i].s);
+	}
+}
+
+/* A field's value as its text: what each door writes and reads back. */
+static void nxq_abi_test_text(const struct nxq_abi_field *d, u64 v,
+			      char *buf, size_t size)
+{
+	if (d->parse == NXQ_PARSE_SIZE_MAX && v == NXQ_UNLIMITED)
+		snprintf(buf, size, "%s=max", d->name);
+	else if (d->parse == NXQ_PARSE_FLAG)
+		snprintf(buf, size, "%s", d->name);
+	else
+		snprintf(buf, size, "%s=%llu", d->name, (unsigned long long)v);
+}
+
+/*
+ * Every field of the budget table, none named here: found by its name,
+ * its bounds and default kept by the check every door makes, its words
+ * read into the ledger's request and back, each at most once.  A field
+ * the spec has and the request does not (nxq_abi_req_put()) fails here.
+ */
+static void nxq_abi_test_fields(struct kunit *test)
+{
+	struct nxq_budget_req r;
+	char w[64];
+	int f, n, lims = 0;
+	u64 v, want;
+
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		const struct nxq_abi_field *d = &nxq_abi_fields[f];
+
+		KUNIT_EXPECT_EQ(test, nxq_abi_field_find(d->name,
+							 strlen(d->name)), f);
+		KUNIT_EXPECT_EQ(test, d->who, NXQ_WHO_ADMIN);
+		KUNIT_EXPECT_LE(test, d->lo, d->hi);
+		if (d->lim >= 0) {
+			lims++;
+			KUNIT_EXPECT_EQ(test, d->unit == NXQ_UNIT_NUMBER ||
+					d->unit == NXQ_UNIT_MS, true);
+			KUNIT_EXPECT_LT(test, d->hi, (u64)NXQ_LIMIT_UNSET);
+		}
+		/* the default is a value the field could be set to */
+		if (d->unit != NXQ_UNIT_BYTES) {
+			KUNIT_EXPECT_TRUE(test, nxq_abi_field_valid(f, d->dflt));
+			KUNIT_EXPECT_TRUE(test, nxq_abi_field_valid(f, d->hi));
+			KUNIT_EXPECT_FALSE(test, nxq_abi_field_valid(f, d->hi + 1));
+		}
+		/* its word, with its largest value, into a request and back */
+		want = d->unit == NXQ_UNIT_BYTES ? (d->hi == NXQ_UNLIMITED ?
+		       NXQ_UNLIMITED : 3ULL << 30) : d->hi;
+		nxq_abi_test_text(d, want, w, sizeof(w));
+		memset(&r, 0, sizeof(r));
+		KUNIT_EXPECT_EQ_MSG(test, nxq_abi_budget_word(w, &r), 0, "%s", w);
+		KUNIT_EXPECT_TRUE_MSG(test, nxq_abi_req_get(&r, f, &v), "%s", w);
+		KUNIT_EXPECT_EQ_MSG(test, v, want, "%s", w);
+		for (n = 0; n < NXQ_NR_BUDGET_FIELDS; n++)
+			if (n != f)
+				KUNIT_EXPECT_FALSE(test, nxq_abi_req_get(&r, n, &v));
+		KUNIT_EXPECT_EQ_MSG(test, nxq_abi_budget_word(w, &r), -EINVAL,
+				    "twice: %s", w);
+		if (d->parse == NXQ_PARSE_FLAG) {
+			snprintf(w, sizeof(w), "%s=1", d->name);
+			KUNIT_EXPECT_EQ(test, nxq_abi_budget_word(w, &r), -EINVAL);
+			continue;
+		}
+		/* above its bound, not a number, no value: refused */
+		memset(&r, 0, sizeof(r));
+		if (d->unit != NXQ_UNIT_BYTES) {
+			nxq_abi_test_text(d, d->hi + 1, w, sizeof(w));
+			KUNIT_EXPECT_EQ_MSG(test, nxq_abi_budget_word(w, &r),
+					    -EINVAL, "%s", w);
+		}
+		snprintf(w, sizeof(w), "%s=x", d->name);
+		KUNIT_EXPECT_EQ(test, nxq_abi_budget_word(w, &r), -EINVAL);
+		KUNIT_EXPECT_EQ(test, nxq_abi_budget_word(d->name, &r), -EINVAL);
+		KUNIT_EXPECT_EQ(test, r.set_max || r.set_min || r.set_kill ||
+				r.set_lim || r.overcommit, false);
+	}
+	KUNIT_EXPECT_EQ(test, lims, NXQ_NR_LIMITS);
+	KUNIT_EXPECT_EQ(test, nxq_abi_field_find("nope", 4), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_abi_field_find("max", 2), -EINVAL);
+	/* a size's bound is the ledger's: 2^62 + 1 is read, then refused there */
+	memset(&r, 0, sizeof(r));
+	KUNIT_EXPECT_EQ(test, nxq_abi_budget_word("min=4611686018427387905",
+						  &r), 0);
+	KUNIT_EXPECT_EQ(test, nxq_abi_fields[NXQ_BF_MIN].hi, NXQ_BYTES_MAX);
+}
+
 #if IS_ENABLED(CONFIG_NET)
+/*
+ * The table against the netlink policy the spec renders: each field's
+ * attribute is in budget-set's policy with the type its unit says, and
+ * who may set it is who may send budget-set.
+ */
+static void nxq_abi_test_field_policy(struct kunit *test)
+{
+	const struct nxq_abi_nlop *op = nxq_abi_nlop(NXQUOTA_CMD_BUDGET_SET);
+	static const u8 type[] = {
+		[NXQ_UNIT_BYTES] = NLA_U64, [NXQ_UNIT_MS] = NLA_U32,
+		[NXQ_UNIT_NUMBER] = NLA_U32, [NXQ_UNIT_BOOL] = NLA_U8,
+		[NXQ_UNIT_FLAG] = NLA_FLAG,
+	};
+	int f;
+
+	KUNIT_ASSERT_NOT_NULL(test, op);
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		const struct nxq_abi_field *d = &nxq_abi_fields[f];
+
+		KUNIT_ASSERT_LE(test, d->attr, op->maxattr);
+		KUNIT_EXPECT_EQ_MSG(test, op->policy[d->attr].type,
+				    type[d->unit], "%s", d->name);
+		KUNIT_EXPECT_EQ(test, d->who == NXQ_WHO_ADMIN,
+				!!(op->flags & GENL_ADMIN_PERM));
+	}
+}
+
 /*
  * The operations: one per request command of the header, each a do or a
  * dump, the administration's among the do's, each policy as long as its
@@ -199,7 +355,7 @@ static void nxq_abi_test_values(struct kunit *test)
  */
 static void nxq_abi_test_nlops(struct kunit *test)
 {
-	unsigned int i, a, seen = 0;
+	unsigned int i, a, last, seen = 0;
 
 	for (i = 0; i < ARRAY_SIZE(nxq_abi_nlops); i++) {
 		const struct nxq_abi_nlop *op = &nxq_abi_nlops[i];
@@ -234,9 +390,15 @@ static void nxq_abi_test_nlops(struct kunit *test)
 			  GENL_ADMIN_PERM);
 	KUNIT_EXPECT_FALSE(test, nxq_abi_nlop(NXQUOTA_CMD_BUDGET_GET)->flags &
 			   GENL_ADMIN_PERM);
-	/* up to the last settable one (measured, escaped: nxquotad's dump only) */
+	/*
+	 * up to the last settable one, the budget table's last attribute
+	 * (measured, escaped: nxquotad's dump only)
+	 */
+	for (i = 0, last = NXQUOTA_A_BUDGET_CGROUP_PATH;
+	     i < NXQ_NR_BUDGET_FIELDS; i++)
+		last = max_t(unsigned int, last, nxq_abi_fields[i].attr);
 	KUNIT_EXPECT_EQ(test, nxq_abi_nlop(NXQUOTA_CMD_BUDGET_SET)->maxattr,
-			(unsigned int)NXQUOTA_A_BUDGET_OVERCOMMIT);
+			last);
 }
 
 /* Each ledger event is sent as the header names it, or not at all. */
@@ -276,7 +438,10 @@ static struct kunit_case nxq_abi_cases[] = {
 	KUNIT_CASE(nxq_abi_test_cmds),
 	KUNIT_CASE(nxq_abi_test_args),
 	KUNIT_CASE(nxq_abi_test_values),
+	KUNIT_CASE(nxq_abi_test_sizes),
+	KUNIT_CASE(nxq_abi_test_fields),
 #if IS_ENABLED(CONFIG_NET)
+	KUNIT_CASE(nxq_abi_test_field_policy),
 	KUNIT_CASE(nxq_abi_test_nlops),
 	KUNIT_CASE(nxq_abi_test_events),
 #endif

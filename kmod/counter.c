@@ -17,12 +17,11 @@
 
 #include "counter.h"
 
-static const u32 nxq_limit_default[NXQ_NR_LIMITS] = {
-	[NXQ_LIM_HOLDERS_MAX]	= NXQ_DEFAULT_HOLDERS_MAX,
-	[NXQ_LIM_WAITERS_MAX]	= NXQ_DEFAULT_WAITERS_MAX,
-	[NXQ_LIM_PRIORITY_MAX]	= NXQ_DEFAULT_PRIORITY_MAX,
-	[NXQ_LIM_WAIT_MAX_MS]	= NXQ_DEFAULT_WAIT_MAX_MS,
-};
+/*
+ * The limits' defaults, as the spec gives them (the budget table's dflt:
+ * NXQUOTA_<NAME>_DEFAULT); what a default binds is nxq_node_limit()'s.
+ */
+static const u32 nxq_limit_default[NXQ_NR_LIMITS] = NXQ_LIMIT_DEFAULTS;
 
 /**
  * nxq_node_limit() - a node's effective limit

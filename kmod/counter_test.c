@@ -280,11 +280,11 @@ static void nxq_test_limits(struct kunit *test)
 	t->root->lim[NXQ_LIM_PRIORITY_MAX] = NXQ_LIMIT_UNSET;
 	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_PRIORITY_MAX), 0U);
 	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_HOLDERS_MAX),
-			(u32)NXQ_DEFAULT_HOLDERS_MAX);
+			(u32)NXQUOTA_HOLDERS_MAX_DEFAULT);
 	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->root, NXQ_LIM_HOLDERS_MAX),
 			U32_MAX);
 	KUNIT_EXPECT_EQ(test, nxq_node_limit(t->c, NXQ_LIM_WAIT_MAX_MS),
-			(u32)NXQ_DEFAULT_WAIT_MAX_MS);
+			(u32)NXQUOTA_WAIT_MAX_MS_DEFAULT);
 	/* Inherited from the nearest ancestor that sets one. */
 	t->a->lim[NXQ_LIM_HOLDERS_MAX] = 2;
 	t->a->lim[NXQ_LIM_WAITERS_MAX] = 1;
@@ -484,7 +484,7 @@ static void nxq_test_default_budgeted(struct kunit *test)
  */
 static void nxq_test_limits_own(struct kunit *test)
 {
-	const unsigned int nr = NXQ_DEFAULT_HOLDERS_MAX;
+	const unsigned int nr = NXQUOTA_HOLDERS_MAX_DEFAULT;
 	struct tree *t = tree_new(test, GiB);
 	struct nxq_node *d = tree_get(test, t, t->a, 5);
 	struct nxq_holder **hs, *h;
@@ -521,16 +521,16 @@ static void nxq_test_limits_own(struct kunit *test)
 
 	/* Waiters likewise: 64 each for c and d, then a's own 70 in all. */
 	spin_lock(&t->dev->lock);
-	for (i = 0; i < NXQ_DEFAULT_WAITERS_MAX; i++)
+	for (i = 0; i < NXQUOTA_WAITERS_MAX_DEFAULT; i++)
 		KUNIT_EXPECT_EQ(test, nxq_waiters_add(t->c), 0);
 	KUNIT_EXPECT_EQ(test, nxq_waiters_add(t->c), -EAGAIN);
 	KUNIT_EXPECT_EQ(test, nxq_waiters_add(d), 0);
-	t->a->lim[NXQ_LIM_WAITERS_MAX] = NXQ_DEFAULT_WAITERS_MAX + 2;
+	t->a->lim[NXQ_LIM_WAITERS_MAX] = NXQUOTA_WAITERS_MAX_DEFAULT + 2;
 	KUNIT_EXPECT_EQ(test, nxq_waiters_add(d), 0);
 	KUNIT_EXPECT_EQ(test, nxq_waiters_add(d), -EAGAIN);
 	KUNIT_EXPECT_EQ(test, t->a->subtree_waiters,
-			NXQ_DEFAULT_WAITERS_MAX + 2U);
-	for (i = 0; i < NXQ_DEFAULT_WAITERS_MAX; i++)
+			NXQUOTA_WAITERS_MAX_DEFAULT + 2U);
+	for (i = 0; i < NXQUOTA_WAITERS_MAX_DEFAULT; i++)
 		nxq_waiters_del(t->c);
 	nxq_waiters_del(d);
 	nxq_waiters_del(d);

@@ -85,15 +85,12 @@ struct nxq_ask_stamp {
 /*
  * Per-cgroup limits (struct nxq_limits): a node's own value, or
  * NXQ_LIMIT_UNSET to inherit its nearest ancestor's; with none set, the
- * module-wide defaults below.  holders_max and waiters_max bound a subtree
+ * spec's defaults (the budget table's dflt, NXQUOTA_<NAME>_DEFAULT in the
+ * uapi header; nxq_node_limit()).  holders_max and waiters_max bound a subtree
  * (the root's only when set on the root itself); priority_max and
  * wait_max_ms bind the holders of the node itself.
  */
 #define NXQ_LIMIT_UNSET			U32_MAX
-#define NXQ_DEFAULT_HOLDERS_MAX		1024
-#define NXQ_DEFAULT_WAITERS_MAX		64
-#define NXQ_DEFAULT_PRIORITY_MAX	0
-#define NXQ_DEFAULT_WAIT_MAX_MS		30000
 
 /* enum nxq_limit: the uapi header, generated from the spec (NXQ_LIMITS). */
 
@@ -140,12 +137,12 @@ enum nxq_refusal_why {
 };
 
 /*
- * The most bytes a guarantee, or the guarantees under one node, may add up
+ * NXQ_BYTES_MAX (the uapi header: the budget table's bound of a min): the
+ * most bytes a guarantee, or the guarantees under one node, may add up
  * to (page_counter's PAGE_COUNTER_MAX): every sum of claims the ledger
  * keeps (children_min) then fits a u64 with room to add one more, and
- * never wraps, overcommit or not.  4 EiB.
+ * never wraps, overcommit or not.
  */
-#define NXQ_BYTES_MAX		(1ULL << 62)
 
 /**
  * struct nxq_budget_refusal - a refused budget request, for the message

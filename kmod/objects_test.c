@@ -282,6 +282,80 @@ static void nxq_test_budget_check(struct kunit *test)
 }
 
 /*
+ * Every field of the budget table a node keeps (none named here), set
+ * through the ABI's translation (nxq_abi_req_put(), nxq_node_apply()) on
+ * a fresh node, reads back as set (nxq_abi_node_field(), what sysfs and
+ * the dumps show) and as its own (nxq_abi_node_req(), what nxquotad's
+ * state file writes); before, each reads its default; a clear takes each
+ * back.  A field the ledger does not keep, or keeps elsewhere, fails.
+ */
+static void nxq_test_budget_fields(struct kunit *test)
+{
+	struct tree *t = tree_new(test, 8 * GiB);
+	struct nxq_budget_refusal why;
+	struct nxq_budget_req r;
+	int f, g;
+	u64 v, want;
+
+	spin_lock(&t->dev->lock);
+	t->root->lim[NXQ_LIM_PRIORITY_MAX] = NXQ_LIMIT_UNSET;
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		const struct nxq_abi_field *d = &nxq_abi_fields[f];
+
+		/*
+		 * A node with nothing of its own reports the default; only a
+		 * max (none of its own: "max") and a request's modifier
+		 * report nothing.
+		 */
+		if (nxq_abi_node_field(t->b, f, &v))
+			KUNIT_EXPECT_EQ_MSG(test, v, d->dflt, "%s", d->name);
+		else
+			KUNIT_EXPECT_TRUE_MSG(test, !d->kept || (d->parse ==
+					      NXQ_PARSE_SIZE_MAX && d->dflt ==
+					      NXQ_UNLIMITED), "%s", d->name);
+	}
+	KUNIT_EXPECT_FALSE(test, nxq_abi_node_req(t->b, &r));
+	spin_unlock(&t->dev->lock);
+
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		const struct nxq_abi_field *d = &nxq_abi_fields[f];
+
+		if (!d->kept)
+			continue;
+		want = d->unit == NXQ_UNIT_BYTES ? 3 * GiB : d->hi;
+		memset(&r, 0, sizeof(r));
+		KUNIT_ASSERT_EQ(test, nxq_abi_req_put(&r, f, want), 0);
+		KUNIT_ASSERT_EQ_MSG(test, nxq_node_apply(t->b, &r, &why), 0,
+				    "%s", d->name);
+		spin_lock(&t->dev->lock);
+		KUNIT_EXPECT_TRUE_MSG(test, nxq_abi_node_field(t->b, f, &v),
+				      "%s", d->name);
+		KUNIT_EXPECT_EQ_MSG(test, v, want, "%s", d->name);
+		KUNIT_EXPECT_TRUE(test, nxq_abi_node_req(t->b, &r));
+		KUNIT_EXPECT_TRUE_MSG(test, nxq_abi_req_get(&r, f, &v), "%s",
+				      d->name);
+		KUNIT_EXPECT_EQ_MSG(test, v, want, "%s", d->name);
+		/* the others are as they were: the default, or not its own */
+		for (g = 0; g < NXQ_NR_BUDGET_FIELDS; g++)
+			if (g != f && nxq_abi_fields[g].kept &&
+			    nxq_abi_req_get(&r, g, &v))
+				KUNIT_EXPECT_EQ_MSG(test, v, nxq_abi_fields[g].dflt,
+						    "%s after %s",
+						    nxq_abi_fields[g].name,
+						    d->name);
+		spin_unlock(&t->dev->lock);
+		mutex_lock(&t->l.lock);
+		nxq_node_clear_budget(t->b);
+		mutex_unlock(&t->l.lock);
+		spin_lock(&t->dev->lock);
+		KUNIT_EXPECT_FALSE_MSG(test, nxq_abi_node_req(t->b, &r),
+				       "%s left after a clear", d->name);
+		spin_unlock(&t->dev->lock);
+	}
+	tree_free(t);
+}
+
+/*
  * Sums of guarantees never wrap (issue 30: with overcommit and a capacity
  * of 15 EiB, two 15 EiB guarantees summed to 14 EiB in children_min):
  * a min above NXQ_BYTES_MAX, or one that takes the guarantees under any
@@ -576,6 +650,7 @@ static struct kunit_case nxq_objects_cases[] = {
 	KUNIT_CASE(nxq_test_node_lifetime),
 	KUNIT_CASE(nxq_test_device_remove),
 	KUNIT_CASE(nxq_test_budget_check),
+	KUNIT_CASE(nxq_test_budget_fields),
 	KUNIT_CASE(nxq_test_claims_bounded),
 	KUNIT_CASE(nxq_test_rehome),
 	KUNIT_CASE(nxq_test_rehome_limits),

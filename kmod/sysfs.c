@@ -31,7 +31,6 @@
 #include <linux/sysfs.h>
 #include <linux/slab.h>
 #include <linux/string.h>
-#include <linux/ctype.h>
 #include <linux/capability.h>
 #include <linux/cgroup.h>
 #include <linux/err.h>
@@ -43,44 +42,6 @@
 static struct kobject *nxq_root_kobj;
 static struct kobject *nxq_devices_kobj;
 
-
-/*
- * Parse a size: decimal bytes with an optional suffix K, M, G, T, P or E
- * (powers of 1024, as memory.max takes them), also written Ki, Mi, Gi,
- * Ti, Pi, Ei; or "max" when @allow_max.  The token ends at NUL.
- */
-static int nxq_parse_size(const char *s, bool allow_max, u64 *out)
-{
-	static const char sfx[] = "kmgtpe";
-	char buf[32];
-	unsigned int shift = 0;
-	size_t n = strlen(s);
-	const char *p;
-	u64 v;
-
-	if (allow_max && !strcmp(s, "max")) {
-		*out = NXQ_UNLIMITED;
-		return 0;
-	}
-	if (!n || n >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, s, n + 1);
-	if (n > 2 && buf[n - 1] == 'i' && isalpha(buf[n - 2]))
-		buf[--n] = '\0';		/* "4Gi" as "4G" */
-	p = strchr(sfx, tolower(buf[n - 1]));
-	if (isalpha(buf[n - 1])) {
-		if (!p)
-			return -EINVAL;
-		shift = 10 * (p - sfx + 1);
-		buf[--n] = '\0';
-	}
-	if (!n || !isdigit(buf[0]) || kstrtou64(buf, 10, &v))
-		return -EINVAL;
-	if (shift && v > (U64_MAX >> shift))
-		return -EINVAL;
-	*out = v << shift;
-	return 0;
-}
 
 /* Split a written line into at most @max whitespace-separated words. */
 static int nxq_split(char *line, char **words, int max)
@@ -114,8 +75,8 @@ static char *nxq_words(const char *buf, size_t count, char **words, int max,
 	return line;
 }
 
-/* The most words a command file takes: set_budget's. */
-#define NXQ_STORE_WORDS	(2 + NXQ_NR_LIMITS + 2)
+/* The most words a command file takes: set_budget's, a path and each field. */
+#define NXQ_STORE_WORDS	(1 + NXQ_NR_BUDGET_FIELDS)
 
 /*
  * A root-only command file: the written line copied and split into at
@@ -159,7 +120,37 @@ int nxq_store_size(const char *buf, size_t count, bool is_max, u64 *v)
 	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &n);
 	if (IS_ERR(line))
 		return PTR_ERR(line);
-	err = n == 1 ? nxq_parse_size(w[0], is_max, v) : -EINVAL;
+	err = n == 1 ? nxq_abi_parse_size(w[0], is_max, v) : -EINVAL;
+	kfree(line);
+	return err;
+}
+
+/**
+ * nxq_store_field() - a write of one field of the budget table
+ * @buf: what was written: one word, as the field's parse column reads it
+ * @count: its length
+ * @f: enum nxq_budget_field
+ * @v: set on success
+ *
+ * Who may write it is the table's (NXQ_WHO_ADMIN: CAP_SYS_ADMIN).
+ *
+ * Return: 0, -EPERM, -EINVAL (a word that does not read, or a value out
+ * of the field's bounds), -ENOMEM.
+ */
+int nxq_store_field(const char *buf, size_t count, enum nxq_budget_field f,
+		    u64 *v)
+{
+	char *line, *w[1];
+	int n, err;
+
+	if (nxq_abi_fields[f].who == NXQ_WHO_ADMIN && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &n);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
+	err = n == 1 ? nxq_abi_field_parse(f, w[0], v) : -EINVAL;
+	if (!err && !nxq_abi_field_valid(f, *v))
+		err = -EINVAL;
 	kfree(line);
 	return err;
 }
@@ -247,7 +238,7 @@ static int nxq_register_cmd(struct kobject *kobj, char **w, int n)
 		return -EINVAL;
 	if (n == 3 && nxq_parse_devt(w[2], &devt))
 		return -EINVAL;
-	err = nxq_parse_size(w[1], false, &capacity);
+	err = nxq_abi_parse_size(w[1], false, &capacity);
 	if (err)
 		return err;
 	dev = nxq_device_add(&nxq_ledger, w[0], capacity, devt);
@@ -474,40 +465,10 @@ static ssize_t dev_holders_show(struct kobject *kobj,
 static struct kobj_attribute nxq_dev_holders_attr =
 	__ATTR(holders, 0444, dev_holders_show, NULL);
 
-/* Parse one "name=value" word (or "overcommit") of set_budget into @r. */
-static int nxq_parse_budget_word(char *word, struct nxq_budget_req *r)
-{
-	char *val = strchr(word, '=');
-	u32 v;
-	int i;
-
-	if (!strcmp(word, "overcommit") && !r->overcommit) {
-		r->overcommit = true;
-		return 0;
-	}
-	if (!val)
-		return -EINVAL;
-	*val++ = '\0';
-	if (!strcmp(word, "max") && !r->set_max) {
-		r->set_max = true;
-		return nxq_parse_size(val, true, &r->max);
-	}
-	if (!strcmp(word, "min") && !r->set_min) {
-		r->set_min = true;
-		return nxq_parse_size(val, false, &r->min);
-	}
-	/* the limits, by the spec's table (abi.c) */
-	i = nxq_abi_limit_find(word, strlen(word));
-	if (i < 0 || (r->set_lim & BIT(i)))
-		return -EINVAL;
-	if (kstrtou32(val, 10, &v) || !nxq_abi_limit_valid(i, v))
-		return -EINVAL;
-	r->set_lim |= BIT(i);
-	r->lim[i] = v;
-	return 0;
-}
-
-/* "/CGROUP WORD..." (nxq_parse_budget_word()) */
+/*
+ * "/CGROUP WORD...": each word a field of the budget table, NAME=VALUE or a
+ * flag's NAME (nxq_abi_budget_word()).
+ */
 static int nxq_set_budget_cmd(struct kobject *kobj, char **w, int n)
 {
 	struct nxq_budget_req r = {};
@@ -516,7 +477,7 @@ static int nxq_set_budget_cmd(struct kobject *kobj, char **w, int n)
 	if (n < 2 || w[0][0] != '/')
 		return -EINVAL;
 	for (i = 1; !err && i < n; i++)
-		err = nxq_parse_budget_word(w[i], &r);
+		err = nxq_abi_budget_word(w[i], &r);
 	return err ? err : nxq_budget_set(to_dev(kobj)->key, w[0], &r, NULL, 0);
 }
 

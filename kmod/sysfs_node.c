@@ -79,74 +79,6 @@ NXQ_NODE_COUNTER(bytes_asked);
 NXQ_NODE_COUNTER(bytes_released);
 NXQ_NODE_COUNTER(kills);
 
-static ssize_t kill_on_ignore_show(struct kobject *kobj,
-				   struct kobj_attribute *attr, char *buf)
-{
-	struct nxq_node *node = to_node(kobj);
-	bool on;
-
-	spin_lock(&node->dev->lock);
-	on = node->kill_on_ignore;
-	spin_unlock(&node->dev->lock);
-	return sysfs_emit(buf, "%d\n", on);
-}
-
-static ssize_t kill_on_ignore_store(struct kobject *kobj,
-				    struct kobj_attribute *attr,
-				    const char *buf, size_t count)
-{
-	bool on;
-
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	if (kstrtobool(buf, &on))
-		return -EINVAL;
-	nxq_node_set_kill_on_ignore(to_node(kobj), on);
-	return count;
-}
-
-static struct kobj_attribute nxq_kill_on_ignore_attr =
-	__ATTR(kill_on_ignore, 0600, kill_on_ignore_show, kill_on_ignore_store);
-
-static ssize_t nxq_node_store(struct kobject *kobj, const char *buf,
-			      size_t count, bool is_max)
-{
-	struct nxq_node *node = to_node(kobj);
-	struct nxq_budget_refusal why;
-	struct nxq_budget_req r = {};
-	u64 v;
-	int err = nxq_store_size(buf, count, is_max, &v);
-
-	if (err)
-		return err;
-	if (is_max) {
-		r.set_max = true;
-		r.max = v;
-	} else {
-		r.set_min = true;
-		r.min = v;
-	}
-	/* Checked as set_budget checks it; only the device lock is taken. */
-	err = nxq_node_apply(node, &r, &why);
-	if (err) {
-		nxq_budget_refused(node, &why, NULL, 0);
-		return err;
-	}
-	return count;
-}
-
-static ssize_t max_store(struct kobject *kobj, struct kobj_attribute *attr,
-			 const char *buf, size_t count)
-{
-	return nxq_node_store(kobj, buf, count, true);
-}
-
-static ssize_t min_store(struct kobject *kobj, struct kobj_attribute *attr,
-			 const char *buf, size_t count)
-{
-	return nxq_node_store(kobj, buf, count, false);
-}
-
 static ssize_t node_holders_show(struct kobject *kobj,
 				 struct kobj_attribute *attr, char *buf)
 {
@@ -154,8 +86,6 @@ static ssize_t node_holders_show(struct kobject *kobj,
 	return sysfs_emit(buf, "%u\n", data_race(to_node(kobj)->nr_holders));
 }
 
-NXQ_NODE_BUDGET(max, max, true, 0600, max_store);
-NXQ_NODE_BUDGET(min, min, false, 0600, min_store);
 NXQ_NODE_BUDGET(effective_min, effective_min, false, 0400, NULL);
 NXQ_NODE_BUDGET(effective_max, effective_max, true, 0400, NULL);
 NXQ_NODE_BUDGET(claimed, claimed, false, 0400, NULL);
@@ -168,52 +98,89 @@ static struct kobj_attribute nxq_node_holders_attr =
 	__ATTR(holders, 0400, node_holders_show, NULL);
 
 /*
- * One read-only file per limit of the spec's table (nxq_abi_limits,
- * named as it names them): the limit that binds the node, its own,
- * inherited, or the default.  Filled in once by nxq_sysfs_node_init().
+ * One file per field of the budget table a node keeps (nxq_abi_fields,
+ * named as the spec names them), filled in once by nxq_sysfs_node_init():
+ * a limit's reads the limit that binds the node (its own, inherited or the
+ * default; "max" for none) and is read-only, set_budget sets it; the
+ * others read the node's own value (the default without one; "max" for
+ * NXQ_UNLIMITED where the field reads "max") and are written as
+ * set_budget's word would be, checked as set_budget checks it.
  */
-static struct kobj_attribute nxq_node_limit_attrs[NXQ_NR_LIMITS];
-static struct attribute *nxq_node_limit_list[NXQ_NR_LIMITS + 1];
+static struct kobj_attribute nxq_node_field_attrs[NXQ_NR_BUDGET_FIELDS];
+static struct attribute *nxq_node_field_list[NXQ_NR_BUDGET_FIELDS + 1];
 
-static ssize_t node_limit_show(struct kobject *kobj,
+static ssize_t node_field_show(struct kobject *kobj,
 			       struct kobj_attribute *attr, char *buf)
 {
 	struct nxq_node *node = to_node(kobj);
-	enum nxq_limit which = attr - nxq_node_limit_attrs;
-	u32 v;
+	enum nxq_budget_field f = attr - nxq_node_field_attrs;
+	const struct nxq_abi_field *d = &nxq_abi_fields[f];
+	bool has;
+	u64 v;
 
 	spin_lock(&node->dev->lock);
-	v = nxq_node_limit(node, which);
+	has = nxq_abi_node_field(node, f, &v);
 	spin_unlock(&node->dev->lock);
-	if (v == U32_MAX)
+	if (!has)
+		v = d->dflt;
+	if (d->lim >= 0 && v == U32_MAX)
 		return sysfs_emit(buf, "max\n");
-	return sysfs_emit(buf, "%u\n", v);
+	return nxq_emit_u64(buf, v, d->parse == NXQ_PARSE_SIZE_MAX);
+}
+
+static ssize_t node_field_store(struct kobject *kobj,
+				struct kobj_attribute *attr, const char *buf,
+				size_t count)
+{
+	struct nxq_node *node = to_node(kobj);
+	enum nxq_budget_field f = attr - nxq_node_field_attrs;
+	struct nxq_budget_refusal why;
+	struct nxq_budget_req r = {};
+	u64 v;
+	int err = nxq_store_field(buf, count, f, &v);
+
+	if (!err)
+		err = nxq_abi_req_put(&r, f, v);
+	if (err)
+		return err;
+	/* Checked as set_budget checks it; only the device lock is taken. */
+	err = nxq_node_apply(node, &r, &why);
+	if (err) {
+		nxq_budget_refused(node, &why, NULL, 0);
+		return err;
+	}
+	return count;
 }
 
 /**
- * nxq_sysfs_node_init() - the limits' files, from the spec's table
+ * nxq_sysfs_node_init() - the fields' files, from the spec's table
  *
  * Context: module init, before any node exists.
  */
 void nxq_sysfs_node_init(void)
 {
 	struct kobj_attribute *a;
-	int i;
+	int f, n = 0;
 
-	for (i = 0; i < NXQ_NR_LIMITS; i++) {
-		a = &nxq_node_limit_attrs[i];
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		if (!nxq_abi_fields[f].kept)
+			continue;
+		a = &nxq_node_field_attrs[f];
 		sysfs_attr_init(&a->attr);
-		a->attr.name = nxq_abi_limits[i].name;
-		a->attr.mode = 0400;
-		a->show = node_limit_show;
-		nxq_node_limit_list[i] = &a->attr;
+		a->attr.name = nxq_abi_fields[f].name;
+		a->show = node_field_show;
+		if (nxq_abi_fields[f].lim >= 0) {
+			a->attr.mode = 0400;
+		} else {
+			a->attr.mode = 0600;
+			a->store = node_field_store;
+		}
+		nxq_node_field_list[n++] = &a->attr;
 	}
 }
 
 static struct attribute *nxq_node_attrs[] = {
 	&nxq_path_attr.attr,
-	&nxq_node_max_attr.attr,
-	&nxq_node_min_attr.attr,
 	&nxq_node_effective_min_attr.attr,
 	&nxq_node_effective_max_attr.attr,
 	&nxq_node_claimed_attr.attr,
@@ -227,7 +194,6 @@ static struct attribute *nxq_node_attrs[] = {
 	&nxq_node_bytes_asked_attr.attr,
 	&nxq_node_bytes_released_attr.attr,
 	&nxq_node_kills_attr.attr,
-	&nxq_kill_on_ignore_attr.attr,
 	NULL,
 };
 
@@ -235,13 +201,13 @@ static const struct attribute_group nxq_node_group = {
 	.attrs = nxq_node_attrs,
 };
 
-static const struct attribute_group nxq_node_limit_group = {
-	.attrs = nxq_node_limit_list,
+static const struct attribute_group nxq_node_field_group = {
+	.attrs = nxq_node_field_list,
 };
 
 static const struct attribute_group *nxq_node_groups[] = {
 	&nxq_node_group,
-	&nxq_node_limit_group,
+	&nxq_node_field_group,
 	NULL,
 };
 

@@ -25,26 +25,6 @@
 #include "nxquotactl.h"
 #include "size.h"
 
-/*
- * The limit of a "holders-max=N"-style word (the spec's name, '_' said
- * '-'; limit_defs), or -1.
- */
-static int limit_of(const char *w)
-{
-	size_t i, k, len;
-
-	for (i = 0; i < NXQ_NR_LIMITS; i++) {
-		len = strlen(limit_defs[i].name);
-		for (k = 0; k < len; k++)
-			if (w[k] != (limit_defs[i].name[k] == '_' ? '-' :
-				     limit_defs[i].name[k]))
-				break;
-		if (k == len && w[len] == '=')
-			return (int)i;
-	}
-	return -1;
-}
-
 /* The budget node of @path on @device as a dump shows it, or NULL. */
 static struct node *find_node(struct ctl *n, const char *device,
 			      const char *path, struct vec *v)
@@ -66,50 +46,58 @@ static struct node *find_node(struct ctl *n, const char *device,
 	return NULL;
 }
 
-static const char *own_max(const struct node *nd, char *buf)
+/*
+ * A field of the budget table as set's line shows it, as status does: a
+ * size "-" when none is the cgroup's own (no node, no max in the dump, a
+ * min of 0), another field its value, or its default without a node.
+ */
+static const char *own(const struct node *nd, int f, char *buf)
 {
-	return nd && nd->max_set ? nxq_format_size(nd->max, true, buf) : "-";
-}
+	const struct field_def *d = &field_defs[f];
 
-static const char *own_min(const struct node *nd, char *buf)
-{
-	return nd && nd->min ? nxq_format_size(nd->min, false, buf) : "-";
+	if (d->unit == NXQ_UNIT_BYTES && (!nd || !nd->has_field[f] ||
+	    (d->parse == NXQ_PARSE_SIZE && nd->field[f] == d->dflt)))
+		return "-";
+	return field_text(f, nd ? nd->field[f] : d->dflt, buf);
 }
 
 /*
- * What a set or clear changed, on stdout: each field before and after,
- * then what binds the cgroup now.  Sizes as status shows them.
+ * What a set or clear changed, on stdout: each field of the budget table
+ * before and after (the limits together, as status shows them), then
+ * what binds the cgroup now.
  */
 static void say_changed(const char *path, const char *device,
 			const struct node *was, const struct node *now,
 			bool lim_given)
 {
 	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN], la[128], lb[128];
-	bool any = false;
+	char w[64];
+	bool any = false, lim = false;
+	int f;
 
 	printf("%s on %s:", path, device);
-	if (strcmp(own_max(was, a), own_max(now, b))) {
-		printf(" max %s -> %s", own_max(was, a), own_max(now, b));
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		if (!field_defs[f].kept)
+			continue;
+		if (field_defs[f].lim >= 0) {
+			lim |= was && now && was->field[f] != now->field[f];
+			continue;
+		}
+		if (!strcmp(own(was, f, a), own(now, f, b)))
+			continue;
+		printf("%s %s %s -> %s", any ? "," : "",
+		       field_word(f, w, sizeof(w)), own(was, f, a),
+		       own(now, f, b));
 		any = true;
 	}
-	if (strcmp(own_min(was, a), own_min(now, b))) {
-		printf("%s min %s -> %s", any ? "," : "", own_min(was, a),
-		       own_min(now, b));
-		any = true;
-	}
-	if ((was && was->kill_on_ignore) != (now && now->kill_on_ignore)) {
-		printf("%s kill-on-ignore %d -> %d", any ? "," : "",
-		       was && was->kill_on_ignore, now && now->kill_on_ignore);
-		any = true;
-	}
-	if (was && now && memcmp(was->lim, now->lim, sizeof(now->lim))) {
+	if (lim) {
 		printf("%s limits %s -> %s", any ? "," : "",
-		       limits_text(was->lim, la, sizeof(la)),
-		       limits_text(now->lim, lb, sizeof(lb)));
+		       limits_text(was, la, sizeof(la)),
+		       limits_text(now, lb, sizeof(lb)));
 		any = true;
 	} else if (!was && now && lim_given) {
 		printf("%s limits %s", any ? "," : "",
-		       limits_text(now->lim, lb, sizeof(lb)));
+		       limits_text(now, lb, sizeof(lb)));
 		any = true;
 	}
 	if (!any)
@@ -125,32 +113,57 @@ static void say_changed(const char *path, const char *device,
 	printf("\n");
 }
 
+/* "[max=SIZE] [min=SIZE] ... [overcommit]": the table's words, into buf. */
+static const char *set_words(char *buf, size_t n)
+{
+	char w[64];
+	size_t len = 0;
+	int f;
+
+	buf[0] = 0;
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS && len < n; f++)
+		len += snprintf(buf + len, n - len, "%s[%s%s%s]", f ? " " : "",
+				field_word(f, w, sizeof(w)),
+				field_value_hint(f) ? "=" : "",
+				field_value_hint(f) ? field_value_hint(f) : "");
+	return buf;
+}
+
+/* A field's attribute in msg, of the type its unit says. */
+static void put_field(struct nl_msg *msg, int f, uint64_t v)
+{
+	switch (field_defs[f].unit) {
+	case NXQ_UNIT_BYTES:
+		nla_put_u64(msg, field_defs[f].attr, v);
+		break;
+	case NXQ_UNIT_BOOL:
+		nla_put_u8(msg, field_defs[f].attr, (uint8_t)v);
+		break;
+	case NXQ_UNIT_FLAG:
+		nla_put_flag(msg, field_defs[f].attr);
+		break;
+	default:
+		nla_put_u32(msg, field_defs[f].attr, (uint32_t)v);
+	}
+}
+
 int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 {
 	struct vec before = { 0 }, after = { 0 };
 	struct node *was, *now;
 	bool lim_given = false;
 	struct reply r = { 0 };
+	unsigned int given = 0;
 	struct nl_msg *msg;
-	uint64_t v;
+	uint64_t v = 1;
 	int i, err;
 
 	if (argc < 2 || (set && argc < 3) || (!set && argc != 2)) {
-		char lims[256] = "";
-		size_t k;
+		char words[512];
 
-		/* the limits as the spec names them (limit_defs), '-' for '_' */
-		for (i = 0; set && i < NXQ_NR_LIMITS; i++) {
-			snprintf(lims + strlen(lims), sizeof(lims) - strlen(lims),
-				 " [%s=N]", limit_defs[i].name);
-			for (k = strlen(lims) - strlen(limit_defs[i].name) - 3;
-			     lims[k] && lims[k] != '='; k++)
-				if (lims[k] == '_')
-					lims[k] = '-';
-		}
 		if (set)
-			warnx_("usage: set CGROUP DEVICE [max=SIZE] [min=SIZE] "
-			       "[kill-on-ignore=0|1]%s [overcommit]", lims);
+			warnx_("usage: set CGROUP DEVICE %s",
+			       set_words(words, sizeof(words)));
 		else
 			warnx_("usage: clear CGROUP DEVICE");
 		return EX_USAGE;
@@ -164,63 +177,31 @@ int cmd_budget(struct ctl *n, bool set, int argc, char **argv)
 		     0);
 	nla_put_string(msg, NXQUOTA_A_BUDGET_CGROUP_PATH, argv[0]);
 	nla_put_string(msg, NXQUOTA_A_BUDGET_DEVICE, argv[1]);
+	/* each word a field of the budget table, read as the table says */
 	for (i = 2; i < argc; i++) {
-		char *eq = strchr(argv[i], '=');
-		bool is_max = !strncmp(argv[i], "max=", 4);
-		bool is_kill = !strncmp(argv[i], "kill-on-ignore=", 15);
-		int lim = limit_of(argv[i]);
+		/* "--overcommit": how it was once spelt */
+		const char *a = strcmp(argv[i], "--overcommit") ? argv[i] :
+				argv[i] + 2;
+		char why[256], words[512];
+		const char *val = NULL;
+		int f = field_of_word(a, &val);
 
-		if (!strcmp(argv[i], "overcommit") ||
-		    !strcmp(argv[i], "--overcommit")) {
-			nla_put_flag(msg, NXQUOTA_A_BUDGET_OVERCOMMIT);
-			continue;
-		}
-		if (lim >= 0) {
-			char *end;
-			unsigned long long x = strtoull(eq + 1, &end, 10);
-
-			if (eq[1] < '0' || eq[1] > '9' || *end) {
-				warnx_("%s: not a number", argv[i]);
-				nlmsg_free(msg);
-				return EX_USAGE;
-			}
-			if (x > limit_defs[lim].max) {
-				warnx_("%s: at most %u", argv[i],
-				       limit_defs[lim].max);
-				nlmsg_free(msg);
-				return EX_USAGE;
-			}
-			nla_put_u32(msg, limit_defs[lim].attr, (uint32_t)x);
-			lim_given = true;
-			continue;
-		}
-		if (!eq || (!is_max && !is_kill && strncmp(argv[i], "min=", 4))) {
-			warnx_("%s: expected max=SIZE, min=SIZE, "
-			       "kill-on-ignore=0|1, a limit or overcommit",
-			       argv[i]);
-			nlmsg_free(msg);
-			return EX_USAGE;
-		}
-		if (is_kill) {
-			if (strcmp(eq + 1, "0") && strcmp(eq + 1, "1")) {
-				warnx_("%s: kill-on-ignore is 0 or 1", argv[i]);
-				nlmsg_free(msg);
-				return EX_USAGE;
-			}
-			nla_put_u8(msg, NXQUOTA_A_BUDGET_KILL_ON_IGNORE,
-				   eq[1] == '1');
-			continue;
-		}
-		err = nxq_size_parse_b(eq + 1, is_max, &v);
+		err = f < 0 ? -EINVAL : (given & (1U << f)) ? -EEXIST :
+		      val ? field_parse(f, val, &v, why, sizeof(why)) : 0;
 		if (err) {
-			warnx_("%s: not a size (bytes, or with a K, M, G, T, P "
-			       "or E suffix, also Ki..Ei: powers of 1024%s)",
-			       argv[i], is_max ? "; or max" : "");
+			if (f < 0)
+				warnx_("%s: expected one of %s", argv[i],
+				       set_words(words, sizeof(words)));
+			else if (err == -EEXIST)
+				warnx_("%s: given twice", argv[i]);
+			else
+				warnx_("%s: %s", argv[i], why);
 			nlmsg_free(msg);
 			return EX_USAGE;
 		}
-		nla_put_u64(msg, is_max ? NXQUOTA_A_BUDGET_MAX :
-			    NXQUOTA_A_BUDGET_MIN, v);
+		given |= 1U << f;
+		put_field(msg, f, v);
+		lim_given |= field_defs[f].lim >= 0;
 	}
 	was = find_node(n, argv[1], argv[0], &before);
 	if (ctl_request(n, msg, &r)) {

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "hook.h"
+#include "fields.h"
 #include "hook_int.h"
 
 /* Appends to a buffer of fixed size; "..." where it runs out. */
@@ -83,17 +84,21 @@ static const char *bpath(const struct hook_budget *b, const char *ctr,
 	return b->scope == HOOK_POD ? pod : ctr;
 }
 
-/* "max=N min=N" of what budget b sets, or of the old values (old). */
+/*
+ * "max=N min=N" of what budget b sets, or of the old values (old): the
+ * words nxquotactl reads, as the budget table names them (fields.c).
+ */
 static void values(struct out *o, const struct hook_budget *b, bool old)
 {
-	uint64_t max = old ? b->old_max : b->max, min = old ? b->old_min : b->min;
+	char w[96];
 
-	if (b->has_max && max == HOOK_NO_MAX)
-		outf(o, "max=max");
-	else if (b->has_max)
-		outf(o, "max=%" PRIu64, max);
+	if (b->has_max)
+		outf(o, "%s", field_arg(NXQ_BF_MAX, old ? b->old_max : b->max,
+					w, sizeof(w)));
 	if (b->has_min)
-		outf(o, "%smin=%" PRIu64, b->has_max ? " " : "", min);
+		outf(o, "%s%s", b->has_max ? " " : "",
+		     field_arg(NXQ_BF_MIN, old ? b->old_min : b->min, w,
+			       sizeof(w)));
 }
 
 /* The command that puts budget b back: clear it, or set the old values. */

@@ -137,10 +137,29 @@ static struct json_object *budget(const struct node *n)
 		u64(o, "parent_id", n->parent);
 	else
 		str(o, "parent_id", NULL);
-	max(o, "max", n->max);
-	boolean(o, "max_set", n->max_set);
+	/*
+	 * The budget table's fields a node keeps, by their names: a size
+	 * that reads "max" is null for none, with NAME_set saying whether
+	 * it is the cgroup's own; a boolean true or false; the rest numbers
+	 * (a limit: the one that binds the cgroup).
+	 */
+	for (i = 0; i < NXQ_NR_BUDGET_FIELDS; i++) {
+		const struct field_def *d = &field_defs[i];
+		char set[64];
+
+		if (!d->kept)
+			continue;
+		if (d->parse == NXQ_PARSE_SIZE_MAX) {
+			max(o, d->name, n->field[i]);
+			snprintf(set, sizeof(set), "%s_set", d->name);
+			boolean(o, set, n->has_field[i]);
+		} else if (d->unit == NXQ_UNIT_BOOL) {
+			boolean(o, d->name, n->field[i]);
+		} else {
+			u64(o, d->name, n->field[i]);
+		}
+	}
 	max(o, "effective_max", n->emax);
-	u64(o, "min", n->min);
 	u64(o, "effective_min", n->emin);
 	u64(o, "claimed", n->claimed);
 	boolean(o, "overcommitted", n->overcommitted);
@@ -154,9 +173,6 @@ static struct json_object *budget(const struct node *n)
 	u64(o, "bytes_asked", n->bytes_asked);
 	u64(o, "bytes_released", n->bytes_released);
 	u64(o, "kills", n->kills);
-	boolean(o, "kill_on_ignore", n->kill_on_ignore);
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		u64(o, limit_defs[i].name, n->lim[i]);
 	if (n->has_measured) {	/* nxquotad's backstop only */
 		u64(o, "measured", n->measured);
 		u64(o, "escaped", n->escaped);

@@ -3,6 +3,7 @@
  * The ledger as the authority's dumps give it, shared by nxquotactl and
  * nxquota-hook (see ledger.h).
  */
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -89,16 +90,24 @@ int node_cb(struct nlattr **tb, void *arg)
 	n->id = u64_or(tb[NXQUOTA_A_BUDGET_CGROUP_ID], 0);
 	n->has_parent = tb[NXQUOTA_A_BUDGET_PARENT_ID] != NULL;
 	n->parent = u64_or(tb[NXQUOTA_A_BUDGET_PARENT_ID], 0);
-	n->max = u64_or(tb[NXQUOTA_A_BUDGET_MAX], NXQ_UNLIMITED);
-	n->max_set = tb[NXQUOTA_A_BUDGET_MAX] != NULL;
-	n->emax = u64_or(tb[NXQUOTA_A_BUDGET_EFFECTIVE_MAX], n->max);
+	/* the budget table's fields, by the types their units say */
+	for (i = 0; i < NXQ_NR_BUDGET_FIELDS; i++) {
+		struct nlattr *a = tb[field_defs[i].attr];
+
+		n->has_field[i] = a && field_defs[i].kept;
+		n->field[i] = !n->has_field[i] ? field_defs[i].dflt :
+			      field_defs[i].unit == NXQ_UNIT_BYTES ?
+			      nla_get_u64(a) : field_defs[i].unit ==
+			      NXQ_UNIT_BOOL ? nla_get_u8(a) : nla_get_u32(a);
+	}
+	n->emax = u64_or(tb[NXQUOTA_A_BUDGET_EFFECTIVE_MAX],
+			 n->field[NXQ_BF_MAX]);
 	n->claimed = u64_or(tb[NXQUOTA_A_BUDGET_CLAIMED], 0);
 	n->overcommitted = tb[NXQUOTA_A_BUDGET_OVERCOMMITTED] &&
 			   nla_get_u8(tb[NXQUOTA_A_BUDGET_OVERCOMMITTED]);
 	n->has_measured = tb[NXQUOTA_A_BUDGET_MEASURED] != NULL;
 	n->measured = u64_or(tb[NXQUOTA_A_BUDGET_MEASURED], 0);
 	n->escaped = u64_or(tb[NXQUOTA_A_BUDGET_ESCAPED], 0);
-	n->min = u64_or(tb[NXQUOTA_A_BUDGET_MIN], 0);
 	n->emin = u64_or(tb[NXQUOTA_A_BUDGET_EFFECTIVE_MIN], 0);
 	n->current = u64_or(tb[NXQUOTA_A_BUDGET_CURRENT], 0);
 	n->borrowed = u64_or(tb[NXQUOTA_A_BUDGET_BORROWED], 0);
@@ -110,10 +119,6 @@ int node_cb(struct nlattr **tb, void *arg)
 	n->bytes_asked = u64_or(tb[NXQUOTA_A_BUDGET_BYTES_ASKED], 0);
 	n->bytes_released = u64_or(tb[NXQUOTA_A_BUDGET_BYTES_RELEASED], 0);
 	n->kills = u64_or(tb[NXQUOTA_A_BUDGET_KILLS], 0);
-	n->kill_on_ignore = tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE] &&
-			    nla_get_u8(tb[NXQUOTA_A_BUDGET_KILL_ON_IGNORE]);
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		n->lim[i] = u32_or(tb[limit_defs[i].attr], 0);
 	return 0;
 }
 
@@ -203,4 +208,17 @@ const char *node_path(struct ledger *l, const char *device,
 		if (n[i].id == id && !strcmp(n[i].device, device))
 			return n[i].path;
 	return NULL;
+}
+
+const char *limits_text(const struct node *nd, char *buf, size_t n)
+{
+	size_t len = 0;
+	int f, k = 0;
+
+	buf[0] = 0;
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS && len < n; f++)
+		if (field_defs[f].lim >= 0)
+			len += snprintf(buf + len, n - len, "%s%" PRIu64,
+					k++ ? "/" : "", nd->field[f]);
+	return buf;
 }

@@ -14,6 +14,7 @@
 #include <linux/nxquota.h>
 
 #include "ctl.h"
+#include "fields.h"
 
 struct dev {
 	char key[NXQ_DEVICE_KEY_MAX];
@@ -31,14 +32,19 @@ struct dev {
 struct node {
 	char device[NXQ_DEVICE_KEY_MAX];
 	char path[4096];
-	uint64_t id, parent, max, min, emin, current, borrowed, headroom;
+	uint64_t id, parent, emin, current, borrowed, headroom;
 	uint64_t emax, claimed;	/* effective max, children's guarantees */
 	uint32_t overcommitted;	/* 0 or 1 (a metric's 32-bit field) */
-	bool max_set;		/* max is the cgroup's own */
+	/*
+	 * The budget table's fields (field_defs): as the dump gives them
+	 * (has_field), else their default; a max is the cgroup's own when
+	 * the dump has it, a limit the one that binds the cgroup.
+	 */
+	uint64_t field[NXQ_NR_BUDGET_FIELDS];
+	bool has_field[NXQ_NR_BUDGET_FIELDS];
 	uint64_t max_hits, denials, tickets, bytes_asked, bytes_released, kills;
 	uint32_t holders;
-	uint32_t lim[NXQ_NR_LIMITS];	/* binding limits, by limit_defs */
-	bool has_parent, kill_on_ignore;
+	bool has_parent;
 	int depth;
 	/* nxquotad's backstop: NVML's measure of the subtree, named */
 	bool has_measured;
@@ -81,19 +87,7 @@ void ledger_free(struct ledger *l);
 /* The path of node id on device, or NULL when the ledger has none. */
 const char *node_path(struct ledger *l, const char *device, uint64_t id);
 
-/*
- * The per-cgroup limits as the spec has them (NXQ_LIMITS, the uapi
- * header): name ("holders_max"; nxquotactl's words say "holders-max"),
- * netlink attribute, largest value.
- */
-struct limit_def {
-	const char *name;
-	int attr;
-	uint32_t max;
-};
-extern const struct limit_def limit_defs[NXQ_NR_LIMITS];
-/* "a/b/c/d": a node's limits in limit_defs' order, into buf. */
-const char *limits_text(const uint32_t lim[NXQ_NR_LIMITS], char *buf,
-			size_t n);
+/* "a/b/c/d": a node's limits in the table's order, into buf. */
+const char *limits_text(const struct node *nd, char *buf, size_t n);
 
 #endif /* NXQ_TOOLS_LEDGER_H */

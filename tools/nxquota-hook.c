@@ -266,7 +266,8 @@ static int reconcile(struct run *x)
 	for (i = 0; i < x->l.nodes.n; i++)
 		hn[i] = (struct hook_node){ .device = nd[i].device,
 					    .path = nd[i].path,
-					    .max = nd[i].max, .min = nd[i].min };
+					    .max = nd[i].field[NXQ_BF_MAX],
+					    .min = nd[i].field[NXQ_BF_MIN] };
 	rc = hook_reconcile(&x->plan, &x->host, x->ctr, x->pod, hn,
 			    x->l.nodes.n, err);
 	free(hn);

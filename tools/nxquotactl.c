@@ -4,7 +4,7 @@
  * family "nxquota" (libnl-genl-3).  See nxquotactl.8.
  *
  *   nxquotactl [--json] status [DEVICE]
- *   nxquotactl set CGROUP DEVICE [max=SIZE] [min=SIZE] [kill-on-ignore=0|1]
+ *   nxquotactl set CGROUP DEVICE FIELD=VALUE...   (the budget table's fields)
  *   nxquotactl clear CGROUP DEVICE
  *   nxquotactl [--json] devices
  *   nxquotactl devices register KEY SIZE | unregister KEY | capacity KEY SIZE
@@ -49,7 +49,8 @@ static void usage(FILE *f)
 		"  status [DEVICE]                   devices, budget tree, holders;\n"
 		"                                    for root, NVML's bytes per process\n"
 		"                                    against the ledger's (unattributed)\n"
-		"  set CGROUP DEVICE [max=SIZE] [min=SIZE] [kill-on-ignore=0|1]\n"
+		"  set CGROUP DEVICE FIELD=VALUE...  a cgroup's budget (set CGROUP\n"
+		"                                    DEVICE alone lists the fields)\n"
 		"  clear CGROUP DEVICE               drop a cgroup's budget\n"
 		"  devices                           list devices\n"
 		"  devices register KEY SIZE [MAJ:MIN]  register a device\n"

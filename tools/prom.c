@@ -224,12 +224,13 @@ static const struct metric dev_metrics[] = {
 };
 
 static const struct metric node_metrics[] = {
-	NM("max_bytes", "gauge", max,
+	NM("max_bytes", "gauge", field[NXQ_BF_MAX],
 	   "Hard cap of the cgroup's own (+Inf: none).", true),
 	NM("effective_max_bytes", "gauge", emax,
 	   "The least limit a charge in the cgroup meets (+Inf: none).",
 	   true),
-	NM("min_bytes", "gauge", min, "Guarantee of the cgroup, as set.",
+	NM("min_bytes", "gauge", field[NXQ_BF_MIN],
+	   "Guarantee of the cgroup, as set.",
 	   false),
 	NM("effective_min_bytes", "gauge", emin,
 	   "The cgroup's share of the guarantees.", false),

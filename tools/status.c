@@ -96,6 +96,35 @@ static const char *node_label(const struct node *n, char *buf, size_t size)
 	return buf;
 }
 
+/*
+ * The budget table's fields a node keeps that have no column (MAX, MIN)
+ * nor a place in LIMITS: "  kill-on-ignore" for a boolean that is on,
+ * "  NAME=VALUE" for another away from its default.
+ */
+static const char *other_fields(const struct node *n, char *buf, size_t size)
+{
+	char w[64], v[NXQ_FMT_SIZE_LEN];
+	size_t len = 0;
+	int f;
+
+	buf[0] = 0;
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS && len < size; f++) {
+		const struct field_def *d = &field_defs[f];
+
+		if (!d->kept || d->lim >= 0 || f == NXQ_BF_MAX ||
+		    f == NXQ_BF_MIN || n->field[f] == d->dflt)
+			continue;
+		if (d->unit == NXQ_UNIT_BOOL)
+			len += snprintf(buf + len, size - len, "  %s",
+					field_word(f, w, sizeof(w)));
+		else
+			len += snprintf(buf + len, size - len, "  %s=%s",
+					field_word(f, w, sizeof(w)),
+					field_text(f, n->field[f], v));
+	}
+	return buf;
+}
+
 static int widest(int w, const char *s)
 {
 	int len = (int)strlen(s);
@@ -107,13 +136,13 @@ static void status_table(struct ledger *l, const struct attribution *at)
 {
 	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN], c[NXQ_FMT_SIZE_LEN];
 	char d2[NXQ_FMT_SIZE_LEN], e[NXQ_FMT_SIZE_LEN], f[NXQ_FMT_SIZE_LEN];
-	char g[NXQ_FMT_SIZE_LEN], oc[128], lt[128], lh[160];
+	char g[NXQ_FMT_SIZE_LEN], oc[128], lt[128], lh[160], of[256];
 	struct dev *d = l->devs.v;
 	struct node *n = l->nodes.v;
 	struct holder *h = l->holders.v;
 	char indented[4200];
 	int dw = 16, cw = 28;
-	size_t i;
+	size_t i, k;
 
 	printf("%-40s %9s %9s %7s %8s %8s %11s %9s %8s\n", "DEVICE",
 	       "CAPACITY", "USED", "HOLDERS", "DENIALS", "TICKETS", "DEVT",
@@ -149,9 +178,10 @@ static void status_table(struct ledger *l, const struct attribution *at)
 
 	/* the limits' heading: the spec's names, in its order */
 	snprintf(lh, sizeof(lh), "LIMITS(");
-	for (i = 0; i < NXQ_NR_LIMITS; i++)
-		snprintf(lh + strlen(lh), sizeof(lh) - strlen(lh), "%s%s",
-			 i ? "/" : "", limit_defs[i].name);
+	for (i = 0, k = 0; i < NXQ_NR_BUDGET_FIELDS; i++)
+		if (field_defs[i].lim >= 0)
+			snprintf(lh + strlen(lh), sizeof(lh) - strlen(lh),
+				 "%s%s", k++ ? "/" : "", field_defs[i].name);
 	snprintf(lh + strlen(lh), sizeof(lh) - strlen(lh), ")");
 	printf("\nBUDGETS (bytes are charge, not residency; - : none of its own)\n");
 	printf("%-*s %-*s %8s %8s %8s %8s %8s %8s %7s %7s %s\n", dw, "DEVICE",
@@ -160,6 +190,7 @@ static void status_table(struct ledger *l, const struct attribution *at)
 	n = l->nodes.v;
 	for (i = 0; i < l->nodes.n; i++, n++) {
 		node_label(n, indented, sizeof(indented));
+		other_fields(n, of, sizeof(of));
 		if (n->overcommitted)
 			snprintf(oc, sizeof(oc), "  overcommitted (claimed %s)",
 				 nxq_format_size(n->claimed, false, f));
@@ -174,14 +205,15 @@ static void status_table(struct ledger *l, const struct attribution *at)
 		printf("%-*s %-*s %8s %8s %8s %8s %8s %8s %7u %7" PRIu64
 		       " %s%s%s\n",
 		       dw, n->device, cw, indented,
-		       n->max_set ? nxq_format_size(n->max, true, a) : "-",
+		       n->has_field[NXQ_BF_MAX] ?
+		       field_text(NXQ_BF_MAX, n->field[NXQ_BF_MAX], a) : "-",
 		       nxq_format_size(n->emax, true, g),
-		       n->min ? nxq_format_size(n->min, false, b) : "-",
+		       n->field[NXQ_BF_MIN] ?
+		       field_text(NXQ_BF_MIN, n->field[NXQ_BF_MIN], b) : "-",
 		       nxq_format_size(n->emin, false, c),
 		       nxq_format_size(n->current, false, d2),
 		       nxq_format_size(n->borrowed, false, e), n->holders,
-		       n->denials, limits_text(n->lim, lt, sizeof(lt)),
-		       n->kill_on_ignore ? "  kill-on-ignore" : "", oc);
+		       n->denials, limits_text(n, lt, sizeof(lt)), of, oc);
 	}
 
 	printf("\nHOLDERS\n");

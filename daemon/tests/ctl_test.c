@@ -1101,6 +1101,114 @@ static void ctl_test_restart(struct kunit *test)
 }
 
 /*
+ * The state file, the last door of the budget table (NXQ_BUDGET_FIELDS;
+ * none named here): every field a node keeps, set away from its default
+ * through the control socket, is in the state file as NAME=VALUE, and
+ * after a SIGKILL and a restart the dump gives each back as it was set.
+ * A modifier of the request (a flag) is not written.
+ */
+struct st_field {
+	const char *name;
+	int attr, unit, parse, kept;
+	u64 hi;
+};
+
+#define ST_FIELD(n, N, a, u, p, lo, hi, d, w, lim, kept)	\
+	{ #n, a, u, p, kept, hi },
+static const struct st_field st_fields[] = { NXQ_BUDGET_FIELDS(ST_FIELD) };
+#undef ST_FIELD
+
+/* Field @i's value in this case: 1G for a size, on for a boolean, else
+ * its largest less i (none is its default). */
+static u64 st_value(int i)
+{
+	const struct st_field *f = &st_fields[i];
+
+	if (f->unit == NXQ_UNIT_BYTES)
+		return 1ULL << 30;
+	if (f->unit == NXQ_UNIT_BOOL || f->unit == NXQ_UNIT_FLAG)
+		return 1;
+	return f->hi - i;
+}
+
+static void ctl_test_state_fields(struct kunit *test)
+{
+	struct nlattr *tb[NXQUOTA_A_BUDGET_LAST + 1];
+	char path[700], text[4096], word[96];
+	int n = (int)ARRAY_SIZE(st_fields);
+	struct nl_msg *m;
+	struct daemon d;
+	struct reply r;
+	int fd, i;
+	u64 v;
+
+	KUNIT_ASSERT_EQ(test, n, NXQ_NR_BUDGET_FIELDS);
+	start(test, &d);
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_EQ(test, dev_add(fd, "gpu0", 8ULL << 30, NULL, &r), 0);
+	m = req(NXQUOTA_CMD_BUDGET_SET, 0);
+	nla_put_string(m, NXQUOTA_A_BUDGET_CGROUP_PATH, "/a");
+	nla_put_string(m, NXQUOTA_A_BUDGET_DEVICE, "gpu0");
+	for (i = 0; i < n; i++) {
+		if (st_fields[i].unit == NXQ_UNIT_BYTES)
+			nla_put_u64(m, st_fields[i].attr, st_value(i));
+		else if (st_fields[i].unit == NXQ_UNIT_BOOL)
+			nla_put_u8(m, st_fields[i].attr, st_value(i));
+		else if (st_fields[i].unit == NXQ_UNIT_FLAG)
+			nla_put_flag(m, st_fields[i].attr);
+		else
+			nla_put_u32(m, st_fields[i].attr, st_value(i));
+	}
+	KUNIT_ASSERT_EQ_MSG(test, call(fd, m, &r), 0, "%s", r.msg);
+	close(fd);
+
+	snprintf(path, sizeof(path), "%s/state", d.state);
+	KUNIT_ASSERT_TRUE(test, read_file(path, text, sizeof(text)) > 0);
+	for (i = 0; i < n; i++) {
+		snprintf(word, sizeof(word), " %s=%llu", st_fields[i].name,
+			 (unsigned long long)st_value(i));
+		if (st_fields[i].kept)
+			KUNIT_EXPECT_TRUE_MSG(test, strstr(text, word) != NULL,
+					      "no%s in %s", word, text);
+		snprintf(word, sizeof(word), " %s", st_fields[i].name);
+		if (!st_fields[i].kept)
+			KUNIT_EXPECT_TRUE_MSG(test, strstr(text, word) == NULL,
+					      "%s in %s", word, text);
+	}
+
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGKILL), 128 + SIGKILL);
+	spawn(test, &d);
+	KUNIT_ASSERT_TRUE(test, wait_up(&d));
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_EQ(test, dump(fd, NXQUOTA_CMD_BUDGET_GET,
+				   NXQUOTA_A_BUDGET_DEVICE, "gpu0", &r), 0);
+	i = find_budget(&r, "/a");
+	KUNIT_ASSERT_GE(test, i, 0);
+	attrs(&r, i, tb, NXQUOTA_A_BUDGET_LAST);
+	for (i = 0; i < n; i++) {
+		if (!st_fields[i].kept)
+			continue;
+		KUNIT_EXPECT_TRUE_MSG(test, tb[st_fields[i].attr] != NULL,
+				      "%s not in the dump", st_fields[i].name);
+		if (!tb[st_fields[i].attr])
+			continue;
+		v = st_fields[i].unit == NXQ_UNIT_BYTES ?
+		    nla_get_u64(tb[st_fields[i].attr]) :
+		    st_fields[i].unit == NXQ_UNIT_BOOL ?
+		    nla_get_u8(tb[st_fields[i].attr]) :
+		    nla_get_u32(tb[st_fields[i].attr]);
+		KUNIT_EXPECT_EQ_MSG(test, v, st_value(i), "%s after a restart",
+				    st_fields[i].name);
+	}
+	reply_free(&r);
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+	cleanup(&d);
+}
+
+/*
  * Socket activation: a control socket passed as systemd passes it
  * (LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES=control on fd 3) is the one
  * served; the daemon binds no other, leaves its mode alone and does not
@@ -1681,6 +1789,7 @@ static struct kunit_case ctl_cases[] = {
 	KUNIT_CASE(ctl_test_budgets),
 	KUNIT_CASE(ctl_test_events),
 	KUNIT_CASE(ctl_test_restart),
+	KUNIT_CASE(ctl_test_state_fields),
 	KUNIT_CASE(ctl_test_socket_activation),
 	KUNIT_CASE(ctl_test_bounds),
 	KUNIT_CASE(ctl_test_cap_dropped),

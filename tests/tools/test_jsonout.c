@@ -18,6 +18,7 @@
 
 #include <linux/nxquota.h>
 
+#include "fields.h"
 #include "jsonout.h"
 
 /* What jsonout.c takes from the rest of the tool. */
@@ -89,13 +90,44 @@ static void test_no_devices(void **state)
 	assert_string_equal(out, "[]\n");
 }
 
+/*
+ * The budget table's members of a budget's JSON, in its order, for node n
+ * (none named here: max null and NAME_set false, min 2^64-2, the rest 0).
+ */
+static const char *fields_json(const struct node *n, char *buf, size_t size)
+{
+	size_t len = 0;
+	int f;
+
+	buf[0] = 0;
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		const struct field_def *d = &field_defs[f];
+
+		if (!d->kept)
+			continue;
+		if (d->parse == NXQ_PARSE_SIZE_MAX)
+			len += snprintf(buf + len, size - len,
+					"\"%s\":null,\"%s_set\":false,", d->name,
+					d->name);
+		else if (d->unit == NXQ_UNIT_BOOL)
+			len += snprintf(buf + len, size - len, "\"%s\":false,",
+					d->name);
+		else
+			len += snprintf(buf + len, size - len, "\"%s\":%llu,",
+					d->name, (unsigned long long)n->field[f]);
+	}
+	return buf;
+}
+
 static void test_status(void **state)
 {
+	char fields[1024], want[4096];
 	struct dev d = { .key = "G", .capacity = 8, .default_max = NXQ_UNLIMITED,
 			 .devt = "195:0" };
 	struct node n = { .device = "G", .path = "/a/b", .id = 7, .parent = 1,
-			  .has_parent = true, .max = NXQ_UNLIMITED, .emax = 4,
-			  .min = UINT64_MAX - 1, .max_set = false,
+			  .has_parent = true, .emax = 4,
+			  .field = { [NXQ_BF_MAX] = NXQ_UNLIMITED,
+				     [NXQ_BF_MIN] = UINT64_MAX - 1 },
 			  .overcommitted = 1 };
 	struct holder h[2] = {
 		{ .device = "G", .cgroup = 7, .pid = 9, .topen = true,
@@ -112,7 +144,7 @@ static void test_status(void **state)
 
 	(void)state;
 	CAPTURE(json_status(&l, &at));
-	assert_string_equal(out,
+	snprintf(want, sizeof(want), /* the budget table's part: fields_json() */
 		"{\"devices\":[{\"key\":\"G\",\"capacity\":8,\"used\":0,\"holders\":0,"
 		"\"denials\":0,\"capacity_hits\":0,\"tickets\":0,\"bytes_asked\":0,"
 		"\"bytes_released\":0,\"kills\":0,\"waits\":0,\"timeouts\":0,"
@@ -122,13 +154,10 @@ static void test_status(void **state)
 		"\"denied\":0,\"ticket-issued\":0,\"ticket-answered\":0,"
 		"\"killed\":0}}],"
 		"\"budgets\":[{\"device\":\"G\",\"path\":\"/a/b\",\"cgroup_id\":7,"
-		"\"parent_id\":1,\"max\":null,\"max_set\":false,\"effective_max\":4,"
-		"\"min\":18446744073709551614,\"effective_min\":0,\"claimed\":0,"
-		"\"overcommitted\":true,\"current\":0,\"borrowed\":0,\"headroom\":0,"
-		"\"max_hits\":0,\"denials\":0,\"holders\":0,\"tickets\":0,"
-		"\"bytes_asked\":0,\"bytes_released\":0,\"kills\":0,"
-		"\"kill_on_ignore\":false,\"holders_max\":0,\"waiters_max\":0,"
-		"\"priority_max\":0,\"wait_max_ms\":0}],"
+		"\"parent_id\":1,%s\"effective_max\":4,\"effective_min\":0,"
+		"\"claimed\":0,\"overcommitted\":true,\"current\":0,\"borrowed\":0,"
+		"\"headroom\":0,\"max_hits\":0,\"denials\":0,\"holders\":0,"
+		"\"tickets\":0,\"bytes_asked\":0,\"bytes_released\":0,\"kills\":0}],"
 		"\"holders\":[{\"device\":\"G\",\"cgroup_id\":7,\"path\":\"/a/b\","
 		"\"pid\":9,\"priority\":0,\"charge\":0,\"reclaimable\":0,"
 		"\"ticket\":{\"open\":true,\"generation\":2,\"bytes\":5,\"reason\":1,"
@@ -136,7 +165,9 @@ static void test_status(void **state)
 		"{\"device\":\"G\",\"cgroup_id\":8,\"path\":null,\"pid\":10,"
 		"\"priority\":0,\"charge\":0,\"reclaimable\":0,"
 		"\"ticket\":{\"open\":false,\"generation\":0}}],"
-		"\"nvml\":{\"available\":false,\"reason\":\"not root\"}}\n");
+		"\"nvml\":{\"available\":false,\"reason\":\"not root\"}}\n",
+		fields_json(&n, fields, sizeof(fields)));
+	assert_string_equal(out, want);
 }
 
 static void test_attribution(void **state)
@@ -176,6 +207,52 @@ static void test_attribution(void **state)
 		"\"unattributed\":0}]}}\n");
 }
 
+/*
+ * Every field of the budget table a node keeps (none named here) is in a
+ * budget's JSON under the table's name, with its value: a size that reads
+ * "max" is null for none and has NAME_set, a boolean is true or false,
+ * the rest numbers.  A modifier of a request is not there.
+ */
+static void test_budget_fields(void **state)
+{
+	struct node n = { .device = "G", .path = "/f", .id = 9 };
+	struct ledger l = {
+		.devs = { .size = sizeof(struct dev) },
+		.nodes = { .v = &n, .n = 1, .size = sizeof(n) },
+		.holders = { .size = sizeof(struct holder) },
+	};
+	struct attribution at = { .shown = false, .why = "x" };
+	char want[128];
+	int f;
+
+	(void)state;
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		n.field[f] = field_defs[f].unit == NXQ_UNIT_BOOL ? 1 : 1000 + f;
+		n.has_field[f] = field_defs[f].kept;
+	}
+	CAPTURE(json_status(&l, &at));
+	for (f = 0; f < NXQ_NR_BUDGET_FIELDS; f++) {
+		const struct field_def *d = &field_defs[f];
+
+		if (!d->kept) {
+			snprintf(want, sizeof(want), "\"%s\":", d->name);
+			assert_null(strstr(out, want));
+			continue;
+		}
+		if (d->unit == NXQ_UNIT_BOOL)
+			snprintf(want, sizeof(want), "\"%s\":true,", d->name);
+		else
+			snprintf(want, sizeof(want), "\"%s\":%d,", d->name,
+				 1000 + f);
+		if (!strstr(out, want))
+			fail_msg("no %s in %s", want, out);
+		if (d->parse == NXQ_PARSE_SIZE_MAX) {
+			snprintf(want, sizeof(want), "\"%s_set\":true,", d->name);
+			assert_non_null(strstr(out, want));
+		}
+	}
+}
+
 static void test_events(void **state)
 {
 	struct json_event e = { .time = "T", .type = "denied", .device = "G",
@@ -210,6 +287,7 @@ int main(void)
 		cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_no_devices),
 		cmocka_unit_test(test_status),
+		cmocka_unit_test(test_budget_fields),
 		cmocka_unit_test(test_attribution),
 		cmocka_unit_test(test_events),
 	};

@@ -19,8 +19,9 @@
  * The sysfs helpers (sc_write, sc_read, sc_exists on paths under SC_SYSFS)
  * are translated to the module's generic netlink family: register ->
  * DEVICE_ADD, unregister -> DEVICE_DEL, KEY/capacity, default_max,
- * ticket_timeout_ms -> DEVICE_SET, KEY/set_budget and the node files
- * max, min, kill_on_ignore -> BUDGET_SET, clear_budget -> BUDGET_CLEAR,
+ * ticket_timeout_ms -> DEVICE_SET, KEY/set_budget and the node files of
+ * the budget table (max, min, kill_on_ignore: NXQ_BUDGET_FIELDS, read as
+ * its parse column says) -> BUDGET_SET, clear_budget -> BUDGET_CLEAR,
  * every read -> a DEVICE_GET or BUDGET_GET dump rendered as the sysfs file
  * would be, abi_version -> NXQ_IOC_VERSION.  The errnos are the sysfs
  * files' (a missing device is ENOENT, as open(2) of its file would be).
@@ -784,29 +785,6 @@ static int sc_split(char *line, char **w, int max)
 	return n;
 }
 
-/* kstrtobool() */
-static int sc_kstrtobool(const char *s, uint8_t *v)
-{
-	switch (s[0]) {
-	case 'y': case 'Y': case '1':
-		*v = 1;
-		return 0;
-	case 'n': case 'N': case '0':
-		*v = 0;
-		return 0;
-	case 'o': case 'O':
-		if (s[1] == 'n' || s[1] == 'N') {
-			*v = 1;
-			return 0;
-		}
-		if (s[1] == 'f' || s[1] == 'F') {
-			*v = 0;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
 /* ---- paths under SC_SYSFS ---------------------------------------------- */
 
 struct sc_spath {
@@ -925,8 +903,19 @@ static const struct sc_sattr sc_dev_attrs[] = {
 
 static const struct sc_sattr sc_node_attrs[] = {
 	{ "path", NXQUOTA_A_BUDGET_CGROUP_PATH, SC_F_STR, 0 },
-	{ "max", NXQUOTA_A_BUDGET_MAX, SC_F_U64MAX, 1 },
-	{ "min", NXQUOTA_A_BUDGET_MIN, SC_F_U64, 1 },
+	/*
+	 * The budget table's fields a node keeps (NXQ_BUDGET_FIELDS, as the
+	 * module makes their files): a limit's reads the one that binds and
+	 * is read-only, the others are written; a request's modifier has no
+	 * file (its name here is "", which no path names).
+	 */
+#define SC_FIELD_SATTR(n, N, a, u, p, lo, hi, d, w, lim, kept)		\
+	{ (kept) ? #n : "", a,						\
+	  (p) == NXQ_PARSE_SIZE_MAX ? SC_F_U64MAX :			\
+	  (p) == NXQ_PARSE_SIZE ? SC_F_U64 :				\
+	  (p) == NXQ_PARSE_BOOL ? SC_F_U8 : SC_F_U32MAX, (lim) < 0 },
+	NXQ_BUDGET_FIELDS(SC_FIELD_SATTR)
+#undef SC_FIELD_SATTR
 	{ "effective_min", NXQUOTA_A_BUDGET_EFFECTIVE_MIN, SC_F_U64, 0 },
 	{ "effective_max", NXQUOTA_A_BUDGET_EFFECTIVE_MAX, SC_F_U64MAX, 0 },
 	{ "claimed", NXQUOTA_A_BUDGET_CLAIMED, SC_F_U64, 0 },
@@ -940,11 +929,6 @@ static const struct sc_sattr sc_node_attrs[] = {
 	{ "bytes_asked", NXQUOTA_A_BUDGET_BYTES_ASKED, SC_F_U64, 0 },
 	{ "bytes_released", NXQUOTA_A_BUDGET_BYTES_RELEASED, SC_F_U64, 0 },
 	{ "kills", NXQUOTA_A_BUDGET_KILLS, SC_F_U64, 0 },
-	{ "kill_on_ignore", NXQUOTA_A_BUDGET_KILL_ON_IGNORE, SC_F_U8, 1 },
-	/* the limits, as the spec has them (NXQ_LIMITS) */
-#define SC_LIMIT_SATTR(n, N, a, m)	{ #n, a, SC_F_U32MAX, 0 },
-	NXQ_LIMITS(SC_LIMIT_SATTR)
-#undef SC_LIMIT_SATTR
 	{ NULL, 0, 0, 0 },
 };
 
@@ -1159,54 +1143,96 @@ static SC_UNUSED int sc_admin_read(const char *path, char *buf, size_t size)
 	}
 }
 
-/* The limits' words and attributes, as the spec has them (NXQ_LIMITS). */
-#define SC_LIMIT_NAME(n, N, a, m)	#n,
-#define SC_LIMIT_ATTR(n, N, a, m)	a,
-static const char *const sc_limit_names[] = { NXQ_LIMITS(SC_LIMIT_NAME) };
-static const int sc_limit_attrs[] = { NXQ_LIMITS(SC_LIMIT_ATTR) };
-#undef SC_LIMIT_NAME
-#undef SC_LIMIT_ATTR
+/*
+ * The budget table (NXQ_BUDGET_FIELDS) as the module's set_budget and node
+ * files read it (kmod/abi_field.c): each field's name, attribute, unit and
+ * parse.  None is named here.
+ */
+struct sc_field {
+	const char *name;
+	int attr, unit, parse;
+};
 
-/* set_budget's "PATH k=v...": the BUDGET_SET request, or -EINVAL. */
+#define SC_FIELD(n, N, a, u, p, lo, hi, d, w, lim, kept)	{ #n, a, u, p },
+static const struct sc_field sc_fields[] = { NXQ_BUDGET_FIELDS(SC_FIELD) };
+#undef SC_FIELD
+#define SC_NR_FIELDS	((int)(sizeof(sc_fields) / sizeof(sc_fields[0])))
+
+/* The field of a name (its first len bytes), or -1. */
+static int sc_field_find(const char *name, size_t len)
+{
+	int f;
+
+	for (f = 0; f < SC_NR_FIELDS; f++)
+		if (strlen(sc_fields[f].name) == len &&
+		    !strncmp(name, sc_fields[f].name, len))
+			return f;
+	return -1;
+}
+
+/* A field's value from its text, as its parse column says: 0 or -EINVAL. */
+static int sc_field_parse(int f, const char *s, uint64_t *v)
+{
+	uint32_t u;
+
+	switch (sc_fields[f].parse) {
+	case NXQ_PARSE_SIZE:
+	case NXQ_PARSE_SIZE_MAX:
+		return sc_parse_size(s, sc_fields[f].parse == NXQ_PARSE_SIZE_MAX,
+				     v) ? -EINVAL : 0;
+	case NXQ_PARSE_BOOL:
+		if ((s[0] != '0' && s[0] != '1') || s[1])
+			return -EINVAL;
+		*v = (uint64_t)(s[0] - '0');
+		return 0;
+	case NXQ_PARSE_U32:
+		if (sc_kstrtou32(s, &u))
+			return -EINVAL;
+		*v = u;
+		return 0;
+	default:
+		return -EINVAL;
+	}
+}
+
+/* A field's attribute in m, of the type its unit says. */
+static void sc_field_put(struct sc_nlreq *m, int f, uint64_t v)
+{
+	switch (sc_fields[f].unit) {
+	case NXQ_UNIT_BYTES:
+		sc_nl_put_u64(m, sc_fields[f].attr, v);
+		break;
+	case NXQ_UNIT_BOOL:
+		sc_nl_put_u8(m, sc_fields[f].attr, (uint8_t)v);
+		break;
+	case NXQ_UNIT_FLAG:
+		sc_nl_put_flag(m, sc_fields[f].attr);
+		break;
+	default:
+		sc_nl_put_u32(m, sc_fields[f].attr, (uint32_t)v);
+	}
+}
+
+/*
+ * set_budget's "PATH NAME=VALUE... [FLAG]...": the BUDGET_SET request, or
+ * -EINVAL (an unknown name, a value that does not read, a name twice).
+ */
 static int sc_admin_budget_words(struct sc_nlreq *m, char **w, int n)
 {
-	int seen = 0, i, j;
-	uint64_t v;
-	uint32_t u;
+	unsigned long seen = 0;
+	uint64_t v = 1;
+	int i, f;
 
 	for (i = 1; i < n; i++) {
 		char *val = strchr(w[i], '=');
 
-		if (!strcmp(w[i], "overcommit") && !(seen & (1 << 30))) {
-			seen |= 1 << 30;
-			sc_nl_put_flag(m, NXQUOTA_A_BUDGET_OVERCOMMIT);
-			continue;
-		}
-		if (!val)
+		f = sc_field_find(w[i], val ? (size_t)(val - w[i]) : strlen(w[i]));
+		if (f < 0 || (seen & (1UL << f)) ||
+		    (sc_fields[f].parse == NXQ_PARSE_FLAG) != !val ||
+		    (val && sc_field_parse(f, val + 1, &v)))
 			return -EINVAL;
-		*val++ = 0;
-		if (!strcmp(w[i], "max") && !(seen & 1)) {
-			seen |= 1;
-			if (sc_parse_size(val, 1, &v))
-				return -EINVAL;
-			sc_nl_put_u64(m, NXQUOTA_A_BUDGET_MAX, v);
-			continue;
-		}
-		if (!strcmp(w[i], "min") && !(seen & 2)) {
-			seen |= 2;
-			if (sc_parse_size(val, 0, &v))
-				return -EINVAL;
-			sc_nl_put_u64(m, NXQUOTA_A_BUDGET_MIN, v);
-			continue;
-		}
-		for (j = 0; j < NXQ_NR_LIMITS; j++)
-			if (!strcmp(w[i], sc_limit_names[j]) &&
-			    !(seen & (4 << j)))
-				break;
-		if (j == NXQ_NR_LIMITS || sc_kstrtou32(val, &u))
-			return -EINVAL;
-		seen |= 4 << j;
-		sc_nl_put_u32(m, sc_limit_attrs[j], u);
+		seen |= 1UL << f;
+		sc_field_put(m, f, v);
 	}
 	return 0;
 }
@@ -1214,15 +1240,14 @@ static int sc_admin_budget_words(struct sc_nlreq *m, char **w, int n)
 /* Write s to a file under SC_SYSFS: 0 or -errno. */
 static SC_UNUSED int sc_admin_write(const char *path, const char *s)
 {
-	char line[1024], *w[8];
+	char line[1024], *w[1 + SC_NR_FIELDS];
 	const struct sc_sattr *a;
 	struct sc_spath p;
 	struct sc_nlreq m;
 	struct sc_found f;
 	uint64_t v;
 	uint32_t u;
-	uint8_t b;
-	int rc, n;
+	int rc, n, fi;
 
 	rc = sc_spath_parse(path, &p);
 	if (rc < 0)
@@ -1277,7 +1302,7 @@ static SC_UNUSED int sc_admin_write(const char *path, const char *s)
 		    !strcmp(p.attr, "clear_budget")) {
 			int set = p.attr[0] == 's';
 
-			n = sc_split(line, w, set ? 7 : 1);
+			n = sc_split(line, w, set ? 1 + SC_NR_FIELDS : 1);
 			if (n < (set ? 2 : 1) || w[0][0] != '/')
 				return -EINVAL;
 			if (strlen(w[0]) > 4000)
@@ -1310,19 +1335,12 @@ static SC_UNUSED int sc_admin_write(const char *path, const char *s)
 		sc_nl_put_str(&m, NXQUOTA_A_BUDGET_DEVICE, p.key);
 		sc_nl_put_str(&m, NXQUOTA_A_BUDGET_CGROUP_PATH,
 			      (char *)pa + NLA_HDRLEN);
-		if (!strcmp(p.attr, "kill_on_ignore")) {
-			if (sc_kstrtobool(s, &b))
-				return -EINVAL;
-			sc_nl_put_u8(&m, NXQUOTA_A_BUDGET_KILL_ON_IGNORE, b);
-		} else {
-			int is_max = !strcmp(p.attr, "max");
-
-			n = sc_split(line, w, 1);
-			if (n != 1 || sc_parse_size(w[0], is_max, &v))
-				return -EINVAL;
-			sc_nl_put_u64(&m, is_max ? NXQUOTA_A_BUDGET_MAX :
-				      NXQUOTA_A_BUDGET_MIN, v);
-		}
+		/* a field's file: one word, as set_budget reads it */
+		fi = sc_field_find(p.attr, strlen(p.attr));
+		n = sc_split(line, w, 1);
+		if (fi < 0 || n != 1 || sc_field_parse(fi, w[0], &v))
+			return -EINVAL;
+		sc_field_put(&m, fi, v);
 	}
 	rc = sc_nl_talk(&m, NULL, NULL);
 	return rc == -ENODEV ? -ENOENT : rc < 0 ? rc : 0;

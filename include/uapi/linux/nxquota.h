@@ -289,13 +289,112 @@ struct nxq_status {
 #define NXQ_STATUS_SIZE_VER1		168
 #define NXQ_LEVEL_DEVICE		0xffffffffU
 
-/* BEGIN YNL-GEN nxquota limits */
 /*
- * The per-cgroup limits (daemon/ynl-gen.sh, from the spec: budget-set's
- * u32 attributes with a max).  NXQ_LIMITS(X) calls X(name, NAME, attr,
- * max) for each: its name in sysfs, the state file and JSON (netlink and
- * nxquotactl's words spell it with '-'), its enum nxq_limit suffix, its
- * netlink attribute, and the largest value root may set.
+ * The most bytes a guarantee (a min), or the guarantees claimed under one
+ * budget node, may add up to (as mm/page_counter.c's PAGE_COUNTER_MAX):
+ * the ledger refuses more with EOVERFLOW, overcommit or not, so that no
+ * sum it keeps can wrap.  4 EiB.
+ */
+#define NXQ_BYTES_MAX		(1ULL << 62)
+
+/*
+ * The budget table's vocabulary (NXQ_BUDGET_FIELDS below): what a
+ * budget attribute counts, how its text is read, and who may set it.
+ */
+enum nxq_unit {
+	NXQ_UNIT_BYTES,		/* bytes of device memory (charge) */
+	NXQ_UNIT_MS,		/* milliseconds */
+	NXQ_UNIT_NUMBER,	/* a count or a level, no unit */
+	NXQ_UNIT_BOOL,		/* 0 or 1 */
+	NXQ_UNIT_FLAG,		/* given or not */
+};
+
+enum nxq_parse {
+	/* digits, then optionally K, M, G, T, P or E (powers of 1024, as
+	 * memparse() and memory.max read them; also Ki .. Ei) */
+	NXQ_PARSE_SIZE,
+	NXQ_PARSE_SIZE_MAX,	/* as NXQ_PARSE_SIZE, or "max": NXQ_UNLIMITED */
+	NXQ_PARSE_BOOL,		/* "0" or "1" */
+	NXQ_PARSE_FLAG,		/* the name alone ("overcommit") */
+	NXQ_PARSE_U32,		/* decimal digits */
+};
+
+enum nxq_who {
+	NXQ_WHO_ANY,		/* whoever may open the door */
+	NXQ_WHO_ADMIN,		/* CAP_SYS_ADMIN in the initial user namespace */
+};
+
+/* BEGIN YNL-GEN nxquota budget */
+/*
+ * The budget table (daemon/ynl-gen.sh, from the spec: every attribute of
+ * budget-set's request but the device and the cgroup).  Not to be edited:
+ * change the spec and run daemon/ynl-gen.sh --write.  The columns are
+ * derived from what the spec says (ynl-gen.sh tells how);
+ * NXQ_BUDGET_FIELDS(X) calls, for each,
+ *   X(name, NAME, attr, unit, parse, lo, hi, dflt, who, lim, kept)
+ * name   its name in sysfs, nxquotad's state file and JSON (netlink and
+ *        nxquotactl's words spell it with '-'); NAME its enum suffix
+ * attr   its netlink attribute
+ * unit   NXQ_UNIT_*: a u64 is bytes, a u8 checked to 1 a boolean, a flag
+ *        a flag, a u32 milliseconds when its name ends in _ms, else a
+ *        number
+ * parse  NXQ_PARSE_*: how its text is read
+ * lo, hi the values root may set (the spec's checks); a size without
+ *        checks goes up to NXQ_UNLIMITED where "max" is all ones, else
+ *        NXQ_BYTES_MAX, which the ledger checks itself (its errno, its
+ *        refusal's reason)
+ * dflt   what a cgroup that sets none gets: the spec's const
+ *        NAME-default; without one, NXQ_UNLIMITED where "max" is all
+ *        ones (no max of its own), else 0.  Whom it binds and what is
+ *        inherited is the ledger's (kmod/counter.c)
+ * who    NXQ_WHO_*, from budget-set's flags
+ * lim    its enum nxq_limit when it is a per-cgroup limit (a u32 with a
+ *        max), else -1
+ * kept   1 when budget-get reports it (a node keeps it), 0 for a
+ *        modifier of the request alone
+ */
+#define NXQ_BUDGET_FIELDS(X) \
+	X(max, MAX, NXQUOTA_A_BUDGET_MAX, \
+	  NXQ_UNIT_BYTES, NXQ_PARSE_SIZE_MAX, 0, NXQ_UNLIMITED, \
+	  NXQ_UNLIMITED, NXQ_WHO_ADMIN, -1, 1) \
+	X(min, MIN, NXQUOTA_A_BUDGET_MIN, \
+	  NXQ_UNIT_BYTES, NXQ_PARSE_SIZE, 0, NXQ_BYTES_MAX, \
+	  0, NXQ_WHO_ADMIN, -1, 1) \
+	X(kill_on_ignore, KILL_ON_IGNORE, NXQUOTA_A_BUDGET_KILL_ON_IGNORE, \
+	  NXQ_UNIT_BOOL, NXQ_PARSE_BOOL, 0, 1, \
+	  0, NXQ_WHO_ADMIN, -1, 1) \
+	X(holders_max, HOLDERS_MAX, NXQUOTA_A_BUDGET_HOLDERS_MAX, \
+	  NXQ_UNIT_NUMBER, NXQ_PARSE_U32, 0, 4294967294U, \
+	  NXQUOTA_HOLDERS_MAX_DEFAULT, NXQ_WHO_ADMIN, NXQ_LIM_HOLDERS_MAX, 1) \
+	X(waiters_max, WAITERS_MAX, NXQUOTA_A_BUDGET_WAITERS_MAX, \
+	  NXQ_UNIT_NUMBER, NXQ_PARSE_U32, 0, 4294967294U, \
+	  NXQUOTA_WAITERS_MAX_DEFAULT, NXQ_WHO_ADMIN, NXQ_LIM_WAITERS_MAX, 1) \
+	X(priority_max, PRIORITY_MAX, NXQUOTA_A_BUDGET_PRIORITY_MAX, \
+	  NXQ_UNIT_NUMBER, NXQ_PARSE_U32, 0, 1000U, \
+	  NXQUOTA_PRIORITY_MAX_DEFAULT, NXQ_WHO_ADMIN, NXQ_LIM_PRIORITY_MAX, 1) \
+	X(wait_max_ms, WAIT_MAX_MS, NXQUOTA_A_BUDGET_WAIT_MAX_MS, \
+	  NXQ_UNIT_MS, NXQ_PARSE_U32, 0, 3600000U, \
+	  NXQUOTA_WAIT_MAX_MS_DEFAULT, NXQ_WHO_ADMIN, NXQ_LIM_WAIT_MAX_MS, 1) \
+	X(overcommit, OVERCOMMIT, NXQUOTA_A_BUDGET_OVERCOMMIT, \
+	  NXQ_UNIT_FLAG, NXQ_PARSE_FLAG, 0, 1, \
+	  0, NXQ_WHO_ADMIN, -1, 0)
+
+/* The budget table by number. */
+enum nxq_budget_field {
+	NXQ_BF_MAX,
+	NXQ_BF_MIN,
+	NXQ_BF_KILL_ON_IGNORE,
+	NXQ_BF_HOLDERS_MAX,
+	NXQ_BF_WAITERS_MAX,
+	NXQ_BF_PRIORITY_MAX,
+	NXQ_BF_WAIT_MAX_MS,
+	NXQ_BF_OVERCOMMIT,
+	NXQ_NR_BUDGET_FIELDS,
+};
+
+/*
+ * The per-cgroup limits, of those: NXQ_LIMITS(X) calls X(name, NAME,
+ * attr, max) for each, as NXQ_BUDGET_FIELDS has them (max is its hi).
  */
 #define NXQ_LIMITS(X) \
 	X(holders_max, HOLDERS_MAX, NXQUOTA_A_BUDGET_HOLDERS_MAX, 4294967294U) \
@@ -311,7 +410,15 @@ enum nxq_limit {
 	NXQ_LIM_WAIT_MAX_MS,
 	NXQ_NR_LIMITS,
 };
-/* END YNL-GEN nxquota limits */
+
+/* Their defaults, by number: the ledger's (kmod/counter.c) initializer. */
+#define NXQ_LIMIT_DEFAULTS { \
+	[NXQ_LIM_HOLDERS_MAX] = NXQUOTA_HOLDERS_MAX_DEFAULT, \
+	[NXQ_LIM_WAITERS_MAX] = NXQUOTA_WAITERS_MAX_DEFAULT, \
+	[NXQ_LIM_PRIORITY_MAX] = NXQUOTA_PRIORITY_MAX_DEFAULT, \
+	[NXQ_LIM_WAIT_MAX_MS] = NXQUOTA_WAIT_MAX_MS_DEFAULT, \
+}
+/* END YNL-GEN nxquota budget */
 
 /*
  * Pressure tickets.  When a charge does not fit, the module asks holders
@@ -403,6 +510,11 @@ struct nxq_ticket_answer {
 /* BEGIN YNL-GEN nxquota */
 #define NXQUOTA_FAMILY_NAME	"nxquota"
 #define NXQUOTA_FAMILY_VERSION	1
+
+#define NXQUOTA_HOLDERS_MAX_DEFAULT	1024
+#define NXQUOTA_WAITERS_MAX_DEFAULT	64
+#define NXQUOTA_PRIORITY_MAX_DEFAULT	0
+#define NXQUOTA_WAIT_MAX_MS_DEFAULT	30000
 
 /**
  * enum nxquota_event_type - What an event reports.

@@ -1,47 +1,120 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * limits_table: every per-cgroup limit the spec names (NXQ_LIMITS, made
- * from Documentation/netlink/specs/nxquota.yaml by daemon/ynl-gen.sh;
- * issue 30 item 1) goes through every front door, with the spec's bound,
- * and reads back the same everywhere.  The limits are not listed here:
- * a limit added to the spec is walked too.
+ * limits_table: every field of the budget table the spec makes
+ * (NXQ_BUDGET_FIELDS: max, min, kill_on_ignore, the per-cgroup limits,
+ * overcommit; from Documentation/netlink/specs/nxquota.yaml by
+ * daemon/ynl-gen.sh; issue 30 item 1) goes through every front door with
+ * its parse rule, its bounds and its default, and reads back the same
+ * everywhere.  No field is named here: one added to the spec is walked
+ * too.  (nxquotad's state file is the last door: the daemon's suite,
+ * daemon/tests/ctl_test.c, walks the table through a restart.)
  *
- * Device of 1G, /lt-a.  For each limit:
+ * Device of 1G, /lt-a, its node made with the first field the node keeps
+ * at its default.  For each field a node keeps:
  *  1. set_budget's words (the module: sysfs; nxquotad: its control
- *     socket): the spec's max is taken, one above it is refused
- *     (EINVAL from sysfs, ERANGE from the netlink policy) and changes
- *     nothing; the node reads it back (the node's file; the dump);
- *  2. budget-set over generic netlink (the module's family; nxquotad's
- *     control socket) with the attribute the spec gives: taken; above
- *     the max: ERANGE, nothing changed;
- *  3. nxquotactl set with the word the spec's name gives ("holders-max"):
- *     taken, and in `nxquotactl --json status` under the spec's name;
- *     above the max: exit 2 (its EX_USAGE), nothing sent.
+ *     socket), NAME=VALUE as the field's parse column reads it: taken, and
+ *     the node's file reads it back (the module's file; the dump);
+ *  2. the node's own file, written with the next value (a limit's is
+ *     read-only: EACCES);
+ *  3. budget-set over generic netlink (the module's family; nxquotad's
+ *     control socket) with the attribute the spec gives, of the type its
+ *     unit says: taken;
+ *  4. nxquotactl set with the word the spec's name gives ("holders-max"):
+ *     taken, and in `nxquotactl --json status` under the spec's name
+ *     (without the tool, the other doors are walked and the test says
+ *     skipped, and why).
+ * The values grow from door to door (a min never passes the max set
+ * before it).  A modifier of the request (a flag) is taken with a field
+ * at each door, alone only as the flag's bare name; never as NAME=1.
+ *
+ * The bounds (a fresh node): one above each field's largest value is
+ * refused at every door and changes nothing -- set_budget's words (EINVAL
+ * from sysfs, ERANGE from the netlink policy), netlink (ERANGE),
+ * nxquotactl before sending (exit 2) -- save a size's, which the ledger
+ * checks itself (a min past NXQ_BYTES_MAX: EOVERFLOW at every door,
+ * nxquotactl's exit 1 with the authority's reason).  Before anything is
+ * set, each field reads its default from the node's file and from
+ * nxquotactl's JSON.
  */
 #include "scen.h"
 
 #define KEY	"t-lt"
 #define CG	"/lt-a"
 
-struct lt_limit {
+struct lt_field {
 	const char *name;
-	int attr;
-	uint32_t max;
+	int attr, unit, parse, lim, kept;
+	uint64_t hi, dflt;
 };
 
-#define LT_LIMIT(n, N, a, m)	{ #n, a, m },
-static const struct lt_limit lt_limits[] = { NXQ_LIMITS(LT_LIMIT) };
-#define LT_N	(sizeof(lt_limits) / sizeof(lt_limits[0]))
+#define LT_FIELD(n, N, a, u, p, lo, hi, d, w, lim, kept)		\
+	{ #n, a, u, p, lim, kept, hi, d },
+static const struct lt_field lt_fields[] = { NXQ_BUDGET_FIELDS(LT_FIELD) };
+#undef LT_FIELD
+#define LT_N	(sizeof(lt_fields) / sizeof(lt_fields[0]))
 
-/* budget-set over netlink: one limit's attribute, as the spec names it. */
-static int lt_nl_set(const struct lt_limit *l, uint32_t v)
+/* The field a node is made with: the first it keeps, at its default. */
+static size_t lt_first(void)
+{
+	size_t i;
+
+	for (i = 0; !lt_fields[i].kept; i++)
+		;
+	return i;
+}
+
+/* A flag's companion at each door: the first field a node keeps. */
+#define LT_FLAG_WITH	lt_first()
+
+/* "NAME=VALUE" of a field (the bare name of a flag), '-' for '_' if tool. */
+static const char *lt_word(const struct lt_field *l, uint64_t v, int tool,
+			   char *buf, size_t n)
+{
+	size_t k;
+
+	if (l->parse == NXQ_PARSE_FLAG)
+		snprintf(buf, n, "%s", l->name);
+	else if (l->parse == NXQ_PARSE_SIZE_MAX && v == NXQ_UNLIMITED)
+		snprintf(buf, n, "%s=max", l->name);
+	else
+		snprintf(buf, n, "%s=%llu", l->name, (unsigned long long)v);
+	for (k = 0; tool && buf[k] && buf[k] != '='; k++)
+		if (buf[k] == '_')
+			buf[k] = '-';
+	return buf;
+}
+
+/* What the node's file of a field reads for v. */
+static const char *lt_text(const struct lt_field *l, uint64_t v, char *buf,
+			   size_t n)
+{
+	if ((l->parse == NXQ_PARSE_SIZE_MAX && v == NXQ_UNLIMITED) ||
+	    (l->lim >= 0 && v == UINT32_MAX))
+		snprintf(buf, n, "max");
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+/* The value of a field at door d (0..2): growing, within any bound. */
+static uint64_t lt_value(const struct lt_field *l, int d)
+{
+	if (l->unit == NXQ_UNIT_BYTES)
+		return (uint64_t)(d + 1) * 32 * SC_MIB;
+	if (l->unit == NXQ_UNIT_BOOL || l->unit == NXQ_UNIT_FLAG)
+		return (uint64_t)((d + 1) & 1);
+	return l->hi - 2 + (uint64_t)d;
+}
+
+/* budget-set over netlink: a field's attribute; a flag with its companion. */
+static int lt_nl_set(size_t f, uint64_t v)
 {
 	struct sc_nlreq m;
 
 	sc_nl_init(&m, NXQUOTA_CMD_BUDGET_SET, 0);
 	sc_nl_put_str(&m, NXQUOTA_A_BUDGET_DEVICE, KEY);
 	sc_nl_put_str(&m, NXQUOTA_A_BUDGET_CGROUP_PATH, CG);
-	sc_nl_put_u32(&m, l->attr, v);
+	sc_field_put(&m, (int)f, v);
 	return sc_nl_talk(&m, NULL, NULL);
 }
 
@@ -82,8 +155,48 @@ static int lt_run(const char *a1, const char *a2, const char *a3,
 	return th_wait(pid);
 }
 
+/* Whether CG's budget in lt_out (JSON) has the member k, whole. */
+static int lt_json_has(const char *k)
+{
+	const char *b = strstr(lt_out, "\"path\":\"" CG "\""), *e, *p;
+	size_t n = strlen(k);
+
+	e = b ? strchr(b, '}') : NULL;	/* a budget's object is flat */
+	for (p = b; p && (p = strstr(p, k)) && p < e; p += n)
+		if (p[n] == ',' || p[n] == '}')
+			return 1;
+	return 0;
+}
+
+/* The field reads v in its node file, and in nxquotactl's JSON if tool. */
+#define LT_READS(id, l, v, tool) do {					\
+	char t_[32], k_[96], r_[64];					\
+	int n_ = sc_read(sc_node_path(KEY, (id), (l)->name), r_, sizeof(r_)); \
+									\
+	ASSERT_OK(n_ < 0 ? n_ : 0);					\
+	lt_text((l), (v), t_, sizeof(t_));				\
+	if (strcmp(r_, t_))						\
+		FAIL("%s reads %s, not %s", (l)->name, r_, t_);		\
+	if (tool) {							\
+		ASSERT_EQ(lt_run("--json", "status", KEY, NULL, NULL), 0); \
+		if ((l)->unit == NXQ_UNIT_BOOL)				\
+			snprintf(k_, sizeof(k_), "\"%s\":%s", (l)->name, \
+				 (v) ? "true" : "false");		\
+		else if ((l)->parse == NXQ_PARSE_SIZE_MAX &&		\
+			 (v) == NXQ_UNLIMITED)				\
+			snprintf(k_, sizeof(k_), "\"%s\":null", (l)->name); \
+		else							\
+			snprintf(k_, sizeof(k_), "\"%s\":%llu", (l)->name, \
+				 (unsigned long long)(v));		\
+		if (!lt_json_has(k_))					\
+			FAIL("nxquotactl --json status has no %s in " CG \
+			     "'s budget: %.300s", k_, lt_out);		\
+	}								\
+} while (0)
+
 FIXTURE(lt) {
 	uint64_t id;
+	int tool;
 };
 
 FIXTURE_VARIANT(lt) {};
@@ -94,11 +207,25 @@ FIXTURE_VARIANT_ADD(lt, daemon) {};
 
 FIXTURE_SETUP(lt)
 {
+	const struct lt_field *l = &lt_fields[lt_first()];
+	char w[96];
+
 	ASSERT_OK(sc_dev_register(KEY, "1G"));
 	ASSERT_OK(sc_cg_create(CG));
-	ASSERT_OK(sc_set_budget(KEY, CG " max=1G"));
+	ASSERT_OK(sc_set_budget(KEY, CG " %s", lt_word(l, l->dflt, 0, w,
+							 sizeof(w))));
 	self->id = CG_ID(CG);
+	self->tool = !access(lt_tool(), X_OK);
 }
+
+/* The other doors were walked; without the tool, say so, not "pass". */
+#define LT_TOOL_OR_SKIP()						\
+	do {								\
+		if (!self->tool)					\
+			SKIP("no %s (make -C tools static; NXQ_CTL names " \
+			     "it beside nxquotad): every door walked but "	\
+			     "nxquotactl's", lt_tool());		\
+	} while (0)
 
 FIXTURE_TEARDOWN(lt)
 {
@@ -106,64 +233,122 @@ FIXTURE_TEARDOWN(lt)
 	ASSERT_OK(sc_cg_remove(CG));
 }
 
-TEST_F(lt, words_and_netlink)
+TEST_F(lt, every_door)
 {
-	char w[128];
+	char w[96], with[96], line[256];
 	size_t i;
 
-	ASSERT_EQ(LT_N, (size_t)NXQ_NR_LIMITS);
+	ASSERT_EQ(LT_N, (size_t)NXQ_NR_BUDGET_FIELDS);
 	for (i = 0; i < LT_N; i++) {
-		const struct lt_limit *l = &lt_limits[i];
+		const struct lt_field *l = &lt_fields[i];
+		const struct lt_field *c = &lt_fields[LT_FLAG_WITH];
+		/* the companion at the value its walk left (no change) */
+		uint64_t cv = lt_value(c, self->tool ? 2 : 1);
 
-		/* 1. the words */
-		snprintf(w, sizeof(w), CG " %s=%u", l->name, l->max);
-		ASSERT_OK(sc_set_budget(KEY, w));
-		ASSERT_EQ(NODE_U64(KEY, self->id, l->name), l->max);
-		snprintf(w, sizeof(w), CG " %s=%llu", l->name,
-			 (unsigned long long)l->max + 1);
-		ASSERT_ERR2(sc_set_budget(KEY, w), EINVAL, ERANGE);
-		ASSERT_EQ(NODE_U64(KEY, self->id, l->name), l->max);
+		if (!l->kept) {
+			/* a flag rides with a field, as its bare name only */
+			lt_word(c, cv, 0, with, sizeof(with));
+			snprintf(line, sizeof(line), CG " %s %s", with, l->name);
+			ASSERT_OK(sc_set_budget(KEY, "%s", line));
+			snprintf(line, sizeof(line), CG " %s %s=1", with, l->name);
+			ASSERT_ERR(sc_set_budget(KEY, "%s", line), EINVAL);
+			snprintf(line, sizeof(line), CG " %s %s %s", with,
+				 l->name, l->name);
+			ASSERT_ERR(sc_set_budget(KEY, "%s", line), EINVAL);
+			/* netlink: alone it sets nothing */
+			ASSERT_ERR(lt_nl_set(i, 1), EINVAL);
+			if (self->tool) {
+				lt_word(c, cv, 1, with, sizeof(with));
+				lt_word(l, 1, 1, w, sizeof(w));
+				if (lt_run("set", CG, KEY, with, w))
+					FAIL("nxquotactl set %s %s %s %s: %s", CG,
+					     KEY, with, w, lt_out);
+				snprintf(line, sizeof(line), "%s=1", w);
+				ASSERT_EQ(lt_run("set", CG, KEY, with, line), 2);
+			}
+			continue;
+		}
 
-		/* 2. netlink, the spec's attribute */
-		ASSERT_OK(lt_nl_set(l, l->max / 2));
-		ASSERT_EQ(NODE_U64(KEY, self->id, l->name), l->max / 2);
-		ASSERT_ERR(lt_nl_set(l, l->max + 1), ERANGE);
-		ASSERT_EQ(NODE_U64(KEY, self->id, l->name), l->max / 2);
+		/* 1. set_budget's words */
+		lt_word(l, lt_value(l, 0), 0, w, sizeof(w));
+		ASSERT_OK(sc_set_budget(KEY, CG " %s", w));
+		LT_READS(self->id, l, lt_value(l, 0), 0);
+		snprintf(line, sizeof(line), CG " %s=x", l->name);
+		ASSERT_ERR(sc_set_budget(KEY, "%s", line), EINVAL);
+		snprintf(line, sizeof(line), CG " %s %s", w, w);
+		ASSERT_ERR(sc_set_budget(KEY, "%s", line), EINVAL);
+		LT_READS(self->id, l, lt_value(l, 0), 0);
+
+		/* 2. its own file: written as the word's value, or read-only */
+		lt_text(l, lt_value(l, 1), w, sizeof(w));
+		if (l->lim >= 0) {
+			ASSERT_ERR(sc_write(sc_node_path(KEY, self->id, l->name),
+					    w), EACCES);
+		} else {
+			ASSERT_OK(sc_write(sc_node_path(KEY, self->id, l->name),
+					   w));
+			LT_READS(self->id, l, lt_value(l, 1), 0);
+		}
+
+		/* 3. netlink, the spec's attribute */
+		ASSERT_OK(lt_nl_set(i, lt_value(l, 1)));
+		LT_READS(self->id, l, lt_value(l, 1), 0);
+
+		/* 4. nxquotactl, the spec's name with '-' */
+		if (!self->tool)
+			continue;
+		lt_word(l, lt_value(l, 2), 1, w, sizeof(w));
+		if (lt_run("set", CG, KEY, w, NULL))
+			FAIL("nxquotactl set %s %s %s: %s", CG, KEY, w, lt_out);
+		LT_READS(self->id, l, lt_value(l, 2), 1);
 	}
+	LT_TOOL_OR_SKIP();
 }
 
-TEST_F(lt, nxquotactl)
+TEST_F(lt, bounds_and_defaults)
 {
-	char word[96], key[96];
-	size_t i, k;
+	char w[96], tw[96];
+	size_t i;
 
-	if (access(lt_tool(), X_OK))
-		SKIP("no %s (make -C tools; NXQ_CTL names it beside nxquotad)",
-		     lt_tool());
 	for (i = 0; i < LT_N; i++) {
-		const struct lt_limit *l = &lt_limits[i];
-		uint32_t v = l->max / 3;
+		const struct lt_field *l = &lt_fields[i];
+		uint64_t top = l->unit == NXQ_UNIT_BYTES ? UINT64_MAX :
+			       l->unit == NXQ_UNIT_BOOL ? 255 : UINT32_MAX;
 
-		/* the tool's word: the spec's name, '-' for '_' */
-		snprintf(word, sizeof(word), "%s=%u", l->name, v);
-		for (k = 0; word[k] != '='; k++)
-			if (word[k] == '_')
-				word[k] = '-';
-		if (lt_run("set", CG, KEY, word, NULL))
-			FAIL("nxquotactl set %s %s %s: %s", CG, KEY, word,
-			     lt_out);
-		ASSERT_EQ(NODE_U64(KEY, self->id, l->name), v);
-		ASSERT_EQ(lt_run("--json", "status", KEY, NULL, NULL), 0);
-		snprintf(key, sizeof(key), "\"%s\":%u", l->name, v);
-		if (!strstr(lt_out, key))
-			FAIL("nxquotactl --json status has no %s: %.300s", key,
-			     lt_out);
-		snprintf(word + (strchr(word, '=') - word) + 1,
-			 sizeof(word) - (strchr(word, '=') - word) - 1, "%llu",
-			 (unsigned long long)l->max + 1);
-		ASSERT_EQ(lt_run("set", CG, KEY, word, NULL), 2);	/* EX_USAGE */
-		ASSERT_EQ(NODE_U64(KEY, self->id, l->name), v);
+		if (!l->kept)
+			continue;
+		/* nothing set: the default, at the node's file and the tool */
+		LT_READS(self->id, l, l->dflt, self->tool);
+		if (l->hi >= top)
+			continue;	/* all it can hold: no bound to pass */
+		lt_word(l, l->hi + 1, 0, w, sizeof(w));
+		lt_word(l, l->hi + 1, 1, tw, sizeof(tw));
+		if (l->unit == NXQ_UNIT_BYTES) {
+			/* the ledger's bound, its errno at every door */
+			ASSERT_ERR(sc_set_budget(KEY, CG " %s", w), EOVERFLOW);
+			ASSERT_ERR(lt_nl_set(i, l->hi + 1), EOVERFLOW);
+			if (self->tool) {
+				ASSERT_EQ(lt_run("set", CG, KEY, tw, NULL), 1);
+				if (!strstr(lt_out, "EOVERFLOW"))
+					FAIL("nxquotactl set %s: %.300s", tw,
+					     lt_out);
+			}
+		} else {
+			ASSERT_ERR2(sc_set_budget(KEY, CG " %s", w), EINVAL,
+				    ERANGE);
+			ASSERT_ERR(lt_nl_set(i, l->hi + 1), ERANGE);
+			if (self->tool)	/* refused before anything is sent */
+				ASSERT_EQ(lt_run("set", CG, KEY, tw, NULL), 2);
+		}
+		LT_READS(self->id, l, l->dflt, 0);
+		/* its largest value is taken (a size's only where all fits) */
+		if (l->unit != NXQ_UNIT_BYTES) {
+			lt_word(l, l->hi, 0, w, sizeof(w));
+			ASSERT_OK(sc_set_budget(KEY, CG " %s", w));
+			LT_READS(self->id, l, l->hi, 0);
+		}
 	}
+	LT_TOOL_OR_SKIP();
 }
 
 TEST_HARNESS_MAIN

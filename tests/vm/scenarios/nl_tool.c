@@ -374,14 +374,18 @@ TEST_F(nl_tool, set_status_metrics)
 		 PRIu64 ",", KEY, DEV_U64(KEY, "capacity"), DEV_U64(KEY, "used"),
 		 DEV_U64(KEY, "holders"), DEV_U64(KEY, "denials"));
 	want("status --json", buf);
+	/* the budget table's fields first (its order), then the rest */
 	snprintf(buf, sizeof(buf), "{\"device\":\"%s\",\"path\":\"%s\","
 		 "\"cgroup_id\":%" PRIu64 ",\"parent_id\":%" PRIu64 ",\"max\":%"
-		 PRIu64 ",\"max_set\":true,\"effective_max\":%" PRIu64
-		 ",\"min\":%" PRIu64 ",\"effective_min\":%" PRIu64
+		 PRIu64 ",\"max_set\":true,\"min\":%" PRIu64 ",", KEY, CG, a,
+		 root, NODE_U64(KEY, a, "max"), NODE_U64(KEY, a, "min"));
+	want("status --json", buf);
+	snprintf(buf, sizeof(buf), "\"effective_max\":%" PRIu64
+		 ",\"effective_min\":%" PRIu64
 		 ",\"claimed\":%" PRIu64 ",\"overcommitted\":false"
-		 ",\"current\":%" PRIu64 ",\"borrowed\":%" PRIu64 ",", KEY, CG, a,
-		 root, NODE_U64(KEY, a, "max"), NODE_U64(KEY, a, "effective_max"),
-		 NODE_U64(KEY, a, "min"), NODE_U64(KEY, a, "effective_min"),
+		 ",\"current\":%" PRIu64 ",\"borrowed\":%" PRIu64 ",",
+		 NODE_U64(KEY, a, "effective_max"),
+		 NODE_U64(KEY, a, "effective_min"),
 		 NODE_U64(KEY, a, "claimed"), NODE_U64(KEY, a, "current"),
 		 NODE_U64(KEY, a, "borrowed"));
 	want("status --json", buf);
