@@ -891,26 +891,6 @@ static void nxqd_test_notify(struct kunit *test)
 	cleanup(test, &d);
 }
 
-/* Set @path's max on KEY through the control socket; the ack's error. */
-static int ctl_set_max(struct daemon *d, const char *path, u64 max,
-		       char *msg, size_t len)
-{
-	unsigned char attrs[512];
-	size_t off = 0;
-	int fd = dial(d->ctl, SOCK_SEQPACKET), err;
-
-	if (fd < 0)
-		return fd;
-	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_DEVICE, KEY, sizeof(KEY));
-	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_CGROUP_PATH, path,
-		     strlen(path) + 1);
-	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_MAX, &max, sizeof(max));
-	err = nl_call(fd, NXQUOTA_CMD_BUDGET_SET, 0, attrs, off, NULL, NULL,
-		      msg, len);
-	close(fd);
-	return err;
-}
-
 /*
  * The tickets a budget change asks for are signalled before its ack, as
  * the module's sysfs write returns after eventfd_signal() (issue 32:

@@ -416,4 +416,27 @@ static inline int recv_rep(int fd, int ms, void *out, size_t len)
 	return r.err;
 }
 
+/*
+ * Set @path's max on KEY through the control socket: the ack's error, its
+ * extack message into @msg (or NULL).
+ */
+static inline int ctl_set_max(struct daemon *d, const char *path, u64 max,
+		       char *msg, size_t len)
+{
+	unsigned char attrs[512];
+	size_t off = 0;
+	int fd = dial(d->ctl, SOCK_SEQPACKET), err;
+
+	if (fd < 0)
+		return fd;
+	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_DEVICE, KEY, sizeof(KEY));
+	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_CGROUP_PATH, path,
+		     strlen(path) + 1);
+	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_MAX, &max, sizeof(max));
+	err = nl_call(fd, NXQUOTA_CMD_BUDGET_SET, 0, attrs, off, NULL, NULL,
+		      msg, len);
+	close(fd);
+	return err;
+}
+
 #endif /* _NXQD_CLIENT_UTIL_H */

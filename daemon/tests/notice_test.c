@@ -384,24 +384,6 @@ static void nxqd_test_notice_in_flight(struct kunit *test)
 	cg_leave(&cg);
 }
 
-static int set_max(struct daemon *d, const char *path, u64 max)
-{
-	unsigned char attrs[512];
-	size_t off = 0;
-	int fd = dial(d->ctl, SOCK_SEQPACKET), err;
-
-	if (fd < 0)
-		return fd;
-	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_DEVICE, KEY, sizeof(KEY));
-	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_CGROUP_PATH, path,
-		     strlen(path) + 1);
-	off = nl_put(attrs, off, NXQUOTA_A_BUDGET_MAX, &max, sizeof(max));
-	err = nl_call(fd, NXQUOTA_CMD_BUDGET_SET, 0, attrs, off, NULL, NULL,
-		      NULL, 0);
-	close(fd);
-	return err;
-}
-
 /*
  * A budget change's tickets are told before it is acknowledged, as the
  * module's sysfs write returns after eventfd_signal(): the notice is in
@@ -424,7 +406,7 @@ static void nxqd_test_notice_before_ack(struct kunit *test)
 	for (i = 0; i < 10; i++) {
 		struct nxq_ticket t;
 
-		KUNIT_EXPECT_EQ(test, set_max(&d, cg.rel, 800 - 50 * i), 0);
+		KUNIT_EXPECT_EQ(test, ctl_set_max(&d, cg.rel, 800 - 50 * i, NULL, 0), 0);
 		KUNIT_EXPECT_EQ(test, next_msg(test, a, 0, &id, NULL, NULL), 1);
 		KUNIT_EXPECT_EQ(test, id, x);
 		/* (one that came late: not counted twice) */
