@@ -273,14 +273,15 @@ static int sk_charge_flags(struct nxq_ctx *ctx, uint64_t holder, uint64_t bytes,
 			c.timeout_ns = deadline > now ? deadline - now : 1;
 		}
 		if (why && (ctx->features & NXQ_FEAT_CHARGE_V1)) {
+			/* no longer than why->path: one that does not fit is not named */
 			c.path = (uintptr_t)b.path;
-			c.path_size = sizeof(b.path);
+			c.path_size = sizeof(why->path);
 		}
 		b.c = c;
 		r = nxq__sk_hreq(s, SK_IOC(NXQ_IOC_CHARGE), &b, sizeof(b.c), sizeof(b), &err);
 		if (!r && err && c.path) {
-			b.path[sizeof(b.path) - 1] = 0;
-			snprintf(why->path, sizeof(why->path), "%s", b.path);
+			memcpy(why->path, b.path, sizeof(why->path));
+			why->path[sizeof(why->path) - 1] = 0;
 			nxq__refusal_from(why, &b.c);
 		}
 		if (!r && !err) {
