@@ -26,6 +26,11 @@
 
 /* BEGIN YNL-GEN nxquota kernel (daemon/ynl-gen.sh) */
 /* Integer value ranges */
+static struct netlink_range_validation nxquota_a_device_ticket_timeout_ms_range = {
+	.min	= 1ULL,
+	.max	= 3600000ULL,
+};
+
 static struct netlink_range_validation nxquota_a_budget_holders_max_range = {
 	.max	= 4294967294ULL,
 };
@@ -55,7 +60,7 @@ static const struct nla_policy nxquota_device_set_nl_policy[NXQUOTA_A_DEVICE_DEF
 	[NXQUOTA_A_DEVICE_KEY] = { .type = NLA_NUL_STRING, .len = 63, },
 	[NXQUOTA_A_DEVICE_CAPACITY] = { .type = NLA_U64, },
 	[NXQUOTA_A_DEVICE_DEFAULT_MAX] = { .type = NLA_U64, },
-	[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS] = { .type = NLA_U32, },
+	[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &nxquota_a_device_ticket_timeout_ms_range),
 };
 
 /* NXQUOTA_CMD_BUDGET_GET - dump */

@@ -496,7 +496,11 @@ static void ctl_test_devices(struct kunit *test)
 	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
 	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
 	nla_put_u32(m, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, 0);
-	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -ERANGE);	/* the policy's */
+	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
+	nla_put_u32(m, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, 3600001);
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -ERANGE);
 	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
 	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
 	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -EINVAL);	/* nothing */
