@@ -241,11 +241,12 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	dev->capacity = capacity;
 	dev->emin_gen = 1;
 	dev->devt = devt;
-	dev->default_max = 0;
+	/* what the spec's device table says a new device starts with */
+	dev->default_max = NXQUOTA_DEFAULT_MAX_DEFAULT;
 	atomic64_set(&dev->events_dropped, 0);
 	for (i = 0; i < NXQ_EV_TYPES; i++)
 		atomic64_set(&dev->events_dropped_type[i], 0);
-	dev->ticket_timeout_ms = NXQ_TICKET_TIMEOUT_MS;
+	dev->ticket_timeout_ms = NXQUOTA_TICKET_TIMEOUT_MS_DEFAULT;
 
 	mutex_lock(&l->reg_lock);
 	mutex_lock(&l->lock);
