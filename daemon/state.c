@@ -11,11 +11,15 @@
  * any point leaves the old file or the new one, never a mix.
  *
  *   nxquotad-state 1
- *   device KEY capacity=BYTES devt=MAJ:MIN|- default_max=BYTES|max
- *          ticket_timeout_ms=MS
+ *   device KEY devt=MAJ:MIN|- FIELD=VALUE...
  *   budget KEY PATH FIELD=VALUE|-...
  *
- * (one line each).  PATH is the cgroup's path from the cgroup2 root with
+ * (one line each).  A device's FIELDs are the spec's device table
+ * (NXQ_DEVICE_FIELDS: capacity, default_max, ticket_timeout_ms), each
+ * read as the table says (nxq_abi_dfield_parse()), in any order, each at
+ * most once, capacity required, one absent the table's default; the
+ * format before, "device KEY capacity=.. devt=.. default_max=..
+ * ticket_timeout_ms=..", reads as it did.  PATH is the cgroup's path from the cgroup2 root with
  * '%', bytes up to ' ' and from 0x7f written as %XX.  FIELD is each field
  * of the spec's budget table a node keeps (NXQ_BUDGET_FIELDS: max, min,
  * kill_on_ignore, holders_max, ...), its VALUE written and read as the
@@ -89,25 +93,28 @@ static int get_path(char *s)
 
 static void put_dev(FILE *f, struct nxq_device *dev)
 {
-	u64 capacity, default_max;
-	u32 timeout;
+	u64 v[NXQ_NR_DEVICE_FIELDS];
+	int i;
 
 	spin_lock(&dev->lock);
-	capacity = dev->capacity;
-	default_max = dev->default_max;
-	timeout = dev->ticket_timeout_ms;
+	for (i = 0; i < NXQ_NR_DEVICE_FIELDS; i++)
+		v[i] = nxq_abi_dev_get(dev, i);
 	spin_unlock(&dev->lock);
-	fprintf(f, "device %s capacity=%llu devt=", dev->key,
-		(unsigned long long)capacity);
+	fprintf(f, "device %s devt=", dev->key);
 	if (dev->devt)
 		fprintf(f, "%u:%u", major(dev->devt), minor(dev->devt));
 	else
 		fputc('-', f);
-	if (default_max == NXQ_UNLIMITED)
-		fprintf(f, " default_max=max");
-	else
-		fprintf(f, " default_max=%llu", (unsigned long long)default_max);
-	fprintf(f, " ticket_timeout_ms=%u\n", timeout);
+	/* each field of the device table, by its name */
+	for (i = 0; i < NXQ_NR_DEVICE_FIELDS; i++) {
+		if (nxq_abi_dfields[i].parse == NXQ_PARSE_SIZE_MAX &&
+		    v[i] == NXQ_UNLIMITED)
+			fprintf(f, " %s=max", nxq_abi_dfields[i].name);
+		else
+			fprintf(f, " %s=%llu", nxq_abi_dfields[i].name,
+				(unsigned long long)v[i]);
+	}
+	fputc('\n', f);
 }
 
 static void put_node(FILE *f, struct nxq_node *node)
@@ -248,63 +255,59 @@ out:
 	return err;
 }
 
-/* "name=VALUE" with VALUE a u64, or "max" if @max_ok. */
-static int word_u64(const char *w, const char *name, bool max_ok, u64 *v)
-{
-	size_t n = strlen(name);
-	unsigned long long x;
-	char *end;
-
-	if (strncmp(w, name, n) || w[n] != '=')
-		return -EINVAL;
-	w += n + 1;
-	if (max_ok && !strcmp(w, "max")) {
-		*v = NXQ_UNLIMITED;
-		return 0;
-	}
-	if (*w < '0' || *w > '9')
-		return -EINVAL;
-	errno = 0;
-	x = strtoull(w, &end, 10);
-	if (*end || errno)
-		return -EINVAL;
-	*v = x;
-	return 0;
-}
-
+/*
+ * "device KEY WORD...": devt=MAJ:MIN|- and each field of the device table
+ * as NAME=VALUE (nxq_abi_dfield_parse()), in any order, each at most once;
+ * a field absent is the table's default.  The format before the table,
+ * "device KEY capacity=.. devt=.. default_max=.. ticket_timeout_ms=..",
+ * is one such line.
+ */
 static int load_device(char **w, int n)
 {
-	u64 capacity, default_max, timeout;
+	u64 v[NXQ_NR_DEVICE_FIELDS];
+	unsigned long seen = 0;
 	struct nxq_device *dev;
+	const char *devt_s = NULL;
 	dev_t devt = 0;
-	int err;
+	int i, f, err = 0;
 
-	if (n != 6 || word_u64(w[2], "capacity", false, &capacity) ||
-	    strncmp(w[3], "devt=", 5) ||
-	    word_u64(w[4], "default_max", true, &default_max) ||
-	    word_u64(w[5], "ticket_timeout_ms", false, &timeout) ||
-	    timeout > U32_MAX || !nxq_abi_ticket_timeout_valid(timeout))
+	if (n < 2)
 		return -EINVAL;
-	if (strcmp(w[3] + 5, "-")) {
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++)
+		v[f] = nxq_abi_dfields[f].dflt;
+	for (i = 2; i < n; i++) {
+		const char *eq = strchr(w[i], '=');
+
+		if (eq && eq - w[i] == 4 && !strncmp(w[i], "devt", 4) &&
+		    !devt_s) {
+			devt_s = eq + 1;
+			continue;
+		}
+		f = eq ? nxq_abi_dfield_find(w[i], eq - w[i]) : -EINVAL;
+		if (f < 0 || (seen & BIT(f)) ||
+		    nxq_abi_dfield_parse(f, eq + 1, &v[f]))
+			return -EINVAL;
+		seen |= BIT(f);
+	}
+	if (!devt_s || !(seen & BIT(NXQ_DF_CAPACITY)))
+		return -EINVAL;		/* the device's identity and size */
+	if (strcmp(devt_s, "-")) {
 		unsigned int maj, min;
 
-		if (nxq_abi_parse_devt(w[3] + 5, &maj, &min))
+		if (nxq_abi_parse_devt(devt_s, &maj, &min))
 			return -EINVAL;
 		devt = makedev(maj, min);
 	}
-	dev = nxq_device_add(&nxqd_ledger, w[1], capacity, devt);
+	dev = nxq_device_add(&nxqd_ledger, w[1], v[NXQ_DF_CAPACITY], devt);
 	if (IS_ERR(dev))
 		return PTR_ERR(dev);
 	mutex_lock(&nxqd_ledger.lock);
 	dev = nxq_device_find(&nxqd_ledger, w[1]);
-	if (dev) {
-		nxq_device_set_default_max(dev, default_max);
-		err = nxq_device_set_ticket_timeout(dev, (u32)timeout);
-	} else {
-		err = -ENODEV;
-	}
+	for (f = 0; dev && f < NXQ_NR_DEVICE_FIELDS && !err; f++)
+		if (f != NXQ_DF_CAPACITY)
+			err = nxq_abi_dev_put(dev, f, v[f]);
 	mutex_unlock(&nxqd_ledger.lock);
-	return err;
+	return dev ? err : -ENODEV;
 }
 
 static int load_budget(char **w, int n, const char *file, int line)

@@ -15,7 +15,10 @@
 #       the budget table, NXQ_BUDGET_FIELDS (rendered here, below, not by
 #       the kernel's generator): every attribute of budget-set with its
 #       name, unit, parse rule, bounds, default and who may set it, each
-#       column derived from the spec as the comment before it says.
+#       column derived from the spec as the comment before it says;
+#       and the device table, NXQ_DEVICE_FIELDS: every attribute of
+#       device-add and device-set but the key and the devt, in the same
+#       columns where they fit.
 #
 #   daemon/ynl-gen.sh --check   exit 1 if any is stale (make -C daemon
 #                               check runs it), 77 if it cannot run here
@@ -170,9 +173,58 @@ for n in req['do']['request']['attributes']:
         dflt = 'NXQ_UNLIMITED' if unlimited else '0'
     rows.append((n.replace('-', '_'), C(n), 'NXQUOTA_A_BUDGET_' + C(n), unit,
                  parse, lo, hi, dflt, who, lim, '1' if n in kept else '0'))
+
+# The device table: every attribute device-add or device-set takes but
+# the key and the devt (which say which device and prove its node), in
+# the spec's order: the same columns where they fit, and add/set for
+# the operations that take it.
+dattrs = {a['name']: a for s in spec['attribute-sets'] if s['name'] == 'device'
+          for a in s['attributes']}
+dadd, dset = ops['device-add'], ops['device-set']
+dreq = []
+for o in (dadd, dset):
+    for n in o['do']['request']['attributes']:
+        if n not in ('key', 'devt') and n not in dreq:
+            dreq.append(n)
+dreq.sort(key=list(dattrs).index)
+for o in (dadd, dset):
+    if [f for f in o.get('flags', []) if f != 'admin-perm']:
+        die('%s flags: only admin-perm is rendered' % o['name'])
+if ('admin-perm' in dadd.get('flags', [])) != \
+        ('admin-perm' in dset.get('flags', [])):
+    die('device-add and device-set differ in who may call them')
+dwho = 'NXQ_WHO_ADMIN' if 'admin-perm' in dset.get('flags', []) else 'NXQ_WHO_ANY'
+drows = []
+for n in dreq:
+    a = dattrs[n]
+    t, chk = a['type'], a.get('checks', {})
+    unlimited = t == 'u64' and 'NXQ_UNLIMITED' in a.get('doc', '')
+    if t == 'u64':
+        unit = 'NXQ_UNIT_BYTES'
+        parse = 'NXQ_PARSE_SIZE_MAX' if unlimited else 'NXQ_PARSE_SIZE'
+        hi = 'NXQ_UNLIMITED' if unlimited else 'NXQ_BYTES_MAX'
+        if 'max' in chk:
+            hi = '%dULL' % int(chk['max'])
+    elif t == 'u32':
+        unit = 'NXQ_UNIT_MS' if n.endswith('-ms') else 'NXQ_UNIT_NUMBER'
+        parse, hi = 'NXQ_PARSE_U32', '%dU' % int(chk.get('max', 0xffffffff))
+    else:
+        die('device attribute %s: type %s has no rule to parse it' % (n, t))
+    lo = '%d' % int(chk.get('min', 0))
+    if n + '-default' in consts:
+        used.add(n + '-default')
+        dflt = 'NXQUOTA_' + C(n) + '_DEFAULT'
+    else:
+        dflt = 'NXQ_UNLIMITED' if unlimited else '0'
+    drows.append((n.replace('-', '_'), C(n), 'NXQUOTA_A_DEVICE_' + C(n), unit,
+                  parse, lo, hi, dflt, dwho,
+                  '1' if n in dadd['do']['request']['attributes'] else '0',
+                  '1' if n in dset['do']['request']['attributes'] else '0'))
+
 stray = sorted(c for c in consts if c.endswith('-default') and c not in used)
 if stray:
-    die('consts %s name no attribute of budget-set' % ', '.join(stray))
+    die('consts %s name no attribute of budget-set or of a device' %
+        ', '.join(stray))
 print('''/*
  * The budget table (daemon/ynl-gen.sh, from the spec: every attribute of
  * budget-set's request but the device and the cgroup).  Not to be edited:
@@ -237,6 +289,36 @@ print('#define NXQ_LIMIT_DEFAULTS { \\')
 for n in limits:
     print('\t[NXQ_LIM_%s] = NXQUOTA_%s_DEFAULT, \\' % (C(n), C(n)))
 print('}')
+print('')
+print('''/*
+ * The device table (daemon/ynl-gen.sh, from the spec: every attribute of
+ * device-add's and device-set's requests but the key and the devt, which
+ * say which device and prove its node).  Not to be edited, as the budget
+ * table.  NXQ_DEVICE_FIELDS(X) calls, for each,
+ *   X(name, NAME, attr, unit, parse, lo, hi, dflt, who, add, set)
+ * name .. who  as the budget table's, derived the same way: its name in
+ *        sysfs (the device's file), nxquotad's state file and JSON; a
+ *        size without checks goes up to NXQ_UNLIMITED where "max" is all
+ *        ones, else NXQ_BYTES_MAX (capacity: no door nor the ledger
+ *        checks it yet, as before the table); dflt what a device
+ *        registered without it gets (the const NAME-default, else as the
+ *        budget table's)
+ * add    1 when device-add takes it (the device starts with it)
+ * set    1 when device-set changes it
+ */''')
+print('#define NXQ_DEVICE_FIELDS(X) \\')
+for i, r in enumerate(drows):
+    end = ' \\' if i < len(drows) - 1 else ''
+    print('\tX(%s, %s, %s, \\' % r[:3])
+    print('\t  %s, %s, %s, %s, \\' % r[3:7])
+    print('\t  %s, %s, %s, %s)%s' % (r[7:] + (end,)))
+print('')
+print('/* The device table by number. */')
+print('enum nxq_device_field {')
+for r in drows:
+    print('\tNXQ_DF_%s,' % r[1])
+print('\tNXQ_NR_DEVICE_FIELDS,')
+print('};')
 PY
 
 # section FILE BEGIN END: the lines strictly between the markers
@@ -278,4 +360,4 @@ if [ $bad = 1 ]; then
 	echo "ynl-gen: stale: run daemon/ynl-gen.sh --write"
 	exit 1
 fi
-echo "ynl-gen: ok (uapi enums, the budget table and the kernel policies match the spec)"
+echo "ynl-gen: ok (uapi enums, the budget and device tables and the kernel policies match the spec)"

@@ -373,20 +373,6 @@ int nxq_abi_ticket_answer(struct nxq_holder *h, struct nxq_ticket_answer *a)
 	return nxq_ticket_answer(h, a->generation, a->released, &a->charged);
 }
 
-/* ---- the administration's values ---- */
-
-/**
- * nxq_abi_ticket_timeout_valid() - check a device's ticket timeout
- * @ms: milliseconds
- *
- * Context: any.
- * Return: true for 1 ms to an hour.
- */
-bool nxq_abi_ticket_timeout_valid(u32 ms)
-{
-	return ms && ms <= 3600 * 1000;
-}
-
 /**
  * nxq_abi_holder_new() - a registration's holder
  * @l: the ledger; its lock is held

@@ -158,7 +158,35 @@ int nxq_abi_budget_word(const char *word, struct nxq_budget_req *r);
 bool nxq_abi_node_req(struct nxq_node *node, struct nxq_budget_req *r);
 bool nxq_abi_node_field(struct nxq_node *node, enum nxq_budget_field f,
 			u64 *v);
-bool nxq_abi_ticket_timeout_valid(u32 ms);
+
+/**
+ * struct nxq_abi_dfield - one setting of a device, as the spec has it
+ *	(NXQ_DEVICE_FIELDS in the uapi header, made by daemon/ynl-gen.sh)
+ * @name: its name in sysfs (the device's file) and nxquotad's state file
+ * @attr: its netlink attribute (NXQUOTA_A_DEVICE_*)
+ * @unit: enum nxq_unit
+ * @parse: enum nxq_parse: how its text is read
+ * @who: enum nxq_who: who may set it
+ * @add: device-add takes it
+ * @set: device-set changes it
+ * @lo: the least value root may set
+ * @hi: the largest (a size's: not checked, see nxq_abi_dfield_valid())
+ * @dflt: what a device registered without it starts with
+ */
+struct nxq_abi_dfield {
+	const char *name;
+	u16 attr;
+	u8 unit, parse, who;
+	bool add, set;
+	u64 lo, hi, dflt;
+};
+extern const struct nxq_abi_dfield nxq_abi_dfields[NXQ_NR_DEVICE_FIELDS];
+
+int nxq_abi_dfield_find(const char *name, size_t len);
+bool nxq_abi_dfield_valid(enum nxq_device_field f, u64 v);
+int nxq_abi_dfield_parse(enum nxq_device_field f, const char *s, u64 *v);
+u64 nxq_abi_dev_get(struct nxq_device *dev, enum nxq_device_field f);
+int nxq_abi_dev_put(struct nxq_device *dev, enum nxq_device_field f, u64 v);
 int nxq_abi_parse_devt(const char *s, unsigned int *major,
 		       unsigned int *minor);
 
@@ -215,16 +243,17 @@ struct nxq_abi_fail {
 
 int nxq_abi_budget_req(struct nlattr **a, struct nxq_budget_req *r,
 		       struct nxq_abi_fail *why);
-int nxq_abi_device_set_check(struct nlattr **a, struct nxq_abi_fail *why);
 struct nxq_device *nxq_abi_device_add(struct nxq_ledger *l, struct nlattr **a,
 				      struct nxq_abi_fail *why);
 int nxq_abi_device_del_err(struct nlattr **a, int err,
 			   struct nxq_abi_fail *why);
 
-/* What device-set changes: the values before, for a shell to put back. */
+/*
+ * What device-set changes: the values before, by enum nxq_device_field,
+ * for a shell to put back.
+ */
 struct nxq_abi_device_vals {
-	u64 capacity, default_max;
-	u32 ticket_timeout_ms;
+	u64 v[NXQ_NR_DEVICE_FIELDS];
 };
 
 int nxq_abi_device_set(struct nxq_ledger *l, struct nlattr **a,

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nxquota: the budget table's rules (see abi.h), compiled by both
- * authorities as abi.c is.  The table, NXQ_BUDGET_FIELDS in the uapi
- * header, is generated from Documentation/netlink/specs/nxquota.yaml by
- * daemon/ynl-gen.sh: each attribute of budget-set's request with its name,
- * unit, bounds, default, who may set it and how its text is read.  Here
+ * nxquota: the budget and device tables' rules (see abi.h), compiled by
+ * both authorities as abi.c is.  The tables, NXQ_BUDGET_FIELDS and
+ * NXQ_DEVICE_FIELDS in the uapi header, are generated from
+ * Documentation/netlink/specs/nxquota.yaml by daemon/ynl-gen.sh: each
+ * attribute of budget-set's request, and each setting of device-add and
+ * device-set, with its name, unit, bounds, default, who may set it and
+ * how its text is read.  Here
  * are the one reading of a value's text, the one check of its bounds and
  * the one translation between a field and the ledger's request (struct
  * nxq_budget_req) and node, for every front door: sysfs's set_budget and
  * node files, netlink's budget-set and dumps (the module's and nxquotad's
- * control socket), nxquotad's state file.  Nothing here owns an object
+ * control socket), nxquotad's state file; and likewise for a device's
+ * settings (sysfs's register and device files, device-add, device-set,
+ * the state file's device lines).  Nothing here owns an object
  * or takes a lock; its KUnit cases are in abi.c's suite.
  */
 #include <linux/errno.h>
@@ -111,6 +115,8 @@ int nxq_abi_parse_size(const char *s, bool allow_max, u64 *out)
 	return 0;
 }
 
+static int nxq_abi_parse(u8 parse, const char *s, u64 *v);
+
 /**
  * nxq_abi_field_parse() - read a field's value from its text
  * @f: enum nxq_budget_field
@@ -124,11 +130,16 @@ int nxq_abi_parse_size(const char *s, bool allow_max, u64 *out)
  */
 int nxq_abi_field_parse(enum nxq_budget_field f, const char *s, u64 *v)
 {
-	switch (nxq_abi_fields[f].parse) {
+	return nxq_abi_parse(nxq_abi_fields[f].parse, s, v);
+}
+
+/* A value's text by a parse column (enum nxq_parse): 0 or -EINVAL. */
+static int nxq_abi_parse(u8 parse, const char *s, u64 *v)
+{
+	switch (parse) {
 	case NXQ_PARSE_SIZE:
 	case NXQ_PARSE_SIZE_MAX:
-		return nxq_abi_parse_size(s, nxq_abi_fields[f].parse ==
-					  NXQ_PARSE_SIZE_MAX, v);
+		return nxq_abi_parse_size(s, parse == NXQ_PARSE_SIZE_MAX, v);
 	case NXQ_PARSE_BOOL:
 		if ((s[0] != '0' && s[0] != '1') || s[1])
 			return -EINVAL;
@@ -329,4 +340,124 @@ bool nxq_abi_node_field(struct nxq_node *node, enum nxq_budget_field f,
 	}
 	nxq_abi_node_req(node, &r);
 	return nxq_abi_fields[f].kept && nxq_abi_req_get(&r, f, v);
+}
+
+/* ---- the device table ---- */
+
+#define NXQ_ABI_DFIELD(n, N, a, u, p, l, h, d, w, ad, se)		\
+	[NXQ_DF_##N] = { .name = #n, .attr = (a), .unit = (u), .parse = (p), \
+			 .lo = (l), .hi = (h), .dflt = (d), .who = (w),	\
+			 .add = (ad), .set = (se) },
+const struct nxq_abi_dfield nxq_abi_dfields[NXQ_NR_DEVICE_FIELDS] = {
+	NXQ_DEVICE_FIELDS(NXQ_ABI_DFIELD)
+};
+#undef NXQ_ABI_DFIELD
+
+/**
+ * nxq_abi_dfield_find() - a field of the device table by its name
+ * @name: "capacity", "default_max", ...; the first @len bytes count
+ * @len: its length
+ *
+ * Context: any.
+ * Return: its enum nxq_device_field, or -EINVAL.
+ */
+int nxq_abi_dfield_find(const char *name, size_t len)
+{
+	int f;
+
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++)
+		if (strlen(nxq_abi_dfields[f].name) == len &&
+		    !strncmp(name, nxq_abi_dfields[f].name, len))
+			return f;
+	return -EINVAL;
+}
+
+/**
+ * nxq_abi_dfield_valid() - may root set a device's field to a value?
+ * @f: enum nxq_device_field
+ * @v: the value
+ *
+ * Within the table's lo..hi, save for a size, which no door bounds (as
+ * before the table: a capacity is taken as given, "max" is all ones).
+ *
+ * Context: any.
+ * Return: true if root may set it.
+ */
+bool nxq_abi_dfield_valid(enum nxq_device_field f, u64 v)
+{
+	const struct nxq_abi_dfield *d = &nxq_abi_dfields[f];
+
+	if (d->unit == NXQ_UNIT_BYTES)
+		return true;
+	return v >= d->lo && v <= d->hi;
+}
+
+/**
+ * nxq_abi_dfield_parse() - read a device's field from its text
+ * @f: enum nxq_device_field
+ * @s: the text, NUL-terminated, as the field's parse column says
+ * @v: set on success
+ *
+ * Context: any.
+ * Return: 0, or -EINVAL: a text that does not read, a value out of the
+ * field's bounds (nxq_abi_dfield_valid()).
+ */
+int nxq_abi_dfield_parse(enum nxq_device_field f, const char *s, u64 *v)
+{
+	int err = nxq_abi_parse(nxq_abi_dfields[f].parse, s, v);
+
+	if (!err && !nxq_abi_dfield_valid(f, *v))
+		err = -EINVAL;
+	return err;
+}
+
+/**
+ * nxq_abi_dev_get() - a device's field
+ * @dev: the device
+ * @f: enum nxq_device_field
+ *
+ * Context: the device lock is held.
+ * Return: its value.
+ */
+u64 nxq_abi_dev_get(struct nxq_device *dev, enum nxq_device_field f)
+{
+	lockdep_assert_held(&dev->lock);
+	switch (f) {
+	case NXQ_DF_CAPACITY:
+		return dev->capacity;
+	case NXQ_DF_DEFAULT_MAX:
+		return dev->default_max;
+	case NXQ_DF_TICKET_TIMEOUT_MS:
+		return dev->ticket_timeout_ms;
+	default:
+		return 0;
+	}
+}
+
+/**
+ * nxq_abi_dev_put() - set a device's field
+ * @dev: the device
+ * @f: enum nxq_device_field
+ * @v: its value, nxq_abi_dfield_valid()
+ *
+ * Context: the device lock is not held (the ledger's setters take it).
+ * Return: 0, or -EINVAL: out of bounds, or a field the ledger was not
+ * taught (the spec has one it lacks).
+ */
+int nxq_abi_dev_put(struct nxq_device *dev, enum nxq_device_field f, u64 v)
+{
+	if (!nxq_abi_dfield_valid(f, v))
+		return -EINVAL;
+	switch (f) {
+	case NXQ_DF_CAPACITY:
+		nxq_device_set_capacity(dev, v);
+		return 0;
+	case NXQ_DF_DEFAULT_MAX:
+		nxq_device_set_default_max(dev, v);
+		return 0;
+	case NXQ_DF_TICKET_TIMEOUT_MS:
+		return nxq_device_set_ticket_timeout(dev, v);
+	default:
+		return -EINVAL;
+	}
 }

@@ -26,6 +26,11 @@
 
 /* BEGIN YNL-GEN nxquota kernel (daemon/ynl-gen.sh) */
 /* Integer value ranges */
+static struct netlink_range_validation nxquota_a_device_ticket_timeout_ms_range = {
+	.min	= 1ULL,
+	.max	= 3600000ULL,
+};
+
 static struct netlink_range_validation nxquota_a_budget_holders_max_range = {
 	.max	= 4294967294ULL,
 };
@@ -55,7 +60,7 @@ static const struct nla_policy nxquota_device_set_nl_policy[NXQUOTA_A_DEVICE_DEF
 	[NXQUOTA_A_DEVICE_KEY] = { .type = NLA_NUL_STRING, .len = 63, },
 	[NXQUOTA_A_DEVICE_CAPACITY] = { .type = NLA_U64, },
 	[NXQUOTA_A_DEVICE_DEFAULT_MAX] = { .type = NLA_U64, },
-	[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS] = { .type = NLA_U32, },
+	[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS] = NLA_POLICY_FULL_RANGE(NLA_U32, &nxquota_a_device_ticket_timeout_ms_range),
 };
 
 /* NXQUOTA_CMD_BUDGET_GET - dump */
@@ -269,31 +274,28 @@ int nxq_abi_budget_req(struct nlattr **a, struct nxq_budget_req *r,
 	return 0;
 }
 
-/**
- * nxq_abi_device_set_check() - the rules of device-set's attributes
- * @a: the request's attributes, validated against its policy
- * @why: set when refused
- *
- * Context: any.
- * Return: 0, or -EINVAL for nothing to set or a ticket timeout out of
- * range.
- */
-int nxq_abi_device_set_check(struct nlattr **a, struct nxq_abi_fail *why)
+/* A device's field from its attribute, read by the table's unit. */
+static u64 nxq_abi_dattr(const struct nlattr *a, enum nxq_device_field f)
 {
-	struct nlattr *t = a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS];
+	return nxq_abi_dfields[f].unit == NXQ_UNIT_BYTES ? nla_get_u64(a) :
+							    nla_get_u32(a);
+}
 
-	if (!a[NXQUOTA_A_DEVICE_CAPACITY] && !a[NXQUOTA_A_DEVICE_DEFAULT_MAX] &&
-	    !t) {
-		why->attr = NULL;
-		why->msg = "nothing to set: give capacity, default-max or ticket-timeout-ms";
-		return -EINVAL;
-	}
-	if (t && !nxq_abi_ticket_timeout_valid(nla_get_u32(t))) {
-		why->attr = t;
-		why->msg = "1 to 3600000 ms";
-		return -EINVAL;
-	}
-	return 0;
+/*
+ * device-set's rule: a field of the device table to set.  Each one's
+ * bounds are its policy's (the spec's checks; ERANGE).
+ */
+static int nxq_abi_device_set_check(struct nlattr **a,
+				    struct nxq_abi_fail *why)
+{
+	int f;
+
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++)
+		if (nxq_abi_dfields[f].set && a[nxq_abi_dfields[f].attr])
+			return 0;
+	why->attr = NULL;
+	why->msg = "nothing to set: give a field of the device table";
+	return -EINVAL;
 }
 
 /**
@@ -334,7 +336,8 @@ struct nxq_device *nxq_abi_device_add(struct nxq_ledger *l, struct nlattr **a,
 		devt = MKDEV(maj, min);
 	}
 	dev = nxq_device_add(l, nla_data(key),
-			     nla_get_u64(a[NXQUOTA_A_DEVICE_CAPACITY]), devt);
+			     nxq_abi_dattr(a[NXQUOTA_A_DEVICE_CAPACITY],
+					   NXQ_DF_CAPACITY), devt);
 	if (IS_ERR(dev) && PTR_ERR(dev) == -EEXIST) {
 		why->attr = key;
 		why->msg = NXQ_ABI_MSG_DEV_EXISTS;
@@ -364,22 +367,23 @@ int nxq_abi_device_del_err(struct nlattr **a, int err,
 	return err;
 }
 
+/* Each field device-set changes: from @a's attributes, else from @v. */
 static void nxq_abi_device_apply(struct nxq_device *dev,
 				 const struct nxq_abi_device_vals *v,
 				 struct nlattr **a)
 {
-	if (!a || a[NXQUOTA_A_DEVICE_CAPACITY])
-		nxq_device_set_capacity(dev, a ?
-			nla_get_u64(a[NXQUOTA_A_DEVICE_CAPACITY]) :
-			v->capacity);
-	if (!a || a[NXQUOTA_A_DEVICE_DEFAULT_MAX])
-		nxq_device_set_default_max(dev, a ?
-			nla_get_u64(a[NXQUOTA_A_DEVICE_DEFAULT_MAX]) :
-			v->default_max);
-	if (!a || a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS])
-		nxq_device_set_ticket_timeout(dev, a ?
-			nla_get_u32(a[NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS]) :
-			v->ticket_timeout_ms);
+	const struct nxq_abi_dfield *d;
+	int f;
+
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++) {
+		d = &nxq_abi_dfields[f];
+		if (!d->set || (a && !a[d->attr]))
+			continue;
+		/* within bounds: the policy's, or what the device had */
+		WARN_ON_ONCE(nxq_abi_dev_put(dev, f, a ?
+					     nxq_abi_dattr(a[d->attr], f) :
+					     v->v[f]));
+	}
 }
 
 /**
@@ -390,14 +394,14 @@ static void nxq_abi_device_apply(struct nxq_device *dev,
  * @why: set when refused
  *
  * Context: process; the ledger lock is not held.
- * Return: 0, -EINVAL (nothing to set, a timeout out of range) or -ENODEV.
+ * Return: 0, -EINVAL (nothing to set) or -ENODEV.
  */
 int nxq_abi_device_set(struct nxq_ledger *l, struct nlattr **a,
 		       struct nxq_abi_device_vals *was,
 		       struct nxq_abi_fail *why)
 {
 	struct nxq_device *dev;
-	int err;
+	int f, err;
 
 	err = nxq_abi_device_set_check(a, why);
 	if (err)
@@ -406,9 +410,8 @@ int nxq_abi_device_set(struct nxq_ledger *l, struct nlattr **a,
 	dev = nxq_device_find(l, nla_data(a[NXQUOTA_A_DEVICE_KEY]));
 	if (dev && was) {
 		spin_lock(&dev->lock);
-		was->capacity = dev->capacity;
-		was->default_max = dev->default_max;
-		was->ticket_timeout_ms = dev->ticket_timeout_ms;
+		for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++)
+			was->v[f] = nxq_abi_dev_get(dev, f);
 		spin_unlock(&dev->lock);
 	}
 	if (dev)

@@ -186,9 +186,78 @@ static void nxq_abi_test_values(struct kunit *test)
 						     3600 * 1000 + 1));
 	KUNIT_EXPECT_FALSE(test, nxq_abi_field_valid(NXQ_BF_HOLDERS_MAX,
 						     NXQ_LIMIT_UNSET));
-	KUNIT_EXPECT_FALSE(test, nxq_abi_ticket_timeout_valid(0));
-	KUNIT_EXPECT_TRUE(test, nxq_abi_ticket_timeout_valid(3600 * 1000));
-	KUNIT_EXPECT_FALSE(test, nxq_abi_ticket_timeout_valid(3600 * 1000 + 1));
+}
+
+/*
+ * Every field of the device table, none named here but where the ledger
+ * is read: found by its name, its bounds and default kept by the check
+ * every door makes (nxq_abi_dfield_parse()), its text read as its parse
+ * column says, and each read from the device as the ledger keeps it.
+ */
+static void nxq_abi_test_dfields(struct kunit *test)
+{
+	struct nxq_device *dev = kunit_kzalloc(test, sizeof(*dev), GFP_KERNEL);
+	char w[32];
+	int f;
+	u64 v;
+
+	KUNIT_ASSERT_NOT_NULL(test, dev);
+	spin_lock_init(&dev->lock);
+	dev->capacity = 11;
+	dev->default_max = NXQ_UNLIMITED;
+	dev->ticket_timeout_ms = 13;
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++) {
+		const struct nxq_abi_dfield *d = &nxq_abi_dfields[f];
+
+		KUNIT_EXPECT_EQ(test, nxq_abi_dfield_find(d->name,
+							  strlen(d->name)), f);
+		KUNIT_EXPECT_EQ(test, d->who, NXQ_WHO_ADMIN);
+		KUNIT_EXPECT_TRUE(test, d->set);
+		KUNIT_EXPECT_LE(test, d->lo, d->hi);
+		KUNIT_EXPECT_TRUE(test, nxq_abi_dfield_valid(f, d->dflt));
+		/* its largest value, as text, read back */
+		if (d->parse == NXQ_PARSE_SIZE_MAX)
+			snprintf(w, sizeof(w), "max");
+		else
+			snprintf(w, sizeof(w), "%llu",
+				 (unsigned long long)d->hi);
+		KUNIT_EXPECT_EQ_MSG(test, nxq_abi_dfield_parse(f, w, &v), 0,
+				    "%s=%s", d->name, w);
+		KUNIT_EXPECT_EQ_MSG(test, v, d->hi, "%s", d->name);
+		KUNIT_EXPECT_EQ(test, nxq_abi_dfield_parse(f, "x", &v), -EINVAL);
+		KUNIT_EXPECT_EQ(test, nxq_abi_dfield_parse(f, "", &v), -EINVAL);
+		if (d->unit != NXQ_UNIT_BYTES) {
+			/* just outside its bounds: refused, by parse too */
+			KUNIT_EXPECT_FALSE(test, nxq_abi_dfield_valid(f, d->hi + 1));
+			snprintf(w, sizeof(w), "%llu",
+				 (unsigned long long)d->hi + 1);
+			KUNIT_EXPECT_EQ_MSG(test, nxq_abi_dfield_parse(f, w, &v),
+					    -EINVAL, "%s=%s", d->name, w);
+			if (d->lo) {
+				KUNIT_EXPECT_FALSE(test,
+					nxq_abi_dfield_valid(f, d->lo - 1));
+				snprintf(w, sizeof(w), "%llu",
+					 (unsigned long long)d->lo - 1);
+				KUNIT_EXPECT_EQ(test,
+					nxq_abi_dfield_parse(f, w, &v), -EINVAL);
+			}
+		}
+	}
+	KUNIT_EXPECT_EQ(test, nxq_abi_dfield_find("nope", 4), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_abi_dfield_find("key", 3), -EINVAL);
+	KUNIT_EXPECT_EQ(test, nxq_abi_dfield_find("devt", 4), -EINVAL);
+	/* the ledger's fields, as the table reads them */
+	spin_lock(&dev->lock);
+	KUNIT_EXPECT_EQ(test, nxq_abi_dev_get(dev, NXQ_DF_CAPACITY), 11ULL);
+	KUNIT_EXPECT_EQ(test, nxq_abi_dev_get(dev, NXQ_DF_DEFAULT_MAX),
+			NXQ_UNLIMITED);
+	KUNIT_EXPECT_EQ(test, nxq_abi_dev_get(dev, NXQ_DF_TICKET_TIMEOUT_MS),
+			13ULL);
+	spin_unlock(&dev->lock);
+	/* what a device starts with is the spec's */
+	KUNIT_EXPECT_EQ(test, nxq_abi_dfields[NXQ_DF_TICKET_TIMEOUT_MS].dflt,
+			(u64)NXQUOTA_TICKET_TIMEOUT_MS_DEFAULT);
+	KUNIT_EXPECT_TRUE(test, nxq_abi_dfields[NXQ_DF_CAPACITY].add);
 }
 
 /* The sizes every door reads (nxq_abi_parse_size()). */
@@ -349,6 +418,42 @@ static void nxq_abi_test_field_policy(struct kunit *test)
 }
 
 /*
+ * The device table against the policies: each field's attribute is in
+ * device-set's policy (and device-add's, where the table says it adds)
+ * with the type its unit says and the table's bounds, and who may set it
+ * is who may send them.
+ */
+static void nxq_abi_test_dfield_policy(struct kunit *test)
+{
+	const struct nxq_abi_nlop *set = nxq_abi_nlop(NXQUOTA_CMD_DEVICE_SET);
+	const struct nxq_abi_nlop *add = nxq_abi_nlop(NXQUOTA_CMD_DEVICE_ADD);
+	const struct nla_policy *p;
+	int f;
+
+	KUNIT_ASSERT_NOT_NULL(test, set);
+	KUNIT_ASSERT_NOT_NULL(test, add);
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++) {
+		const struct nxq_abi_dfield *d = &nxq_abi_dfields[f];
+
+		KUNIT_ASSERT_LE(test, d->attr, set->maxattr);
+		p = &set->policy[d->attr];
+		KUNIT_EXPECT_EQ_MSG(test, p->type, d->unit == NXQ_UNIT_BYTES ?
+				    NLA_U64 : NLA_U32, "%s", d->name);
+		if (p->validation_type == NLA_VALIDATE_RANGE_PTR) {
+			KUNIT_EXPECT_EQ(test, p->range->min, d->lo);
+			KUNIT_EXPECT_EQ(test, p->range->max, d->hi);
+		} else {
+			KUNIT_EXPECT_EQ_MSG(test, d->unit, NXQ_UNIT_BYTES,
+					    "%s has no range", d->name);
+		}
+		KUNIT_EXPECT_EQ(test, d->add, d->attr <= add->maxattr &&
+				add->policy[d->attr].type != NLA_UNSPEC);
+		KUNIT_EXPECT_EQ(test, d->who == NXQ_WHO_ADMIN,
+				!!(set->flags & GENL_ADMIN_PERM));
+	}
+}
+
+/*
  * The operations: one per request command of the header, each a do or a
  * dump, the administration's among the do's, each policy as long as its
  * highest attribute and its strings as long as the header's limits.
@@ -440,8 +545,10 @@ static struct kunit_case nxq_abi_cases[] = {
 	KUNIT_CASE(nxq_abi_test_values),
 	KUNIT_CASE(nxq_abi_test_sizes),
 	KUNIT_CASE(nxq_abi_test_fields),
+	KUNIT_CASE(nxq_abi_test_dfields),
 #if IS_ENABLED(CONFIG_NET)
 	KUNIT_CASE(nxq_abi_test_field_policy),
+	KUNIT_CASE(nxq_abi_test_dfield_policy),
 	KUNIT_CASE(nxq_abi_test_nlops),
 	KUNIT_CASE(nxq_abi_test_events),
 #endif

@@ -241,11 +241,12 @@ struct nxq_device *nxq_device_add(struct nxq_ledger *l, const char *key,
 	dev->capacity = capacity;
 	dev->emin_gen = 1;
 	dev->devt = devt;
-	dev->default_max = 0;
+	/* what the spec's device table says a new device starts with */
+	dev->default_max = NXQUOTA_DEFAULT_MAX_DEFAULT;
 	atomic64_set(&dev->events_dropped, 0);
 	for (i = 0; i < NXQ_EV_TYPES; i++)
 		atomic64_set(&dev->events_dropped_type[i], 0);
-	dev->ticket_timeout_ms = NXQ_TICKET_TIMEOUT_MS;
+	dev->ticket_timeout_ms = NXQUOTA_TICKET_TIMEOUT_MS_DEFAULT;
 
 	mutex_lock(&l->reg_lock);
 	mutex_lock(&l->lock);
@@ -310,15 +311,14 @@ void nxq_device_set_default_max(struct nxq_device *dev, u64 max)
 /**
  * nxq_device_set_ticket_timeout() - change the floor of ticket deadlines
  * @dev: the device
- * @ms: 1..3600000
+ * @ms: milliseconds, within the spec's bounds (the device table's lo and
+ *	hi, which nxq_abi_dev_put(), every door's way here, checks)
  *
  * Context: takes the device lock.
- * Return: 0, or -EINVAL out of range.
+ * Return: 0.
  */
 int nxq_device_set_ticket_timeout(struct nxq_device *dev, u32 ms)
 {
-	if (!ms || ms > 3600 * 1000)
-		return -EINVAL;
 	spin_lock(&dev->lock);
 	dev->ticket_timeout_ms = ms;
 	spin_unlock(&dev->lock);

@@ -16,12 +16,6 @@
 
 #include "waitq.h"
 
-/*
- * Deadline of tickets no waiter bounds (a refused no-wait charge, a budget
- * lowered below use), until changed through sysfs.
- */
-#define NXQ_TICKET_TIMEOUT_MS	1000
-
 /* The most holders one shortfall opens tickets on. */
 #define NXQ_MAX_VICTIMS		64
 

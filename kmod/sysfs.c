@@ -102,30 +102,6 @@ static ssize_t nxq_store_words(struct kobject *kobj, const char *buf,
 }
 
 /**
- * nxq_store_size() - a root-only write of one size
- * @buf: what was written
- * @count: its length
- * @is_max: "max" is accepted (NXQ_UNLIMITED)
- * @v: set on success
- *
- * Return: 0, -EPERM without CAP_SYS_ADMIN, -EINVAL, -ERANGE, -ENOMEM.
- */
-int nxq_store_size(const char *buf, size_t count, bool is_max, u64 *v)
-{
-	char *line, *w[1];
-	int n, err;
-
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &n);
-	if (IS_ERR(line))
-		return PTR_ERR(line);
-	err = n == 1 ? nxq_abi_parse_size(w[0], is_max, v) : -EINVAL;
-	kfree(line);
-	return err;
-}
-
-/**
  * nxq_store_field() - a write of one field of the budget table
  * @buf: what was written: one word, as the field's parse column reads it
  * @count: its length
@@ -238,7 +214,7 @@ static int nxq_register_cmd(struct kobject *kobj, char **w, int n)
 		return -EINVAL;
 	if (n == 3 && nxq_parse_devt(w[2], &devt))
 		return -EINVAL;
-	err = nxq_abi_parse_size(w[1], false, &capacity);
+	err = nxq_abi_dfield_parse(NXQ_DF_CAPACITY, w[1], &capacity);
 	if (err)
 		return err;
 	dev = nxq_device_add(&nxq_ledger, w[0], capacity, devt);
@@ -280,31 +256,55 @@ static const struct attribute_group nxq_devices_group = {
 
 /* ---- devices/<KEY>/ ---- */
 
-static ssize_t capacity_show(struct kobject *kobj, struct kobj_attribute *attr,
-			     char *buf)
+/*
+ * One file per field of the device table (nxq_abi_dfields, the spec's
+ * settings of device-add and device-set, named as it names them): read by
+ * anyone (a size as a number, "max" for NXQ_UNLIMITED where the field
+ * reads it), written as the table reads it by whom it says.
+ */
+static struct kobj_attribute nxq_dev_field_attrs[NXQ_NR_DEVICE_FIELDS];
+
+static ssize_t dev_field_show(struct kobject *kobj, struct kobj_attribute *attr,
+			      char *buf)
 {
+	enum nxq_device_field f = attr - nxq_dev_field_attrs;
 	struct nxq_device *dev = to_dev(kobj);
 	u64 v;
 
 	spin_lock(&dev->lock);
-	v = dev->capacity;
+	v = nxq_abi_dev_get(dev, f);
 	spin_unlock(&dev->lock);
-	return nxq_emit_u64(buf, v, false);
+	return nxq_emit_u64(buf, v,
+			    nxq_abi_dfields[f].parse == NXQ_PARSE_SIZE_MAX);
 }
 
-static ssize_t capacity_store(struct kobject *kobj, struct kobj_attribute *attr,
-			      const char *buf, size_t count)
+static ssize_t dev_field_store(struct kobject *kobj,
+			       struct kobj_attribute *attr, const char *buf,
+			       size_t count)
 {
+	enum nxq_device_field f = attr - nxq_dev_field_attrs;
+	char *line, *w[1];
+	int n, err;
 	u64 v;
-	int err = nxq_store_size(buf, count, false, &v);
 
-	if (err)
-		return err;
-	nxq_device_set_capacity(to_dev(kobj), v);
-	return count;
+	if (nxq_abi_dfields[f].who == NXQ_WHO_ADMIN && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	line = nxq_words(buf, count, w, ARRAY_SIZE(w), &n);
+	if (IS_ERR(line))
+		return PTR_ERR(line);
+	err = n == 1 ? nxq_abi_dfield_parse(f, w[0], &v) : -EINVAL;
+	kfree(line);
+	if (!err)
+		err = nxq_abi_dev_put(to_dev(kobj), f, v);
+	return err ? err : count;
 }
 
-static struct kobj_attribute nxq_capacity_attr = __ATTR_RW(capacity);
+#define NXQ_DEV_FIELD_ATTR(n, N, ...)					\
+	[NXQ_DF_##N] = __ATTR(n, 0644, dev_field_show, dev_field_store),
+static struct kobj_attribute nxq_dev_field_attrs[NXQ_NR_DEVICE_FIELDS] = {
+	NXQ_DEVICE_FIELDS(NXQ_DEV_FIELD_ATTR)
+};
+#undef NXQ_DEV_FIELD_ATTR
 
 #define NXQ_DEV_COUNTER(name)						\
 static ssize_t name##_show(struct kobject *kobj,			\
@@ -344,35 +344,6 @@ static ssize_t waiters_show(struct kobject *kobj, struct kobj_attribute *attr,
 
 static struct kobj_attribute nxq_dev_waiters_attr = __ATTR_RO(waiters);
 
-static ssize_t ticket_timeout_ms_show(struct kobject *kobj,
-				      struct kobj_attribute *attr, char *buf)
-{
-	struct nxq_device *dev = to_dev(kobj);
-	u32 v;
-
-	spin_lock(&dev->lock);
-	v = dev->ticket_timeout_ms;
-	spin_unlock(&dev->lock);
-	return sysfs_emit(buf, "%u\n", v);
-}
-
-static ssize_t ticket_timeout_ms_store(struct kobject *kobj,
-				       struct kobj_attribute *attr,
-				       const char *buf, size_t count)
-{
-	u32 v;
-
-	if (!capable(CAP_SYS_ADMIN))
-		return -EPERM;
-	if (kstrtou32(buf, 10, &v) ||
-	    nxq_device_set_ticket_timeout(to_dev(kobj), v))
-		return -EINVAL;
-	return count;
-}
-
-static struct kobj_attribute nxq_ticket_timeout_ms_attr =
-	__ATTR_RW(ticket_timeout_ms);
-
 static ssize_t devt_show(struct kobject *kobj, struct kobj_attribute *attr,
 			 char *buf)
 {
@@ -384,33 +355,6 @@ static ssize_t devt_show(struct kobject *kobj, struct kobj_attribute *attr,
 }
 
 static struct kobj_attribute nxq_devt_attr = __ATTR_RO(devt);
-
-static ssize_t default_max_show(struct kobject *kobj,
-				struct kobj_attribute *attr, char *buf)
-{
-	struct nxq_device *dev = to_dev(kobj);
-	u64 v;
-
-	spin_lock(&dev->lock);
-	v = dev->default_max;
-	spin_unlock(&dev->lock);
-	return nxq_emit_u64(buf, v, true);
-}
-
-static ssize_t default_max_store(struct kobject *kobj,
-				 struct kobj_attribute *attr, const char *buf,
-				 size_t count)
-{
-	u64 v;
-	int err = nxq_store_size(buf, count, true, &v);
-
-	if (err)
-		return err;
-	nxq_device_set_default_max(to_dev(kobj), v);
-	return count;
-}
-
-static struct kobj_attribute nxq_default_max_attr = __ATTR_RW(default_max);
 
 static ssize_t events_dropped_show(struct kobject *kobj,
 				   struct kobj_attribute *attr, char *buf)
@@ -509,7 +453,6 @@ static ssize_t clear_budget_store(struct kobject *kobj,
 static struct kobj_attribute nxq_clear_budget_attr = __ATTR_WO(clear_budget);
 
 static struct attribute *nxq_dev_attrs[] = {
-	&nxq_capacity_attr.attr,
 	&nxq_dev_used_attr.attr,
 	&nxq_dev_denials_attr.attr,
 	&nxq_dev_capacity_hits_attr.attr,
@@ -521,16 +464,30 @@ static struct attribute *nxq_dev_attrs[] = {
 	&nxq_dev_waits_attr.attr,
 	&nxq_dev_timeouts_attr.attr,
 	&nxq_dev_waiters_attr.attr,
-	&nxq_ticket_timeout_ms_attr.attr,
 	&nxq_devt_attr.attr,
-	&nxq_default_max_attr.attr,
 	&nxq_events_dropped_attr.attr,
 	&nxq_events_dropped_by_type_attr.attr,
 	&nxq_set_budget_attr.attr,
 	&nxq_clear_budget_attr.attr,
 	NULL,
 };
-ATTRIBUTE_GROUPS(nxq_dev);
+
+static const struct attribute_group nxq_dev_group = {
+	.attrs = nxq_dev_attrs,
+};
+
+/* The device table's files: filled in by nxq_sysfs_init(). */
+static struct attribute *nxq_dev_field_list[NXQ_NR_DEVICE_FIELDS + 1];
+
+static const struct attribute_group nxq_dev_field_group = {
+	.attrs = nxq_dev_field_list,
+};
+
+static const struct attribute_group *nxq_dev_groups[] = {
+	&nxq_dev_group,
+	&nxq_dev_field_group,
+	NULL,
+};
 
 static void nxq_dev_kobj_release(struct kobject *kobj)
 {
@@ -599,8 +556,10 @@ void nxq_sysfs_device_removed(struct nxq_device *dev)
  */
 int nxq_sysfs_init(void)
 {
-	int err;
+	int f, err;
 
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++)
+		nxq_dev_field_list[f] = &nxq_dev_field_attrs[f].attr;
 	nxq_sysfs_node_init();
 	nxq_root_kobj = kobject_create_and_add("nxquota", kernel_kobj);
 	if (!nxq_root_kobj)

@@ -28,7 +28,6 @@ struct nxq_node_kobj {
 #define to_dev(k)	(container_of(k, struct nxq_dev_kobj, kobj)->dev)
 #define to_node(k)	(container_of(k, struct nxq_node_kobj, kobj)->node)
 
-int nxq_store_size(const char *buf, size_t count, bool is_max, u64 *v);
 int nxq_store_field(const char *buf, size_t count, enum nxq_budget_field f,
 		    u64 *v);
 ssize_t nxq_emit_u64(char *buf, u64 v, bool is_max);

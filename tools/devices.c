@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * nxquotactl devices: list, register, default-max, unregister, capacity,
- * and sync (every CUDA GPU, its capacity read through libcuda.so.1 loaded
- * with dlopen).  Owns nothing past the call; libcuda stays loaded.
+ * nxquotactl devices: list, register, unregister, FIELD KEY VALUE for
+ * each field of the spec's device table that device-set takes (fields.h:
+ * capacity, default-max, ticket-timeout-ms), and sync (every CUDA GPU,
+ * its capacity read through libcuda.so.1 loaded with dlopen).  Owns
+ * nothing past the call; libcuda stays loaded.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,6 +26,7 @@
 #include <linux/nxquota.h>
 
 #include "ctl.h"
+#include "fields.h"
 #include "fmt.h"
 #include "ledger.h"
 #include "jsonout.h"
@@ -31,21 +34,57 @@
 #include "size.h"
 #include "gpu_node.h"
 
+/*
+ * A device command: the key, the devt if any, and each field of the
+ * device table whose bit is in @set, from @v, put as its unit says.
+ */
 static int device_cmd(struct ctl *n, uint8_t cmd, const char *key,
-		      const uint64_t *capacity, const char *devt,
-		      const uint64_t *default_max, struct reply *r)
+		      const char *devt, const uint64_t *v, unsigned int set,
+		      struct reply *r)
 {
 	struct nl_msg *msg = ctl_new(n, cmd, 0);
+	int f;
 
 	memset(r, 0, sizeof(*r));
 	nla_put_string(msg, NXQUOTA_A_DEVICE_KEY, key);
-	if (capacity)
-		nla_put_u64(msg, NXQUOTA_A_DEVICE_CAPACITY, *capacity);
 	if (devt && devt[0])
 		nla_put_string(msg, NXQUOTA_A_DEVICE_DEVT, devt);
-	if (default_max)
-		nla_put_u64(msg, NXQUOTA_A_DEVICE_DEFAULT_MAX, *default_max);
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++) {
+		if (!(set & (1U << f)))
+			continue;
+		if (dfield_defs[f].d.unit == NXQ_UNIT_BYTES)
+			nla_put_u64(msg, dfield_defs[f].d.attr, v[f]);
+		else
+			nla_put_u32(msg, dfield_defs[f].d.attr, (uint32_t)v[f]);
+	}
 	return ctl_request(n, msg, r);
+}
+
+/* Read @val as device field @f: 0, or EX_USAGE after saying why. */
+static int device_value(int f, const char *val, uint64_t *v)
+{
+	char why[256], w[64];
+
+	if (!dfield_parse(f, val, v, why, sizeof(why)))
+		return 0;
+	warnx_("%s %s: %s", dfield_word(f, w, sizeof(w)), val, why);
+	return EX_USAGE;
+}
+
+void devices_usage(FILE *f)
+{
+	char w[64], hint[64];
+	int i;
+
+	for (i = 0; i < NXQ_NR_DEVICE_FIELDS; i++) {
+		if (!dfield_defs[i].set)
+			continue;
+		snprintf(hint, sizeof(hint), "%s KEY %s%s",
+			 dfield_word(i, w, sizeof(w)), dfield_value_hint(i),
+			 dfield_defs[i].d.parse == NXQ_PARSE_SIZE_MAX ?
+			 "|max" : "");
+		fprintf(f, "  devices %-25s change its %s\n", hint, w);
+	}
 }
 
 /*
@@ -126,10 +165,10 @@ static int devices_sync(struct ctl *n, bool dry_run)
 	for (i = 0; i < count; i++) {
 		unsigned char u[16];
 		char key[NXQ_DEVICE_KEY_MAX], size[NXQ_FMT_SIZE_LEN];
+		uint64_t cap, v[NXQ_NR_DEVICE_FIELDS];
 		char devt[32];
 		struct reply r;
 		size_t total = 0;
-		uint64_t cap;
 		int dev;
 
 		if (cu_get(&dev, i) || cu_uuid(u, dev) || cu_mem(&total, dev)) {
@@ -150,13 +189,14 @@ static int devices_sync(struct ctl *n, bool dry_run)
 			continue;
 		}
 		gpu_devt(key, devt, sizeof(devt));
-		if (!device_cmd(n, NXQUOTA_CMD_DEVICE_ADD, key, &cap, devt,
-				NULL, &r)) {
+		v[NXQ_DF_CAPACITY] = total;
+		if (!device_cmd(n, NXQUOTA_CMD_DEVICE_ADD, key, devt, v,
+				1U << NXQ_DF_CAPACITY, &r)) {
 			printf("%s %s registered%s%s\n", key, size,
 			       devt[0] ? " devt " : "", devt);
 		} else if (r.error == -EEXIST &&
-			   !device_cmd(n, NXQUOTA_CMD_DEVICE_SET, key, &cap,
-					NULL, NULL, &r)) {
+			   !device_cmd(n, NXQUOTA_CMD_DEVICE_SET, key, NULL, v,
+				       1U << NXQ_DF_CAPACITY, &r)) {
 			printf("%s %s capacity updated\n", key, size);
 		} else {
 			rc = ctl_report(key, &r);
@@ -171,12 +211,12 @@ static int devices_sync(struct ctl *n, bool dry_run)
 int cmd_devices(struct ctl *n, int argc, char **argv)
 {
 	char a[NXQ_FMT_SIZE_LEN], b[NXQ_FMT_SIZE_LEN];
+	uint64_t v[NXQ_NR_DEVICE_FIELDS] = { 0 };
 	struct reply r;
 	struct ledger l;
 	struct dev *d;
-	uint64_t cap;
 	size_t i;
-	int rc;
+	int f, rc;
 
 	if (argc == 0) {
 		bool intr = false;
@@ -204,39 +244,38 @@ int cmd_devices(struct ctl *n, int argc, char **argv)
 			goto usage;
 		return devices_sync(n, argc == 2);
 	}
-	if ((!strcmp(argv[0], "register") && (argc == 3 || argc == 4)) ||
-	    (!strcmp(argv[0], "capacity") && argc == 3)) {
-		bool reg = argv[0][0] == 'r';
-
-		if (nxq_size_parse_b(argv[2], false, &cap)) {
-			warnx_("%s: not a size", argv[2]);
-			return EX_USAGE;
-		}
-		if (device_cmd(n, reg ? NXQUOTA_CMD_DEVICE_ADD :
-			       NXQUOTA_CMD_DEVICE_SET, argv[1], &cap,
-			       argc == 4 ? argv[3] : NULL, NULL, &r))
+	if (!strcmp(argv[0], "register") && (argc == 3 || argc == 4)) {
+		/* KEY CAPACITY [MAJOR:MINOR]: what device-add takes */
+		rc = device_value(NXQ_DF_CAPACITY, argv[2],
+				  &v[NXQ_DF_CAPACITY]);
+		if (rc)
+			return rc;
+		if (device_cmd(n, NXQUOTA_CMD_DEVICE_ADD, argv[1],
+			       argc == 4 ? argv[3] : NULL, v,
+			       1U << NXQ_DF_CAPACITY, &r))
 			return ctl_report(argv[0], &r);
 		return EX_OK;
 	}
-	if (!strcmp(argv[0], "default-max") && argc == 3) {
-		if (nxq_size_parse_b(argv[2], true, &cap)) {
-			warnx_("%s: not a size (or max)", argv[2]);
-			return EX_USAGE;
-		}
-		if (device_cmd(n, NXQUOTA_CMD_DEVICE_SET, argv[1], NULL, NULL,
-			       &cap, &r))
+	/* FIELD KEY VALUE: each field of the device table device-set takes */
+	f = dfield_of_name(argv[0]);
+	if (f >= 0 && dfield_defs[f].set && argc == 3) {
+		rc = device_value(f, argv[2], &v[f]);
+		if (rc)
+			return rc;
+		if (device_cmd(n, NXQUOTA_CMD_DEVICE_SET, argv[1], NULL, v,
+			       1U << f, &r))
 			return ctl_report(argv[0], &r);
 		return EX_OK;
 	}
 	if (!strcmp(argv[0], "unregister") && argc == 2) {
-		if (device_cmd(n, NXQUOTA_CMD_DEVICE_DEL, argv[1], NULL, NULL,
-			       NULL, &r))
+		if (device_cmd(n, NXQUOTA_CMD_DEVICE_DEL, argv[1], NULL, v, 0,
+			       &r))
 			return ctl_report("unregister", &r);
 		return EX_OK;
 	}
 usage:
 	warnx_("usage: devices [register KEY SIZE [MAJOR:MINOR] | "
-	       "unregister KEY | capacity KEY SIZE | default-max KEY SIZE|max "
-	       "| sync [--dry-run]]");
+	       "unregister KEY | FIELD KEY VALUE | sync [--dry-run]]");
+	devices_usage(stderr);
 	return EX_USAGE;
 }

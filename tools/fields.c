@@ -6,8 +6,10 @@
  * max, min, kill_on_ignore, the per-cgroup limits, overcommit -- with its
  * name, attribute, unit, bounds and default, and how its text is read,
  * for nxquotactl's words, its status, change line and JSON, and the
- * hook's commands.  No field is named anywhere else in tools/ but where
- * a column of its own is the point (status's MAX and MIN, the metrics).
+ * hook's commands; and the device table (NXQ_DEVICE_FIELDS: capacity,
+ * default-max, ticket-timeout-ms) for nxquotactl devices.  No field is
+ * named anywhere else in tools/ but where a column of its own is the
+ * point (status's MAX and MIN, the metrics).
  * Sizes are lib/size.c's, as everywhere in userspace.
  */
 #include <errno.h>
@@ -29,15 +31,47 @@ const struct field_def field_defs[NXQ_NR_BUDGET_FIELDS] = {
 };
 #undef FIELD_DEF
 
-const char *field_word(int f, char *buf, size_t n)
+#define DFIELD_DEF(n, N, a, u, p, l, h, df, w, ad, se)			\
+	[NXQ_DF_##N] = { .d = { .name = #n, .attr = (a), .unit = (u),	\
+				.parse = (p), .lo = (l), .hi = (h),	\
+				.dflt = (df), .who = (w), .lim = -1,	\
+				.kept = true },				\
+			 .add = (ad), .set = (se) },
+const struct dfield_def dfield_defs[NXQ_NR_DEVICE_FIELDS] = {
+	NXQ_DEVICE_FIELDS(DFIELD_DEF)
+};
+#undef DFIELD_DEF
+
+static const char *def_word(const struct field_def *d, char *buf, size_t n)
 {
 	size_t i;
 
-	snprintf(buf, n, "%s", field_defs[f].name);
+	snprintf(buf, n, "%s", d->name);
 	for (i = 0; buf[i]; i++)
 		if (buf[i] == '_')
 			buf[i] = '-';
 	return buf;
+}
+
+const char *dfield_word(int f, char *buf, size_t n)
+{
+	return def_word(&dfield_defs[f].d, buf, n);
+}
+
+int dfield_of_name(const char *w)
+{
+	char word[64];
+	int f;
+
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++)
+		if (!strcmp(w, dfield_word(f, word, sizeof(word))))
+			return f;
+	return -1;
+}
+
+const char *field_word(int f, char *buf, size_t n)
+{
+	return def_word(&field_defs[f], buf, n);
 }
 
 int field_of_word(const char *w, const char **val)
@@ -60,9 +94,9 @@ int field_of_word(const char *w, const char **val)
 	return -1;
 }
 
-const char *field_value_hint(int f)
+static const char *def_value_hint(const struct field_def *d)
 {
-	switch (field_defs[f].parse) {
+	switch (d->parse) {
 	case NXQ_PARSE_SIZE:
 	case NXQ_PARSE_SIZE_MAX:
 		return "SIZE";
@@ -71,13 +105,23 @@ const char *field_value_hint(int f)
 	case NXQ_PARSE_FLAG:
 		return NULL;
 	default:
-		return field_defs[f].unit == NXQ_UNIT_MS ? "MS" : "N";
+		return d->unit == NXQ_UNIT_MS ? "MS" : "N";
 	}
 }
 
-int field_parse(int f, const char *val, uint64_t *v, char *why, size_t n)
+const char *field_value_hint(int f)
 {
-	const struct field_def *d = &field_defs[f];
+	return def_value_hint(&field_defs[f]);
+}
+
+const char *dfield_value_hint(int f)
+{
+	return def_value_hint(&dfield_defs[f].d);
+}
+
+static int def_parse(const struct field_def *d, const char *val, uint64_t *v,
+		     char *why, size_t n)
+{
 	char word[64], *end;
 
 	switch (d->parse) {
@@ -94,8 +138,8 @@ int field_parse(int f, const char *val, uint64_t *v, char *why, size_t n)
 			*v = (uint64_t)(val[0] - '0');
 			return 0;
 		}
-		snprintf(why, n, "%s is 0 or 1", field_word(f, word,
-							     sizeof(word)));
+		snprintf(why, n, "%s is 0 or 1", def_word(d, word,
+							   sizeof(word)));
 		return -EINVAL;
 	case NXQ_PARSE_U32:
 		errno = 0;
@@ -105,7 +149,11 @@ int field_parse(int f, const char *val, uint64_t *v, char *why, size_t n)
 			return -EINVAL;
 		}
 		if (*v < d->lo || *v > d->hi) {
-			snprintf(why, n, "at most %" PRIu64, d->hi);
+			if (d->lo)
+				snprintf(why, n, "%" PRIu64 " to %" PRIu64,
+					 d->lo, d->hi);
+			else
+				snprintf(why, n, "at most %" PRIu64, d->hi);
 			return -EINVAL;
 		}
 		return 0;
@@ -113,6 +161,16 @@ int field_parse(int f, const char *val, uint64_t *v, char *why, size_t n)
 		snprintf(why, n, "takes no value");
 		return -EINVAL;
 	}
+}
+
+int field_parse(int f, const char *val, uint64_t *v, char *why, size_t n)
+{
+	return def_parse(&field_defs[f], val, v, why, n);
+}
+
+int dfield_parse(int f, const char *val, uint64_t *v, char *why, size_t n)
+{
+	return def_parse(&dfield_defs[f].d, val, v, why, n);
 }
 
 const char *field_text(int f, uint64_t v, char *buf)

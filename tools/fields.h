@@ -26,6 +26,23 @@ struct field_def {
 };
 extern const struct field_def field_defs[NXQ_NR_BUDGET_FIELDS];
 
+/*
+ * The device table likewise (NXQ_DEVICE_FIELDS): the same columns where
+ * they fit (lim -1, kept true), and which of device-add and device-set
+ * take it.  The dfield_* functions are the field_* ones for it.
+ */
+struct dfield_def {
+	struct field_def d;
+	bool add, set;
+};
+extern const struct dfield_def dfield_defs[NXQ_NR_DEVICE_FIELDS];
+
+const char *dfield_word(int f, char *buf, size_t n);
+/* The device field a word names ("default-max"); -1 for none. */
+int dfield_of_name(const char *w);
+const char *dfield_value_hint(int f);
+int dfield_parse(int f, const char *val, uint64_t *v, char *why, size_t n);
+
 /* A field's name as nxquotactl's words spell it ('-' for '_'), into buf. */
 const char *field_word(int f, char *buf, size_t n);
 /*

@@ -7,7 +7,7 @@
  *   nxquotactl set CGROUP DEVICE FIELD=VALUE...   (the budget table's fields)
  *   nxquotactl clear CGROUP DEVICE
  *   nxquotactl [--json] devices
- *   nxquotactl devices register KEY SIZE | unregister KEY | capacity KEY SIZE
+ *   nxquotactl devices register KEY SIZE | unregister KEY | FIELD KEY VALUE
  *   nxquotactl devices sync [--dry-run]
  *   nxquotactl [--json] events
  *   nxquotactl metrics
@@ -55,10 +55,11 @@ static void usage(FILE *f)
 		"  devices                           list devices\n"
 		"  devices register KEY SIZE [MAJ:MIN]  register a device\n"
 		"                                    (with its node's dev_t)\n"
-		"  devices default-max KEY SIZE|max  max of unbudgeted cgroups\n"
 		"  devices unregister KEY            unregister a device\n"
-		"  devices capacity KEY SIZE         change its capacity\n"
-		"  devices sync [--dry-run]          register every CUDA GPU\n"
+		"  devices sync [--dry-run]          register every CUDA GPU\n",
+		prog);
+	devices_usage(f);	/* FIELD KEY VALUE, from the device table */
+	fprintf(f,
 		"  events                            follow ledger events\n"
 		"  metrics                           Prometheus text exposition\n"
 		"  cdi generate [--output FILE]      a CDI spec (nxquota.io/gpu) that\n"
@@ -69,8 +70,7 @@ static void usage(FILE *f)
 		"Bytes are charge, not residency.\n"
 		"Authority: the module if loaded, else nxquotad's control socket\n"
 		"(NXQUOTA_CONTROL, default " NXQD_CONTROL_PATH ");\n"
-		"--control PATH: the daemon at PATH only.  NXQUOTA_NVML=0: no NVML.\n",
-		prog);
+		"--control PATH: the daemon at PATH only.  NXQUOTA_NVML=0: no NVML.\n");
 }
 
 int main(int argc, char **argv)

@@ -22,6 +22,8 @@ extern bool opt_json;
 int cmd_status(struct ctl *n, int argc, char **argv);
 int cmd_budget(struct ctl *n, bool set, int argc, char **argv);
 int cmd_devices(struct ctl *n, int argc, char **argv);
+/* A usage line for each field of the device table devices can set. */
+void devices_usage(FILE *f);
 int cmd_events(struct ctl *n, int argc);
 int cmd_metrics(struct ctl *n, int argc);
 

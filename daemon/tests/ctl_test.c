@@ -496,7 +496,11 @@ static void ctl_test_devices(struct kunit *test)
 	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
 	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
 	nla_put_u32(m, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, 0);
-	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -EINVAL);
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -ERANGE);	/* the policy's */
+	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
+	nla_put_u32(m, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, 3600001);
+	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -ERANGE);
 	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
 	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
 	KUNIT_EXPECT_EQ(test, call(fd, m, &r), -EINVAL);	/* nothing */
@@ -1209,6 +1213,150 @@ static void ctl_test_state_fields(struct kunit *test)
 }
 
 /*
+ * The state file, the door of the device table (NXQ_DEVICE_FIELDS; none
+ * named here): every field device-set changes, set away from its default,
+ * is in the state file as NAME=VALUE and back after a SIGKILL and a
+ * restart; a file of the format before the table ("device KEY
+ * capacity=.. devt=.. default_max=.. ticket_timeout_ms=..", in that
+ * order) loads as it did, a field out of its bounds does not.
+ */
+struct st_dfield {
+	const char *name;
+	int attr, unit;
+	u64 lo, hi, dflt;
+};
+
+#define ST_DFIELD(n, N, a, u, p, lo, hi, d, w, add, set)	\
+	{ #n, a, u, lo, hi, d },
+static const struct st_dfield st_dfields[] = {
+	NXQ_DEVICE_FIELDS(ST_DFIELD)
+};
+#undef ST_DFIELD
+
+/* Field @i's value: 1G + i for a size, else its largest less i. */
+static u64 st_dvalue(int i)
+{
+	if (st_dfields[i].unit == NXQ_UNIT_BYTES)
+		return (1ULL << 30) + i;
+	return st_dfields[i].hi - i;
+}
+
+/* Device @key's dump, each field of the table into @v; 0 or -ENOENT. */
+static int st_dev_get(int fd, const char *key, u64 *v)
+{
+	struct nlattr *tb[NXQUOTA_A_DEVICE_MAX + 1];
+	struct reply r;
+	int i, f, err = -ENOENT;
+
+	if (dump(fd, NXQUOTA_CMD_DEVICE_GET, 0, NULL, &r))
+		return -EIO;
+	for (i = 0; i < r.n; i++) {
+		attrs(&r, i, tb, NXQUOTA_A_DEVICE_MAX);
+		if (strcmp(nla_get_string(tb[NXQUOTA_A_DEVICE_KEY]), key))
+			continue;
+		for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++)
+			v[f] = !tb[st_dfields[f].attr] ? ~0ULL - 1 :
+			       st_dfields[f].unit == NXQ_UNIT_BYTES ?
+			       nla_get_u64(tb[st_dfields[f].attr]) :
+			       nla_get_u32(tb[st_dfields[f].attr]);
+		err = 0;
+	}
+	reply_free(&r);
+	return err;
+}
+
+static void ctl_test_state_devices(struct kunit *test)
+{
+	u64 v[NXQ_NR_DEVICE_FIELDS];
+	char path[700], text[4096], word[96];
+	struct nl_msg *m;
+	struct daemon d;
+	struct reply r;
+	int fd, f, i;
+
+	KUNIT_ASSERT_EQ(test, (int)ARRAY_SIZE(st_dfields), NXQ_NR_DEVICE_FIELDS);
+	start(test, &d);
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_EQ(test, dev_add(fd, "gpu0", 8ULL << 30, NULL, &r), 0);
+	/* a device starts with the table's defaults */
+	KUNIT_ASSERT_EQ(test, st_dev_get(fd, "gpu0", v), 0);
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++)
+		if (strcmp(st_dfields[f].name, "capacity"))
+			KUNIT_EXPECT_EQ_MSG(test, v[f], st_dfields[f].dflt, "%s",
+					    st_dfields[f].name);
+	m = req(NXQUOTA_CMD_DEVICE_SET, 0);
+	nla_put_string(m, NXQUOTA_A_DEVICE_KEY, "gpu0");
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++) {
+		KUNIT_EXPECT_NE(test, st_dvalue(f), st_dfields[f].dflt);
+		if (st_dfields[f].unit == NXQ_UNIT_BYTES)
+			nla_put_u64(m, st_dfields[f].attr, st_dvalue(f));
+		else
+			nla_put_u32(m, st_dfields[f].attr, st_dvalue(f));
+	}
+	KUNIT_ASSERT_EQ_MSG(test, call(fd, m, &r), 0, "%s", r.msg);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/state", d.state);
+	KUNIT_ASSERT_TRUE(test, read_file(path, text, sizeof(text)) > 0);
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++) {
+		snprintf(word, sizeof(word), " %s=%llu", st_dfields[f].name,
+			 (unsigned long long)st_dvalue(f));
+		KUNIT_EXPECT_TRUE_MSG(test, strstr(text, word) != NULL,
+				      "no%s in %s", word, text);
+	}
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGKILL), 128 + SIGKILL);
+
+	/* and a device in the format before the table, beside it */
+	i = open(path, O_WRONLY | O_APPEND);
+	KUNIT_ASSERT_GE(test, i, 0);
+	snprintf(text, sizeof(text), "device gpu1 capacity=4096 devt=195:1 "
+		 "default_max=max ticket_timeout_ms=250\n");
+	KUNIT_ASSERT_EQ(test, write(i, text, strlen(text)),
+			(ssize_t)strlen(text));
+	close(i);
+	spawn(test, &d);
+	KUNIT_ASSERT_TRUE(test, wait_up(&d));
+	fd = dial(d.ctl);
+	KUNIT_ASSERT_GE(test, fd, 0);
+	KUNIT_ASSERT_EQ(test, st_dev_get(fd, "gpu0", v), 0);
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++)
+		KUNIT_EXPECT_EQ_MSG(test, v[f], st_dvalue(f), "%s after a restart",
+				    st_dfields[f].name);
+	KUNIT_ASSERT_EQ(test, st_dev_get(fd, "gpu1", v), 0);
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++) {
+		snprintf(word, sizeof(word), " %s=", st_dfields[f].name);
+		i = strstr(text, word) ? (int)(strstr(text, word) - text) : -1;
+		KUNIT_ASSERT_GE(test, i, 0);
+		KUNIT_EXPECT_EQ_MSG(test, v[f],
+				    !strncmp(text + i + strlen(word), "max", 3) ?
+				    NXQ_UNLIMITED :
+				    strtoull(text + i + strlen(word), NULL, 10),
+				    "%s of the previous format", st_dfields[f].name);
+	}
+	close(fd);
+	KUNIT_EXPECT_EQ(test, stop(&d, SIGTERM), 0);
+
+	/* a field past its bound: the file is not read, the daemon stops */
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++) {
+		if (st_dfields[f].unit == NXQ_UNIT_BYTES)
+			continue;
+		i = open(path, O_WRONLY | O_TRUNC);
+		KUNIT_ASSERT_GE(test, i, 0);
+		snprintf(text, sizeof(text), "nxquotad-state 1\n"
+			 "device gpu2 devt=- capacity=1 %s=%llu\n",
+			 st_dfields[f].name,
+			 (unsigned long long)st_dfields[f].hi + 1);
+		KUNIT_ASSERT_EQ(test, write(i, text, strlen(text)),
+				(ssize_t)strlen(text));
+		close(i);
+		spawn(test, &d);
+		KUNIT_EXPECT_FALSE_MSG(test, wait_up(&d), "%s", text);
+		KUNIT_EXPECT_EQ(test, d.pid, 0);
+	}
+	cleanup(&d);
+}
+
+/*
  * Socket activation: a control socket passed as systemd passes it
  * (LISTEN_PID, LISTEN_FDS, LISTEN_FDNAMES=control on fd 3) is the one
  * served; the daemon binds no other, leaves its mode alone and does not
@@ -1790,6 +1938,7 @@ static struct kunit_case ctl_cases[] = {
 	KUNIT_CASE(ctl_test_events),
 	KUNIT_CASE(ctl_test_restart),
 	KUNIT_CASE(ctl_test_state_fields),
+	KUNIT_CASE(ctl_test_state_devices),
 	KUNIT_CASE(ctl_test_socket_activation),
 	KUNIT_CASE(ctl_test_bounds),
 	KUNIT_CASE(ctl_test_cap_dropped),

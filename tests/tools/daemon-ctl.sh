@@ -65,6 +65,35 @@ has "$tmp/out" "$(printf '%-40s %9s %9s %7s' DEVICE CAPACITY USED HOLDERS)"
 has "$tmp/out" "$(printf '%-40s %9s %9s %7u' gpu0 8G 0 0)"
 ok --json devices
 has "$tmp/out" '[{"key":"gpu0","capacity":8589934592,"used":0,"holders":0}]'
+# every field of the device table (--help lists what the table gives it),
+# set through the tool and read back from status --json; out of bounds
+# refused before anything is sent (exit 2)
+fields=$("$tool" --help |
+	sed -n '/ change its /s/^  devices \([a-z-]*\) KEY \([A-Z]*\).*/\1:\2/p')
+[ "$(echo "$fields" | wc -w)" -ge 3 ] || fail "device fields in --help: $fields"
+for fh in $fields; do
+	f=${fh%%:*}
+	case ${fh#*:} in
+	SIZE)	val=3G want=3221225472 ;;
+	MS)	val=250 want=250 ;;
+	*)	fail "$f: no value for ${fh#*:}" ;;
+	esac
+	ok devices "$f" gpu0 "$val"
+	ok --json status
+	python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+v = d["devices"][0][sys.argv[2].replace("-", "_")]
+assert v == int(sys.argv[3]), (sys.argv[2], v)' "$tmp/out" "$f" "$want" ||
+		fail "devices $f gpu0 $val: status --json: $(cat "$tmp/out")"
+	run devices "$f" gpu0 x
+	[ $rc = 2 ] || fail "devices $f gpu0 x: exit $rc"
+done
+run devices ticket-timeout-ms gpu0 0
+[ $rc = 2 ] && grep -q "1 to 3600000" "$tmp/err" ||
+	fail "ticket-timeout-ms 0: exit $rc: $(cat "$tmp/err")"
+run devices ticket-timeout-ms gpu0 3600001
+[ $rc = 2 ] || fail "ticket-timeout-ms 3600001: exit $rc"
+ok devices capacity gpu0 8G
+ok devices default-max gpu0 1G
 run devices register gpu0 8G
 [ $rc = 1 ] || fail "registering twice: exit $rc"
 grep -q "EEXIST.*device already registered" "$tmp/err" ||

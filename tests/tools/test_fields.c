@@ -5,12 +5,14 @@
  * through nxquotactl's words -- found by its name ('-' for '_'), its
  * largest value read back, one above refused before anything is sent, a
  * flag only alone -- and the words the hook prints for nxquotactl
- * (field_arg()) read back as what they say.
+ * (field_arg()) read back as what they say; and the device table's
+ * fields through nxquotactl devices's words.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -117,11 +119,61 @@ static void test_args(void **state)
 	}
 }
 
+/*
+ * The device table likewise (NXQ_DEVICE_FIELDS, nxquotactl devices FIELD
+ * KEY VALUE): every field found by its word, its largest value read back,
+ * one past either bound refused before anything is sent.
+ */
+static void test_dfields(void **state)
+{
+	char num[32], why[256], w[64];
+	uint64_t v;
+	int f;
+
+	(void)state;
+	for (f = 0; f < NXQ_NR_DEVICE_FIELDS; f++) {
+		const struct field_def *d = &dfield_defs[f].d;
+
+		assert_int_equal(dfield_of_name(dfield_word(f, w, sizeof(w))), f);
+		assert_null(strchr(w, '_'));
+		assert_non_null(dfield_value_hint(f));
+		assert_true(d->lo <= d->hi);
+		assert_true(dfield_defs[f].set);
+		assert_int_equal(dfield_parse(f, "x", &v, why, sizeof(why)),
+				 -EINVAL);
+		if (d->unit == NXQ_UNIT_BYTES) {
+			assert_int_equal(dfield_parse(f, "4Gi", &v, why,
+						      sizeof(why)), 0);
+			assert_int_equal(v, 4ULL << 30);
+			assert_int_equal(dfield_parse(f, "max", &v, why,
+						      sizeof(why)),
+					 d->parse == NXQ_PARSE_SIZE_MAX ? 0 :
+					 -EINVAL);
+			continue;
+		}
+		snprintf(num, sizeof(num), "%" PRIu64, d->hi);
+		assert_int_equal(dfield_parse(f, num, &v, why, sizeof(why)), 0);
+		assert_int_equal(v, d->hi);
+		assert_true(d->dflt >= d->lo && d->dflt <= d->hi);
+		snprintf(num, sizeof(num), "%" PRIu64, d->hi + 1);
+		assert_int_equal(dfield_parse(f, num, &v, why, sizeof(why)),
+				 -EINVAL);
+		if (d->lo) {
+			snprintf(num, sizeof(num), "%" PRIu64, d->lo - 1);
+			assert_int_equal(dfield_parse(f, num, &v, why,
+						      sizeof(why)), -EINVAL);
+		}
+	}
+	assert_int_equal(dfield_of_name("key"), -1);
+	assert_int_equal(dfield_of_name("default_max"), -1);	/* '-' */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_words),
 		cmocka_unit_test(test_args),
+		cmocka_unit_test(test_dfields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,8 +18,10 @@
  *
  * The sysfs helpers (sc_write, sc_read, sc_exists on paths under SC_SYSFS)
  * are translated to the module's generic netlink family: register ->
- * DEVICE_ADD, unregister -> DEVICE_DEL, KEY/capacity, default_max,
- * ticket_timeout_ms -> DEVICE_SET, KEY/set_budget and the node files of
+ * DEVICE_ADD, unregister -> DEVICE_DEL, KEY/'s files of the device
+ * table (capacity, default_max, ticket_timeout_ms: NXQ_DEVICE_FIELDS,
+ * read as its parse column says, within its bounds) -> DEVICE_SET,
+ * KEY/set_budget and the node files of
  * the budget table (max, min, kill_on_ignore: NXQ_BUDGET_FIELDS, read as
  * its parse column says) -> BUDGET_SET, clear_budget -> BUDGET_CLEAR,
  * every read -> a DEVICE_GET or BUDGET_GET dump rendered as the sysfs file
@@ -870,7 +872,15 @@ struct sc_sattr {
 };
 
 static const struct sc_sattr sc_dev_attrs[] = {
-	{ "capacity", NXQUOTA_A_DEVICE_CAPACITY, SC_F_U64, 1 },
+	/*
+	 * The device table's fields (NXQ_DEVICE_FIELDS, as the module makes
+	 * their files): root writes them.
+	 */
+#define SC_DFIELD_SATTR(n, N, a, u, p, lo, hi, d, w, add, set)		\
+	{ #n, a, (p) == NXQ_PARSE_SIZE_MAX ? SC_F_U64MAX :		\
+	  (p) == NXQ_PARSE_SIZE ? SC_F_U64 : SC_F_U32, 1 },
+	NXQ_DEVICE_FIELDS(SC_DFIELD_SATTR)
+#undef SC_DFIELD_SATTR
 	{ "used", NXQUOTA_A_DEVICE_USED, SC_F_U64, 0 },
 	{ "denials", NXQUOTA_A_DEVICE_DENIALS, SC_F_U64, 0 },
 	{ "capacity_hits", NXQUOTA_A_DEVICE_CAPACITY_HITS, SC_F_U64, 0 },
@@ -886,9 +896,7 @@ static const struct sc_sattr sc_dev_attrs[] = {
 #else
 	{ "waiters", 0, SC_F_NONE, 0 },
 #endif
-	{ "ticket_timeout_ms", NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, SC_F_U32, 1 },
 	{ "devt", NXQUOTA_A_DEVICE_DEVT, SC_F_DEVT, 0 },
-	{ "default_max", NXQUOTA_A_DEVICE_DEFAULT_MAX, SC_F_U64MAX, 1 },
 	{ "events_dropped", NXQUOTA_A_DEVICE_EVENTS_DROPPED, SC_F_U64, 0 },
 #ifdef SC_HAVE_EVENTS_DROPPED_TYPE	/* an enum: run.sh greps the header */
 	/* "TYPE COUNT" lines: sc_dropped_types' types, their attributes
@@ -1170,15 +1178,15 @@ static int sc_field_find(const char *name, size_t len)
 	return -1;
 }
 
-/* A field's value from its text, as its parse column says: 0 or -EINVAL. */
-static int sc_field_parse(int f, const char *s, uint64_t *v)
+/* A value from its text, as a parse column (enum nxq_parse) says. */
+static int sc_parse_by(int parse, const char *s, uint64_t *v)
 {
 	uint32_t u;
 
-	switch (sc_fields[f].parse) {
+	switch (parse) {
 	case NXQ_PARSE_SIZE:
 	case NXQ_PARSE_SIZE_MAX:
-		return sc_parse_size(s, sc_fields[f].parse == NXQ_PARSE_SIZE_MAX,
+		return sc_parse_size(s, parse == NXQ_PARSE_SIZE_MAX,
 				     v) ? -EINVAL : 0;
 	case NXQ_PARSE_BOOL:
 		if ((s[0] != '0' && s[0] != '1') || s[1])
@@ -1193,6 +1201,63 @@ static int sc_field_parse(int f, const char *s, uint64_t *v)
 	default:
 		return -EINVAL;
 	}
+}
+
+/* A field's value from its text, as its parse column says: 0 or -EINVAL. */
+static int sc_field_parse(int f, const char *s, uint64_t *v)
+{
+	return sc_parse_by(sc_fields[f].parse, s, v);
+}
+
+/*
+ * The device table (NXQ_DEVICE_FIELDS) as the module's register and
+ * device files read it: each field's name, attribute, unit, parse and
+ * bounds (a size's none).  None is named here.
+ */
+struct sc_dfield {
+	const char *name;
+	int attr, unit, parse;
+	uint64_t lo, hi;
+};
+
+#define SC_DFIELD(n, N, a, u, p, lo, hi, d, w, add, set)	\
+	{ #n, a, u, p, lo, hi },
+static const struct sc_dfield sc_dfields[] = {
+	NXQ_DEVICE_FIELDS(SC_DFIELD)
+};
+#undef SC_DFIELD
+#define SC_NR_DFIELDS	((int)(sizeof(sc_dfields) / sizeof(sc_dfields[0])))
+
+/* The device field of a name, or -1. */
+static int sc_dfield_find(const char *name)
+{
+	int f;
+
+	for (f = 0; f < SC_NR_DFIELDS; f++)
+		if (!strcmp(name, sc_dfields[f].name))
+			return f;
+	return -1;
+}
+
+/* As the module's file: read by its parse, within its bounds; -EINVAL. */
+static int sc_dfield_parse(int f, const char *s, uint64_t *v)
+{
+	const struct sc_dfield *d = &sc_dfields[f];
+
+	if (sc_parse_by(d->parse, s, v))
+		return -EINVAL;
+	if (d->unit != NXQ_UNIT_BYTES && (*v < d->lo || *v > d->hi))
+		return -EINVAL;
+	return 0;
+}
+
+/* A device field's attribute in m, of the type its unit says. */
+static void sc_dfield_put(struct sc_nlreq *m, int f, uint64_t v)
+{
+	if (sc_dfields[f].unit == NXQ_UNIT_BYTES)
+		sc_nl_put_u64(m, sc_dfields[f].attr, v);
+	else
+		sc_nl_put_u32(m, sc_dfields[f].attr, (uint32_t)v);
 }
 
 /* A field's attribute in m, of the type its unit says. */
@@ -1246,7 +1311,6 @@ static SC_UNUSED int sc_admin_write(const char *path, const char *s)
 	struct sc_nlreq m;
 	struct sc_found f;
 	uint64_t v;
-	uint32_t u;
 	int rc, n, fi;
 
 	rc = sc_spath_parse(path, &p);
@@ -1257,15 +1321,16 @@ static SC_UNUSED int sc_admin_write(const char *path, const char *s)
 	strcpy(line, s);
 	if (p.level == 1 && !strcmp(p.attr, "register")) {
 		n = sc_split(line, w, 3);
-		if (n != 2 && n != 3)
+		fi = sc_dfield_find("capacity");	/* KEY CAPACITY [DEVT] */
+		if ((n != 2 && n != 3) || fi < 0)
 			return -EINVAL;
-		if (sc_parse_size(w[1], 0, &v))
+		if (sc_dfield_parse(fi, w[1], &v))
 			return -EINVAL;
 		sc_nl_init(&m, NXQUOTA_CMD_DEVICE_ADD, 0);
 		if (strlen(w[0]) > 200)
 			return -EINVAL;
 		sc_nl_put_str(&m, NXQUOTA_A_DEVICE_KEY, w[0]);
-		sc_nl_put_u64(&m, NXQUOTA_A_DEVICE_CAPACITY, v);
+		sc_dfield_put(&m, fi, v);
 		if (n == 3) {
 			if (strlen(w[2]) > 200)
 				return -EINVAL;
@@ -1313,18 +1378,13 @@ static SC_UNUSED int sc_admin_write(const char *path, const char *s)
 			sc_nl_put_str(&m, NXQUOTA_A_BUDGET_CGROUP_PATH, w[0]);
 			if (set && sc_admin_budget_words(&m, w, n))
 				return -EINVAL;
-		} else if (!strcmp(p.attr, "ticket_timeout_ms")) {
-			if (sc_kstrtou32(s, &u) || !u || u > 3600 * 1000)
-				return -EINVAL;
-			sc_nl_put_u32(&m, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, u);
 		} else {
-			int is_max = !strcmp(p.attr, "default_max");
-
+			/* a field of the device table: one word */
+			fi = sc_dfield_find(p.attr);
 			n = sc_split(line, w, 1);
-			if (n != 1 || sc_parse_size(w[0], is_max, &v))
+			if (fi < 0 || n != 1 || sc_dfield_parse(fi, w[0], &v))
 				return -EINVAL;
-			sc_nl_put_u64(&m, is_max ? NXQUOTA_A_DEVICE_DEFAULT_MAX :
-				      NXQUOTA_A_DEVICE_CAPACITY, v);
+			sc_dfield_put(&m, fi, v);
 		}
 	} else {
 		struct nlattr *pa = f.tb[NXQUOTA_A_BUDGET_CGROUP_PATH];

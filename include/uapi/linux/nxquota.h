@@ -298,8 +298,9 @@ struct nxq_status {
 #define NXQ_BYTES_MAX		(1ULL << 62)
 
 /*
- * The budget table's vocabulary (NXQ_BUDGET_FIELDS below): what a
- * budget attribute counts, how its text is read, and who may set it.
+ * The vocabulary of the budget and device tables (NXQ_BUDGET_FIELDS and
+ * NXQ_DEVICE_FIELDS below): what an attribute counts, how its text is
+ * read, and who may set it.
  */
 enum nxq_unit {
 	NXQ_UNIT_BYTES,		/* bytes of device memory (charge) */
@@ -418,6 +419,41 @@ enum nxq_limit {
 	[NXQ_LIM_PRIORITY_MAX] = NXQUOTA_PRIORITY_MAX_DEFAULT, \
 	[NXQ_LIM_WAIT_MAX_MS] = NXQUOTA_WAIT_MAX_MS_DEFAULT, \
 }
+
+/*
+ * The device table (daemon/ynl-gen.sh, from the spec: every attribute of
+ * device-add's and device-set's requests but the key and the devt, which
+ * say which device and prove its node).  Not to be edited, as the budget
+ * table.  NXQ_DEVICE_FIELDS(X) calls, for each,
+ *   X(name, NAME, attr, unit, parse, lo, hi, dflt, who, add, set)
+ * name .. who  as the budget table's, derived the same way: its name in
+ *        sysfs (the device's file), nxquotad's state file and JSON; a
+ *        size without checks goes up to NXQ_UNLIMITED where "max" is all
+ *        ones, else NXQ_BYTES_MAX (capacity: no door nor the ledger
+ *        checks it yet, as before the table); dflt what a device
+ *        registered without it gets (the const NAME-default, else as the
+ *        budget table's)
+ * add    1 when device-add takes it (the device starts with it)
+ * set    1 when device-set changes it
+ */
+#define NXQ_DEVICE_FIELDS(X) \
+	X(capacity, CAPACITY, NXQUOTA_A_DEVICE_CAPACITY, \
+	  NXQ_UNIT_BYTES, NXQ_PARSE_SIZE, 0, NXQ_BYTES_MAX, \
+	  0, NXQ_WHO_ADMIN, 1, 1) \
+	X(ticket_timeout_ms, TICKET_TIMEOUT_MS, NXQUOTA_A_DEVICE_TICKET_TIMEOUT_MS, \
+	  NXQ_UNIT_MS, NXQ_PARSE_U32, 1, 3600000U, \
+	  NXQUOTA_TICKET_TIMEOUT_MS_DEFAULT, NXQ_WHO_ADMIN, 0, 1) \
+	X(default_max, DEFAULT_MAX, NXQUOTA_A_DEVICE_DEFAULT_MAX, \
+	  NXQ_UNIT_BYTES, NXQ_PARSE_SIZE_MAX, 0, NXQ_UNLIMITED, \
+	  NXQUOTA_DEFAULT_MAX_DEFAULT, NXQ_WHO_ADMIN, 0, 1)
+
+/* The device table by number. */
+enum nxq_device_field {
+	NXQ_DF_CAPACITY,
+	NXQ_DF_TICKET_TIMEOUT_MS,
+	NXQ_DF_DEFAULT_MAX,
+	NXQ_NR_DEVICE_FIELDS,
+};
 /* END YNL-GEN nxquota budget */
 
 /*
@@ -511,10 +547,12 @@ struct nxq_ticket_answer {
 #define NXQUOTA_FAMILY_NAME	"nxquota"
 #define NXQUOTA_FAMILY_VERSION	1
 
-#define NXQUOTA_HOLDERS_MAX_DEFAULT	1024
-#define NXQUOTA_WAITERS_MAX_DEFAULT	64
-#define NXQUOTA_PRIORITY_MAX_DEFAULT	0
-#define NXQUOTA_WAIT_MAX_MS_DEFAULT	30000
+#define NXQUOTA_HOLDERS_MAX_DEFAULT		1024
+#define NXQUOTA_WAITERS_MAX_DEFAULT		64
+#define NXQUOTA_PRIORITY_MAX_DEFAULT		0
+#define NXQUOTA_WAIT_MAX_MS_DEFAULT		30000
+#define NXQUOTA_DEFAULT_MAX_DEFAULT		0
+#define NXQUOTA_TICKET_TIMEOUT_MS_DEFAULT	1000
 
 /**
  * enum nxquota_event_type - What an event reports.

@@ -35,6 +35,8 @@
  * nxquotactl's exit 1 with the authority's reason).  Before anything is
  * set, each field reads its default from the node's file and from
  * nxquotactl's JSON.
+ *
+ * The device table likewise (device_every_door, below).
  */
 #include "scen.h"
 
@@ -346,6 +348,174 @@ TEST_F(lt, bounds_and_defaults)
 			lt_word(l, l->hi, 0, w, sizeof(w));
 			ASSERT_OK(sc_set_budget(KEY, CG " %s", w));
 			LT_READS(self->id, l, l->hi, 0);
+		}
+	}
+	LT_TOOL_OR_SKIP();
+}
+
+/*
+ * The device table (NXQ_DEVICE_FIELDS: every setting of device-add and
+ * device-set) through every door, none named here: the device's file
+ * (the module's sysfs; nxquotad: its control socket), device-set over
+ * netlink with the attribute the spec gives, nxquotactl devices FIELD KEY
+ * VALUE (read back from its JSON too), and register for a field
+ * device-add takes; one past either bound refused at each (EINVAL from
+ * sysfs, ERANGE from the policy, exit 2 from the tool) and changing
+ * nothing; a device just registered reads each default.
+ */
+#define KEY2	"t-lt2"
+
+struct lt_dfield {
+	const char *name;
+	int attr, unit, parse, add;
+	uint64_t lo, hi, dflt;
+};
+
+#define LT_DFIELD(n, N, a, u, p, lo, hi, d, w, add, set)	\
+	{ #n, a, u, p, add, lo, hi, d },
+static const struct lt_dfield lt_dfields[] = {
+	NXQ_DEVICE_FIELDS(LT_DFIELD)
+};
+#undef LT_DFIELD
+#define LT_DN	(sizeof(lt_dfields) / sizeof(lt_dfields[0]))
+
+/* What a device field's file (and the tool's word) says for v. */
+static const char *lt_dtext(const struct lt_dfield *l, uint64_t v, char *buf,
+			    size_t n)
+{
+	if (l->parse == NXQ_PARSE_SIZE_MAX && v == NXQ_UNLIMITED)
+		snprintf(buf, n, "max");
+	else
+		snprintf(buf, n, "%llu", (unsigned long long)v);
+	return buf;
+}
+
+/* The value of a device field at door d (0..3): each a change. */
+static uint64_t lt_dvalue(const struct lt_dfield *l, int d)
+{
+	if (l->unit == NXQ_UNIT_BYTES)
+		return (uint64_t)(d + 2) * 64 * SC_MIB;
+	return l->hi - 3 + (uint64_t)d;
+}
+
+/* device-set over netlink: one field's attribute, of its unit's type. */
+static int lt_dnl_set(const struct lt_dfield *l, uint64_t v)
+{
+	struct sc_nlreq m;
+
+	sc_nl_init(&m, NXQUOTA_CMD_DEVICE_SET, 0);
+	sc_nl_put_str(&m, NXQUOTA_A_DEVICE_KEY, KEY);
+	if (l->unit == NXQ_UNIT_BYTES)
+		sc_nl_put_u64(&m, l->attr, v);
+	else
+		sc_nl_put_u32(&m, l->attr, (uint32_t)v);
+	return sc_nl_talk(&m, NULL, NULL);
+}
+
+/* The tool's word of a device field: its name with '-'. */
+static const char *lt_dword(const struct lt_dfield *l, char *buf, size_t n)
+{
+	size_t k;
+
+	snprintf(buf, n, "%s", l->name);
+	for (k = 0; buf[k]; k++)
+		if (buf[k] == '_')
+			buf[k] = '-';
+	return buf;
+}
+
+/* Device key's field reads v in its file, and in the tool's JSON if tool. */
+#define LT_DREADS(key, l, v, tool) do {					\
+	char t_[32], k_[96], r_[64], *p_;				\
+	int n_ = sc_read(sc_dev_path((key), (l)->name), r_, sizeof(r_)); \
+									\
+	ASSERT_OK(n_ < 0 ? n_ : 0);					\
+	lt_dtext((l), (v), t_, sizeof(t_));				\
+	if (strcmp(r_, t_))						\
+		FAIL("%s/%s reads %s, not %s", (key), (l)->name, r_, t_); \
+	if (tool) {							\
+		ASSERT_EQ(lt_run("--json", "status", (key), NULL, NULL), 0); \
+		if ((l)->parse == NXQ_PARSE_SIZE_MAX && (v) == NXQ_UNLIMITED) \
+			snprintf(k_, sizeof(k_), "\"%s\":null", (l)->name); \
+		else							\
+			snprintf(k_, sizeof(k_), "\"%s\":%llu", (l)->name, \
+				 (unsigned long long)(v));		\
+		p_ = strstr(lt_out, k_);				\
+		if (!p_ || (p_[strlen(k_)] != ',' && p_[strlen(k_)] != '}')) \
+			FAIL("nxquotactl --json status %s has no %s: %.300s", \
+			     (key), k_, lt_out);			\
+	}								\
+} while (0)
+
+TEST_F(lt, device_every_door)
+{
+	char w[64], t[32], word[64];
+	size_t i;
+
+	ASSERT_EQ(LT_DN, (size_t)NXQ_NR_DEVICE_FIELDS);
+	/* a device just registered: each default (what register sets aside) */
+	ASSERT_OK(sc_dev_register(KEY2, "1G"));
+	for (i = 0; i < LT_DN; i++)
+		if (!lt_dfields[i].add)
+			LT_DREADS(KEY2, &lt_dfields[i], lt_dfields[i].dflt,
+				  self->tool);
+	ASSERT_OK(sc_dev_unregister(KEY2));
+
+	for (i = 0; i < LT_DN; i++) {
+		const struct lt_dfield *l = &lt_dfields[i];
+		uint64_t now;
+
+		/* 1. the device's file */
+		lt_dtext(l, lt_dvalue(l, 0), t, sizeof(t));
+		ASSERT_OK(sc_write(sc_dev_path(KEY, l->name), t));
+		LT_DREADS(KEY, l, lt_dvalue(l, 0), 0);
+		ASSERT_ERR(sc_write(sc_dev_path(KEY, l->name), "x"), EINVAL);
+		ASSERT_ERR(sc_write(sc_dev_path(KEY, l->name), "1 2"), EINVAL);
+
+		/* 2. device-set over netlink, the spec's attribute */
+		ASSERT_OK(lt_dnl_set(l, lt_dvalue(l, 1)));
+		LT_DREADS(KEY, l, lt_dvalue(l, 1), 0);
+		now = lt_dvalue(l, 1);
+
+		/* 3. nxquotactl devices FIELD KEY VALUE */
+		if (self->tool) {
+			lt_dtext(l, lt_dvalue(l, 2), t, sizeof(t));
+			lt_dword(l, word, sizeof(word));
+			if (lt_run("devices", word, KEY, t, NULL))
+				FAIL("nxquotactl devices %s %s %s: %s", word,
+				     KEY, t, lt_out);
+			LT_DREADS(KEY, l, lt_dvalue(l, 2), 1);
+			now = lt_dvalue(l, 2);
+		}
+
+		/* 4. register, for a field device-add takes */
+		if (l->add) {
+			lt_dtext(l, lt_dvalue(l, 3), t, sizeof(t));
+			ASSERT_OK(sc_dev_register(KEY2, t));
+			LT_DREADS(KEY2, l, lt_dvalue(l, 3), 0);
+			ASSERT_OK(sc_dev_unregister(KEY2));
+			ASSERT_ERR(sc_dev_register(KEY2, "x"), EINVAL);
+		}
+
+		/* the bounds: one past either, refused at each door */
+		if (l->unit == NXQ_UNIT_BYTES)
+			continue;	/* a size: none of its own */
+		for (int b = 0; b < 2; b++) {
+			uint64_t bad = b ? l->hi + 1 : l->lo - 1;
+
+			if (!b && !l->lo)
+				continue;
+			lt_dtext(l, bad, t, sizeof(t));
+			ASSERT_ERR(sc_write(sc_dev_path(KEY, l->name), t),
+				   EINVAL);
+			ASSERT_ERR(lt_dnl_set(l, bad), ERANGE);
+			if (self->tool) {
+				lt_dword(l, word, sizeof(word));
+				snprintf(w, sizeof(w), "%s", t);
+				ASSERT_EQ(lt_run("devices", word, KEY, w, NULL),
+					  2);
+			}
+			LT_DREADS(KEY, l, now, 0);
 		}
 	}
 	LT_TOOL_OR_SKIP();
