@@ -126,6 +126,32 @@ def C(n):
     return n.replace('-', '_').upper()
 
 
+def rule(what, n, a, switches):
+    """An attribute's unit, parse rule, bounds, and whether "max" is all
+    ones, from its type and checks: a u64 is bytes (its doc naming
+    NXQ_UNLIMITED: "max" is all ones), a u32 a number (milliseconds if
+    it ends in -ms); with @switches a u8 checked to 1 is a boolean and a
+    flag a flag.  Any other type has no rule: refused."""
+    t, chk = a['type'], a.get('checks', {})
+    unlimited = t == 'u64' and 'NXQ_UNLIMITED' in a.get('doc', '')
+    if t == 'u64':
+        unit = 'NXQ_UNIT_BYTES'
+        parse = 'NXQ_PARSE_SIZE_MAX' if unlimited else 'NXQ_PARSE_SIZE'
+        hi = 'NXQ_UNLIMITED' if unlimited else 'NXQ_BYTES_MAX'
+        if 'max' in chk:
+            hi = '%dULL' % int(chk['max'])
+    elif switches and t == 'u8' and chk.get('max') == 1:
+        unit, parse, hi = 'NXQ_UNIT_BOOL', 'NXQ_PARSE_BOOL', '1'
+    elif switches and t == 'flag':
+        unit, parse, hi = 'NXQ_UNIT_FLAG', 'NXQ_PARSE_FLAG', '1'
+    elif t == 'u32':
+        unit = 'NXQ_UNIT_MS' if n.endswith('-ms') else 'NXQ_UNIT_NUMBER'
+        parse, hi = 'NXQ_PARSE_U32', '%dU' % int(chk.get('max', 0xffffffff))
+    else:
+        die('%s attribute %s: type %s has no rule to parse it' % (what, n, t))
+    return unit, parse, '%d' % int(chk.get('min', 0)), hi, unlimited
+
+
 attrs = {a['name']: a for s in spec['attribute-sets'] if s['name'] == 'budget'
          for a in s['attributes']}
 ops = {o['name']: o for o in spec['operations']['list']}
@@ -142,28 +168,11 @@ for n in req['do']['request']['attributes']:
     if n in ('device', 'cgroup-path'):
         continue
     a = attrs[n]
-    t, chk = a['type'], a.get('checks', {})
-    unlimited = t == 'u64' and 'NXQ_UNLIMITED' in a.get('doc', '')
+    unit, parse, lo, hi, unlimited = rule('budget-set', n, a, True)
     lim = '-1'
-    if t == 'u64':
-        unit = 'NXQ_UNIT_BYTES'
-        parse = 'NXQ_PARSE_SIZE_MAX' if unlimited else 'NXQ_PARSE_SIZE'
-        hi = 'NXQ_UNLIMITED' if unlimited else 'NXQ_BYTES_MAX'
-        if 'max' in chk:
-            hi = '%dULL' % int(chk['max'])
-    elif t == 'u8' and chk.get('max') == 1:
-        unit, parse, hi = 'NXQ_UNIT_BOOL', 'NXQ_PARSE_BOOL', '1'
-    elif t == 'flag':
-        unit, parse, hi = 'NXQ_UNIT_FLAG', 'NXQ_PARSE_FLAG', '1'
-    elif t == 'u32':
-        unit = 'NXQ_UNIT_MS' if n.endswith('-ms') else 'NXQ_UNIT_NUMBER'
-        parse, hi = 'NXQ_PARSE_U32', '%dU' % int(chk.get('max', 0xffffffff))
-        if 'max' in chk:
-            lim = 'NXQ_LIM_' + C(n)
-            limits.append(n)
-    else:
-        die('budget-set attribute %s: type %s has no rule to parse it' % (n, t))
-    lo = '%d' % int(chk.get('min', 0))
+    if a['type'] == 'u32' and 'max' in a.get('checks', {}):
+        lim = 'NXQ_LIM_' + C(n)
+        limits.append(n)
     if n + '-default' in consts:
         used.add(n + '-default')
         dflt = 'NXQUOTA_' + C(n) + '_DEFAULT'
@@ -197,20 +206,7 @@ dwho = 'NXQ_WHO_ADMIN' if 'admin-perm' in dset.get('flags', []) else 'NXQ_WHO_AN
 drows = []
 for n in dreq:
     a = dattrs[n]
-    t, chk = a['type'], a.get('checks', {})
-    unlimited = t == 'u64' and 'NXQ_UNLIMITED' in a.get('doc', '')
-    if t == 'u64':
-        unit = 'NXQ_UNIT_BYTES'
-        parse = 'NXQ_PARSE_SIZE_MAX' if unlimited else 'NXQ_PARSE_SIZE'
-        hi = 'NXQ_UNLIMITED' if unlimited else 'NXQ_BYTES_MAX'
-        if 'max' in chk:
-            hi = '%dULL' % int(chk['max'])
-    elif t == 'u32':
-        unit = 'NXQ_UNIT_MS' if n.endswith('-ms') else 'NXQ_UNIT_NUMBER'
-        parse, hi = 'NXQ_PARSE_U32', '%dU' % int(chk.get('max', 0xffffffff))
-    else:
-        die('device attribute %s: type %s has no rule to parse it' % (n, t))
-    lo = '%d' % int(chk.get('min', 0))
+    unit, parse, lo, hi, unlimited = rule('device', n, a, False)
     if n + '-default' in consts:
         used.add(n + '-default')
         dflt = 'NXQUOTA_' + C(n) + '_DEFAULT'
@@ -220,6 +216,22 @@ for n in dreq:
                   parse, lo, hi, dflt, dwho,
                   '1' if n in dadd['do']['request']['attributes'] else '0',
                   '1' if n in dset['do']['request']['attributes'] else '0'))
+
+def table(macro, what, short, rows):
+    """NXQ_<macro>_FIELDS(X), one X() of three lines a row, then its enum."""
+    print('#define NXQ_%s_FIELDS(X) \\' % macro)
+    for i, r in enumerate(rows):
+        end = ' \\' if i < len(rows) - 1 else ''
+        print('\tX(%s, %s, %s, \\' % r[:3])
+        print('\t  %s, %s, %s, %s, \\' % r[3:7])
+        print('\t  %s, %s, %s, %s)%s' % (r[7:] + (end,)))
+    print('')
+    print('/* The %s table by number. */' % what)
+    print('enum nxq_%s_field {' % what)
+    for r in rows:
+        print('\tNXQ_%s_%s,' % (short, r[1]))
+    print('\tNXQ_NR_%s_FIELDS,' % macro)
+    print('};')
 
 stray = sorted(c for c in consts if c.endswith('-default') and c not in used)
 if stray:
@@ -253,19 +265,7 @@ print('''/*
  * kept   1 when budget-get reports it (a node keeps it), 0 for a
  *        modifier of the request alone
  */''')
-print('#define NXQ_BUDGET_FIELDS(X) \\')
-for i, r in enumerate(rows):
-    end = ' \\' if i < len(rows) - 1 else ''
-    print('\tX(%s, %s, %s, \\' % r[:3])
-    print('\t  %s, %s, %s, %s, \\' % r[3:7])
-    print('\t  %s, %s, %s, %s)%s' % (r[7:] + (end,)))
-print('')
-print('/* The budget table by number. */')
-print('enum nxq_budget_field {')
-for r in rows:
-    print('\tNXQ_BF_%s,' % r[1])
-print('\tNXQ_NR_BUDGET_FIELDS,')
-print('};')
+table('BUDGET', 'budget', 'BF', rows)
 print('')
 print('/*')
 print(' * The per-cgroup limits, of those: NXQ_LIMITS(X) calls X(name, NAME,')
@@ -306,19 +306,7 @@ print('''/*
  * add    1 when device-add takes it (the device starts with it)
  * set    1 when device-set changes it
  */''')
-print('#define NXQ_DEVICE_FIELDS(X) \\')
-for i, r in enumerate(drows):
-    end = ' \\' if i < len(drows) - 1 else ''
-    print('\tX(%s, %s, %s, \\' % r[:3])
-    print('\t  %s, %s, %s, %s, \\' % r[3:7])
-    print('\t  %s, %s, %s, %s)%s' % (r[7:] + (end,)))
-print('')
-print('/* The device table by number. */')
-print('enum nxq_device_field {')
-for r in drows:
-    print('\tNXQ_DF_%s,' % r[1])
-print('\tNXQ_NR_DEVICE_FIELDS,')
-print('};')
+table('DEVICE', 'device', 'DF', drows)
 PY
 
 # section FILE BEGIN END: the lines strictly between the markers
